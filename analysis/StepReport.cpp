@@ -1,0 +1,213 @@
+#include "StepReport.hpp"
+
+#include "Quantity.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace memwall {
+namespace {
+
+using Intervals = std::vector<std::pair<double, double>>;
+
+Intervals merged(Intervals v)
+{
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (const auto& iv : v) {
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
+  }
+  return out;
+}
+
+double length(const Intervals& v)
+{
+  double t = 0;
+  for (const auto& [a, b] : v)
+    t += b - a;
+  return t;
+}
+
+// Length of `a` not covered by the merged, sorted `cover`.
+double uncovered(const Intervals& a, const Intervals& cover)
+{
+  double t = 0;
+  for (auto [s, e] : a) {
+    for (const auto& [cs, ce] : cover) {
+      if (ce <= s || cs >= e)
+        continue;
+      t += std::max(0.0, cs - s);
+      s = std::max(s, ce);
+      if (s >= e)
+        break;
+    }
+    t += std::max(0.0, e - s);
+  }
+  return t;
+}
+
+const DeviceRef* busiest_gpu(const RunResult& r)
+{
+  for (const auto& p : r.pools)
+    if (p.device.kind == DeviceKind::gpu)
+      return &p.device;
+  return nullptr;
+}
+
+nlohmann::ordered_json categories(const CategoryBytes& c)
+{
+  nlohmann::ordered_json j;
+  for (size_t i = 0; i < mem_category_count; ++i)
+    j[mem_category_names()[i]] = c[i];
+  return j;
+}
+
+double link_utilization(const LinkResult& l, double step)
+{
+  return l.bandwidth > 0 && step > 0 ? l.bytes / (l.bandwidth * step) : 0.0;
+}
+
+std::vector<const LinkResult*> links_by_utilization(const RunResult& r)
+{
+  std::vector<const LinkResult*> v;
+  for (const auto& l : r.links)
+    v.push_back(&l);
+  std::stable_sort(v.begin(), v.end(), [&](const LinkResult* a, const LinkResult* b) {
+    return link_utilization(*a, r.makespan_s) > link_utilization(*b, r.makespan_s);
+  });
+  return v;
+}
+
+} // namespace
+
+Breakdown step_breakdown(const RunResult& r)
+{
+  Breakdown b;
+  const DeviceRef* gpu = busiest_gpu(r);
+  if (!gpu)
+    return b;
+  Intervals compute, comm, copies;
+  for (const auto& op : r.ops) {
+    if (op.device != *gpu || op.end <= op.start)
+      continue;
+    if (op.kind == OpKind::kernel)
+      compute.emplace_back(op.start, op.end);
+    else if (op.kind == OpKind::collective)
+      comm.emplace_back(op.start, op.end);
+    else if (op.kind == OpKind::copy)
+      copies.emplace_back(op.start, op.end);
+  }
+  compute = merged(compute);
+  comm    = merged(comm);
+  copies  = merged(copies);
+  b.compute      = length(compute);
+  b.exposed_comm = uncovered(comm, compute);
+  Intervals busy = compute;
+  busy.insert(busy.end(), comm.begin(), comm.end());
+  b.offload_stall = uncovered(copies, merged(busy));
+  return b;
+}
+
+bool fits(const RunResult& r)
+{
+  return std::all_of(r.pools.begin(), r.pools.end(), [](const PoolResult& p) { return p.oom_count == 0; });
+}
+
+nlohmann::ordered_json report_json(const RunResult& r)
+{
+  nlohmann::ordered_json j;
+  double step = r.makespan_s;
+  j["step_time_s"]          = step;
+  j["tokens_per_s"]         = step > 0 ? r.tokens_per_step / step : 0.0;
+  j["model_flops_per_step"] = r.model_flops_per_step;
+  double peak_total         = r.peak_flops_per_gpu * r.gpus;
+  j["mfu"]                  = step > 0 && peak_total > 0 ? r.model_flops_per_step / (step * peak_total) : 0.0;
+  j["fits"]                 = fits(r);
+  double max_peak           = 0;
+  nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+  for (const auto& p : r.pools) {
+    max_peak = std::max(max_peak, p.peak_bytes);
+    nlohmann::ordered_json d;
+    d["name"]             = p.name;
+    d["kind"]             = p.device.kind == DeviceKind::gpu ? "gpu" : p.device.kind == DeviceKind::host ? "host" : "nvme";
+    d["hardware"]         = p.hardware;
+    d["count"]            = p.count;
+    d["capacity_bytes"]   = p.capacity;
+    d["peak_bytes"]       = p.peak_bytes;
+    d["peak_time_s"]      = p.peak_time;
+    d["peak_by_category"] = categories(p.peak_by_category);
+    d["max_by_category"]  = categories(p.max_by_category);
+    if (p.oom_count > 0) {
+      const OomEvent& o = p.ooms.front();
+      d["oom"] = {{"op", o.op}, {"time_s", o.time}, {"requested_bytes", o.requested}, {"free_bytes", o.free},
+                  {"count", p.oom_count}};
+    } else {
+      d["oom"] = nullptr;
+    }
+    devices.push_back(d);
+  }
+  j["max_peak_bytes"] = max_peak;
+  j["devices"]        = devices;
+  nlohmann::ordered_json links = nlohmann::ordered_json::array();
+  for (const LinkResult* l : links_by_utilization(r))
+    links.push_back({{"name", l->name}, {"bytes", l->bytes}, {"busy_s", l->busy_s},
+                     {"utilization", link_utilization(*l, step)}});
+  j["links"] = links;
+  Breakdown b = step_breakdown(r);
+  j["breakdown_s"] = {{"compute", b.compute}, {"exposed_comm", b.exposed_comm}, {"pipeline_bubble", b.pipeline_bubble},
+                      {"offload_stall", b.offload_stall}, {"paging_stall", b.paging_stall}};
+  return j;
+}
+
+std::string report_text(const RunResult& r, const std::string& title)
+{
+  auto j = report_json(r);
+  std::ostringstream os;
+  char line[512];
+  os << title << "\n\n";
+  std::snprintf(line, sizeof line, "  step time      %.4f s\n", r.makespan_s);
+  os << line;
+  std::snprintf(line, sizeof line, "  throughput     %s\n", format_si(j["tokens_per_s"].get<double>(), "tokens/s").c_str());
+  os << line;
+  std::snprintf(line, sizeof line, "  model FLOPs    %s per step, MFU %.1f %%\n",
+                format_si(r.model_flops_per_step, "FLOP").c_str(), 100 * j["mfu"].get<double>());
+  os << line;
+  Breakdown b = step_breakdown(r);
+  std::snprintf(line, sizeof line, "  time spent     compute %.4f s, exposed comm %.4f s, offload stall %.4f s\n",
+                b.compute, b.exposed_comm, b.offload_stall);
+  os << line;
+  os << "\n  memory (peak per device, by category at the peak instant)\n";
+  for (const auto& p : r.pools) {
+    std::snprintf(line, sizeof line, "  %-14s x%-4d %-18s %10s of %10s  %s\n", p.name.c_str(), p.count,
+                  p.hardware.c_str(), format_gib(p.peak_bytes).c_str(), format_gib(p.capacity).c_str(),
+                  p.oom_count ? "OUT OF MEMORY" : "fits");
+    os << line;
+    std::string parts;
+    for (size_t i = 0; i < mem_category_count; ++i)
+      if (p.peak_by_category[i] > 0)
+        parts += std::string(parts.empty() ? "" : ", ") + mem_category_names()[i] + " " + format_gib(p.peak_by_category[i]);
+    os << "      " << parts << "\n";
+    if (p.oom_count) {
+      const OomEvent& o = p.ooms.front();
+      std::snprintf(line, sizeof line, "      first OOM at %.4f s in %s: asked %s with %s free (%lld failing allocations)\n",
+                    o.time, o.op.c_str(), format_gib(o.requested).c_str(), format_gib(o.free).c_str(),
+                    static_cast<long long>(p.oom_count));
+      os << line;
+    }
+  }
+  os << "\n  busiest links\n";
+  auto links = links_by_utilization(r);
+  for (size_t i = 0; i < links.size() && i < 6; ++i) {
+    std::snprintf(line, sizeof line, "  %-34s %5.1f %% of %s, %s moved\n", links[i]->name.c_str(),
+                  100 * link_utilization(*links[i], r.makespan_s), format_si(links[i]->bandwidth, "B/s").c_str(),
+                  format_si(links[i]->bytes, "B").c_str());
+    os << line;
+  }
+  return os.str();
+}
+
+} // namespace memwall

@@ -1,0 +1,29 @@
+#pragma once
+// Turns a RunResult into the figures a person asks for: step time, throughput, MFU,
+// where the time went, peak memory per device by category against capacity, busiest
+// links. The JSON keys are a public contract (scripts and tests read them).
+#include "RunResult.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace memwall {
+
+struct Breakdown {
+  double compute         = 0; // compute stream busy
+  double exposed_comm    = 0; // collectives running while compute is idle
+  double pipeline_bubble = 0; // compute idle waiting on other pipeline stages
+  double offload_stall   = 0; // host/NVMe copies running while compute and comm are idle
+  double paging_stall    = 0; // unified-memory page migration stalls
+};
+
+Breakdown step_breakdown(const RunResult& r);
+bool fits(const RunResult& r);
+
+// The `memwall run --json` object.
+nlohmann::ordered_json report_json(const RunResult& r);
+// The readable summary; `title` names the experiment.
+std::string report_text(const RunResult& r, const std::string& title);
+
+} // namespace memwall

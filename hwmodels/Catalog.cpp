@@ -1,0 +1,183 @@
+#include "Catalog.hpp"
+
+#include "CatalogText.hpp"
+
+#include <map>
+
+namespace memwall {
+namespace {
+
+const char* const gpus_file  = "hwmodels/catalog/gpus.yaml";
+const char* const nodes_file = "hwmodels/catalog/nodes.yaml";
+
+const YAML::Node& gpus_root()
+{
+  static const YAML::Node root = YAML::Load(catalog_gpus_yaml);
+  return root;
+}
+
+const YAML::Node& nodes_root()
+{
+  static const YAML::Node root = YAML::Load(catalog_nodes_yaml);
+  return root;
+}
+
+std::vector<std::string> keys_of(const YAML::Node& root)
+{
+  std::vector<std::string> ids;
+  for (const auto& kv : root)
+    ids.push_back(kv.first.Scalar());
+  return ids;
+}
+
+[[noreturn]] void unknown(const std::string& what, const std::string& id, const std::vector<std::string>& ids,
+                          const std::string& where, const std::string& list_cmd)
+{
+  std::string msg = (where.empty() ? "" : where + ": ") + "unknown " + what + " '" + id + "'";
+  auto close      = close_names(id, ids);
+  if (!close.empty()) {
+    msg += "; did you mean ";
+    for (size_t i = 0; i < close.size(); ++i)
+      msg += (i ? ", " : "") + close[i];
+    msg += "?";
+  }
+  throw InputError(msg + " (see `memwall list " + list_cmd + "`)");
+}
+
+// Required when there is no base; otherwise optional with the base's value as default.
+double q(ParamReader& r, const std::string& key, QuantityKind kind, const double* base, const std::string& desc)
+{
+  return base ? r.quantity(key, kind, *base, desc) : r.required_quantity(key, kind, desc);
+}
+
+} // namespace
+
+std::vector<std::string> gpu_preset_ids() { return keys_of(gpus_root()); }
+std::vector<std::string> node_preset_ids() { return keys_of(nodes_root()); }
+
+GpuSpec gpu_preset(const std::string& id, const std::string& where)
+{
+  static std::map<std::string, GpuSpec> cache;
+  if (auto it = cache.find(id); it != cache.end())
+    return it->second;
+  YAML::Node n = gpus_root()[id];
+  if (!n.IsDefined())
+    unknown("GPU preset", id, gpu_preset_ids(), where, "gpus");
+  ParamReader r(n, gpus_file, id);
+  GpuSpec g = read_gpu(r, nullptr);
+  g.id      = id;
+  cache.emplace(id, g);
+  return g;
+}
+
+NodeSpec node_preset(const std::string& id, const std::string& where)
+{
+  YAML::Node n = nodes_root()[id];
+  if (!n.IsDefined())
+    unknown("node preset", id, node_preset_ids(), where, "nodes");
+  ParamReader r(n, nodes_file, id);
+  NodeSpec node = read_node(r, nullptr);
+  node.id       = id;
+  return node;
+}
+
+GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
+{
+  using K   = QuantityKind;
+  GpuSpec g = base ? *base : GpuSpec{};
+  const GpuSpec* b = base;
+  g.name   = b ? r.text("name", b->name, "marketing name") : r.required_text("name", "marketing name");
+  g.vendor = r.choice("vendor", b ? b->vendor : "nvidia", {"nvidia", "amd"}, "GPU vendor");
+  g.memory_bytes = q(r, "memory_bytes", K::bytes, b ? &b->memory_bytes : nullptr, "device memory capacity");
+  g.hbm_peak_bw  = q(r, "hbm_peak_bw", K::rate, b ? &b->hbm_peak_bw : nullptr, "datasheet memory bandwidth");
+  g.hbm_achievable_bw =
+      q(r, "hbm_achievable_bw", K::rate, b ? &b->hbm_achievable_bw : nullptr, "sustained memory bandwidth");
+  ParamReader flops = r.section("peak_flops", "dense peak FLOP/s per dtype the GPU supports");
+  for (Dtype d : all_dtypes()) {
+    double def = g.peak(d);
+    double v   = flops.quantity(dtype_name(d), K::flop_rate, def, std::string("peak ") + dtype_name(d) + " FLOP/s");
+    if (v > 0)
+      g.peak_flops[d] = v;
+    else
+      g.peak_flops.erase(d);
+  }
+  flops.finish();
+  if (!g.supports(Dtype::fp32))
+    r.fail("peak_flops", "must give at least fp32");
+  g.matmul_efficiency    = r.number("matmul_efficiency", g.matmul_efficiency, "achieved fraction of peak in GEMMs");
+  g.attention_efficiency = r.number("attention_efficiency", g.attention_efficiency,
+                                    "achieved fraction of peak in attention kernels");
+  if (g.matmul_efficiency > 1 || g.attention_efficiency > 1 || g.matmul_efficiency <= 0 || g.attention_efficiency <= 0)
+    r.fail("matmul_efficiency", "efficiencies must lie in (0, 1]");
+  g.kernel_overhead_s = r.quantity("kernel_overhead_s", K::seconds, g.kernel_overhead_s, "launch and tail time per kernel");
+  g.context_bytes     = r.quantity("context_bytes", K::bytes, g.context_bytes, "CUDA context and library handles");
+  g.pcie_gen          = static_cast<int>(r.integer("pcie_gen", g.pcie_gen, "PCIe generation of the host link", 1));
+  g.pcie_lanes        = static_cast<int>(r.integer("pcie_lanes", g.pcie_lanes, "PCIe lanes of the host link", 1));
+  g.h2d_bw    = q(r, "h2d_bw", K::rate, b ? &b->h2d_bw : nullptr, "achievable pinned host-to-device bandwidth");
+  g.d2h_bw    = q(r, "d2h_bw", K::rate, b ? &b->d2h_bw : nullptr, "achievable pinned device-to-host bandwidth");
+  g.nvlink_bw = r.quantity("nvlink_bw", K::rate, g.nvlink_bw, "GPU-to-GPU bandwidth per direction, 0 if none");
+  g.price_usd = r.number("price_usd", g.price_usd, "indicative price per GPU in USD");
+  auto positive = [&](const char* key, double v) {
+    if (v <= 0)
+      r.fail(key, "must be positive");
+  };
+  positive("memory_bytes", g.memory_bytes);
+  positive("hbm_achievable_bw", g.hbm_achievable_bw);
+  positive("h2d_bw", g.h2d_bw);
+  positive("d2h_bw", g.d2h_bw);
+  r.finish();
+  return g;
+}
+
+NodeSpec read_node(ParamReader& r, const NodeSpec* base)
+{
+  using K    = QuantityKind;
+  NodeSpec n = base ? *base : NodeSpec{};
+  const NodeSpec* b = base;
+  n.name = b ? r.text("name", b->name, "node name") : r.required_text("name", "node name");
+  YAML::Node gpu = r.take("gpu", "GPU preset id or mapping", "the node's GPU");
+  if (gpu.IsDefined() && gpu.IsScalar()) {
+    n.gpu = gpu_preset(gpu.Scalar(), r.location("gpu"));
+  } else if (gpu.IsDefined() && gpu.IsMap()) {
+    ParamReader gr(gpu, r.file(), r.path() + ".gpu");
+    YAML::Node preset = gr.take("preset", "GPU preset id", "GPU to start from");
+    GpuSpec start     = preset.IsDefined() ? gpu_preset(preset.Scalar(), gr.location("preset")) : GpuSpec{};
+    n.gpu    = read_gpu(gr, preset.IsDefined() ? &start : nullptr);
+    n.gpu.id = preset.IsDefined() ? start.id + "-custom" : "custom";
+  } else if (!b) {
+    r.fail("gpu", "is required: a GPU preset id (see `memwall list gpus`) or a mapping");
+  }
+  n.gpus   = static_cast<int>(b ? r.integer("gpus", b->gpus, "GPUs in the node", 1) : r.required_integer("gpus", "GPUs in the node", 1));
+  std::string fabric = r.choice("fabric", n.fabric == GpuFabric::nvswitch ? "nvswitch" : "pcie", {"nvswitch", "pcie"},
+                                "how GPUs reach each other: NVSwitch, or through host memory over PCIe");
+  n.fabric = fabric == "nvswitch" ? GpuFabric::nvswitch : GpuFabric::pcie;
+  if (n.fabric == GpuFabric::nvswitch && n.gpu.nvlink_bw <= 0)
+    r.fail("fabric", "nvswitch needs a GPU with nvlink_bw > 0");
+  n.nvlink_latency_s = r.quantity("nvlink_latency_s", K::seconds, n.nvlink_latency_s, "NVLink hop latency");
+  n.sockets = static_cast<int>(r.integer("sockets", n.sockets, "CPU sockets", 1));
+  n.cpu_flops_per_socket = r.quantity("cpu_flops_per_socket", K::flop_rate, n.cpu_flops_per_socket, "fp32 peak per socket");
+  n.dram_bytes = b ? r.quantity("dram_bytes", K::bytes, b->dram_bytes, "host memory of the node")
+                   : r.required_quantity("dram_bytes", K::bytes, "host memory of the node");
+  n.dram_bw_per_socket = r.quantity("dram_bw_per_socket", K::rate, n.dram_bw_per_socket, "achievable DRAM bandwidth per socket");
+  n.socket_link_bw = r.quantity("socket_link_bw", K::rate, n.socket_link_bw, "inter-socket bandwidth per direction");
+  n.gpus_per_pcie_switch = static_cast<int>(r.integer("gpus_per_pcie_switch", n.gpus_per_pcie_switch, "GPUs sharing one PCIe switch uplink", 1));
+  n.pcie_uplink_bw = r.quantity("pcie_uplink_bw", K::rate, n.pcie_uplink_bw, "PCIe switch uplink bandwidth per direction");
+  n.pcie_latency_s = r.quantity("pcie_latency_s", K::seconds, n.pcie_latency_s, "PCIe hop latency");
+  n.nics           = static_cast<int>(r.integer("nics", n.nics, "InfiniBand NICs for compute traffic"));
+  n.nic_bw         = r.quantity("nic_bw", K::rate, n.nic_bw, "bandwidth per NIC per direction");
+  n.nic_latency_s  = r.quantity("nic_latency_s", K::seconds, n.nic_latency_s, "NIC latency");
+  n.nvme_bytes     = r.quantity("nvme_bytes", K::bytes, n.nvme_bytes, "local NVMe capacity");
+  n.nvme_read_bw   = r.quantity("nvme_read_bw", K::rate, n.nvme_read_bw, "NVMe sequential read bandwidth");
+  n.nvme_write_bw  = r.quantity("nvme_write_bw", K::rate, n.nvme_write_bw, "NVMe sequential write bandwidth");
+  n.price_usd      = r.number("price_usd", n.price_usd, "indicative node price in USD, GPUs included");
+  if (n.gpus_per_pcie_switch > n.gpus)
+    r.fail("gpus_per_pcie_switch", "cannot exceed gpus (" + std::to_string(n.gpus) + ")");
+  if (n.nics > 0 && n.nic_bw <= 0)
+    r.fail("nic_bw", "must be positive when the node has NICs");
+  if (n.dram_bw_per_socket <= 0 || n.pcie_uplink_bw <= 0)
+    r.fail("dram_bw_per_socket", "host bandwidths must be positive");
+  r.finish();
+  return n;
+}
+
+} // namespace memwall

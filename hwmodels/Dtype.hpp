@@ -1,0 +1,55 @@
+#pragma once
+// Numeric formats a GPU computes in and a tensor is stored in.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+enum class Dtype { fp32, tf32, bf16, fp16, fp8, int8, int4 };
+
+inline const std::vector<Dtype>& all_dtypes()
+{
+  static const std::vector<Dtype> all{Dtype::fp32, Dtype::tf32, Dtype::bf16, Dtype::fp16,
+                                      Dtype::fp8,  Dtype::int8, Dtype::int4};
+  return all;
+}
+
+inline const char* dtype_name(Dtype d)
+{
+  switch (d) {
+    case Dtype::fp32: return "fp32";
+    case Dtype::tf32: return "tf32";
+    case Dtype::bf16: return "bf16";
+    case Dtype::fp16: return "fp16";
+    case Dtype::fp8: return "fp8";
+    case Dtype::int8: return "int8";
+    case Dtype::int4: return "int4";
+  }
+  return "?";
+}
+
+inline std::optional<Dtype> dtype_from_name(const std::string& s)
+{
+  for (Dtype d : all_dtypes())
+    if (s == dtype_name(d))
+      return d;
+  return std::nullopt;
+}
+
+// Storage size of one element in bytes (tf32 is stored as fp32).
+inline double dtype_bytes(Dtype d)
+{
+  switch (d) {
+    case Dtype::fp32:
+    case Dtype::tf32: return 4.0;
+    case Dtype::bf16:
+    case Dtype::fp16: return 2.0;
+    case Dtype::fp8:
+    case Dtype::int8: return 1.0;
+    case Dtype::int4: return 0.5;
+  }
+  return 4.0;
+}
+
+} // namespace memwall

@@ -1,0 +1,78 @@
+#pragma once
+// Strict reading of one YAML mapping of a spec or catalog file.
+//
+// Every key is read together with its description and default in one call, as
+// Ramulator 2 and SST do, so that (a) `memwall list params` can print them all and
+// (b) a key nobody read is a typo: finish() turns it into an InputError naming the
+// file, the line, the key and the keys that are allowed there.
+#include "InputError.hpp"
+#include "Quantity.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+struct ParamDoc {
+  std::string path;        // "training.micro_batch"
+  std::string type;        // "integer", "bytes", "one of: adam, sgd", ...
+  std::string default_text;// "" when required
+  std::string description;
+};
+
+// Every parameter read so far in this process, in first-read order without duplicates.
+std::vector<ParamDoc>& param_docs();
+
+class ParamReader {
+public:
+  // `node` must be a mapping (or null: then every key takes its default).
+  ParamReader(YAML::Node node, std::string file, std::string path);
+
+  double number(const std::string& key, double def, const std::string& desc, double min = 0.0);
+  double required_number(const std::string& key, const std::string& desc, double min = 0.0);
+  // A non-negative quantity with an optional unit ("80 GB", "25 GB/s", "1 us").
+  double quantity(const std::string& key, QuantityKind kind, double def, const std::string& desc);
+  double required_quantity(const std::string& key, QuantityKind kind, const std::string& desc);
+  int64_t integer(const std::string& key, int64_t def, const std::string& desc, int64_t min = 0);
+  int64_t required_integer(const std::string& key, const std::string& desc, int64_t min = 0);
+  bool flag(const std::string& key, bool def, const std::string& desc);
+  std::string choice(const std::string& key, const std::string& def, const std::vector<std::string>& allowed,
+                     const std::string& desc);
+  std::string text(const std::string& key, const std::string& def, const std::string& desc);
+  std::string required_text(const std::string& key, const std::string& desc);
+
+  bool has(const std::string& key) const;
+  // Marks key as known and returns its node (possibly undefined) for custom handling.
+  YAML::Node take(const std::string& key, const std::string& type, const std::string& desc);
+  // A nested mapping; a missing one reads as empty.
+  ParamReader section(const std::string& key, const std::string& desc);
+
+  // Throws InputError if the mapping holds a key that no call above asked for.
+  void finish() const;
+
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+  std::string location(const std::string& key) const; // "file:line: path.key"
+  const std::string& file() const { return file_; }
+  const std::string& path() const { return path_; }
+
+private:
+  YAML::Node get(const std::string& key, const std::string& type, const std::string& def,
+                 const std::string& desc);
+  YAML::Node lookup(const std::string& key) const;
+  std::string scalar(const std::string& key, const YAML::Node& n, const std::string& expected) const;
+  std::string full(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  YAML::Node node_;
+  std::string file_;
+  std::string path_;
+  std::vector<std::string> known_;
+};
+
+// Closest names to `name` among `candidates` (edit distance), for "did you mean" hints.
+std::vector<std::string> close_names(const std::string& name, const std::vector<std::string>& candidates);
+
+} // namespace memwall

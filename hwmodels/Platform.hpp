@@ -1,0 +1,70 @@
+#pragma once
+// Builds the SimGrid platform of a cluster in C++ (no XML) and answers which SimGrid
+// host stands for a device. One Platform per process: SimGrid has one Engine per process.
+//
+// Every flow the replay starts is routed over these links with SimGrid's max-min
+// sharing, so contention on PCIe switch uplinks, NVLink ports, NICs, DRAM and NVMe
+// emerges from the topology, not from formulas.
+#include "ClusterSpec.hpp"
+#include "DeviceRef.hpp"
+
+#include <simgrid/forward.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+// The settings under which SimGrid's fluid model is exact (DESIGN.md §3). Call once,
+// after the Engine is created and before any zone is.
+void configure_exact_engine();
+
+class Platform {
+public:
+  // Speed of every GPU host: kernels are given work = seconds x this (see Replayer).
+  static constexpr double gpu_host_speed = 1e12;
+
+  explicit Platform(const ClusterSpec& cluster);
+
+  const ClusterSpec& cluster() const { return cluster_; }
+  simgrid::s4u::Host* host(const DeviceRef& d) const;
+  // A host with many cores that runs pure delays (latency terms) without sharing.
+  simgrid::s4u::Host* timer() const { return timer_; }
+  // Nominal bandwidth of a link by SimGrid name, for utilization figures.
+  double link_bandwidth(const std::string& name) const;
+
+private:
+  struct Duplex {
+    simgrid::s4u::Link* up   = nullptr; // away from the GPU / toward the CPU or fabric
+    simgrid::s4u::Link* down = nullptr; // toward the GPU
+  };
+  struct NodeParts {
+    simgrid::s4u::NetZone* zone = nullptr;
+    std::vector<simgrid::s4u::Host*> gpus, cpus;
+    simgrid::s4u::Host* nvme = nullptr;
+    simgrid::kernel::routing::NetPoint* gateway = nullptr;
+    std::vector<simgrid::s4u::Link*> hbm, dram;
+    std::vector<Duplex> pcie, uplink, nvlink, nic, socket_link;
+    Duplex nvme_link;
+  };
+
+  void build_node(int n, simgrid::s4u::NetZone* parent);
+  void add_gpus(NodeParts& p, const std::string& prefix);
+  void add_host_side(NodeParts& p, const std::string& prefix);
+  void add_gpu_fabric(NodeParts& p, const std::string& prefix);
+  void add_nics(NodeParts& p, const std::string& prefix);
+  void route_gpu_pairs(NodeParts& p);
+  void route_host_memory(NodeParts& p);
+  void route_to_gateway(NodeParts& p);
+  void connect_node_to_fabric(int n, simgrid::s4u::NetZone* star);
+  Duplex make_duplex(simgrid::s4u::NetZone* z, const std::string& name, double up_bw, double down_bw, double latency);
+  std::vector<simgrid::s4u::Link*> socket_hop(const NodeParts& p, int from, int to) const;
+
+  ClusterSpec cluster_;
+  std::vector<NodeParts> nodes_;
+  simgrid::s4u::Host* timer_ = nullptr;
+  std::map<std::string, double> bandwidth_;
+};
+
+} // namespace memwall

@@ -1,0 +1,27 @@
+#pragma once
+// Occupancy of one memory (a GPU's HBM, a socket's DRAM, a node's NVMe) over a replay.
+// Peaks are never computed by formula: they are whatever the sequence of allocs and
+// frees reaches. An alloc that does not fit is recorded as an OOM and still counted, so
+// the user sees the whole demand.
+#include "RunResult.hpp"
+
+namespace memwall {
+
+class MemoryPool {
+public:
+  MemoryPool(DeviceRef device, std::string hardware, double capacity, int count);
+
+  void alloc(MemCategory c, double bytes, double now, const std::string& op);
+  void free(MemCategory c, double bytes, double now);
+  PoolResult take_result() { return std::move(result_); }
+
+private:
+  void record(MemCategory c, double now);
+  static constexpr size_t max_recorded_ooms = 32;
+
+  PoolResult result_;
+  CategoryBytes used_{};
+  double total_ = 0;
+};
+
+} // namespace memwall

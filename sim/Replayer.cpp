@@ -1,0 +1,284 @@
+#include "Replayer.hpp"
+
+#include <simgrid/s4u.hpp>
+
+#include <stdexcept>
+
+namespace sg4 = simgrid::s4u;
+
+namespace memwall {
+namespace {
+
+Replayer* current = nullptr; // the one replay of this process (one Engine per process)
+
+// Achievable FLOP/s of a kernel: tensor-core peak times the class's efficiency;
+// elementwise kernels run on the vector units and are bound by bytes anyway.
+double kernel_rate(const GpuSpec& g, const Op& op)
+{
+  switch (op.kclass) {
+    case KernelClass::gemm: return g.peak(op.dtype) * g.matmul_efficiency;
+    case KernelClass::attention: return g.peak(op.dtype) * g.attention_efficiency;
+    case KernelClass::elementwise: return g.peak(Dtype::fp32) * 0.5;
+  }
+  return g.peak(Dtype::fp32);
+}
+
+} // namespace
+
+Replayer::Replayer(const OpDag& dag, const Platform& platform, ReplayOptions options)
+    : dag_(dag), platform_(platform), options_(std::move(options)), collective_(make_collective(options_.collective_algorithm))
+{
+  size_t n = dag_.size();
+  waiting_on_.resize(n);
+  running_acts_.assign(n, 0);
+  records_.resize(n);
+  for (size_t v = 0; v < n; ++v)
+    waiting_on_[v] = static_cast<uint32_t>(boost::in_degree(v, dag_.graph()));
+}
+
+Replayer::~Replayer()
+{
+  if (current == this)
+    current = nullptr;
+}
+
+RunResult Replayer::run()
+{
+  if (current)
+    throw std::logic_error("one replay per process: SimGrid has one Engine per process");
+  current = this;
+  static bool connected = false;
+  if (!connected) {
+    connected = true;
+    sg4::Activity::on_completion_cb([](const sg4::Activity& a) {
+      if (current && a.get_state() == sg4::Activity::State::FINISHED)
+        current->on_activity_done(reinterpret_cast<uintptr_t>(a.get_data<void>()) - 1);
+    });
+    // SimGrid still touches an activity after its completion callback: release our
+    // references only once time has moved on (DESIGN.md §3).
+    sg4::Engine::on_time_advance_cb([](double) {
+      if (current)
+        current->parked_.clear();
+    });
+  }
+  for (OpId v = 0; v < dag_.size(); ++v)
+    if (waiting_on_[v] == 0)
+      ready_.push_back(v);
+  drain_ready();
+  sg4::Engine::get_instance()->run();
+  parked_.clear();
+  if (completed_ != dag_.size())
+    throw std::runtime_error("replay stalled: " + std::to_string(dag_.size() - completed_) +
+                             " ops never became ready (the op DAG has a cycle)");
+  return collect();
+}
+
+void Replayer::drain_ready()
+{
+  if (draining_)
+    return;
+  draining_ = true;
+  // FIFO in order of readiness, so ops released at the same instant start in a fixed order.
+  for (size_t head = 0; head < ready_.size(); ++head)
+    start(ready_[head]);
+  ready_.clear();
+  draining_ = false;
+}
+
+void Replayer::start(OpId id)
+{
+  const Op& op   = dag_.op(id);
+  double now     = sg4::Engine::get_clock();
+  OpRecord& rec  = records_[id];
+  rec.name       = op.name;
+  rec.kind       = op.kind;
+  rec.stream     = op.stream;
+  rec.device     = op.device;
+  rec.start      = now;
+  rec.bytes      = op.bytes;
+  rec.flops      = op.flops;
+  switch (op.kind) {
+    case OpKind::alloc: pool(op.pool).alloc(op.category, op.bytes, now, op.name); break;
+    case OpKind::free: pool(op.pool).free(op.category, op.bytes, now); break;
+    case OpKind::kernel: start_kernel(id, op); break;
+    case OpKind::host_compute: start_host_compute(id, op); break;
+    case OpKind::copy: start_flow(id, op.src, op.dst, op.bytes); break;
+    case OpKind::collective: {
+      CollectiveRequest req;
+      req.kind    = op.collective;
+      req.group   = &dag_.group(op.group);
+      req.bytes   = op.bytes;
+      req.latency = [this](const DeviceRef& a, const DeviceRef& b) {
+        return routes_[route_index(platform_.host(a), platform_.host(b))].latency;
+      };
+      collectives_[id].phases = collective_->plan(req);
+      start_collective_phase(id);
+      break;
+    }
+  }
+  if (running_acts_[id] == 0)
+    complete(id);
+}
+
+void Replayer::start_kernel(OpId id, const Op& op)
+{
+  const GpuSpec& g = platform_.cluster().node.gpu;
+  double rate      = kernel_rate(g, op);
+  double seconds   = (rate > 0 ? op.flops / rate : 0.0) + g.kernel_overhead_s;
+  sg4::Host* host  = platform_.host(op.device);
+  start_exec(id, host, seconds * Platform::gpu_host_speed);
+  start_flow(id, op.device, op.device, op.bytes);
+}
+
+void Replayer::start_host_compute(OpId id, const Op& op)
+{
+  sg4::Host* host = platform_.host(op.device);
+  start_exec(id, host, op.flops);
+  start_flow(id, op.device, op.device, op.bytes);
+}
+
+bool Replayer::start_collective_phase(OpId id)
+{
+  CollectiveRun& run = collectives_.at(id);
+  while (run.next < run.phases.size()) {
+    const CollectivePhase& phase = run.phases[run.next++];
+    for (const Flow& f : phase.flows)
+      start_flow(id, f.src, f.dst, f.bytes);
+    if (phase.delay_s > 0)
+      start_exec(id, platform_.timer(), phase.delay_s * platform_.timer()->get_speed());
+    if (running_acts_[id] > 0)
+      return true;
+  }
+  collectives_.erase(id);
+  return false;
+}
+
+void Replayer::start_exec(OpId op, sg4::Host* host, double work)
+{
+  sg4::ExecPtr e = sg4::Exec::init();
+  e->set_flops_amount(work);
+  e->set_host(host);
+  activities_.push_back({op, -1, 0, e});
+  e->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
+  ++running_acts_[op];
+  e->vetoable_start();
+}
+
+void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes)
+{
+  sg4::Host* from = platform_.host(src);
+  sg4::Host* to   = platform_.host(dst);
+  int r           = route_index(from, to);
+  double now      = sg4::Engine::get_clock();
+  for (int l : routes_[r].links) {
+    if (link_active_[l]++ == 0)
+      link_busy_since_[l] = now;
+    link_bytes_[l] += bytes;
+  }
+  sg4::CommPtr c = sg4::Comm::sendto_init(from, to);
+  c->set_payload_size(static_cast<uint64_t>(bytes + 0.5));
+  activities_.push_back({op, r, bytes, c});
+  c->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
+  ++running_acts_[op];
+  c->vetoable_start();
+}
+
+int Replayer::route_index(sg4::Host* src, sg4::Host* dst)
+{
+  auto key = std::make_pair(src, dst);
+  if (auto it = route_ids_.find(key); it != route_ids_.end())
+    return it->second;
+  std::vector<sg4::Link*> links;
+  double latency = 0;
+  src->route_to(dst, links, &latency);
+  Route route;
+  route.latency = latency;
+  for (sg4::Link* l : links) {
+    auto [it, fresh] = link_ids_.try_emplace(l, static_cast<int>(links_.size()));
+    if (fresh) {
+      links_.push_back(l);
+      link_active_.push_back(0);
+      link_busy_since_.push_back(0);
+      link_busy_.push_back(0);
+      link_bytes_.push_back(0);
+    }
+    route.links.push_back(it->second);
+  }
+  routes_.push_back(std::move(route));
+  route_ids_.emplace(key, static_cast<int>(routes_.size() - 1));
+  return static_cast<int>(routes_.size() - 1);
+}
+
+void Replayer::on_activity_done(size_t index)
+{
+  Activity& a = activities_.at(index);
+  double now  = sg4::Engine::get_clock();
+  if (a.route >= 0)
+    for (int l : routes_[a.route].links)
+      if (--link_active_[l] == 0)
+        link_busy_[l] += now - link_busy_since_[l];
+  parked_.push_back(std::move(a.handle));
+  OpId op = a.op;
+  if (--running_acts_[op] > 0)
+    return;
+  if (dag_.op(op).kind == OpKind::collective && start_collective_phase(op))
+    return;
+  complete(op);
+  drain_ready();
+}
+
+void Replayer::complete(OpId id)
+{
+  records_[id].end = sg4::Engine::get_clock();
+  ++completed_;
+  for (auto [e, end] = boost::out_edges(id, dag_.graph()); e != end; ++e) {
+    OpId next = static_cast<OpId>(boost::target(*e, dag_.graph()));
+    if (--waiting_on_[next] == 0)
+      ready_.push_back(next);
+  }
+}
+
+MemoryPool& Replayer::pool(const DeviceRef& d)
+{
+  auto it = pools_.find(d);
+  if (it != pools_.end())
+    return *it->second;
+  const ClusterSpec& c = platform_.cluster();
+  double capacity      = 0;
+  std::string hardware;
+  switch (d.kind) {
+    case DeviceKind::gpu:
+      capacity = c.node.gpu.memory_bytes;
+      hardware = c.node.gpu.id;
+      break;
+    case DeviceKind::host:
+      capacity = c.node.dram_bytes / c.node.sockets;
+      hardware = c.node.id + ".dram";
+      break;
+    case DeviceKind::nvme:
+      capacity = c.node.nvme_bytes;
+      hardware = c.node.id + ".nvme";
+      break;
+  }
+  auto p = std::make_unique<MemoryPool>(d, hardware, capacity, dag_.represents(d));
+  return *pools_.emplace(d, std::move(p)).first->second;
+}
+
+RunResult Replayer::collect()
+{
+  RunResult r;
+  r.makespan_s = sg4::Engine::get_clock();
+  if (options_.record_ops)
+    r.ops = std::move(records_);
+  for (auto& [d, p] : pools_)
+    r.pools.push_back(p->take_result());
+  for (size_t l = 0; l < links_.size(); ++l) {
+    if (link_bytes_[l] <= 0)
+      continue;
+    const std::string& name = links_[l]->get_name();
+    r.links.push_back({name, platform_.link_bandwidth(name), link_bytes_[l], link_busy_[l]});
+  }
+  return r;
+}
+
+} // namespace memwall

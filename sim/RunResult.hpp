@@ -1,0 +1,81 @@
+#pragma once
+// What one replay records: per-op start/end, per-pool memory timelines with peaks and
+// out-of-memory events, per-link traffic. Plain data, serializable (CBOR) so a replay
+// can run in a forked child process and hand its result back (one SimGrid Engine per
+// process, DESIGN.md §3). analysis/ reads this and never the simulator's internals.
+#include "DeviceRef.hpp"
+#include "Op.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+using CategoryBytes = std::array<double, mem_category_count>;
+
+struct OpRecord {
+  std::string name;
+  OpKind kind       = OpKind::kernel;
+  StreamKind stream = StreamKind::compute;
+  DeviceRef device;
+  double start = 0;
+  double end   = 0;
+  double bytes = 0;
+  double flops = 0;
+};
+
+struct MemoryEvent {
+  double time = 0;
+  MemCategory category = MemCategory::other;
+  double category_bytes = 0; // the category's bytes after the event
+  double total_bytes    = 0; // the pool's bytes after the event
+};
+
+struct OomEvent {
+  std::string op;
+  double time      = 0;
+  double requested = 0;
+  double free      = 0; // capacity minus what was in use before the request
+};
+
+struct PoolResult {
+  DeviceRef device;
+  std::string name;     // "node0.gpu0"
+  std::string hardware; // catalog id, e.g. "a100-sxm4-80gb"
+  int count = 1;        // identical devices this one stands for
+  double capacity    = 0;
+  double peak_bytes  = 0;
+  double peak_time   = 0;
+  CategoryBytes peak_by_category{}; // composition at the peak instant
+  CategoryBytes max_by_category{};  // each category's own maximum
+  std::vector<MemoryEvent> timeline;
+  std::vector<OomEvent> ooms; // the first ones, up to a limit
+  int64_t oom_count = 0;
+};
+
+struct LinkResult {
+  std::string name;
+  double bandwidth = 0;
+  double bytes     = 0;
+  double busy_s    = 0;
+};
+
+struct RunResult {
+  double makespan_s = 0;
+  // From the workload and hardware, for throughput and MFU (filled by Simulation).
+  double model_flops_per_step = 0; // summed over the DAG's kernels and the devices they stand for
+  double tokens_per_step      = 0;
+  int gpus                    = 0;
+  double peak_flops_per_gpu   = 0; // at the step's compute dtype
+  std::vector<OpRecord> ops;
+  std::vector<PoolResult> pools;
+  std::vector<LinkResult> links;
+};
+
+void to_json(nlohmann::json& j, const RunResult& r);
+void from_json(const nlohmann::json& j, RunResult& r);
+
+} // namespace memwall

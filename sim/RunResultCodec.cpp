@@ -1,0 +1,58 @@
+#include "RunResult.hpp"
+
+namespace memwall {
+
+NLOHMANN_JSON_SERIALIZE_ENUM(OpKind, {{OpKind::kernel, "kernel"},
+                                      {OpKind::copy, "copy"},
+                                      {OpKind::collective, "collective"},
+                                      {OpKind::host_compute, "host_compute"},
+                                      {OpKind::alloc, "alloc"},
+                                      {OpKind::free, "free"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(StreamKind, {{StreamKind::compute, "compute"},
+                                          {StreamKind::h2d, "h2d"},
+                                          {StreamKind::d2h, "d2h"},
+                                          {StreamKind::comm, "comm"},
+                                          {StreamKind::host, "host"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(DeviceKind, {{DeviceKind::gpu, "gpu"}, {DeviceKind::host, "host"}, {DeviceKind::nvme, "nvme"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(MemCategory, {{MemCategory::weights, "weights"},
+                                           {MemCategory::gradients, "gradients"},
+                                           {MemCategory::optimizer, "optimizer"},
+                                           {MemCategory::activations, "activations"},
+                                           {MemCategory::kv_cache, "kv_cache"},
+                                           {MemCategory::workspace, "workspace"},
+                                           {MemCategory::context, "context"},
+                                           {MemCategory::other, "other"}})
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceRef, kind, node, index)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OpRecord, name, kind, stream, device, start, end, bytes, flops)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryEvent, time, category, category_bytes, total_bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OomEvent, op, time, requested, free)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PoolResult, device, name, hardware, count, capacity, peak_bytes, peak_time,
+                                   peak_by_category, max_by_category, timeline, ooms, oom_count)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LinkResult, name, bandwidth, bytes, busy_s)
+
+void to_json(nlohmann::json& j, const RunResult& r)
+{
+  j = nlohmann::json{{"makespan_s", r.makespan_s},
+                     {"model_flops_per_step", r.model_flops_per_step},
+                     {"tokens_per_step", r.tokens_per_step},
+                     {"gpus", r.gpus},
+                     {"peak_flops_per_gpu", r.peak_flops_per_gpu},
+                     {"ops", r.ops},
+                     {"pools", r.pools},
+                     {"links", r.links}};
+}
+
+void from_json(const nlohmann::json& j, RunResult& r)
+{
+  j.at("makespan_s").get_to(r.makespan_s);
+  j.at("model_flops_per_step").get_to(r.model_flops_per_step);
+  j.at("tokens_per_step").get_to(r.tokens_per_step);
+  j.at("gpus").get_to(r.gpus);
+  j.at("peak_flops_per_gpu").get_to(r.peak_flops_per_gpu);
+  j.at("ops").get_to(r.ops);
+  j.at("pools").get_to(r.pools);
+  j.at("links").get_to(r.links);
+}
+
+} // namespace memwall

@@ -1,0 +1,22 @@
+#pragma once
+// Joins the layers: spec -> workload DAG + platform -> replay -> RunResult.
+//
+// SimGrid allows one Engine per process, never reset. `replay` runs in this process and
+// may be called once; `replay_in_child` forks, replays in the child and returns the
+// result through a pipe, so tests and sweeps can run many replays from one process.
+#include "OpDag.hpp"
+#include "Replayer.hpp"
+#include "RunResult.hpp"
+#include "spec/ExperimentSpec.hpp"
+
+namespace memwall {
+
+OpDag build_workload(const ExperimentSpec& spec);
+
+RunResult replay(const ClusterSpec& cluster, const OpDag& dag, const ReplayOptions& options);
+RunResult replay_in_child(const ClusterSpec& cluster, const OpDag& dag, const ReplayOptions& options);
+
+// The whole pipeline for a spec; fills the throughput and MFU inputs of the result.
+RunResult simulate(const ExperimentSpec& spec, bool in_child);
+
+} // namespace memwall

@@ -1,0 +1,17 @@
+#pragma once
+// memwall's subcommands. Each takes the arguments after its name and returns the exit
+// code: 0 success (a simulated OOM is a result), 2 bad input or usage, 3 runtime failure.
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+int run_command(const std::vector<std::string>& args);
+int list_command(const std::vector<std::string>& args);
+
+// Title line of an experiment, shared by the summary and provenance.
+struct ExperimentSpec;
+std::string experiment_title(const ExperimentSpec& spec);
+std::string hardware_description(const ExperimentSpec& spec);
+
+} // namespace memwall

@@ -1,0 +1,89 @@
+#include "Catalog.hpp"
+#include "Commands.hpp"
+#include "ModelPresets.hpp"
+#include "Quantity.hpp"
+#include "collective/CollectiveAlgorithm.hpp"
+#include "spec/ExperimentSpec.hpp"
+
+#include <cstdio>
+#include <functional>
+#include <map>
+
+namespace memwall {
+namespace {
+
+int list_gpus()
+{
+  std::printf("%-16s %-30s %9s %11s %12s %10s %9s\n", "id", "name", "memory", "HBM bw", "bf16/fp16", "NVLink/dir",
+              "price");
+  for (const auto& id : gpu_preset_ids()) {
+    GpuSpec g = gpu_preset(id);
+    double half = std::max(g.peak(Dtype::bf16), g.peak(Dtype::fp16));
+    std::printf("%-16s %-30s %9s %11s %12s %10s %8.0f$\n", id.c_str(), g.name.c_str(), format_gib(g.memory_bytes).c_str(),
+                format_si(g.hbm_peak_bw, "B/s").c_str(), format_si(half, "FLOP/s").c_str(),
+                format_si(g.nvlink_bw, "B/s").c_str(), g.price_usd);
+  }
+  return 0;
+}
+
+int list_nodes()
+{
+  std::printf("%-20s %-34s %-20s %8s %10s %10s\n", "id", "name", "GPUs", "fabric", "DRAM", "NICs");
+  for (const auto& id : node_preset_ids()) {
+    NodeSpec n = node_preset(id);
+    std::string gpus = std::to_string(n.gpus) + " x " + n.gpu.id;
+    std::string nics = n.nics ? std::to_string(n.nics) + " x " + format_si(n.nic_bw, "B/s") : "none";
+    std::printf("%-20s %-34s %-20s %8s %10s %10s\n", id.c_str(), n.name.c_str(), gpus.c_str(),
+                n.fabric == GpuFabric::nvswitch ? "nvswitch" : "pcie", format_gib(n.dram_bytes).c_str(), nics.c_str());
+  }
+  return 0;
+}
+
+int list_models()
+{
+  std::printf("%-14s %-8s %7s %7s %6s %6s %7s %7s %12s\n", "id", "family", "layers", "hidden", "heads", "kv", "ffn",
+              "vocab", "parameters");
+  for (const auto& id : model_preset_ids()) {
+    ModelSpec m = model_preset(id);
+    std::printf("%-14s %-8s %7lld %7lld %6lld %6lld %7lld %7lld %12s\n", id.c_str(), m.family.c_str(),
+                (long long)m.layers, (long long)m.hidden, (long long)m.heads, (long long)m.kv_heads,
+                (long long)m.ffn_hidden, (long long)m.vocab, format_si(m.total_params(), "").c_str());
+  }
+  return 0;
+}
+
+int list_params()
+{
+  // Reading a minimal spec records every parameter with its description and default.
+  param_docs().clear();
+  parse_spec("hardware: {node: dgx-a100}\nmodel: {preset: gpt2}\ntraining: {}\n", "(defaults)", "");
+  gpu_preset("a100-sxm4-80gb");
+  std::printf("%-42s %-40s %-14s %s\n", "key", "type", "default", "description");
+  for (const auto& d : param_docs())
+    std::printf("%-42s %-40s %-14s %s\n", d.path.c_str(), d.type.c_str(), d.default_text.empty() ? "(required)" : d.default_text.c_str(),
+                d.description.c_str());
+  return 0;
+}
+
+int list_collectives()
+{
+  for (const auto& [name, info] : collective_registry())
+    std::printf("%-14s %s\n", name.c_str(), info.description.c_str());
+  return 0;
+}
+
+} // namespace
+
+int list_command(const std::vector<std::string>& args)
+{
+  static const std::map<std::string, std::function<int()>> what{{"gpus", list_gpus},
+                                                               {"nodes", list_nodes},
+                                                               {"models", list_models},
+                                                               {"params", list_params},
+                                                               {"collectives", list_collectives}};
+  if (args.size() != 1 || !what.count(args[0]))
+    throw InputError("list: expected one of gpus, nodes, models, params, collectives");
+  return what.at(args[0])();
+}
+
+} // namespace memwall

@@ -1,0 +1,69 @@
+#include "ChromeTraceWriter.hpp"
+#include "Commands.hpp"
+#include "Hdf5Writer.hpp"
+#include "Simulation.hpp"
+#include "StepReport.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <iostream>
+
+namespace po = boost::program_options;
+
+namespace memwall {
+
+std::string hardware_description(const ExperimentSpec& s)
+{
+  const ClusterSpec& c = s.cluster;
+  return std::to_string(c.nodes) + " x " + c.node.id + " (" + std::to_string(c.gpus_per_node) + " of " +
+         std::to_string(c.node.gpus) + " x " + c.node.gpu.id + " per node)";
+}
+
+std::string experiment_title(const ExperimentSpec& s)
+{
+  const TrainingConfig& t = s.training;
+  return "memwall: training " + s.model.name + " on " + hardware_description(s) + "\n  seq " + std::to_string(t.seq_len) +
+         ", global batch " + std::to_string(t.global_batch) + ", micro batch " + std::to_string(t.micro_batch) + " (" +
+         std::to_string(t.micro_batches()) + " per step), dp " + std::to_string(t.dp) + ", " + dtype_name(t.precision) +
+         ", " + (t.optimizer == Optimizer::adam ? "adam" : "sgd") + ", flash attention " +
+         (t.flash_attention ? "on" : "off");
+}
+
+int run_command(const std::vector<std::string>& args)
+{
+  std::string spec_path, h5_path, trace_path;
+  std::vector<std::string> overrides;
+  bool json = false;
+  po::options_description opts("memwall run SPEC.yaml");
+  opts.add_options()("help,h", "this help")("set", po::value(&overrides)->composing(),
+                                            "override a spec key: --set training.micro_batch=4 (repeatable)")(
+      "json", po::bool_switch(&json), "print one JSON object instead of the summary")(
+      "output,o", po::value(&h5_path), "write the run to HDF5")("trace", po::value(&trace_path),
+                                                                "write a Chrome/Perfetto trace (JSON)")(
+      "spec", po::value(&spec_path), "experiment spec (YAML)");
+  po::positional_options_description pos;
+  pos.add("spec", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return 0;
+  }
+  if (spec_path.empty())
+    throw InputError("run: missing SPEC.yaml (e.g. memwall run examples/gpt2-1gpu-a100.yaml)");
+
+  ExperimentSpec spec = load_spec(spec_path, overrides);
+  RunResult result    = simulate(spec, /*in_child=*/false);
+  if (!h5_path.empty())
+    write_run_hdf5(result, {spec.file, spec.text, hardware_description(spec)}, h5_path);
+  if (!trace_path.empty())
+    write_chrome_trace(result, trace_path);
+  if (json)
+    std::cout << report_json(result).dump(2) << "\n";
+  else
+    std::cout << report_text(result, experiment_title(spec));
+  return 0;
+}
+
+} // namespace memwall

@@ -1,0 +1,64 @@
+// memwall: discrete-event simulation of the GPU memory hierarchy for LLM training and
+// inference. `memwall <command> [options]`; `memwall help` lists the commands.
+#include "Commands.hpp"
+#include "InputError.hpp"
+
+#include <boost/program_options/errors.hpp>
+
+#include <cstdio>
+#include <functional>
+#include <map>
+
+namespace {
+
+struct Command {
+  const char* summary;
+  std::function<int(const std::vector<std::string>&)> run;
+};
+
+const std::map<std::string, Command>& commands()
+{
+  static const std::map<std::string, Command> table{
+      {"run", {"simulate one experiment spec: memwall run SPEC.yaml [--set KEY=VALUE]... [--json] [-o RUN.h5] [--trace RUN.json]",
+               memwall::run_command}},
+      {"list", {"list presets and parameters: memwall list gpus|nodes|models|params|collectives", memwall::list_command}},
+  };
+  return table;
+}
+
+int usage(FILE* out)
+{
+  std::fprintf(out, "usage: memwall <command> [options]\n\ncommands:\n");
+  for (const auto& [name, c] : commands())
+    std::fprintf(out, "  %-6s %s\n", name.c_str(), c.summary);
+  return out == stderr ? 2 : 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+  if (argc < 2)
+    return usage(stderr);
+  std::string name = argv[1];
+  if (name == "help" || name == "--help" || name == "-h")
+    return usage(stdout);
+  auto it = commands().find(name);
+  if (it == commands().end()) {
+    std::fprintf(stderr, "memwall: unknown command '%s'; commands: run, list (see memwall help)\n", name.c_str());
+    return 2;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    return it->second.run(args);
+  } catch (const memwall::InputError& e) {
+    std::fprintf(stderr, "memwall: %s\n", e.what());
+    return 2;
+  } catch (const boost::program_options::error& e) {
+    std::fprintf(stderr, "memwall %s: %s\n", name.c_str(), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "memwall: runtime failure: %s\n", e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,55 @@
+#pragma once
+// How a collective becomes flows on the real topology. One interface, implementations
+// in impl/ registered by name and chosen by `hardware.network.collective_algorithm`.
+//
+// A plan is a list of phases run one after another; the activities of a phase (its
+// flows, and a pure delay where latency terms are added analytically) run together.
+#include "ClusterSpec.hpp"
+#include "DeviceRef.hpp"
+#include "Op.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+struct Flow {
+  DeviceRef src, dst;
+  double bytes = 0;
+};
+
+struct CollectivePhase {
+  std::vector<Flow> flows;
+  double delay_s = 0; // runs beside the flows; a phase of only a delay models latency
+};
+
+struct CollectiveRequest {
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  const std::vector<DeviceRef>* group = nullptr; // ring order
+  double bytes = 0; // all-reduce: buffer; all-gather: output; reduce-scatter: input
+  // Latency of the route between two devices (one hop of a step).
+  std::function<double(const DeviceRef&, const DeviceRef&)> latency;
+};
+
+class CollectiveAlgorithm {
+public:
+  virtual ~CollectiveAlgorithm() = default;
+  virtual std::vector<CollectivePhase> plan(const CollectiveRequest& r) const = 0;
+};
+
+using CollectiveFactory = std::function<std::unique_ptr<CollectiveAlgorithm>()>;
+
+struct CollectiveInfo {
+  std::string description;
+  CollectiveFactory make;
+};
+
+// Name -> implementation; implementations register themselves from impl/.
+std::map<std::string, CollectiveInfo>& collective_registry();
+bool register_collective(const std::string& name, const std::string& description, CollectiveFactory make);
+std::unique_ptr<CollectiveAlgorithm> make_collective(const std::string& name); // throws InputError
+
+} // namespace memwall

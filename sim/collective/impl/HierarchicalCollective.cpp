@@ -1,0 +1,80 @@
+// `hierarchical`: what NCCL does on multi-rail clusters, in three stages. An all-reduce
+// of S over N nodes of g GPUs each:
+//   1. reduce-scatter inside every node (ring steps over NVLink): each GPU holds S/g;
+//   2. all-reduce of S/g across nodes among GPUs of the same local rank, each group on
+//      its own rail NIC (bulk ring);
+//   3. all-gather inside every node.
+// Groups that are not N x g rectangles fall back to a bulk ring over all members.
+#include "RingSteps.hpp"
+
+#include <map>
+
+namespace memwall {
+namespace {
+
+class HierarchicalCollective : public CollectiveAlgorithm {
+public:
+  std::vector<CollectivePhase> plan(const CollectiveRequest& r) const override
+  {
+    const auto& g = *r.group;
+    std::map<int, std::vector<DeviceRef>> by_node;
+    for (const auto& d : g)
+      by_node[d.node].push_back(d);
+    size_t local = by_node.begin()->second.size();
+    bool rectangular = true;
+    for (const auto& [node, members] : by_node)
+      rectangular = rectangular && members.size() == local;
+    if (by_node.size() == 1)
+      return make_collective("ring")->plan(r);
+    if (!rectangular || (r.kind != CollectiveKind::all_reduce && r.kind != CollectiveKind::all_gather &&
+                         r.kind != CollectiveKind::reduce_scatter))
+      return make_collective("bulk_ring")->plan(r);
+
+    std::vector<std::vector<DeviceRef>> intra, rails(local);
+    for (const auto& [node, members] : by_node) {
+      intra.push_back(members);
+      for (size_t i = 0; i < local; ++i)
+        rails[i].push_back(members[i]);
+    }
+    std::vector<CollectivePhase> phases;
+    bool scatter = r.kind != CollectiveKind::all_gather;
+    bool gather  = r.kind != CollectiveKind::reduce_scatter;
+    double shard = r.bytes / static_cast<double>(local);
+    if (scatter)
+      for (size_t s = 0; s + 1 < local; ++s)
+        phases.push_back(ring_step(intra, shard));
+    // Across nodes: every rail runs a bulk ring of the shard at the same time.
+    size_t nodes = by_node.size();
+    int steps    = ring_steps(r.kind, nodes);
+    phases.push_back(ring_step(rails, steps * shard / static_cast<double>(nodes)));
+    double hop = r.latency(rails[0][0], rails[0][1 % nodes]);
+    if (steps > 1 && hop > 0)
+      phases.push_back({{}, (steps - 1) * hop});
+    if (gather)
+      for (size_t s = 0; s + 1 < local; ++s)
+        phases.push_back(ring_step(intra, shard));
+    return phases;
+  }
+};
+
+const bool registered = register_collective(
+    "hierarchical", "reduce-scatter in each node, bulk ring per rail across nodes, all-gather in each node",
+    [] { return std::make_unique<HierarchicalCollective>(); });
+
+class AutoCollective : public CollectiveAlgorithm {
+public:
+  std::vector<CollectivePhase> plan(const CollectiveRequest& r) const override
+  {
+    int first = r.group->front().node;
+    for (const auto& d : *r.group)
+      if (d.node != first)
+        return make_collective("hierarchical")->plan(r);
+    return make_collective("ring")->plan(r);
+  }
+};
+
+const bool registered_auto = register_collective(
+    "auto", "ring within a node, hierarchical across nodes (default)", [] { return std::make_unique<AutoCollective>(); });
+
+} // namespace
+} // namespace memwall

@@ -1,0 +1,45 @@
+// `ring`: the textbook ring as dependent chunk steps. An all-reduce of S bytes over n
+// GPUs is 2(n-1) steps of S/n; each step costs S/(nB) + its route latency, so the whole
+// takes 2(n-1)/n * S/B + 2(n-1) latencies (Patarasuk & Yuan 2009), and the steps share
+// links with whatever else runs. Exact, at 2n(n-1) flows per all-reduce: use it within
+// a node. all_to_all is one phase of n(n-1) pairwise flows; send_recv one flow.
+#include "RingSteps.hpp"
+
+namespace memwall {
+namespace {
+
+class RingCollective : public CollectiveAlgorithm {
+public:
+  std::vector<CollectivePhase> plan(const CollectiveRequest& r) const override
+  {
+    const auto& g = *r.group;
+    size_t n      = g.size();
+    std::vector<CollectivePhase> phases;
+    if (n < 2)
+      return phases;
+    if (r.kind == CollectiveKind::send_recv) {
+      phases.push_back({{{g[0], g[1], r.bytes}}, 0});
+      return phases;
+    }
+    if (r.kind == CollectiveKind::all_to_all) {
+      CollectivePhase p;
+      for (const auto& a : g)
+        for (const auto& b : g)
+          if (a != b)
+            p.flows.push_back({a, b, r.bytes / static_cast<double>(n)});
+      phases.push_back(std::move(p));
+      return phases;
+    }
+    CollectivePhase step = ring_step(g, ring_chunk(r.kind, n, r.bytes));
+    for (int s = 0; s < ring_steps(r.kind, n); ++s)
+      phases.push_back(step);
+    return phases;
+  }
+};
+
+const bool registered = register_collective(
+    "ring", "ring of dependent chunk steps, 2(n-1) steps per all-reduce; exact, best within a node",
+    [] { return std::make_unique<RingCollective>(); });
+
+} // namespace
+} // namespace memwall

@@ -1,0 +1,97 @@
+#include "ExperimentSpec.hpp"
+
+#include "HardwareReader.hpp"
+#include "ModelReader.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace memwall {
+namespace {
+
+void apply_override(YAML::Node root, const std::string& file, const std::string& assignment)
+{
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError("--set " + assignment + ": expected KEY=VALUE, e.g. --set training.micro_batch=4");
+  std::string path = assignment.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw InputError("--set " + assignment + ": value is not valid YAML (" + e.msg + ")");
+  }
+  std::vector<std::string> parts;
+  std::stringstream ss(path);
+  for (std::string p; std::getline(ss, p, '.');)
+    parts.push_back(p);
+  YAML::Node cur = root;
+  std::string walked;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    walked += (i ? "." : "") + parts[i];
+    YAML::Node next = cur[parts[i]];
+    if (next.IsDefined() && !next.IsNull() && !next.IsMap())
+      throw InputError(file + ": --set " + path + ": '" + walked + "' is not a mapping");
+    if (!next.IsDefined() || next.IsNull()) {
+      cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next          = cur[parts[i]];
+    }
+    cur.reset(next);
+  }
+  cur[parts.back()] = value;
+}
+
+} // namespace
+
+ExperimentSpec load_spec(const std::string& path, const std::vector<std::string>& overrides)
+{
+  if (!std::filesystem::is_regular_file(path))
+    throw InputError(path + ": spec file not found");
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return parse_spec(buf.str(), path, dir, overrides);
+}
+
+ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file, const std::string& spec_dir,
+                          const std::vector<std::string>& overrides)
+{
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(file + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+  }
+  if (!root.IsDefined() || root.IsNull())
+    root = YAML::Node(YAML::NodeType::Map);
+  for (const auto& o : overrides)
+    apply_override(root, file, o);
+
+  ExperimentSpec spec;
+  spec.file = file;
+  spec.text = overrides.empty() ? yaml_text : YAML::Dump(root) + "\n";
+  ParamReader top(root, file, "");
+  if (!top.has("hardware") || !top.has("model") || !top.has("training"))
+    throw InputError(file + ": a spec needs the sections hardware, model and training");
+  ParamReader hw = top.section("hardware", "the cluster: node preset, node count, network");
+  spec.cluster   = read_hardware_section(hw, spec.collective_algorithm);
+  ParamReader model = top.section("model", "the transformer: preset, hf_config or explicit shape");
+  spec.model        = read_model_section(model, spec_dir);
+  ParamReader training = top.section("training", "one training step: batch, precision, optimizer, parallelism");
+  spec.training = read_training_section(training, spec.cluster.total_gpus(), spec.model.max_seq_len);
+  top.finish();
+
+  const GpuSpec& gpu = spec.cluster.node.gpu;
+  if (!gpu.supports(spec.training.precision)) {
+    std::string have;
+    for (const auto& [d, f] : gpu.peak_flops)
+      have += (have.empty() ? "" : ", ") + std::string(dtype_name(d));
+    training.fail("precision", std::string(dtype_name(spec.training.precision)) + " is not supported by " + gpu.id +
+                                   "; it supports: " + have);
+  }
+  return spec;
+}
+
+} // namespace memwall

@@ -1,0 +1,28 @@
+#pragma once
+// An experiment spec (YAML): sections `hardware`, `model` and `training`. Every key is
+// read with its description and default (see `memwall list params`); unknown keys,
+// wrong types and impossible layouts are InputErrors naming file, line and key.
+#include "ClusterSpec.hpp"
+#include "ModelSpec.hpp"
+#include "TrainingConfig.hpp"
+
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+struct ExperimentSpec {
+  std::string file;  // as given on the command line
+  std::string text;  // the YAML after --set overrides, for provenance
+  ClusterSpec cluster;
+  ModelSpec model;
+  TrainingConfig training;
+  std::string collective_algorithm = "auto";
+};
+
+// `overrides` are "a.b.c=value" strings from --set; value is parsed as YAML.
+ExperimentSpec load_spec(const std::string& path, const std::vector<std::string>& overrides = {});
+ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file, const std::string& spec_dir,
+                          const std::vector<std::string>& overrides = {});
+
+} // namespace memwall

@@ -1,0 +1,70 @@
+#include "HardwareReader.hpp"
+
+#include "Catalog.hpp"
+#include "collective/CollectiveAlgorithm.hpp"
+
+namespace memwall {
+namespace {
+
+// A preset id, or a mapping with an optional `preset` to start from and overrides.
+template <typename Spec, typename Preset, typename Read>
+Spec preset_or_inline(ParamReader& r, const std::string& key, const std::string& desc, const Spec* fallback,
+                      Preset preset, Read read)
+{
+  YAML::Node n = r.take(key, "preset id or mapping", desc);
+  if (n.IsDefined() && n.IsScalar())
+    return preset(n.Scalar(), r.location(key));
+  if (n.IsDefined() && n.IsMap()) {
+    ParamReader inner(n, r.file(), r.path() + "." + key);
+    YAML::Node base_id = inner.take("preset", "preset id", "preset to start from; other keys override it");
+    if (base_id.IsDefined()) {
+      Spec base = preset(base_id.Scalar(), inner.location("preset"));
+      Spec out  = read(inner, &base);
+      out.id    = base.id + "-custom";
+      return out;
+    }
+    Spec out = read(inner, nullptr);
+    out.id   = "custom";
+    return out;
+  }
+  if (n.IsDefined())
+    r.fail(key, "expected a preset id or a mapping");
+  if (fallback)
+    return *fallback;
+  r.fail(key, "is required (" + desc + ")");
+}
+
+} // namespace
+
+ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algorithm)
+{
+  ClusterSpec c;
+  c.node = preset_or_inline<NodeSpec>(r, "node", "node preset id (see `memwall list nodes`) or inline node", nullptr,
+                                      node_preset, read_node);
+  GpuSpec node_gpu = c.node.gpu;
+  c.node.gpu = preset_or_inline<GpuSpec>(r, "gpu", "replace the node's GPU: preset id or mapping", &node_gpu,
+                                         gpu_preset, read_gpu);
+  c.nodes         = static_cast<int>(r.integer("nodes", 1, "number of nodes", 1));
+  c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", c.node.gpus, "GPUs used per node; default: all", 1));
+  if (c.gpus_per_node > c.node.gpus)
+    r.fail("gpus_per_node", std::to_string(c.gpus_per_node) + " exceeds the node's " + std::to_string(c.node.gpus) + " GPUs");
+
+  ParamReader net = r.section("network", "scale-out network and collectives");
+  c.oversubscription = net.number("oversubscription", 1.0, "core oversubscription; 1 = non-blocking fabric", 1.0);
+  c.switch_latency_s = net.quantity("switch_latency_s", QuantityKind::seconds, c.switch_latency_s, "IB switch latency");
+  c.node.nics    = static_cast<int>(net.integer("nics", c.node.nics, "NICs per node for compute traffic"));
+  c.node.nic_bw  = net.quantity("nic_bw", QuantityKind::rate, c.node.nic_bw, "bandwidth per NIC per direction");
+  c.node.nic_latency_s = net.quantity("nic_latency_s", QuantityKind::seconds, c.node.nic_latency_s, "NIC latency");
+  std::vector<std::string> algorithms;
+  for (const auto& [name, info] : collective_registry())
+    algorithms.push_back(name);
+  collective_algorithm = net.choice("collective_algorithm", "auto", algorithms, "how collectives become flows");
+  if (c.nodes > 1 && (c.node.nics <= 0 || c.node.nic_bw <= 0))
+    net.fail("nics", "a cluster of " + std::to_string(c.nodes) + " nodes needs nics > 0 and nic_bw > 0 (node " +
+                         c.node.id + " has none)");
+  net.finish();
+  r.finish();
+  return c;
+}
+
+} // namespace memwall

@@ -1,0 +1,12 @@
+#pragma once
+// The `hardware` section: a node preset or inline node, how many nodes, how many of
+// each node's GPUs to use, an optional GPU override and network settings.
+#include "ClusterSpec.hpp"
+#include "ParamReader.hpp"
+
+namespace memwall {
+
+// Returns the cluster and the collective algorithm chosen under hardware.network.
+ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algorithm);
+
+} // namespace memwall

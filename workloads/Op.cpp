@@ -1,0 +1,42 @@
+#include "Op.hpp"
+
+namespace memwall {
+
+const char* op_kind_name(OpKind k)
+{
+  switch (k) {
+    case OpKind::kernel: return "kernel";
+    case OpKind::copy: return "copy";
+    case OpKind::collective: return "collective";
+    case OpKind::host_compute: return "host_compute";
+    case OpKind::alloc: return "alloc";
+    case OpKind::free: return "free";
+  }
+  return "?";
+}
+
+const char* stream_name(StreamKind s)
+{
+  switch (s) {
+    case StreamKind::compute: return "compute";
+    case StreamKind::h2d: return "h2d";
+    case StreamKind::d2h: return "d2h";
+    case StreamKind::comm: return "comm";
+    case StreamKind::host: return "host";
+  }
+  return "?";
+}
+
+const char* collective_name(CollectiveKind k)
+{
+  switch (k) {
+    case CollectiveKind::all_reduce: return "all_reduce";
+    case CollectiveKind::all_gather: return "all_gather";
+    case CollectiveKind::reduce_scatter: return "reduce_scatter";
+    case CollectiveKind::all_to_all: return "all_to_all";
+    case CollectiveKind::send_recv: return "send_recv";
+  }
+  return "?";
+}
+
+} // namespace memwall

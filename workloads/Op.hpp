@@ -1,0 +1,61 @@
+#pragma once
+// One node of the op DAG (DESIGN.md §2). An op runs on one stream of one device;
+// ops on a stream run in issue order; other orderings are explicit edges.
+#include "DeviceRef.hpp"
+#include "Dtype.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace memwall {
+
+enum class OpKind : uint8_t { kernel, copy, collective, host_compute, alloc, free };
+enum class StreamKind : uint8_t { compute, h2d, d2h, comm, host };
+enum class KernelClass : uint8_t { gemm, attention, elementwise };
+enum class CollectiveKind : uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
+
+// Every byte of memory belongs to exactly one category.
+enum class MemCategory : uint8_t { weights, gradients, optimizer, activations, kv_cache, workspace, context, other };
+constexpr size_t mem_category_count = 8;
+
+inline const std::array<const char*, mem_category_count>& mem_category_names()
+{
+  static const std::array<const char*, mem_category_count> names{
+      "weights", "gradients", "optimizer", "activations", "kv_cache", "workspace", "context", "other"};
+  return names;
+}
+inline const char* mem_category_name(MemCategory c) { return mem_category_names()[static_cast<size_t>(c)]; }
+
+const char* op_kind_name(OpKind k);
+const char* stream_name(StreamKind s);
+const char* collective_name(CollectiveKind k);
+
+struct Op {
+  OpKind kind       = OpKind::kernel;
+  StreamKind stream = StreamKind::compute;
+  DeviceRef device;  // where the op is issued (its stream's device)
+  std::string name;  // "L3.fwd.qkv", "ddp.bucket2.allreduce", ...
+
+  // kernel / host_compute
+  double flops          = 0;
+  KernelClass kclass    = KernelClass::gemm;
+  Dtype dtype           = Dtype::bf16;
+  double model_flops    = 0;    // part of `flops` that counts toward MFU (recomputation does not)
+  // kernel / host_compute: memory traffic; copy / collective / alloc / free: size
+  double bytes = 0;
+
+  // copy
+  DeviceRef src, dst;
+
+  // collective
+  CollectiveKind collective = CollectiveKind::all_reduce;
+  int32_t group             = -1; // index into OpDag::group()
+
+  // alloc / free
+  MemCategory category = MemCategory::other;
+  DeviceRef pool;          // memory that holds the tensor
+  uint32_t tensor = 0;     // pairs a free with its alloc
+};
+
+} // namespace memwall

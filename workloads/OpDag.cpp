@@ -1,0 +1,81 @@
+#include "OpDag.hpp"
+
+namespace memwall {
+
+OpId OpDag::add(Op op, std::initializer_list<OpId> deps) { return add(std::move(op), std::vector<OpId>(deps)); }
+
+OpId OpDag::add(Op op, const std::vector<OpId>& deps)
+{
+  auto key = std::make_pair(op.device, op.stream);
+  OpId id  = static_cast<OpId>(boost::add_vertex(std::move(op), graph_));
+  auto it  = tails_.find(key);
+  if (it != tails_.end()) {
+    boost::add_edge(it->second, id, graph_);
+    it->second = id;
+  } else {
+    tails_.emplace(key, id);
+  }
+  for (OpId d : deps)
+    if (d != none)
+      boost::add_edge(d, id, graph_);
+  return id;
+}
+
+void OpDag::depend(OpId later, OpId earlier)
+{
+  if (later != none && earlier != none)
+    boost::add_edge(earlier, later, graph_);
+}
+
+Tensor OpDag::alloc(const DeviceRef& device, StreamKind stream, const DeviceRef& pool, MemCategory category,
+                    double bytes, const std::string& name, std::initializer_list<OpId> deps)
+{
+  Tensor t{next_tensor_++, pool, category, bytes};
+  Op op;
+  op.kind     = OpKind::alloc;
+  op.stream   = stream;
+  op.device   = device;
+  op.name     = name;
+  op.bytes    = bytes;
+  op.category = category;
+  op.pool     = pool;
+  op.tensor   = t.id;
+  last_memory_op_ = add(std::move(op), deps);
+  return t;
+}
+
+OpId OpDag::free(const Tensor& t, const DeviceRef& device, StreamKind stream, const std::string& name,
+                 std::initializer_list<OpId> deps)
+{
+  Op op;
+  op.kind     = OpKind::free;
+  op.stream   = stream;
+  op.device   = device;
+  op.name     = name;
+  op.bytes    = t.bytes;
+  op.category = t.category;
+  op.pool     = t.pool;
+  op.tensor   = t.id;
+  last_memory_op_ = add(std::move(op), deps);
+  return last_memory_op_;
+}
+
+int32_t OpDag::add_group(std::vector<DeviceRef> members)
+{
+  groups_.push_back(std::move(members));
+  return static_cast<int32_t>(groups_.size() - 1);
+}
+
+int OpDag::represents(const DeviceRef& d) const
+{
+  auto it = represents_.find(d);
+  return it == represents_.end() ? 1 : it->second;
+}
+
+OpId OpDag::stream_tail(const DeviceRef& d, StreamKind s) const
+{
+  auto it = tails_.find({d, s});
+  return it == tails_.end() ? none : it->second;
+}
+
+} // namespace memwall

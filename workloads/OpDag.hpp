@@ -1,0 +1,66 @@
+#pragma once
+// The op DAG of one step on Boost.Graph. Adding an op appends it to its stream: the
+// edge from the stream's previous op is added here, so the replay sees one mechanism
+// (edges) for both stream order and cross-stream events.
+//
+// Symmetric ranks are folded: the DAG holds the ops of representative devices only,
+// and `represents(d)` says how many identical devices d stands for. Collectives still
+// name every member of their group so their flows load every link they cross.
+#include "Op.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include <initializer_list>
+#include <map>
+#include <vector>
+
+namespace memwall {
+
+using OpId = uint32_t;
+
+struct Tensor {
+  uint32_t id = 0;
+  DeviceRef pool;
+  MemCategory category = MemCategory::other;
+  double bytes         = 0;
+};
+
+class OpDag {
+public:
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Op>;
+
+  OpId add(Op op, std::initializer_list<OpId> deps = {});
+  OpId add(Op op, const std::vector<OpId>& deps);
+  void depend(OpId later, OpId earlier);
+
+  // Memory: an alloc op on `stream` of `device` for a tensor held in `pool`.
+  Tensor alloc(const DeviceRef& device, StreamKind stream, const DeviceRef& pool, MemCategory category, double bytes,
+               const std::string& name, std::initializer_list<OpId> deps = {});
+  OpId free(const Tensor& t, const DeviceRef& device, StreamKind stream, const std::string& name,
+            std::initializer_list<OpId> deps = {});
+  OpId last_alloc_or_free() const { return last_memory_op_; }
+
+  int32_t add_group(std::vector<DeviceRef> members);
+  const std::vector<DeviceRef>& group(int32_t g) const { return groups_.at(g); }
+
+  void set_represents(const DeviceRef& d, int count) { represents_[d] = count; }
+  int represents(const DeviceRef& d) const;
+  const std::map<DeviceRef, int>& represented() const { return represents_; }
+
+  size_t size() const { return boost::num_vertices(graph_); }
+  const Op& op(OpId id) const { return graph_[id]; }
+  const Graph& graph() const { return graph_; }
+  // Last op issued on a stream, or nullopt-like max() when the stream is empty.
+  OpId stream_tail(const DeviceRef& d, StreamKind s) const;
+  static constexpr OpId none = 0xffffffffu;
+
+private:
+  Graph graph_;
+  std::map<std::pair<DeviceRef, StreamKind>, OpId> tails_;
+  std::vector<std::vector<DeviceRef>> groups_;
+  std::map<DeviceRef, int> represents_;
+  uint32_t next_tensor_ = 1;
+  OpId last_memory_op_  = none;
+};
+
+} // namespace memwall
