@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -71,6 +72,7 @@ RunResult replay_in_child(const ClusterSpec& cluster, const OpDag& dag, const Re
   int fds[2];
   if (::pipe(fds) != 0)
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  std::fflush(nullptr); // buffered output must not be printed twice
   pid_t pid = ::fork();
   if (pid < 0)
     throw std::runtime_error(std::string("fork: ") + std::strerror(errno));

@@ -1,0 +1,118 @@
+#include "TestHelpers.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace memwall::test {
+
+ClusterSpec hand_cluster(int gpus, GpuFabric fabric, int gpus_per_switch)
+{
+  GpuSpec g;
+  g.id                   = "hand-gpu";
+  g.memory_bytes         = 80e9;
+  g.hbm_peak_bw          = 2e12;
+  g.hbm_achievable_bw    = 2e12;                  // 2 TB/s
+  g.peak_flops           = {{Dtype::fp32, 100e12}, {Dtype::bf16, 400e12}};
+  g.matmul_efficiency    = 0.5;                   // 200 TFLOP/s achieved in bf16 GEMMs
+  g.attention_efficiency = 0.5;
+  g.kernel_overhead_s    = 5e-6;
+  g.h2d_bw               = 50e9;                  // the GPU's own x16 link, faster than the uplink
+  g.d2h_bw               = 50e9;
+  g.nvlink_bw            = 400e9;
+  NodeSpec n;
+  n.id                   = "hand-node";
+  n.gpu                  = g;
+  n.gpus                 = gpus;
+  n.fabric               = fabric;
+  n.nvlink_latency_s     = 2e-6;
+  n.sockets              = 1;
+  n.dram_bytes           = 512e9;
+  n.dram_bw_per_socket   = 400e9;                 // never the bottleneck here
+  n.gpus_per_pcie_switch = gpus_per_switch;
+  n.pcie_uplink_bw       = 25e9;                  // shared by the GPUs behind a switch
+  n.pcie_latency_s       = 1e-6;
+  ClusterSpec c;
+  c.node          = n;
+  c.nodes         = 1;
+  c.gpus_per_node = gpus;
+  return c;
+}
+
+Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
+           const std::string& name)
+{
+  Op op;
+  op.kind   = OpKind::copy;
+  op.stream = stream;
+  op.device = issuer;
+  op.src    = src;
+  op.dst    = dst;
+  op.bytes  = bytes;
+  op.name   = name;
+  return op;
+}
+
+Op kernel_op(const DeviceRef& gpu, double flops, double bytes, const std::string& name)
+{
+  Op op;
+  op.kind   = OpKind::kernel;
+  op.device = gpu;
+  op.flops  = flops;
+  op.bytes  = bytes;
+  op.dtype  = Dtype::bf16;
+  op.kclass = KernelClass::gemm;
+  op.name   = name;
+  return op;
+}
+
+const OpRecord& record(const RunResult& r, const std::string& name)
+{
+  for (const auto& o : r.ops)
+    if (o.name == name)
+      return o;
+  FAIL("no op named " << name);
+  throw std::logic_error("unreachable");
+}
+
+std::string source_path(const std::string& relative) { return std::string(MEMWALL_SOURCE_DIR) + "/" + relative; }
+
+std::string temp_path(const std::string& name)
+{
+  auto dir = std::filesystem::temp_directory_path() / ("memwall-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+void write_file(const std::string& path, const std::string& text)
+{
+  std::ofstream out(path);
+  out << text;
+}
+
+CliResult run_cli(const std::string& args)
+{
+  static int counter = 0;
+  std::string out = temp_path("cli-out-" + std::to_string(counter));
+  std::string err = temp_path("cli-err-" + std::to_string(counter++));
+  std::string cmd = std::string(MEMWALL_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  int status      = std::system(cmd.c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto slurp  = [](const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+} // namespace memwall::test

@@ -1,0 +1,114 @@
+// Flows and kernels on the SimGrid platform, against hand calculations.
+// hand_cluster: uplink 25 GB/s shared per PCIe switch, GPU x16 link 50 GB/s, PCIe
+// latency 1 us per hop (2 hops host->GPU: uplink has none, GPU link 1 us), DRAM 400 GB/s,
+// NVLink 400 GB/s per direction with 1 us per half (2 us per hop), HBM 2 TB/s with
+// 5 us kernel overhead as route latency, bf16 GEMM 400 TFLOP/s x 0.5.
+#include "Simulation.hpp"
+#include "TestHelpers.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace memwall;
+using namespace memwall::test;
+
+namespace {
+const DeviceRef cpu0{DeviceKind::host, 0, 0};
+const DeviceRef gpu0{DeviceKind::gpu, 0, 0};
+const DeviceRef gpu1{DeviceKind::gpu, 0, 1};
+const double GB = 1e9;
+} // namespace
+
+TEST_CASE("two_1gb_h2d_copies_sharing_a_pcie_uplink_take_twice_as_long_as_one", "[flows]")
+{
+  ClusterSpec c = hand_cluster(2, GpuFabric::pcie, 2); // both GPUs behind one switch
+  // Alone: 1 GB over min(400, 25, 50) GB/s = 40 ms, plus the GPU link's 1 us latency.
+  OpDag one;
+  one.add(copy_op(gpu0, StreamKind::h2d, cpu0, gpu0, GB, "a"));
+  RunResult alone = replay_in_child(c, one, {});
+  CHECK(record(alone, "a").end == Approx(1e-6 + GB / 25e9).epsilon(1e-12));
+
+  // Together: each gets half the 25 GB/s uplink, 80 ms.
+  OpDag two;
+  two.add(copy_op(gpu0, StreamKind::h2d, cpu0, gpu0, GB, "a"));
+  two.add(copy_op(gpu1, StreamKind::h2d, cpu0, gpu1, GB, "b"));
+  RunResult shared = replay_in_child(c, two, {});
+  CHECK(record(shared, "a").end == Approx(1e-6 + 2 * GB / 25e9).epsilon(1e-12));
+  CHECK(record(shared, "b").end == Approx(1e-6 + 2 * GB / 25e9).epsilon(1e-12));
+  CHECK((record(shared, "a").end - 1e-6) == Approx(2 * (record(alone, "a").end - 1e-6)).epsilon(1e-12));
+}
+
+TEST_CASE("h2d_copies_to_gpus_on_different_switches_do_not_share_bandwidth", "[flows]")
+{
+  ClusterSpec c = hand_cluster(2, GpuFabric::pcie, 1); // one switch per GPU
+  OpDag two;
+  two.add(copy_op(gpu0, StreamKind::h2d, cpu0, gpu0, GB, "a"));
+  two.add(copy_op(gpu1, StreamKind::h2d, cpu0, gpu1, GB, "b"));
+  RunResult r = replay_in_child(c, two, {});
+  CHECK(record(r, "a").end == Approx(1e-6 + GB / 25e9).epsilon(1e-12));
+  CHECK(record(r, "b").end == Approx(1e-6 + GB / 25e9).epsilon(1e-12));
+}
+
+TEST_CASE("h2d_and_d2h_use_opposite_directions_of_a_link_without_slowing_each_other", "[flows]")
+{
+  ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
+  OpDag dag;
+  dag.add(copy_op(gpu0, StreamKind::h2d, cpu0, gpu0, GB, "h2d"));
+  dag.add(copy_op(gpu0, StreamKind::d2h, gpu0, cpu0, GB, "d2h"));
+  RunResult r = replay_in_child(c, dag, {});
+  CHECK(record(r, "h2d").end == Approx(1e-6 + GB / 25e9).epsilon(1e-12));
+  CHECK(record(r, "d2h").end == Approx(1e-6 + GB / 25e9).epsilon(1e-12));
+}
+
+TEST_CASE("an_nvlink_copy_does_not_slow_a_concurrent_pcie_copy", "[flows]")
+{
+  ClusterSpec c = hand_cluster(2, GpuFabric::nvswitch, 2);
+  OpDag dag;
+  dag.add(copy_op(gpu0, StreamKind::comm, gpu0, gpu1, 4 * GB, "nvlink"));
+  dag.add(copy_op(gpu0, StreamKind::h2d, cpu0, gpu0, GB, "pcie"));
+  RunResult r = replay_in_child(c, dag, {});
+  // NVLink: 2 us + 4 GB / 400 GB/s = 10 ms; PCIe alone: 1 us + 40 ms.
+  CHECK(record(r, "nvlink").end == Approx(2e-6 + 4 * GB / 400e9).epsilon(1e-12));
+  CHECK(record(r, "pcie").end == Approx(1e-6 + GB / 25e9).epsilon(1e-12));
+}
+
+TEST_CASE("a_kernels_time_is_the_max_of_its_compute_and_hbm_terms_plus_overhead", "[kernels]")
+{
+  ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
+  OpDag dag;
+  // Compute-bound: 2 TFLOP at 200 TFLOP/s = 10 ms against 1 GB at 2 TB/s = 0.5 ms.
+  OpId k1 = dag.add(kernel_op(gpu0, 2e12, GB, "compute_bound"));
+  // Memory-bound: 0.2 TFLOP = 1 ms against 8 GB at 2 TB/s = 4 ms.
+  dag.add(kernel_op(gpu0, 0.2e12, 8 * GB, "memory_bound"), {k1});
+  RunResult r = replay_in_child(c, dag, {});
+  const double overhead = 5e-6;
+  const auto& a = record(r, "compute_bound");
+  const auto& b = record(r, "memory_bound");
+  CHECK(a.end - a.start == Approx(overhead + 2e12 / 200e12).epsilon(1e-12));
+  CHECK(b.end - b.start == Approx(overhead + 8 * GB / 2e12).epsilon(1e-12));
+}
+
+TEST_CASE("two_concurrent_memory_bound_kernels_share_hbm_bandwidth", "[kernels]")
+{
+  ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
+  OpDag dag;
+  // Different streams, so they run together: each gets 1 TB/s of the 2 TB/s HBM.
+  Op a = kernel_op(gpu0, 0, 4 * GB, "a");
+  Op b = kernel_op(gpu0, 0, 4 * GB, "b");
+  b.stream = StreamKind::comm;
+  dag.add(a);
+  dag.add(b);
+  RunResult r = replay_in_child(c, dag, {});
+  CHECK(record(r, "a").end == Approx(5e-6 + 8 * GB / 2e12).epsilon(1e-12));
+  CHECK(record(r, "b").end == Approx(5e-6 + 8 * GB / 2e12).epsilon(1e-12));
+}
+
+TEST_CASE("ops_on_one_stream_run_in_issue_order", "[dag]")
+{
+  ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
+  OpDag dag;
+  dag.add(kernel_op(gpu0, 2e12, 0, "first"));  // 10 ms + 5 us
+  dag.add(kernel_op(gpu0, 2e12, 0, "second")); // same stream: starts when the first ends
+  RunResult r = replay_in_child(c, dag, {});
+  CHECK(record(r, "second").start == Approx(record(r, "first").end).epsilon(1e-12));
+  CHECK(r.makespan_s == Approx(2 * (5e-6 + 10e-3)).epsilon(1e-12));
+}
