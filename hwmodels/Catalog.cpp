@@ -30,20 +30,6 @@ std::vector<std::string> keys_of(const YAML::Node& root)
   return ids;
 }
 
-[[noreturn]] void unknown(const std::string& what, const std::string& id, const std::vector<std::string>& ids,
-                          const std::string& where, const std::string& list_cmd)
-{
-  std::string msg = (where.empty() ? "" : where + ": ") + "unknown " + what + " '" + id + "'";
-  auto close      = close_names(id, ids);
-  if (!close.empty()) {
-    msg += "; did you mean ";
-    for (size_t i = 0; i < close.size(); ++i)
-      msg += (i ? ", " : "") + close[i];
-    msg += "?";
-  }
-  throw InputError(msg + " (see `memwall list " + list_cmd + "`)");
-}
-
 // Required when there is no base; otherwise optional with the base's value as default.
 double q(ParamReader& r, const std::string& key, QuantityKind kind, const double* base, const std::string& desc)
 {
@@ -62,7 +48,7 @@ GpuSpec gpu_preset(const std::string& id, const std::string& where)
     return it->second;
   YAML::Node n = gpus_root()[id];
   if (!n.IsDefined())
-    unknown("GPU preset", id, gpu_preset_ids(), where, "gpus");
+    throw_unknown_preset("GPU preset", id, gpu_preset_ids(), where, "gpus");
   ParamReader r(n, gpus_file, id);
   GpuSpec g = read_gpu(r, nullptr);
   g.id      = id;
@@ -74,7 +60,7 @@ NodeSpec node_preset(const std::string& id, const std::string& where)
 {
   YAML::Node n = nodes_root()[id];
   if (!n.IsDefined())
-    unknown("node preset", id, node_preset_ids(), where, "nodes");
+    throw_unknown_preset("node preset", id, node_preset_ids(), where, "nodes");
   ParamReader r(n, nodes_file, id);
   NodeSpec node = read_node(r, nullptr);
   node.id       = id;

@@ -61,6 +61,16 @@ std::vector<std::string> close_names(const std::string& name, const std::vector<
   return out;
 }
 
+void throw_unknown_preset(const std::string& what, const std::string& id, const std::vector<std::string>& ids,
+                          const std::string& where, const std::string& list)
+{
+  std::string msg = (where.empty() ? "" : where + ": ") + "unknown " + what + " '" + id + "'";
+  auto close      = close_names(id, ids);
+  if (!close.empty())
+    msg += "; did you mean " + join(close) + "?";
+  throw InputError(msg + " (see `memwall list " + list + "`)");
+}
+
 ParamReader::ParamReader(YAML::Node node, std::string file, std::string path)
     : node_(std::move(node)), file_(std::move(file)), path_(std::move(path))
 {

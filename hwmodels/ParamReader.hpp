@@ -75,4 +75,9 @@ private:
 // Closest names to `name` among `candidates` (edit distance), for "did you mean" hints.
 std::vector<std::string> close_names(const std::string& name, const std::vector<std::string>& candidates);
 
+// "WHERE: unknown WHAT 'id'; did you mean a, b? (see `memwall list LIST`)"
+[[noreturn]] void throw_unknown_preset(const std::string& what, const std::string& id,
+                                       const std::vector<std::string>& ids, const std::string& where,
+                                       const std::string& list);
+
 } // namespace memwall

@@ -1,6 +1,5 @@
 #include "ModelPresets.hpp"
 
-#include "InputError.hpp"
 #include "ParamReader.hpp"
 
 #include <vector>
@@ -109,15 +108,7 @@ ModelSpec model_preset(const std::string& id, const std::string& where)
   for (const auto& m : presets())
     if (m.name == id)
       return m;
-  std::string msg = (where.empty() ? "" : where + ": ") + "unknown model preset '" + id + "'";
-  auto close = close_names(id, model_preset_ids());
-  if (!close.empty()) {
-    msg += "; did you mean ";
-    for (size_t i = 0; i < close.size(); ++i)
-      msg += (i ? ", " : "") + close[i];
-    msg += "?";
-  }
-  throw InputError(msg + " (see `memwall list models`)");
+  throw_unknown_preset("model preset", id, model_preset_ids(), where, "models");
 }
 
 } // namespace memwall
