@@ -21,7 +21,7 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, int64_t max_s
                                  "all-reduce gradient buckets during backward (DDP) instead of after it");
   if (t.seq_len > max_seq_len)
     r.fail("seq_len", std::to_string(t.seq_len) + " exceeds the model's max_seq_len " + std::to_string(max_seq_len));
-  if (gpus % t.dp != 0 && t.dp != gpus)
+  if (gpus % t.dp != 0)
     r.fail("dp", "dp = " + std::to_string(t.dp) + " does not divide the " + std::to_string(gpus) + " GPUs");
   if (t.dp != gpus)
     r.fail("dp", "dp = " + std::to_string(t.dp) + " must equal the " + std::to_string(gpus) +

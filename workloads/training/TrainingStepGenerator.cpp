@@ -59,7 +59,7 @@ OpDag TrainingStepGenerator::generate()
   int64_t m = cfg_.micro_batches();
   for (int mb = 0; mb < m; ++mb) {
     for (auto& b : blocks_)
-      emit_forward(b, mb);
+      emit_forward(b);
     for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
       emit_backward(*it, mb);
   }
@@ -91,7 +91,7 @@ void TrainingStepGenerator::emit_setup()
   }
 }
 
-void TrainingStepGenerator::emit_forward(BlockState& b, int mb)
+void TrainingStepGenerator::emit_forward(BlockState& b)
 {
   const std::string prefix = b.plan.name + ".fwd.";
   b.saved.assign(b.plan.kernels.size(), Tensor{});
@@ -103,7 +103,6 @@ void TrainingStepGenerator::emit_forward(BlockState& b, int mb)
     kernel(prefix + k.name, k.kclass, cfg_.precision, k.fwd_flops, k.kclass == KernelClass::elementwise ? 0 : k.fwd_flops,
            k.fwd_bytes);
   }
-  (void)mb;
 }
 
 void TrainingStepGenerator::emit_backward(BlockState& b, int mb)

@@ -33,7 +33,7 @@ private:
   };
 
   void emit_setup();
-  void emit_forward(BlockState& b, int mb);
+  void emit_forward(BlockState& b);
   void emit_backward(BlockState& b, int mb);
   void emit_bucket(double bytes, OpId after, int index);
   void emit_optimizer();
