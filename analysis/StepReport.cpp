@@ -176,9 +176,9 @@ std::string report_text(const RunResult& r, const std::string& title)
   std::snprintf(line, sizeof line, "  model FLOPs    %s per step, MFU %.1f %%\n",
                 format_si(r.model_flops_per_step, "FLOP").c_str(), 100 * j["mfu"].get<double>());
   os << line;
-  Breakdown b = step_breakdown(r);
+  const auto& b = j["breakdown_s"];
   std::snprintf(line, sizeof line, "  time spent     compute %.4f s, exposed comm %.4f s, offload stall %.4f s\n",
-                b.compute, b.exposed_comm, b.offload_stall);
+                b["compute"].get<double>(), b["exposed_comm"].get<double>(), b["offload_stall"].get<double>());
   os << line;
   os << "\n  memory (peak per device, by category at the peak instant)\n";
   for (const auto& p : r.pools) {

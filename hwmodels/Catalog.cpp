@@ -36,6 +36,34 @@ double q(ParamReader& r, const std::string& key, QuantityKind kind, const double
   return base ? r.quantity(key, kind, *base, desc) : r.required_quantity(key, kind, desc);
 }
 
+// A preset id, or a mapping with an optional `preset` to start from and overrides.
+template <typename Spec, typename Preset, typename Read>
+Spec preset_or_inline(ParamReader& r, const std::string& key, const std::string& desc, const Spec* fallback,
+                      Preset preset, Read read)
+{
+  YAML::Node n = r.take(key, "preset id or mapping", desc);
+  if (n.IsDefined() && n.IsScalar())
+    return preset(n.Scalar(), r.location(key));
+  if (n.IsDefined() && n.IsMap()) {
+    ParamReader inner(n, r.file(), r.path() + "." + key);
+    YAML::Node base_id = inner.take("preset", "preset id", "preset to start from; other keys override it");
+    if (base_id.IsDefined()) {
+      Spec base = preset(base_id.Scalar(), inner.location("preset"));
+      Spec out  = read(inner, &base);
+      out.id    = base.id + "-custom";
+      return out;
+    }
+    Spec out = read(inner, nullptr);
+    out.id   = "custom";
+    return out;
+  }
+  if (n.IsDefined())
+    r.fail(key, "expected a preset id or a mapping");
+  if (fallback)
+    return *fallback;
+  r.fail(key, "is required (" + desc + ")");
+}
+
 } // namespace
 
 std::vector<std::string> gpu_preset_ids() { return keys_of(gpus_root()); }
@@ -115,24 +143,23 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
   return g;
 }
 
+GpuSpec read_gpu_ref(ParamReader& r, const std::string& key, const std::string& desc, const GpuSpec* fallback)
+{
+  return preset_or_inline<GpuSpec>(r, key, desc, fallback, gpu_preset, read_gpu);
+}
+
+NodeSpec read_node_ref(ParamReader& r, const std::string& key, const std::string& desc, const NodeSpec* fallback)
+{
+  return preset_or_inline<NodeSpec>(r, key, desc, fallback, node_preset, read_node);
+}
+
 NodeSpec read_node(ParamReader& r, const NodeSpec* base)
 {
   using K    = QuantityKind;
   NodeSpec n = base ? *base : NodeSpec{};
   const NodeSpec* b = base;
   n.name = b ? r.text("name", b->name, "node name") : r.required_text("name", "node name");
-  YAML::Node gpu = r.take("gpu", "GPU preset id or mapping", "the node's GPU");
-  if (gpu.IsDefined() && gpu.IsScalar()) {
-    n.gpu = gpu_preset(gpu.Scalar(), r.location("gpu"));
-  } else if (gpu.IsDefined() && gpu.IsMap()) {
-    ParamReader gr(gpu, r.file(), r.path() + ".gpu");
-    YAML::Node preset = gr.take("preset", "GPU preset id", "GPU to start from");
-    GpuSpec start     = preset.IsDefined() ? gpu_preset(preset.Scalar(), gr.location("preset")) : GpuSpec{};
-    n.gpu    = read_gpu(gr, preset.IsDefined() ? &start : nullptr);
-    n.gpu.id = preset.IsDefined() ? start.id + "-custom" : "custom";
-  } else if (!b) {
-    r.fail("gpu", "is required: a GPU preset id (see `memwall list gpus`) or a mapping");
-  }
+  n.gpu = read_gpu_ref(r, "gpu", "the node's GPU: preset id (see `memwall list gpus`) or mapping", b ? &b->gpu : nullptr);
   n.gpus   = static_cast<int>(b ? r.integer("gpus", b->gpus, "GPUs in the node", 1) : r.required_integer("gpus", "GPUs in the node", 1));
   std::string fabric = r.choice("fabric", n.fabric == GpuFabric::nvswitch ? "nvswitch" : "pcie", {"nvswitch", "pcie"},
                                 "how GPUs reach each other: NVSwitch, or through host memory over PCIe");
@@ -142,8 +169,7 @@ NodeSpec read_node(ParamReader& r, const NodeSpec* base)
   n.nvlink_latency_s = r.quantity("nvlink_latency_s", K::seconds, n.nvlink_latency_s, "NVLink hop latency");
   n.sockets = static_cast<int>(r.integer("sockets", n.sockets, "CPU sockets", 1));
   n.cpu_flops_per_socket = r.quantity("cpu_flops_per_socket", K::flop_rate, n.cpu_flops_per_socket, "fp32 peak per socket");
-  n.dram_bytes = b ? r.quantity("dram_bytes", K::bytes, b->dram_bytes, "host memory of the node")
-                   : r.required_quantity("dram_bytes", K::bytes, "host memory of the node");
+  n.dram_bytes = q(r, "dram_bytes", K::bytes, b ? &b->dram_bytes : nullptr, "host memory of the node");
   n.dram_bw_per_socket = r.quantity("dram_bw_per_socket", K::rate, n.dram_bw_per_socket, "achievable DRAM bandwidth per socket");
   n.socket_link_bw = r.quantity("socket_link_bw", K::rate, n.socket_link_bw, "inter-socket bandwidth per direction");
   n.gpus_per_pcie_switch = static_cast<int>(r.integer("gpus_per_pcie_switch", n.gpus_per_pcie_switch, "GPUs sharing one PCIe switch uplink", 1));

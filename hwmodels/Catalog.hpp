@@ -21,4 +21,9 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base);
 // Reads a node description; its `gpu` key is a preset id or an inline GPU mapping.
 NodeSpec read_node(ParamReader& r, const NodeSpec* base);
 
+// The value of `key` in r: a preset id, or a mapping with an optional `preset` to start
+// from and keys that override it. Absent: `fallback`, or an error when there is none.
+GpuSpec read_gpu_ref(ParamReader& r, const std::string& key, const std::string& desc, const GpuSpec* fallback);
+NodeSpec read_node_ref(ParamReader& r, const std::string& key, const std::string& desc, const NodeSpec* fallback);
+
 } // namespace memwall

@@ -137,6 +137,14 @@ std::string ParamReader::scalar(const std::string& key, const YAML::Node& n, con
   return n.Scalar();
 }
 
+void ParamReader::require(const std::string& key, const std::string& type, const std::string& desc)
+{
+  if (has(key))
+    return;
+  get(key, type, "", desc); // documented as required even when it is missing
+  fail(key, "is required (" + desc + ")");
+}
+
 double ParamReader::number(const std::string& key, double def, const std::string& desc, double min)
 {
   YAML::Node n = get(key, "number >= " + format_number(min), format_number(def), desc);
@@ -153,10 +161,7 @@ double ParamReader::number(const std::string& key, double def, const std::string
 
 double ParamReader::required_number(const std::string& key, const std::string& desc, double min)
 {
-  if (!has(key)) {
-    get(key, "number", "", desc);
-    fail(key, "is required (" + desc + ")");
-  }
+  require(key, "number", desc);
   return number(key, 0.0, desc, min);
 }
 
@@ -180,10 +185,7 @@ double ParamReader::quantity(const std::string& key, QuantityKind kind, double d
 
 double ParamReader::required_quantity(const std::string& key, QuantityKind kind, const std::string& desc)
 {
-  if (!has(key)) {
-    get(key, "quantity", "", desc);
-    fail(key, "is required (" + desc + ")");
-  }
+  require(key, "quantity", desc);
   return quantity(key, kind, 0.0, desc);
 }
 
@@ -203,10 +205,7 @@ int64_t ParamReader::integer(const std::string& key, int64_t def, const std::str
 
 int64_t ParamReader::required_integer(const std::string& key, const std::string& desc, int64_t min)
 {
-  if (!has(key)) {
-    get(key, "integer", "", desc);
-    fail(key, "is required (" + desc + ")");
-  }
+  require(key, "integer", desc);
   return integer(key, 0, desc, min);
 }
 
@@ -245,10 +244,7 @@ std::string ParamReader::text(const std::string& key, const std::string& def, co
 
 std::string ParamReader::required_text(const std::string& key, const std::string& desc)
 {
-  if (!has(key)) {
-    get(key, "text", "", desc);
-    fail(key, "is required (" + desc + ")");
-  }
+  require(key, "text", desc);
   return text(key, "", desc);
 }
 

@@ -63,6 +63,7 @@ private:
   YAML::Node get(const std::string& key, const std::string& type, const std::string& def,
                  const std::string& desc);
   YAML::Node lookup(const std::string& key) const;
+  void require(const std::string& key, const std::string& type, const std::string& desc);
   std::string scalar(const std::string& key, const YAML::Node& n, const std::string& expected) const;
   std::string full(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 

@@ -4,46 +4,13 @@
 #include "collective/CollectiveAlgorithm.hpp"
 
 namespace memwall {
-namespace {
-
-// A preset id, or a mapping with an optional `preset` to start from and overrides.
-template <typename Spec, typename Preset, typename Read>
-Spec preset_or_inline(ParamReader& r, const std::string& key, const std::string& desc, const Spec* fallback,
-                      Preset preset, Read read)
-{
-  YAML::Node n = r.take(key, "preset id or mapping", desc);
-  if (n.IsDefined() && n.IsScalar())
-    return preset(n.Scalar(), r.location(key));
-  if (n.IsDefined() && n.IsMap()) {
-    ParamReader inner(n, r.file(), r.path() + "." + key);
-    YAML::Node base_id = inner.take("preset", "preset id", "preset to start from; other keys override it");
-    if (base_id.IsDefined()) {
-      Spec base = preset(base_id.Scalar(), inner.location("preset"));
-      Spec out  = read(inner, &base);
-      out.id    = base.id + "-custom";
-      return out;
-    }
-    Spec out = read(inner, nullptr);
-    out.id   = "custom";
-    return out;
-  }
-  if (n.IsDefined())
-    r.fail(key, "expected a preset id or a mapping");
-  if (fallback)
-    return *fallback;
-  r.fail(key, "is required (" + desc + ")");
-}
-
-} // namespace
 
 ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algorithm)
 {
   ClusterSpec c;
-  c.node = preset_or_inline<NodeSpec>(r, "node", "node preset id (see `memwall list nodes`) or inline node", nullptr,
-                                      node_preset, read_node);
+  c.node = read_node_ref(r, "node", "node preset id (see `memwall list nodes`) or inline node", nullptr);
   GpuSpec node_gpu = c.node.gpu;
-  c.node.gpu = preset_or_inline<GpuSpec>(r, "gpu", "replace the node's GPU: preset id or mapping", &node_gpu,
-                                         gpu_preset, read_gpu);
+  c.node.gpu = read_gpu_ref(r, "gpu", "replace the node's GPU: preset id or mapping", &node_gpu);
   c.nodes         = static_cast<int>(r.integer("nodes", 1, "number of nodes", 1));
   c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", c.node.gpus, "GPUs used per node; default: all", 1));
   if (c.gpus_per_node > c.node.gpus)
