@@ -28,7 +28,8 @@ void write_chrome_trace(const RunResult& r, const std::string& path)
                       {"args", {{"bytes", op.bytes}, {"flops", op.flops}}}});
   }
   for (const auto& [d, p] : pid)
-    for (StreamKind s : {StreamKind::compute, StreamKind::h2d, StreamKind::d2h, StreamKind::comm, StreamKind::host})
+    for (StreamKind s : {StreamKind::compute, StreamKind::h2d, StreamKind::d2h, StreamKind::comm, StreamKind::host,
+                          StreamKind::p2p, StreamKind::gather})
       events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", p}, {"tid", static_cast<int>(s)},
                         {"args", {{"name", stream_name(s)}}}});
   for (const auto& pool : r.pools) {

@@ -96,10 +96,17 @@ Breakdown step_breakdown(const RunResult& r)
       continue;
     if (op.kind == OpKind::kernel)
       compute.emplace_back(op.start, op.end);
-    else if (op.kind == OpKind::collective)
+    else if (op.kind == OpKind::collective || (op.kind == OpKind::copy && op.stream == StreamKind::p2p))
       comm.emplace_back(op.start, op.end);
     else if (op.kind == OpKind::copy)
       copies.emplace_back(op.start, op.end);
+  }
+  if (compute.empty())
+    return b;
+  double first = compute.front().first, last = 0;
+  for (const auto& iv : compute) {
+    first = std::min(first, iv.first);
+    last  = std::max(last, iv.second);
   }
   compute = merged(compute);
   comm    = merged(comm);
@@ -108,7 +115,12 @@ Breakdown step_breakdown(const RunResult& r)
   b.exposed_comm = uncovered(comm, compute);
   Intervals busy = compute;
   busy.insert(busy.end(), comm.begin(), comm.end());
-  b.offload_stall = uncovered(copies, merged(busy));
+  busy            = merged(busy);
+  b.offload_stall = uncovered(copies, busy);
+  // Time between the device's first and last kernel when it neither computes, nor
+  // communicates, nor copies: it waits for another pipeline stage.
+  busy.insert(busy.end(), copies.begin(), copies.end());
+  b.pipeline_bubble = uncovered({{first, last}}, merged(busy));
   return b;
 }
 
@@ -177,8 +189,10 @@ std::string report_text(const RunResult& r, const std::string& title)
                 format_si(r.model_flops_per_step, "FLOP").c_str(), 100 * j["mfu"].get<double>());
   os << line;
   const auto& b = j["breakdown_s"];
-  std::snprintf(line, sizeof line, "  time spent     compute %.4f s, exposed comm %.4f s, offload stall %.4f s\n",
-                b["compute"].get<double>(), b["exposed_comm"].get<double>(), b["offload_stall"].get<double>());
+  std::snprintf(line, sizeof line,
+                "  time spent     compute %.4f s, exposed comm %.4f s, pipeline bubble %.4f s, offload stall %.4f s\n",
+                b["compute"].get<double>(), b["exposed_comm"].get<double>(), b["pipeline_bubble"].get<double>(),
+                b["offload_stall"].get<double>());
   os << line;
   os << "\n  memory (peak per device, by category at the peak instant)\n";
   for (const auto& p : r.pools) {

@@ -2,6 +2,7 @@
 
 #include <simgrid/s4u.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace sg4 = simgrid::s4u;
@@ -101,23 +102,71 @@ void Replayer::start(OpId id)
     case OpKind::alloc: pool(op.pool).alloc(op.category, op.bytes, now, op.name); break;
     case OpKind::free: pool(op.pool).free(op.category, op.bytes, now); break;
     case OpKind::kernel: start_kernel(id, op); break;
-    case OpKind::host_compute: start_host_compute(id, op); break;
-    case OpKind::copy: start_flow(id, op.src, op.dst, op.bytes); break;
-    case OpKind::collective: {
-      CollectiveRequest req;
-      req.kind    = op.collective;
-      req.group   = &dag_.group(op.group);
-      req.bytes   = op.bytes;
-      req.latency = [this](const DeviceRef& a, const DeviceRef& b) {
-        return routes_[route_index(platform_.host(a), platform_.host(b))].latency;
-      };
-      collectives_[id].phases = collective_->plan(req);
+    case OpKind::host_compute:
+      start_host_compute(id, op.device, op);
+      for (const DeviceRef& peer : dag_.shadows(op.src))
+        start_host_compute(id, shadow_of(op.src, peer, op.device), op);
+      break;
+    case OpKind::copy:
+      start_flow(id, op.src, op.dst, op.bytes);
+      for (const DeviceRef& peer : dag_.shadows(op.device))
+        start_flow(id, shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst), op.bytes);
+      break;
+    case OpKind::collective:
+      collectives_[id].phases = plan_collective(op);
       start_collective_phase(id);
       break;
-    }
   }
   if (running_acts_[id] == 0)
     complete(id);
+}
+
+DeviceRef Replayer::shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const
+{
+  const ClusterSpec& c = platform_.cluster();
+  int delta            = peer.index - rep.index;
+  switch (d.kind) {
+    case DeviceKind::gpu:
+      return {DeviceKind::gpu, d.node, ((d.index + delta) % c.gpus_per_node + c.gpus_per_node) % c.gpus_per_node};
+    case DeviceKind::host:
+      if (d.node == rep.node && d.index == c.node.socket_of_gpu(rep.index))
+        return {DeviceKind::host, d.node, c.node.socket_of_gpu(peer.index)};
+      return d;
+    case DeviceKind::nvme: return d;
+  }
+  return d;
+}
+
+std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
+{
+  CollectiveRequest req;
+  req.kind    = op.collective;
+  req.bytes   = op.bytes;
+  req.latency = [this](const DeviceRef& a, const DeviceRef& b) {
+    return routes_[route_index(platform_.host(a), platform_.host(b))].latency;
+  };
+  const std::vector<DeviceRef>& group = dag_.group(op.group);
+  req.group = &group;
+  std::vector<CollectivePhase> phases = collective_->plan(req);
+  // The same collective of each shadow rank's group, unless that is the same group
+  // (a tp group seen from another tp rank); its flows join the matching phases.
+  std::vector<std::vector<DeviceRef>> seen{group};
+  std::sort(seen.back().begin(), seen.back().end());
+  for (const DeviceRef& peer : dag_.shadows(op.device)) {
+    std::vector<DeviceRef> shifted;
+    for (const DeviceRef& d : group)
+      shifted.push_back(shadow_of(op.device, peer, d));
+    std::vector<DeviceRef> key = shifted;
+    std::sort(key.begin(), key.end());
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      continue;
+    seen.push_back(std::move(key));
+    req.group = &shifted;
+    std::vector<CollectivePhase> extra = collective_->plan(req);
+    for (size_t i = 0; i < extra.size() && i < phases.size(); ++i)
+      phases[i].flows.insert(phases[i].flows.end(), extra[i].flows.begin(), extra[i].flows.end());
+  }
+  return phases;
 }
 
 void Replayer::start_kernel(OpId id, const Op& op)
@@ -130,11 +179,10 @@ void Replayer::start_kernel(OpId id, const Op& op)
   start_flow(id, op.device, op.device, op.bytes);
 }
 
-void Replayer::start_host_compute(OpId id, const Op& op)
+void Replayer::start_host_compute(OpId id, const DeviceRef& socket, const Op& op)
 {
-  sg4::Host* host = platform_.host(op.device);
-  start_exec(id, host, op.flops);
-  start_flow(id, op.device, op.device, op.bytes);
+  start_exec(id, platform_.host(socket), op.flops);
+  start_flow(id, socket, socket, op.bytes);
 }
 
 bool Replayer::start_collective_phase(OpId id)

@@ -62,7 +62,10 @@ private:
   void start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes);
   void start_exec(OpId op, simgrid::s4u::Host* host, double work);
   void start_kernel(OpId id, const Op& op);
-  void start_host_compute(OpId id, const Op& op);
+  void start_host_compute(OpId id, const DeviceRef& socket, const Op& op);
+  // Where a shadow rank's traffic goes: `d` as seen from `peer` instead of `rep`.
+  DeviceRef shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const;
+  std::vector<CollectivePhase> plan_collective(const Op& op);
   bool start_collective_phase(OpId id);
   int route_index(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
   MemoryPool& pool(const DeviceRef& d);

@@ -12,7 +12,9 @@ NLOHMANN_JSON_SERIALIZE_ENUM(StreamKind, {{StreamKind::compute, "compute"},
                                           {StreamKind::h2d, "h2d"},
                                           {StreamKind::d2h, "d2h"},
                                           {StreamKind::comm, "comm"},
-                                          {StreamKind::host, "host"}})
+                                          {StreamKind::host, "host"},
+                                          {StreamKind::p2p, "p2p"},
+                                          {StreamKind::gather, "gather"}})
 NLOHMANN_JSON_SERIALIZE_ENUM(DeviceKind, {{DeviceKind::gpu, "gpu"}, {DeviceKind::host, "host"}, {DeviceKind::nvme, "nvme"}})
 NLOHMANN_JSON_SERIALIZE_ENUM(MemCategory, {{MemCategory::weights, "weights"},
                                            {MemCategory::gradients, "gradients"},

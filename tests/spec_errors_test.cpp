@@ -109,11 +109,11 @@ TEST_CASE("a_missing_hf_config_file_is_refused_with_its_path", "[errors]")
                       Catch::Contains("not found"));
 }
 
-TEST_CASE("a_dp_that_does_not_divide_the_gpus_is_refused", "[errors]")
+TEST_CASE("a_tp_pp_dp_product_other_than_the_gpu_count_is_refused", "[errors]")
 {
   std::string yaml = "hardware: {node: dgx-a100}\nmodel: {preset: gpt2}\ntraining: {dp: 3, global_batch: 24}\n";
   std::string err  = refused("bad_dp", yaml);
-  CHECK_THAT(err, Catch::Contains("training.dp") && Catch::Contains("does not divide the 8 GPUs"));
+  CHECK_THAT(err, Catch::Contains("training.dp") && Catch::Contains("1 x 1 x 3 = 3 but the hardware has 8 GPUs"));
 }
 
 TEST_CASE("a_global_batch_that_micro_batches_times_dp_do_not_divide_is_refused", "[errors]")

@@ -23,6 +23,8 @@ const char* stream_name(StreamKind s)
     case StreamKind::d2h: return "d2h";
     case StreamKind::comm: return "comm";
     case StreamKind::host: return "host";
+    case StreamKind::p2p: return "p2p";
+    case StreamKind::gather: return "gather";
   }
   return "?";
 }

@@ -11,7 +11,8 @@
 namespace memwall {
 
 enum class OpKind : uint8_t { kernel, copy, collective, host_compute, alloc, free };
-enum class StreamKind : uint8_t { compute, h2d, d2h, comm, host };
+// p2p: pipeline sends; gather: ZeRO-3 parameter all-gathers (their own CUDA streams).
+enum class StreamKind : uint8_t { compute, h2d, d2h, comm, host, p2p, gather };
 enum class KernelClass : uint8_t { gemm, attention, elementwise };
 enum class CollectiveKind : uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
 

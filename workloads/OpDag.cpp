@@ -72,6 +72,13 @@ int OpDag::represents(const DeviceRef& d) const
   return it == represents_.end() ? 1 : it->second;
 }
 
+const std::vector<DeviceRef>& OpDag::shadows(const DeviceRef& d) const
+{
+  static const std::vector<DeviceRef> none_;
+  auto it = shadows_.find(d);
+  return it == shadows_.end() ? none_ : it->second;
+}
+
 OpId OpDag::stream_tail(const DeviceRef& d, StreamKind s) const
 {
   auto it = tails_.find({d, s});

@@ -46,6 +46,11 @@ public:
   void set_represents(const DeviceRef& d, int count) { represents_[d] = count; }
   int represents(const DeviceRef& d) const;
   const std::map<DeviceRef, int>& represented() const { return represents_; }
+  // Ranks on the representative's node whose copies, collectives and host work load the
+  // same shared links (PCIe switches, DRAM, NVMe, NICs): the replay repeats that traffic
+  // for each of them, mapped by their GPU-index offset, without recording it.
+  void set_shadows(const DeviceRef& d, std::vector<DeviceRef> peers) { shadows_[d] = std::move(peers); }
+  const std::vector<DeviceRef>& shadows(const DeviceRef& d) const;
 
   size_t size() const { return boost::num_vertices(graph_); }
   const Op& op(OpId id) const { return graph_[id]; }
@@ -59,6 +64,7 @@ private:
   std::map<std::pair<DeviceRef, StreamKind>, OpId> tails_;
   std::vector<std::vector<DeviceRef>> groups_;
   std::map<DeviceRef, int> represents_;
+  std::map<DeviceRef, std::vector<DeviceRef>> shadows_;
   uint32_t next_tensor_ = 1;
   OpId last_memory_op_  = none;
 };

@@ -1,36 +1,175 @@
 #include "TrainingConfig.hpp"
 
-namespace memwall {
+#include <algorithm>
 
-TrainingConfig read_training_section(ParamReader& r, int64_t gpus, int64_t max_seq_len)
+namespace memwall {
+namespace {
+
+const std::vector<std::string> lora_target_names{"qkv", "proj", "mlp.up", "mlp.down"};
+
+OffloadTarget offload_target(const std::string& s)
+{
+  return s == "cpu" ? OffloadTarget::cpu : s == "nvme" ? OffloadTarget::nvme : OffloadTarget::none;
+}
+
+LoraConfig read_lora(ParamReader& parent)
+{
+  // Read (and so documented) even when absent; the section's presence turns LoRA on.
+  LoraConfig l;
+  l.enabled  = parent.has("lora");
+  ParamReader r = parent.section("lora", "LoRA adapters; absent: all weights are trained");
+  l.rank     = r.integer("rank", l.rank, "adapter rank r", 1);
+  std::string base = r.choice("base", "bf16", {"bf16", "nf4"},
+                              "frozen base weights: bf16, or nf4 for QLoRA (4-bit NormalFloat, double quantization)");
+  l.nf4_base = base == "nf4";
+  YAML::Node t = r.take("targets", "list of: qkv, proj, mlp.up, mlp.down", "projections that get adapters; default: all four");
+  if (t.IsDefined() && !t.IsNull()) {
+    if (!t.IsSequence() || t.size() == 0)
+      r.fail("targets", "expected a non-empty list of: qkv, proj, mlp.up, mlp.down");
+    l.targets.clear();
+    for (const auto& e : t) {
+      std::string name = e.IsScalar() ? e.as<std::string>() : "";
+      if (std::find(lora_target_names.begin(), lora_target_names.end(), name) == lora_target_names.end())
+        r.fail("targets", "'" + name + "' is not a projection; allowed: qkv, proj, mlp.up, mlp.down");
+      l.targets.push_back(name);
+    }
+  }
+  r.finish();
+  return l;
+}
+
+void read_offload(ParamReader& parent, TrainingConfig& t)
+{
+  ParamReader r = parent.section("offload", "ZeRO-Offload / ZeRO-Infinity: where optimizer states and parameters live");
+  t.offload_optimizer = offload_target(r.choice(
+      "optimizer", "none", {"none", "cpu", "nvme"},
+      "optimizer states (and fp32 master weights) in host DRAM or on NVMe; the step runs on the CPU"));
+  t.offload_params = offload_target(r.choice("params", "none", {"none", "cpu", "nvme"},
+                                             "ZeRO-3 parameter shards in host DRAM or on NVMe, streamed per layer"));
+  r.finish();
+}
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const ModelSpec& m, bool dp_given)
+{
+  if (m.heads % t.tp != 0)
+    r.fail("tp", "tp = " + str(t.tp) + " does not divide the model's " + str(m.heads) + " attention heads");
+  if (t.tp * t.pp > gpus || gpus % (t.tp * t.pp) != 0)
+    r.fail(t.pp > 1 ? "pp" : "tp", "tp x pp = " + str(t.tp * t.pp) + " does not divide the " + str(gpus) + " GPUs");
+  if (dp_given && t.gpus() != gpus)
+    r.fail("dp", "tp x pp x dp = " + str(t.tp) + " x " + str(t.pp) + " x " + str(t.dp) + " = " + str(t.gpus()) +
+                     " but the hardware has " + str(gpus) + " GPUs");
+  if (m.layers % (t.pp * t.virtual_stages) != 0)
+    r.fail(t.virtual_stages > 1 ? "virtual_stages" : "pp",
+           "pp x virtual_stages = " + str(t.pp * t.virtual_stages) + " does not divide the model's " + str(m.layers) +
+               " layers");
+  if (t.sp && t.tp == 1)
+    r.fail("sp", "sequence parallelism splits activations over the tp group: it needs tp > 1");
+  if (t.global_batch % (t.micro_batch * t.dp) != 0)
+    r.fail("global_batch", "global_batch " + str(t.global_batch) + " is not a multiple of micro_batch x dp = " +
+                               str(t.micro_batch * t.dp));
+  if (t.pipeline_schedule == "interleaved") {
+    if (t.virtual_stages < 2)
+      r.fail("virtual_stages", "the interleaved schedule needs virtual_stages >= 2");
+    if (t.pp < 2)
+      r.fail("pipeline_schedule", "the interleaved schedule needs pp >= 2");
+    if (t.micro_batches() % t.pp != 0)
+      r.fail("pipeline_schedule", "the interleaved schedule needs the micro-batches per step (" + str(t.micro_batches()) +
+                                      ") to be a multiple of pp = " + str(t.pp));
+  } else if (t.virtual_stages != 1) {
+    r.fail("virtual_stages", "virtual_stages > 1 needs pipeline_schedule: interleaved");
+  }
+}
+
+void check_memory_options(ParamReader& r, const TrainingConfig& t)
+{
+  if (t.zero == 3 && t.pp > 1)
+    r.fail("zero", "ZeRO-3 shards parameters per layer and cannot be combined with pipeline parallelism (pp > 1); use zero <= 1");
+  if (t.offload_params != OffloadTarget::none && t.zero != 3)
+    r.fail("offload", "offload.params needs zero: 3 (ZeRO-Infinity offloads parameter shards)");
+  if (t.offload_params != OffloadTarget::none && t.offload_optimizer == OffloadTarget::none)
+    r.fail("offload", "offload.params needs offload.optimizer too: the update runs where the parameters live");
+  if (t.offload_optimizer != OffloadTarget::none && t.zero == 0)
+    r.fail("offload", "offload.optimizer needs zero >= 1 (ZeRO-Offload partitions the optimizer step)");
+  if (t.offload_optimizer != OffloadTarget::none && t.pp > 1)
+    r.fail("offload", "offload is not supported with pipeline parallelism (pp > 1)");
+  if (t.lora.enabled && t.zero == 3)
+    r.fail("lora", "LoRA with ZeRO-3 is not supported: the frozen base would be gathered for nothing; use zero <= 2");
+  if (t.lora.nf4_base && t.precision == Dtype::fp32)
+    r.fail("lora", "QLoRA (base: nf4) computes in bf16 or fp16, not fp32");
+  if (t.bucket_bytes <= 0)
+    r.fail("bucket_bytes", "must be positive");
+}
+
+} // namespace
+
+bool LoraConfig::targets_kernel(const std::string& gemm) const
+{
+  return enabled && std::find(targets.begin(), targets.end(), gemm) != targets.end();
+}
+
+std::string describe_training(const TrainingConfig& t)
+{
+  static const char* optimizers[] = {"adam", "adam8bit", "sgd", "adafactor"};
+  static const char* recomputes[] = {"none", "selective", "full"};
+  static const char* targets[]    = {"none", "cpu", "nvme"};
+  std::string s = "tp " + str(t.tp) + (t.sp ? " (sp)" : "") + " x pp " + str(t.pp) + " x dp " + str(t.dp);
+  if (t.pp > 1)
+    s += ", " + t.pipeline_schedule + (t.virtual_stages > 1 ? " v=" + str(t.virtual_stages) : "");
+  s += ", ZeRO-" + std::to_string(t.zero) + ", " + dtype_name(t.precision) + ", " +
+       optimizers[static_cast<int>(t.optimizer)] + ", recompute " + recomputes[static_cast<int>(t.recompute)] +
+       ", flash attention " + (t.flash_attention ? "on" : "off");
+  if (t.lora.enabled)
+    s += std::string(", ") + (t.lora.nf4_base ? "QLoRA" : "LoRA") + " r=" + str(t.lora.rank);
+  if (t.offload_optimizer != OffloadTarget::none)
+    s += std::string(", optimizer offload ") + targets[static_cast<int>(t.offload_optimizer)];
+  if (t.offload_params != OffloadTarget::none)
+    s += std::string(", parameter offload ") + targets[static_cast<int>(t.offload_params)];
+  return s;
+}
+
+TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSpec& model)
 {
   TrainingConfig t;
   t.seq_len      = r.integer("seq_len", t.seq_len, "tokens per sequence", 1);
   t.global_batch = r.integer("global_batch", t.global_batch, "sequences per optimizer step (all replicas)", 1);
   t.micro_batch  = r.integer("micro_batch", t.micro_batch, "sequences per forward/backward pass on one GPU", 1);
-  t.dp           = r.integer("dp", gpus, "data-parallel replicas; default: all GPUs", 1);
-  std::string p  = r.choice("precision", "bf16", {"fp32", "bf16", "fp16"},
-                            "compute precision; bf16/fp16 keep fp32 master weights in the optimizer");
-  t.precision    = *dtype_from_name(p);
-  std::string o  = r.choice("optimizer", "adam", {"adam", "sgd"}, "adam (2 fp32 states) or sgd with momentum (1)");
-  t.optimizer    = o == "adam" ? Optimizer::adam : Optimizer::sgd;
+  t.tp = r.integer("tp", 1, "tensor-parallel degree (Megatron column/row split of attention and MLP)", 1);
+  t.pp = r.integer("pp", 1, "pipeline-parallel stages", 1);
+  bool dp_given = r.has("dp");
+  t.dp = r.integer("dp", 0, "data-parallel replicas; default: GPUs / (tp x pp)", 1);
+  t.sp = r.flag("sp", false, "sequence parallelism: all-gather/reduce-scatter instead of all-reduce, norms split by tp");
+  t.zero = static_cast<int>(r.integer("zero", 0, "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0));
+  if (t.zero > 3)
+    r.fail("zero", "ZeRO stages are 0, 1, 2 and 3");
+  t.zero_prefetch = r.integer("zero_prefetch", 1, "ZeRO-3: layers whose parameters are all-gathered ahead of use (0: none)", 0);
+  t.pipeline_schedule = r.choice("pipeline_schedule", "1f1b", {"gpipe", "1f1b", "interleaved"},
+                                 "pipeline schedule (see `memwall list schedules`)");
+  t.virtual_stages = r.integer("virtual_stages", 1, "model chunks per pipeline stage (interleaved schedule)", 1);
+  std::string rc = r.choice("recompute", "none", {"none", "selective", "full"},
+                            "activation recomputation: selective (attention core) or full (keep layer inputs only)");
+  t.recompute = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
+  std::string p = r.choice("precision", "bf16", {"fp32", "bf16", "fp16", "fp8"},
+                           "compute precision; bf16/fp16/fp8 keep fp32 master weights (fp8: bf16 weights, fp8 GEMMs)");
+  t.precision   = *dtype_from_name(p);
+  std::string o = r.choice("optimizer", "adam", {"adam", "adam8bit", "sgd", "adafactor"},
+                           "adam (2 fp32 states), adam8bit (2 one-byte states), sgd with momentum, adafactor (factored)");
+  t.optimizer   = o == "adam" ? Optimizer::adam : o == "adam8bit" ? Optimizer::adam8bit : o == "sgd" ? Optimizer::sgd
+                                                                                            : Optimizer::adafactor;
   t.flash_attention = r.flag("flash_attention", t.flash_attention,
                              "fused attention; off stores the s x s scores, softmax and dropout mask");
-  t.bucket_bytes = r.quantity("bucket_bytes", QuantityKind::bytes, t.bucket_bytes, "DDP gradient bucket size");
+  t.bucket_bytes = r.quantity("bucket_bytes", QuantityKind::bytes, t.bucket_bytes, "gradient bucket size (DDP, ZeRO)");
   t.overlap_grad_reduce = r.flag("overlap_grad_reduce", t.overlap_grad_reduce,
-                                 "all-reduce gradient buckets during backward (DDP) instead of after it");
-  if (t.seq_len > max_seq_len)
-    r.fail("seq_len", std::to_string(t.seq_len) + " exceeds the model's max_seq_len " + std::to_string(max_seq_len));
-  if (gpus % t.dp != 0)
-    r.fail("dp", "dp = " + std::to_string(t.dp) + " does not divide the " + std::to_string(gpus) + " GPUs");
-  if (t.dp != gpus)
-    r.fail("dp", "dp = " + std::to_string(t.dp) + " must equal the " + std::to_string(gpus) +
-                     " GPUs (tensor and pipeline parallelism are not available yet)");
-  if (t.bucket_bytes <= 0)
-    r.fail("bucket_bytes", "must be positive");
-  if (t.global_batch % (t.micro_batch * t.dp) != 0)
-    r.fail("global_batch", "global_batch " + std::to_string(t.global_batch) + " is not a multiple of micro_batch x dp = " +
-                               std::to_string(t.micro_batch * t.dp));
+                                 "reduce gradient buckets during backward instead of after it");
+  t.lora = read_lora(r);
+  read_offload(r, t);
+  if (t.seq_len > model.max_seq_len)
+    r.fail("seq_len", str(t.seq_len) + " exceeds the model's max_seq_len " + str(model.max_seq_len));
+  if (!dp_given)
+    t.dp = std::max<int64_t>(1, gpus / (t.tp * t.pp));
+  check_layout(r, t, gpus, model, dp_given);
+  check_memory_options(r, t);
   r.finish();
   return t;
 }

@@ -1,33 +1,61 @@
 #pragma once
-// The `training` section: batch shape, precision, optimizer and data parallelism.
-// Issue-3 parallelism (tp, pp, ZeRO, recompute, offload) extends this struct.
+// The `training` section: batch shape, precision, optimizer, the parallel layout
+// (tp x pp x dp), ZeRO, recompute, LoRA and offload. Every key is read, documented and
+// checked in read_training_section(); inconsistent combinations are refused there.
 #include "Dtype.hpp"
+#include "ModelSpec.hpp"
 #include "ParamReader.hpp"
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace memwall {
 
-enum class Optimizer { adam, sgd };
+enum class Optimizer { adam, adam8bit, sgd, adafactor };
+enum class Recompute { none, selective, full };
+enum class OffloadTarget { none, cpu, nvme };
+
+struct LoraConfig {
+  bool enabled    = false;
+  int64_t rank    = 16;
+  bool nf4_base   = false; // QLoRA: frozen base weights in 4-bit NormalFloat with double quantization
+  std::vector<std::string> targets{"qkv", "proj", "mlp.up", "mlp.down"};
+  bool targets_kernel(const std::string& gemm) const;
+};
 
 struct TrainingConfig {
   int64_t seq_len      = 1024;
   int64_t global_batch = 8;  // sequences per optimizer step, all replicas together
   int64_t micro_batch  = 1;  // sequences per forward/backward pass on one replica
+  int64_t tp           = 1;  // tensor-parallel ranks per layer (Megatron)
+  int64_t pp           = 1;  // pipeline stages
   int64_t dp           = 1;  // data-parallel replicas
-  Dtype precision      = Dtype::bf16; // compute dtype; bf16/fp16 imply fp32 master weights
+  bool sp              = false; // sequence parallelism inside the tp group
+  int zero             = 0;  // ZeRO stage 0..3
+  int64_t zero_prefetch = 1; // ZeRO-3: layers whose parameters are gathered ahead of use
+  std::string pipeline_schedule = "1f1b";
+  int64_t virtual_stages = 1; // model chunks per pipeline stage (interleaved schedule)
+  Recompute recompute  = Recompute::none;
+  Dtype precision      = Dtype::bf16; // compute dtype; anything but fp32 keeps fp32 master weights
   Optimizer optimizer  = Optimizer::adam;
   bool flash_attention = true;
-  double bucket_bytes  = 25.0 * 1024 * 1024; // DDP gradient bucket (PyTorch default 25 MiB)
+  double bucket_bytes  = 25.0 * 1024 * 1024; // gradient bucket (PyTorch DDP default 25 MiB)
   bool overlap_grad_reduce = true;
+  LoraConfig lora;
+  OffloadTarget offload_optimizer = OffloadTarget::none;
+  OffloadTarget offload_params    = OffloadTarget::none;
 
   bool mixed_precision() const { return precision != Dtype::fp32; }
   int64_t micro_batches() const { return global_batch / (micro_batch * dp); }
+  int64_t gpus() const { return tp * pp * dp; }
   double tokens_per_step() const { return static_cast<double>(global_batch) * static_cast<double>(seq_len); }
 };
 
-// `gpus` is the number of GPUs the hardware section provides; dp defaults to it.
-TrainingConfig read_training_section(ParamReader& r, int64_t gpus, int64_t max_seq_len);
+// "tp 8 x pp 8 x dp 1, 1f1b, ZeRO-1, bf16, adam, recompute selective, flash attention on, ..."
+std::string describe_training(const TrainingConfig& t);
+
+// `gpus` is the number of GPUs the hardware section provides; dp defaults to gpus / (tp pp).
+TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSpec& model);
 
 } // namespace memwall

@@ -24,9 +24,7 @@ std::string experiment_title(const ExperimentSpec& s)
   const TrainingConfig& t = s.training;
   return "memwall: training " + s.model.name + " on " + hardware_description(s) + "\n  seq " + std::to_string(t.seq_len) +
          ", global batch " + std::to_string(t.global_batch) + ", micro batch " + std::to_string(t.micro_batch) + " (" +
-         std::to_string(t.micro_batches()) + " per step), dp " + std::to_string(t.dp) + ", " + dtype_name(t.precision) +
-         ", " + (t.optimizer == Optimizer::adam ? "adam" : "sgd") + ", flash attention " +
-         (t.flash_attention ? "on" : "off");
+         std::to_string(t.micro_batches()) + " per step)\n  " + describe_training(t);
 }
 
 int run_command(const std::vector<std::string>& args)

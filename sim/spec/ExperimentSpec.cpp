@@ -80,7 +80,7 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
   ParamReader model = top.section("model", "the transformer: preset, hf_config or explicit shape");
   spec.model        = read_model_section(model, spec_dir);
   ParamReader training = top.section("training", "one training step: batch, precision, optimizer, parallelism");
-  spec.training = read_training_section(training, spec.cluster.total_gpus(), spec.model.max_seq_len);
+  spec.training = read_training_section(training, spec.cluster.total_gpus(), spec.model);
   top.finish();
 
   const GpuSpec& gpu = spec.cluster.node.gpu;

@@ -1,42 +1,68 @@
 #pragma once
 // The kernels of the blocks a training step is made of (embedding, transformer layer,
-// head), each with its forward and backward FLOPs and HBM bytes and the activation
-// bytes it saves for backward. Saved tensors follow Korthikanti et al. 2022, §4.1:
-// with 16-bit activations, flash off and dropout on, a GPT layer saves
-// sbh(34 + 5as/h) bytes; every term below is named after the tensor it stores.
+// head) as seen by one tensor-parallel rank: forward and backward FLOPs and HBM bytes,
+// the activation bytes each kernel saves for backward, and the tensor-parallel
+// collectives between kernels (Megatron-LM: column-split QKV and MLP-up, row-split
+// projection and MLP-down).
+//
+// Saved tensors follow Korthikanti et al. 2022, §4: with 16-bit activations, flash
+// off and dropout on, a layer saves sbh(10 + 24/t + 5as/(ht)) bytes per rank under
+// tensor parallelism, sbh(34/t + 5as/(ht)) with sequence parallelism; each term below
+// is named after the tensor it stores.
 #include "ModelSpec.hpp"
 #include "Op.hpp"
+#include "TrainingConfig.hpp"
 
 #include <string>
 #include <vector>
 
 namespace memwall {
 
+// A tensor-parallel collective among the tp group; bytes == 0 means none.
+struct TpComm {
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  double bytes        = 0;
+};
+
 struct KernelPlan {
   std::string name;
   KernelClass kclass = KernelClass::gemm;
+  Dtype dtype        = Dtype::bf16;
   double fwd_flops   = 0;
   double fwd_bytes   = 0;
   double bwd_flops   = 0;
   double bwd_model_flops = 0; // part of bwd_flops counted as model FLOPs
   double bwd_bytes   = 0;
   double saved_bytes = 0;     // activations kept from this kernel's forward to its backward
+  bool selective     = false; // recomputed in backward under selective recompute (attention core)
+  TpComm fwd_after;           // after the forward kernel
+  TpComm bwd_before, bwd_after;
 };
 
 struct BlockPlan {
   std::string name;                // "embed", "L0", ..., "head"
-  double params = 0;               // trainable parameters owned by the block
+  double params        = 0;        // trainable parameters held by one tp rank
+  double frozen_params = 0;        // frozen (LoRA base) parameters held by one tp rank
   std::vector<KernelPlan> kernels; // forward order
   double backward_workspace = 0;   // activation gradients alive during the block's backward
+  double input_bytes = 0;          // the block's input: what full recompute keeps, what a stage sends
 };
 
 struct StepShape {
   int64_t micro_batch = 1;
   int64_t seq_len     = 1;
-  double act_bytes    = 2; // bytes per activation element (2 for bf16/fp16, 4 for fp32)
-  double weight_bytes = 2; // bytes per weight element used by kernels
+  int64_t tp          = 1;
+  bool sp             = false;
+  double act_bytes    = 2;   // bytes per activation element (2 for 16-bit and fp8 training, 4 for fp32)
+  double weight_bytes = 2;   // bytes per trainable weight element read by kernels
+  double frozen_weight_bytes = 2; // LoRA base weights (0.5159 for NF4)
+  Dtype gemm_dtype    = Dtype::bf16;
+  Dtype attn_dtype    = Dtype::bf16;
   bool flash          = true;
+  LoraConfig lora;
 };
+
+StepShape step_shape(const TrainingConfig& cfg);
 
 BlockPlan embedding_block(const ModelSpec& m, const StepShape& s);
 BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_t layer);

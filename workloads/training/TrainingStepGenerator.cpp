@@ -1,179 +1,323 @@
 #include "TrainingStepGenerator.hpp"
 
+#include "PipelineSchedule.hpp"
+
+#include <stdexcept>
+
 namespace memwall {
 
 TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const TrainingConfig& cfg,
                                              const ClusterSpec& cluster)
-    : model_(model), cfg_(cfg), cluster_(cluster)
+    : model_(model), cfg_(cfg), cluster_(cluster), layout_(cfg.tp, cfg.pp, cfg.dp, cluster.gpus_per_node),
+      shape_(step_shape(cfg))
 {
-  gpu_ = DeviceRef{DeviceKind::gpu, 0, 0};
-  StepShape s;
-  s.micro_batch  = cfg.micro_batch;
-  s.seq_len      = cfg.seq_len;
-  s.act_bytes    = dtype_bytes(cfg.precision);
-  s.weight_bytes = weight_bytes_per_param();
-  s.flash        = cfg.flash_attention;
-  blocks_.push_back({embedding_block(model, s), {}, {}, OpDag::none});
+  shape_.weight_bytes = weight_bytes_per_param();
+  // Virtual stage vs = chunk * pp + stage holds layers [vs * per, (vs + 1) * per); the
+  // embedding goes with the first virtual stage, the head with the last.
+  int64_t virtual_stages = cfg.pp * cfg.virtual_stages;
+  int64_t per            = model.layers / virtual_stages;
+  auto add = [&](BlockPlan plan, int64_t vs) {
+    Block b;
+    b.plan  = std::move(plan);
+    b.stage = static_cast<int>(vs % cfg.pp);
+    b.chunk = vs / cfg.pp;
+    blocks_.push_back(std::move(b));
+  };
+  add(embedding_block(model, shape_), 0);
   for (int64_t l = 0; l < model.layers; ++l)
-    blocks_.push_back({transformer_layer_block(model, s, l), {}, {}, OpDag::none});
-  blocks_.push_back({head_block(model, s), {}, {}, OpDag::none});
+    add(transformer_layer_block(model, shape_, l), l / per);
+  add(head_block(model, shape_), virtual_stages - 1);
 }
 
 double TrainingStepGenerator::weight_bytes_per_param() const { return cfg_.mixed_precision() ? 2.0 : 4.0; }
 double TrainingStepGenerator::gradient_bytes_per_param() const { return weight_bytes_per_param(); }
 double TrainingStepGenerator::optimizer_bytes_per_param() const
 {
-  // Adam keeps momentum and variance in fp32; SGD keeps momentum. Mixed precision adds
-  // an fp32 master copy of the weights (ZeRO's K = 12 for Adam).
-  double states = cfg_.optimizer == Optimizer::adam ? 8.0 : 4.0;
+  // Adam: fp32 momentum and variance; 8-bit Adam (Dettmers et al. 2022): one byte each;
+  // SGD: fp32 momentum; Adafactor (Shazeer & Stern 2018): factored second moments, 4 bytes
+  // per row and column of each matrix, i.e. about 8/hidden bytes per parameter, no
+  // momentum. Mixed precision adds an fp32 master copy (ZeRO's K = 12 for Adam).
+  double states = 0;
+  switch (cfg_.optimizer) {
+    case Optimizer::adam: states = 8.0; break;
+    case Optimizer::adam8bit: states = 2.0; break;
+    case Optimizer::sgd: states = 4.0; break;
+    case Optimizer::adafactor: states = 8.0 / static_cast<double>(model_.hidden); break;
+  }
   return states + (cfg_.mixed_precision() ? 4.0 : 0.0);
 }
 
-OpId TrainingStepGenerator::kernel(const std::string& name, KernelClass kclass, Dtype dtype, double flops,
-                                   double model_flops, double bytes)
+double TrainingStepGenerator::shard(double params) const
 {
-  Op op;
-  op.kind        = OpKind::kernel;
-  op.stream      = StreamKind::compute;
-  op.device      = gpu_;
-  op.name        = name;
-  op.kclass      = kclass;
-  op.dtype       = dtype;
-  op.flops       = flops;
-  op.model_flops = model_flops;
-  op.bytes       = bytes;
-  return dag_.add(std::move(op));
+  return cfg_.zero >= 1 ? params / static_cast<double>(cfg_.dp) : params;
 }
 
 OpDag TrainingStepGenerator::generate()
 {
-  std::vector<DeviceRef> members;
-  for (int n = 0; n < cluster_.nodes; ++n)
-    for (int i = 0; i < cluster_.gpus_per_node; ++i)
-      members.push_back({DeviceKind::gpu, n, i});
-  dag_.set_represents(gpu_, static_cast<int>(cfg_.dp));
-  if (cfg_.dp > 1)
-    dp_group_ = dag_.add_group(members);
-
+  build_stages();
   emit_setup();
-  int64_t m = cfg_.micro_batches();
-  for (int mb = 0; mb < m; ++mb) {
-    for (auto& b : blocks_)
-      emit_forward(b);
-    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
-      emit_backward(*it, mb);
-  }
-  if (dp_group_ >= 0) {
-    // Without overlap every bucket waits for the end of backward; sizes stay the same.
-    OpId end_of_backward = dag_.stream_tail(gpu_, StreamKind::compute);
-    if (!cfg_.overlap_grad_reduce)
-      for (size_t i = 0; i < buckets_.size(); ++i)
-        emit_bucket(buckets_[i], end_of_backward, static_cast<int>(i));
-    if (pending_bucket_ > 0)
-      emit_bucket(pending_bucket_, end_of_backward, static_cast<int>(buckets_.size()));
-  }
+  plan_gathers();
+  emit_pipeline();
+  flush_buckets();
   emit_optimizer();
   return std::move(dag_);
+}
+
+void TrainingStepGenerator::build_stages()
+{
+  const NodeSpec& node = cluster_.node;
+  for (int64_t p = 0; p < cfg_.pp; ++p) {
+    Stage s;
+    s.gpu  = layout_.representative(p);
+    s.host = DeviceRef{DeviceKind::host, s.gpu.node, node.socket_of_gpu(s.gpu.index)};
+    s.nvme = DeviceRef{DeviceKind::nvme, s.gpu.node, 0};
+    std::vector<DeviceRef> peers = layout_.node_peers(p);
+    for (const auto& q : peers) {
+      s.shadows_on_node++;
+      if (node.socket_of_gpu(q.index) == s.host.index)
+        s.shadows_on_socket++;
+    }
+    dag_.set_represents(s.gpu, static_cast<int>(layout_.ranks_per_stage()));
+    dag_.set_shadows(s.gpu, peers);
+    if (cfg_.tp > 1)
+      s.tp_group = dag_.add_group(layout_.tp_group(p));
+    if (cfg_.dp > 1)
+      s.dp_group = dag_.add_group(layout_.dp_group(p));
+    s.chunks.resize(static_cast<size_t>(cfg_.virtual_stages));
+    stages_.push_back(std::move(s));
+  }
+  for (size_t b = 0; b < blocks_.size(); ++b)
+    stages_[blocks_[b].stage].chunks[blocks_[b].chunk].push_back(static_cast<int>(b));
+}
+
+double TrainingStepGenerator::host_share(const Stage& s, bool nvme) const
+{
+  return nvme ? s.shadows_on_node : s.shadows_on_socket;
+}
+
+DeviceRef TrainingStepGenerator::state_pool(const Stage& s, OffloadTarget t) const
+{
+  return t == OffloadTarget::cpu ? s.host : t == OffloadTarget::nvme ? s.nvme : s.gpu;
 }
 
 void TrainingStepGenerator::emit_setup()
 {
   const double ctx = cluster_.node.gpu.context_bytes;
-  if (ctx > 0)
-    dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::context, ctx, "cuda_context");
+  for (auto& s : stages_)
+    if (ctx > 0)
+      dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::context, ctx, "cuda_context");
+  // Memory in a host or NVMe pool is shared by every rank of the node placed there: the
+  // representative allocates their share too.
+  auto place = [&](Stage& s, OffloadTarget where, MemCategory c, double bytes, const std::string& name) {
+    DeviceRef pool = state_pool(s, where);
+    if (where != OffloadTarget::none)
+      bytes *= host_share(s, where == OffloadTarget::nvme);
+    dag_.alloc(s.gpu, StreamKind::compute, pool, c, bytes, name);
+  };
   for (auto& b : blocks_) {
+    Stage& s = stages_[b.stage];
+    if (b.plan.frozen_params > 0)
+      dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::weights, b.plan.frozen_params * shape_.frozen_weight_bytes,
+                 b.plan.name + ".frozen_weights");
     if (b.plan.params <= 0)
       continue;
-    dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::weights, b.plan.params * weight_bytes_per_param(),
-               b.plan.name + ".weights");
-    dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::optimizer,
-               b.plan.params * optimizer_bytes_per_param(), b.plan.name + ".optimizer_states");
+    double weights = b.plan.params * weight_bytes_per_param();
+    if (cfg_.zero == 3)
+      place(s, cfg_.offload_params, MemCategory::weights, weights / static_cast<double>(cfg_.dp), b.plan.name + ".weight_shard");
+    else
+      place(s, OffloadTarget::none, MemCategory::weights, weights, b.plan.name + ".weights");
+    place(s, cfg_.offload_optimizer, MemCategory::optimizer, shard(b.plan.params) * optimizer_bytes_per_param(),
+          b.plan.name + ".optimizer_states");
   }
 }
 
-void TrainingStepGenerator::emit_forward(BlockState& b)
+void TrainingStepGenerator::emit_pipeline()
 {
-  const std::string prefix = b.plan.name + ".fwd.";
-  b.saved.assign(b.plan.kernels.size(), Tensor{});
-  for (size_t i = 0; i < b.plan.kernels.size(); ++i) {
-    const KernelPlan& k = b.plan.kernels[i];
-    if (k.saved_bytes > 0)
-      b.saved[i] = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::activations, k.saved_bytes,
-                              prefix + k.name + ".saved");
-    kernel(prefix + k.name, k.kclass, cfg_.precision, k.fwd_flops, k.kclass == KernelClass::elementwise ? 0 : k.fwd_flops,
-           k.fwd_bytes);
-  }
-}
-
-void TrainingStepGenerator::emit_backward(BlockState& b, int mb)
-{
-  const std::string prefix = b.plan.name + ".bwd.";
-  // Gradients appear at the first backward and live until the optimizer has used them.
-  if (mb == 0 && b.plan.params > 0)
-    b.grads = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::gradients,
-                         b.plan.params * gradient_bytes_per_param(), b.plan.name + ".grads");
-  Tensor ws;
-  if (b.plan.backward_workspace > 0)
-    ws = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::workspace, b.plan.backward_workspace,
-                    prefix + "activation_grads");
-  for (size_t i = b.plan.kernels.size(); i-- > 0;) {
-    const KernelPlan& k = b.plan.kernels[i];
-    kernel(prefix + k.name, k.kclass, cfg_.precision, k.bwd_flops, k.kclass == KernelClass::elementwise ? 0 : k.bwd_model_flops,
-           k.bwd_bytes);
-    if (b.saved[i].id != 0)
-      dag_.free(b.saved[i], gpu_, StreamKind::compute, prefix + k.name + ".free_saved");
-  }
-  if (ws.id != 0)
-    dag_.free(ws, gpu_, StreamKind::compute, prefix + "free_activation_grads");
-  b.last_backward = dag_.stream_tail(gpu_, StreamKind::compute);
-
-  // DDP: gradients are reduced in the last micro-batch only (no_sync before it), in
-  // buckets filled in backward order, each launched as soon as it is full.
-  bool last_mb = mb == cfg_.micro_batches() - 1;
-  if (dp_group_ >= 0 && last_mb && b.plan.params > 0) {
-    pending_bucket_ += b.plan.params * gradient_bytes_per_param();
-    if (pending_bucket_ >= cfg_.bucket_bytes) {
-      if (cfg_.overlap_grad_reduce)
-        emit_bucket(pending_bucket_, b.last_backward, static_cast<int>(buckets_.size()));
-      buckets_.push_back(pending_bucket_);
-      pending_bucket_ = 0;
+  auto schedule = make_pipeline_schedule(cfg_.pipeline_schedule);
+  int64_t m     = cfg_.micro_batches();
+  std::vector<std::vector<PipelineSlot>> order;
+  for (int64_t p = 0; p < cfg_.pp; ++p)
+    order.push_back(schedule->order(p, cfg_.pp, cfg_.virtual_stages, m));
+  // Emit stage by stage, each as far as its cross-stage inputs have been emitted, so
+  // every dependency exists before the op that waits on it.
+  std::vector<size_t> pos(order.size(), 0);
+  int64_t last_vs = cfg_.pp * cfg_.virtual_stages - 1;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t p = 0; p < order.size(); ++p) {
+      while (pos[p] < order[p].size()) {
+        const PipelineSlot& s = order[p][pos[p]];
+        int64_t vs = s.chunk * cfg_.pp + static_cast<int64_t>(p);
+        bool ready = s.forward ? (vs == 0 || fwd_sent_.count({vs - 1, s.microbatch}))
+                               : (vs == last_vs || bwd_sent_.count({vs + 1, s.microbatch}));
+        if (!ready)
+          break;
+        emit_slot(static_cast<int>(p), s.microbatch, s.chunk, s.forward);
+        ++pos[p];
+        progress = true;
+      }
     }
   }
+  for (size_t p = 0; p < order.size(); ++p)
+    if (pos[p] != order[p].size())
+      throw std::logic_error("pipeline schedule '" + cfg_.pipeline_schedule + "' deadlocks at stage " + std::to_string(p));
 }
 
-void TrainingStepGenerator::emit_bucket(double bytes, OpId after, int index)
+void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool forward)
+{
+  Stage& s   = stages_[stage];
+  int64_t vs = chunk * cfg_.pp + stage;
+  OpId mark  = static_cast<OpId>(dag_.size());
+  const auto& blocks = s.chunks[chunk];
+  if (forward)
+    for (int b : blocks)
+      emit_forward(b, mb);
+  else
+    for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
+      emit_backward(*it, mb);
+  // The slot's first compute op waits for the activation (or gradient) from the neighbour.
+  auto& inbox = forward ? fwd_sent_ : bwd_sent_;
+  auto in     = inbox.find({forward ? vs - 1 : vs + 1, mb});
+  if (in != inbox.end())
+    for (OpId v = mark; v < dag_.size(); ++v)
+      if (dag_.op(v).device == s.gpu && dag_.op(v).stream == StreamKind::compute) {
+        dag_.depend(v, in->second);
+        break;
+      }
+  int64_t next = forward ? vs + 1 : vs - 1;
+  if (next < 0 || next >= cfg_.pp * cfg_.virtual_stages)
+    return;
+  // Megatron sends 1/t of the activation from each tp rank and all-gathers it on arrival
+  // (scatter_gather_tensors_in_pipeline); under sp the activation is already split.
+  double bytes = static_cast<double>(cfg_.micro_batch * cfg_.seq_len) * model_.hidden * shape_.act_bytes /
+                 static_cast<double>(cfg_.tp);
+  Op send;
+  send.kind   = OpKind::copy;
+  send.stream = StreamKind::p2p;
+  send.device = s.gpu;
+  send.src    = s.gpu;
+  send.dst    = stages_[next % cfg_.pp].gpu;
+  send.bytes  = bytes;
+  send.name   = std::string(forward ? "pp.send_act." : "pp.send_grad.") + "vs" + std::to_string(vs) + ".mb" +
+              std::to_string(mb);
+  inbox[{vs, mb}] = dag_.add(std::move(send), {dag_.stream_tail(s.gpu, StreamKind::compute)});
+}
+
+OpId TrainingStepGenerator::kernel(const DeviceRef& gpu, const std::string& name, const KernelPlan& k, bool forward,
+                                   bool recompute)
 {
   Op op;
-  op.kind       = OpKind::collective;
-  op.stream     = StreamKind::comm;
-  op.device     = gpu_;
-  op.name       = "ddp.bucket" + std::to_string(index) + ".all_reduce";
-  op.collective = CollectiveKind::all_reduce;
-  op.group      = dp_group_;
-  op.bytes      = bytes;
-  dag_.add(std::move(op), {after});
+  op.kind   = OpKind::kernel;
+  op.stream = StreamKind::compute;
+  op.device = gpu;
+  op.name   = name;
+  op.kclass = k.kclass;
+  op.dtype  = k.dtype;
+  op.flops  = forward ? k.fwd_flops : k.bwd_flops;
+  op.bytes  = forward ? k.fwd_bytes : k.bwd_bytes;
+  // Elementwise FLOPs and recomputation do not count toward MFU.
+  if (k.kclass != KernelClass::elementwise && !recompute)
+    op.model_flops = forward ? k.fwd_flops : k.bwd_model_flops;
+  return dag_.add(std::move(op));
 }
 
-void TrainingStepGenerator::emit_optimizer()
+void TrainingStepGenerator::tp_collective(int stage, const std::string& name, const TpComm& c)
 {
-  OpId comm_done = dag_.stream_tail(gpu_, StreamKind::comm);
-  // Adam reads gradient, master weights, momentum and variance, writes the three
-  // states and the compute-precision weights: (2 + 4 + 4 + 4) + (4 + 4 + 4 + 2) = 28 B per
-  // parameter in mixed precision. SGD: gradient, master, momentum in; master, momentum, weights out.
-  double touched = gradient_bytes_per_param() + 2 * optimizer_bytes_per_param() +
-                   (cfg_.mixed_precision() ? weight_bytes_per_param() : 0.0);
-  double flops_per_param = cfg_.optimizer == Optimizer::adam ? 12.0 : 4.0;
-  bool first = true;
-  for (auto& b : blocks_) {
-    if (b.plan.params <= 0)
-      continue;
-    OpId k = kernel(b.plan.name + ".optimizer_step", KernelClass::elementwise, Dtype::fp32, flops_per_param * b.plan.params,
-                    0, touched * b.plan.params);
-    if (first)
-      dag_.depend(k, comm_done);
-    first = false;
-    dag_.free(b.grads, gpu_, StreamKind::compute, b.plan.name + ".zero_grad");
+  if (c.bytes <= 0 || stages_[stage].tp_group < 0)
+    return;
+  Op op;
+  op.kind       = OpKind::collective;
+  op.stream     = StreamKind::compute; // Megatron's tp collectives block the compute stream
+  op.device     = stages_[stage].gpu;
+  op.name       = name;
+  op.collective = c.kind;
+  op.group      = stages_[stage].tp_group;
+  op.bytes      = c.bytes;
+  dag_.add(std::move(op));
+}
+
+void TrainingStepGenerator::emit_forward(int b, int64_t mb)
+{
+  Block& blk     = blocks_[b];
+  Stage& s       = stage_of(b);
+  const auto& ks = blk.plan.kernels;
+  bool layer     = blk.plan.input_bytes > 0 && blk.plan.name[0] == 'L';
+  bool full      = layer && cfg_.recompute == Recompute::full;
+  bool selective = layer && cfg_.recompute == Recompute::selective;
+  OpId params    = gathered(b);
+  const std::string prefix = blk.plan.name + ".fwd.";
+  auto& saved = saved_[{b, mb}];
+  saved.assign(ks.size(), Tensor{});
+  if (full)
+    checkpoints_[{b, mb}] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations,
+                                       blk.plan.input_bytes, prefix + "checkpoint", {params});
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const KernelPlan& k = ks[i];
+    if (k.saved_bytes > 0 && !full && !(selective && k.selective))
+      saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations, k.saved_bytes,
+                            prefix + k.name + ".saved", {params});
+    OpId id = kernel(s.gpu, prefix + k.name, k, true, false);
+    dag_.depend(id, params);
+    tp_collective(blk.stage, prefix + k.name + ".tp", k.fwd_after);
   }
+  release_gather();
+}
+
+void TrainingStepGenerator::emit_recompute(int b, int64_t mb, bool selective_only)
+{
+  Block& blk = blocks_[b];
+  Stage& s   = stage_of(b);
+  auto& saved = saved_[{b, mb}];
+  const std::string prefix = blk.plan.name + ".recompute.";
+  for (size_t i = 0; i < blk.plan.kernels.size(); ++i) {
+    const KernelPlan& k = blk.plan.kernels[i];
+    if (selective_only && !k.selective)
+      continue;
+    if (k.saved_bytes > 0)
+      saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations, k.saved_bytes,
+                            prefix + k.name + ".saved");
+    kernel(s.gpu, prefix + k.name, k, true, true);
+    if (!selective_only)
+      tp_collective(blk.stage, prefix + k.name + ".tp", k.fwd_after);
+  }
+}
+
+void TrainingStepGenerator::emit_backward(int b, int64_t mb)
+{
+  Block& blk = blocks_[b];
+  Stage& s   = stage_of(b);
+  bool layer = blk.plan.name[0] == 'L';
+  alloc_gradients(b);
+  OpId params = gathered(b);
+  const std::string prefix = blk.plan.name + ".bwd.";
+  Tensor ws;
+  if (blk.plan.backward_workspace > 0)
+    ws = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::workspace, blk.plan.backward_workspace,
+                    prefix + "activation_grads", {params});
+  if (layer && cfg_.recompute == Recompute::full)
+    emit_recompute(b, mb, false);
+  else if (layer && cfg_.recompute == Recompute::selective)
+    emit_recompute(b, mb, true);
+  auto& saved = saved_[{b, mb}];
+  for (size_t i = blk.plan.kernels.size(); i-- > 0;) {
+    const KernelPlan& k = blk.plan.kernels[i];
+    tp_collective(blk.stage, prefix + k.name + ".tp_in", k.bwd_before);
+    OpId id = kernel(s.gpu, prefix + k.name, k, false, false);
+    dag_.depend(id, params);
+    tp_collective(blk.stage, prefix + k.name + ".tp", k.bwd_after);
+    if (saved[i].id != 0)
+      dag_.free(saved[i], s.gpu, StreamKind::compute, prefix + k.name + ".free_saved");
+  }
+  saved_.erase({b, mb});
+  if (ws.id != 0)
+    dag_.free(ws, s.gpu, StreamKind::compute, prefix + "free_activation_grads");
+  if (auto c = checkpoints_.find({b, mb}); c != checkpoints_.end()) {
+    dag_.free(c->second, s.gpu, StreamKind::compute, prefix + "free_checkpoint");
+    checkpoints_.erase(c);
+  }
+  release_gather();
+  blk.backwards++;
+  reduce_gradients(b, mb);
 }
 
 } // namespace memwall

@@ -1,16 +1,31 @@
 #pragma once
-// Builds the op DAG of one training step on one data-parallel replica (the
-// representative of all dp replicas, which are identical): model states allocated at
-// the start, forward and backward of every micro-batch with saved activations alive
-// from a kernel's forward to its backward, DDP gradient buckets all-reduced on the comm
-// stream as the last backward produces them, then the optimizer step.
+// Builds the op DAG of one training step of a tp x pp x dp job. One representative GPU
+// per pipeline stage stands for the tp x dp identical ranks of that stage
+// (ParallelLayout); what it does:
 //
-// Extension points for tensor/pipeline parallelism and ZeRO: blocks (BlockKernels),
-// the per-block emitters below, and where model states live (state_bytes_per_param).
+//   setup      model states allocated where ZeRO and offload put them;
+//   pipeline   the stage's forward/backward passes in the order of the chosen
+//              PipelineSchedule; activations and gradients go stage to stage as
+//              flows on the p2p stream; tensor-parallel collectives sit between the
+//              kernels on the compute stream (BlockKernels);
+//   per block  saved activations alive from forward to backward, or recomputed
+//              (selective: attention core; full: everything but the layer input);
+//              ZeRO-3 all-gathers parameters ahead of use (zero_prefetch) and frees them;
+//   gradients  DDP buckets all-reduced (ZeRO-0), reduce-scattered (ZeRO-1) in the last
+//              micro-batch, or reduce-scattered every micro-batch (ZeRO-2/3);
+//   optimizer  per block on the GPU, or on the CPU socket with gradients D2H and
+//              updated parameters H2D (ZeRO-Offload), states streamed from NVMe (ZeRO-Infinity).
+//
+// Implementation files: TrainingStepGenerator.cpp (setup, pipeline, blocks),
+// GradientSync.cpp (buckets, reductions), OptimizerStep.cpp, ParamGather.cpp (ZeRO-3).
 #include "BlockKernels.hpp"
 #include "ClusterSpec.hpp"
 #include "OpDag.hpp"
+#include "ParallelLayout.hpp"
 #include "TrainingConfig.hpp"
+
+#include <map>
+#include <memory>
 
 namespace memwall {
 
@@ -19,36 +34,82 @@ public:
   TrainingStepGenerator(const ModelSpec& model, const TrainingConfig& cfg, const ClusterSpec& cluster);
   OpDag generate();
 
-  // Bytes per parameter of each model state, as ZeRO counts them (K = 12 for mixed Adam).
+  // Bytes per trainable parameter of each model state, as ZeRO counts them (K = 12 for mixed Adam).
   double weight_bytes_per_param() const;
   double gradient_bytes_per_param() const;
   double optimizer_bytes_per_param() const;
 
 private:
-  struct BlockState {
+  struct Block {
     BlockPlan plan;
-    Tensor grads;
-    std::vector<Tensor> saved; // per kernel, current micro-batch
-    OpId last_backward = OpDag::none;
+    int stage = 0;
+    int64_t chunk = 0;
+    Tensor grads;           // on the GPU: full (ZeRO-0/1) or this rank's shard (ZeRO-2/3)
+    Tensor host_grads;      // ZeRO-Offload: fp32 gradient shard in host DRAM
+    Tensor bucket;          // ZeRO-2/3: this micro-batch's full gradient before reduce-scatter
+    int64_t backwards = 0;  // backward passes emitted so far
+    OpId grads_ready = OpDag::none; // last op before the optimizer may read the gradients
+  };
+  struct Stage {
+    DeviceRef gpu, host, nvme;
+    int32_t tp_group = -1, dp_group = -1;
+    int shadows_on_socket = 1, shadows_on_node = 1; // ranks sharing the host's DRAM / the node's NVMe
+    std::vector<std::vector<int>> chunks;            // block indices per chunk, forward order
+    double pending_bucket = 0;
+    std::vector<int> pending_blocks;
+    std::vector<std::pair<double, std::vector<int>>> deferred_buckets; // when overlap is off
+  };
+  struct Gather {
+    Tensor buffer;
+    OpId ready = OpDag::none;
+    OpId freed = OpDag::none;
   };
 
+  // TrainingStepGenerator.cpp
+  void build_stages();
   void emit_setup();
-  void emit_forward(BlockState& b);
-  void emit_backward(BlockState& b, int mb);
-  void emit_bucket(double bytes, OpId after, int index);
+  void emit_pipeline();
+  void emit_slot(int stage, int64_t microbatch, int64_t chunk, bool forward);
+  void emit_forward(int b, int64_t mb);
+  void emit_backward(int b, int64_t mb);
+  void emit_recompute(int b, int64_t mb, bool selective_only);
+  OpId kernel(const DeviceRef& gpu, const std::string& name, const KernelPlan& k, bool forward, bool recompute);
+  void tp_collective(int stage, const std::string& name, const TpComm& c);
+  // GradientSync.cpp
+  void alloc_gradients(int b);
+  void reduce_gradients(int b, int64_t mb);
+  void emit_bucket(int stage, double bytes, const std::vector<int>& blocks, OpId after, int index);
+  void flush_buckets();
+  // OptimizerStep.cpp
   void emit_optimizer();
-  OpId kernel(const std::string& name, KernelClass kclass, Dtype dtype, double flops, double model_flops,
-              double bytes);
+  void emit_gpu_step(int b);
+  void emit_offloaded_step(int b);
+  // ParamGather.cpp
+  void plan_gathers();
+  OpId gathered(int b); // waits for block b's next use's parameters; returns the op to depend on
+  void release_gather();
+
+  double shard(double params) const;            // optimizer (and ZeRO-2/3 gradient) shard of a tp rank's params
+  double host_share(const Stage& s, bool nvme) const;
+  DeviceRef state_pool(const Stage& s, OffloadTarget t) const;
+  Stage& stage_of(int b) { return stages_[blocks_[b].stage]; }
 
   ModelSpec model_;
   TrainingConfig cfg_;
   ClusterSpec cluster_;
-  DeviceRef gpu_; // the representative replica
+  ParallelLayout layout_;
+  StepShape shape_;
   OpDag dag_;
-  std::vector<BlockState> blocks_;
-  int32_t dp_group_ = -1;
-  double pending_bucket_ = 0;
-  std::vector<double> buckets_; // sizes of the full buckets, in launch order
+  std::vector<Block> blocks_;
+  std::vector<Stage> stages_;
+  std::map<std::pair<int, int64_t>, std::vector<Tensor>> saved_; // (block, micro-batch) -> per kernel
+  std::map<std::pair<int, int64_t>, Tensor> checkpoints_;         // full recompute: kept layer inputs
+  std::map<std::pair<int64_t, int64_t>, OpId> fwd_sent_, bwd_sent_; // (virtual stage, micro-batch) -> send
+  // ZeRO-3: blocks in order of use over the whole step, and the gathers emitted so far.
+  std::vector<int> uses_;
+  std::vector<Gather> gathers_;
+  size_t next_use_ = 0;
+  size_t gathers_emitted_ = 0;
 };
 
 } // namespace memwall

@@ -1,0 +1,142 @@
+// Gradients of a training step: where they live and how the data-parallel replicas
+// reduce them.
+//   ZeRO-0  full gradients; DDP buckets all-reduced in the last micro-batch (no_sync before);
+//   ZeRO-1  full gradients; buckets reduce-scattered in the last micro-batch;
+//   ZeRO-2/3 only this rank's shard is kept: each micro-batch's block gradient is built
+//           in a workspace bucket, reduce-scattered into the shard and freed (DeepSpeed's
+//           ipg buckets), here one bucket per block.
+// With the optimizer offloaded the reduced shard goes D2H into fp32 host gradients.
+#include "TrainingStepGenerator.hpp"
+
+namespace memwall {
+namespace {
+
+Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
+           const std::string& name)
+{
+  Op op;
+  op.kind   = OpKind::copy;
+  op.stream = stream;
+  op.device = issuer;
+  op.src    = src;
+  op.dst    = dst;
+  op.bytes  = bytes;
+  op.name   = name;
+  return op;
+}
+
+} // namespace
+
+void TrainingStepGenerator::alloc_gradients(int b)
+{
+  Block& blk = blocks_[b];
+  Stage& s   = stage_of(b);
+  if (blk.plan.params <= 0)
+    return;
+  double full = blk.plan.params * gradient_bytes_per_param();
+  bool offload = cfg_.offload_optimizer != OffloadTarget::none;
+  if (blk.backwards == 0) {
+    if (cfg_.zero <= 1)
+      blk.grads = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::gradients, full, blk.plan.name + ".grads");
+    else if (!offload)
+      blk.grads = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::gradients, shard(full),
+                             blk.plan.name + ".grad_shard");
+    if (offload) // fp32 gradient shard in host DRAM, for every rank on the socket
+      blk.host_grads = dag_.alloc(s.gpu, StreamKind::compute, s.host, MemCategory::gradients,
+                                  4.0 * shard(blk.plan.params) * host_share(s, false), blk.plan.name + ".host_grads");
+  }
+  // ZeRO-2/3: the block's full gradient of this micro-batch is built in a bucket.
+  if (cfg_.zero >= 2)
+    blk.bucket = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::workspace, full,
+                            blk.plan.name + ".mb" + std::to_string(blk.backwards) + ".grad_bucket");
+}
+
+void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
+{
+  Block& blk = blocks_[b];
+  Stage& s   = stage_of(b);
+  if (blk.plan.params <= 0)
+    return;
+  double full = blk.plan.params * gradient_bytes_per_param();
+  OpId last   = dag_.stream_tail(s.gpu, StreamKind::compute);
+  if (cfg_.zero <= 1) {
+    if (blk.backwards < cfg_.micro_batches())
+      return;
+    s.pending_bucket += full;
+    s.pending_blocks.push_back(b);
+    if (s.pending_bucket >= cfg_.bucket_bytes) {
+      if (cfg_.overlap_grad_reduce)
+        emit_bucket(blk.stage, s.pending_bucket, s.pending_blocks, last, static_cast<int>(s.deferred_buckets.size()));
+      s.deferred_buckets.push_back({cfg_.overlap_grad_reduce ? 0.0 : s.pending_bucket, s.pending_blocks});
+      s.pending_bucket = 0;
+      s.pending_blocks.clear();
+    }
+    return;
+  }
+  // ZeRO-2/3: this micro-batch's gradient of the block, reduce-scattered at once.
+  const std::string name = blk.plan.name + ".mb" + std::to_string(mb);
+  if (s.dp_group >= 0) {
+    Op rs;
+    rs.kind       = OpKind::collective;
+    rs.stream     = StreamKind::comm;
+    rs.device     = s.gpu;
+    rs.name       = name + ".reduce_scatter";
+    rs.collective = CollectiveKind::reduce_scatter;
+    rs.group      = s.dp_group;
+    rs.bytes      = full;
+    last          = dag_.add(std::move(rs), {last});
+  }
+  StreamKind free_on = StreamKind::comm;
+  if (cfg_.offload_optimizer != OffloadTarget::none) {
+    last    = dag_.add(copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(full), name + ".grads_d2h"), {last});
+    free_on = StreamKind::d2h;
+  }
+  dag_.free(blk.bucket, s.gpu, free_on, name + ".free_grad_bucket", {last});
+  blk.grads_ready = last;
+}
+
+void TrainingStepGenerator::emit_bucket(int stage, double bytes, const std::vector<int>& blocks, OpId after, int index)
+{
+  Stage& s = stages_[stage];
+  std::string name = (cfg_.pp > 1 ? "stage" + std::to_string(stage) + "." : std::string()) +
+                     (cfg_.zero == 0 ? "ddp" : "zero1") + ".bucket" + std::to_string(index);
+  OpId last = after;
+  if (s.dp_group >= 0) {
+    Op op;
+    op.kind       = OpKind::collective;
+    op.stream     = StreamKind::comm;
+    op.device     = s.gpu;
+    op.collective = cfg_.zero == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
+    op.name       = name + (cfg_.zero == 0 ? ".all_reduce" : ".reduce_scatter");
+    op.group      = s.dp_group;
+    op.bytes      = bytes;
+    last          = dag_.add(std::move(op), {after});
+  }
+  if (cfg_.offload_optimizer != OffloadTarget::none)
+    last = dag_.add(copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(bytes), name + ".grads_d2h"), {last});
+  for (int b : blocks)
+    blocks_[b].grads_ready = last;
+}
+
+void TrainingStepGenerator::flush_buckets()
+{
+  if (cfg_.zero > 1)
+    return;
+  for (size_t p = 0; p < stages_.size(); ++p) {
+    Stage& s = stages_[p];
+    // Without overlap every bucket waits for the end of backward; sizes stay the same.
+    OpId end = dag_.stream_tail(s.gpu, StreamKind::compute);
+    int index = 0;
+    for (auto& [bytes, blocks] : s.deferred_buckets) {
+      if (bytes > 0)
+        emit_bucket(static_cast<int>(p), bytes, blocks, end, index);
+      ++index;
+    }
+    if (s.pending_bucket > 0)
+      emit_bucket(static_cast<int>(p), s.pending_bucket, s.pending_blocks, end, index);
+    s.pending_bucket = 0;
+    s.pending_blocks.clear();
+  }
+}
+
+} // namespace memwall

@@ -1,0 +1,150 @@
+// The optimizer step, block by block in the order backward finishes them (last block
+// first), each as soon as its gradients are reduced.
+//   on the GPU   one elementwise kernel over this rank's shard; ZeRO-1/2 then all-gather
+//                the updated compute-precision weights;
+//   ZeRO-Offload the fp32 gradient shard is already in host DRAM (GradientSync); the
+//                step runs on the CPU socket at its FLOP rate and DRAM bandwidth, and the
+//                updated weights go H2D (overlapped with the next blocks' steps, as
+//                DeepSpeed's CPU Adam does);
+//   NVMe         ZeRO-Infinity reads the block's states NVMe -> host before the step
+//                and writes them back after it.
+#include "TrainingStepGenerator.hpp"
+
+namespace memwall {
+namespace {
+
+double flops_per_param(Optimizer o)
+{
+  switch (o) {
+    case Optimizer::adam:
+    case Optimizer::adam8bit: return 12.0; // moments, bias correction, update
+    case Optimizer::sgd: return 4.0;
+    case Optimizer::adafactor: return 10.0;
+  }
+  return 12.0;
+}
+
+} // namespace
+
+void TrainingStepGenerator::emit_optimizer()
+{
+  for (int b = static_cast<int>(blocks_.size()); b-- > 0;) {
+    if (blocks_[b].plan.params <= 0)
+      continue;
+    if (cfg_.offload_optimizer == OffloadTarget::none)
+      emit_gpu_step(b);
+    else
+      emit_offloaded_step(b);
+  }
+}
+
+void TrainingStepGenerator::emit_gpu_step(int b)
+{
+  Block& blk = blocks_[b];
+  Stage& s   = stage_of(b);
+  double n   = shard(blk.plan.params);
+  // Reads gradient, master weights and states, writes master, states and the compute
+  // weights: (2 + 12) + (12 + 2) = 28 B per parameter for mixed-precision Adam.
+  double touched = gradient_bytes_per_param() + 2 * optimizer_bytes_per_param() +
+                   (cfg_.mixed_precision() ? weight_bytes_per_param() : 0.0);
+  Op op;
+  op.kind   = OpKind::kernel;
+  op.stream = StreamKind::compute;
+  op.device = s.gpu;
+  op.name   = blk.plan.name + ".optimizer_step";
+  op.kclass = KernelClass::elementwise;
+  op.dtype  = Dtype::fp32;
+  op.flops  = flops_per_param(cfg_.optimizer) * n;
+  op.bytes  = touched * n;
+  OpId step = dag_.add(std::move(op), {blk.grads_ready});
+  if (blk.grads.id != 0)
+    dag_.free(blk.grads, s.gpu, StreamKind::compute, blk.plan.name + ".zero_grad");
+  if ((cfg_.zero == 1 || cfg_.zero == 2) && s.dp_group >= 0) {
+    Op ag;
+    ag.kind       = OpKind::collective;
+    ag.stream     = StreamKind::comm;
+    ag.device     = s.gpu;
+    ag.name       = blk.plan.name + ".updated_weights.all_gather";
+    ag.collective = CollectiveKind::all_gather;
+    ag.group      = s.dp_group;
+    ag.bytes      = blk.plan.params * weight_bytes_per_param();
+    dag_.add(std::move(ag), {step});
+  }
+}
+
+void TrainingStepGenerator::emit_offloaded_step(int b)
+{
+  Block& blk  = blocks_[b];
+  Stage& s    = stage_of(b);
+  double n    = shard(blk.plan.params);
+  double ob   = optimizer_bytes_per_param();
+  double wb   = weight_bytes_per_param();
+  bool nvme   = cfg_.offload_optimizer == OffloadTarget::nvme;
+  const std::string prefix = blk.plan.name + ".optimizer";
+  OpId ready  = blk.grads_ready;
+  Tensor staging;
+  if (nvme) {
+    staging = dag_.alloc(s.gpu, StreamKind::host, s.host, MemCategory::workspace, n * ob * host_share(s, false),
+                         prefix + ".staging", {ready});
+    Op read;
+    read.kind   = OpKind::copy;
+    read.stream = StreamKind::host;
+    read.device = s.gpu;
+    read.src    = s.nvme;
+    read.dst    = s.host;
+    read.bytes  = n * ob;
+    read.name   = prefix + ".states_from_nvme";
+    ready       = dag_.add(std::move(read));
+  }
+  // CPU Adam reads the fp32 gradient and the states and writes states and fp16 weights.
+  Op step;
+  step.kind   = OpKind::host_compute;
+  step.stream = StreamKind::host;
+  step.device = s.host;
+  step.src    = s.gpu; // the rank it works for: its peers' steps run beside it
+  step.name   = prefix + "_step.cpu";
+  step.dtype  = Dtype::fp32;
+  step.flops  = flops_per_param(cfg_.optimizer) * n;
+  step.bytes  = (4.0 + 2 * ob + wb) * n;
+  OpId done   = dag_.add(std::move(step), {ready});
+  if (blk.host_grads.id != 0)
+    dag_.free(blk.host_grads, s.gpu, StreamKind::host, prefix + ".free_host_grads", {done});
+  if (blk.grads.id != 0)
+    dag_.free(blk.grads, s.gpu, StreamKind::compute, blk.plan.name + ".zero_grad", {done});
+  if (nvme) {
+    Op write;
+    write.kind   = OpKind::copy;
+    write.stream = StreamKind::host;
+    write.device = s.gpu;
+    write.src    = s.host;
+    write.dst    = s.nvme;
+    write.bytes  = n * ob + (cfg_.offload_params == OffloadTarget::nvme ? n * wb : 0.0);
+    write.name   = prefix + ".states_to_nvme";
+    OpId w       = dag_.add(std::move(write), {done});
+    dag_.free(staging, s.gpu, StreamKind::host, prefix + ".free_staging", {w});
+  }
+  if (cfg_.offload_params != OffloadTarget::none)
+    return; // the updated shard stays where the parameters live; the next forward fetches it
+  Op h2d;
+  h2d.kind   = OpKind::copy;
+  h2d.stream = StreamKind::h2d;
+  h2d.device = s.gpu;
+  h2d.src    = s.host;
+  h2d.dst    = s.gpu;
+  h2d.bytes  = n * wb;
+  h2d.name   = blk.plan.name + ".updated_weights_h2d";
+  OpId up    = dag_.add(std::move(h2d), {done});
+  if ((cfg_.zero == 1 || cfg_.zero == 2) && s.dp_group >= 0) {
+    Op ag;
+    ag.kind       = OpKind::collective;
+    ag.stream     = StreamKind::comm;
+    ag.device     = s.gpu;
+    ag.name       = blk.plan.name + ".updated_weights.all_gather";
+    ag.collective = CollectiveKind::all_gather;
+    ag.group      = s.dp_group;
+    ag.bytes      = blk.plan.params * wb;
+    dag_.add(std::move(ag), {up});
+  }
+}
+
+} // namespace memwall

@@ -1,0 +1,34 @@
+#pragma once
+// Where the ranks of a tp x pp x dp job sit, in Megatron-LM's order: tensor-parallel
+// ranks vary fastest (so a tp group stays inside a node), then data-parallel, then
+// pipeline stages:   global rank = t + tp * (d + dp * p),   node = rank / gpus_per_node.
+//
+// One representative per pipeline stage, (t, d) = (0, 0), stands for the tp x dp
+// identical ranks of its stage (symmetric-rank folding). Its peers on the same node
+// share that node's PCIe switches, DRAM, NVMe and NICs, so the replay repeats their
+// traffic (OpDag::set_shadows); ranks on other nodes load only their own links.
+#include "DeviceRef.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace memwall {
+
+class ParallelLayout {
+public:
+  ParallelLayout(int64_t tp, int64_t pp, int64_t dp, int gpus_per_node);
+
+  DeviceRef device(int64_t t, int64_t d, int64_t p) const;
+  DeviceRef representative(int64_t stage) const { return device(0, 0, stage); }
+  std::vector<DeviceRef> tp_group(int64_t stage) const; // of the representative
+  std::vector<DeviceRef> dp_group(int64_t stage) const; // of the representative
+  // The other ranks of `stage` on the representative's node.
+  std::vector<DeviceRef> node_peers(int64_t stage) const;
+  int64_t ranks_per_stage() const { return tp_ * dp_; }
+
+private:
+  int64_t tp_, pp_, dp_;
+  int gpus_per_node_;
+};
+
+} // namespace memwall

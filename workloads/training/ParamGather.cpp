@@ -1,0 +1,102 @@
+// ZeRO-3 / FSDP parameter gathering. Every use of a block (its forward, or its
+// backward, in each micro-batch) needs the block's full parameters: a workspace buffer
+// is allocated on the gather stream and all-gathered from the dp shards (after an
+// NVMe -> host -> GPU fetch of this rank's shard under ZeRO-Infinity), and freed after
+// the use. With prefetch depth k the gather for use i waits only for use i-1-k to free
+// its buffer, so it overlaps use i-1's compute when k >= 1 and at most k + 1 buffers
+// are alive; with k = 0 it starts when use i-1 is done and is exposed.
+#include "PipelineSchedule.hpp"
+#include "TrainingStepGenerator.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace memwall {
+
+void TrainingStepGenerator::plan_gathers()
+{
+  if (cfg_.zero != 3)
+    return;
+  // ZeRO-3 runs without pipeline parallelism (checked when the spec is read): one stage.
+  auto schedule = make_pipeline_schedule(cfg_.pipeline_schedule);
+  const auto& chunk = stages_.at(0).chunks.at(0);
+  for (const PipelineSlot& s : schedule->order(0, 1, 1, cfg_.micro_batches())) {
+    if (s.forward)
+      uses_.insert(uses_.end(), chunk.begin(), chunk.end());
+    else
+      uses_.insert(uses_.end(), chunk.rbegin(), chunk.rend());
+  }
+  gathers_.resize(uses_.size());
+}
+
+OpId TrainingStepGenerator::gathered(int b)
+{
+  if (cfg_.zero != 3)
+    return OpDag::none;
+  size_t upto = std::min(uses_.size() - 1, next_use_ + static_cast<size_t>(cfg_.zero_prefetch));
+  for (; gathers_emitted_ <= upto; ++gathers_emitted_) {
+    size_t j = gathers_emitted_;
+    Gather& g = gathers_[j];
+    int blk_index = uses_[j];
+    const Block& blk = blocks_[blk_index];
+    if (blk.plan.params <= 0)
+      continue;
+    Stage& s = stage_of(blk_index);
+    size_t k = static_cast<size_t>(cfg_.zero_prefetch);
+    OpId after = j >= k + 1 ? gathers_[j - 1 - k].freed : OpDag::none;
+    double full = blk.plan.params * weight_bytes_per_param();
+    std::string name = blk.plan.name + ".use" + std::to_string(j);
+    g.buffer = dag_.alloc(s.gpu, StreamKind::gather, s.gpu, MemCategory::workspace, full, name + ".gathered_params", {after});
+    OpId last = dag_.last_alloc_or_free();
+    double shard_bytes = full / static_cast<double>(cfg_.dp);
+    if (cfg_.offload_params != OffloadTarget::none) {
+      if (cfg_.offload_params == OffloadTarget::nvme) {
+        Op read;
+        read.kind = OpKind::copy;
+        read.stream = StreamKind::gather;
+        read.device = s.gpu;
+        read.src = s.nvme;
+        read.dst = s.host;
+        read.bytes = shard_bytes;
+        read.name = name + ".shard_from_nvme";
+        last = dag_.add(std::move(read), {last});
+      }
+      Op h2d;
+      h2d.kind = OpKind::copy;
+      h2d.stream = StreamKind::gather;
+      h2d.device = s.gpu;
+      h2d.src = s.host;
+      h2d.dst = s.gpu;
+      h2d.bytes = shard_bytes;
+      h2d.name = name + ".shard_h2d";
+      last = dag_.add(std::move(h2d), {last});
+    }
+    if (s.dp_group >= 0) {
+      Op ag;
+      ag.kind       = OpKind::collective;
+      ag.stream     = StreamKind::gather;
+      ag.device     = s.gpu;
+      ag.name       = name + ".all_gather";
+      ag.collective = CollectiveKind::all_gather;
+      ag.group      = s.dp_group;
+      ag.bytes      = full;
+      last          = dag_.add(std::move(ag), {last});
+    }
+    g.ready = last;
+  }
+  if (uses_.at(next_use_) != b)
+    throw std::logic_error("ZeRO-3 gather order does not follow the schedule");
+  return gathers_[next_use_].ready;
+}
+
+void TrainingStepGenerator::release_gather()
+{
+  if (cfg_.zero != 3)
+    return;
+  Gather& g = gathers_[next_use_++];
+  if (g.buffer.id != 0)
+    g.freed = dag_.free(g.buffer, stage_of(uses_[next_use_ - 1]).gpu, StreamKind::compute,
+                        blocks_[uses_[next_use_ - 1]].plan.name + ".free_gathered_params");
+}
+
+} // namespace memwall

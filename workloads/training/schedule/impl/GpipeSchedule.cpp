@@ -1,0 +1,26 @@
+// `gpipe` (Huang et al. 2019): every micro-batch's forward, then every backward. All m
+// micro-batches' activations are alive at the end of the forwards; bubble (p-1)/m.
+#include "PipelineSchedule.hpp"
+
+namespace memwall {
+namespace {
+
+class GpipeSchedule : public PipelineSchedule {
+public:
+  std::vector<PipelineSlot> order(int64_t, int64_t, int64_t, int64_t microbatches) const override
+  {
+    std::vector<PipelineSlot> slots;
+    for (int64_t mb = 0; mb < microbatches; ++mb)
+      slots.push_back({mb, 0, true});
+    for (int64_t mb = 0; mb < microbatches; ++mb)
+      slots.push_back({mb, 0, false});
+    return slots;
+  }
+};
+
+const bool registered = register_pipeline_schedule(
+    "gpipe", "all forwards, then all backwards; holds m micro-batches of activations",
+    [] { return std::make_unique<GpipeSchedule>(); });
+
+} // namespace
+} // namespace memwall

@@ -1,0 +1,45 @@
+// `interleaved` (Megatron-LM, Narayanan et al. 2021, §2.2.2): each stage holds v model
+// chunks; micro-batches go through the chunks in groups of P, which divides the bubble
+// by v: (p-1)/(v m). Needs m to be a multiple of P. The order is Megatron's
+// forward_backward_pipelining_with_interleaving: (P - p - 1)*2 + (v - 1)*P warm-up
+// forwards, then 1F1B, then the remaining backwards.
+#include "PipelineSchedule.hpp"
+
+#include <algorithm>
+
+namespace memwall {
+namespace {
+
+class InterleavedSchedule : public PipelineSchedule {
+public:
+  std::vector<PipelineSlot> order(int64_t stage, int64_t stages, int64_t chunks, int64_t microbatches) const override
+  {
+    int64_t total  = microbatches * chunks;
+    int64_t warmup = std::min((stages - stage - 1) * 2 + (chunks - 1) * stages, total);
+    auto slot = [&](int64_t k, bool forward) {
+      int64_t in_group = k % (stages * chunks);
+      int64_t chunk    = in_group / stages;
+      if (!forward)
+        chunk = chunks - 1 - chunk;
+      int64_t mb = (k / (stages * chunks)) * stages + k % stages;
+      return PipelineSlot{mb, chunk, forward};
+    };
+    std::vector<PipelineSlot> slots;
+    for (int64_t k = 0; k < warmup; ++k)
+      slots.push_back(slot(k, true));
+    for (int64_t i = 0; i < total - warmup; ++i) {
+      slots.push_back(slot(warmup + i, true));
+      slots.push_back(slot(i, false));
+    }
+    for (int64_t k = total - warmup; k < total; ++k)
+      slots.push_back(slot(k, false));
+    return slots;
+  }
+};
+
+const bool registered = register_pipeline_schedule(
+    "interleaved", "Megatron's interleaved 1F1B over virtual_stages chunks per stage; bubble / v",
+    [] { return std::make_unique<InterleavedSchedule>(); });
+
+} // namespace
+} // namespace memwall
