@@ -1,8 +1,11 @@
 // Benchmark (not a test): wall time and peak memory of simulating one training step.
 //   1.5B model (gpt2-xl), dp = 8 on one DGX A100
 //   7B model (llama-2-7b), dp = 64 on 8 DGX H100
+//   GPT-3 175B, tp 8 x pp 8 interleaved on 8 DGX A100 (examples/)
+//   Megatron 1T, tp 8 x pp 64 x dp 6 on 384 DGX A100 = 3,072 GPUs (examples/)
 // Each run is a fresh process (one SimGrid Engine per process) doing the whole
-// pipeline: spec, DAG, platform, replay. Prints the median of 5 runs.
+// pipeline: spec, DAG, platform, replay. Prints the median of 5 runs (3 for the
+// examples). `bench_training_step NAME-SUBSTRING` runs the matching scenarios only.
 #include "Simulation.hpp"
 
 #include <sys/resource.h>
@@ -12,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 using namespace memwall;
@@ -20,16 +24,20 @@ namespace {
 
 struct Scenario {
   const char* name;
-  const char* yaml;
+  const char* yaml; // inline spec, or
+  const char* file; // an example under the source tree
+  int runs;
 };
 
 const Scenario scenarios[] = {
     {"gpt2-xl (1.5B), dp 8, 1 x DGX A100",
      "hardware: {node: dgx-a100}\nmodel: {preset: gpt2-xl}\n"
-     "training: {seq_len: 1024, global_batch: 64, micro_batch: 4, precision: bf16}\n"},
+     "training: {seq_len: 1024, global_batch: 64, micro_batch: 4, precision: bf16}\n", nullptr, 5},
     {"llama-2-7b, dp 64, 8 x DGX H100",
      "hardware: {node: dgx-h100, nodes: 8}\nmodel: {preset: llama-2-7b}\n"
-     "training: {seq_len: 4096, global_batch: 64, micro_batch: 1, precision: bf16}\n"},
+     "training: {seq_len: 4096, global_batch: 64, micro_batch: 1, precision: bf16}\n", nullptr, 5},
+    {"gpt3-175b, tp8 pp8 interleaved, 64 GPUs", nullptr, "examples/gpt3-175b-tp8-pp8-interleaved-8xdgx-a100.yaml", 3},
+    {"megatron-1t, tp8 pp64 dp6, 3072 GPUs", nullptr, "examples/megatron-1t-tp8-pp64-384xdgx-a100.yaml", 3},
 };
 
 struct Sample {
@@ -48,7 +56,8 @@ Sample run_once(const Scenario& s)
   if (pid == 0) {
     close(fds[0]);
     auto t0        = std::chrono::steady_clock::now();
-    ExperimentSpec spec = parse_spec(s.yaml, "bench", "");
+    ExperimentSpec spec = s.file ? load_spec(std::string(MEMWALL_SOURCE_DIR) + "/" + s.file, {})
+                                 : parse_spec(s.yaml, "bench", "");
     RunResult r    = simulate(spec, /*in_child=*/false);
     double wall    = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double out[2]  = {wall, static_cast<double>(r.ops.size())};
@@ -69,13 +78,14 @@ Sample run_once(const Scenario& s)
 
 } // namespace
 
-int main()
+int main(int argc, char** argv)
 {
-  const int runs = 5;
-  std::printf("%-40s %10s %12s %14s %12s\n", "scenario (median of 5 runs)", "ops", "wall [s]", "ops/s", "peak RSS");
+  std::printf("%-40s %10s %12s %14s %12s\n", "scenario (median of runs)", "ops", "wall [s]", "ops/s", "peak RSS");
   for (const auto& s : scenarios) {
+    if (argc > 1 && std::string(s.name).find(argv[1]) == std::string::npos)
+      continue;
     std::vector<Sample> samples;
-    for (int i = 0; i < runs; ++i)
+    for (int i = 0; i < s.runs; ++i)
       samples.push_back(run_once(s));
     auto median = [&](auto get) {
       std::vector<double> v;

@@ -35,6 +35,19 @@ Replayer::Replayer(const OpDag& dag, const Platform& platform, ReplayOptions opt
   records_.resize(n);
   for (size_t v = 0; v < n; ++v)
     waiting_on_[v] = static_cast<uint32_t>(boost::in_degree(v, dag_.graph()));
+  // A GPU whose kernels all run on one stream, and which copies nothing to itself, never
+  // has two users of its HBM at once: its kernels can be single timed activities.
+  std::map<DeviceRef, StreamKind> kernel_stream;
+  for (size_t v = 0; v < n; ++v) {
+    const Op& op = dag_.op(static_cast<OpId>(v));
+    if (op.kind == OpKind::kernel) {
+      auto [it, fresh] = kernel_stream.try_emplace(op.device, op.stream);
+      if (!fresh && it->second != op.stream)
+        shared_hbm_.insert(op.device);
+    } else if (op.kind == OpKind::copy && op.src == op.dst) {
+      shared_hbm_.insert(op.src);
+    }
+  }
 }
 
 Replayer::~Replayer()
@@ -173,9 +186,21 @@ void Replayer::start_kernel(OpId id, const Op& op)
 {
   const GpuSpec& g = platform_.cluster().node.gpu;
   double rate      = kernel_rate(g, op);
-  double seconds   = (rate > 0 ? op.flops / rate : 0.0) + g.kernel_overhead_s;
+  double compute_s = rate > 0 ? op.flops / rate : 0.0;
   sg4::Host* host  = platform_.host(op.device);
-  start_exec(id, host, seconds * Platform::gpu_host_speed);
+  if (!shared_hbm_.count(op.device)) {
+    // Alone on its HBM: overhead + max(F/P, B/W) in one activity, the HBM link's bytes
+    // and busy time accounted here (the same figures the flow would have produced).
+    double memory_s = g.hbm_achievable_bw > 0 ? op.bytes / g.hbm_achievable_bw : 0.0;
+    start_exec(id, host, (g.kernel_overhead_s + std::max(compute_s, memory_s)) * Platform::gpu_host_speed);
+    if (op.bytes > 0)
+      for (int l : routes_[route_index(host, host)].links) {
+        link_bytes_[l] += op.bytes;
+        link_busy_[l] += g.kernel_overhead_s + memory_s;
+      }
+    return;
+  }
+  start_exec(id, host, (compute_s + g.kernel_overhead_s) * Platform::gpu_host_speed);
   start_flow(id, op.device, op.device, op.bytes);
 }
 

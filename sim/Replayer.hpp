@@ -20,6 +20,7 @@
 #include <simgrid/s4u/Activity.hpp>
 
 #include <map>
+#include <set>
 #include <memory>
 #include <vector>
 
@@ -91,6 +92,7 @@ private:
   std::vector<int> link_active_;
   std::vector<double> link_busy_since_, link_busy_, link_bytes_;
   std::map<DeviceRef, std::unique_ptr<MemoryPool>> pools_;
+  std::set<DeviceRef> shared_hbm_; // GPUs whose kernels may overlap (see the constructor)
   size_t completed_ = 0;
   bool draining_    = false;
 };

@@ -222,3 +222,20 @@ TEST_CASE("zero_offload_on_two_gpus_behind_one_pcie_switch_is_slower_than_on_two
   CHECK(uplink_bytes(shared, "node0.pcieswitch0.uplink.up") ==
         Approx(2 * uplink_bytes(separate, "node0.pcieswitch0.uplink.up")).epsilon(1e-9));
 }
+
+TEST_CASE("qlora_keeps_the_base_in_4_bit_and_trains_only_the_adapters", "[lora]")
+{
+  // GPT-2 medium, h = 1024, 24 layers, rank 8 on qkv (h -> 3h), proj (h -> h), mlp.up
+  // (h -> 4h) and mlp.down (4h -> h): r (4h + 2h + 5h + 5h) = 16 r h adapter parameters
+  // per layer, A = 16 * 8 * 1024 * 24 = 3,145,728. Adapters: bf16 weights and gradients,
+  // Adam with fp32 master (12 B). Base: NF4 with double quantization, 4.127 bits per
+  // weight (Dettmers et al. 2023, section 3).
+  ExperimentSpec s = spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2-medium}\n"
+                          "training: {seq_len: 512, global_batch: 2, micro_batch: 1, lora: {rank: 8, base: nf4}}\n");
+  RunResult r = simulate(s, true);
+  const PoolResult& p = gpu_pool(r, 0, 0);
+  const double A = 16.0 * 8 * 1024 * 24, psi = s.model.total_params();
+  CHECK(category_max(p, MemCategory::gradients) == Approx(2 * A).epsilon(1e-9));
+  CHECK(category_max(p, MemCategory::optimizer) == Approx(12 * A).epsilon(1e-9));
+  CHECK(category_max(p, MemCategory::weights) == Approx(psi * 4.127 / 8 + 2 * A).epsilon(1e-9));
+}

@@ -64,6 +64,8 @@ const std::vector<ModelSpec>& presets()
                          "GPT-2 XL checkpoint: 1.5B, 1,557,611,200 (HF gpt2-xl)"));
     v.push_back(gpt_like("gpt3-175b", "gpt3", {96, 12288, 96, 96, 49152, 50257, 2048}, 175.0e9,
                          "Brown et al. 2020, Table 2.1: 175.0B"));
+    v.push_back(gpt_like("megatron-1t", "gpt3", {128, 25600, 160, 160, 102400, 51200, 2048}, 1008.0e9,
+                         "Narayanan et al. SC'21, Table 1: 1008 B (128 layers, h 25600, 160 heads)"));
     v.push_back(llama_like("llama-2-7b", "llama", {32, 4096, 32, 32, 11008, 32000, 4096}, 6.74e9,
                            "Llama 2 7B checkpoint: 6,738,415,616"));
     v.push_back(llama_like("llama-2-13b", "llama", {40, 5120, 40, 40, 13824, 32000, 4096}, 13.0e9,

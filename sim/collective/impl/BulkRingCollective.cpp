@@ -18,14 +18,10 @@ public:
       return phases;
     if (r.kind == CollectiveKind::send_recv || r.kind == CollectiveKind::all_to_all)
       return make_collective("ring")->plan(r);
-    int steps = ring_steps(r.kind, n);
-    phases.push_back(ring_step(g, steps * ring_chunk(r.kind, n, r.bytes)));
-    // One step's latency is already on the flows' routes; the other steps' are not.
     double hop = 0;
     for (size_t k = 0; k < n; ++k)
       hop = std::max(hop, r.latency(g[k], g[(k + 1) % n]));
-    if (steps > 1 && hop > 0)
-      phases.push_back({{}, (steps - 1) * hop});
+    append_bulk_steps(phases, {g}, ring_steps(r.kind, n), ring_chunk(r.kind, n, r.bytes), hop);
     return phases;
   }
 };

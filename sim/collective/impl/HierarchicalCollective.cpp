@@ -1,6 +1,6 @@
 // `hierarchical`: what NCCL does on multi-rail clusters, in three stages. An all-reduce
 // of S over N nodes of g GPUs each:
-//   1. reduce-scatter inside every node (ring steps over NVLink): each GPU holds S/g;
+//   1. reduce-scatter inside every node (bulk ring over NVLink): each GPU holds S/g;
 //   2. all-reduce of S/g across nodes among GPUs of the same local rank, each group on
 //      its own rail NIC (bulk ring);
 //   3. all-gather inside every node.
@@ -25,7 +25,7 @@ public:
     for (const auto& [node, members] : by_node)
       rectangular = rectangular && members.size() == local;
     if (by_node.size() == 1)
-      return make_collective("ring")->plan(r);
+      return make_collective("bulk_ring")->plan(r);
     if (!rectangular || (r.kind != CollectiveKind::all_reduce && r.kind != CollectiveKind::all_gather &&
                          r.kind != CollectiveKind::reduce_scatter))
       return make_collective("bulk_ring")->plan(r);
@@ -40,9 +40,10 @@ public:
     bool scatter = r.kind != CollectiveKind::all_gather;
     bool gather  = r.kind != CollectiveKind::reduce_scatter;
     double shard = r.bytes / static_cast<double>(local);
+    double intra_hop = local > 1 ? r.latency(intra[0][0], intra[0][1]) : 0.0;
+    int intra_steps  = static_cast<int>(local) - 1;
     if (scatter)
-      for (size_t s = 0; s + 1 < local; ++s)
-        phases.push_back(ring_step(intra, shard));
+      append_bulk_steps(phases, intra, intra_steps, shard, intra_hop);
     // Across nodes: every rail runs a bulk ring of the shard at the same time.
     size_t nodes = by_node.size();
     int steps    = ring_steps(r.kind, nodes);
@@ -51,8 +52,7 @@ public:
     if (steps > 1 && hop > 0)
       phases.push_back({{}, (steps - 1) * hop});
     if (gather)
-      for (size_t s = 0; s + 1 < local; ++s)
-        phases.push_back(ring_step(intra, shard));
+      append_bulk_steps(phases, intra, intra_steps, shard, intra_hop);
     return phases;
   }
 };
@@ -69,12 +69,12 @@ public:
     for (const auto& d : *r.group)
       if (d.node != first)
         return make_collective("hierarchical")->plan(r);
-    return make_collective("ring")->plan(r);
+    return make_collective("bulk_ring")->plan(r);
   }
 };
 
 const bool registered_auto = register_collective(
-    "auto", "ring within a node, hierarchical across nodes (default)", [] { return std::make_unique<AutoCollective>(); });
+    "auto", "bulk ring within a node, hierarchical across nodes (default)", [] { return std::make_unique<AutoCollective>(); });
 
 } // namespace
 } // namespace memwall

@@ -16,6 +16,17 @@ CollectivePhase ring_step(const std::vector<std::vector<DeviceRef>>& rings, doub
   return p;
 }
 
+void append_bulk_steps(std::vector<CollectivePhase>& phases, const std::vector<std::vector<DeviceRef>>& rings, int steps,
+                       double chunk, double hop_latency)
+{
+  if (steps <= 0)
+    return;
+  phases.push_back(ring_step(rings, steps * chunk));
+  // One step's latency is already on the flows' routes; the other steps' are not.
+  if (steps > 1 && hop_latency > 0)
+    phases.push_back({{}, (steps - 1) * hop_latency});
+}
+
 int ring_steps(CollectiveKind kind, size_t n)
 {
   int m = static_cast<int>(n) - 1;
