@@ -125,9 +125,10 @@ YAML::Node ParamReader::get(const std::string& key, const std::string& type, con
   return lookup(key);
 }
 
-YAML::Node ParamReader::take(const std::string& key, const std::string& type, const std::string& desc)
+YAML::Node ParamReader::take(const std::string& key, const std::string& type, const std::string& desc,
+                             const std::string& default_text)
 {
-  return get(key, type, "", desc);
+  return get(key, type, default_text, desc);
 }
 
 std::string ParamReader::scalar(const std::string& key, const YAML::Node& n, const std::string& expected) const
@@ -189,9 +190,11 @@ double ParamReader::required_quantity(const std::string& key, QuantityKind kind,
   return quantity(key, kind, 0.0, desc);
 }
 
-int64_t ParamReader::integer(const std::string& key, int64_t def, const std::string& desc, int64_t min)
+int64_t ParamReader::integer(const std::string& key, int64_t def, const std::string& desc, int64_t min,
+                             const std::string& default_text)
 {
-  YAML::Node n = get(key, "integer >= " + std::to_string(min), std::to_string(def), desc);
+  YAML::Node n = get(key, "integer >= " + std::to_string(min), default_text.empty() ? std::to_string(def) : default_text,
+                     desc);
   if (!n.IsDefined())
     return def;
   std::string s = scalar(key, n, "an integer");
@@ -248,9 +251,9 @@ std::string ParamReader::required_text(const std::string& key, const std::string
   return text(key, "", desc);
 }
 
-ParamReader ParamReader::section(const std::string& key, const std::string& desc)
+ParamReader ParamReader::section(const std::string& key, const std::string& desc, const std::string& default_text)
 {
-  YAML::Node n = get(key, "mapping", "", desc);
+  YAML::Node n = get(key, "mapping", default_text, desc);
   return ParamReader(n, file_, full(key));
 }
 

@@ -37,7 +37,10 @@ public:
   // A non-negative quantity with an optional unit ("80 GB", "25 GB/s", "1 us").
   double quantity(const std::string& key, QuantityKind kind, double def, const std::string& desc);
   double required_quantity(const std::string& key, QuantityKind kind, const std::string& desc);
-  int64_t integer(const std::string& key, int64_t def, const std::string& desc, int64_t min = 0);
+  // `default_text` documents a default that is derived rather than fixed (then `def` is
+  // only what an absent key reads as).
+  int64_t integer(const std::string& key, int64_t def, const std::string& desc, int64_t min = 0,
+                  const std::string& default_text = "");
   int64_t required_integer(const std::string& key, const std::string& desc, int64_t min = 0);
   bool flag(const std::string& key, bool def, const std::string& desc);
   std::string choice(const std::string& key, const std::string& def, const std::vector<std::string>& allowed,
@@ -47,9 +50,11 @@ public:
 
   bool has(const std::string& key) const;
   // Marks key as known and returns its node (possibly undefined) for custom handling.
-  YAML::Node take(const std::string& key, const std::string& type, const std::string& desc);
-  // A nested mapping; a missing one reads as empty.
-  ParamReader section(const std::string& key, const std::string& desc);
+  YAML::Node take(const std::string& key, const std::string& type, const std::string& desc,
+                  const std::string& default_text = "");
+  // A nested mapping; a missing one reads as empty (documented as required when
+  // `default_text` is "").
+  ParamReader section(const std::string& key, const std::string& desc, const std::string& default_text = "empty");
 
   // Throws InputError if the mapping holds a key that no call above asked for.
   void finish() const;

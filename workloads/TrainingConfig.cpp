@@ -22,7 +22,7 @@ LoraConfig read_lora(ParamReader& parent)
   std::string base = r.choice("base", "bf16", {"bf16", "nf4"},
                               "frozen base weights: bf16, or nf4 for QLoRA (4-bit NormalFloat, double quantization)");
   l.nf4_base = base == "nf4";
-  YAML::Node t = r.take("targets", "list of: qkv, proj, mlp.up, mlp.down", "projections that get adapters; default: all four");
+  YAML::Node t = r.take("targets", "list of: qkv, proj, mlp.up, mlp.down", "projections that get adapters", "[qkv, proj, mlp.up, mlp.down]");
   if (t.IsDefined() && !t.IsNull()) {
     if (!t.IsSequence() || t.size() == 0)
       r.fail("targets", "expected a non-empty list of: qkv, proj, mlp.up, mlp.down");
@@ -138,7 +138,7 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   t.tp = r.integer("tp", 1, "tensor-parallel degree (Megatron column/row split of attention and MLP)", 1);
   t.pp = r.integer("pp", 1, "pipeline-parallel stages", 1);
   bool dp_given = r.has("dp");
-  t.dp = r.integer("dp", 0, "data-parallel replicas; default: GPUs / (tp x pp)", 1);
+  t.dp = r.integer("dp", 0, "data-parallel replicas", 1, "GPUs / (tp x pp)");
   t.sp = r.flag("sp", false, "sequence parallelism: all-gather/reduce-scatter instead of all-reduce, norms split by tp");
   t.zero = static_cast<int>(r.integer("zero", 0, "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0));
   if (t.zero > 3)

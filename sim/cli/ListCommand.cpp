@@ -2,6 +2,7 @@
 #include "Commands.hpp"
 #include "ModelPresets.hpp"
 #include "Quantity.hpp"
+#include "PipelineSchedule.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
 #include "spec/ExperimentSpec.hpp"
 
@@ -78,6 +79,13 @@ int list_collectives()
   return 0;
 }
 
+int list_schedules()
+{
+  for (const auto& [name, info] : pipeline_schedule_registry())
+    std::printf("%-14s %s\n", name.c_str(), info.description.c_str());
+  return 0;
+}
+
 } // namespace
 
 int list_command(const std::vector<std::string>& args)
@@ -86,9 +94,10 @@ int list_command(const std::vector<std::string>& args)
                                                                {"nodes", list_nodes},
                                                                {"models", list_models},
                                                                {"params", list_params},
-                                                               {"collectives", list_collectives}};
+                                                               {"collectives", list_collectives},
+                                                               {"schedules", list_schedules}};
   if (args.size() != 1 || !what.count(args[0]))
-    throw InputError("list: expected one of gpus, nodes, models, params, collectives");
+    throw InputError("list: expected one of gpus, nodes, models, params, collectives, schedules");
   return what.at(args[0])();
 }
 

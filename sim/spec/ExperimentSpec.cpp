@@ -75,11 +75,11 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
   ParamReader top(root, file, "");
   if (!top.has("hardware") || !top.has("model") || !top.has("training"))
     throw InputError(file + ": a spec needs the sections hardware, model and training");
-  ParamReader hw = top.section("hardware", "the cluster: node preset, node count, network");
+  ParamReader hw = top.section("hardware", "the cluster: node preset, node count, network", "");
   spec.cluster   = read_hardware_section(hw, spec.collective_algorithm);
-  ParamReader model = top.section("model", "the transformer: preset, hf_config or explicit shape");
+  ParamReader model = top.section("model", "the transformer: preset, hf_config or explicit shape", "");
   spec.model        = read_model_section(model, spec_dir);
-  ParamReader training = top.section("training", "one training step: batch, precision, optimizer, parallelism");
+  ParamReader training = top.section("training", "one training step: batch, precision, optimizer, parallelism", "");
   spec.training = read_training_section(training, spec.cluster.total_gpus(), spec.model);
   top.finish();
 
