@@ -7,24 +7,24 @@ OpId OpDag::add(Op op, std::initializer_list<OpId> deps) { return add(std::move(
 OpId OpDag::add(Op op, const std::vector<OpId>& deps)
 {
   auto key = std::make_pair(op.device, op.stream);
-  OpId id  = static_cast<OpId>(boost::add_vertex(std::move(op), graph_));
+  OpId id  = static_cast<OpId>(boost::add_vertex(std::move(op), *graph_));
   auto it  = tails_.find(key);
   if (it != tails_.end()) {
-    boost::add_edge(it->second, id, graph_);
+    boost::add_edge(it->second, id, *graph_);
     it->second = id;
   } else {
     tails_.emplace(key, id);
   }
   for (OpId d : deps)
     if (d != none)
-      boost::add_edge(d, id, graph_);
+      boost::add_edge(d, id, *graph_);
   return id;
 }
 
 void OpDag::depend(OpId later, OpId earlier)
 {
   if (later != none && earlier != none)
-    boost::add_edge(earlier, later, graph_);
+    boost::add_edge(earlier, later, *graph_);
 }
 
 Tensor OpDag::alloc(const DeviceRef& device, StreamKind stream, const DeviceRef& pool, MemCategory category,

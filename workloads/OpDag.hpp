@@ -12,6 +12,7 @@
 
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <vector>
 
 namespace memwall {
@@ -52,15 +53,17 @@ public:
   void set_shadows(const DeviceRef& d, std::vector<DeviceRef> peers) { shadows_[d] = std::move(peers); }
   const std::vector<DeviceRef>& shadows(const DeviceRef& d) const;
 
-  size_t size() const { return boost::num_vertices(graph_); }
-  const Op& op(OpId id) const { return graph_[id]; }
-  const Graph& graph() const { return graph_; }
+  size_t size() const { return boost::num_vertices(*graph_); }
+  const Op& op(OpId id) const { return (*graph_)[id]; }
+  const Graph& graph() const { return *graph_; }
   // Last op issued on a stream, or nullopt-like max() when the stream is empty.
   OpId stream_tail(const DeviceRef& d, StreamKind s) const;
   static constexpr OpId none = 0xffffffffu;
 
 private:
-  Graph graph_;
+  // Held by pointer: Boost 1.74's adjacency_list has no move constructor, and a DAG of
+  // millions of ops must not be copied when it is returned.
+  std::unique_ptr<Graph> graph_ = std::make_unique<Graph>();
   std::map<std::pair<DeviceRef, StreamKind>, OpId> tails_;
   std::vector<std::vector<DeviceRef>> groups_;
   std::map<DeviceRef, int> represents_;
