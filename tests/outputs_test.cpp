@@ -122,7 +122,14 @@ TEST_CASE("every_example_spec_runs_and_fits_its_hardware", "[outputs]")
     if (entry.path().extension() != ".yaml")
       continue;
     INFO(entry.path());
-    CliResult r = run_cli("run " + entry.path().string() + " --json");
+    std::string extra;
+#ifdef MEMWALL_SANITIZED
+    // Under ASan in a Debug build the 512 micro-batches of the 1T example take many
+    // minutes; 64 exercise the same code.
+    if (entry.path().filename().string().find("megatron-1t") != std::string::npos)
+      extra = " --set training.global_batch=384";
+#endif
+    CliResult r = run_cli("run " + entry.path().string() + " --json" + extra);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(nlohmann::json::parse(r.out)["fits"] == true);
