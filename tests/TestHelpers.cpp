@@ -44,20 +44,6 @@ ClusterSpec hand_cluster(int gpus, GpuFabric fabric, int gpus_per_switch)
   return c;
 }
 
-Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
-           const std::string& name)
-{
-  Op op;
-  op.kind   = OpKind::copy;
-  op.stream = stream;
-  op.device = issuer;
-  op.src    = src;
-  op.dst    = dst;
-  op.bytes  = bytes;
-  op.name   = name;
-  return op;
-}
-
 Op kernel_op(const DeviceRef& gpu, double flops, double bytes, const std::string& name)
 {
   Op op;

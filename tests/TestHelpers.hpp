@@ -12,8 +12,6 @@ namespace memwall::test {
 // A node of `gpus` identical GPUs with round numbers; see the definition for them.
 ClusterSpec hand_cluster(int gpus, GpuFabric fabric, int gpus_per_switch);
 
-Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
-           const std::string& name);
 Op kernel_op(const DeviceRef& gpu, double flops, double bytes, const std::string& name);
 
 const OpRecord& record(const RunResult& r, const std::string& name);

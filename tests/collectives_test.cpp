@@ -12,15 +12,7 @@ namespace {
 
 Op all_reduce(int32_t group, double bytes)
 {
-  Op op;
-  op.kind       = OpKind::collective;
-  op.stream     = StreamKind::comm;
-  op.device     = {DeviceKind::gpu, 0, 0};
-  op.collective = CollectiveKind::all_reduce;
-  op.group      = group;
-  op.bytes      = bytes;
-  op.name       = "allreduce";
-  return op;
+  return collective_op({DeviceKind::gpu, 0, 0}, StreamKind::comm, CollectiveKind::all_reduce, group, bytes, "allreduce");
 }
 
 std::vector<DeviceRef> gpus(int nodes, int per_node)

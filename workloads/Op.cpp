@@ -29,6 +29,34 @@ const char* stream_name(StreamKind s)
   return "?";
 }
 
+Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
+           const std::string& name)
+{
+  Op op;
+  op.kind   = OpKind::copy;
+  op.stream = stream;
+  op.device = issuer;
+  op.src    = src;
+  op.dst    = dst;
+  op.bytes  = bytes;
+  op.name   = name;
+  return op;
+}
+
+Op collective_op(const DeviceRef& issuer, StreamKind stream, CollectiveKind kind, int32_t group, double bytes,
+                 const std::string& name)
+{
+  Op op;
+  op.kind       = OpKind::collective;
+  op.stream     = stream;
+  op.device     = issuer;
+  op.collective = kind;
+  op.group      = group;
+  op.bytes      = bytes;
+  op.name       = name;
+  return op;
+}
+
 const char* collective_name(CollectiveKind k)
 {
   switch (k) {

@@ -59,4 +59,11 @@ struct Op {
   uint32_t tensor = 0;     // pairs a free with its alloc
 };
 
+// A copy of `bytes` from one memory to another, issued on `stream` of `issuer`.
+Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
+           const std::string& name);
+// A collective of `kind` over group `group` of an OpDag, issued on `stream` of `issuer`.
+Op collective_op(const DeviceRef& issuer, StreamKind stream, CollectiveKind kind, int32_t group, double bytes,
+                 const std::string& name);
+
 } // namespace memwall

@@ -192,7 +192,8 @@ BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_
   double T = static_cast<double>(s.micro_batch) * s.seq_len;
   double h = m.hidden, kv = m.kv_dim(), f = m.ffn_hidden, e = s.act_bytes, t = tp(s), r = rep_div(s);
   BlockPlan b;
-  b.name = "L" + std::to_string(layer);
+  b.name  = "L" + std::to_string(layer);
+  b.layer = true;
   // Norm weights are replicated on every tp rank; the rest is split.
   double norms  = 2 * m.norm_params();
   double params = (m.layer_params() - norms) / t + norms;

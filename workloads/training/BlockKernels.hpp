@@ -41,6 +41,7 @@ struct KernelPlan {
 
 struct BlockPlan {
   std::string name;                // "embed", "L0", ..., "head"
+  bool layer = false;              // a transformer layer: what recompute applies to
   double params        = 0;        // trainable parameters held by one tp rank
   double frozen_params = 0;        // frozen (LoRA base) parameters held by one tp rank
   std::vector<KernelPlan> kernels; // forward order

@@ -9,23 +9,6 @@
 #include "TrainingStepGenerator.hpp"
 
 namespace memwall {
-namespace {
-
-Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
-           const std::string& name)
-{
-  Op op;
-  op.kind   = OpKind::copy;
-  op.stream = stream;
-  op.device = issuer;
-  op.src    = src;
-  op.dst    = dst;
-  op.bytes  = bytes;
-  op.name   = name;
-  return op;
-}
-
-} // namespace
 
 void TrainingStepGenerator::alloc_gradients(int b)
 {
@@ -75,17 +58,10 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
   }
   // ZeRO-2/3: this micro-batch's gradient of the block, reduce-scattered at once.
   const std::string name = blk.plan.name + ".mb" + std::to_string(mb);
-  if (s.dp_group >= 0) {
-    Op rs;
-    rs.kind       = OpKind::collective;
-    rs.stream     = StreamKind::comm;
-    rs.device     = s.gpu;
-    rs.name       = name + ".reduce_scatter";
-    rs.collective = CollectiveKind::reduce_scatter;
-    rs.group      = s.dp_group;
-    rs.bytes      = full;
-    last          = dag_.add(std::move(rs), {last});
-  }
+  if (s.dp_group >= 0)
+    last = dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::reduce_scatter, s.dp_group, full,
+                                  name + ".reduce_scatter"),
+                    {last});
   StreamKind free_on = StreamKind::comm;
   if (cfg_.offload_optimizer != OffloadTarget::none) {
     last    = dag_.add(copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(full), name + ".grads_d2h"), {last});
@@ -102,15 +78,9 @@ void TrainingStepGenerator::emit_bucket(int stage, double bytes, const std::vect
                      (cfg_.zero == 0 ? "ddp" : "zero1") + ".bucket" + std::to_string(index);
   OpId last = after;
   if (s.dp_group >= 0) {
-    Op op;
-    op.kind       = OpKind::collective;
-    op.stream     = StreamKind::comm;
-    op.device     = s.gpu;
-    op.collective = cfg_.zero == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
-    op.name       = name + (cfg_.zero == 0 ? ".all_reduce" : ".reduce_scatter");
-    op.group      = s.dp_group;
-    op.bytes      = bytes;
-    last          = dag_.add(std::move(op), {after});
+    CollectiveKind kind = cfg_.zero == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
+    last = dag_.add(collective_op(s.gpu, StreamKind::comm, kind, s.dp_group, bytes, name + "." + collective_name(kind)),
+                    {after});
   }
   if (cfg_.offload_optimizer != OffloadTarget::none)
     last = dag_.add(copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(bytes), name + ".grads_d2h"), {last});

@@ -59,17 +59,19 @@ void TrainingStepGenerator::emit_gpu_step(int b)
   OpId step = dag_.add(std::move(op), {blk.grads_ready});
   if (blk.grads.id != 0)
     dag_.free(blk.grads, s.gpu, StreamKind::compute, blk.plan.name + ".zero_grad");
-  if ((cfg_.zero == 1 || cfg_.zero == 2) && s.dp_group >= 0) {
-    Op ag;
-    ag.kind       = OpKind::collective;
-    ag.stream     = StreamKind::comm;
-    ag.device     = s.gpu;
-    ag.name       = blk.plan.name + ".updated_weights.all_gather";
-    ag.collective = CollectiveKind::all_gather;
-    ag.group      = s.dp_group;
-    ag.bytes      = blk.plan.params * weight_bytes_per_param();
-    dag_.add(std::move(ag), {step});
-  }
+  gather_updated_weights(b, step);
+}
+
+void TrainingStepGenerator::gather_updated_weights(int b, OpId after)
+{
+  // ZeRO-1/2 keep full weights on every rank: each rank's updated shard goes to all.
+  // ZeRO-3 keeps only the shard; ZeRO-0 updated the full weights everywhere.
+  Stage& s = stage_of(b);
+  if ((cfg_.zero == 1 || cfg_.zero == 2) && s.dp_group >= 0)
+    dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::all_gather, s.dp_group,
+                           blocks_[b].plan.params * weight_bytes_per_param(),
+                           blocks_[b].plan.name + ".updated_weights.all_gather"),
+             {after});
 }
 
 void TrainingStepGenerator::emit_offloaded_step(int b)
@@ -86,15 +88,7 @@ void TrainingStepGenerator::emit_offloaded_step(int b)
   if (nvme) {
     staging = dag_.alloc(s.gpu, StreamKind::host, s.host, MemCategory::workspace, n * ob * host_share(s, false),
                          prefix + ".staging", {ready});
-    Op read;
-    read.kind   = OpKind::copy;
-    read.stream = StreamKind::host;
-    read.device = s.gpu;
-    read.src    = s.nvme;
-    read.dst    = s.host;
-    read.bytes  = n * ob;
-    read.name   = prefix + ".states_from_nvme";
-    ready       = dag_.add(std::move(read));
+    ready   = dag_.add(copy_op(s.gpu, StreamKind::host, s.nvme, s.host, n * ob, prefix + ".states_from_nvme"));
   }
   // CPU Adam reads the fp32 gradient and the states and writes states and fp16 weights.
   Op step;
@@ -112,39 +106,15 @@ void TrainingStepGenerator::emit_offloaded_step(int b)
   if (blk.grads.id != 0)
     dag_.free(blk.grads, s.gpu, StreamKind::compute, blk.plan.name + ".zero_grad", {done});
   if (nvme) {
-    Op write;
-    write.kind   = OpKind::copy;
-    write.stream = StreamKind::host;
-    write.device = s.gpu;
-    write.src    = s.host;
-    write.dst    = s.nvme;
-    write.bytes  = n * ob + (cfg_.offload_params == OffloadTarget::nvme ? n * wb : 0.0);
-    write.name   = prefix + ".states_to_nvme";
-    OpId w       = dag_.add(std::move(write), {done});
+    double bytes = n * ob + (cfg_.offload_params == OffloadTarget::nvme ? n * wb : 0.0);
+    OpId w = dag_.add(copy_op(s.gpu, StreamKind::host, s.host, s.nvme, bytes, prefix + ".states_to_nvme"), {done});
     dag_.free(staging, s.gpu, StreamKind::host, prefix + ".free_staging", {w});
   }
   if (cfg_.offload_params != OffloadTarget::none)
     return; // the updated shard stays where the parameters live; the next forward fetches it
-  Op h2d;
-  h2d.kind   = OpKind::copy;
-  h2d.stream = StreamKind::h2d;
-  h2d.device = s.gpu;
-  h2d.src    = s.host;
-  h2d.dst    = s.gpu;
-  h2d.bytes  = n * wb;
-  h2d.name   = blk.plan.name + ".updated_weights_h2d";
-  OpId up    = dag_.add(std::move(h2d), {done});
-  if ((cfg_.zero == 1 || cfg_.zero == 2) && s.dp_group >= 0) {
-    Op ag;
-    ag.kind       = OpKind::collective;
-    ag.stream     = StreamKind::comm;
-    ag.device     = s.gpu;
-    ag.name       = blk.plan.name + ".updated_weights.all_gather";
-    ag.collective = CollectiveKind::all_gather;
-    ag.group      = s.dp_group;
-    ag.bytes      = blk.plan.params * wb;
-    dag_.add(std::move(ag), {up});
-  }
+  OpId up = dag_.add(copy_op(s.gpu, StreamKind::h2d, s.host, s.gpu, n * wb, blk.plan.name + ".updated_weights_h2d"),
+                     {done});
+  gather_updated_weights(b, up);
 }
 
 } // namespace memwall

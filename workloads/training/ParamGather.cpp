@@ -49,39 +49,14 @@ OpId TrainingStepGenerator::gathered(int b)
     g.buffer = dag_.alloc(s.gpu, StreamKind::gather, s.gpu, MemCategory::workspace, full, name + ".gathered_params", {after});
     OpId last = dag_.last_alloc_or_free();
     double shard_bytes = full / static_cast<double>(cfg_.dp);
-    if (cfg_.offload_params != OffloadTarget::none) {
-      if (cfg_.offload_params == OffloadTarget::nvme) {
-        Op read;
-        read.kind = OpKind::copy;
-        read.stream = StreamKind::gather;
-        read.device = s.gpu;
-        read.src = s.nvme;
-        read.dst = s.host;
-        read.bytes = shard_bytes;
-        read.name = name + ".shard_from_nvme";
-        last = dag_.add(std::move(read), {last});
-      }
-      Op h2d;
-      h2d.kind = OpKind::copy;
-      h2d.stream = StreamKind::gather;
-      h2d.device = s.gpu;
-      h2d.src = s.host;
-      h2d.dst = s.gpu;
-      h2d.bytes = shard_bytes;
-      h2d.name = name + ".shard_h2d";
-      last = dag_.add(std::move(h2d), {last});
-    }
-    if (s.dp_group >= 0) {
-      Op ag;
-      ag.kind       = OpKind::collective;
-      ag.stream     = StreamKind::gather;
-      ag.device     = s.gpu;
-      ag.name       = name + ".all_gather";
-      ag.collective = CollectiveKind::all_gather;
-      ag.group      = s.dp_group;
-      ag.bytes      = full;
-      last          = dag_.add(std::move(ag), {last});
-    }
+    if (cfg_.offload_params == OffloadTarget::nvme)
+      last = dag_.add(copy_op(s.gpu, StreamKind::gather, s.nvme, s.host, shard_bytes, name + ".shard_from_nvme"), {last});
+    if (cfg_.offload_params != OffloadTarget::none)
+      last = dag_.add(copy_op(s.gpu, StreamKind::gather, s.host, s.gpu, shard_bytes, name + ".shard_h2d"), {last});
+    if (s.dp_group >= 0)
+      last = dag_.add(collective_op(s.gpu, StreamKind::gather, CollectiveKind::all_gather, s.dp_group, full,
+                                    name + ".all_gather"),
+                      {last});
     g.ready = last;
   }
   if (uses_.at(next_use_) != b)

@@ -191,16 +191,10 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
   // (scatter_gather_tensors_in_pipeline); under sp the activation is already split.
   double bytes = static_cast<double>(cfg_.micro_batch * cfg_.seq_len) * model_.hidden * shape_.act_bytes /
                  static_cast<double>(cfg_.tp);
-  Op send;
-  send.kind   = OpKind::copy;
-  send.stream = StreamKind::p2p;
-  send.device = s.gpu;
-  send.src    = s.gpu;
-  send.dst    = stages_[next % cfg_.pp].gpu;
-  send.bytes  = bytes;
-  send.name   = std::string(forward ? "pp.send_act." : "pp.send_grad.") + "vs" + std::to_string(vs) + ".mb" +
-              std::to_string(mb);
-  inbox[{vs, mb}] = dag_.add(std::move(send), {dag_.stream_tail(s.gpu, StreamKind::compute)});
+  std::string name = std::string(forward ? "pp.send_act." : "pp.send_grad.") + "vs" + std::to_string(vs) + ".mb" +
+                     std::to_string(mb);
+  inbox[{vs, mb}] = dag_.add(copy_op(s.gpu, StreamKind::p2p, s.gpu, stages_[next % cfg_.pp].gpu, bytes, name),
+                             {dag_.stream_tail(s.gpu, StreamKind::compute)});
 }
 
 OpId TrainingStepGenerator::kernel(const DeviceRef& gpu, const std::string& name, const KernelPlan& k, bool forward,
@@ -225,15 +219,8 @@ void TrainingStepGenerator::tp_collective(int stage, const std::string& name, co
 {
   if (c.bytes <= 0 || stages_[stage].tp_group < 0)
     return;
-  Op op;
-  op.kind       = OpKind::collective;
-  op.stream     = StreamKind::compute; // Megatron's tp collectives block the compute stream
-  op.device     = stages_[stage].gpu;
-  op.name       = name;
-  op.collective = c.kind;
-  op.group      = stages_[stage].tp_group;
-  op.bytes      = c.bytes;
-  dag_.add(std::move(op));
+  // Megatron's tp collectives block the compute stream.
+  dag_.add(collective_op(stages_[stage].gpu, StreamKind::compute, c.kind, stages_[stage].tp_group, c.bytes, name));
 }
 
 void TrainingStepGenerator::emit_forward(int b, int64_t mb)
@@ -241,9 +228,8 @@ void TrainingStepGenerator::emit_forward(int b, int64_t mb)
   Block& blk     = blocks_[b];
   Stage& s       = stage_of(b);
   const auto& ks = blk.plan.kernels;
-  bool layer     = blk.plan.input_bytes > 0 && blk.plan.name[0] == 'L';
-  bool full      = layer && cfg_.recompute == Recompute::full;
-  bool selective = layer && cfg_.recompute == Recompute::selective;
+  bool full      = blk.plan.layer && cfg_.recompute == Recompute::full;
+  bool selective = blk.plan.layer && cfg_.recompute == Recompute::selective;
   OpId params    = gathered(b);
   const std::string prefix = blk.plan.name + ".fwd.";
   auto& saved = saved_[{b, mb}];
@@ -286,7 +272,6 @@ void TrainingStepGenerator::emit_backward(int b, int64_t mb)
 {
   Block& blk = blocks_[b];
   Stage& s   = stage_of(b);
-  bool layer = blk.plan.name[0] == 'L';
   alloc_gradients(b);
   OpId params = gathered(b);
   const std::string prefix = blk.plan.name + ".bwd.";
@@ -294,10 +279,8 @@ void TrainingStepGenerator::emit_backward(int b, int64_t mb)
   if (blk.plan.backward_workspace > 0)
     ws = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::workspace, blk.plan.backward_workspace,
                     prefix + "activation_grads", {params});
-  if (layer && cfg_.recompute == Recompute::full)
-    emit_recompute(b, mb, false);
-  else if (layer && cfg_.recompute == Recompute::selective)
-    emit_recompute(b, mb, true);
+  if (blk.plan.layer && cfg_.recompute != Recompute::none)
+    emit_recompute(b, mb, cfg_.recompute == Recompute::selective);
   auto& saved = saved_[{b, mb}];
   for (size_t i = blk.plan.kernels.size(); i-- > 0;) {
     const KernelPlan& k = blk.plan.kernels[i];

@@ -84,6 +84,7 @@ private:
   void emit_optimizer();
   void emit_gpu_step(int b);
   void emit_offloaded_step(int b);
+  void gather_updated_weights(int b, OpId after);
   // ParamGather.cpp
   void plan_gathers();
   OpId gathered(int b); // waits for block b's next use's parameters; returns the op to depend on
