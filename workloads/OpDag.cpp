@@ -7,7 +7,8 @@ OpId OpDag::add(Op op, std::initializer_list<OpId> deps) { return add(std::move(
 OpId OpDag::add(Op op, const std::vector<OpId>& deps)
 {
   auto key = std::make_pair(op.device, op.stream);
-  OpId id  = static_cast<OpId>(boost::add_vertex(std::move(op), *graph_));
+  OpId id  = static_cast<OpId>(boost::add_vertex(*graph_));
+  ops_.push_back(std::move(op));
   auto it  = tails_.find(key);
   if (it != tails_.end()) {
     boost::add_edge(it->second, id, *graph_);

@@ -28,7 +28,9 @@ struct Tensor {
 
 class OpDag {
 public:
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Op>;
+  // Structure only: the ops live beside it in a vector, so growing the graph by
+  // millions of vertices moves two edge lists per vertex, not each Op's payload.
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;
 
   OpId add(Op op, std::initializer_list<OpId> deps = {});
   OpId add(Op op, const std::vector<OpId>& deps);
@@ -53,8 +55,8 @@ public:
   void set_shadows(const DeviceRef& d, std::vector<DeviceRef> peers) { shadows_[d] = std::move(peers); }
   const std::vector<DeviceRef>& shadows(const DeviceRef& d) const;
 
-  size_t size() const { return boost::num_vertices(*graph_); }
-  const Op& op(OpId id) const { return (*graph_)[id]; }
+  size_t size() const { return ops_.size(); }
+  const Op& op(OpId id) const { return ops_[id]; }
   const Graph& graph() const { return *graph_; }
   // Last op issued on a stream, or nullopt-like max() when the stream is empty.
   OpId stream_tail(const DeviceRef& d, StreamKind s) const;
@@ -64,6 +66,7 @@ private:
   // Held by pointer: Boost 1.74's adjacency_list has no move constructor, and a DAG of
   // millions of ops must not be copied when it is returned.
   std::unique_ptr<Graph> graph_ = std::make_unique<Graph>();
+  std::vector<Op> ops_;
   std::map<std::pair<DeviceRef, StreamKind>, OpId> tails_;
   std::vector<std::vector<DeviceRef>> groups_;
   std::map<DeviceRef, int> represents_;
