@@ -1,6 +1,7 @@
 #include "StepReport.hpp"
 
 #include "Quantity.hpp"
+#include "ServingReport.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -172,6 +173,8 @@ nlohmann::ordered_json report_json(const RunResult& r)
   Breakdown b = step_breakdown(r);
   j["breakdown_s"] = {{"compute", b.compute}, {"exposed_comm", b.exposed_comm}, {"pipeline_bubble", b.pipeline_bubble},
                       {"offload_stall", b.offload_stall}, {"paging_stall", b.paging_stall}};
+  if (r.serving.present)
+    add_serving_json(j, r);
   return j;
 }
 
@@ -181,12 +184,17 @@ std::string report_text(const RunResult& r, const std::string& title)
   std::ostringstream os;
   char line[512];
   os << title << "\n\n";
-  std::snprintf(line, sizeof line, "  step time      %.4f s\n", r.makespan_s);
-  os << line;
-  std::snprintf(line, sizeof line, "  throughput     %s\n", format_si(j["tokens_per_s"].get<double>(), "tokens/s").c_str());
-  os << line;
-  std::snprintf(line, sizeof line, "  model FLOPs    %s per step, MFU %.1f %%\n",
-                format_si(r.model_flops_per_step, "FLOP").c_str(), 100 * j["mfu"].get<double>());
+  if (r.serving.present) {
+    std::snprintf(line, sizeof line, "  run time       %.4f s (simulated)\n", r.makespan_s);
+    os << line << serving_text(r);
+  } else {
+    std::snprintf(line, sizeof line, "  step time      %.4f s\n", r.makespan_s);
+    os << line;
+    std::snprintf(line, sizeof line, "  throughput     %s\n", format_si(j["tokens_per_s"].get<double>(), "tokens/s").c_str());
+    os << line;
+  }
+  std::snprintf(line, sizeof line, "  model FLOPs    %s per %s, MFU %.1f %%\n", format_si(r.model_flops_per_step, "FLOP").c_str(),
+                r.serving.present ? "run" : "step", 100 * j["mfu"].get<double>());
   os << line;
   const auto& b = j["breakdown_s"];
   std::snprintf(line, sizeof line,

@@ -29,25 +29,43 @@ double kernel_rate(const GpuSpec& g, const Op& op)
 Replayer::Replayer(const OpDag& dag, const Platform& platform, ReplayOptions options)
     : dag_(dag), platform_(platform), options_(std::move(options)), collective_(make_collective(options_.collective_algorithm))
 {
+  take_new_ops();
+}
+
+Replayer::Replayer(StepSource& source, const Platform& platform, ReplayOptions options)
+    : Replayer(source.dag(), platform, std::move(options))
+{
+  source_ = &source;
+}
+
+void Replayer::take_new_ops()
+{
   size_t n = dag_.size();
   waiting_on_.resize(n);
-  running_acts_.assign(n, 0);
+  running_acts_.resize(n, 0);
   records_.resize(n);
-  for (size_t v = 0; v < n; ++v)
-    waiting_on_[v] = static_cast<uint32_t>(boost::in_degree(v, dag_.graph()));
-  // A GPU whose kernels all run on one stream, and which copies nothing to itself, never
-  // has two users of its HBM at once: its kernels can be single timed activities.
-  std::map<DeviceRef, StreamKind> kernel_stream;
-  for (size_t v = 0; v < n; ++v) {
+  for (size_t v = taken_; v < n; ++v) {
+    // Ops taken earlier have all completed when a source appends more.
+    uint32_t waiting = 0;
+    for (auto [e, end] = boost::in_edges(v, dag_.graph()); e != end; ++e)
+      if (boost::source(*e, dag_.graph()) >= taken_)
+        ++waiting;
+    waiting_on_[v] = waiting;
+    // A GPU whose kernels all run on one stream, and which copies nothing to itself,
+    // never has two users of its HBM at once: its kernels can be single timed activities.
     const Op& op = dag_.op(static_cast<OpId>(v));
     if (op.kind == OpKind::kernel) {
-      auto [it, fresh] = kernel_stream.try_emplace(op.device, op.stream);
+      auto [it, fresh] = kernel_stream_.try_emplace(op.device, op.stream);
       if (!fresh && it->second != op.stream)
         shared_hbm_.insert(op.device);
     } else if (op.kind == OpKind::copy && op.src == op.dst) {
       shared_hbm_.insert(op.src);
     }
   }
+  for (size_t v = taken_; v < n; ++v)
+    if (waiting_on_[v] == 0)
+      ready_.push_back(static_cast<OpId>(v));
+  taken_ = n;
 }
 
 Replayer::~Replayer()
@@ -75,12 +93,20 @@ RunResult Replayer::run()
         current->parked_.clear();
     });
   }
-  for (OpId v = 0; v < dag_.size(); ++v)
-    if (waiting_on_[v] == 0)
-      ready_.push_back(v);
-  drain_ready();
-  sg4::Engine::get_instance()->run();
-  parked_.clear();
+  sg4::Engine* engine = sg4::Engine::get_instance();
+  for (;;) {
+    drain_ready();
+    engine->run();
+    parked_.clear();
+    if (!source_ || completed_ != taken_)
+      break;
+    StepDecision d = source_->next(sg4::Engine::get_clock());
+    take_new_ops();
+    if (d.kind == StepDecision::Kind::done && ready_.empty())
+      break;
+    if (d.kind == StepDecision::Kind::wait && d.wake_at > sg4::Engine::get_clock())
+      start_exec(OpDag::none, platform_.timer(), (d.wake_at - sg4::Engine::get_clock()) * platform_.timer()->get_speed());
+  }
   if (completed_ != dag_.size())
     throw std::runtime_error("replay stalled: " + std::to_string(dag_.size() - completed_) +
                              " ops never became ready (the op DAG has a cycle)");
@@ -233,7 +259,8 @@ void Replayer::start_exec(OpId op, sg4::Host* host, double work)
   e->set_host(host);
   activities_.push_back({op, -1, 0, e});
   e->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
-  ++running_acts_[op];
+  if (op != OpDag::none) // OpDag::none: a source waiting for its next event
+    ++running_acts_[op];
   e->vetoable_start();
 }
 
@@ -292,6 +319,8 @@ void Replayer::on_activity_done(size_t index)
         link_busy_[l] += now - link_busy_since_[l];
   parked_.push_back(std::move(a.handle));
   OpId op = a.op;
+  if (op == OpDag::none)
+    return;
   if (--running_acts_[op] > 0)
     return;
   if (dag_.op(op).kind == OpKind::collective && start_collective_phase(op))

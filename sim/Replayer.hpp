@@ -15,6 +15,7 @@
 #include "OpDag.hpp"
 #include "Platform.hpp"
 #include "RunResult.hpp"
+#include "StepSource.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
 
 #include <simgrid/s4u/Activity.hpp>
@@ -34,6 +35,9 @@ struct ReplayOptions {
 class Replayer {
 public:
   Replayer(const OpDag& dag, const Platform& platform, ReplayOptions options);
+  // A workload that grows as the replay runs: `source.dag()` is replayed, and whenever
+  // all its ops have completed, source.next() is asked for more.
+  Replayer(StepSource& source, const Platform& platform, ReplayOptions options);
   ~Replayer();
   Replayer(const Replayer&) = delete;
   Replayer& operator=(const Replayer&) = delete;
@@ -71,6 +75,9 @@ private:
   int route_index(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
   MemoryPool& pool(const DeviceRef& d);
   void drain_ready();
+  // Registers ops [taken_, dag size) that the source appended: their unfinished
+  // dependencies, and which GPUs have HBM shared by concurrent kernels.
+  void take_new_ops();
   RunResult collect();
 
   const OpDag& dag_;
@@ -92,7 +99,10 @@ private:
   std::vector<int> link_active_;
   std::vector<double> link_busy_since_, link_busy_, link_bytes_;
   std::map<DeviceRef, std::unique_ptr<MemoryPool>> pools_;
-  std::set<DeviceRef> shared_hbm_; // GPUs whose kernels may overlap (see the constructor)
+  std::set<DeviceRef> shared_hbm_; // GPUs whose kernels may overlap (see take_new_ops)
+  std::map<DeviceRef, StreamKind> kernel_stream_;
+  StepSource* source_ = nullptr;
+  size_t taken_       = 0;
   size_t completed_ = 0;
   bool draining_    = false;
 };

@@ -5,6 +5,7 @@
 // process, DESIGN.md §3). analysis/ reads this and never the simulator's internals.
 #include "DeviceRef.hpp"
 #include "Op.hpp"
+#include "inference/ServingStats.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -73,6 +74,7 @@ struct RunResult {
   std::vector<OpRecord> ops;
   std::vector<PoolResult> pools;
   std::vector<LinkResult> links;
+  ServingStats serving; // inference runs: requests, KV cache over time
 };
 
 void to_json(nlohmann::json& j, const RunResult& r);

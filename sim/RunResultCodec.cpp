@@ -32,6 +32,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OomEvent, op, time, requested, free)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PoolResult, device, name, hardware, count, capacity, peak_bytes, peak_time,
                                    peak_by_category, max_by_category, timeline, ooms, oom_count)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LinkResult, name, bandwidth, bytes, busy_s)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RequestRecord, id, arrival_s, first_token_s, finish_s, prompt_tokens, output_tokens,
+                                   preemptions, rejected)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KvSample, time, used_bytes, reserved_bytes, running)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServingStats, present, requests, kv, iterations, preemptions, swaps, max_running_seqs,
+                                   kv_capacity_tokens, kv_bytes_per_token, kv_budget_bytes, prefill_tokens)
 
 void to_json(nlohmann::json& j, const RunResult& r)
 {
@@ -42,7 +47,8 @@ void to_json(nlohmann::json& j, const RunResult& r)
                      {"peak_flops_per_gpu", r.peak_flops_per_gpu},
                      {"ops", r.ops},
                      {"pools", r.pools},
-                     {"links", r.links}};
+                     {"links", r.links},
+                     {"serving", r.serving}};
 }
 
 void from_json(const nlohmann::json& j, RunResult& r)
@@ -55,6 +61,7 @@ void from_json(const nlohmann::json& j, RunResult& r)
   j.at("ops").get_to(r.ops);
   j.at("pools").get_to(r.pools);
   j.at("links").get_to(r.links);
+  j.at("serving").get_to(r.serving);
 }
 
 } // namespace memwall

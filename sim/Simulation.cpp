@@ -2,6 +2,7 @@
 
 #include "InputError.hpp"
 #include "TrainingStepGenerator.hpp"
+#include "inference/ServingDriver.hpp"
 
 #include <simgrid/s4u.hpp>
 #include <xbt/log.h>
@@ -12,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 
 namespace memwall {
@@ -53,7 +55,7 @@ OpDag build_workload(const ExperimentSpec& spec)
   return TrainingStepGenerator(spec.model, spec.training, spec.cluster).generate();
 }
 
-RunResult replay(const ClusterSpec& cluster, const OpDag& dag, const ReplayOptions& options)
+static void start_engine()
 {
   // Logging off before the Engine exists; exactness settings before the first zone.
   xbt_log_control_set("root.thres:critical");
@@ -62,12 +64,9 @@ RunResult replay(const ClusterSpec& cluster, const OpDag& dag, const ReplayOptio
   char* argv[]     = {name, nullptr};
   static simgrid::s4u::Engine engine(&argc, argv);
   configure_exact_engine();
-  Platform platform(cluster);
-  Replayer replayer(dag, platform, options);
-  return replayer.run();
 }
 
-RunResult replay_in_child(const ClusterSpec& cluster, const OpDag& dag, const ReplayOptions& options)
+static RunResult in_child(const std::function<RunResult()>& work)
 {
   int fds[2];
   if (::pipe(fds) != 0)
@@ -82,7 +81,7 @@ RunResult replay_in_child(const ClusterSpec& cluster, const OpDag& dag, const Re
     char tag = 'R';
     std::vector<uint8_t> payload;
     try {
-      payload = nlohmann::json::to_cbor(nlohmann::json(replay(cluster, dag, options)));
+      payload = nlohmann::json::to_cbor(nlohmann::json(work()));
     } catch (const InputError& e) {
       tag = 'I';
       payload.assign(e.what(), e.what() + std::strlen(e.what()));
@@ -110,12 +109,48 @@ RunResult replay_in_child(const ClusterSpec& cluster, const OpDag& dag, const Re
   return nlohmann::json::from_cbor(data.begin() + 1, data.end()).get<RunResult>();
 }
 
-RunResult simulate(const ExperimentSpec& spec, bool in_child)
+RunResult replay(const ClusterSpec& cluster, const OpDag& dag, const ReplayOptions& options)
 {
-  OpDag dag = build_workload(spec);
+  start_engine();
+  Platform platform(cluster);
+  Replayer replayer(dag, platform, options);
+  return replayer.run();
+}
+
+RunResult replay_in_child(const ClusterSpec& cluster, const OpDag& dag, const ReplayOptions& options)
+{
+  return in_child([&] { return replay(cluster, dag, options); });
+}
+
+RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options)
+{
+  start_engine();
+  Platform platform(spec.cluster);
+  ServingDriver driver(spec.model, spec.inference, spec.cluster);
+  Replayer replayer(driver, platform, options);
+  RunResult r = replayer.run();
+  const OpDag& dag = driver.dag();
+  for (OpId v = 0; v < dag.size(); ++v) {
+    const Op& op = dag.op(v);
+    r.model_flops_per_step += op.model_flops * dag.represents(op.device);
+  }
+  r.serving = driver.take_stats();
+  for (const RequestRecord& q : r.serving.requests)
+    if (!q.rejected)
+      r.tokens_per_step += static_cast<double>(q.output_tokens);
+  r.gpus               = spec.cluster.total_gpus();
+  r.peak_flops_per_gpu = spec.cluster.node.gpu.peak(spec.inference.gemm_dtype());
+  return r;
+}
+
+RunResult simulate(const ExperimentSpec& spec, bool child)
+{
   ReplayOptions options;
   options.collective_algorithm = spec.collective_algorithm;
-  RunResult r = in_child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
+  if (spec.serving)
+    return child ? in_child([&] { return serve(spec, options); }) : serve(spec, options);
+  OpDag dag = build_workload(spec);
+  RunResult r = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
   for (OpId v = 0; v < dag.size(); ++v) {
     const Op& op = dag.op(v);
     r.model_flops_per_step += op.model_flops * dag.represents(op.device);

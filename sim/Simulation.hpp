@@ -16,6 +16,10 @@ OpDag build_workload(const ExperimentSpec& spec);
 RunResult replay(const ClusterSpec& cluster, const OpDag& dag, const ReplayOptions& options);
 RunResult replay_in_child(const ClusterSpec& cluster, const OpDag& dag, const ReplayOptions& options);
 
+// A serving run: the ServingDriver's iterations replayed as the scheduler picks them.
+// Fills the result's `serving` statistics and its throughput inputs (tokens generated).
+RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options);
+
 // The whole pipeline for a spec; fills the throughput and MFU inputs of the result.
 RunResult simulate(const ExperimentSpec& spec, bool in_child);
 

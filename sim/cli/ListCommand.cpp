@@ -3,6 +3,7 @@
 #include "ModelPresets.hpp"
 #include "Quantity.hpp"
 #include "PipelineSchedule.hpp"
+#include "scheduler/BatchScheduler.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
 #include "spec/ExperimentSpec.hpp"
 
@@ -61,9 +62,12 @@ int list_params()
   parse_spec("hardware: {node: {preset: dgx-a100}, gpu: {preset: a100-sxm4-80gb}}\nmodel: {preset: gpt2}\n"
              "training: {}\n",
              "(defaults)", "");
+  parse_spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\ninference: {poisson: {}}\n",
+             "(defaults)", "");
   std::printf("%-42s %-40s %-14s %s\n", "key", "type", "default", "description");
   for (const auto& d : param_docs()) {
-    bool spec_key = d.path.rfind("hardware", 0) == 0 || d.path.rfind("model", 0) == 0 || d.path.rfind("training", 0) == 0;
+    bool spec_key = d.path.rfind("hardware", 0) == 0 || d.path.rfind("model", 0) == 0 ||
+                    d.path.rfind("training", 0) == 0 || d.path.rfind("inference", 0) == 0;
     if (!spec_key)
       continue; // catalog entries read on the way
     std::printf("%-42s %-40s %-14s %s\n", d.path.c_str(), d.type.c_str(),
@@ -86,6 +90,20 @@ int list_schedules()
   return 0;
 }
 
+int list_schedulers()
+{
+  for (const auto& [name, info] : batch_scheduler_registry())
+    std::printf("%-14s %s\n", name.c_str(), info.description.c_str());
+  return 0;
+}
+
+int list_kv_managers()
+{
+  for (const auto& [name, info] : kv_manager_registry())
+    std::printf("%-14s %s\n", name.c_str(), info.description.c_str());
+  return 0;
+}
+
 } // namespace
 
 int list_command(const std::vector<std::string>& args)
@@ -95,9 +113,12 @@ int list_command(const std::vector<std::string>& args)
                                                                {"models", list_models},
                                                                {"params", list_params},
                                                                {"collectives", list_collectives},
-                                                               {"schedules", list_schedules}};
+                                                               {"schedules", list_schedules},
+                                                               {"schedulers", list_schedulers},
+                                                               {"kv-managers", list_kv_managers}};
   if (args.size() != 1 || !what.count(args[0]))
-    throw InputError("list: expected one of gpus, nodes, models, params, collectives, schedules");
+    throw InputError(
+        "list: expected one of gpus, nodes, models, params, collectives, schedules, schedulers, kv-managers");
   return what.at(args[0])();
 }
 

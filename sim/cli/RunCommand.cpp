@@ -21,6 +21,14 @@ std::string hardware_description(const ExperimentSpec& s)
 
 std::string experiment_title(const ExperimentSpec& s)
 {
+  if (s.serving) {
+    const InferenceConfig& c = s.inference;
+    std::string src = c.source == "trace"   ? "trace " + c.trace_path
+                      : c.source == "batch" ? "fixed batch"
+                                            : "Poisson arrivals";
+    return "memwall: serving " + s.model.name + " on " + hardware_description(s) + "\n  " +
+           std::to_string(c.requests.size()) + " requests (" + src + ")\n  " + describe_inference(c);
+  }
   const TrainingConfig& t = s.training;
   return "memwall: training " + s.model.name + " on " + hardware_description(s) + "\n  seq " + std::to_string(t.seq_len) +
          ", global batch " + std::to_string(t.global_batch) + ", micro batch " + std::to_string(t.micro_batch) + " (" +

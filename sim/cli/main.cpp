@@ -21,7 +21,7 @@ const std::map<std::string, Command>& commands()
   static const std::map<std::string, Command> table{
       {"run", {"simulate one experiment spec: memwall run SPEC.yaml [--set KEY=VALUE]... [--json] [-o RUN.h5] [--trace RUN.json]",
                memwall::run_command}},
-      {"list", {"list presets and parameters: memwall list gpus|nodes|models|params|collectives", memwall::list_command}},
+      {"list", {"list presets and parameters: memwall list gpus|nodes|models|params|collectives|schedules|schedulers|kv-managers", memwall::list_command}},
   };
   return table;
 }

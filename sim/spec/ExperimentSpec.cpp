@@ -73,17 +73,28 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
   spec.file = file;
   spec.text = overrides.empty() ? yaml_text : YAML::Dump(root) + "\n";
   ParamReader top(root, file, "");
-  if (!top.has("hardware") || !top.has("model") || !top.has("training"))
-    throw InputError(file + ": a spec needs the sections hardware, model and training");
+  if (!top.has("hardware") || !top.has("model") || top.has("training") == top.has("inference"))
+    throw InputError(file + ": a spec needs the sections hardware, model, and one of training or inference");
   ParamReader hw = top.section("hardware", "the cluster: node preset, node count, network", "");
   spec.cluster   = read_hardware_section(hw, spec.collective_algorithm);
   ParamReader model = top.section("model", "the transformer: preset, hf_config or explicit shape", "");
   spec.model        = read_model_section(model, spec_dir);
+  spec.serving = top.has("inference");
+  const GpuSpec& gpu = spec.cluster.node.gpu;
+  if (spec.serving) {
+    ParamReader inference = top.section("inference", "serving or offline generation: requests, batching, KV cache", "");
+    spec.inference = read_inference_section(inference, spec.cluster.total_gpus(), spec.model, spec_dir);
+    top.finish();
+    for (Dtype d : {spec.inference.act_dtype, spec.inference.gemm_dtype()})
+      if (!gpu.supports(d))
+        inference.fail("weight_dtype", std::string(dtype_name(d)) + " compute is not supported by " + gpu.id +
+                                           " (fp16 weights compute in fp16, bf16 in bf16, fp8 in fp8)");
+    return spec;
+  }
   ParamReader training = top.section("training", "one training step: batch, precision, optimizer, parallelism", "");
   spec.training = read_training_section(training, spec.cluster.total_gpus(), spec.model);
   top.finish();
 
-  const GpuSpec& gpu = spec.cluster.node.gpu;
   if (!gpu.supports(spec.training.precision)) {
     std::string have;
     for (const auto& [d, f] : gpu.peak_flops)

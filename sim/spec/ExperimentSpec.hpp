@@ -1,8 +1,9 @@
 #pragma once
-// An experiment spec (YAML): sections `hardware`, `model` and `training`. Every key is
+// An experiment spec (YAML): sections `hardware`, `model`, and `training` or `inference`. Every key is
 // read with its description and default (see `memwall list params`); unknown keys,
 // wrong types and impossible layouts are InputErrors naming file, line and key.
 #include "ClusterSpec.hpp"
+#include "InferenceConfig.hpp"
 #include "ModelSpec.hpp"
 #include "TrainingConfig.hpp"
 
@@ -16,7 +17,9 @@ struct ExperimentSpec {
   std::string text;  // the YAML after --set overrides, for provenance
   ClusterSpec cluster;
   ModelSpec model;
-  TrainingConfig training;
+  TrainingConfig training;   // when `training` is given
+  bool serving = false;      // `inference` is given instead
+  InferenceConfig inference;
   std::string collective_algorithm = "auto";
 };
 

@@ -1,0 +1,139 @@
+#include "ServingReport.hpp"
+
+#include "Quantity.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace memwall {
+namespace {
+
+struct Latencies {
+  std::vector<double> ttft, tpot, latency;
+  double prompt_tokens = 0, output_tokens = 0;
+  int64_t completed = 0, rejected = 0;
+};
+
+Latencies latencies(const ServingStats& s)
+{
+  Latencies l;
+  for (const RequestRecord& q : s.requests) {
+    if (q.rejected || q.finish_s < 0) {
+      l.rejected += q.rejected ? 1 : 0;
+      continue;
+    }
+    ++l.completed;
+    l.prompt_tokens += static_cast<double>(q.prompt_tokens);
+    l.output_tokens += static_cast<double>(q.output_tokens);
+    l.ttft.push_back(q.first_token_s - q.arrival_s);
+    l.latency.push_back(q.finish_s - q.arrival_s);
+    if (q.output_tokens > 1)
+      l.tpot.push_back((q.finish_s - q.first_token_s) / static_cast<double>(q.output_tokens - 1));
+  }
+  return l;
+}
+
+nlohmann::ordered_json summary(const std::vector<double>& v)
+{
+  double mean = 0;
+  for (double x : v)
+    mean += x;
+  mean = v.empty() ? 0.0 : mean / static_cast<double>(v.size());
+  return {{"mean", mean}, {"p50", percentile(v, 0.5)}, {"p90", percentile(v, 0.9)}, {"p99", percentile(v, 0.99)}};
+}
+
+} // namespace
+
+double percentile(std::vector<double> v, double q)
+{
+  if (v.empty())
+    return 0.0;
+  std::sort(v.begin(), v.end());
+  double pos = q * static_cast<double>(v.size() - 1);
+  size_t lo  = static_cast<size_t>(std::floor(pos));
+  size_t hi  = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+double kv_utilization(const ServingStats& s)
+{
+  double weighted = 0, total = 0;
+  for (size_t i = 1; i < s.kv.size(); ++i) {
+    double dt = s.kv[i].time - s.kv[i - 1].time;
+    if (s.kv[i].reserved_bytes <= 0 || dt <= 0)
+      continue;
+    weighted += dt * s.kv[i].used_bytes / s.kv[i].reserved_bytes;
+    total += dt;
+  }
+  return total > 0 ? weighted / total : 1.0;
+}
+
+void add_serving_json(nlohmann::ordered_json& j, const RunResult& r)
+{
+  const ServingStats& s = r.serving;
+  Latencies l           = latencies(s);
+  double span           = r.makespan_s;
+  j["requests_completed"]  = l.completed;
+  j["requests_rejected"]   = l.rejected;
+  j["output_tokens_per_s"] = span > 0 ? l.output_tokens / span : 0.0;
+  j["total_tokens_per_s"]  = span > 0 ? (l.output_tokens + l.prompt_tokens) / span : 0.0;
+  j["requests_per_s"]      = span > 0 ? static_cast<double>(l.completed) / span : 0.0;
+  j["ttft_s"]              = summary(l.ttft);
+  j["tpot_s"]              = summary(l.tpot);
+  j["latency_s"]           = summary(l.latency);
+  j["kv_utilization"]      = kv_utilization(s);
+  double peak_used = 0, peak_reserved = 0;
+  for (const KvSample& k : s.kv) {
+    peak_used     = std::max(peak_used, k.used_bytes);
+    peak_reserved = std::max(peak_reserved, k.reserved_bytes);
+  }
+  j["kv_cache"] = {{"bytes_per_token", s.kv_bytes_per_token},
+                   {"budget_bytes", s.kv_budget_bytes},
+                   {"peak_used_bytes", peak_used},
+                   {"peak_reserved_bytes", peak_reserved}};
+  j["kv_capacity_tokens"] = s.kv_capacity_tokens;
+  j["preemptions"]        = s.preemptions;
+  j["swaps"]              = s.swaps;
+  j["max_running_seqs"]   = s.max_running_seqs;
+  j["iterations"]         = s.iterations;
+}
+
+std::string serving_text(const RunResult& r)
+{
+  nlohmann::ordered_json j;
+  add_serving_json(j, r);
+  char line[512];
+  std::string os;
+  auto ms = [](const nlohmann::ordered_json& x, const char* k) { return 1e3 * x[k].get<double>(); };
+  std::snprintf(line, sizeof line, "  requests       %lld completed, %lld rejected (longer than the KV cache), %lld iterations\n",
+                (long long)j["requests_completed"].get<int64_t>(), (long long)j["requests_rejected"].get<int64_t>(),
+                (long long)j["iterations"].get<int64_t>());
+  os += line;
+  std::snprintf(line, sizeof line, "  throughput     %s generated, %s in + out, %.3f requests/s\n",
+                format_si(j["output_tokens_per_s"].get<double>(), "tokens/s").c_str(),
+                format_si(j["total_tokens_per_s"].get<double>(), "tokens/s").c_str(), j["requests_per_s"].get<double>());
+  os += line;
+  for (const char* k : {"ttft_s", "tpot_s", "latency_s"}) {
+    const char* label = k[0] == 't' && k[1] == 't' ? "time to first " : k[0] == 't' ? "per output tok" : "latency e2e   ";
+    const auto& x     = j[k];
+    std::snprintf(line, sizeof line, "  %s mean %9.2f ms, p50 %9.2f ms, p90 %9.2f ms, p99 %9.2f ms\n", label,
+                  ms(x, "mean"), ms(x, "p50"), ms(x, "p90"), ms(x, "p99"));
+    os += line;
+  }
+  const auto& kv = j["kv_cache"];
+  std::snprintf(line, sizeof line,
+                "  KV cache       %s per token per GPU, room for %lld tokens (%s); %.1f %% of reserved KV holds tokens\n",
+                format_si(kv["bytes_per_token"].get<double>(), "B").c_str(),
+                (long long)j["kv_capacity_tokens"].get<int64_t>(), format_gib(kv["budget_bytes"].get<double>()).c_str(),
+                100 * j["kv_utilization"].get<double>());
+  os += line;
+  std::snprintf(line, sizeof line, "                 peak %s used, %s reserved; %lld preemptions (%lld swaps), at most %lld sequences running\n",
+                format_gib(kv["peak_used_bytes"].get<double>()).c_str(),
+                format_gib(kv["peak_reserved_bytes"].get<double>()).c_str(), (long long)j["preemptions"].get<int64_t>(),
+                (long long)j["swaps"].get<int64_t>(), (long long)j["max_running_seqs"].get<int64_t>());
+  os += line;
+  return os;
+}
+
+} // namespace memwall

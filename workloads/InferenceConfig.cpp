@@ -1,0 +1,195 @@
+#include "InferenceConfig.hpp"
+
+#include "inference/PoissonRequests.hpp"
+#include "inference/RequestTrace.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+namespace memwall {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+OffloadPlace place(const std::string& s)
+{
+  return s == "cpu" ? OffloadPlace::cpu : s == "nvme" ? OffloadPlace::nvme : OffloadPlace::none;
+}
+
+// A length is an integer (fixed) or a mapping {dist: uniform|exponential, min, max, mean}.
+LengthDistribution read_length(ParamReader& parent, const std::string& key, int64_t def, const std::string& what)
+{
+  LengthDistribution d;
+  d.value = def;
+  YAML::Node n = parent.take(key, "integer, or {dist: fixed|uniform|exponential, value, min, max, mean}",
+                             what + " tokens per request", str(def));
+  if (!n.IsDefined() || n.IsNull())
+    return d;
+  if (n.IsScalar()) {
+    ParamReader wrap(YAML::Load("{value: " + n.as<std::string>() + "}"), parent.file(), parent.path() + "." + key);
+    d.value = wrap.integer("value", def, what + " tokens", 1);
+    return d;
+  }
+  ParamReader r(n, parent.file(), parent.path() + "." + key);
+  d.dist  = r.choice("dist", "fixed", {"fixed", "uniform", "exponential"}, "length distribution");
+  d.value = r.integer("value", def, "fixed: the length", 1);
+  d.min   = r.integer("min", 1, "uniform / exponential: the smallest length", 1);
+  d.max   = r.integer("max", std::max<int64_t>(def, 1), "uniform / exponential: the largest length", 1);
+  d.mean  = r.number("mean", static_cast<double>(def), "exponential: the mean before clipping to [min, max]", 1.0);
+  if (d.max < d.min)
+    r.fail("max", "max " + str(d.max) + " is below min " + str(d.min));
+  r.finish();
+  return d;
+}
+
+std::vector<Request> read_requests(ParamReader& r, InferenceConfig& c, const std::string& spec_dir)
+{
+  bool batch   = r.has("batch") || r.has("prompt_len") || r.has("output_len");
+  bool trace   = r.has("trace");
+  bool poisson = r.has("poisson");
+  if (int(batch) + int(trace) + int(poisson) > 1)
+    r.fail(trace ? "trace" : "poisson",
+           "give one source of requests: batch/prompt_len/output_len, trace, or poisson");
+  int64_t b      = r.integer("batch", 1, "fixed batch: sequences generated together, all arriving at t = 0", 1);
+  int64_t prompt = r.integer("prompt_len", 512, "fixed batch: prompt tokens per sequence", 1);
+  int64_t output = r.integer("output_len", 128, "fixed batch: generated tokens per sequence", 1);
+  YAML::Node t = r.take("trace", "path", "request trace: CSV with a header (arrival_time|TIMESTAMP, "
+                        "prompt_tokens|ContextTokens, output_tokens|GeneratedTokens) or JSONL", "none");
+  if (trace && (!t.IsScalar() || t.Scalar().empty()))
+    r.fail("trace", "expected the path of a .csv or .jsonl file");
+  std::string path = trace ? t.Scalar() : "";
+  ParamReader p = r.section("poisson", "synthetic requests with Poisson arrivals");
+  PoissonConfig pc;
+  pc.rate     = p.number("rate", pc.rate, "arrivals per second", 1e-9);
+  pc.requests = p.integer("requests", pc.requests, "number of requests", 1);
+  pc.seed     = static_cast<uint64_t>(p.integer("seed", 1, "random seed (same seed, same requests)", 0));
+  pc.prompt   = read_length(p, "prompt_len", 512, "prompt");
+  pc.output   = read_length(p, "output_len", 128, "output");
+  p.finish();
+  if (trace) {
+    c.source = "trace";
+    std::filesystem::path f(path);
+    if (f.is_relative() && !spec_dir.empty())
+      f = std::filesystem::path(spec_dir) / f;
+    c.trace_path = f.lexically_normal().string();
+    return read_request_trace(c.trace_path);
+  }
+  if (poisson) {
+    c.source = "poisson";
+    return poisson_requests(pc);
+  }
+  c.source = "batch";
+  return fixed_batch(b, prompt, output);
+}
+
+void check(ParamReader& r, const InferenceConfig& c, int64_t gpus, const ModelSpec& m)
+{
+  if (m.heads % c.tp != 0)
+    r.fail("tp", "tp = " + str(c.tp) + " does not divide the model's " + str(m.heads) + " attention heads");
+  if (c.kv_heads_ok(m) == false)
+    r.fail("tp", "tp = " + str(c.tp) + " and the model's " + str(m.kv_heads) +
+                     " KV heads must divide one another (KV heads are split, or replicated when fewer than tp)");
+  if (c.tp != gpus)
+    r.fail("tp", "one model replica runs on tp = " + str(c.tp) + " GPUs but the hardware has " + str(gpus) +
+                     "; set hardware.gpus_per_node (and nodes) to the GPUs it uses");
+  if (!c.chunked_prefill && c.max_num_batched_tokens < c.max_model_len)
+    r.fail("max_num_batched_tokens", str(c.max_num_batched_tokens) + " is below max_model_len " + str(c.max_model_len) +
+                                         ": a long prompt could never be scheduled; raise it or set chunked_prefill: true");
+  if (c.block_size < 1)
+    r.fail("block_size", "must be at least 1 token");
+  if (c.gpu_memory_utilization <= 0 || c.gpu_memory_utilization > 1)
+    r.fail("gpu_memory_utilization", "must be in (0, 1]");
+  if (c.max_model_len > m.max_seq_len)
+    r.fail("max_model_len", str(c.max_model_len) + " exceeds the model's context of " + str(m.max_seq_len) + " tokens");
+  if (c.shared_prefix > 0 && c.kv_manager != "paged")
+    r.fail("shared_prefix", "sharing a prefix's KV needs kv_manager: paged");
+  if ((c.weights_fraction <= 0 || c.weights_fraction > 1) && c.offload_weights != OffloadPlace::none)
+    r.fail("offload", "weights_fraction must be in (0, 1]");
+  if ((c.kv_fraction <= 0 || c.kv_fraction > 1) && c.offload_kv != OffloadPlace::none)
+    r.fail("offload", "kv_fraction must be in (0, 1]");
+  for (const Request& q : c.requests) {
+    // Trace rows are named by file and line; generated requests by the key that made them.
+    auto fail = [&](const std::string& key, const std::string& msg) {
+      if (q.row > 0)
+        throw InputError(c.trace_path + ":" + str(q.row) + ": " + msg);
+      r.fail(key, (c.source == "poisson" ? "request " + str(q.id) + ": " : std::string()) + msg);
+    };
+    if (q.prompt_tokens + q.output_tokens > c.max_model_len)
+      fail(c.source == "batch" ? "prompt_len" : c.source,
+           "prompt " + str(q.prompt_tokens) + " + output " + str(q.output_tokens) + " tokens exceed the context of " +
+               str(c.max_model_len) + " tokens (inference.max_model_len)");
+    if (q.prompt_tokens < c.shared_prefix)
+      fail("shared_prefix", "prompt of " + str(q.prompt_tokens) + " tokens is shorter than the shared prefix of " +
+                                str(c.shared_prefix) + " tokens");
+  }
+}
+
+} // namespace
+
+bool InferenceConfig::kv_heads_ok(const ModelSpec& m) const
+{
+  return m.kv_heads % tp == 0 || tp % m.kv_heads == 0;
+}
+
+std::string describe_inference(const InferenceConfig& c)
+{
+  std::string s = std::string(dtype_name(c.weight_dtype)) + " weights, " + dtype_name(c.kv_dtype) + " KV, tp " +
+                  str(c.tp) + ", " + c.scheduler + " batching (max " + str(c.max_num_seqs) + " seqs" +
+                  (c.chunked_prefill ? ", chunked prefill" : "") + "), " + c.kv_manager + " KV";
+  if (c.kv_manager == "paged")
+    s += " (block " + str(c.block_size) + ", preempt by " + c.preemption + ")";
+  if (c.shared_prefix > 0)
+    s += ", shared prefix " + str(c.shared_prefix);
+  static const char* places[] = {"none", "cpu", "nvme"};
+  if (c.offload_weights != OffloadPlace::none)
+    s += ", " + str(std::llround(c.weights_fraction * 100)) + " % of weights on " + places[int(c.offload_weights)];
+  if (c.offload_kv != OffloadPlace::none)
+    s += ", " + str(std::llround(c.kv_fraction * 100)) + " % of KV on " + places[int(c.offload_kv)];
+  return s;
+}
+
+InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const ModelSpec& model, const std::string& spec_dir)
+{
+  InferenceConfig c;
+  c.requests = read_requests(r, c, spec_dir);
+  c.tp = r.integer("tp", 1, "tensor-parallel degree (Megatron split, 2 all-reduces per layer); = the GPUs used", 1);
+  std::string w = r.choice("weight_dtype", "fp16", {"fp16", "bf16", "fp8", "int8", "int4"},
+                           "weight precision; int8/int4 are weight-only (dequantized inside the GEMM)");
+  c.weight_dtype = *dtype_from_name(w);
+  c.act_dtype    = c.weight_dtype == Dtype::bf16 ? Dtype::bf16 : Dtype::fp16;
+  std::string kv = r.choice("kv_dtype", "auto", {"auto", "fp16", "bf16", "fp8", "int8"},
+                            "KV-cache precision; auto: the activation precision");
+  c.kv_dtype     = kv == "auto" ? c.act_dtype : *dtype_from_name(kv);
+  c.flash_attention = r.flag("flash_attention", true, "fused attention kernels (off: the scores go through HBM)");
+  c.gpu_memory_utilization = r.number("gpu_memory_utilization", 0.9,
+                                      "fraction of GPU memory the server may use; the KV cache gets what is left", 0.0);
+  c.max_model_len = r.integer("max_model_len", model.max_seq_len, "longest prompt + output allowed", 1,
+                              "the model's max_seq_len");
+  std::string sched_default = c.source == "batch" ? "static" : "continuous";
+  c.scheduler = r.choice("scheduler", sched_default, {"static", "continuous"},
+                         "batching: static (a batch runs to its longest output) or continuous (vLLM)");
+  c.max_num_seqs = r.integer("max_num_seqs", 256, "most sequences in one iteration", 1);
+  c.chunked_prefill = r.flag("chunked_prefill", false, "split prefills into chunks mixed with decodes");
+  c.max_num_batched_tokens = r.integer("max_num_batched_tokens", 0, "most tokens in one iteration", 1,
+                                       "512 with chunked prefill, else max(max_model_len, 2048)");
+  if (!r.has("max_num_batched_tokens"))
+    c.max_num_batched_tokens = c.chunked_prefill ? 512 : std::max<int64_t>(c.max_model_len, 2048);
+  c.kv_manager = r.choice("kv_manager", "paged", {"paged", "contiguous"},
+                          "paged blocks (vLLM) or a contiguous reservation of max_model_len per request");
+  c.block_size = r.integer("block_size", 16, "paged KV: tokens per block", 0);
+  c.preemption = r.choice("preemption", "recompute", {"recompute", "swap"},
+                          "when KV blocks run out: drop and recompute a sequence, or swap its KV to host memory");
+  c.swap_space = r.quantity("swap_space", QuantityKind::bytes, c.swap_space, "host memory for swapped KV per GPU");
+  c.shared_prefix = r.integer("shared_prefix", 0, "tokens of a system prompt every prompt starts with (shared KV)", 0);
+  ParamReader o = r.section("offload", "FlexGen-style offload of weights and KV cache, streamed per layer");
+  c.offload_weights  = place(o.choice("weights", "none", {"none", "cpu", "nvme"}, "where offloaded weights live"));
+  c.weights_fraction = o.number("weights_fraction", 1.0, "part of each layer's weights off the GPU", 0.0);
+  c.offload_kv       = place(o.choice("kv", "none", {"none", "cpu", "nvme"}, "where offloaded KV cache lives"));
+  c.kv_fraction      = o.number("kv_fraction", 1.0, "part of each sequence's KV cache off the GPU", 0.0);
+  o.finish();
+  check(r, c, gpus, model);
+  r.finish();
+  return c;
+}
+
+} // namespace memwall

@@ -1,0 +1,62 @@
+#pragma once
+// The `inference` section: which requests (a fixed batch, a trace file or a Poisson
+// generator), the model's precision, tensor parallelism, the batch scheduler, the KV
+// memory manager and offloading. Read and checked in read_inference_section(); the
+// requests are resolved there, so a broken trace fails before anything runs.
+#include "Dtype.hpp"
+#include "ModelSpec.hpp"
+#include "ParamReader.hpp"
+#include "inference/Request.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+enum class OffloadPlace { none, cpu, nvme };
+
+struct InferenceConfig {
+  std::string source = "batch"; // batch | trace | poisson
+  std::string trace_path;        // as opened (relative paths resolved against the spec)
+  std::vector<Request> requests;
+  int64_t tp             = 1;
+  Dtype weight_dtype     = Dtype::fp16; // int8 / int4: weight-only, dequantized in the GEMM
+  Dtype kv_dtype         = Dtype::fp16;
+  Dtype act_dtype        = Dtype::fp16; // activations and the GEMMs' compute dtype (fp8: fp8 GEMMs)
+  bool flash_attention   = true;
+  double gpu_memory_utilization = 0.9;
+  int64_t max_model_len  = 0;
+  std::string scheduler  = "continuous";
+  int64_t max_num_seqs   = 256;
+  int64_t max_num_batched_tokens = 0;
+  bool chunked_prefill   = false;
+  std::string kv_manager = "paged";
+  int64_t block_size     = 16;
+  std::string preemption = "recompute"; // recompute | swap
+  double swap_space      = 4.0 * (1ull << 30);
+  int64_t shared_prefix  = 0; // tokens of a system prompt every request starts with
+  OffloadPlace offload_weights = OffloadPlace::none;
+  double weights_fraction      = 1.0; // part of every layer's weights kept off the GPU
+  OffloadPlace offload_kv      = OffloadPlace::none;
+  double kv_fraction           = 1.0; // part of every sequence's KV kept off the GPU
+
+  double weight_bytes() const { return dtype_bytes(weight_dtype); }
+  double kv_bytes() const { return dtype_bytes(kv_dtype); }
+  double act_bytes() const { return act_dtype == Dtype::fp8 ? 2.0 : dtype_bytes(act_dtype); }
+  // The dtype the GEMMs run at: fp8 weights run fp8 GEMMs, weight-only int8/int4 run at
+  // the activation precision after dequantization.
+  Dtype gemm_dtype() const { return weight_dtype == Dtype::fp8 ? Dtype::fp8 : act_dtype; }
+  // KV heads are split over tp ranks, or replicated when there are fewer than tp.
+  bool kv_heads_ok(const ModelSpec& m) const;
+  int64_t kv_heads_per_rank(const ModelSpec& m) const { return m.kv_heads >= tp ? m.kv_heads / tp : 1; }
+};
+
+// "fp16 weights, fp16 KV, tp 1, continuous batching (max 256 seqs), paged KV (block 16)"
+std::string describe_inference(const InferenceConfig& c);
+
+// `gpus` is the number of GPUs the hardware section provides (one model replica: = tp);
+// `spec_dir` resolves a relative trace path.
+InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const ModelSpec& model, const std::string& spec_dir);
+
+} // namespace memwall

@@ -1,0 +1,72 @@
+#pragma once
+// The kernels of one inference iteration as one tensor-parallel rank runs them, for a
+// batch of sequences that each bring `tokens` new tokens on top of `context` tokens
+// already in the KV cache (a prefill: context 0 or a cached prefix, many tokens; a
+// decode: one token on a long context).
+//
+// Per layer: qkv (with the input norm), the attention core (reads the KV of every
+// sequence, writes the new tokens' KV), proj, and the MLP (with the second norm).
+// Norms and residual adds are fused into the neighbouring GEMMs as inference engines
+// do. The GEMMs read the weights once per iteration whatever the batch: that is why a
+// small-batch decode is bound by HBM bandwidth and a prefill by FLOPs.
+#include "InferenceConfig.hpp"
+#include "ModelSpec.hpp"
+#include "Op.hpp"
+
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+struct SeqWork {
+  int64_t tokens  = 0; // run through the model this iteration
+  int64_t context = 0; // already in the KV cache
+  bool samples    = true; // produces a token (its last prompt chunk, or a decode)
+};
+
+struct KernelCost {
+  std::string name;
+  KernelClass kclass = KernelClass::gemm;
+  Dtype dtype        = Dtype::fp16;
+  double flops       = 0;
+  double bytes       = 0;
+};
+
+struct LayerKernels {
+  KernelCost qkv, attn, proj, mlp;
+  double allreduce_bytes = 0; // after proj and after the MLP when tp > 1
+  double kv_read_bytes   = 0; // KV of the batch's context read by attention
+};
+
+struct IterationKernels {
+  KernelCost embed, head;
+  LayerKernels layer;          // the same for every layer
+  double logits_gather_bytes = 0; // tp > 1: vocabulary-parallel logits all-gathered
+  double activation_bytes    = 0; // peak workspace of the iteration
+  int64_t tokens             = 0;
+};
+
+class InferenceKernels {
+public:
+  InferenceKernels(const ModelSpec& m, const InferenceConfig& c);
+
+  IterationKernels plan(const std::vector<SeqWork>& batch) const;
+
+  // KV bytes one token takes on one rank, over all layers: 2 (K and V) x layers x
+  // KV heads per rank x head_dim x bytes (Kwon et al. 2023).
+  double kv_bytes_per_token() const;
+  double layer_weight_bytes() const; // one layer's weights on one rank
+  double weight_bytes() const;       // all of one rank's weights
+  // Largest activation workspace an iteration of `tokens` tokens over `seqs` sequences needs.
+  double activation_bytes(int64_t tokens, int64_t seqs, int64_t longest_context) const;
+
+private:
+  KernelCost gemm(const std::string& name, double tokens, double in, double out) const;
+
+  ModelSpec m_;
+  InferenceConfig c_;
+  double tp_, h_, q_dim_, kv_dim_, ffn_, vocab_, e_, wb_, kvb_;
+  int mlp_mats_;
+};
+
+} // namespace memwall

@@ -1,0 +1,176 @@
+#include "ServingDriver.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace memwall {
+
+ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg, const ClusterSpec& cluster)
+    : model_(model), cfg_(cfg), cluster_(cluster), kernels_(model, cfg)
+{
+  const NodeSpec& node = cluster_.node;
+  gpu_  = DeviceRef{DeviceKind::gpu, 0, 0};
+  host_ = DeviceRef{DeviceKind::host, 0, node.socket_of_gpu(0)};
+  nvme_ = DeviceRef{DeviceKind::nvme, 0, 0};
+  for (const Request& r : cfg_.requests) {
+    Sequence s;
+    s.req = r;
+    st_.seqs.push_back(s);
+  }
+  st_.limits.max_num_seqs           = cfg_.max_num_seqs;
+  st_.limits.max_num_batched_tokens = cfg_.max_num_batched_tokens;
+  st_.limits.chunked_prefill        = cfg_.chunked_prefill;
+  st_.limits.swap                   = cfg_.preemption == "swap";
+  st_.limits.swap_tokens = static_cast<int64_t>(cfg_.swap_space / std::max(kernels_.kv_bytes_per_token(), 1.0));
+
+  KvManagerParams p;
+  double per_token     = kernels_.kv_bytes_per_token();
+  double gpu_per_token = per_token * (cfg_.offload_kv == OffloadPlace::none ? 1.0 : 1.0 - cfg_.kv_fraction);
+  double tokens        = gpu_per_token > 0 ? std::max(kv_budget_bytes(), 0.0) / gpu_per_token : 1e18;
+  if (cfg_.offload_kv != OffloadPlace::none) {
+    bool nvme        = cfg_.offload_kv == OffloadPlace::nvme;
+    double room      = nvme ? node.nvme_bytes : node.dram_bytes / node.sockets - cfg_.swap_space;
+    if (cfg_.offload_weights == cfg_.offload_kv)
+      room -= kernels_.layer_weight_bytes() * static_cast<double>(model_.layers) * cfg_.weights_fraction *
+              std::min<int64_t>(cfg_.tp, cluster_.gpus_per_node);
+    tokens = std::min(tokens, std::max(room, 0.0) / (per_token * cfg_.kv_fraction * std::min<int64_t>(cfg_.tp, cluster_.gpus_per_node)));
+  }
+  p.capacity_tokens = static_cast<int64_t>(std::floor(std::min(tokens, 1e15)));
+  p.max_model_len   = cfg_.max_model_len;
+  p.block_size      = cfg_.block_size;
+  p.shared_prefix   = cfg_.shared_prefix;
+  kv_        = make_kv_manager(cfg_.kv_manager, p);
+  scheduler_ = make_batch_scheduler(cfg_.scheduler);
+
+  stats_.present            = true;
+  stats_.kv_capacity_tokens = kv_->capacity();
+  stats_.kv_bytes_per_token = per_token;
+  stats_.kv_budget_bytes    = kv_budget_bytes();
+}
+
+ServingDriver::~ServingDriver() = default;
+
+// What vLLM leaves for the KV cache: gpu_memory_utilization of the memory, less the
+// context, the GPU-resident weights, the activation peak of the largest iteration and
+// the staging buffers of offloaded layers.
+double ServingDriver::kv_budget_bytes() const
+{
+  const GpuSpec& g   = cluster_.node.gpu;
+  double layers      = static_cast<double>(model_.layers);
+  double w_off       = cfg_.offload_weights == OffloadPlace::none ? 0.0 : cfg_.weights_fraction;
+  double weights     = kernels_.weight_bytes() - layers * kernels_.layer_weight_bytes() * w_off;
+  double staging     = 2 * kernels_.layer_weight_bytes() * w_off;
+  int64_t seqs       = std::min<int64_t>(cfg_.max_num_seqs, static_cast<int64_t>(st_.seqs.size()));
+  int64_t tokens     = cfg_.max_num_batched_tokens;
+  if (cfg_.scheduler == "static") {
+    int64_t longest = 0;
+    for (const Sequence& s : st_.seqs)
+      longest = std::max(longest, s.req.prompt_tokens);
+    tokens = seqs * longest; // a static batch prefills all its prompts at once
+  }
+  double activations = kernels_.activation_bytes(tokens, seqs, cfg_.max_model_len);
+  return g.memory_bytes * cfg_.gpu_memory_utilization - g.context_bytes - weights - activations - staging;
+}
+
+void ServingDriver::setup()
+{
+  const NodeSpec& node = cluster_.node;
+  std::vector<DeviceRef> group, peers;
+  for (int64_t r = 0; r < cfg_.tp; ++r) {
+    DeviceRef d{DeviceKind::gpu, static_cast<int32_t>(r / cluster_.gpus_per_node),
+                static_cast<int32_t>(r % cluster_.gpus_per_node)};
+    group.push_back(d);
+    if (r > 0 && d.node == 0) {
+      peers.push_back(d);
+      if (node.socket_of_gpu(d.index) == host_.index)
+        ++ranks_on_node_;
+    }
+  }
+  dag_.set_represents(gpu_, static_cast<int>(cfg_.tp));
+  dag_.set_shadows(gpu_, peers);
+  if (cfg_.tp > 1)
+    tp_group_ = dag_.add_group(group);
+  const GpuSpec& g = node.gpu;
+  if (g.context_bytes > 0)
+    dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::context, g.context_bytes, "cuda_context");
+  double layer_w = kernels_.layer_weight_bytes() * static_cast<double>(model_.layers);
+  double w_off   = cfg_.offload_weights == OffloadPlace::none ? 0.0 : cfg_.weights_fraction;
+  dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::weights, kernels_.weight_bytes() - layer_w * w_off, "weights");
+  if (w_off > 0) // every rank's offloaded share sits in the same host DRAM / NVMe
+    dag_.alloc(gpu_, StreamKind::compute, offload_pool(cfg_.offload_weights), MemCategory::weights,
+               layer_w * w_off * ranks_on_node_, "offloaded_weights");
+}
+
+void ServingDriver::account_iteration(double now)
+{
+  for (const Work& w : current_.work) {
+    if (w.padding)
+      continue;
+    Sequence& q = st_.seqs[w.seq];
+    q.computed += w.tokens;
+    if (q.computed < q.tokens())
+      continue; // a prefill chunk: nothing sampled yet
+    ++q.generated;
+    if (q.generated == 1)
+      q.first_token_s = now;
+    if (q.generated >= q.req.output_tokens)
+      q.done = true;
+  }
+  double per_token = kernels_.kv_bytes_per_token();
+  KvSample k;
+  k.time           = now;
+  k.used_bytes     = static_cast<double>(kv_->stored_tokens(st_)) * per_token;
+  k.reserved_bytes = static_cast<double>(kv_->reserved()) * per_token;
+  k.running        = static_cast<int64_t>(st_.running.size());
+  stats_.kv.push_back(k);
+  current_ = Iteration{};
+}
+
+void ServingDriver::retire(double now)
+{
+  for (int s : scheduler_->retire(st_, *kv_))
+    st_.seqs[s].finish_s = now;
+}
+
+StepDecision ServingDriver::next(double now)
+{
+  if (!started_) {
+    setup();
+    started_ = true;
+  } else if (!current_.empty()) {
+    account_iteration(now);
+  }
+  retire(now);
+  st_.admit_arrivals(now);
+  int64_t before = kv_->reserved();
+  Iteration it   = scheduler_->schedule(st_, *kv_);
+  emit_kv_changes(it, before);
+  if (it.empty()) {
+    if (st_.next_arrival_time() > now)
+      return {StepDecision::Kind::wait, st_.next_arrival_time()};
+    if (!st_.waiting.empty() || !st_.running.empty())
+      throw std::logic_error("serving: the scheduler found no work while requests wait");
+    return {StepDecision::Kind::done, now};
+  }
+  stats_.iterations++;
+  stats_.preemptions += it.recomputed + static_cast<int64_t>(it.swapped_out.size());
+  stats_.swaps += static_cast<int64_t>(it.swapped_out.size());
+  stats_.max_running_seqs = std::max<int64_t>(stats_.max_running_seqs, static_cast<int64_t>(st_.running.size()));
+  for (const Work& w : it.work)
+    if (st_.seqs[w.seq].prefilling())
+      stats_.prefill_tokens += w.tokens;
+  emit_iteration(it);
+  iteration_start_ = now;
+  current_         = std::move(it);
+  return {StepDecision::Kind::ops, now};
+}
+
+ServingStats ServingDriver::take_stats()
+{
+  for (const Sequence& s : st_.seqs)
+    stats_.requests.push_back({s.req.id, s.req.arrival_s, s.first_token_s, s.finish_s, s.req.prompt_tokens,
+                               s.req.output_tokens, s.preemptions, s.rejected});
+  return std::move(stats_);
+}
+
+} // namespace memwall

@@ -1,0 +1,76 @@
+#pragma once
+// Runs a serving workload as the replay goes: every time the previous iteration has
+// completed, it updates the sequences (tokens computed, tokens sampled, first-token and
+// finish times at the replay's clock), retires finished ones, asks the BatchScheduler
+// for the next iteration against the KvManager, and appends that iteration's ops:
+//
+//   KV        net alloc/free of the KV slots that changed (GPU part, and the offloaded
+//             part in host DRAM or NVMe); swap-outs D2H and swap-ins H2D first;
+//   model     embedding, per layer qkv -> attention -> proj -> MLP (tp all-reduces
+//             between), the LM head on the sampled rows, in an activation workspace;
+//   offload   FlexGen-style: the offloaded part of each layer's weights and of the
+//             batch's KV streamed (NVMe ->) host -> GPU on their own streams one layer
+//             ahead (two staging buffers), new KV written back D2H.
+//
+// One GPU stands for the tp ranks of the replica (they run the same kernels); the other
+// ranks on its node repeat its copies, so PCIe switches and DRAM carry everyone's load.
+// Implementation files: ServingDriver.cpp (setup, sequences, statistics),
+// ServingIteration.cpp (the ops of an iteration).
+#include "ClusterSpec.hpp"
+#include "InferenceConfig.hpp"
+#include "InferenceKernels.hpp"
+#include "ServingStats.hpp"
+#include "StepSource.hpp"
+#include "kv/KvManager.hpp"
+#include "scheduler/BatchScheduler.hpp"
+
+#include <memory>
+
+namespace memwall {
+
+class ServingDriver : public StepSource {
+public:
+  ServingDriver(const ModelSpec& model, const InferenceConfig& cfg, const ClusterSpec& cluster);
+  ~ServingDriver() override;
+
+  const OpDag& dag() const override { return dag_; }
+  StepDecision next(double now) override;
+  ServingStats take_stats();
+
+  // The KV budget, known before anything runs (also what `kv_capacity_tokens` reports).
+  int64_t kv_capacity_tokens() const { return kv_->capacity(); }
+
+private:
+  // ServingDriver.cpp
+  void setup();
+  double kv_budget_bytes() const;
+  void account_iteration(double now);
+  void retire(double now);
+  // ServingIteration.cpp
+  void emit_kv_changes(const Iteration& it, int64_t slots_before_schedule);
+  void emit_iteration(const Iteration& it);
+  OpId emit_kernel(const KernelCost& k, const std::string& name, std::initializer_list<OpId> deps = {});
+  OpId emit_fetch(double bytes, const std::string& name, OpId after, Tensor& staged, MemCategory category);
+  DeviceRef offload_pool(OffloadPlace p) const { return p == OffloadPlace::nvme ? nvme_ : host_; }
+
+  ModelSpec model_;
+  InferenceConfig cfg_;
+  ClusterSpec cluster_;
+  InferenceKernels kernels_;
+  OpDag dag_;
+  ServingState st_;
+  std::unique_ptr<KvManager> kv_;
+  std::unique_ptr<BatchScheduler> scheduler_;
+  ServingStats stats_;
+
+  DeviceRef gpu_, host_, nvme_;
+  int32_t tp_group_ = -1;
+  int ranks_on_node_ = 1; // tp ranks sharing the host's DRAM and NVMe
+  bool started_     = false;
+  Iteration current_;
+  double iteration_start_ = 0;
+  int64_t kv_slots_ = 0;   // slots allocated in the pools so far
+  OpId kv_ready_    = OpDag::none;
+};
+
+} // namespace memwall

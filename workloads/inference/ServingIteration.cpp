@@ -1,0 +1,138 @@
+// The ops of one serving iteration (see ServingDriver.hpp).
+#include "ServingDriver.hpp"
+
+namespace memwall {
+namespace {
+
+Tensor bytes_of(const DeviceRef& pool, MemCategory c, double bytes) { return Tensor{0, pool, c, bytes}; }
+
+} // namespace
+
+void ServingDriver::emit_kv_changes(const Iteration& it, int64_t /*slots_before_schedule*/)
+{
+  double per_token = kernels_.kv_bytes_per_token();
+  double off       = cfg_.offload_kv == OffloadPlace::none ? 0.0 : cfg_.kv_fraction;
+  DeviceRef off_pool = offload_pool(cfg_.offload_kv);
+  std::vector<OpId> after;
+  // Swap-outs copy the victims' KV to host memory before their slots are reused.
+  for (int s : it.swapped_out) {
+    double bytes = static_cast<double>(st_.seqs[s].computed) * per_token * (1 - off);
+    dag_.alloc(gpu_, StreamKind::d2h, host_, MemCategory::kv_cache, bytes * ranks_on_node_, "kv.swap_space");
+    after.push_back(dag_.add(copy_op(gpu_, StreamKind::d2h, gpu_, host_, bytes, "kv.swap_out")));
+  }
+  int64_t now_slots = kv_->reserved();
+  double delta      = static_cast<double>(now_slots - kv_slots_) * per_token;
+  if (delta != 0) {
+    auto change = [&](const DeviceRef& pool, double bytes, const char* name) {
+      if (bytes > 0)
+        dag_.alloc(gpu_, StreamKind::compute, pool, MemCategory::kv_cache, bytes, name,
+                   {after.empty() ? OpDag::none : after.back()});
+      else if (bytes < 0)
+        dag_.free(bytes_of(pool, MemCategory::kv_cache, -bytes), gpu_, StreamKind::compute, name,
+                  {after.empty() ? OpDag::none : after.back()});
+    };
+    change(gpu_, delta * (1 - off), delta > 0 ? "kv.alloc" : "kv.free");
+    if (off > 0)
+      change(off_pool, delta * off * ranks_on_node_, delta > 0 ? "kv.alloc_offloaded" : "kv.free_offloaded");
+    after.push_back(dag_.last_alloc_or_free());
+  }
+  kv_slots_ = now_slots;
+  for (int s : it.swapped_in) {
+    double bytes = static_cast<double>(st_.seqs[s].computed) * per_token * (1 - off);
+    OpId copy = dag_.add(copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes, "kv.swap_in"),
+                         {after.empty() ? OpDag::none : after.back()});
+    after.push_back(dag_.free(bytes_of(host_, MemCategory::kv_cache, bytes * ranks_on_node_), gpu_, StreamKind::h2d,
+                              "kv.swap_space", {copy}));
+  }
+  kv_ready_ = after.empty() ? OpDag::none : after.back();
+}
+
+OpId ServingDriver::emit_kernel(const KernelCost& k, const std::string& name, std::initializer_list<OpId> deps)
+{
+  Op op;
+  op.kind        = OpKind::kernel;
+  op.stream      = StreamKind::compute;
+  op.device      = gpu_;
+  op.name        = name;
+  op.kclass      = k.kclass;
+  op.dtype       = k.dtype;
+  op.flops       = k.flops;
+  op.bytes       = k.bytes;
+  op.model_flops = k.kclass == KernelClass::elementwise ? 0.0 : k.flops;
+  return dag_.add(std::move(op), deps);
+}
+
+// Streams `bytes` of offloaded data into a GPU staging buffer: NVMe -> host on the
+// disk-reader stream, then host -> GPU on the h2d stream. Returns the op to wait on.
+OpId ServingDriver::emit_fetch(double bytes, const std::string& name, OpId after, Tensor& staged, MemCategory category)
+{
+  staged = dag_.alloc(gpu_, StreamKind::h2d, gpu_, category, bytes, name + ".staging", {after});
+  OpId last = dag_.last_alloc_or_free();
+  bool nvme = (category == MemCategory::weights ? cfg_.offload_weights : cfg_.offload_kv) == OffloadPlace::nvme;
+  if (nvme)
+    last = dag_.add(copy_op(gpu_, StreamKind::host, nvme_, host_, bytes, name + ".read"), {last});
+  return dag_.add(copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes, name + ".h2d"), {last});
+}
+
+void ServingDriver::emit_iteration(const Iteration& it)
+{
+  std::vector<SeqWork> batch;
+  for (const Work& w : it.work) {
+    const Sequence& q = st_.seqs[w.seq];
+    // Padding rows of a static batch attend over their context but sample nothing.
+    batch.push_back({w.tokens, q.computed, !w.padding && q.computed + w.tokens >= q.tokens()});
+  }
+  IterationKernels k = kernels_.plan(batch);
+  std::string tag    = "it" + std::to_string(stats_.iterations);
+  Tensor act = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::activations, k.activation_bytes,
+                          tag + ".activations", {kv_ready_});
+  emit_kernel(k.embed, tag + ".embed");
+
+  double w_off  = cfg_.offload_weights == OffloadPlace::none ? 0.0 : cfg_.weights_fraction;
+  double kv_off = cfg_.offload_kv == OffloadPlace::none ? 0.0 : cfg_.kv_fraction;
+  double kv_new = static_cast<double>(k.tokens) * kernels_.kv_bytes_per_token() / static_cast<double>(model_.layers);
+  // Two staging buffers per stream of offloaded data: the fetch for layer l waits for
+  // layer l-2's buffer to be freed, so it overlaps layer l-1's compute.
+  std::vector<OpId> freed_w(model_.layers, OpDag::none), freed_kv(model_.layers, OpDag::none);
+  for (int64_t l = 0; l < model_.layers; ++l) {
+    std::string L = "L" + std::to_string(l);
+    OpId w_ready = OpDag::none, kv_in = OpDag::none;
+    Tensor w_stage, kv_stage;
+    if (w_off > 0)
+      w_ready = emit_fetch(kernels_.layer_weight_bytes() * w_off, L + ".weights", l >= 2 ? freed_w[l - 2] : OpDag::none,
+                           w_stage, MemCategory::weights);
+    if (kv_off > 0)
+      kv_in = emit_fetch(k.layer.kv_read_bytes * kv_off, L + ".kv", l >= 2 ? freed_kv[l - 2] : OpDag::none, kv_stage,
+                         MemCategory::workspace);
+    emit_kernel(k.layer.qkv, L + ".qkv", {w_ready});
+    OpId attn = emit_kernel(k.layer.attn, L + ".attn", {kv_in});
+    if (kv_off > 0) {
+      freed_kv[l] = dag_.free(kv_stage, gpu_, StreamKind::compute, L + ".kv.staging");
+      dag_.add(copy_op(gpu_, StreamKind::d2h, gpu_, host_, kv_new * kv_off, L + ".kv.d2h"), {attn});
+      if (cfg_.offload_kv == OffloadPlace::nvme)
+        dag_.add(copy_op(gpu_, StreamKind::d2h, host_, nvme_, kv_new * kv_off, L + ".kv.write"));
+    }
+    if (tp_group_ >= 0) {
+      emit_kernel(k.layer.proj, L + ".proj");
+      dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes,
+                             L + ".attn.allreduce"));
+      emit_kernel(k.layer.mlp, L + ".mlp");
+      dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes,
+                             L + ".mlp.allreduce"));
+    } else {
+      KernelCost out = k.layer.mlp; // proj, norm and MLP back to back: one launch
+      out.flops += k.layer.proj.flops;
+      out.bytes += k.layer.proj.bytes;
+      emit_kernel(out, L + ".out");
+    }
+    if (w_off > 0)
+      freed_w[l] = dag_.free(w_stage, gpu_, StreamKind::compute, L + ".weights.staging");
+  }
+  emit_kernel(k.head, tag + ".head");
+  if (tp_group_ >= 0 && k.logits_gather_bytes > 0)
+    dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_gather, tp_group_, k.logits_gather_bytes,
+                           tag + ".logits"));
+  dag_.free(act, gpu_, StreamKind::compute, tag + ".activations");
+}
+
+} // namespace memwall

@@ -1,0 +1,42 @@
+#pragma once
+// What a serving run records beside the replay's own results: one record per request,
+// the KV cache's used and reserved bytes after every iteration, and counters. Plain
+// data: the replay may run in a forked child and send it back.
+#include <cstdint>
+#include <vector>
+
+namespace memwall {
+
+struct RequestRecord {
+  int64_t id            = 0;
+  double arrival_s      = 0;
+  double first_token_s  = -1; // -1: never (rejected)
+  double finish_s       = -1;
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t preemptions   = 0;
+  bool rejected         = false;
+};
+
+struct KvSample {
+  double time           = 0;
+  double used_bytes     = 0; // token states stored (per GPU)
+  double reserved_bytes = 0; // slots held for sequences (per GPU)
+  int64_t running       = 0;
+};
+
+struct ServingStats {
+  bool present = false;
+  std::vector<RequestRecord> requests;
+  std::vector<KvSample> kv;
+  int64_t iterations         = 0;
+  int64_t preemptions        = 0;
+  int64_t swaps              = 0;
+  int64_t max_running_seqs   = 0;
+  int64_t kv_capacity_tokens = 0;
+  double kv_bytes_per_token  = 0; // per GPU, all layers
+  double kv_budget_bytes     = 0; // per GPU
+  int64_t prefill_tokens     = 0; // run through the model, recomputation included
+};
+
+} // namespace memwall

@@ -1,0 +1,60 @@
+#pragma once
+// Where the KV cache of running sequences lives, in token slots. One interface,
+// implementations in impl/ registered by name and chosen by `inference.kv_manager`:
+//   contiguous  reserves max_model_len slots per request at admission, as serving
+//               systems did before paging (Orca, FasterTransformer);
+//   paged       blocks of block_size tokens taken as a sequence grows (vLLM), with the
+//               full blocks of a shared system prompt held once for everyone.
+// The manager only counts slots; the driver turns their changes into alloc/free ops,
+// so the memory timeline comes from the replay.
+#include "ServingState.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace memwall {
+
+struct KvManagerParams {
+  int64_t capacity_tokens = 0; // slots the KV budget holds
+  int64_t max_model_len   = 0;
+  int64_t block_size      = 16;
+  int64_t shared_prefix   = 0; // tokens every prompt starts with
+};
+
+class KvManager {
+public:
+  explicit KvManager(const KvManagerParams& p) : p_(p) {}
+  virtual ~KvManager() = default;
+
+  // Grows s's reservation to hold `tokens` tokens; false (and nothing changes) if the
+  // free slots do not suffice.
+  virtual bool reserve(Sequence& s, int64_t tokens) = 0;
+  virtual void release(Sequence& s) = 0;
+  // Slots one sequence of `tokens` tokens takes.
+  virtual int64_t slots_for(int64_t tokens) const = 0;
+  // Tokens at the start of s's prompt whose KV already sits in the cache (shared prefix).
+  virtual int64_t cached_prefix(const Sequence&) const { return 0; }
+  // Token states actually stored, counting shared ones once.
+  virtual int64_t stored_tokens(const ServingState& st) const;
+
+  int64_t capacity() const { return p_.capacity_tokens; }
+  int64_t reserved() const { return reserved_; }
+  int64_t free_slots() const { return p_.capacity_tokens - reserved_; }
+
+protected:
+  KvManagerParams p_;
+  int64_t reserved_ = 0;
+};
+
+using KvManagerFactory = std::function<std::unique_ptr<KvManager>(const KvManagerParams&)>;
+struct KvManagerInfo {
+  std::string description;
+  KvManagerFactory make;
+};
+std::map<std::string, KvManagerInfo>& kv_manager_registry();
+bool register_kv_manager(const std::string& name, const std::string& description, KvManagerFactory make);
+std::unique_ptr<KvManager> make_kv_manager(const std::string& name, const KvManagerParams& p); // throws InputError
+
+} // namespace memwall
