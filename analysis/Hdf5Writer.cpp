@@ -113,6 +113,31 @@ void write_links(H5::H5File& f, const RunResult& r)
   column(g, "busy_s", doubles(r.links, [](const LinkResult& l) { return l.busy_s; }));
 }
 
+// Serving runs: one row per request and the KV cache after every iteration.
+void write_serving(H5::H5File& f, const RunResult& r)
+{
+  const ServingStats& s = r.serving;
+  H5::Group g = f.createGroup("requests");
+  const auto& q = s.requests;
+  column(g, "id", doubles(q, [](const RequestRecord& x) { return static_cast<double>(x.id); }));
+  column(g, "arrival_s", doubles(q, [](const RequestRecord& x) { return x.arrival_s; }));
+  column(g, "first_token_s", doubles(q, [](const RequestRecord& x) { return x.first_token_s; }));
+  column(g, "finish_s", doubles(q, [](const RequestRecord& x) { return x.finish_s; }));
+  column(g, "prompt_tokens", doubles(q, [](const RequestRecord& x) { return static_cast<double>(x.prompt_tokens); }));
+  column(g, "output_tokens", doubles(q, [](const RequestRecord& x) { return static_cast<double>(x.output_tokens); }));
+  column(g, "preemptions", doubles(q, [](const RequestRecord& x) { return static_cast<double>(x.preemptions); }));
+  column(g, "rejected", doubles(q, [](const RequestRecord& x) { return x.rejected ? 1.0 : 0.0; }));
+  column(g, "ttft_s", doubles(q, [](const RequestRecord& x) { return x.finish_s < 0 ? -1.0 : x.first_token_s - x.arrival_s; }));
+  column(g, "latency_s", doubles(q, [](const RequestRecord& x) { return x.finish_s < 0 ? -1.0 : x.finish_s - x.arrival_s; }));
+  H5::Group kv = f.createGroup("kv_cache");
+  attribute(kv, "bytes_per_token", s.kv_bytes_per_token);
+  attribute(kv, "capacity_tokens", static_cast<double>(s.kv_capacity_tokens));
+  column(kv, "time_s", doubles(s.kv, [](const KvSample& x) { return x.time; }));
+  column(kv, "used_bytes", doubles(s.kv, [](const KvSample& x) { return x.used_bytes; }));
+  column(kv, "reserved_bytes", doubles(s.kv, [](const KvSample& x) { return x.reserved_bytes; }));
+  column(kv, "running_seqs", doubles(s.kv, [](const KvSample& x) { return static_cast<double>(x.running); }));
+}
+
 } // namespace
 
 std::string memwall_version() { return MEMWALL_VERSION; }
@@ -136,6 +161,8 @@ void write_run_hdf5(const RunResult& r, const Provenance& p, const std::string& 
       write_ops(f, r);
       write_memory(f, r);
       write_links(f, r);
+      if (r.serving.present)
+        write_serving(f, r);
     } catch (const H5::Exception& e) {
       throw std::runtime_error(path + ": HDF5 write failed: " + e.getDetailMsg());
     }

@@ -149,3 +149,36 @@ TEST_CASE("list_prints_the_catalog_presets_and_every_parameter", "[outputs]")
   CliResult params = run_cli("list params");
   CHECK_THAT(params.out, Catch::Contains("training.micro_batch") && Catch::Contains("hardware.network.oversubscription"));
 }
+
+TEST_CASE("a_serving_run_writes_json_keys_and_per_request_hdf5_records_identically_twice", "[outputs][inference]")
+{
+  std::string spec = temp_path("serving.yaml");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                   "inference: {poisson: {rate: 50, requests: 40, seed: 5, prompt_len: {dist: uniform, min: 8, max: 300},"
+                   " output_len: {dist: uniform, min: 2, max: 100}}}\n");
+  CliResult a = run_cli("run " + spec + " --json");
+  CliResult b = run_cli("run " + spec + " --json");
+  REQUIRE(a.exit_code == 0);
+  CHECK(a.out == b.out);
+  json j = json::parse(a.out);
+  for (const char* k : {"ttft_s", "tpot_s", "latency_s"})
+    for (const char* p : {"mean", "p50", "p90", "p99"})
+      CHECK(j[k][p].get<double>() > 0);
+  CHECK(j["ttft_s"]["p50"].get<double>() <= j["ttft_s"]["p99"].get<double>());
+  for (const char* k : {"output_tokens_per_s", "kv_utilization", "preemptions", "max_running_seqs", "kv_capacity_tokens"})
+    CHECK(j.contains(k));
+  CHECK(j["requests_completed"] == 40);
+
+  std::string h5 = temp_path("serving.h5");
+  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  H5::H5File f(h5, H5F_ACC_RDONLY);
+  hsize_t n = 0;
+  f.openDataSet("/requests/ttft_s").getSpace().getSimpleExtentDims(&n);
+  CHECK(n == 40);
+  std::vector<double> arrival(n), first(n);
+  f.openDataSet("/requests/arrival_s").read(arrival.data(), H5::PredType::NATIVE_DOUBLE);
+  f.openDataSet("/requests/first_token_s").read(first.data(), H5::PredType::NATIVE_DOUBLE);
+  for (hsize_t i = 0; i < n; ++i)
+    CHECK(first[i] > arrival[i]); // a token comes after its request
+  CHECK(f.nameExists("/kv_cache/used_bytes"));
+}
