@@ -23,7 +23,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 bench: build
-	./$(BUILD)/bench/bench_training_step
+	./$(BUILD)/bench/bench_simulation
 
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 sanitize:

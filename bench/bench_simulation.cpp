@@ -1,11 +1,13 @@
-// Benchmark (not a test): wall time and peak memory of simulating one training step.
+// Benchmark (not a test): wall time and peak memory of simulating one training step,
+// and of a serving run of 10,000 requests.
 //   1.5B model (gpt2-xl), dp = 8 on one DGX A100
 //   7B model (llama-2-7b), dp = 64 on 8 DGX H100
 //   GPT-3 175B, tp 8 x pp 8 interleaved on 8 DGX A100 (examples/)
 //   Megatron 1T, tp 8 x pp 64 x dp 6 on 384 DGX A100 = 3,072 GPUs (examples/)
+//   Llama-2-7B serving 10,000 Poisson requests on one A100-80GB (examples/, requests raised)
 // Each run is a fresh process (one SimGrid Engine per process) doing the whole
 // pipeline: spec, DAG, platform, replay. Prints the median of 5 runs (3 for the
-// examples). `bench_training_step NAME-SUBSTRING` runs the matching scenarios only.
+// examples). `bench_simulation NAME-SUBSTRING` runs the matching scenarios only.
 #include "Simulation.hpp"
 
 #include <sys/resource.h>
@@ -27,6 +29,7 @@ struct Scenario {
   const char* yaml; // inline spec, or
   const char* file; // an example under the source tree
   int runs;
+  const char* set = nullptr; // a --set override
 };
 
 const Scenario scenarios[] = {
@@ -38,6 +41,8 @@ const Scenario scenarios[] = {
      "training: {seq_len: 4096, global_batch: 64, micro_batch: 1, precision: bf16}\n", nullptr, 5},
     {"gpt3-175b, tp8 pp8 interleaved, 64 GPUs", nullptr, "examples/gpt3-175b-tp8-pp8-interleaved-8xdgx-a100.yaml", 3},
     {"megatron-1t, tp8 pp64 dp6, 3072 GPUs", nullptr, "examples/megatron-1t-tp8-pp64-384xdgx-a100.yaml", 3},
+    {"llama-2-7b serving 10k requests, 1 A100", nullptr, "examples/llama2-7b-serving-poisson-1xa100.yaml", 3,
+     "inference.poisson.requests=10000"},
 };
 
 struct Sample {
@@ -56,7 +61,10 @@ Sample run_once(const Scenario& s)
   if (pid == 0) {
     close(fds[0]);
     auto t0        = std::chrono::steady_clock::now();
-    ExperimentSpec spec = s.file ? load_spec(std::string(MEMWALL_SOURCE_DIR) + "/" + s.file, {})
+    std::vector<std::string> set;
+    if (s.set)
+      set.push_back(s.set);
+    ExperimentSpec spec = s.file ? load_spec(std::string(MEMWALL_SOURCE_DIR) + "/" + s.file, set)
                                  : parse_spec(s.yaml, "bench", "");
     RunResult r    = simulate(spec, /*in_child=*/false);
     double wall    = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
