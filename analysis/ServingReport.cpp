@@ -99,10 +99,8 @@ void add_serving_json(nlohmann::ordered_json& j, const RunResult& r)
   j["iterations"]         = s.iterations;
 }
 
-std::string serving_text(const RunResult& r)
+std::string serving_text(const nlohmann::ordered_json& j)
 {
-  nlohmann::ordered_json j;
-  add_serving_json(j, r);
   char line[512];
   std::string os;
   auto ms = [](const nlohmann::ordered_json& x, const char* k) { return 1e3 * x[k].get<double>(); };

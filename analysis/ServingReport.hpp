@@ -20,6 +20,7 @@ double kv_utilization(const ServingStats& s);
 // Adds the serving keys (ttft_s, tpot_s, latency_s, output_tokens_per_s, kv_utilization,
 // preemptions, max_running_seqs, kv_capacity_tokens, ...) to a --json object.
 void add_serving_json(nlohmann::ordered_json& j, const RunResult& r);
-std::string serving_text(const RunResult& r);
+// The summary lines, from the object add_serving_json() filled.
+std::string serving_text(const nlohmann::ordered_json& j);
 
 } // namespace memwall

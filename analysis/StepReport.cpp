@@ -190,7 +190,7 @@ std::string report_text(const RunResult& r, const std::string& title)
   os << title << "\n\n";
   if (r.serving.present) {
     std::snprintf(line, sizeof line, "  run time       %.4f s (simulated)\n", r.makespan_s);
-    os << line << serving_text(r);
+    os << line << serving_text(j);
   } else {
     std::snprintf(line, sizeof line, "  step time      %.4f s\n", r.makespan_s);
     os << line;

@@ -27,7 +27,7 @@ double kernel_rate(const GpuSpec& g, const Op& op)
 } // namespace
 
 Replayer::Replayer(const OpDag& dag, const Platform& platform, ReplayOptions options)
-    : dag_(dag), platform_(platform), options_(std::move(options)), collective_(make_collective(options_.collective_algorithm))
+    : dag_(dag), platform_(platform), options_(std::move(options)), collective_(collective_registry().make(options_.collective_algorithm))
 {
   take_new_ops();
 }

@@ -46,15 +46,7 @@ ClusterSpec hand_cluster(int gpus, GpuFabric fabric, int gpus_per_switch)
 
 Op kernel_op(const DeviceRef& gpu, double flops, double bytes, const std::string& name)
 {
-  Op op;
-  op.kind   = OpKind::kernel;
-  op.device = gpu;
-  op.flops  = flops;
-  op.bytes  = bytes;
-  op.dtype  = Dtype::bf16;
-  op.kclass = KernelClass::gemm;
-  op.name   = name;
-  return op;
+  return memwall::kernel_op(gpu, KernelClass::gemm, Dtype::bf16, flops, bytes, 0.0, name);
 }
 
 const OpRecord& record(const RunResult& r, const std::string& name)

@@ -2,6 +2,8 @@
 
 #include "inference/PoissonRequests.hpp"
 #include "inference/RequestTrace.hpp"
+#include "inference/kv/KvManager.hpp"
+#include "inference/scheduler/BatchScheduler.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -166,16 +168,18 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
   c.max_model_len = r.integer("max_model_len", model.max_seq_len, "longest prompt + output allowed", 1,
                               "the model's max_seq_len");
   std::string sched_default = c.source == "batch" ? "static" : "continuous";
-  c.scheduler = r.choice("scheduler", sched_default, {"static", "continuous"},
-                         "batching: static (a batch runs to its longest output) or continuous (vLLM)");
+  c.scheduler = r.choice("scheduler", sched_default, batch_scheduler_registry().names(),
+                         "batching: static (a batch runs to its longest output) or continuous (vLLM); "
+                         "see `memwall list schedulers`");
   c.max_num_seqs = r.integer("max_num_seqs", 256, "most sequences in one iteration", 1);
   c.chunked_prefill = r.flag("chunked_prefill", false, "split prefills into chunks mixed with decodes");
   c.max_num_batched_tokens = r.integer("max_num_batched_tokens", 0, "most tokens in one iteration", 1,
                                        "512 with chunked prefill, else max(max_model_len, 2048)");
   if (!r.has("max_num_batched_tokens"))
     c.max_num_batched_tokens = c.chunked_prefill ? 512 : std::max<int64_t>(c.max_model_len, 2048);
-  c.kv_manager = r.choice("kv_manager", "paged", {"paged", "contiguous"},
-                          "paged blocks (vLLM) or a contiguous reservation of max_model_len per request");
+  c.kv_manager = r.choice("kv_manager", "paged", kv_manager_registry().names(),
+                          "paged blocks (vLLM) or a contiguous reservation of max_model_len per request; "
+                          "see `memwall list kv-managers`");
   c.block_size = r.integer("block_size", 16, "paged KV: tokens per block", 0);
   c.preemption = r.choice("preemption", "recompute", {"recompute", "swap"},
                           "when KV blocks run out: drop and recompute a sequence, or swap its KV to host memory");

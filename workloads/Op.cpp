@@ -43,6 +43,22 @@ Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, con
   return op;
 }
 
+Op kernel_op(const DeviceRef& gpu, KernelClass kclass, Dtype dtype, double flops, double bytes, double model_flops,
+             const std::string& name)
+{
+  Op op;
+  op.kind        = OpKind::kernel;
+  op.stream      = StreamKind::compute;
+  op.device      = gpu;
+  op.kclass      = kclass;
+  op.dtype       = dtype;
+  op.flops       = flops;
+  op.bytes       = bytes;
+  op.model_flops = model_flops;
+  op.name        = name;
+  return op;
+}
+
 Op collective_op(const DeviceRef& issuer, StreamKind stream, CollectiveKind kind, int32_t group, double bytes,
                  const std::string& name)
 {

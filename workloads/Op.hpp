@@ -62,6 +62,10 @@ struct Op {
 // A copy of `bytes` from one memory to another, issued on `stream` of `issuer`.
 Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
            const std::string& name);
+// A kernel on the compute stream of `gpu`: `flops` at `dtype` on the units of `kclass`,
+// `bytes` of HBM traffic; `model_flops` of them count toward MFU.
+Op kernel_op(const DeviceRef& gpu, KernelClass kclass, Dtype dtype, double flops, double bytes, double model_flops,
+             const std::string& name);
 // A collective of `kind` over group `group` of an OpDag, issued on `stream` of `issuer`.
 Op collective_op(const DeviceRef& issuer, StreamKind stream, CollectiveKind kind, int32_t group, double bytes,
                  const std::string& name);

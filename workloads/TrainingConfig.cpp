@@ -1,5 +1,7 @@
 #include "TrainingConfig.hpp"
 
+#include "PipelineSchedule.hpp"
+
 #include <algorithm>
 
 namespace memwall {
@@ -144,7 +146,7 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   if (t.zero > 3)
     r.fail("zero", "ZeRO stages are 0, 1, 2 and 3");
   t.zero_prefetch = r.integer("zero_prefetch", 1, "ZeRO-3: layers whose parameters are all-gathered ahead of use (0: none)", 0);
-  t.pipeline_schedule = r.choice("pipeline_schedule", "1f1b", {"gpipe", "1f1b", "interleaved"},
+  t.pipeline_schedule = r.choice("pipeline_schedule", "1f1b", pipeline_schedule_registry().names(),
                                  "pipeline schedule (see `memwall list schedules`)");
   t.virtual_stages = r.integer("virtual_stages", 1, "model chunks per pipeline stage (interleaved schedule)", 1);
   std::string rc = r.choice("recompute", "none", {"none", "selective", "full"},

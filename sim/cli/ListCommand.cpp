@@ -3,6 +3,7 @@
 #include "ModelPresets.hpp"
 #include "Quantity.hpp"
 #include "PipelineSchedule.hpp"
+#include "kv/KvManager.hpp"
 #include "scheduler/BatchScheduler.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
 #include "spec/ExperimentSpec.hpp"
@@ -76,32 +77,15 @@ int list_params()
   return 0;
 }
 
-int list_collectives()
+// One registry of swappable implementations: name and description per line.
+template <typename Factory>
+std::function<int()> list_registry(const Registry<Factory>& registry)
 {
-  for (const auto& [name, info] : collective_registry())
-    std::printf("%-14s %s\n", name.c_str(), info.description.c_str());
-  return 0;
-}
-
-int list_schedules()
-{
-  for (const auto& [name, info] : pipeline_schedule_registry())
-    std::printf("%-14s %s\n", name.c_str(), info.description.c_str());
-  return 0;
-}
-
-int list_schedulers()
-{
-  for (const auto& [name, info] : batch_scheduler_registry())
-    std::printf("%-14s %s\n", name.c_str(), info.description.c_str());
-  return 0;
-}
-
-int list_kv_managers()
-{
-  for (const auto& [name, info] : kv_manager_registry())
-    std::printf("%-14s %s\n", name.c_str(), info.description.c_str());
-  return 0;
+  return [&registry] {
+    for (const auto& [name, entry] : registry.entries())
+      std::printf("%-14s %s\n", name.c_str(), entry.description.c_str());
+    return 0;
+  };
 }
 
 } // namespace
@@ -112,10 +96,10 @@ int list_command(const std::vector<std::string>& args)
                                                                {"nodes", list_nodes},
                                                                {"models", list_models},
                                                                {"params", list_params},
-                                                               {"collectives", list_collectives},
-                                                               {"schedules", list_schedules},
-                                                               {"schedulers", list_schedulers},
-                                                               {"kv-managers", list_kv_managers}};
+                                                               {"collectives", list_registry(collective_registry())},
+                                                               {"schedules", list_registry(pipeline_schedule_registry())},
+                                                               {"schedulers", list_registry(batch_scheduler_registry())},
+                                                               {"kv-managers", list_registry(kv_manager_registry())}};
   if (args.size() != 1 || !what.count(args[0]))
     throw InputError(
         "list: expected one of gpus, nodes, models, params, collectives, schedules, schedulers, kv-managers");

@@ -1,32 +1,12 @@
 #include "CollectiveAlgorithm.hpp"
 
-#include "InputError.hpp"
-
 namespace memwall {
 
-std::map<std::string, CollectiveInfo>& collective_registry()
+Registry<CollectiveFactory>& collective_registry()
 {
-  static std::map<std::string, CollectiveInfo> registry;
+  static Registry<CollectiveFactory> registry("collective algorithm", "hardware.network.collective_algorithm",
+                                              "collectives");
   return registry;
-}
-
-bool register_collective(const std::string& name, const std::string& description, CollectiveFactory make)
-{
-  collective_registry()[name] = {description, std::move(make)};
-  return true;
-}
-
-std::unique_ptr<CollectiveAlgorithm> make_collective(const std::string& name)
-{
-  auto& reg = collective_registry();
-  auto it   = reg.find(name);
-  if (it == reg.end()) {
-    std::string allowed;
-    for (const auto& [n, info] : reg)
-      allowed += (allowed.empty() ? "" : ", ") + n;
-    throw InputError("unknown collective algorithm '" + name + "'; allowed: " + allowed);
-  }
-  return it->second.make();
 }
 
 } // namespace memwall

@@ -7,6 +7,7 @@
 #include "ClusterSpec.hpp"
 #include "DeviceRef.hpp"
 #include "Op.hpp"
+#include "Registry.hpp"
 
 #include <functional>
 #include <map>
@@ -42,14 +43,7 @@ public:
 
 using CollectiveFactory = std::function<std::unique_ptr<CollectiveAlgorithm>()>;
 
-struct CollectiveInfo {
-  std::string description;
-  CollectiveFactory make;
-};
-
-// Name -> implementation; implementations register themselves from impl/.
-std::map<std::string, CollectiveInfo>& collective_registry();
-bool register_collective(const std::string& name, const std::string& description, CollectiveFactory make);
-std::unique_ptr<CollectiveAlgorithm> make_collective(const std::string& name); // throws InputError
+// Name -> implementation; implementations add themselves from impl/.
+Registry<CollectiveFactory>& collective_registry();
 
 } // namespace memwall

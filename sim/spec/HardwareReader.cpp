@@ -22,10 +22,8 @@ ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algori
   c.node.nics    = static_cast<int>(net.integer("nics", c.node.nics, "NICs per node for compute traffic"));
   c.node.nic_bw  = net.quantity("nic_bw", QuantityKind::rate, c.node.nic_bw, "bandwidth per NIC per direction");
   c.node.nic_latency_s = net.quantity("nic_latency_s", QuantityKind::seconds, c.node.nic_latency_s, "NIC latency");
-  std::vector<std::string> algorithms;
-  for (const auto& [name, info] : collective_registry())
-    algorithms.push_back(name);
-  collective_algorithm = net.choice("collective_algorithm", "auto", algorithms, "how collectives become flows");
+  collective_algorithm = net.choice("collective_algorithm", "auto", collective_registry().names(),
+                                    "how collectives become flows");
   if (c.nodes > 1 && (c.node.nics <= 0 || c.node.nic_bw <= 0))
     net.fail("nics", "a cluster of " + std::to_string(c.nodes) + " nodes needs nics > 0 and nic_bw > 0 (node " +
                          c.node.id + " has none)");

@@ -26,7 +26,8 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
   KvManagerParams p;
   double per_token     = kernels_.kv_bytes_per_token();
   double gpu_per_token = per_token * (cfg_.offload_kv == OffloadPlace::none ? 1.0 : 1.0 - cfg_.kv_fraction);
-  double tokens        = gpu_per_token > 0 ? std::max(kv_budget_bytes(), 0.0) / gpu_per_token : 1e18;
+  double budget        = kv_budget_bytes();
+  double tokens        = gpu_per_token > 0 ? std::max(budget, 0.0) / gpu_per_token : 1e18;
   if (cfg_.offload_kv != OffloadPlace::none) {
     bool nvme        = cfg_.offload_kv == OffloadPlace::nvme;
     double room      = nvme ? node.nvme_bytes : node.dram_bytes / node.sockets - cfg_.swap_space;
@@ -39,13 +40,13 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
   p.max_model_len   = cfg_.max_model_len;
   p.block_size      = cfg_.block_size;
   p.shared_prefix   = cfg_.shared_prefix;
-  kv_        = make_kv_manager(cfg_.kv_manager, p);
-  scheduler_ = make_batch_scheduler(cfg_.scheduler);
+  kv_        = kv_manager_registry().make(cfg_.kv_manager, p);
+  scheduler_ = batch_scheduler_registry().make(cfg_.scheduler);
 
   stats_.present            = true;
   stats_.kv_capacity_tokens = kv_->capacity();
   stats_.kv_bytes_per_token = per_token;
-  stats_.kv_budget_bytes    = kv_budget_bytes();
+  stats_.kv_budget_bytes    = budget;
 }
 
 ServingDriver::~ServingDriver() = default;
@@ -142,9 +143,8 @@ StepDecision ServingDriver::next(double now)
   }
   retire(now);
   st_.admit_arrivals(now);
-  int64_t before = kv_->reserved();
-  Iteration it   = scheduler_->schedule(st_, *kv_);
-  emit_kv_changes(it, before);
+  Iteration it = scheduler_->schedule(st_, *kv_);
+  emit_kv_changes(it);
   if (it.empty()) {
     if (st_.next_arrival_time() > now)
       return {StepDecision::Kind::wait, st_.next_arrival_time()};
@@ -156,12 +156,8 @@ StepDecision ServingDriver::next(double now)
   stats_.preemptions += it.recomputed + static_cast<int64_t>(it.swapped_out.size());
   stats_.swaps += static_cast<int64_t>(it.swapped_out.size());
   stats_.max_running_seqs = std::max<int64_t>(stats_.max_running_seqs, static_cast<int64_t>(st_.running.size()));
-  for (const Work& w : it.work)
-    if (st_.seqs[w.seq].prefilling())
-      stats_.prefill_tokens += w.tokens;
   emit_iteration(it);
-  iteration_start_ = now;
-  current_         = std::move(it);
+  current_ = std::move(it);
   return {StepDecision::Kind::ops, now};
 }
 

@@ -47,10 +47,11 @@ private:
   void account_iteration(double now);
   void retire(double now);
   // ServingIteration.cpp
-  void emit_kv_changes(const Iteration& it, int64_t slots_before_schedule);
+  void emit_kv_changes(const Iteration& it);
   void emit_iteration(const Iteration& it);
   OpId emit_kernel(const KernelCost& k, const std::string& name, std::initializer_list<OpId> deps = {});
-  OpId emit_fetch(double bytes, const std::string& name, OpId after, Tensor& staged, MemCategory category);
+  OpId emit_fetch(OffloadPlace from, double bytes, const std::string& name, OpId after, Tensor& staged,
+                  MemCategory category);
   DeviceRef offload_pool(OffloadPlace p) const { return p == OffloadPlace::nvme ? nvme_ : host_; }
 
   ModelSpec model_;
@@ -68,7 +69,6 @@ private:
   int ranks_on_node_ = 1; // tp ranks sharing the host's DRAM and NVMe
   bool started_     = false;
   Iteration current_;
-  double iteration_start_ = 0;
   int64_t kv_slots_ = 0;   // slots allocated in the pools so far
   OpId kv_ready_    = OpDag::none;
 };

@@ -8,7 +8,7 @@ Tensor bytes_of(const DeviceRef& pool, MemCategory c, double bytes) { return Ten
 
 } // namespace
 
-void ServingDriver::emit_kv_changes(const Iteration& it, int64_t /*slots_before_schedule*/)
+void ServingDriver::emit_kv_changes(const Iteration& it)
 {
   double per_token = kernels_.kv_bytes_per_token();
   double off       = cfg_.offload_kv == OffloadPlace::none ? 0.0 : cfg_.kv_fraction;
@@ -49,27 +49,18 @@ void ServingDriver::emit_kv_changes(const Iteration& it, int64_t /*slots_before_
 
 OpId ServingDriver::emit_kernel(const KernelCost& k, const std::string& name, std::initializer_list<OpId> deps)
 {
-  Op op;
-  op.kind        = OpKind::kernel;
-  op.stream      = StreamKind::compute;
-  op.device      = gpu_;
-  op.name        = name;
-  op.kclass      = k.kclass;
-  op.dtype       = k.dtype;
-  op.flops       = k.flops;
-  op.bytes       = k.bytes;
-  op.model_flops = k.kclass == KernelClass::elementwise ? 0.0 : k.flops;
-  return dag_.add(std::move(op), deps);
+  double model = k.kclass == KernelClass::elementwise ? 0.0 : k.flops;
+  return dag_.add(kernel_op(gpu_, k.kclass, k.dtype, k.flops, k.bytes, model, name), deps);
 }
 
 // Streams `bytes` of offloaded data into a GPU staging buffer: NVMe -> host on the
 // disk-reader stream, then host -> GPU on the h2d stream. Returns the op to wait on.
-OpId ServingDriver::emit_fetch(double bytes, const std::string& name, OpId after, Tensor& staged, MemCategory category)
+OpId ServingDriver::emit_fetch(OffloadPlace from, double bytes, const std::string& name, OpId after, Tensor& staged,
+                               MemCategory category)
 {
   staged = dag_.alloc(gpu_, StreamKind::h2d, gpu_, category, bytes, name + ".staging", {after});
   OpId last = dag_.last_alloc_or_free();
-  bool nvme = (category == MemCategory::weights ? cfg_.offload_weights : cfg_.offload_kv) == OffloadPlace::nvme;
-  if (nvme)
+  if (from == OffloadPlace::nvme)
     last = dag_.add(copy_op(gpu_, StreamKind::host, nvme_, host_, bytes, name + ".read"), {last});
   return dag_.add(copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes, name + ".h2d"), {last});
 }
@@ -99,10 +90,10 @@ void ServingDriver::emit_iteration(const Iteration& it)
     OpId w_ready = OpDag::none, kv_in = OpDag::none;
     Tensor w_stage, kv_stage;
     if (w_off > 0)
-      w_ready = emit_fetch(kernels_.layer_weight_bytes() * w_off, L + ".weights", l >= 2 ? freed_w[l - 2] : OpDag::none,
+      w_ready = emit_fetch(cfg_.offload_weights, kernels_.layer_weight_bytes() * w_off, L + ".weights", l >= 2 ? freed_w[l - 2] : OpDag::none,
                            w_stage, MemCategory::weights);
     if (kv_off > 0)
-      kv_in = emit_fetch(k.layer.kv_read_bytes * kv_off, L + ".kv", l >= 2 ? freed_kv[l - 2] : OpDag::none, kv_stage,
+      kv_in = emit_fetch(cfg_.offload_kv, k.layer.kv_read_bytes * kv_off, L + ".kv", l >= 2 ? freed_kv[l - 2] : OpDag::none, kv_stage,
                          MemCategory::workspace);
     emit_kernel(k.layer.qkv, L + ".qkv", {w_ready});
     OpId attn = emit_kernel(k.layer.attn, L + ".attn", {kv_in});

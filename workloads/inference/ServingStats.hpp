@@ -36,7 +36,6 @@ struct ServingStats {
   int64_t kv_capacity_tokens = 0;
   double kv_bytes_per_token  = 0; // per GPU, all layers
   double kv_budget_bytes     = 0; // per GPU
-  int64_t prefill_tokens     = 0; // run through the model, recomputation included
 };
 
 } // namespace memwall

@@ -18,7 +18,7 @@ void TrainingStepGenerator::plan_gathers()
   if (cfg_.zero != 3)
     return;
   // ZeRO-3 runs without pipeline parallelism (checked when the spec is read): one stage.
-  auto schedule = make_pipeline_schedule(cfg_.pipeline_schedule);
+  auto schedule = pipeline_schedule_registry().make(cfg_.pipeline_schedule);
   const auto& chunk = stages_.at(0).chunks.at(0);
   for (const PipelineSlot& s : schedule->order(0, 1, 1, cfg_.micro_batches())) {
     if (s.forward)

@@ -133,7 +133,7 @@ void TrainingStepGenerator::emit_setup()
 
 void TrainingStepGenerator::emit_pipeline()
 {
-  auto schedule = make_pipeline_schedule(cfg_.pipeline_schedule);
+  auto schedule = pipeline_schedule_registry().make(cfg_.pipeline_schedule);
   int64_t m     = cfg_.micro_batches();
   std::vector<std::vector<PipelineSlot>> order;
   for (int64_t p = 0; p < cfg_.pp; ++p)
@@ -200,19 +200,10 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
 OpId TrainingStepGenerator::kernel(const DeviceRef& gpu, const std::string& name, const KernelPlan& k, bool forward,
                                    bool recompute)
 {
-  Op op;
-  op.kind   = OpKind::kernel;
-  op.stream = StreamKind::compute;
-  op.device = gpu;
-  op.name   = name;
-  op.kclass = k.kclass;
-  op.dtype  = k.dtype;
-  op.flops  = forward ? k.fwd_flops : k.bwd_flops;
-  op.bytes  = forward ? k.fwd_bytes : k.bwd_bytes;
   // Elementwise FLOPs and recomputation do not count toward MFU.
-  if (k.kclass != KernelClass::elementwise && !recompute)
-    op.model_flops = forward ? k.fwd_flops : k.bwd_model_flops;
-  return dag_.add(std::move(op));
+  double model = k.kclass != KernelClass::elementwise && !recompute ? (forward ? k.fwd_flops : k.bwd_model_flops) : 0.0;
+  return dag_.add(kernel_op(gpu, k.kclass, k.dtype, forward ? k.fwd_flops : k.bwd_flops,
+                            forward ? k.fwd_bytes : k.bwd_bytes, model, name));
 }
 
 void TrainingStepGenerator::tp_collective(int stage, const std::string& name, const TpComm& c)

@@ -17,7 +17,7 @@ public:
     if (n < 2)
       return phases;
     if (r.kind == CollectiveKind::send_recv || r.kind == CollectiveKind::all_to_all)
-      return make_collective("ring")->plan(r);
+      return collective_registry().make("ring")->plan(r);
     double hop = 0;
     for (size_t k = 0; k < n; ++k)
       hop = std::max(hop, r.latency(g[k], g[(k + 1) % n]));
@@ -26,7 +26,7 @@ public:
   }
 };
 
-const bool registered = register_collective(
+const bool registered = collective_registry().add(
     "bulk_ring", "ring bandwidth term as n concurrent flows, latencies added analytically; for many nodes",
     [] { return std::make_unique<BulkRingCollective>(); });
 

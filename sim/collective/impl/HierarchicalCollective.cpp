@@ -25,10 +25,10 @@ public:
     for (const auto& [node, members] : by_node)
       rectangular = rectangular && members.size() == local;
     if (by_node.size() == 1)
-      return make_collective("bulk_ring")->plan(r);
+      return collective_registry().make("bulk_ring")->plan(r);
     if (!rectangular || (r.kind != CollectiveKind::all_reduce && r.kind != CollectiveKind::all_gather &&
                          r.kind != CollectiveKind::reduce_scatter))
-      return make_collective("bulk_ring")->plan(r);
+      return collective_registry().make("bulk_ring")->plan(r);
 
     std::vector<std::vector<DeviceRef>> intra, rails(local);
     for (const auto& [node, members] : by_node) {
@@ -57,7 +57,7 @@ public:
   }
 };
 
-const bool registered = register_collective(
+const bool registered = collective_registry().add(
     "hierarchical", "reduce-scatter in each node, bulk ring per rail across nodes, all-gather in each node",
     [] { return std::make_unique<HierarchicalCollective>(); });
 
@@ -68,12 +68,12 @@ public:
     int first = r.group->front().node;
     for (const auto& d : *r.group)
       if (d.node != first)
-        return make_collective("hierarchical")->plan(r);
-    return make_collective("bulk_ring")->plan(r);
+        return collective_registry().make("hierarchical")->plan(r);
+    return collective_registry().make("bulk_ring")->plan(r);
   }
 };
 
-const bool registered_auto = register_collective(
+const bool registered_auto = collective_registry().add(
     "auto", "bulk ring within a node, hierarchical across nodes (default)", [] { return std::make_unique<AutoCollective>(); });
 
 } // namespace

@@ -37,7 +37,7 @@ public:
   }
 };
 
-const bool registered = register_collective(
+const bool registered = collective_registry().add(
     "ring", "ring of dependent chunk steps, 2(n-1) steps per all-reduce; exact, best within a node",
     [] { return std::make_unique<RingCollective>(); });
 

@@ -7,10 +7,10 @@
 //               full blocks of a shared system prompt held once for everyone.
 // The manager only counts slots; the driver turns their changes into alloc/free ops,
 // so the memory timeline comes from the replay.
+#include "Registry.hpp"
 #include "ServingState.hpp"
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 
@@ -49,12 +49,6 @@ protected:
 };
 
 using KvManagerFactory = std::function<std::unique_ptr<KvManager>(const KvManagerParams&)>;
-struct KvManagerInfo {
-  std::string description;
-  KvManagerFactory make;
-};
-std::map<std::string, KvManagerInfo>& kv_manager_registry();
-bool register_kv_manager(const std::string& name, const std::string& description, KvManagerFactory make);
-std::unique_ptr<KvManager> make_kv_manager(const std::string& name, const KvManagerParams& p); // throws InputError
+Registry<KvManagerFactory>& kv_manager_registry();
 
 } // namespace memwall

@@ -1,7 +1,5 @@
 #include "BatchScheduler.hpp"
 
-#include "ParamReader.hpp"
-
 #include <algorithm>
 
 namespace memwall {
@@ -57,29 +55,10 @@ bool BatchScheduler::reject_if_too_long(ServingState& st, const KvManager& kv, I
   return true;
 }
 
-std::map<std::string, BatchSchedulerInfo>& batch_scheduler_registry()
+Registry<BatchSchedulerFactory>& batch_scheduler_registry()
 {
-  static std::map<std::string, BatchSchedulerInfo> registry;
+  static Registry<BatchSchedulerFactory> registry("scheduler", "inference.scheduler", "schedulers");
   return registry;
-}
-
-bool register_batch_scheduler(const std::string& name, const std::string& description, BatchSchedulerFactory make)
-{
-  batch_scheduler_registry()[name] = {description, std::move(make)};
-  return true;
-}
-
-std::unique_ptr<BatchScheduler> make_batch_scheduler(const std::string& name)
-{
-  auto& reg = batch_scheduler_registry();
-  auto it   = reg.find(name);
-  if (it == reg.end()) {
-    std::vector<std::string> names;
-    for (const auto& [n, info] : reg)
-      names.push_back(n);
-    throw_unknown_preset("scheduler", name, names, "inference.scheduler", "schedulers");
-  }
-  return it->second.make();
 }
 
 } // namespace memwall

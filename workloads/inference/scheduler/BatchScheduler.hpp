@@ -9,7 +9,6 @@
 #include "ServingState.hpp"
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 
@@ -34,12 +33,6 @@ protected:
 };
 
 using BatchSchedulerFactory = std::function<std::unique_ptr<BatchScheduler>()>;
-struct BatchSchedulerInfo {
-  std::string description;
-  BatchSchedulerFactory make;
-};
-std::map<std::string, BatchSchedulerInfo>& batch_scheduler_registry();
-bool register_batch_scheduler(const std::string& name, const std::string& description, BatchSchedulerFactory make);
-std::unique_ptr<BatchScheduler> make_batch_scheduler(const std::string& name); // throws InputError
+Registry<BatchSchedulerFactory>& batch_scheduler_registry();
 
 } // namespace memwall

@@ -7,6 +7,8 @@
 // Stage p of P holds chunks c = 0..v-1, i.e. virtual stages c*P + p. The generator turns
 // the order into ops on the stage's compute stream; the cross-stage waits (activations
 // forward, gradients backward) are flows, so the bubble emerges from the replay.
+#include "Registry.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -30,13 +32,6 @@ public:
 
 using PipelineScheduleFactory = std::function<std::unique_ptr<PipelineSchedule>()>;
 
-struct PipelineScheduleInfo {
-  std::string description;
-  PipelineScheduleFactory make;
-};
-
-std::map<std::string, PipelineScheduleInfo>& pipeline_schedule_registry();
-bool register_pipeline_schedule(const std::string& name, const std::string& description, PipelineScheduleFactory make);
-std::unique_ptr<PipelineSchedule> make_pipeline_schedule(const std::string& name); // throws InputError
+Registry<PipelineScheduleFactory>& pipeline_schedule_registry();
 
 } // namespace memwall

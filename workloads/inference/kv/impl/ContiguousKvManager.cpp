@@ -34,7 +34,7 @@ public:
   }
 };
 
-const bool registered = register_kv_manager(
+const bool registered = kv_manager_registry().add(
     "contiguous", "reserves max_model_len tokens per request at admission (pre-paging systems)",
     [](const KvManagerParams& p) { return std::make_unique<ContiguousKvManager>(p); });
 

@@ -77,7 +77,7 @@ private:
   int64_t prefix_users_  = 0;
 };
 
-const bool registered = register_kv_manager(
+const bool registered = kv_manager_registry().add(
     "paged", "blocks of block_size tokens taken as sequences grow (vLLM); shared prefix blocks held once",
     [](const KvManagerParams& p) { return std::make_unique<PagedKvManager>(p); });
 

@@ -112,7 +112,7 @@ private:
   }
 };
 
-const bool registered = register_batch_scheduler(
+const bool registered = batch_scheduler_registry().add(
     "continuous", "iteration-level batching (vLLM): join and leave every iteration, preempt when KV runs out",
     [] { return std::make_unique<ContinuousScheduler>(); });
 

@@ -44,7 +44,7 @@ public:
   }
 };
 
-const bool registered = register_batch_scheduler(
+const bool registered = batch_scheduler_registry().add(
     "static", "request-level batching: a batch runs until its longest output is done (HF generate)",
     [] { return std::make_unique<StaticScheduler>(); });
 

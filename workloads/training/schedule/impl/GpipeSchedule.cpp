@@ -18,7 +18,7 @@ public:
   }
 };
 
-const bool registered = register_pipeline_schedule(
+const bool registered = pipeline_schedule_registry().add(
     "gpipe", "all forwards, then all backwards; holds m micro-batches of activations",
     [] { return std::make_unique<GpipeSchedule>(); });
 

@@ -27,7 +27,7 @@ public:
   }
 };
 
-const bool registered = register_pipeline_schedule(
+const bool registered = pipeline_schedule_registry().add(
     "1f1b", "warm-up forwards, then one forward one backward (PipeDream-Flush); default",
     [] { return std::make_unique<OneFOneBSchedule>(); });
 
