@@ -12,6 +12,18 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
   gpu_  = DeviceRef{DeviceKind::gpu, 0, 0};
   host_ = DeviceRef{DeviceKind::host, 0, node.socket_of_gpu(0)};
   nvme_ = DeviceRef{DeviceKind::nvme, 0, 0};
+  // The tp ranks in Megatron order; those on the representative's node (its shadows)
+  // share its NVMe, those on its socket also its DRAM.
+  for (int64_t r = 0; r < cfg_.tp; ++r) {
+    DeviceRef d{DeviceKind::gpu, static_cast<int32_t>(r / cluster_.gpus_per_node),
+                static_cast<int32_t>(r % cluster_.gpus_per_node)};
+    tp_members_.push_back(d);
+    if (r > 0 && d.node == 0) {
+      node_peers_.push_back(d);
+      if (node.socket_of_gpu(d.index) == host_.index)
+        ++ranks_on_socket_;
+    }
+  }
   for (const Request& r : cfg_.requests) {
     Sequence s;
     s.req = r;
@@ -31,10 +43,10 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
   if (cfg_.offload_kv != OffloadPlace::none) {
     bool nvme        = cfg_.offload_kv == OffloadPlace::nvme;
     double room      = nvme ? node.nvme_bytes : node.dram_bytes / node.sockets - cfg_.swap_space;
+    int sharing      = ranks_sharing(cfg_.offload_kv);
     if (cfg_.offload_weights == cfg_.offload_kv)
-      room -= kernels_.layer_weight_bytes() * static_cast<double>(model_.layers) * cfg_.weights_fraction *
-              std::min<int64_t>(cfg_.tp, cluster_.gpus_per_node);
-    tokens = std::min(tokens, std::max(room, 0.0) / (per_token * cfg_.kv_fraction * std::min<int64_t>(cfg_.tp, cluster_.gpus_per_node)));
+      room -= kernels_.layer_weight_bytes() * static_cast<double>(model_.layers) * cfg_.weights_fraction * sharing;
+    tokens = std::min(tokens, std::max(room, 0.0) / (per_token * cfg_.kv_fraction * sharing));
   }
   p.capacity_tokens = static_cast<int64_t>(std::floor(std::min(tokens, 1e15)));
   p.max_model_len   = cfg_.max_model_len;
@@ -75,23 +87,11 @@ double ServingDriver::kv_budget_bytes() const
 
 void ServingDriver::setup()
 {
-  const NodeSpec& node = cluster_.node;
-  std::vector<DeviceRef> group, peers;
-  for (int64_t r = 0; r < cfg_.tp; ++r) {
-    DeviceRef d{DeviceKind::gpu, static_cast<int32_t>(r / cluster_.gpus_per_node),
-                static_cast<int32_t>(r % cluster_.gpus_per_node)};
-    group.push_back(d);
-    if (r > 0 && d.node == 0) {
-      peers.push_back(d);
-      if (node.socket_of_gpu(d.index) == host_.index)
-        ++ranks_on_node_;
-    }
-  }
   dag_.set_represents(gpu_, static_cast<int>(cfg_.tp));
-  dag_.set_shadows(gpu_, peers);
+  dag_.set_shadows(gpu_, node_peers_);
   if (cfg_.tp > 1)
-    tp_group_ = dag_.add_group(group);
-  const GpuSpec& g = node.gpu;
+    tp_group_ = dag_.add_group(tp_members_);
+  const GpuSpec& g = cluster_.node.gpu;
   if (g.context_bytes > 0)
     dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::context, g.context_bytes, "cuda_context");
   double layer_w = kernels_.layer_weight_bytes() * static_cast<double>(model_.layers);
@@ -99,7 +99,7 @@ void ServingDriver::setup()
   dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::weights, kernels_.weight_bytes() - layer_w * w_off, "weights");
   if (w_off > 0) // every rank's offloaded share sits in the same host DRAM / NVMe
     dag_.alloc(gpu_, StreamKind::compute, offload_pool(cfg_.offload_weights), MemCategory::weights,
-               layer_w * w_off * ranks_on_node_, "offloaded_weights");
+               layer_w * w_off * ranks_sharing(cfg_.offload_weights), "offloaded_weights");
 }
 
 void ServingDriver::account_iteration(double now)

@@ -53,6 +53,11 @@ private:
   OpId emit_fetch(OffloadPlace from, double bytes, const std::string& name, OpId after, Tensor& staged,
                   MemCategory category);
   DeviceRef offload_pool(OffloadPlace p) const { return p == OffloadPlace::nvme ? nvme_ : host_; }
+  // Ranks whose offloaded share sits in the same pool as the representative's.
+  int ranks_sharing(OffloadPlace p) const
+  {
+    return p == OffloadPlace::nvme ? 1 + static_cast<int>(node_peers_.size()) : ranks_on_socket_;
+  }
 
   ModelSpec model_;
   InferenceConfig cfg_;
@@ -66,7 +71,8 @@ private:
 
   DeviceRef gpu_, host_, nvme_;
   int32_t tp_group_ = -1;
-  int ranks_on_node_ = 1; // tp ranks sharing the host's DRAM and NVMe
+  std::vector<DeviceRef> tp_members_, node_peers_;
+  int ranks_on_socket_ = 1; // tp ranks sharing the representative's DRAM (itself included)
   bool started_     = false;
   Iteration current_;
   int64_t kv_slots_ = 0;   // slots allocated in the pools so far

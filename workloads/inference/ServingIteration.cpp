@@ -17,7 +17,7 @@ void ServingDriver::emit_kv_changes(const Iteration& it)
   // Swap-outs copy the victims' KV to host memory before their slots are reused.
   for (int s : it.swapped_out) {
     double bytes = static_cast<double>(st_.seqs[s].computed) * per_token * (1 - off);
-    dag_.alloc(gpu_, StreamKind::d2h, host_, MemCategory::kv_cache, bytes * ranks_on_node_, "kv.swap_space");
+    dag_.alloc(gpu_, StreamKind::d2h, host_, MemCategory::kv_cache, bytes * ranks_on_socket_, "kv.swap_space");
     after.push_back(dag_.add(copy_op(gpu_, StreamKind::d2h, gpu_, host_, bytes, "kv.swap_out")));
   }
   int64_t now_slots = kv_->reserved();
@@ -33,7 +33,7 @@ void ServingDriver::emit_kv_changes(const Iteration& it)
     };
     change(gpu_, delta * (1 - off), delta > 0 ? "kv.alloc" : "kv.free");
     if (off > 0)
-      change(off_pool, delta * off * ranks_on_node_, delta > 0 ? "kv.alloc_offloaded" : "kv.free_offloaded");
+      change(off_pool, delta * off * ranks_sharing(cfg_.offload_kv), delta > 0 ? "kv.alloc_offloaded" : "kv.free_offloaded");
     after.push_back(dag_.last_alloc_or_free());
   }
   kv_slots_ = now_slots;
@@ -41,7 +41,7 @@ void ServingDriver::emit_kv_changes(const Iteration& it)
     double bytes = static_cast<double>(st_.seqs[s].computed) * per_token * (1 - off);
     OpId copy = dag_.add(copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes, "kv.swap_in"),
                          {after.empty() ? OpDag::none : after.back()});
-    after.push_back(dag_.free(bytes_of(host_, MemCategory::kv_cache, bytes * ranks_on_node_), gpu_, StreamKind::h2d,
+    after.push_back(dag_.free(bytes_of(host_, MemCategory::kv_cache, bytes * ranks_on_socket_), gpu_, StreamKind::h2d,
                               "kv.swap_space", {copy}));
   }
   kv_ready_ = after.empty() ? OpDag::none : after.back();
