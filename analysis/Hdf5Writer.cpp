@@ -129,6 +129,7 @@ void write_serving(H5::H5File& f, const RunResult& r)
   column(g, "rejected", doubles(q, [](const RequestRecord& x) { return x.rejected ? 1.0 : 0.0; }));
   column(g, "ttft_s", doubles(q, [](const RequestRecord& x) { return x.finish_s < 0 ? -1.0 : x.first_token_s - x.arrival_s; }));
   column(g, "latency_s", doubles(q, [](const RequestRecord& x) { return x.finish_s < 0 ? -1.0 : x.finish_s - x.arrival_s; }));
+  column(g, "max_itl_s", doubles(q, [](const RequestRecord& x) { return x.max_itl_s; }));
   H5::Group kv = f.createGroup("kv_cache");
   attribute(kv, "bytes_per_token", s.kv_bytes_per_token);
   attribute(kv, "capacity_tokens", static_cast<double>(s.kv_capacity_tokens));

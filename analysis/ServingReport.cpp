@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 namespace memwall {
 namespace {
 
 struct Latencies {
-  std::vector<double> ttft, tpot, latency;
+  std::vector<double> ttft, tpot, latency, max_itl;
   double prompt_tokens = 0, output_tokens = 0;
   int64_t completed = 0, rejected = 0;
 };
@@ -28,8 +29,10 @@ Latencies latencies(const ServingStats& s)
     l.output_tokens += static_cast<double>(q.output_tokens);
     l.ttft.push_back(q.first_token_s - q.arrival_s);
     l.latency.push_back(q.finish_s - q.arrival_s);
-    if (q.output_tokens > 1)
+    if (q.output_tokens > 1) {
       l.tpot.push_back((q.finish_s - q.first_token_s) / static_cast<double>(q.output_tokens - 1));
+      l.max_itl.push_back(q.max_itl_s);
+    }
   }
   return l;
 }
@@ -82,6 +85,7 @@ void add_serving_json(nlohmann::ordered_json& j, const RunResult& r)
   j["ttft_s"]              = summary(l.ttft);
   j["tpot_s"]              = summary(l.tpot);
   j["latency_s"]           = summary(l.latency);
+  j["max_itl_s"]           = summary(l.max_itl); // per request: its longest pause between two tokens
   j["kv_utilization"]      = kv_utilization(s);
   double peak_used = 0, peak_reserved = 0;
   for (const KvSample& k : s.kv) {
@@ -112,9 +116,12 @@ std::string serving_text(const nlohmann::ordered_json& j)
                 format_si(j["output_tokens_per_s"].get<double>(), "tokens/s").c_str(),
                 format_si(j["total_tokens_per_s"].get<double>(), "tokens/s").c_str(), j["requests_per_s"].get<double>());
   os += line;
-  for (const char* k : {"ttft_s", "tpot_s", "latency_s"}) {
-    const char* label = k[0] == 't' && k[1] == 't' ? "time to first " : k[0] == 't' ? "per output tok" : "latency e2e   ";
-    const auto& x     = j[k];
+  const std::pair<const char*, const char*> rows[] = {{"ttft_s", "time to first "},
+                                                     {"tpot_s", "per output tok"},
+                                                     {"max_itl_s", "longest pause "},
+                                                     {"latency_s", "latency e2e   "}};
+  for (const auto& [k, label] : rows) {
+    const auto& x = j[k];
     std::snprintf(line, sizeof line, "  %s mean %9.2f ms, p50 %9.2f ms, p90 %9.2f ms, p99 %9.2f ms\n", label,
                   ms(x, "mean"), ms(x, "p50"), ms(x, "p90"), ms(x, "p99"));
     os += line;

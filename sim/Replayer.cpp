@@ -40,17 +40,23 @@ Replayer::Replayer(StepSource& source, const Platform& platform, ReplayOptions o
 
 void Replayer::take_new_ops()
 {
+  if (dag_.first_id() != base_) {
+    // The source forgot the ops it issued before, all of them completed.
+    base_ = dag_.first_id();
+    waiting_on_.clear();
+    running_acts_.clear();
+  }
   size_t n = dag_.size();
-  waiting_on_.resize(n);
-  running_acts_.resize(n, 0);
+  waiting_on_.resize(n - base_);
+  running_acts_.resize(n - base_, 0);
   records_.resize(n);
   for (size_t v = taken_; v < n; ++v) {
     // Ops taken earlier have all completed when a source appends more.
     uint32_t waiting = 0;
-    for (auto [e, end] = boost::in_edges(v, dag_.graph()); e != end; ++e)
-      if (boost::source(*e, dag_.graph()) >= taken_)
+    for (auto [e, end] = boost::in_edges(v - base_, dag_.graph()); e != end; ++e)
+      if (base_ + boost::source(*e, dag_.graph()) >= taken_)
         ++waiting;
-    waiting_on_[v] = waiting;
+    waiting_on_[v - base_] = waiting;
     // A GPU whose kernels all run on one stream, and which copies nothing to itself,
     // never has two users of its HBM at once: its kernels can be single timed activities.
     const Op& op = dag_.op(static_cast<OpId>(v));
@@ -63,7 +69,7 @@ void Replayer::take_new_ops()
     }
   }
   for (size_t v = taken_; v < n; ++v)
-    if (waiting_on_[v] == 0)
+    if (waiting_on_[v - base_] == 0)
       ready_.push_back(static_cast<OpId>(v));
   taken_ = n;
 }
@@ -100,6 +106,7 @@ RunResult Replayer::run()
     parked_.clear();
     if (!source_ || completed_ != taken_)
       break;
+    activities_.clear(); // all done: their completion callbacks have run
     StepDecision d = source_->next(sg4::Engine::get_clock());
     take_new_ops();
     if (d.kind == StepDecision::Kind::done && ready_.empty())
@@ -156,7 +163,7 @@ void Replayer::start(OpId id)
       start_collective_phase(id);
       break;
   }
-  if (running_acts_[id] == 0)
+  if (running_acts_[id - base_] == 0)
     complete(id);
 }
 
@@ -245,7 +252,7 @@ bool Replayer::start_collective_phase(OpId id)
       start_flow(id, f.src, f.dst, f.bytes);
     if (phase.delay_s > 0)
       start_exec(id, platform_.timer(), phase.delay_s * platform_.timer()->get_speed());
-    if (running_acts_[id] > 0)
+    if (running_acts_[id - base_] > 0)
       return true;
   }
   collectives_.erase(id);
@@ -260,7 +267,7 @@ void Replayer::start_exec(OpId op, sg4::Host* host, double work)
   activities_.push_back({op, -1, 0, e});
   e->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
   if (op != OpDag::none) // OpDag::none: a source waiting for its next event
-    ++running_acts_[op];
+    ++running_acts_[op - base_];
   e->vetoable_start();
 }
 
@@ -279,7 +286,7 @@ void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, d
   c->set_payload_size(static_cast<uint64_t>(bytes + 0.5));
   activities_.push_back({op, r, bytes, c});
   c->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
-  ++running_acts_[op];
+  ++running_acts_[op - base_];
   c->vetoable_start();
 }
 
@@ -321,7 +328,7 @@ void Replayer::on_activity_done(size_t index)
   OpId op = a.op;
   if (op == OpDag::none)
     return;
-  if (--running_acts_[op] > 0)
+  if (--running_acts_[op - base_] > 0)
     return;
   if (dag_.op(op).kind == OpKind::collective && start_collective_phase(op))
     return;
@@ -333,10 +340,10 @@ void Replayer::complete(OpId id)
 {
   records_[id].end = sg4::Engine::get_clock();
   ++completed_;
-  for (auto [e, end] = boost::out_edges(id, dag_.graph()); e != end; ++e) {
-    OpId next = static_cast<OpId>(boost::target(*e, dag_.graph()));
+  for (auto [e, end] = boost::out_edges(id - base_, dag_.graph()); e != end; ++e) {
+    auto next = boost::target(*e, dag_.graph());
     if (--waiting_on_[next] == 0)
-      ready_.push_back(next);
+      ready_.push_back(base_ + static_cast<OpId>(next));
   }
 }
 

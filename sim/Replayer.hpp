@@ -85,8 +85,9 @@ private:
   ReplayOptions options_;
   std::unique_ptr<CollectiveAlgorithm> collective_;
 
-  std::vector<uint32_t> waiting_on_;   // unfinished dependencies per op
-  std::vector<uint32_t> running_acts_; // unfinished activities per started op
+  // Per op the DAG still holds (op id - base_):
+  std::vector<uint32_t> waiting_on_;   // unfinished dependencies
+  std::vector<uint32_t> running_acts_; // unfinished activities of a started op
   std::vector<OpRecord> records_;
   std::vector<OpId> ready_;
   std::vector<Activity> activities_;
@@ -103,6 +104,7 @@ private:
   std::map<DeviceRef, StreamKind> kernel_stream_;
   StepSource* source_ = nullptr;
   size_t taken_       = 0;
+  OpId base_          = 0; // the DAG's first_id() when ops were last taken
   size_t completed_ = 0;
   bool draining_    = false;
 };

@@ -32,7 +32,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OomEvent, op, time, requested, free)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PoolResult, device, name, hardware, count, capacity, peak_bytes, peak_time,
                                    peak_by_category, max_by_category, timeline, ooms, oom_count)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LinkResult, name, bandwidth, bytes, busy_s)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RequestRecord, id, arrival_s, first_token_s, finish_s, prompt_tokens, output_tokens,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RequestRecord, id, arrival_s, first_token_s, finish_s, max_itl_s, prompt_tokens, output_tokens,
                                    preemptions, rejected)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KvSample, time, used_bytes, reserved_bytes, running)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServingStats, present, requests, kv, iterations, preemptions, swaps, max_running_seqs,

@@ -128,13 +128,9 @@ RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options)
   Platform platform(spec.cluster);
   ServingDriver driver(spec.model, spec.inference, spec.cluster);
   Replayer replayer(driver, platform, options);
-  RunResult r = replayer.run();
-  const OpDag& dag = driver.dag();
-  for (OpId v = 0; v < dag.size(); ++v) {
-    const Op& op = dag.op(v);
-    r.model_flops_per_step += op.model_flops * dag.represents(op.device);
-  }
-  r.serving = driver.take_stats();
+  RunResult r             = replayer.run();
+  r.model_flops_per_step = driver.model_flops();
+  r.serving              = driver.take_stats();
   for (const RequestRecord& q : r.serving.requests)
     if (!q.rejected)
       r.tokens_per_step += static_cast<double>(q.output_tokens);

@@ -7,25 +7,31 @@ OpId OpDag::add(Op op, std::initializer_list<OpId> deps) { return add(std::move(
 OpId OpDag::add(Op op, const std::vector<OpId>& deps)
 {
   auto key = std::make_pair(op.device, op.stream);
-  OpId id  = static_cast<OpId>(boost::add_vertex(*graph_));
+  OpId id  = base_ + static_cast<OpId>(boost::add_vertex(*graph_));
   ops_.push_back(std::move(op));
   auto it  = tails_.find(key);
   if (it != tails_.end()) {
-    boost::add_edge(it->second, id, *graph_);
+    depend(id, it->second);
     it->second = id;
   } else {
     tails_.emplace(key, id);
   }
   for (OpId d : deps)
-    if (d != none)
-      boost::add_edge(d, id, *graph_);
+    depend(id, d);
   return id;
 }
 
 void OpDag::depend(OpId later, OpId earlier)
 {
-  if (later != none && earlier != none)
-    boost::add_edge(earlier, later, *graph_);
+  if (later != none && earlier != none && earlier >= base_)
+    boost::add_edge(earlier - base_, later - base_, *graph_);
+}
+
+void OpDag::forget_ops()
+{
+  base_ += static_cast<OpId>(ops_.size());
+  ops_.clear();
+  graph_ = std::make_unique<Graph>();
 }
 
 Tensor OpDag::alloc(const DeviceRef& device, StreamKind stream, const DeviceRef& pool, MemCategory category,

@@ -55,9 +55,16 @@ public:
   void set_shadows(const DeviceRef& d, std::vector<DeviceRef> peers) { shadows_[d] = std::move(peers); }
   const std::vector<DeviceRef>& shadows(const DeviceRef& d) const;
 
-  size_t size() const { return ops_.size(); }
-  const Op& op(OpId id) const { return ops_[id]; }
+  // Ids count every op ever added; those before first_id() were forgotten.
+  size_t size() const { return base_ + ops_.size(); }
+  OpId first_id() const { return base_; }
+  const Op& op(OpId id) const { return ops_[id - base_]; }
+  // The graph holds the ops not forgotten: vertex v is op first_id() + v.
   const Graph& graph() const { return *graph_; }
+  // Drops every op, once all have run: a workload that grows during the replay (a
+  // serving run of millions of ops) keeps only its current iteration. Ids go on
+  // counting; a dependency on a forgotten op, which has completed, is no edge.
+  void forget_ops();
   // Last op issued on a stream, or nullopt-like max() when the stream is empty.
   OpId stream_tail(const DeviceRef& d, StreamKind s) const;
   static constexpr OpId none = 0xffffffffu;
@@ -73,6 +80,7 @@ private:
   std::map<DeviceRef, std::vector<DeviceRef>> shadows_;
   uint32_t next_tensor_ = 1;
   OpId last_memory_op_  = none;
+  OpId base_            = 0;
 };
 
 } // namespace memwall

@@ -4,7 +4,8 @@
 // next() each time every op issued so far has completed; the source appends the next
 // ops to its DAG (the one the replay reads), asks to be woken at a later time (an idle
 // server waiting for a request), or says it is done. Data still flows one way: the
-// source sees only the clock, never the simulator.
+// source sees only the clock, never the simulator. As all its ops have run when next()
+// is called, the source may forget them first (OpDag::forget_ops).
 #include "OpDag.hpp"
 
 namespace memwall {

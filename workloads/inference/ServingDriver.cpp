@@ -114,6 +114,9 @@ void ServingDriver::account_iteration(double now)
     ++q.generated;
     if (q.generated == 1)
       q.first_token_s = now;
+    else
+      q.max_itl_s = std::max(q.max_itl_s, now - q.last_token_s);
+    q.last_token_s = now;
     if (q.generated >= q.req.output_tokens)
       q.done = true;
   }
@@ -135,6 +138,10 @@ void ServingDriver::retire(double now)
 
 StepDecision ServingDriver::next(double now)
 {
+  // Everything issued so far has run: keep its model FLOPs, drop its ops.
+  for (OpId v = dag_.first_id(); v < dag_.size(); ++v)
+    model_flops_ += dag_.op(v).model_flops * dag_.represents(dag_.op(v).device);
+  dag_.forget_ops();
   if (!started_) {
     setup();
     started_ = true;
@@ -164,8 +171,8 @@ StepDecision ServingDriver::next(double now)
 ServingStats ServingDriver::take_stats()
 {
   for (const Sequence& s : st_.seqs)
-    stats_.requests.push_back({s.req.id, s.req.arrival_s, s.first_token_s, s.finish_s, s.req.prompt_tokens,
-                               s.req.output_tokens, s.preemptions, s.rejected});
+    stats_.requests.push_back({s.req.id, s.req.arrival_s, s.first_token_s, s.finish_s, s.max_itl_s,
+                               s.req.prompt_tokens, s.req.output_tokens, s.preemptions, s.rejected});
   return std::move(stats_);
 }
 

@@ -36,6 +36,8 @@ public:
   const OpDag& dag() const override { return dag_; }
   StepDecision next(double now) override;
   ServingStats take_stats();
+  // FLOPs of the model's forward passes over the run, summed over the tp ranks.
+  double model_flops() const { return model_flops_; }
 
   // The KV budget, known before anything runs (also what `kv_capacity_tokens` reports).
   int64_t kv_capacity_tokens() const { return kv_->capacity(); }
@@ -77,6 +79,7 @@ private:
   Iteration current_;
   int64_t kv_slots_ = 0;   // slots allocated in the pools so far
   OpId kv_ready_    = OpDag::none;
+  double model_flops_ = 0;
 };
 
 } // namespace memwall

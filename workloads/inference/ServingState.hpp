@@ -19,6 +19,8 @@ struct Sequence {
   int64_t computed    = 0;  // tokens whose KV is in the cache
   bool done           = false; // sampled its last token (static batching keeps it as padding)
   double first_token_s = -1;
+  double last_token_s  = -1;
+  double max_itl_s     = 0; // longest pause between two of its tokens
   double finish_s      = -1;
   int64_t preemptions  = 0;
   int64_t kv_slots     = 0; // KV token slots this sequence holds (its own; shared prefix blocks not counted)

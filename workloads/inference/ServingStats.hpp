@@ -12,6 +12,7 @@ struct RequestRecord {
   double arrival_s      = 0;
   double first_token_s  = -1; // -1: never (rejected)
   double finish_s       = -1;
+  double max_itl_s      = 0; // longest pause between two consecutive output tokens
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
   int64_t preemptions   = 0;
