@@ -11,6 +11,7 @@ packages=(
   catch2
   libyaml-cpp-dev
   nlohmann-json3-dev
+  python3-h5py python3-matplotlib   # memwall plot (analysis/plot_results.py) and tests reading results
 )
 
 missing=()

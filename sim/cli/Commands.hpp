@@ -1,6 +1,8 @@
 #pragma once
 // memwall's subcommands. Each takes the arguments after its name and returns the exit
 // code: 0 success (a simulated OOM is a result), 2 bad input or usage, 3 runtime failure.
+#include <boost/program_options.hpp>
+
 #include <string>
 #include <vector>
 
@@ -8,6 +10,12 @@ namespace memwall {
 
 int run_command(const std::vector<std::string>& args);
 int list_command(const std::vector<std::string>& args);
+int sweep_command(const std::vector<std::string>& args);
+
+// Parses a command's options with one positional argument (`positional`); prints the
+// help and returns false for --help.
+bool parse_options(const std::vector<std::string>& args, const boost::program_options::options_description& opts,
+                   const char* positional, boost::program_options::variables_map& vm);
 
 // Title line of an experiment, shared by the summary and provenance.
 struct ExperimentSpec;

@@ -7,6 +7,7 @@
 #include "scheduler/BatchScheduler.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
 #include "spec/ExperimentSpec.hpp"
+#include "spec/SpecParams.hpp"
 
 #include <cstdio>
 #include <functional>
@@ -57,23 +58,10 @@ int list_models()
 
 int list_params()
 {
-  // Reading a minimal spec records every parameter with its description and default;
-  // inline node and GPU mappings bring in their schemas too.
-  param_docs().clear();
-  parse_spec("hardware: {node: {preset: dgx-a100}, gpu: {preset: a100-sxm4-80gb}}\nmodel: {preset: gpt2}\n"
-             "training: {}\n",
-             "(defaults)", "");
-  parse_spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\ninference: {poisson: {}}\n",
-             "(defaults)", "");
   std::printf("%-42s %-40s %-14s %s\n", "key", "type", "default", "description");
-  for (const auto& d : param_docs()) {
-    bool spec_key = d.path.rfind("hardware", 0) == 0 || d.path.rfind("model", 0) == 0 ||
-                    d.path.rfind("training", 0) == 0 || d.path.rfind("inference", 0) == 0;
-    if (!spec_key)
-      continue; // catalog entries read on the way
+  for (const auto& d : spec_param_docs())
     std::printf("%-42s %-40s %-14s %s\n", d.path.c_str(), d.type.c_str(),
                 d.default_text.empty() ? "(required)" : d.default_text.c_str(), d.description.c_str());
-  }
   return 0;
 }
 

@@ -35,6 +35,20 @@ std::string experiment_title(const ExperimentSpec& s)
          std::to_string(t.micro_batches()) + " per step)\n  " + describe_training(t);
 }
 
+bool parse_options(const std::vector<std::string>& args, const po::options_description& opts, const char* positional,
+                   po::variables_map& vm)
+{
+  po::positional_options_description pos;
+  pos.add(positional, 1);
+  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return false;
+  }
+  return true;
+}
+
 int run_command(const std::vector<std::string>& args)
 {
   std::string spec_path, h5_path, trace_path;
@@ -47,15 +61,9 @@ int run_command(const std::vector<std::string>& args)
       "output,o", po::value(&h5_path), "write the run to HDF5")("trace", po::value(&trace_path),
                                                                 "write a Chrome/Perfetto trace (JSON)")(
       "spec", po::value(&spec_path), "experiment spec (YAML)");
-  po::positional_options_description pos;
-  pos.add("spec", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
+  if (!parse_options(args, opts, "spec", vm))
     return 0;
-  }
   if (spec_path.empty())
     throw InputError("run: missing SPEC.yaml (e.g. memwall run examples/gpt2-1gpu-a100.yaml)");
 

@@ -21,6 +21,8 @@ const std::map<std::string, Command>& commands()
   static const std::map<std::string, Command> table{
       {"run", {"simulate one experiment spec: memwall run SPEC.yaml [--set KEY=VALUE]... [--json] [-o RUN.h5] [--trace RUN.json]",
                memwall::run_command}},
+      {"sweep", {"run a parameter sweep into one HDF5 file: memwall sweep SWEEP.yaml -o RESULTS.h5 [-j N] [--resume]",
+                 memwall::sweep_command}},
       {"list", {"list presets and parameters: memwall list gpus|nodes|models|params|collectives|schedules|schedulers|kv-managers", memwall::list_command}},
   };
   return table;
@@ -45,7 +47,7 @@ int main(int argc, char** argv)
     return usage(stdout);
   auto it = commands().find(name);
   if (it == commands().end()) {
-    std::fprintf(stderr, "memwall: unknown command '%s'; commands: run, list (see memwall help)\n", name.c_str());
+    std::fprintf(stderr, "memwall: unknown command '%s'; see memwall help for the commands\n", name.c_str());
     return 2;
   }
   std::vector<std::string> args(argv + 2, argv + argc);

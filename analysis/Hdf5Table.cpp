@@ -1,0 +1,123 @@
+#include "Hdf5Table.hpp"
+
+namespace memwall {
+namespace {
+
+H5::DSetCreatPropList untimed()
+{
+  H5::DSetCreatPropList p;
+  H5Pset_obj_track_times(p.getId(), false);
+  return p;
+}
+
+H5::StrType utf8_text()
+{
+  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  type.setCset(H5T_CSET_UTF8);
+  return type;
+}
+
+} // namespace
+
+void attribute(H5::H5Object& obj, const std::string& name, const std::string& value)
+{
+  H5::StrType type = utf8_text();
+  H5::Attribute a  = obj.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
+  const char* c    = value.c_str();
+  a.write(type, &c);
+}
+
+void attribute(H5::H5Object& obj, const std::string& name, double value)
+{
+  H5::Attribute a = obj.createAttribute(name, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(H5S_SCALAR));
+  a.write(H5::PredType::NATIVE_DOUBLE, &value);
+}
+
+std::optional<std::string> text_attribute(const H5::H5Object& obj, const std::string& name)
+{
+  if (!obj.attrExists(name))
+    return std::nullopt;
+  H5::Attribute a = obj.openAttribute(name);
+  if (a.getTypeClass() != H5T_STRING)
+    return std::nullopt;
+  std::string value;
+  a.read(a.getStrType(), value);
+  return value;
+}
+
+std::optional<double> number_attribute(const H5::H5Object& obj, const std::string& name)
+{
+  if (!obj.attrExists(name))
+    return std::nullopt;
+  H5::Attribute a = obj.openAttribute(name);
+  if (a.getTypeClass() != H5T_FLOAT && a.getTypeClass() != H5T_INTEGER)
+    return std::nullopt;
+  double value = 0;
+  a.read(H5::PredType::NATIVE_DOUBLE, &value);
+  return value;
+}
+
+void column(H5::Group& g, const std::string& name, const std::vector<double>& v)
+{
+  hsize_t n = v.size();
+  H5::DataSpace space(1, &n);
+  H5::DataSet d = g.createDataSet(name, H5::PredType::NATIVE_DOUBLE, space, untimed());
+  if (n)
+    d.write(v.data(), H5::PredType::NATIVE_DOUBLE);
+}
+
+void column(H5::Group& g, const std::string& name, const std::vector<std::string>& v)
+{
+  hsize_t n            = v.size();
+  H5::StrType type     = utf8_text();
+  H5::DataSpace space(1, &n);
+  H5::DataSet d = g.createDataSet(name, type, space, untimed());
+  std::vector<const char*> ptrs;
+  for (const auto& s : v)
+    ptrs.push_back(s.c_str());
+  if (n)
+    d.write(ptrs.data(), type);
+}
+
+bool is_text_column(const H5::Group& g, const std::string& name)
+{
+  return g.openDataSet(name).getTypeClass() == H5T_STRING;
+}
+
+std::vector<double> read_numbers(const H5::Group& g, const std::string& name)
+{
+  H5::DataSet d = g.openDataSet(name);
+  hsize_t n     = 0;
+  d.getSpace().getSimpleExtentDims(&n);
+  std::vector<double> v(n);
+  if (n)
+    d.read(v.data(), H5::PredType::NATIVE_DOUBLE);
+  return v;
+}
+
+std::vector<std::string> read_texts(const H5::Group& g, const std::string& name)
+{
+  H5::DataSet d = g.openDataSet(name);
+  hsize_t n     = 0;
+  d.getSpace().getSimpleExtentDims(&n);
+  std::vector<char*> ptrs(n, nullptr);
+  H5::StrType type = utf8_text();
+  if (n)
+    d.read(ptrs.data(), type);
+  std::vector<std::string> v;
+  for (char* p : ptrs)
+    v.emplace_back(p ? p : "");
+  if (n)
+    H5Dvlen_reclaim(type.getId(), d.getSpace().getId(), H5P_DEFAULT, ptrs.data());
+  return v;
+}
+
+std::vector<std::string> members(const H5::Group& g)
+{
+  std::vector<std::string> out;
+  for (hsize_t i = 0; i < g.getNumObjs(); ++i)
+    out.push_back(g.getObjnameByIdx(i));
+  return out;
+}
+
+} // namespace memwall

@@ -1,0 +1,253 @@
+#include "SweepFile.hpp"
+
+#include "AtomicOutput.hpp"
+#include "Hdf5Table.hpp"
+#include "Hdf5Writer.hpp"
+#include "InputError.hpp"
+#include "RunTables.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+namespace memwall {
+namespace {
+
+constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+
+std::string run_group_name(int64_t index)
+{
+  char name[32];
+  std::snprintf(name, sizeof name, "%06lld", static_cast<long long>(index));
+  return name;
+}
+
+// Metric columns in order of first appearance over the rows (in index order).
+void metric_columns(const std::map<int64_t, SweepRow>& rows, std::vector<std::string>& numbers,
+                    std::vector<std::string>& texts)
+{
+  std::set<std::string> seen;
+  for (const auto& [i, row] : rows) {
+    for (const auto& [k, v] : row.numbers)
+      if (seen.insert(k).second)
+        numbers.push_back(k);
+    for (const auto& [k, v] : row.texts)
+      if (seen.insert(k).second)
+        texts.push_back(k);
+  }
+}
+
+void write_points(H5::Group& root, const SweepSpec& sweep, const std::map<int64_t, SweepRow>& rows)
+{
+  H5::Group g = root.createGroup("points");
+  std::vector<std::string> columns{"index"};
+  std::vector<double> index;
+  for (const auto& [i, row] : rows)
+    index.push_back(static_cast<double>(i));
+  column(g, "index", index);
+  for (size_t a = 0; a < sweep.axes.size(); ++a) {
+    const std::string& key = sweep.axes[a];
+    bool numeric           = true;
+    std::vector<double> nums;
+    std::vector<std::string> texts;
+    for (const auto& [i, row] : rows)
+      for (const SweepSetting& s : sweep.points.at(static_cast<size_t>(i)).settings)
+        if (s.key == key) {
+          ExprValue v = setting_value(s);
+          numeric     = numeric && std::holds_alternative<double>(v);
+          nums.push_back(numeric ? std::get<double>(v) : 0.0);
+          texts.push_back(s.text);
+        }
+    if (numeric)
+      column(g, key, nums);
+    else
+      column(g, key, texts);
+    columns.push_back(key);
+  }
+  std::vector<std::string> status, error;
+  for (const auto& [i, row] : rows) {
+    status.push_back(row.error.empty() ? "ok" : "error");
+    error.push_back(row.error);
+  }
+  column(g, "status", status);
+  column(g, "error", error);
+  columns.push_back("status");
+  columns.push_back("error");
+  std::vector<std::string> num_cols, text_cols;
+  metric_columns(rows, num_cols, text_cols);
+  for (const std::string& k : num_cols) {
+    std::vector<double> v;
+    for (const auto& [i, row] : rows) {
+      double x = nan;
+      for (const auto& [name, value] : row.numbers)
+        if (name == k)
+          x = value;
+      v.push_back(x);
+    }
+    column(g, k, v);
+    columns.push_back(k);
+  }
+  for (const std::string& k : text_cols) {
+    std::vector<std::string> v;
+    for (const auto& [i, row] : rows) {
+      std::string x;
+      for (const auto& [name, value] : row.texts)
+        if (name == k)
+          x = value;
+      v.push_back(x);
+    }
+    column(g, k, v);
+    columns.push_back(k);
+  }
+  attribute(g, "columns", nlohmann::json(columns).dump());
+  attribute(g, "axes", nlohmann::json(sweep.axes).dump());
+}
+
+} // namespace
+
+std::string timestamp_now()
+{
+  std::time_t t = std::time(nullptr);
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"))
+    t = static_cast<std::time_t>(std::strtoll(epoch, nullptr, 10));
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+size_t ResultsTable::rows() const
+{
+  auto it = numbers.find("index");
+  return it == numbers.end() ? 0 : it->second.size();
+}
+
+void write_sweep_file(const std::string& path, const SweepSpec& sweep, const std::map<int64_t, SweepRow>& rows,
+                      const SweepFileInfo& info)
+{
+  write_atomically(path, [&](const std::string& temp) {
+    try {
+      H5::Exception::dontPrint();
+      H5::H5File f(temp, H5F_ACC_TRUNC);
+      H5::Group root = f.openGroup("/");
+      std::set<std::string> profiles;
+      for (const auto& [i, row] : rows)
+        for (const auto& [k, v] : row.texts)
+          if (k == "gpu.hardware" || k == "host.hardware" || k == "nvme.hardware")
+            profiles.insert(v);
+      std::string hardware;
+      for (const auto& p : profiles)
+        hardware += (hardware.empty() ? "" : ", ") + p;
+      stamp_format(root, "memwall-sweep");
+      attribute(root, "sweep_file", sweep.file);
+      attribute(root, "sweep_text", sweep.text);
+      attribute(root, "base_spec_text", sweep.base_text);
+      attribute(root, "hardware_profiles", hardware);
+      attribute(root, "started_at", info.started_at);
+      attribute(root, "finished_at", info.finished_at);
+      attribute(root, "points_total", static_cast<double>(sweep.points.size()));
+      attribute(root, "points_done", static_cast<double>(rows.size()));
+      write_points(root, sweep, rows);
+      if (sweep.record_memory || sweep.record_links) {
+        H5::Group runs = root.createGroup("runs");
+        for (const auto& [i, row] : rows) {
+          if (!row.error.empty())
+            continue;
+          H5::Group g = runs.createGroup(run_group_name(i));
+          if (sweep.record_memory)
+            write_memory(g, row.pools);
+          if (sweep.record_links)
+            write_links(g, row.links);
+        }
+      }
+    } catch (const H5::Exception& e) {
+      throw std::runtime_error(path + ": HDF5 write failed: " + e.getDetailMsg());
+    }
+  });
+}
+
+ResultsTable read_sweep_file(const std::string& path)
+{
+  if (!std::filesystem::is_regular_file(path))
+    throw InputError(path + ": results file not found");
+  H5::Exception::dontPrint();
+  if (H5Fis_hdf5(path.c_str()) <= 0)
+    throw InputError(path + ": not an HDF5 file (truncated, or not written by memwall)");
+  ResultsTable t;
+  try {
+    H5::H5File f(path, H5F_ACC_RDONLY);
+    H5::Group root = f.openGroup("/");
+    std::optional<std::string> format = text_attribute(root, "format");
+    if (!format || *format != "memwall-sweep")
+      throw InputError(path + ": not a memwall sweep results file (format attribute is " +
+                       (format ? "'" + *format + "'" : std::string("missing")) +
+                       "; memwall sweep writes 'memwall-sweep', memwall run -o writes 'memwall-run')");
+    for (const char* a : {"memwall_version", "git_commit", "sweep_file", "sweep_text", "base_spec_text",
+                          "hardware_profiles", "started_at", "finished_at"})
+      t.attributes[a] = text_attribute(root, a).value_or("");
+    t.points_total  = number_attribute(root, "points_total").value_or(0);
+    H5::Group g     = root.openGroup("points");
+    t.columns       = nlohmann::json::parse(text_attribute(g, "columns").value_or("[]")).get<std::vector<std::string>>();
+    t.axes          = nlohmann::json::parse(text_attribute(g, "axes").value_or("[]")).get<std::vector<std::string>>();
+    for (const std::string& c : t.columns) {
+      if (is_text_column(g, c))
+        t.texts[c] = read_texts(g, c);
+      else
+        t.numbers[c] = read_numbers(g, c);
+    }
+  } catch (const H5::Exception& e) {
+    throw InputError(path + ": unreadable memwall results file (" + e.getDetailMsg() + "); truncated or corrupt?");
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path + ": unreadable memwall results file (bad column list)");
+  }
+  return t;
+}
+
+std::map<int64_t, SweepRow> read_sweep_rows(const std::string& path, const SweepSpec& sweep, SweepFileInfo& info)
+{
+  ResultsTable t = read_sweep_file(path);
+  if (t.attributes["sweep_text"] != sweep.text || t.attributes["base_spec_text"] != sweep.base_text)
+    throw InputError(path + ": holds the results of another sweep spec (or its base spec changed); "
+                     "resume only with the spec that started it, or write to a new file");
+  info.started_at = t.attributes["started_at"];
+  std::set<std::string> fixed{"index", "status", "error"};
+  fixed.insert(t.axes.begin(), t.axes.end());
+  std::map<int64_t, SweepRow> rows;
+  const std::vector<double>& index = t.numbers["index"];
+  try {
+    H5::H5File f(path, H5F_ACC_RDONLY);
+    for (size_t r = 0; r < index.size(); ++r) {
+      SweepRow row;
+      row.index = static_cast<int64_t>(index[r]);
+      row.error = t.texts["error"].at(r);
+      for (const std::string& c : t.columns) {
+        if (fixed.count(c))
+          continue;
+        if (auto n = t.numbers.find(c); n != t.numbers.end() && !std::isnan(n->second.at(r)))
+          row.numbers.emplace_back(c, n->second[r]);
+        if (auto x = t.texts.find(c); x != t.texts.end() && !x->second.at(r).empty())
+          row.texts.emplace_back(c, x->second[r]);
+      }
+      if (row.error.empty() && (sweep.record_memory || sweep.record_links)) {
+        H5::Group g = f.openGroup("/runs/" + run_group_name(row.index));
+        if (sweep.record_memory)
+          row.pools = read_memory(g);
+        if (sweep.record_links)
+          row.links = read_links(g);
+      }
+      rows.emplace(row.index, std::move(row));
+    }
+  } catch (const H5::Exception& e) {
+    throw InputError(path + ": unreadable memwall results file (" + e.getDetailMsg() + ")");
+  } catch (const std::out_of_range&) {
+    throw InputError(path + ": the columns of /points differ in length; the file is corrupt");
+  }
+  return rows;
+}
+
+} // namespace memwall

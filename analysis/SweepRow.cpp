@@ -1,0 +1,131 @@
+#include "SweepRow.hpp"
+
+#include "StepReport.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <limits>
+
+namespace memwall {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+void flatten(const Json& j, const std::string& prefix, SweepRow& row)
+{
+  for (const auto& [k, v] : j.items()) {
+    std::string key = prefix.empty() ? k : prefix + "." + k;
+    if (v.is_object())
+      flatten(v, key, row);
+    else if (v.is_boolean())
+      row.numbers.emplace_back(key, v.get<bool>() ? 1.0 : 0.0);
+    else if (v.is_number())
+      row.numbers.emplace_back(key, v.get<double>());
+    else if (v.is_string())
+      row.texts.emplace_back(key, v.get<std::string>());
+  }
+}
+
+// The device of `kind` closest to its capacity: the one that decides whether it fits.
+const Json* worst_device(const Json& devices, const char* kind)
+{
+  const Json* worst = nullptr;
+  double worst_fill = -1;
+  for (const Json& d : devices) {
+    if (d["kind"] != kind)
+      continue;
+    double cap  = d["capacity_bytes"].get<double>();
+    double fill = cap > 0 ? d["peak_bytes"].get<double>() / cap : 0.0;
+    if (fill > worst_fill) {
+      worst_fill = fill;
+      worst      = &d;
+    }
+  }
+  return worst;
+}
+
+} // namespace
+
+std::string summarize_point(const SweepSpec& sweep, const SweepPoint& point, const ExperimentSpec& spec,
+                            const RunResult& r)
+{
+  Json j = report_json(r);
+  SweepRow row;
+  for (const auto& [k, v] : j.items())
+    if (k != "devices" && k != "links") {
+      Json one;
+      one[k] = v;
+      flatten(one, "", row);
+    }
+  for (const char* kind : {"gpu", "host", "nvme"}) {
+    const Json* d = worst_device(j["devices"], kind);
+    if (!d)
+      continue;
+    std::string p = kind;
+    row.texts.emplace_back(p + ".name", (*d)["name"].get<std::string>());
+    row.texts.emplace_back(p + ".hardware", (*d)["hardware"].get<std::string>());
+    row.numbers.emplace_back(p + ".capacity_bytes", (*d)["capacity_bytes"].get<double>());
+    row.numbers.emplace_back(p + ".peak_bytes", (*d)["peak_bytes"].get<double>());
+    row.numbers.emplace_back(p + ".oom_count", (*d)["oom"].is_null() ? 0.0 : (*d)["oom"]["count"].get<double>());
+    if (p == "gpu")
+      for (const auto& [cat, bytes] : (*d)["peak_by_category"].items())
+        row.numbers.emplace_back("gpu.peak." + cat, bytes.get<double>());
+  }
+  if (!j["links"].empty()) {
+    row.texts.emplace_back("busiest_link.name", j["links"][0]["name"].get<std::string>());
+    row.numbers.emplace_back("busiest_link.utilization", j["links"][0]["utilization"].get<double>());
+  }
+  row.numbers.emplace_back("gpus", static_cast<double>(spec.cluster.total_gpus()));
+  row.numbers.emplace_back("hardware_cost_usd", spec.cluster.price_usd());
+
+  auto lookup = [&](const std::string& name) -> std::optional<ExprValue> {
+    for (const SweepSetting& s : point.settings)
+      if (s.key == name)
+        return setting_value(s);
+    for (const auto& [k, v] : row.numbers)
+      if (k == name)
+        return v;
+    for (const auto& [k, v] : row.texts)
+      if (k == name)
+        return v;
+    return std::nullopt;
+  };
+  for (const auto& [name, expr] : sweep.metrics) {
+    ExprValue v = expr.evaluate(lookup);
+    if (const double* d = std::get_if<double>(&v))
+      row.numbers.emplace_back(name, *d);
+    else
+      row.texts.emplace_back(name, std::get<std::string>(v));
+  }
+
+  Json out;
+  out["numbers"] = row.numbers;
+  out["texts"]   = row.texts;
+  RunResult detail;
+  if (sweep.record_memory)
+    detail.pools = r.pools;
+  if (sweep.record_links)
+    detail.links = r.links;
+  nlohmann::json d;
+  to_json(d, detail);
+  out["detail"] = d;
+  return out.dump();
+}
+
+SweepRow row_from_payload(int64_t index, const std::string& payload)
+{
+  Json j = Json::parse(payload);
+  SweepRow row;
+  row.index   = index;
+  for (const auto& kv : j["numbers"]) // NaN and infinities travel as null
+    row.numbers.emplace_back(kv[0].get<std::string>(),
+                             kv[1].is_number() ? kv[1].get<double>() : std::numeric_limits<double>::quiet_NaN());
+  row.texts   = j["texts"].get<std::vector<std::pair<std::string, std::string>>>();
+  RunResult detail;
+  from_json(nlohmann::json::parse(j["detail"].dump()), detail);
+  row.pools = std::move(detail.pools);
+  row.links = std::move(detail.links);
+  return row;
+}
+
+} // namespace memwall

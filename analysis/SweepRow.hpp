@@ -1,0 +1,29 @@
+#pragma once
+// One point of a sweep as a row of the results table: its scalar metrics (the --json
+// summary flattened: "breakdown_s.compute", "ttft_s.p50", the worst GPU's peak by
+// category as "gpu.peak.activations", ...), derived metrics, or its error; optionally
+// its memory timelines and link statistics.
+#include "RunResult.hpp"
+#include "sweep/SweepSpec.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace memwall {
+
+struct SweepRow {
+  int64_t index = 0;
+  std::string error; // empty when the point ran
+  std::vector<std::pair<std::string, double>> numbers;
+  std::vector<std::pair<std::string, std::string>> texts;
+  std::vector<PoolResult> pools; // when the sweep records memory
+  std::vector<LinkResult> links; // when the sweep records links
+};
+
+// In the point's process: the row of a finished run, as the payload sent back.
+std::string summarize_point(const SweepSpec& sweep, const SweepPoint& point, const ExperimentSpec& spec,
+                            const RunResult& r);
+SweepRow row_from_payload(int64_t index, const std::string& payload);
+
+} // namespace memwall

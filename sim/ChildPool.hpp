@@ -1,0 +1,50 @@
+#pragma once
+// Work run in forked children, several at once. SimGrid allows one Engine per process
+// (DESIGN.md §3), so every replay after the first, and every point of a sweep, runs in
+// a child of a process that never started one. A child returns bytes through a pipe;
+// the parent reads all pipes as they fill, so large results never block a child.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace memwall {
+
+struct ChildOutcome {
+  enum class Kind { result, input_error, failure } kind = Kind::failure;
+  std::string data; // the result, or the error message
+};
+
+class ChildPool {
+public:
+  explicit ChildPool(int max_children);
+  ~ChildPool(); // kills children still running
+  ChildPool(const ChildPool&) = delete;
+  ChildPool& operator=(const ChildPool&) = delete;
+
+  bool full() const { return static_cast<int>(children_.size()) >= max_; }
+  size_t running() const { return children_.size(); }
+  // Runs `work` in a new child; an InputError it throws comes back as input_error,
+  // any other exception (or the child dying) as failure.
+  void spawn(int64_t tag, const std::function<std::string()>& work);
+  // Blocks until one child has finished; returns its tag and outcome.
+  std::pair<int64_t, ChildOutcome> wait_one();
+
+private:
+  struct Child {
+    int64_t tag = 0;
+    pid_t pid   = -1;
+    int fd      = -1;
+    std::string data;
+  };
+  ChildOutcome finish(Child& c);
+
+  int max_;
+  std::vector<Child> children_;
+};
+
+// One unit of work in one child, waited for.
+ChildOutcome run_in_child(const std::function<std::string()>& work);
+
+} // namespace memwall
