@@ -80,10 +80,7 @@ RunResult simulate(const ExperimentSpec& spec, bool child)
     return child ? in_child([&] { return serve(spec, options); }) : serve(spec, options);
   OpDag dag = build_workload(spec);
   RunResult r = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
-  for (OpId v = 0; v < dag.size(); ++v) {
-    const Op& op = dag.op(v);
-    r.model_flops_per_step += op.model_flops * dag.represents(op.device);
-  }
+  r.model_flops_per_step = dag.model_flops();
   r.tokens_per_step    = spec.training.tokens_per_step();
   r.gpus               = spec.cluster.total_gpus();
   r.peak_flops_per_gpu = spec.cluster.node.gpu.peak(spec.training.precision);

@@ -34,6 +34,14 @@ void OpDag::forget_ops()
   graph_ = std::make_unique<Graph>();
 }
 
+double OpDag::model_flops() const
+{
+  double total = 0;
+  for (const Op& op : ops_)
+    total += op.model_flops * represents(op.device);
+  return total;
+}
+
 Tensor OpDag::alloc(const DeviceRef& device, StreamKind stream, const DeviceRef& pool, MemCategory category,
                     double bytes, const std::string& name, std::initializer_list<OpId> deps)
 {

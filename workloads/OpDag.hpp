@@ -65,6 +65,8 @@ public:
   // serving run of millions of ops) keeps only its current iteration. Ids go on
   // counting; a dependency on a forgotten op, which has completed, is no edge.
   void forget_ops();
+  // FLOPs of the held ops that count toward MFU, times the devices each op stands for.
+  double model_flops() const;
   // Last op issued on a stream, or nullopt-like max() when the stream is empty.
   OpId stream_tail(const DeviceRef& d, StreamKind s) const;
   static constexpr OpId none = 0xffffffffu;

@@ -77,7 +77,6 @@ int sweep_command(const std::vector<std::string>& args)
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   SweepProgress progress(sweep.points.size(), rows.size(), std::cerr);
-  write_sweep_file(out_path, sweep, rows, info);
   using clock        = std::chrono::steady_clock;
   auto last_write    = clock::now();
   double write_cost  = 0;
@@ -87,6 +86,7 @@ int sweep_command(const std::vector<std::string>& args)
     last_write = clock::now();
     write_cost = std::chrono::duration<double>(last_write - t0).count();
   };
+  write(); // the file exists from the start, and the first write measures its cost
   struct Stop {};
   try {
     run_points(sweep, todo, jobs,

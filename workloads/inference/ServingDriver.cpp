@@ -139,8 +139,7 @@ void ServingDriver::retire(double now)
 StepDecision ServingDriver::next(double now)
 {
   // Everything issued so far has run: keep its model FLOPs, drop its ops.
-  for (OpId v = dag_.first_id(); v < dag_.size(); ++v)
-    model_flops_ += dag_.op(v).model_flops * dag_.represents(dag_.op(v).device);
+  model_flops_ += dag_.model_flops();
   dag_.forget_ops();
   if (!started_) {
     setup();
