@@ -72,6 +72,7 @@ void write_run_hdf5(const RunResult& r, const Provenance& p, const std::string& 
       attribute(root, "spec_file", p.spec_file);
       attribute(root, "spec_text", p.spec_text);
       attribute(root, "hardware", p.hardware);
+      attribute(root, "title", p.title);
       attribute(root, "summary_json", report_json(r).dump());
       write_ops(root, r);
       write_memory(root, r.pools);

@@ -1,7 +1,7 @@
 #pragma once
 // Writes one run to HDF5, laid out for h5py and pandas without glue:
 //   /                      attributes: format, memwall_version, git_commit, spec_file,
-//                          spec_text, hardware, summary_json (the --json object)
+//                          spec_text, hardware, title, summary_json (the --json object)
 //   /ops/{name,device,stream,kind,start_s,end_s,bytes,flops}        one row per op
 //   /memory/<device>/{time_s,category,category_bytes,total_bytes}   one row per change
 //                    attributes: capacity_bytes, peak_bytes, count, hardware
@@ -18,6 +18,7 @@ struct Provenance {
   std::string spec_file;
   std::string spec_text;
   std::string hardware; // e.g. "2 x dgx-a100 (8 x a100-sxm4-80gb)"
+  std::string title;    // the summary's heading lines
 };
 
 void write_run_hdf5(const RunResult& r, const Provenance& p, const std::string& path);

@@ -171,7 +171,7 @@ nlohmann::ordered_json report_json(const RunResult& r)
   j["devices"]        = devices;
   nlohmann::ordered_json links = nlohmann::ordered_json::array();
   for (const LinkResult* l : links_by_utilization(r))
-    links.push_back({{"name", l->name}, {"bytes", l->bytes}, {"busy_s", l->busy_s},
+    links.push_back({{"name", l->name}, {"bandwidth", l->bandwidth}, {"bytes", l->bytes}, {"busy_s", l->busy_s},
                      {"utilization", link_utilization(*l, step)}});
   j["links"] = links;
   Breakdown b = step_breakdown(r);
@@ -182,23 +182,27 @@ nlohmann::ordered_json report_json(const RunResult& r)
   return j;
 }
 
-std::string report_text(const RunResult& r, const std::string& title)
+std::string report_text(const RunResult& r, const std::string& title) { return report_text(report_json(r), title); }
+
+std::string report_text(const nlohmann::ordered_json& j, const std::string& title)
 {
-  auto j = report_json(r);
   std::ostringstream os;
   char line[512];
+  const bool serving = j.contains("ttft_s");
+  const double step  = j["step_time_s"].get<double>();
   os << title << "\n\n";
-  if (r.serving.present) {
-    std::snprintf(line, sizeof line, "  run time       %.4f s (simulated)\n", r.makespan_s);
+  if (serving) {
+    std::snprintf(line, sizeof line, "  run time       %.4f s (simulated)\n", step);
     os << line << serving_text(j);
   } else {
-    std::snprintf(line, sizeof line, "  step time      %.4f s\n", r.makespan_s);
+    std::snprintf(line, sizeof line, "  step time      %.4f s\n", step);
     os << line;
     std::snprintf(line, sizeof line, "  throughput     %s\n", format_si(j["tokens_per_s"].get<double>(), "tokens/s").c_str());
     os << line;
   }
-  std::snprintf(line, sizeof line, "  model FLOPs    %s per %s, MFU %.1f %%\n", format_si(r.model_flops_per_step, "FLOP").c_str(),
-                r.serving.present ? "run" : "step", 100 * j["mfu"].get<double>());
+  std::snprintf(line, sizeof line, "  model FLOPs    %s per %s, MFU %.1f %%\n",
+                format_si(j["model_flops_per_step"].get<double>(), "FLOP").c_str(), serving ? "run" : "step",
+                100 * j["mfu"].get<double>());
   os << line;
   const auto& b = j["breakdown_s"];
   std::snprintf(line, sizeof line,
@@ -207,30 +211,33 @@ std::string report_text(const RunResult& r, const std::string& title)
                 b["offload_stall"].get<double>());
   os << line;
   os << "\n  memory (peak per device, by category at the peak instant)\n";
-  for (const auto& p : r.pools) {
-    std::snprintf(line, sizeof line, "  %-14s x%-4d %-18s %10s of %10s  %s\n", p.name.c_str(), p.count,
-                  p.hardware.c_str(), format_gib(p.peak_bytes).c_str(), format_gib(p.capacity).c_str(),
-                  p.oom_count ? "OUT OF MEMORY" : "fits");
+  for (const auto& d : j["devices"]) {
+    const auto& oom = d["oom"];
+    std::snprintf(line, sizeof line, "  %-14s x%-4d %-18s %10s of %10s  %s\n", d["name"].get<std::string>().c_str(),
+                  d["count"].get<int>(), d["hardware"].get<std::string>().c_str(),
+                  format_gib(d["peak_bytes"].get<double>()).c_str(), format_gib(d["capacity_bytes"].get<double>()).c_str(),
+                  oom.is_null() ? "fits" : "OUT OF MEMORY");
     os << line;
     std::string parts;
-    for (size_t i = 0; i < mem_category_count; ++i)
-      if (p.peak_by_category[i] > 0)
-        parts += std::string(parts.empty() ? "" : ", ") + mem_category_names()[i] + " " + format_gib(p.peak_by_category[i]);
+    for (const auto& [cat, bytes] : d["peak_by_category"].items())
+      if (bytes.get<double>() > 0)
+        parts += (parts.empty() ? "" : ", ") + cat + " " + format_gib(bytes.get<double>());
     os << "      " << parts << "\n";
-    if (p.oom_count) {
-      const OomEvent& o = p.ooms.front();
+    if (!oom.is_null()) {
       std::snprintf(line, sizeof line, "      first OOM at %.4f s in %s: asked %s with %s free (%lld failing allocations)\n",
-                    o.time, o.op.c_str(), format_gib(o.requested).c_str(), format_gib(o.free).c_str(),
-                    static_cast<long long>(p.oom_count));
+                    oom["time_s"].get<double>(), oom["op"].get<std::string>().c_str(),
+                    format_gib(oom["requested_bytes"].get<double>()).c_str(),
+                    format_gib(oom["free_bytes"].get<double>()).c_str(), oom["count"].get<long long>());
       os << line;
     }
   }
   os << "\n  busiest links\n";
-  auto links = links_by_utilization(r);
+  const auto& links = j["links"];
   for (size_t i = 0; i < links.size() && i < 6; ++i) {
-    std::snprintf(line, sizeof line, "  %-34s %5.1f %% of %s, %s moved\n", links[i]->name.c_str(),
-                  100 * link_utilization(*links[i], r.makespan_s), format_si(links[i]->bandwidth, "B/s").c_str(),
-                  format_si(links[i]->bytes, "B").c_str());
+    const auto& l = links[i];
+    std::snprintf(line, sizeof line, "  %-34s %5.1f %% of %s, %s moved\n", l["name"].get<std::string>().c_str(),
+                  100 * l["utilization"].get<double>(), format_si(l["bandwidth"].get<double>(), "B/s").c_str(),
+                  format_si(l["bytes"].get<double>(), "B").c_str());
     os << line;
   }
   return os.str();

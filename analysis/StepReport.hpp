@@ -25,5 +25,7 @@ bool fits(const RunResult& r);
 nlohmann::ordered_json report_json(const RunResult& r);
 // The readable summary; `title` names the experiment.
 std::string report_text(const RunResult& r, const std::string& title);
+// The same summary from a --json object (a run file's summary_json).
+std::string report_text(const nlohmann::ordered_json& j, const std::string& title);
 
 } // namespace memwall

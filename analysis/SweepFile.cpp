@@ -4,6 +4,7 @@
 #include "Hdf5Table.hpp"
 #include "Hdf5Writer.hpp"
 #include "InputError.hpp"
+#include "ResultsFile.hpp"
 #include "RunTables.hpp"
 
 #include <nlohmann/json.hpp>
@@ -107,6 +108,10 @@ void write_points(H5::Group& root, const SweepSpec& sweep, const std::map<int64_
   }
   attribute(g, "columns", nlohmann::json(columns).dump());
   attribute(g, "axes", nlohmann::json(sweep.axes).dump());
+  std::vector<std::string> derived;
+  for (const auto& [name, expr] : sweep.metrics)
+    derived.push_back(name);
+  attribute(g, "metrics", nlohmann::json(derived).dump());
 }
 
 } // namespace
@@ -173,20 +178,12 @@ void write_sweep_file(const std::string& path, const SweepSpec& sweep, const std
 
 ResultsTable read_sweep_file(const std::string& path)
 {
-  if (!std::filesystem::is_regular_file(path))
-    throw InputError(path + ": results file not found");
-  H5::Exception::dontPrint();
-  if (H5Fis_hdf5(path.c_str()) <= 0)
-    throw InputError(path + ": not an HDF5 file (truncated, or not written by memwall)");
+  if (memwall_file_format(path) != "memwall-sweep")
+    throw InputError(path + ": a run file, not a sweep results file (memwall sweep writes those)");
   ResultsTable t;
   try {
     H5::H5File f(path, H5F_ACC_RDONLY);
     H5::Group root = f.openGroup("/");
-    std::optional<std::string> format = text_attribute(root, "format");
-    if (!format || *format != "memwall-sweep")
-      throw InputError(path + ": not a memwall sweep results file (format attribute is " +
-                       (format ? "'" + *format + "'" : std::string("missing")) +
-                       "; memwall sweep writes 'memwall-sweep', memwall run -o writes 'memwall-run')");
     for (const char* a : {"memwall_version", "git_commit", "sweep_file", "sweep_text", "base_spec_text",
                           "hardware_profiles", "started_at", "finished_at"})
       t.attributes[a] = text_attribute(root, a).value_or("");
@@ -194,6 +191,7 @@ ResultsTable read_sweep_file(const std::string& path)
     H5::Group g     = root.openGroup("points");
     t.columns       = nlohmann::json::parse(text_attribute(g, "columns").value_or("[]")).get<std::vector<std::string>>();
     t.axes          = nlohmann::json::parse(text_attribute(g, "axes").value_or("[]")).get<std::vector<std::string>>();
+    t.metrics = nlohmann::json::parse(text_attribute(g, "metrics").value_or("[]")).get<std::vector<std::string>>();
     for (const std::string& c : t.columns) {
       if (is_text_column(g, c))
         t.texts[c] = read_texts(g, c);

@@ -6,7 +6,8 @@
 //   /points/    one 1-D dataset per column, one row per finished point in index order:
 //               index, every axis (numbers, or text for non-numeric values), status
 //               ("ok" | "error"), error, then every metric (NaN / "" where a point has
-//               none); attributes: columns and axes (JSON lists, in table order)
+//               none); attributes: columns, axes and metrics (the sweep's derived
+//               columns), JSON lists in table order
 //   /runs/<index>/memory/..., /runs/<index>/links   when the sweep records them
 //     pandas.DataFrame({k: f["points"][k][:] for k in f["points"]})
 // The file is rewritten whole beside itself and renamed into place, so a sweep killed
@@ -31,7 +32,7 @@ void write_sweep_file(const std::string& path, const SweepSpec& sweep, const std
 struct ResultsTable {
   std::map<std::string, std::string> attributes; // text attributes of the root
   double points_total = 0;
-  std::vector<std::string> columns, axes;
+  std::vector<std::string> columns, axes, metrics;
   std::map<std::string, std::vector<double>> numbers;
   std::map<std::string, std::vector<std::string>> texts;
   size_t rows() const;

@@ -70,7 +70,7 @@ int run_command(const std::vector<std::string>& args)
   ExperimentSpec spec = load_spec(spec_path, overrides);
   RunResult result    = simulate(spec, /*in_child=*/false);
   if (!h5_path.empty())
-    write_run_hdf5(result, {spec.file, spec.text, hardware_description(spec)}, h5_path);
+    write_run_hdf5(result, {spec.file, spec.text, hardware_description(spec), experiment_title(spec)}, h5_path);
   if (!trace_path.empty())
     write_chrome_trace(result, trace_path);
   if (json)

@@ -23,6 +23,9 @@ const std::map<std::string, Command>& commands()
                memwall::run_command}},
       {"sweep", {"run a parameter sweep into one HDF5 file: memwall sweep SWEEP.yaml -o RESULTS.h5 [-j N] [--resume]",
                  memwall::sweep_command}},
+      {"report", {"print the best points, the ones that do not fit and the errors of a sweep, or a run's summary: "
+                  "memwall report RESULTS.h5|RUN.h5 [--by METRIC] [--top N]",
+                  memwall::report_command}},
       {"list", {"list presets and parameters: memwall list gpus|nodes|models|params|collectives|schedules|schedulers|kv-managers", memwall::list_command}},
   };
   return table;
