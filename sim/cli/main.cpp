@@ -26,6 +26,9 @@ const std::map<std::string, Command>& commands()
       {"report", {"print the best points, the ones that do not fit and the errors of a sweep, or a run's summary: "
                   "memwall report RESULTS.h5|RUN.h5 [--by METRIC] [--top N]",
                   memwall::report_command}},
+      {"plot", {"draw a run's memory over time, or a sweep's metric against an axis or its fits map, as PNG: "
+                "memwall plot RESULTS.h5|RUN.h5 -o OUT.png [--kind memory|metric|fits] [--x AXIS] [--y COLUMN]",
+                memwall::plot_command}},
       {"list", {"list presets and parameters: memwall list gpus|nodes|models|params|collectives|schedules|schedulers|kv-managers", memwall::list_command}},
   };
   return table;
@@ -35,7 +38,7 @@ int usage(FILE* out)
 {
   std::fprintf(out, "usage: memwall <command> [options]\n\ncommands:\n");
   for (const auto& [name, c] : commands())
-    std::fprintf(out, "  %-6s %s\n", name.c_str(), c.summary);
+    std::fprintf(out, "  %-7s %s\n", name.c_str(), c.summary);
   return out == stderr ? 2 : 0;
 }
 

@@ -1,0 +1,379 @@
+#!/usr/bin/python3
+"""Pictures of memwall results, called by `memwall plot` (which checks the file first).
+
+  memory  a run's memory over time, one panel per device, stacked by category, with the
+          device's capacity as a line (a run file, or one recorded point of a sweep)
+  metric  a sweep's metric against one axis, one line per value of a second axis; points
+          that do not fit are crosses; other axes take their best value per point
+  fits    a sweep's fits / does-not-fit map over two axes, with the peak memory per cell
+
+Needs matplotlib and h5py (Debian: python3-matplotlib python3-h5py). Bad input: one line
+on stderr, exit 2; the PNG appears whole (written beside the target, then renamed) or
+not at all.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+CATEGORIES = ["weights", "gradients", "optimizer", "activations", "kv_cache", "workspace", "context", "other"]
+COLOURS = {"weights": "#4e79a7", "gradients": "#f28e2b", "optimizer": "#e15759", "activations": "#76b7b2",
+           "kv_cache": "#59a14f", "workspace": "#edc948", "context": "#b07aa1", "other": "#9c755f"}
+GIB = 2.0 ** 30
+MAX_STEPS = 4000  # timeline points per device; beyond that each bin keeps its fullest instant
+
+
+class BadInput(Exception):
+    pass
+
+
+def higher_is_better(metric):
+    return "per_s" in metric or metric == "mfu" or "utilization" in metric or metric == "fits"
+
+
+def label(column):
+    """Axis label with the unit a reader expects for the column's name."""
+    if column.endswith("_bytes") or column.startswith("gpu.peak."):
+        return column + " (GiB)"
+    if column == "mfu" or column.endswith("utilization"):
+        return column + " (%)"
+    if column.endswith("_usd"):
+        return column + " (US$)"
+    if column.endswith("_s") and "per_s" not in column:
+        return column + " (s)"
+    return column
+
+
+def scaled(column, values):
+    if column.endswith("_bytes") or column.startswith("gpu.peak."):
+        return [v / GIB for v in values]
+    if column == "mfu" or column.endswith("utilization"):
+        return [100 * v for v in values]
+    return values
+
+
+def short(axis):
+    return axis.rsplit(".", 1)[-1]
+
+
+# ---------------------------------------------------------------------------- reading
+
+def read_points(f):
+    import numpy as np
+    g = f["points"]
+    columns = json.loads(g.attrs["columns"])
+    axes = json.loads(g.attrs["axes"])
+    table = {}
+    for c in columns:
+        d = g[c]
+        table[c] = list(d.asstr()[:]) if d.dtype.kind == "O" else np.asarray(d[:], dtype=float).tolist()
+    return table, axes
+
+
+def axis_values(table, axis, rows):
+    """The axis's distinct values in sweep order (numbers sorted, text as first seen)."""
+    seen = []
+    for r in rows:
+        v = table[axis][r]
+        if v not in seen:
+            seen.append(v)
+    if all(isinstance(v, float) for v in seen):
+        seen.sort()
+    return seen
+
+
+def fmt(v):
+    if isinstance(v, float) and v == int(v):
+        return str(int(v))
+    return str(v)
+
+
+def require_axis(axes, name, option):
+    if name not in axes:
+        raise BadInput(f"{option} {name}: not an axis of this sweep; the axes are {', '.join(axes)}")
+
+
+# ---------------------------------------------------------------------------- memory
+
+def memory_series(g):
+    """Per category bytes after every change, as arrays aligned with the change times."""
+    import numpy as np
+    t = np.asarray(g["time_s"][:], dtype=float)
+    cat = np.asarray(g["category"].asstr()[:]) if len(t) else np.asarray([], dtype=str)
+    cb = np.asarray(g["category_bytes"][:], dtype=float)
+    total = np.asarray(g["total_bytes"][:], dtype=float)
+    series = {}
+    n = len(t)
+    for c in CATEGORIES:
+        mask = cat == c
+        if not mask.any():
+            continue
+        # forward fill: the category keeps its bytes until its next change
+        idx = np.where(mask, np.arange(n), -1)
+        idx = np.maximum.accumulate(idx)
+        series[c] = np.where(idx >= 0, cb[np.maximum(idx, 0)], 0.0)
+    if n > MAX_STEPS:
+        bins = np.minimum((t - t[0]) / max(t[-1] - t[0], 1e-300) * MAX_STEPS, MAX_STEPS - 1).astype(int)
+        order = np.lexsort((-total, bins))
+        first = np.ones(n, dtype=bool)
+        first[1:] = bins[order][1:] != bins[order][:-1]
+        keep = np.sort(order[first])
+        keep = np.union1d(keep, [n - 1])
+        t = t[keep]
+        series = {c: v[keep] for c, v in series.items()}
+    return t, series
+
+
+def plot_memory(f, memory, title, out, device):
+    import matplotlib.pyplot as plt
+    names = sorted(memory.keys(), key=lambda n: (0 if ".gpu" in n else 1 if ".cpu" in n else 2, n))
+    if device:
+        if device not in names:
+            raise BadInput(f"--device {device}: no such device; the devices are {', '.join(names)}")
+        names = [device]
+    names = names[:6]
+    fig, axes = plt.subplots(len(names), 1, figsize=(10, 3.2 * len(names) + 0.8), squeeze=False)
+    for ax, name in zip(axes[:, 0], names):
+        g = memory[name]
+        t, series = memory_series(g)
+        cap = float(g.attrs.get("capacity_bytes", 0))
+        peak = float(g.attrs.get("peak_bytes", 0))
+        hw = g.attrs.get("hardware", "")
+        hw = hw.decode() if isinstance(hw, bytes) else hw
+        count = int(g.attrs.get("count", 1))
+        cats = [c for c in CATEGORIES if c in series]
+        if len(t):
+            ax.stackplot(t, [series[c] / GIB for c in cats], labels=cats, step="post",
+                         colors=[COLOURS[c] for c in cats], linewidth=0)
+        # a capacity far above the peak would flatten the picture: then name it only
+        on_scale = cap > 0 and cap <= 3 * peak
+        if on_scale:
+            ax.axhline(cap / GIB, color="black", linestyle="--", linewidth=1.2,
+                       label=f"capacity {cap / GIB:.1f} GiB")
+        elif cap > 0:
+            ax.plot([], [], " ", label=f"capacity {cap / GIB:.1f} GiB\n(off the scale)")
+        state = "OUT OF MEMORY" if cap > 0 and peak > cap else "fits"
+        ax.set_title(f"{name} ({hw}{', x' + str(count) if count > 1 else ''}): peak {peak / GIB:.2f} GiB, {state}",
+                     fontsize=10)
+        ax.set_ylabel("memory (GiB)")
+        top = max(cap if on_scale else 0, peak)
+        ax.set_ylim(0, top / GIB * 1.08 if top > 0 else 1)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    axes[-1, 0].set_xlabel("simulated time (s)")
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    save(fig, out)
+    return f"memory of {len(names)} device(s)"
+
+
+# ---------------------------------------------------------------------------- sweeps
+
+def best_rows(table, rows, keys, y):
+    """One row per distinct value of `keys`: the best by `y` among the other axes."""
+    better = (lambda a, b: a > b) if higher_is_better(y) else (lambda a, b: a < b)
+    best = {}
+    for r in rows:
+        k = tuple(table[a][r] for a in keys)
+        v = table[y][r]
+        if k not in best or (not math.isnan(v) and (math.isnan(table[y][best[k]]) or better(v, table[y][best[k]]))):
+            best[k] = r
+    return best
+
+
+def plot_metric(table, axes, attrs, out, x, y, lines):
+    import matplotlib.pyplot as plt
+    serving = "ttft_s.p50" in table
+    x = x or axes[0]
+    y = y or ("output_tokens_per_s" if serving else "step_time_s")
+    require_axis(axes, x, "--x")
+    if y not in table:
+        raise BadInput(f"--y {y}: no such column; the columns are {', '.join(table.keys())}")
+    if isinstance(table[y][0] if table[y] else 0.0, str):
+        raise BadInput(f"--y {y}: a text column; --y needs a number column")
+    if lines is None:
+        lines = next((a for a in axes if a != x), "")
+    if lines:
+        require_axis(axes, lines, "--lines")
+        if lines == x:
+            raise BadInput(f"--lines {lines}: the same axis as --x")
+    ok = [r for r in range(len(table["index"])) if table["status"][r] == "ok"]
+    if not ok:
+        raise BadInput("no point of this sweep ran; nothing to plot (memwall report lists the errors)")
+    fits = table.get("fits", [1.0] * len(table["index"]))
+    xs = axis_values(table, x, ok)
+    numeric_x = all(isinstance(v, float) for v in xs)
+    pos = {v: (v if numeric_x else i) for i, v in enumerate(xs)}
+    keys = [x] + ([lines] if lines else [])
+    others = [a for a in axes if a not in keys]
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    groups = axis_values(table, lines, ok) if lines else [None]
+    cmap = plt.get_cmap("viridis" if len(groups) > 10 else "tab10")
+    crossed = False
+    for gi, gv in enumerate(groups):
+        rows = [r for r in ok if gv is None or table[lines][r] == gv]
+        fitting = best_rows(table, [r for r in rows if fits[r] != 0], keys, y)
+        pts = sorted((pos[table[x][r]], table[y][r]) for r in fitting.values() if not math.isnan(table[y][r]))
+        colour = cmap(gi / max(len(groups) - 1, 1)) if len(groups) > 10 else cmap(gi % 10)
+        name = f"{short(lines)} = {fmt(gv)}" if lines else y
+        # markers and dashes differ too, so that equal lines stay visible
+        marker, dash = "osD^vP*X"[gi % 8], ["-", "--", "-.", ":"][gi % 4]
+        if pts:
+            ax.plot([p[0] for p in pts], scaled(y, [p[1] for p in pts]), marker=marker, linestyle=dash, color=colour,
+                    label=name, markersize=7 - (gi % 3), alpha=0.9)
+        over = [r for r in rows if fits[r] == 0 and not math.isnan(table[y][r])]
+        over = [r for r in over if table[x][r] not in {table[x][q] for q in fitting.values()}]
+        if over:
+            ax.scatter([pos[table[x][r]] for r in over], scaled(y, [table[y][r] for r in over]), marker="x",
+                       color=colour, s=60, label=None)
+            crossed = True
+    if crossed:
+        ax.scatter([], [], marker="x", color="grey", label="does not fit")
+    if numeric_x:
+        lo, hi = min(xs), max(xs)
+        if lo > 0 and hi / lo >= 16:
+            ax.set_xscale("log", base=2)
+        ax.set_xticks(xs)
+        ax.set_xticklabels([fmt(v) for v in xs])
+    else:
+        ax.set_xticks(range(len(xs)))
+        ax.set_xticklabels([fmt(v) for v in xs], rotation=20 if len(xs) > 4 else 0)
+    ax.set_xlabel(x)
+    ax.set_ylabel(label(y))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=9)
+    note = f"; best over {', '.join(short(a) for a in others)}" if others else ""
+    ax.set_title(f"{y} against {short(x)}{note}\n{attrs.get('sweep_file', '')}", fontsize=10)
+    fig.tight_layout()
+    save(fig, out)
+    return f"{y} against {x} for {len(ok)} points"
+
+
+def plot_fits(table, axes, attrs, out, x, y):
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+    if len(axes) < 2 and not (x and y):
+        raise BadInput("a fits map needs two axes; this sweep has " + str(len(axes)))
+    x = x or axes[0]
+    y = y or next(a for a in axes if a != x)
+    require_axis(axes, x, "--x")
+    require_axis(axes, y, "--y")
+    if x == y:
+        raise BadInput(f"--y {y}: the same axis as --x")
+    rows = list(range(len(table["index"])))
+    xs, ys = axis_values(table, x, rows), axis_values(table, y, rows)
+    # per cell: 1 all fit, 0 none fit, in between some, NaN error only
+    grid = np.full((len(ys), len(xs)), np.nan)
+    text = [["" for _ in xs] for _ in ys]
+    peak = table.get("gpu.peak_bytes")
+    for j, yv in enumerate(ys):
+        for i, xv in enumerate(xs):
+            cell = [r for r in rows if table[x][r] == xv and table[y][r] == yv]
+            ran = [r for r in cell if table["status"][r] == "ok"]
+            if not ran:
+                text[j][i] = "error" if cell else ""
+                continue
+            fit = [r for r in ran if table.get("fits", [1.0] * len(rows))[r] != 0]
+            grid[j, i] = len(fit) / len(ran)
+            word = "fits" if len(fit) == len(ran) else ("OOM" if not fit else f"{len(fit)}/{len(ran)} fit")
+            gib = f"\n{min(peak[r] for r in ran) / GIB:.1f} GiB" if peak else ""
+            text[j][i] = word + gib
+    cmap = ListedColormap(["#e15759", "#f1ce63", "#59a14f"]) if len(axes) > 2 else ListedColormap(["#e15759", "#59a14f"])
+    cmap.set_bad("#d0d0d0")
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(xs) + 2.5), max(4, 0.8 * len(ys) + 2)))
+    ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=1, aspect="auto", origin="lower")
+    for j in range(len(ys)):
+        for i in range(len(xs)):
+            ax.text(i, j, text[j][i], ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(xs)))
+    ax.set_xticklabels([fmt(v) for v in xs])
+    ax.set_yticks(range(len(ys)))
+    ax.set_yticklabels([fmt(v) for v in ys])
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    others = [a for a in axes if a not in (x, y)]
+    note = f"each cell holds every {', '.join(short(a) for a in others)}; smallest GPU peak shown" if others else \
+        "GPU peak per cell"
+    ax.set_title(f"fits in memory: green fits, red out of memory, grey error\n{note}\n{attrs.get('sweep_file', '')}",
+                 fontsize=9)
+    fig.tight_layout()
+    save(fig, out)
+    return f"fits over {x} x {y}"
+
+
+# ---------------------------------------------------------------------------- output
+
+def save(fig, out):
+    import matplotlib.pyplot as plt
+    tmp = os.path.join(os.path.dirname(os.path.abspath(out)), "." + os.path.basename(out) + ".tmp.png")
+    try:
+        # no timestamps in the file: the same results give the same bytes
+        fig.savefig(tmp, dpi=110, metadata={"Software": None})
+        os.replace(tmp, out)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def main():
+    p = argparse.ArgumentParser(prog="memwall plot", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--kind", choices=["memory", "metric", "fits"])
+    p.add_argument("--x")
+    p.add_argument("--y")
+    p.add_argument("--lines")
+    p.add_argument("--point", type=int)
+    p.add_argument("--device")
+    a = p.parse_args()
+    try:
+        import h5py
+        import matplotlib
+        matplotlib.use("Agg")
+    except ImportError as e:
+        print(f"memwall plot: {e.name} is missing for {sys.executable}; scripts/install_deps.sh installs "
+              "python3-matplotlib and python3-h5py (or set MEMWALL_PYTHON)", file=sys.stderr)
+        return 3
+    try:
+        with h5py.File(a.file, "r") as f:
+            attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
+            run = attrs.get("format") == "memwall-run"
+            kind = a.kind or ("memory" if run else "metric")
+            if run and kind != "memory":
+                raise BadInput(f"--kind {kind}: a run file has only a memory plot (--kind metric and fits take a sweep)")
+            if kind == "memory":
+                if run:
+                    title = attrs.get("title", attrs.get("spec_file", "")).split("\n")[0]
+                    what = plot_memory(f, f["memory"], title, a.output, a.device)
+                else:
+                    if a.point is None:
+                        raise BadInput("--kind memory of a sweep needs --point INDEX (a point recorded with "
+                                       "record: {memory: true})")
+                    group = f"runs/{a.point:06d}/memory"
+                    if group not in f:
+                        raise BadInput(f"--point {a.point}: no memory timeline recorded for this point "
+                                       "(the sweep needs record: {memory: true}, and the point must have run)")
+                    title = f"{attrs.get('sweep_file', '')}, point {a.point}"
+                    what = plot_memory(f, f[group], title, a.output, a.device)
+            else:
+                table, axes = read_points(f)
+                if kind == "metric":
+                    what = plot_metric(table, axes, attrs, a.output, a.x, a.y, a.lines)
+                else:
+                    what = plot_fits(table, axes, attrs, a.output, a.x, a.y)
+    except BadInput as e:
+        print(f"memwall plot: {a.file}: {e}", file=sys.stderr)
+        return 2
+    except (OSError, KeyError, ValueError) as e:
+        print(f"memwall plot: {a.file}: unreadable memwall results ({e})", file=sys.stderr)
+        return 2
+    print(f"memwall plot: {a.output} ({what})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+// memwall plot: PNGs of a run's memory (one panel per device), a sweep's metric against
+// an axis, and a sweep's fits map; bad input gets one line, exit 2 and no picture.
+#include "TestHelpers.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+using namespace memwall::test;
+
+namespace {
+
+struct Png {
+  bool valid = false;
+  unsigned width = 0, height = 0;
+  std::string bytes;
+};
+
+// The PNG signature and the size from the IHDR chunk (big-endian at bytes 16..23).
+Png read_png(const std::string& path)
+{
+  Png p;
+  std::ifstream in(path, std::ios::binary);
+  p.bytes.assign(std::istreambuf_iterator<char>(in), {});
+  if (p.bytes.size() < 24 || p.bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0 || p.bytes.compare(12, 4, "IHDR") != 0)
+    return p;
+  auto be32 = [&](size_t at) {
+    unsigned v = 0;
+    for (size_t i = 0; i < 4; ++i)
+      v = v << 8 | static_cast<unsigned char>(p.bytes[at + i]);
+    return v;
+  };
+  p.valid  = true;
+  p.width  = be32(16);
+  p.height = be32(20);
+  return p;
+}
+
+std::string plotted(const std::string& args, const std::string& png)
+{
+  std::filesystem::remove(png);
+  CliResult r = run_cli("plot " + args + " -o " + png);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  return r.out;
+}
+
+const char* sweep_yaml = "spec:\n"
+                         "  hardware: {node: dgx-a100, gpus_per_node: 1, gpu: a100-sxm4-40gb}\n"
+                         "  model: {preset: gpt2}\n"
+                         "  training: {seq_len: 1024, global_batch: 64, micro_batch: 1, flash_attention: false}\n"
+                         "grid:\n"
+                         "  training.micro_batch: [2, 8, 32]\n"
+                         "  training.recompute: [none, full]\n"
+                         "record: {memory: true}\n";
+
+} // namespace
+
+TEST_CASE("a_run_plot_has_one_memory_panel_per_device", "[plot]")
+{
+  // ZeRO-Offload keeps the optimizer in host RAM: two memories, so two panels. The
+  // script draws 10 x (3.2 n + 0.8) inches at 110 dpi: 1100 x 792 pixels for n = 2.
+  std::string spec = temp_path("plot_offload.yaml"), h5 = temp_path("plot_offload.h5");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                   "training: {seq_len: 512, global_batch: 4, micro_batch: 4, zero: 1, offload: {optimizer: cpu}}\n");
+  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  std::string png = temp_path("plot_offload.png");
+  CHECK_THAT(plotted(h5, png), Catch::Contains("memory of 2 device(s)"));
+  Png p = read_png(png);
+  CHECK(p.valid);
+  CHECK(p.width == 1100);
+  CHECK(p.height == 792);
+
+  // Same file, same picture, byte for byte.
+  std::string again = temp_path("plot_offload_again.png");
+  plotted(h5, again);
+  CHECK(read_png(again).bytes == p.bytes);
+
+  // One GPU alone: one panel, 10 x 4 inches.
+  std::string one = temp_path("plot_offload_gpu.png");
+  plotted(h5 + " --device node0.gpu0", one);
+  CHECK(read_png(one).height == 440);
+}
+
+TEST_CASE("a_sweep_plots_its_metric_its_fits_map_and_a_recorded_point", "[plot][sweep]")
+{
+  std::string spec = temp_path("plot_sweep.yaml"), h5 = temp_path("plot_sweep.h5");
+  write_file(spec, sweep_yaml);
+  REQUIRE(run_cli("sweep " + spec + " -o " + h5 + " -j 2").exit_code == 0);
+
+  std::string metric = temp_path("plot_metric.png");
+  CHECK_THAT(plotted(h5 + " --y mfu", metric), Catch::Contains("mfu against training.micro_batch for 6 points"));
+  Png m = read_png(metric);
+  CHECK(m.valid);
+  CHECK(m.width == 990); // 9 x 5.5 inches at 110 dpi
+  CHECK(m.height == 605);
+
+  std::string fits = temp_path("plot_fits.png");
+  CHECK_THAT(plotted(h5 + " --kind fits", fits), Catch::Contains("fits over training.micro_batch x training.recompute"));
+  CHECK(read_png(fits).valid);
+
+  // Point 4 is micro batch 32 without recompute: one GPU, one panel.
+  std::string point = temp_path("plot_point.png");
+  CHECK_THAT(plotted(h5 + " --kind memory --point 4", point), Catch::Contains("memory of 1 device(s)"));
+  CHECK(read_png(point).height == 440);
+}
+
+TEST_CASE("plot_refuses_bad_input_with_one_line_and_no_picture", "[plot][errors]")
+{
+  std::string spec = temp_path("plot_bad.yaml"), h5 = temp_path("plot_bad.h5");
+  write_file(spec, sweep_yaml);
+  REQUIRE(run_cli("sweep " + spec + " -o " + h5 + " -j 2").exit_code == 0);
+  std::string text = temp_path("plot_bad_text.h5");
+  write_file(text, "not hdf5\n");
+  struct Case {
+    std::string args, message;
+  } cases[] = {
+      {h5 + " --x training.tp", "--x training.tp: not an axis of this sweep; the axes are training.micro_batch, "
+                                "training.recompute"},
+      {h5 + " --y step_tim_s", "--y step_tim_s: no such column"},
+      {h5 + " --kind memory --point 99", "--point 99: no memory timeline recorded"},
+      {h5 + " --kind heat", "--kind heat: allowed are memory, metric and fits"},
+      {text, "not an HDF5 file"},
+  };
+  for (const Case& c : cases) {
+    std::string png = temp_path("plot_bad.png");
+    std::filesystem::remove(png);
+    CliResult r = run_cli("plot " + c.args + " -o " + png);
+    INFO(c.args << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_THAT(r.err, Catch::Contains(c.message));
+    CHECK_FALSE(std::filesystem::exists(png));
+  }
+}
