@@ -73,12 +73,12 @@ void write_file(const std::string& path, const std::string& text)
   out << text;
 }
 
-CliResult run_cli(const std::string& args)
+CliResult run_cli(const std::string& args, const std::string& launcher)
 {
   static int counter = 0;
   std::string out = temp_path("cli-out-" + std::to_string(counter));
   std::string err = temp_path("cli-err-" + std::to_string(counter++));
-  std::string cmd = std::string(MEMWALL_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  std::string cmd = launcher + " " + MEMWALL_BINARY + " " + args + " >" + out + " 2>" + err + " </dev/null";
   int status      = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

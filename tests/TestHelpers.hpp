@@ -20,8 +20,9 @@ struct CliResult {
   int exit_code = -1;
   std::string out, err;
 };
-// Runs the memwall binary with `args` (shell-quoted by the caller).
-CliResult run_cli(const std::string& args);
+// Runs the memwall binary with `args` (shell-quoted by the caller), after `launcher`
+// when given (environment settings, mpirun and its options).
+CliResult run_cli(const std::string& args, const std::string& launcher = "");
 std::string source_path(const std::string& relative);
 std::string temp_path(const std::string& name);
 void write_file(const std::string& path, const std::string& text);

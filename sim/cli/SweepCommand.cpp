@@ -1,8 +1,11 @@
 // memwall sweep SWEEP.yaml -o RESULTS.h5 [-j N] [--resume]
+// Under `mpirun -n N` (an MPI build): rank 0 writes RESULTS.h5, the other ranks run the
+// points, -j at once each (default 1: one rank per core is mpirun's business).
 #include "Commands.hpp"
 #include "InputError.hpp"
 #include "SweepFile.hpp"
 #include "SweepProgress.hpp"
+#include "sweep/MpiWorld.hpp"
 #include "sweep/SweepRunner.hpp"
 
 #include <boost/program_options.hpp>
@@ -47,21 +50,40 @@ int sweep_command(const std::vector<std::string>& args)
   if (!parse_options(args, opts, "sweep", vm))
     return 0;
   if (sweep_path.empty())
-    throw InputError("sweep: missing SWEEP.yaml (e.g. memwall sweep examples/sweep-gpt2-batch-zero.yaml -o results.h5)");
+    throw InputError("sweep: missing SWEEP.yaml (e.g. memwall sweep examples/sweeps/gpt2-xl-layouts-dgx-a100.yaml -o results.h5)");
   if (out_path.empty())
     throw InputError("sweep: missing -o RESULTS.h5");
   if (vm.count("jobs") && jobs < 1)
     throw InputError("sweep: -j must be at least 1");
+  MpiWorld world;
   if (jobs == 0)
-    jobs = cores_available();
+    jobs = world.size() > 1 ? 1 : cores_available();
+  auto summarize = [](const SweepSpec& sw) {
+    return [&sw](const SweepPoint& p, const ExperimentSpec& s, const RunResult& r) { return summarize_point(sw, p, s, r); };
+  };
+  if (world.rank() > 0) {
+    // Rank 0 reports bad input; the others stop with its exit code.
+    if (int status = world.broadcast_status(0); status != 0)
+      return status;
+    SweepSpec sweep = load_sweep(sweep_path);
+    world.serve_points(sweep, jobs, summarize(sweep));
+    return 0;
+  }
 
-  SweepSpec sweep = load_sweep(sweep_path);
+  SweepSpec sweep;
   SweepFileInfo info;
   std::map<int64_t, SweepRow> rows;
-  if (resume && std::filesystem::exists(out_path))
-    rows = read_sweep_rows(out_path, sweep, info);
-  else
-    info.started_at = timestamp_now();
+  try {
+    sweep = load_sweep(sweep_path);
+    if (resume && std::filesystem::exists(out_path))
+      rows = read_sweep_rows(out_path, sweep, info);
+    else
+      info.started_at = timestamp_now();
+  } catch (const InputError&) {
+    world.broadcast_status(2);
+    throw;
+  }
+  world.broadcast_status(0);
   std::vector<int64_t> todo;
   for (const SweepPoint& p : sweep.points)
     if (!rows.count(p.index))
@@ -87,39 +109,48 @@ int sweep_command(const std::vector<std::string>& args)
     write_cost = std::chrono::duration<double>(last_write - t0).count();
   };
   write(); // the file exists from the start, and the first write measures its cost
-  struct Stop {};
-  try {
-    run_points(sweep, todo, jobs,
-               [&sweep](const SweepPoint& p, const ExperimentSpec& s, const RunResult& r) {
-                 return summarize_point(sweep, p, s, r);
-               },
-               [&](const PointOutcome& o) {
-                 if (interrupted)
-                   throw Stop{};
-                 SweepRow row;
-                 row.error = o.ok ? "" : o.data;
-                 if (o.ok) {
-                   try {
-                     row = row_from_payload(o.index, o.data);
-                   } catch (const std::exception& e) {
-                     row.error = std::string("unreadable results from the point's process: ") + e.what();
-                   }
-                 }
-                 row.index = o.index;
-                 rows[o.index] = std::move(row);
-                 progress.point_done(!o.ok);
-                 // Every finished point reaches the file, unless points finish faster
-                 // than the file is written (about 15 ms, more with recorded timelines):
-                 // then the writer keeps at most half a core busy.
-                 double since = std::chrono::duration<double>(clock::now() - last_write).count();
-                 if (since >= write_cost)
-                   write();
-               });
-  } catch (const Stop&) {
+  auto done = [&](const PointOutcome& o) {
+    SweepRow row;
+    row.error = o.ok ? "" : o.data;
+    if (o.ok) {
+      try {
+        row = row_from_payload(o.index, o.data);
+      } catch (const std::exception& e) {
+        row.error = std::string("unreadable results from the point's process: ") + e.what();
+      }
+    }
+    row.index     = o.index;
+    rows[o.index] = std::move(row);
+    progress.point_done(!o.ok);
+    // Every finished point reaches the file, unless points finish faster than the
+    // file is written (about 15 ms, more with recorded timelines): then the writer
+    // keeps at most half a core busy.
+    double since = std::chrono::duration<double>(clock::now() - last_write).count();
+    if (since >= write_cost)
+      write();
+  };
+  bool finished = true;
+  if (world.size() > 1) {
+    finished = world.coordinate_points(todo, done, [] { return interrupted != 0; });
+  } else {
+    struct Stop {};
+    try {
+      run_points(sweep, todo, jobs, summarize(sweep), [&](const PointOutcome& o) {
+        if (interrupted)
+          throw Stop{};
+        done(o);
+      });
+    } catch (const Stop&) {
+      finished = false;
+    }
+  }
+  if (!finished) {
     write();
     progress.finish();
     std::cerr << "memwall sweep: interrupted; " << rows.size() << " of " << sweep.points.size()
               << " points in " << out_path << " (run again with --resume)\n";
+    if (world.size() > 1)
+      world.abort(130); // the other ranks wait for points that will not come
     return 130;
   }
   info.finished_at = timestamp_now();
