@@ -6,6 +6,7 @@
 #include "kv/KvManager.hpp"
 #include "scheduler/BatchScheduler.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
+#include "advise/Remedy.hpp"
 #include "spec/ExperimentSpec.hpp"
 #include "spec/SpecParams.hpp"
 
@@ -76,6 +77,17 @@ std::function<int()> list_registry(const Registry<Factory>& registry)
   };
 }
 
+// The advisor's remedies in the order it tries them, training then serving.
+int list_remedies()
+{
+  for (bool serving : {false, true}) {
+    std::printf("%s\n", serving ? "\nserving" : "training");
+    for (const NamedRemedy& r : remedies_in_cost_order(serving))
+      std::printf("  %-22s %s\n", r.name.c_str(), r.description.c_str());
+  }
+  return 0;
+}
+
 } // namespace
 
 int list_command(const std::vector<std::string>& args)
@@ -87,10 +99,11 @@ int list_command(const std::vector<std::string>& args)
                                                                {"collectives", list_registry(collective_registry())},
                                                                {"schedules", list_registry(pipeline_schedule_registry())},
                                                                {"schedulers", list_registry(batch_scheduler_registry())},
-                                                               {"kv-managers", list_registry(kv_manager_registry())}};
+                                                               {"kv-managers", list_registry(kv_manager_registry())},
+                                                               {"remedies", list_remedies}};
   if (args.size() != 1 || !what.count(args[0]))
     throw InputError(
-        "list: expected one of gpus, nodes, models, params, collectives, schedules, schedulers, kv-managers");
+        "list: expected one of gpus, nodes, models, params, collectives, schedules, schedulers, kv-managers, remedies");
   return what.at(args[0])();
 }
 

@@ -29,7 +29,10 @@ const std::map<std::string, Command>& commands()
       {"plot", {"draw a run's memory over time, or a sweep's metric against an axis or its fits map, as PNG: "
                 "memwall plot RESULTS.h5|RUN.h5 -o OUT.png [--kind memory|metric|fits] [--x AXIS] [--y COLUMN]",
                 memwall::plot_command}},
-      {"list", {"list presets and parameters: memwall list gpus|nodes|models|params|collectives|schedules|schedulers|kv-managers", memwall::list_command}},
+      {"advise", {"when a spec does not fit in memory, simulate the standard remedies cheapest first: "
+                  "memwall advise SPEC.yaml [--set KEY=VALUE]... [--json]",
+                  memwall::advise_command}},
+      {"list", {"list presets and parameters: memwall list gpus|nodes|models|params|collectives|schedules|schedulers|kv-managers|remedies", memwall::list_command}},
   };
   return table;
 }

@@ -1,0 +1,55 @@
+#pragma once
+// memwall advise: when a configuration does not fit, simulate the standard remedies in
+// the practitioners' order of cost (each alone on the given spec), and when none fits
+// alone, the cheapest ones stacked until the stack fits. Every candidate is a full
+// replay in its own process; nothing here is a formula.
+#include "advise/Remedy.hpp"
+#include "RunResult.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+// What the advisor needs of one replay (filled by analysis, which owns the figures).
+struct TryMeasure {
+  bool fits = false;              // no device out of memory (serving: and no request rejected)
+  bool oom  = false;              // some device ran out of memory
+  std::string device, hardware;   // the fullest device, by peak / capacity
+  double peak_bytes = 0, capacity_bytes = 0;
+  double step_time_s  = 0;        // training: one optimizer step; serving: the whole run
+  double tokens_per_s = 0;        // training: tokens/s; serving: output tokens/s
+  double tpot_s       = 0;        // serving: time per output token, p50
+  double rejected     = 0;        // serving: requests longer than the KV cache
+  double gpus = 0, hardware_cost_usd = 0;
+};
+using TryMeasurer = std::function<TryMeasure(const ExperimentSpec&, const RunResult&)>;
+
+struct TryOutcome {
+  RemedyTry change;
+  bool ran = false;  // false: the change is invalid for this spec (error says why)
+  std::string error;
+  TryMeasure m;
+};
+
+struct RemedyOutcome {
+  std::string name, description;
+  std::vector<TryOutcome> tries;
+  // The try to report: the first that fits, else the one that came closest.
+  const TryOutcome* answer() const;
+};
+
+struct Advice {
+  bool serving = false;
+  std::vector<std::string> user_overrides; // the --set strings the spec was given with
+  TryOutcome given;
+  std::vector<RemedyOutcome> remedies; // cheapest first; empty when the given spec fits
+  std::vector<TryOutcome> stacked;     // the cheapest remedies applied together, one more each row
+};
+
+// `overrides` are the user's --set strings; `jobs` replays run at once.
+Advice advise(const std::string& spec_path, const std::vector<std::string>& overrides, int jobs,
+              const TryMeasurer& measure);
+
+} // namespace memwall

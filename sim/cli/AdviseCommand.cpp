@@ -1,0 +1,47 @@
+// memwall advise SPEC.yaml [--set KEY=VALUE]... [-j N] [--json]
+#include "AdviceReport.hpp"
+#include "Commands.hpp"
+#include "InputError.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <sched.h>
+
+#include <iostream>
+
+namespace po = boost::program_options;
+
+namespace memwall {
+
+int advise_command(const std::vector<std::string>& args)
+{
+  std::string spec_path;
+  std::vector<std::string> overrides;
+  int jobs  = 0;
+  bool json = false;
+  po::options_description opts("memwall advise SPEC.yaml");
+  opts.add_options()("help,h", "this help")("set", po::value(&overrides)->composing(),
+                                            "override a spec key: --set training.micro_batch=4 (repeatable)")(
+      "jobs,j", po::value(&jobs), "replays run at once (default: the cores available)")(
+      "json", po::bool_switch(&json), "print one JSON object instead of the report")(
+      "spec", po::value(&spec_path), "experiment spec (YAML)");
+  po::variables_map vm;
+  if (!parse_options(args, opts, "spec", vm))
+    return 0;
+  if (spec_path.empty())
+    throw InputError("advise: missing SPEC.yaml (e.g. memwall advise examples/gpt2-1gpu-a100.yaml --set training.micro_batch=64)");
+  if (vm.count("jobs") && jobs < 1)
+    throw InputError("advise: -j must be at least 1");
+  if (jobs == 0) {
+    cpu_set_t set;
+    jobs = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  }
+  Advice a = advise(spec_path, overrides, jobs, measure_try);
+  if (json)
+    std::cout << advice_json(a).dump(2) << "\n";
+  else
+    std::cout << advice_text(a, spec_path, experiment_title(load_spec(spec_path, overrides)));
+  return 0;
+}
+
+} // namespace memwall

@@ -1,0 +1,133 @@
+// memwall advise: remedies simulated cheapest first; a known out-of-memory case becomes
+// one that fits, and the command line it prints reproduces the fit.
+#include "TestHelpers.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+using namespace memwall::test;
+using nlohmann::json;
+
+namespace {
+
+json advise_json(const std::string& args)
+{
+  CliResult r = run_cli("advise " + args + " --json -j 2");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+
+const json& remedy(const json& a, const std::string& name)
+{
+  for (const json& r : a["remedies"])
+    if (r["name"] == name)
+      return r;
+  FAIL("no remedy " << name);
+  return a;
+}
+
+std::string as_sets(const json& overrides)
+{
+  std::string s;
+  for (const auto& o : overrides)
+    s += " --set " + o.get<std::string>();
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("the_advisor_fits_an_oversized_micro_batch_by_gradient_accumulation", "[advise]")
+{
+  // GPT-2 small (124M parameters), seq 1024, micro batch 32, no flash attention, on one
+  // A100-40GB (40e9 B). By hand: Korthikanti et al. (2022) activations 12 layers x
+  // sbh(34 + 5as/h) = 12 x 1024*32*768 x (34 + 5*12*1024/768) B = 34.4 GB, plus weights,
+  // gradients and Adam at 16 B/parameter = 2.0 GB, plus fp32 logits 32*1024*50257*4 B =
+  // 6.6 GB: 43 GB > 40 GB. At micro batch 16 everything but the 2.0 GB halves: 22.5 GB.
+  std::string spec = source_path("examples/gpt2-1gpu-a100.yaml") +
+                     " --set hardware.gpu=a100-sxm4-40gb --set training.flash_attention=false"
+                     " --set training.micro_batch=32 --set training.global_batch=64";
+  json a = advise_json(spec);
+  CHECK(a["given"]["fits"] == false);
+  CHECK(a["given"]["peak_bytes"].get<double>() > 40e9);
+  CHECK(a["given"]["capacity_bytes"].get<double>() == 40e9);
+
+  // The cheapest remedy comes first and its largest micro-batch that fits is 16.
+  REQUIRE(a["remedies"][0]["name"] == "smaller-micro-batch");
+  const json& mb16 = a["remedies"][0]["tries"][0];
+  CHECK(mb16["overrides"] == json::array({"training.micro_batch=16"}));
+  CHECK(mb16["fits"] == true);
+  CHECK(mb16["peak_bytes"].get<double>() < 40e9);
+  // Same global batch in 4 micro-batches instead of 2: the same work, about the same time.
+  CHECK(mb16["step_time_s"].get<double>() == Approx(a["given"]["step_time_s"].get<double>()).epsilon(0.05));
+
+  // The text names it first and prints a command line that runs it; that run fits.
+  CliResult text = run_cli("advise " + spec + " -j 2");
+  CHECK_THAT(text.out, Catch::Contains("first that fits: smaller-micro-batch, micro_batch 16"));
+  CliResult run = run_cli("run " + spec + as_sets(mb16["overrides"]) + " --json");
+  REQUIRE(run.exit_code == 0);
+  json r = json::parse(run.out);
+  CHECK(r["fits"] == true);
+  CHECK(r["max_peak_bytes"].get<double>() == mb16["peak_bytes"].get<double>());
+}
+
+TEST_CASE("the_advisor_quantizes_weights_that_exceed_the_gpu", "[advise][inference]")
+{
+  // Llama-2-70B (69e9 parameters) in fp16 is 138 GB of weights: no batch size, KV dtype
+  // or KV layout can fit it in 80 GB. int8 weights are 69 GB; 16 requests of 512 + 32
+  // tokens need 16 x 544 x 327,680 B (8 KV heads x 128 x 80 layers x K,V x 2 B) =
+  // 2.9 GB of KV: 71.9 GB, inside vLLM's 0.9 x 80 GB = 72 GB. int4 (34.5 GB) fits too.
+  std::string spec = temp_path("advise_70b.yaml");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: llama-2-70b}\n"
+                   "inference: {batch: 16, prompt_len: 512, output_len: 32}\n");
+  json a = advise_json(spec);
+  CHECK(a["given"]["fits"] == false);
+  for (const char* useless : {"smaller-concurrency", "kv-quantization"})
+    CHECK(remedy(a, useless)["fits"] == false);
+  const json& q = remedy(a, "weight-quantization");
+  CHECK(q["fits"] == true);
+  REQUIRE(q["tries"].size() == 2);
+  CHECK(q["tries"][0]["overrides"] == json::array({"inference.weight_dtype=int8"}));
+  CHECK(q["tries"][0]["fits"] == true);
+  CHECK(q["tries"][1]["overrides"] == json::array({"inference.weight_dtype=int4"}));
+  CHECK(q["tries"][1]["fits"] == true);
+  CliResult text = run_cli("advise " + spec + " -j 2");
+  CHECK_THAT(text.out, Catch::Contains("first that fits: weight-quantization, int8 weights"));
+}
+
+TEST_CASE("when_no_remedy_fits_alone_the_advisor_stacks_them_until_one_does", "[advise]")
+{
+  // Llama-2-13B at seq 4096 on one A100-40GB: 13e9 x 16 B of weights, gradients and
+  // Adam states (208 GB) alone are five GPUs' worth; no single change fits it.
+  std::string spec = temp_path("advise_13b.yaml");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1, gpu: a100-sxm4-40gb}\nmodel: {preset: llama-2-13b}\n"
+                   "training: {seq_len: 4096, global_batch: 8, micro_batch: 2}\n");
+  json a = advise_json(spec);
+  CHECK(a["given"]["fits"] == false);
+  for (const json& r : a["remedies"])
+    if (r["name"] != "more-gpus")
+      CHECK(r["fits"] == false);
+  REQUIRE_FALSE(a["stacked"].empty());
+  const json& last = a["stacked"].back();
+  CHECK(last["fits"] == true);
+  // Every earlier stack did not fit; each one kept added something that lowered the peak.
+  for (size_t i = 0; i + 1 < a["stacked"].size(); ++i)
+    CHECK(a["stacked"][i]["fits"] == false);
+  CliResult run = run_cli("run " + spec + as_sets(last["overrides"]) + " --json");
+  REQUIRE(run.exit_code == 0);
+  CHECK(json::parse(run.out)["fits"] == true);
+}
+
+TEST_CASE("a_spec_that_fits_needs_no_remedy_and_a_broken_one_is_refused", "[advise][errors]")
+{
+  json a = advise_json(source_path("examples/gpt2-1gpu-a100.yaml"));
+  CHECK(a["given"]["fits"] == true);
+  CHECK(a["remedies"].empty());
+
+  CliResult bad = run_cli("advise " + source_path("examples/gpt2-1gpu-a100.yaml") + " --set training.micro_bach=4");
+  CHECK(bad.exit_code == 2);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+  CHECK_THAT(bad.err, Catch::Contains("micro_bach"));
+}
