@@ -4,7 +4,9 @@
   memory  a run's memory over time, one panel per device, stacked by category, with the
           device's capacity as a line (a run file, or one recorded point of a sweep)
   metric  a sweep's metric against one axis, one line per value of a second axis; points
-          that do not fit are crosses; other axes take their best value per point
+          that do not fit are crosses; other axes take their best value per point. With
+          --x naming a result column instead (hardware_cost_usd), a trade-off: every
+          fitting point, one line per value of --lines, labelled with the other axes
   fits    a sweep's fits / does-not-fit map over two axes, with the peak memory per cell
 
 Needs matplotlib and h5py (Debian: python3-matplotlib python3-h5py). Bad input: one line
@@ -133,10 +135,16 @@ def plot_memory(f, memory, title, out, device):
             raise BadInput(f"--device {device}: no such device; the devices are {', '.join(names)}")
         names = [device]
     names = names[:6]
-    fig, axes = plt.subplots(len(names), 1, figsize=(10, 3.2 * len(names) + 0.8), squeeze=False)
+    fig, axes = plt.subplots(len(names), 1, figsize=(10, 3.2 * len(names) + 0.8), squeeze=False, sharex=True)
+    # every panel runs to the last change of any device: memory held to the end shows
+    end = max((float(memory[n]["time_s"][-1]) for n in names if len(memory[n]["time_s"])), default=0.0)
     for ax, name in zip(axes[:, 0], names):
         g = memory[name]
         t, series = memory_series(g)
+        if len(t) and t[-1] < end:
+            import numpy as np
+            t = np.append(t, end)
+            series = {c: np.append(v, v[-1]) for c, v in series.items()}
         cap = float(g.attrs.get("capacity_bytes", 0))
         peak = float(g.attrs.get("peak_bytes", 0))
         hw = g.attrs.get("hardware", "")
@@ -187,6 +195,8 @@ def plot_metric(table, axes, attrs, out, x, y, lines):
     serving = "ttft_s.p50" in table
     x = x or axes[0]
     y = y or ("output_tokens_per_s" if serving else "step_time_s")
+    if x not in axes and x in table:
+        return plot_tradeoff(table, axes, attrs, out, x, y, lines)
     require_axis(axes, x, "--x")
     if y not in table:
         raise BadInput(f"--y {y}: no such column; the columns are {', '.join(table.keys())}")
@@ -245,6 +255,57 @@ def plot_metric(table, axes, attrs, out, x, y, lines):
     ax.legend(fontsize=9)
     note = f"; best over {', '.join(short(a) for a in others)}" if others else ""
     ax.set_title(f"{y} against {short(x)}{note}\n{attrs.get('sweep_file', '')}", fontsize=10)
+    fig.tight_layout()
+    save(fig, out)
+    return f"{y} against {x} for {len(ok)} points"
+
+
+def number_column(table, name, option):
+    if name not in table:
+        raise BadInput(f"{option} {name}: no such column; the columns are {', '.join(table.keys())}")
+    if table[name] and isinstance(table[name][0], str):
+        raise BadInput(f"{option} {name}: a text column; {option} needs a number column")
+
+
+def plot_tradeoff(table, axes, attrs, out, x, y, lines):
+    """Two results against each other (cost against time): one line per value of an
+    axis, every fitting point labelled with the other axes' values."""
+    import matplotlib.pyplot as plt
+    number_column(table, x, "--x")
+    number_column(table, y, "--y")
+    if lines is None:
+        lines = axes[0] if axes else ""
+    if lines:
+        require_axis(axes, lines, "--lines")
+    ok = [r for r in range(len(table["index"])) if table["status"][r] == "ok"]
+    fits = table.get("fits", [1.0] * len(table["index"]))
+    ok = [r for r in ok if fits[r] != 0 and not math.isnan(table[x][r]) and not math.isnan(table[y][r])]
+    if not ok:
+        raise BadInput("no point of this sweep fits; nothing to plot (memwall report says why)")
+    others = [a for a in axes if a != lines]
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    groups = axis_values(table, lines, ok) if lines else [None]
+    cmap = plt.get_cmap("tab10")
+    for gi, gv in enumerate(groups):
+        rows = sorted((r for r in ok if gv is None or table[lines][r] == gv), key=lambda r: table[x][r])
+        xs, ys = scaled(x, [table[x][r] for r in rows]), scaled(y, [table[y][r] for r in rows])
+        ax.plot(xs, ys, marker="osD^vP*X"[gi % 8], color=cmap(gi % 10),
+                label=f"{short(lines)} = {fmt(gv)}" if lines else y)
+        if len(ok) <= 60:
+            for r, xv, yv in zip(rows, xs, ys):
+                # neighbouring lines label on opposite sides, so that close lines stay legible
+                ax.annotate(", ".join(f"{short(a)} {fmt(table[a][r])}" for a in others), (xv, yv),
+                            textcoords="offset points", xytext=(6, 4) if gi % 2 == 0 else (-6, -11),
+                            ha="left" if gi % 2 == 0 else "right", fontsize=7, color=cmap(gi % 10))
+    for setter, col in ((ax.set_xscale, x), (ax.set_yscale, y)):
+        vals = [v for v in table[col] if not math.isnan(v)]
+        if vals and min(vals) > 0 and max(vals) / min(vals) >= 16:
+            setter("log")
+    ax.set_xlabel(label(x))
+    ax.set_ylabel(label(y))
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=9)
+    ax.set_title(f"{y} against {x}, fitting points\n{attrs.get('sweep_file', '')}", fontsize=10)
     fig.tight_layout()
     save(fig, out)
     return f"{y} against {x} for {len(ok)} points"

@@ -98,6 +98,13 @@ TEST_CASE("a_sweep_plots_its_metric_its_fits_map_and_a_recorded_point", "[plot][
   CHECK(m.width == 990); // 9 x 5.5 inches at 110 dpi
   CHECK(m.height == 605);
 
+  // A trade-off of two results: only the 5 points that fit (micro batch 32 without
+  // recompute does not).
+  std::string tradeoff = temp_path("plot_tradeoff.png");
+  CHECK_THAT(plotted(h5 + " --x gpu.peak_bytes --y step_time_s --lines training.recompute", tradeoff),
+             Catch::Contains("step_time_s against gpu.peak_bytes for 5 points"));
+  CHECK(read_png(tradeoff).valid);
+
   std::string fits = temp_path("plot_fits.png");
   CHECK_THAT(plotted(h5 + " --kind fits", fits), Catch::Contains("fits over training.micro_batch x training.recompute"));
   CHECK(read_png(fits).valid);

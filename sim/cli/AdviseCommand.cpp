@@ -5,8 +5,6 @@
 
 #include <boost/program_options.hpp>
 
-#include <sched.h>
-
 #include <iostream>
 
 namespace po = boost::program_options;
@@ -32,10 +30,8 @@ int advise_command(const std::vector<std::string>& args)
     throw InputError("advise: missing SPEC.yaml (e.g. memwall advise examples/gpt2-1gpu-a100.yaml --set training.micro_batch=64)");
   if (vm.count("jobs") && jobs < 1)
     throw InputError("advise: -j must be at least 1");
-  if (jobs == 0) {
-    cpu_set_t set;
-    jobs = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-  }
+  if (jobs == 0)
+    jobs = cores_available();
   Advice a = advise(spec_path, overrides, jobs, measure_try);
   if (json)
     std::cout << advice_json(a).dump(2) << "\n";

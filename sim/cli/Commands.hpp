@@ -20,6 +20,9 @@ int advise_command(const std::vector<std::string>& args);
 bool parse_options(const std::vector<std::string>& args, const boost::program_options::options_description& opts,
                    const char* positional, boost::program_options::variables_map& vm);
 
+// The cores this process may run on (its affinity mask): the default of -j.
+int cores_available();
+
 // Title line of an experiment, shared by the summary and provenance.
 struct ExperimentSpec;
 std::string experiment_title(const ExperimentSpec& spec);

@@ -26,6 +26,8 @@ namespace {
 
 volatile std::sig_atomic_t interrupted = 0;
 
+} // namespace
+
 int cores_available()
 {
   cpu_set_t set;
@@ -33,8 +35,6 @@ int cores_available()
     return CPU_COUNT(&set);
   return 1;
 }
-
-} // namespace
 
 int sweep_command(const std::vector<std::string>& args)
 {
