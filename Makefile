@@ -24,6 +24,7 @@ test: build
 
 bench: build
 	./$(BUILD)/bench/bench_simulation
+	./$(BUILD)/bench/bench_sweep
 
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 sanitize:
