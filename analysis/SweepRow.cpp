@@ -78,6 +78,9 @@ std::string summarize_point(const SweepSpec& sweep, const SweepPoint& point, con
   row.numbers.emplace_back("gpus", static_cast<double>(spec.cluster.total_gpus()));
   row.numbers.emplace_back("hardware_cost_usd", spec.cluster.price_usd());
 
+  // A full axis key first, then results and earlier derived metrics by name, then an
+  // axis by the last part of its key: a metric called like an axis's tail wins, and the
+  // full key still reaches the axis.
   auto lookup = [&](const std::string& name) -> std::optional<ExprValue> {
     for (const SweepSetting& s : point.settings)
       if (s.key == name)
@@ -88,7 +91,7 @@ std::string summarize_point(const SweepSpec& sweep, const SweepPoint& point, con
     for (const auto& [k, v] : row.texts)
       if (k == name)
         return v;
-    return std::nullopt;
+    return setting_lookup(point, name);
   };
   for (const auto& [name, expr] : sweep.metrics) {
     ExprValue v = expr.evaluate(lookup);

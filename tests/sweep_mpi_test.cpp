@@ -22,11 +22,12 @@ std::string bytes_of(const std::string& path)
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-// Root may run mpirun in containers (CI); sanitizer builds skip leak checks of MPI_Init.
+// Root may run mpirun in containers (CI), where shared-memory single copies (CMA,
+// ptrace) are often forbidden; sanitizer builds skip leak checks of MPI_Init.
 std::string launcher(const std::string& mpirun_args)
 {
   std::string env = "SOURCE_DATE_EPOCH=1700000000 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                    "OMPI_MCA_rmaps_base_oversubscribe=1 ";
+                    "OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none ";
 #ifdef MEMWALL_SANITIZED
   env += "ASAN_OPTIONS=detect_leaks=0 ";
 #endif
@@ -38,7 +39,8 @@ std::string launcher(const std::string& mpirun_args)
 TEST_CASE("mpirun_with_three_ranks_gives_the_same_table_as_one_job", "[sweep][mpi]")
 {
   // 4 x 3 = 12 points of GPT-2 small on two A100s; tp = 5 does not divide 12 heads, so
-  // 4 points are errors, which must travel through MPI like results do.
+  // 4 points are errors, which must travel through MPI like results do. Recorded
+  // timelines make results of hundreds of kB, beyond MPI's eager messages.
   std::string spec = temp_path("sweep_mpi.yaml");
   write_file(spec, "spec:\n"
                    "  hardware: {node: dgx-a100, gpus_per_node: 2}\n"
@@ -48,7 +50,8 @@ TEST_CASE("mpirun_with_three_ranks_gives_the_same_table_as_one_job", "[sweep][mp
                    "  training.micro_batch: [1, 2, 4, 8]\n"
                    "  training.tp: [1, 2, 5]\n"
                    "metrics:\n"
-                   "  step_ms: step_time_s * 1000\n");
+                   "  step_ms: step_time_s * 1000\n"
+                   "record: {memory: true, links: true}\n");
   std::string one = temp_path("sweep_mpi_j1.h5"), three = temp_path("sweep_mpi_n3.h5");
   CliResult a = run_cli("sweep " + spec + " -o " + one + " -j 1", launcher(""));
   INFO(a.err);

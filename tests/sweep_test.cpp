@@ -31,7 +31,8 @@ const char* sweep_yaml = "spec:\n"
                          "  training.micro_batch: [1, 2, 4, 8]\n"
                          "  training.tp: [1, 2, 5]\n"
                          "metrics:\n"
-                         "  step_ms: step_time_s * 1000\n";
+                         "  step_ms: step_time_s * 1000\n"
+                         "  tokens_per_micro_batch: micro_batch * 512\n";
 
 std::string write_sweep(const std::string& name, const std::string& text)
 {
@@ -95,6 +96,8 @@ TEST_CASE("a_sweep_records_every_point_with_invalid_ones_as_errors_and_values_eq
     CHECK(t.numbers.at("mfu")[i] == j["mfu"].get<double>());
     CHECK(t.numbers.at("gpu.peak_bytes")[i] == j["devices"][0]["peak_bytes"].get<double>());
     CHECK(t.numbers.at("step_ms")[i] == Approx(1000 * j["step_time_s"].get<double>()).epsilon(1e-12));
+    // A metric names an axis by the last part of its key, as the filter does.
+    CHECK(t.numbers.at("tokens_per_micro_batch")[i] == 512 * mb[i]);
     // One DGX A100 node costs 200,000 USD in the catalog; two of its eight GPUs are used
     // but the node is what is bought.
     CHECK(t.numbers.at("hardware_cost_usd")[i] == 200000);

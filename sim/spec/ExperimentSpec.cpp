@@ -1,4 +1,5 @@
 #include "ExperimentSpec.hpp"
+#include "TextFile.hpp"
 
 #include "HardwareReader.hpp"
 #include "ModelReader.hpp"
@@ -46,13 +47,9 @@ void apply_override(YAML::Node root, const std::string& file, const std::string&
 
 ExperimentSpec load_spec(const std::string& path, const std::vector<std::string>& overrides)
 {
-  if (!std::filesystem::is_regular_file(path))
-    throw InputError(path + ": spec file not found");
-  std::ifstream in(path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  return parse_spec(buf.str(), path, dir, overrides);
+  std::string text = read_text_file(path, "spec file");
+  std::string dir  = std::filesystem::path(path).parent_path().string();
+  return parse_spec(text, path, dir, overrides);
 }
 
 ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file, const std::string& spec_dir,

@@ -3,6 +3,7 @@
 #include "InputError.hpp"
 #include "ParamReader.hpp"
 #include "spec/SpecParams.hpp"
+#include "spec/TextFile.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -67,14 +68,28 @@ ExprValue setting_value(const SweepSetting& s)
   return s.text;
 }
 
+std::optional<ExprValue> setting_lookup(const SweepPoint& p, const std::string& name)
+{
+  const SweepSetting* found = nullptr;
+  for (const SweepSetting& st : p.settings) {
+    if (st.key == name)
+      return setting_value(st);
+    bool tail = st.key.size() > name.size() && st.key.compare(st.key.size() - name.size(), name.size(), name) == 0 &&
+                st.key[st.key.size() - name.size() - 1] == '.';
+    if (tail) {
+      if (found)
+        return std::nullopt; // ambiguous short name
+      found = &st;
+    }
+  }
+  if (found)
+    return setting_value(*found);
+  return std::nullopt;
+}
+
 SweepSpec load_sweep(const std::string& path)
 {
-  if (!std::filesystem::is_regular_file(path))
-    throw InputError(path + ": sweep spec not found");
-  std::ifstream in(path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse_sweep(buf.str(), path, std::filesystem::path(path).parent_path().string());
+  return parse_sweep(read_text_file(path, "sweep spec"), path, std::filesystem::path(path).parent_path().string());
 }
 
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file, const std::string& dir)
@@ -109,11 +124,8 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file, con
     std::filesystem::path p = std::filesystem::path(dir) / base;
     if (!std::filesystem::is_regular_file(p))
       throw InputError(top.location("base") + ": " + p.string() + " not found");
-    std::ifstream in(p);
-    std::stringstream buf;
-    buf << in.rdbuf();
     s.base_file = p.string();
-    s.base_text = buf.str();
+    s.base_text = read_text_file(p.string(), "base spec");
     s.base_dir  = p.parent_path().string();
   } else {
     s.base_file = file + " (spec)";
@@ -178,23 +190,7 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file, con
     for (size_t g = 0; g < groups.size(); ++g)
       for (const SweepSetting& st : groups[g][at[g]])
         p.settings.push_back(st);
-    auto lookup = [&p](const std::string& name) -> std::optional<ExprValue> {
-      const SweepSetting* found = nullptr;
-      for (const SweepSetting& st : p.settings) {
-        bool tail = st.key.size() > name.size() && st.key.compare(st.key.size() - name.size(), name.size(), name) == 0 &&
-                    st.key[st.key.size() - name.size() - 1] == '.';
-        if (st.key == name)
-          return setting_value(st);
-        if (tail) {
-          if (found)
-            return std::nullopt; // ambiguous short name
-          found = &st;
-        }
-      }
-      if (found)
-        return setting_value(*found);
-      return std::nullopt;
-    };
+    auto lookup = [&p](const std::string& name) { return setting_lookup(p, name); };
     if (!keep || keep->test(lookup)) {
       p.index = static_cast<int64_t>(s.points.size());
       s.points.push_back(std::move(p));

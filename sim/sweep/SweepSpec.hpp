@@ -20,6 +20,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,5 +53,9 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file, con
 ExperimentSpec point_spec(const SweepSpec& sweep, const SweepPoint& point);
 // A setting's value as an expression value: a number if it reads as one, else its text.
 ExprValue setting_value(const SweepSetting& s);
+// A name in a filter or metric expression: the point's axis with that full key, or the
+// one axis whose key ends in ".name" (micro_batch for training.micro_batch); nothing
+// when no axis or more than one matches.
+std::optional<ExprValue> setting_lookup(const SweepPoint& p, const std::string& name);
 
 } // namespace memwall

@@ -1,0 +1,10 @@
+#pragma once
+// A whole text file as a string (spec files, sweep specs, their base specs).
+#include <string>
+
+namespace memwall {
+
+// InputError "<path>: <what> not found" when `path` is not a readable regular file.
+std::string read_text_file(const std::string& path, const std::string& what);
+
+} // namespace memwall
