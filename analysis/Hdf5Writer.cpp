@@ -51,7 +51,7 @@ void write_serving(H5::Group& f, const RunResult& r)
 } // namespace
 
 std::string memwall_version() { return MEMWALL_VERSION; }
-std::string memwall_git_commit() { return MEMWALL_GIT_HASH; }
+// memwall_git_commit() is generated at build time (GitCommit.cmake).
 
 void stamp_format(H5::Group& root, const std::string& format)
 {

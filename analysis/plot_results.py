@@ -42,7 +42,9 @@ def label(column):
         return column + " (%)"
     if column.endswith("_usd"):
         return column + " (US$)"
-    if column.endswith("_s") and "per_s" not in column:
+    if column.endswith("_per_s"):  # output_tokens_per_s: (output tokens/s)
+        return f"{column} ({column.rsplit('.', 1)[-1][:-6].replace('_', ' ')}/s)"
+    if column.endswith("_s"):
         return column + " (s)"
     return column
 
