@@ -95,7 +95,15 @@ Breakdown step_breakdown(const RunResult& r)
     return b;
   Intervals compute, comm, copies;
   for (const auto& op : r.ops) {
-    if (op.device != *gpu || op.end <= op.start)
+    if (op.end <= op.start)
+      continue;
+    // The host's share of offloaded work (ZeRO-Offload's optimizer step on the CPU)
+    // keeps the GPU waiting as much as the copies do.
+    if (op.kind == OpKind::host_compute && op.device.kind == DeviceKind::host && op.device.node == gpu->node) {
+      copies.emplace_back(op.start, op.end);
+      continue;
+    }
+    if (op.device != *gpu)
       continue;
     if (op.kind == OpKind::kernel)
       compute.emplace_back(op.start, op.end);

@@ -14,7 +14,7 @@ struct Breakdown {
   double compute         = 0; // compute stream busy
   double exposed_comm    = 0; // collectives running while compute is idle
   double pipeline_bubble = 0; // compute idle waiting on other pipeline stages
-  double offload_stall   = 0; // host/NVMe copies running while compute and comm are idle
+  double offload_stall   = 0; // host/NVMe copies or the host's optimizer step running while compute and comm are idle
   double paging_stall    = 0; // unified-memory page migration stalls
 };
 

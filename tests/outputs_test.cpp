@@ -51,6 +51,23 @@ TEST_CASE("json_output_carries_the_contracted_keys", "[outputs]")
   CHECK(sum == Approx(d["peak_bytes"].get<double>()).epsilon(1e-12));
 }
 
+TEST_CASE("the_breakdown_of_a_zero_offload_step_counts_the_gpu_waiting_for_the_host_optimizer", "[outputs]")
+{
+  // ZeRO-Offload of Llama-2-13B on four RTX 4090s: after the backward pass the GPUs hold
+  // nothing to do while the CPU runs Adam over 13e9 parameters. With one GPU per replica
+  // and no pipeline, every instant of the step is compute, exposed communication or an
+  // offload stall (copies or the host's optimizer step); nothing is left unexplained.
+  CliResult r = run_cli("run " + source_path("examples/llama2-13b-zero-offload-4x4090.yaml") + " --json");
+  REQUIRE(r.exit_code == 0);
+  json j       = json::parse(r.out);
+  const json& b = j["breakdown_s"];
+  double sum    = b["compute"].get<double>() + b["exposed_comm"].get<double>() + b["pipeline_bubble"].get<double>() +
+               b["offload_stall"].get<double>();
+  CHECK(sum == Approx(j["step_time_s"].get<double>()).epsilon(1e-9));
+  // The host step is most of the stall: more than a quarter of the step.
+  CHECK(b["offload_stall"].get<double>() > 0.25 * j["step_time_s"].get<double>());
+}
+
 TEST_CASE("an_oom_is_a_result_with_the_op_device_requested_and_free_bytes", "[outputs]")
 {
   // Llama-2-7B with plain Adam needs 16 B x 6.74e9 = 108 GB of model states; a 24 GB
