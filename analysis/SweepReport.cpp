@@ -139,6 +139,37 @@ std::vector<std::string> key_figures(const ResultsTable& t, const std::string& b
 
 } // namespace
 
+std::string sweep_csv(const ResultsTable& t)
+{
+  auto quoted = [](const std::string& v) {
+    if (v.find_first_of(",\"\n\r") == std::string::npos)
+      return v;
+    std::string q = "\"";
+    for (char c : v)
+      q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  std::ostringstream os;
+  for (size_t c = 0; c < t.columns.size(); ++c)
+    os << (c ? "," : "") << quoted(t.columns[c]);
+  os << "\n";
+  for (size_t r = 0; r < t.rows(); ++r) {
+    for (size_t c = 0; c < t.columns.size(); ++c) {
+      const std::string& col = t.columns[c];
+      os << (c ? "," : "");
+      if (auto x = t.texts.find(col); x != t.texts.end()) {
+        os << quoted(x->second[r]);
+      } else if (double v = t.numbers.at(col)[r]; !std::isnan(v)) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.17g", v);
+        os << buf;
+      }
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
 bool higher_is_better(const std::string& metric)
 {
   return metric.find("per_s") != std::string::npos || metric == "mfu" ||

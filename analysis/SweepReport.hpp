@@ -19,6 +19,10 @@ struct SweepReportOptions {
 // InputError naming `path` when --by, --order or a column is not in the table.
 std::string sweep_report_text(const ResultsTable& t, const std::string& path, const SweepReportOptions& o);
 
+// The whole table as CSV (RFC 4180): a header of the columns in table order, one line
+// per point, numbers exact (17 significant digits), empty where a point has no value.
+std::string sweep_csv(const ResultsTable& t);
+
 // True when larger values of `metric` are better (rates, MFU, utilization).
 bool higher_is_better(const std::string& metric);
 

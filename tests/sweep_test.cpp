@@ -94,6 +94,9 @@ TEST_CASE("a_sweep_records_every_point_with_invalid_ones_as_errors_and_values_eq
     auto j = report_json(simulate(s, true));
     CHECK(t.numbers.at("step_time_s")[i] == j["step_time_s"].get<double>());
     CHECK(t.numbers.at("mfu")[i] == j["mfu"].get<double>());
+    CHECK(t.numbers.at("breakdown_s.compute")[i] == j["breakdown_s"]["compute"].get<double>());
+    CHECK(t.numbers.at("breakdown_s.compute")[i] > 0);
+    CHECK(t.numbers.at("breakdown_s.exposed_comm")[i] == j["breakdown_s"]["exposed_comm"].get<double>());
     CHECK(t.numbers.at("gpu.peak_bytes")[i] == j["devices"][0]["peak_bytes"].get<double>());
     CHECK(t.numbers.at("step_ms")[i] == Approx(1000 * j["step_time_s"].get<double>()).epsilon(1e-12));
     // A metric names an axis by the last part of its key, as the filter does.
@@ -169,4 +172,14 @@ TEST_CASE("a_sweep_records_memory_timelines_per_point_when_asked", "[sweep]")
       peak = v;
   CHECK(highest == peak);
   CHECK_FALSE(first.links.empty());
+}
+
+TEST_CASE("a_dry_run_lists_every_point_with_its_settings_and_runs_nothing", "[sweep]")
+{
+  std::string spec = write_sweep("sweep_dry", sweep_yaml);
+  CliResult r      = run_cli("sweep " + spec + " --dry-run");
+  REQUIRE(r.exit_code == 0);
+  // 4 micro batches x 3 tp values, first axis slowest, in --set syntax.
+  CHECK_THAT(r.out, Catch::StartsWith("0: training.micro_batch=1 training.tp=1\n1: training.micro_batch=1 training.tp=2\n"));
+  CHECK_THAT(r.out, Catch::Contains("11: training.micro_batch=8 training.tp=5\n12 points\n"));
 }

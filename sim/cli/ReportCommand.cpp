@@ -1,4 +1,4 @@
-// memwall report RESULTS.h5|RUN.h5 [--by METRIC] [--order asc|desc] [--top N] [--columns A,B]
+// memwall report RESULTS.h5|RUN.h5 [--by METRIC] [--order asc|desc] [--top N] [--columns A,B] [--csv]
 #include "Commands.hpp"
 #include "InputError.hpp"
 #include "ResultsFile.hpp"
@@ -19,6 +19,7 @@ int report_command(const std::vector<std::string>& args)
   std::string path, columns;
   SweepReportOptions o;
   int top = 10;
+  bool csv = false;
   po::options_description opts("memwall report RESULTS.h5|RUN.h5");
   opts.add_options()("help,h", "this help")(
       "by", po::value(&o.by), "sweep: rank the fitting points by this column (default step_time_s; serving sweeps "
@@ -26,6 +27,7 @@ int report_command(const std::vector<std::string>& args)
       "order", po::value(&o.order), "sweep: asc or desc (default: highest first for rates, MFU and utilization)")(
       "top", po::value(&top), "sweep: rows per table (default 10)")(
       "columns", po::value(&columns), "sweep: comma-separated columns after the axes (default: the key figures that vary)")(
+      "csv", po::bool_switch(&csv), "sweep: print the whole table as CSV instead (for spreadsheets)")(
       "file", po::value(&path), "a results file of memwall sweep or memwall run -o");
   po::variables_map vm;
   if (!parse_options(args, opts, "file", vm))
@@ -41,7 +43,7 @@ int report_command(const std::vector<std::string>& args)
       o.columns.push_back(c);
 
   if (memwall_file_format(path) == "memwall-run") {
-    for (const char* sweep_only : {"by", "order", "top", "columns"})
+    for (const char* sweep_only : {"by", "order", "top", "columns", "csv"})
       if (vm.count(sweep_only) && !vm[sweep_only].defaulted())
         throw InputError(path + ": a run file; --" + std::string(sweep_only) + " applies to sweep results files");
     RunFileSummary run = read_run_file(path);
@@ -50,7 +52,10 @@ int report_command(const std::vector<std::string>& args)
               << report_text(run.summary, run.title);
     return 0;
   }
-  std::cout << sweep_report_text(read_sweep_file(path), path, o);
+  if (csv)
+    std::cout << sweep_csv(read_sweep_file(path));
+  else
+    std::cout << sweep_report_text(read_sweep_file(path), path, o);
   return 0;
 }
 

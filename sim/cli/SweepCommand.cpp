@@ -40,17 +40,30 @@ int sweep_command(const std::vector<std::string>& args)
 {
   std::string sweep_path, out_path;
   int jobs    = 0;
-  bool resume = false;
+  bool resume = false, dry_run = false;
   po::options_description opts("memwall sweep SWEEP.yaml -o RESULTS.h5");
   opts.add_options()("help,h", "this help")("output,o", po::value(&out_path), "results file (HDF5)")(
       "jobs,j", po::value(&jobs), "points run at once (default: the cores available)")(
       "resume", po::bool_switch(&resume), "keep the points RESULTS.h5 holds, run the rest")(
+      "dry-run", po::bool_switch(&dry_run), "list the points (index and settings) and stop; nothing runs")(
       "sweep", po::value(&sweep_path), "sweep spec (YAML)");
   po::variables_map vm;
   if (!parse_options(args, opts, "sweep", vm))
     return 0;
   if (sweep_path.empty())
     throw InputError("sweep: missing SWEEP.yaml (e.g. memwall sweep examples/sweeps/gpt2-xl-layouts-dgx-a100.yaml -o results.h5)");
+  if (dry_run) {
+    // Checks the spec as a real sweep would (axis keys, filter), without running.
+    SweepSpec sweep = load_sweep(sweep_path);
+    for (const SweepPoint& p : sweep.points) {
+      std::cout << p.index << ":";
+      for (const SweepSetting& st : p.settings)
+        std::cout << " " << st.key << "=" << st.text;
+      std::cout << "\n";
+    }
+    std::cout << sweep.points.size() << " points\n";
+    return 0;
+  }
   if (out_path.empty())
     throw InputError("sweep: missing -o RESULTS.h5");
   if (vm.count("jobs") && jobs < 1)

@@ -9,8 +9,7 @@ std::string run_point(const SweepSpec& sweep, const SweepPoint& point, const Poi
 {
   ExperimentSpec spec = point_spec(sweep, point);
   RunResult r         = simulate(spec, /*in_child=*/false);
-  r.ops.clear();
-  return summarize(point, spec, r);
+  return summarize(point, spec, r); // with the ops: the time breakdown is read from them
 }
 
 void run_points(const SweepSpec& sweep, const std::vector<int64_t>& todo, int jobs, const PointSummary& summarize,
