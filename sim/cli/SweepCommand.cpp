@@ -52,8 +52,11 @@ int sweep_command(const std::vector<std::string>& args)
     return 0;
   if (sweep_path.empty())
     throw InputError("sweep: missing SWEEP.yaml (e.g. memwall sweep examples/sweeps/gpt2-xl-layouts-dgx-a100.yaml -o results.h5)");
+  MpiWorld world;
   if (dry_run) {
     // Checks the spec as a real sweep would (axis keys, filter), without running.
+    if (world.rank() > 0)
+      return 0;
     SweepSpec sweep = load_sweep(sweep_path);
     for (const SweepPoint& p : sweep.points) {
       std::cout << p.index << ":";
@@ -68,7 +71,6 @@ int sweep_command(const std::vector<std::string>& args)
     throw InputError("sweep: missing -o RESULTS.h5");
   if (vm.count("jobs") && jobs < 1)
     throw InputError("sweep: -j must be at least 1");
-  MpiWorld world;
   if (jobs == 0)
     jobs = world.size() > 1 ? 1 : cores_available();
   auto summarize = [](const SweepSpec& sw) {
