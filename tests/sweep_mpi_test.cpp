@@ -31,7 +31,7 @@ std::string launcher(const std::string& mpirun_args)
 #ifdef MEMWALL_SANITIZED
   env += "ASAN_OPTIONS=detect_leaks=0 ";
 #endif
-  return mpirun_args.empty() ? env : env + MEMWALL_MPIEXEC + " " + mpirun_args;
+  return mpirun_args.empty() ? env : env + "timeout 300 " + MEMWALL_MPIEXEC + " " + mpirun_args;
 }
 
 } // namespace
