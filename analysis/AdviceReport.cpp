@@ -75,17 +75,11 @@ TryMeasure measure_try(const ExperimentSpec& spec, const RunResult& r)
 {
   nlohmann::ordered_json j = report_json(r);
   TryMeasure m;
-  double worst = -1;
-  for (const auto& d : j["devices"]) {
-    double cap = d["capacity_bytes"].get<double>(), peak = d["peak_bytes"].get<double>();
-    double f   = cap > 0 ? peak / cap : 0.0;
-    if (f > worst) {
-      worst            = f;
-      m.device         = d["name"].get<std::string>();
-      m.hardware       = d["hardware"].get<std::string>();
-      m.peak_bytes     = peak;
-      m.capacity_bytes = cap;
-    }
+  if (const auto* d = fullest_device(j["devices"])) {
+    m.device         = (*d)["name"].get<std::string>();
+    m.hardware       = (*d)["hardware"].get<std::string>();
+    m.peak_bytes     = (*d)["peak_bytes"].get<double>();
+    m.capacity_bytes = (*d)["capacity_bytes"].get<double>();
   }
   m.fits        = j["fits"].get<bool>();
   m.oom         = !m.fits;

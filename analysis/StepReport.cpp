@@ -190,6 +190,23 @@ nlohmann::ordered_json report_json(const RunResult& r)
   return j;
 }
 
+const nlohmann::ordered_json* fullest_device(const nlohmann::ordered_json& devices, const std::string& kind)
+{
+  const nlohmann::ordered_json* fullest = nullptr;
+  double most                           = -1;
+  for (const auto& d : devices) {
+    if (!kind.empty() && d["kind"] != kind)
+      continue;
+    double cap  = d["capacity_bytes"].get<double>();
+    double fill = cap > 0 ? d["peak_bytes"].get<double>() / cap : 0.0;
+    if (fill > most) {
+      most    = fill;
+      fullest = &d;
+    }
+  }
+  return fullest;
+}
+
 std::string report_text(const RunResult& r, const std::string& title) { return report_text(report_json(r), title); }
 
 std::string report_text(const nlohmann::ordered_json& j, const std::string& title)

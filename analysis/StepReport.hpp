@@ -23,6 +23,11 @@ bool fits(const RunResult& r);
 
 // The `memwall run --json` object.
 nlohmann::ordered_json report_json(const RunResult& r);
+// The entry of --json `devices` closest to its capacity (peak / capacity), among those
+// of `kind` ("gpu", "host", "nvme"; "" for any): the one that decides whether it fits.
+// nullptr when there is none.
+const nlohmann::ordered_json* fullest_device(const nlohmann::ordered_json& devices, const std::string& kind = "");
+
 // The readable summary; `title` names the experiment.
 std::string report_text(const RunResult& r, const std::string& title);
 // The same summary from a --json object (a run file's summary_json).

@@ -44,6 +44,30 @@ void metric_columns(const std::map<int64_t, SweepRow>& rows, std::vector<std::st
   }
 }
 
+// One column per name, in `names` order, filled from every row's (name, value) pairs in
+// one pass over the rows; `missing` where a row has no value.
+template <typename T>
+void write_metric_columns(H5::Group& g, const std::map<int64_t, SweepRow>& rows, const std::vector<std::string>& names,
+                          std::vector<std::pair<std::string, T>> SweepRow::*values, const T& missing,
+                          std::vector<std::string>& columns)
+{
+  std::map<std::string, size_t> at;
+  for (size_t c = 0; c < names.size(); ++c)
+    at.emplace(names[c], c);
+  std::vector<std::vector<T>> table(names.size(), std::vector<T>(rows.size(), missing));
+  size_t r = 0;
+  for (const auto& [i, row] : rows) {
+    for (const auto& [name, value] : row.*values)
+      if (auto it = at.find(name); it != at.end())
+        table[it->second][r] = value;
+    ++r;
+  }
+  for (size_t c = 0; c < names.size(); ++c) {
+    column(g, names[c], table[c]);
+    columns.push_back(names[c]);
+  }
+}
+
 void write_points(H5::Group& root, const SweepSpec& sweep, const std::map<int64_t, SweepRow>& rows)
 {
   H5::Group g = root.createGroup("points");
@@ -82,30 +106,8 @@ void write_points(H5::Group& root, const SweepSpec& sweep, const std::map<int64_
   columns.push_back("error");
   std::vector<std::string> num_cols, text_cols;
   metric_columns(rows, num_cols, text_cols);
-  for (const std::string& k : num_cols) {
-    std::vector<double> v;
-    for (const auto& [i, row] : rows) {
-      double x = nan;
-      for (const auto& [name, value] : row.numbers)
-        if (name == k)
-          x = value;
-      v.push_back(x);
-    }
-    column(g, k, v);
-    columns.push_back(k);
-  }
-  for (const std::string& k : text_cols) {
-    std::vector<std::string> v;
-    for (const auto& [i, row] : rows) {
-      std::string x;
-      for (const auto& [name, value] : row.texts)
-        if (name == k)
-          x = value;
-      v.push_back(x);
-    }
-    column(g, k, v);
-    columns.push_back(k);
-  }
+  write_metric_columns(g, rows, num_cols, &SweepRow::numbers, nan, columns);
+  write_metric_columns(g, rows, text_cols, &SweepRow::texts, std::string(), columns);
   attribute(g, "columns", nlohmann::json(columns).dump());
   attribute(g, "axes", nlohmann::json(sweep.axes).dump());
   std::vector<std::string> derived;

@@ -26,24 +26,6 @@ void flatten(const Json& j, const std::string& prefix, SweepRow& row)
   }
 }
 
-// The device of `kind` closest to its capacity: the one that decides whether it fits.
-const Json* worst_device(const Json& devices, const char* kind)
-{
-  const Json* worst = nullptr;
-  double worst_fill = -1;
-  for (const Json& d : devices) {
-    if (d["kind"] != kind)
-      continue;
-    double cap  = d["capacity_bytes"].get<double>();
-    double fill = cap > 0 ? d["peak_bytes"].get<double>() / cap : 0.0;
-    if (fill > worst_fill) {
-      worst_fill = fill;
-      worst      = &d;
-    }
-  }
-  return worst;
-}
-
 } // namespace
 
 std::string summarize_point(const SweepSpec& sweep, const SweepPoint& point, const ExperimentSpec& spec,
@@ -58,7 +40,7 @@ std::string summarize_point(const SweepSpec& sweep, const SweepPoint& point, con
       flatten(one, "", row);
     }
   for (const char* kind : {"gpu", "host", "nvme"}) {
-    const Json* d = worst_device(j["devices"], kind);
+    const Json* d = fullest_device(j["devices"], kind);
     if (!d)
       continue;
     std::string p = kind;

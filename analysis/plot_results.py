@@ -131,6 +131,7 @@ def memory_series(g):
 
 def plot_memory(f, memory, title, out, device):
     import matplotlib.pyplot as plt
+    import numpy as np
     names = sorted(memory.keys(), key=lambda n: (0 if ".gpu" in n else 1 if ".cpu" in n else 2, n))
     if device:
         if device not in names:
@@ -144,7 +145,6 @@ def plot_memory(f, memory, title, out, device):
         g = memory[name]
         t, series = memory_series(g)
         if len(t) and t[-1] < end:
-            import numpy as np
             t = np.append(t, end)
             series = {c: np.append(v, v[-1]) for c, v in series.items()}
         cap = float(g.attrs.get("capacity_bytes", 0))

@@ -137,4 +137,17 @@ ChildOutcome run_in_child(const std::function<std::string()>& work)
   return pool.wait_one().second;
 }
 
+void run_in_children(size_t count, int jobs, const std::function<std::string(size_t)>& work,
+                     const std::function<void(size_t, const ChildOutcome&)>& done)
+{
+  ChildPool pool(jobs);
+  size_t next = 0;
+  while (next < count || pool.running() > 0) {
+    for (; next < count && !pool.full(); ++next)
+      pool.spawn(static_cast<int64_t>(next), [&work, next] { return work(next); });
+    auto [i, out] = pool.wait_one();
+    done(static_cast<size_t>(i), out);
+  }
+}
+
 } // namespace memwall

@@ -47,4 +47,9 @@ private:
 // One unit of work in one child, waited for.
 ChildOutcome run_in_child(const std::function<std::string()>& work);
 
+// Runs work(0) .. work(count - 1), each in its own child, up to `jobs` at once, and
+// calls done(i, outcome) in this process as each one finishes (in finishing order).
+void run_in_children(size_t count, int jobs, const std::function<std::string(size_t)>& work,
+                     const std::function<void(size_t, const ChildOutcome&)>& done);
+
 } // namespace memwall

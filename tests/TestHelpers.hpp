@@ -27,4 +27,30 @@ std::string source_path(const std::string& relative);
 std::string temp_path(const std::string& name);
 void write_file(const std::string& path, const std::string& text);
 
+// Sweep specs shared by the sweep tests, each a start that a test may extend with more
+// keys (metrics lines, filter, record).
+// GPT-2 small on two GPUs of a DGX A100: micro batch x tp, 4 x 3 = 12 points; tp = 5
+// does not divide GPT-2's 12 heads, so those 4 points are invalid. Ends inside metrics.
+inline const std::string twelve_point_sweep = "spec:\n"
+                                              "  hardware: {node: dgx-a100, gpus_per_node: 2}\n"
+                                              "  model: {preset: gpt2}\n"
+                                              "  training: {seq_len: 512, global_batch: 64, micro_batch: 1}\n"
+                                              "grid:\n"
+                                              "  training.micro_batch: [1, 2, 4, 8]\n"
+                                              "  training.tp: [1, 2, 5]\n"
+                                              "metrics:\n"
+                                              "  step_ms: step_time_s * 1000\n";
+// GPT-2 small on one A100-40GB without flash attention, micro batch 2, 8, 32 x recompute
+// none, full: micro batch 32 without recompute keeps 32 x 12 layers of s x s attention
+// scores, far beyond 40 GB (the Korthikanti et al. estimate alone is
+// 12 x sbh(34 + 5as/h) = 34.4 GB of activations). Ends inside grid.
+inline const std::string gpt2_oom_sweep =
+    "spec:\n"
+    "  hardware: {node: dgx-a100, gpus_per_node: 1, gpu: a100-sxm4-40gb}\n"
+    "  model: {preset: gpt2}\n"
+    "  training: {seq_len: 1024, global_batch: 64, micro_batch: 1, flash_attention: false}\n"
+    "grid:\n"
+    "  training.micro_batch: [2, 8, 32]\n"
+    "  training.recompute: [none, full]\n";
+
 } // namespace memwall::test

@@ -17,19 +17,10 @@ using namespace memwall::test;
 
 namespace {
 
-// GPT-2 small on one A100-40GB without flash attention: micro batch 32 without
-// recompute keeps 32 x 12 layers of s x s attention scores, far beyond 40 GB (the
-// Korthikanti et al. estimate alone is 12 x sbh(34 + 5as/h) = 34.4 GB of activations);
-// tp 2 on one GPU is impossible.
-const char* sweep_yaml = "spec:\n"
-                         "  hardware: {node: dgx-a100, gpus_per_node: 1, gpu: a100-sxm4-40gb}\n"
-                         "  model: {preset: gpt2}\n"
-                         "  training: {seq_len: 1024, global_batch: 64, micro_batch: 1, flash_attention: false}\n"
-                         "grid:\n"
-                         "  training.micro_batch: [2, 8, 32]\n"
-                         "  training.recompute: [none, full]\n"
-                         "  training.tp: [1, 2]\n"
-                         "filter: \"tp == 1 or micro_batch == 2\"\n";
+// gpt2_oom_sweep with tp 1 and 2: micro batch 32 without recompute does not fit; tp 2
+// on one GPU is impossible.
+const std::string sweep_yaml = gpt2_oom_sweep + "  training.tp: [1, 2]\n"
+                                                "filter: \"tp == 1 or micro_batch == 2\"\n";
 
 std::string swept(const std::string& name)
 {

@@ -38,20 +38,11 @@ std::string launcher(const std::string& mpirun_args)
 
 TEST_CASE("mpirun_with_three_ranks_gives_the_same_table_as_one_job", "[sweep][mpi]")
 {
-  // 4 x 3 = 12 points of GPT-2 small on two A100s; tp = 5 does not divide 12 heads, so
-  // 4 points are errors, which must travel through MPI like results do. Recorded
-  // timelines make results of hundreds of kB, beyond MPI's eager messages.
+  // The 12 points of twelve_point_sweep: 4 are errors, which must travel through MPI
+  // like results do. Recorded timelines make results of hundreds of kB, beyond MPI's
+  // eager messages.
   std::string spec = temp_path("sweep_mpi.yaml");
-  write_file(spec, "spec:\n"
-                   "  hardware: {node: dgx-a100, gpus_per_node: 2}\n"
-                   "  model: {preset: gpt2}\n"
-                   "  training: {seq_len: 512, global_batch: 64, micro_batch: 1}\n"
-                   "grid:\n"
-                   "  training.micro_batch: [1, 2, 4, 8]\n"
-                   "  training.tp: [1, 2, 5]\n"
-                   "metrics:\n"
-                   "  step_ms: step_time_s * 1000\n"
-                   "record: {memory: true, links: true}\n");
+  write_file(spec, twelve_point_sweep + "record: {memory: true, links: true}\n");
   std::string one = temp_path("sweep_mpi_j1.h5"), three = temp_path("sweep_mpi_n3.h5");
   CliResult a = run_cli("sweep " + spec + " -o " + one + " -j 1", launcher(""));
   INFO(a.err);

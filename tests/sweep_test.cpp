@@ -21,18 +21,8 @@ using namespace memwall::test;
 
 namespace {
 
-// GPT-2 small on two GPUs of a DGX A100: micro batch x tp, 4 x 3 = 12 points; tp = 5
-// does not divide GPT-2's 12 heads, so those 4 points are invalid.
-const char* sweep_yaml = "spec:\n"
-                         "  hardware: {node: dgx-a100, gpus_per_node: 2}\n"
-                         "  model: {preset: gpt2}\n"
-                         "  training: {seq_len: 512, global_batch: 64, micro_batch: 1}\n"
-                         "grid:\n"
-                         "  training.micro_batch: [1, 2, 4, 8]\n"
-                         "  training.tp: [1, 2, 5]\n"
-                         "metrics:\n"
-                         "  step_ms: step_time_s * 1000\n"
-                         "  tokens_per_micro_batch: micro_batch * 512\n";
+// The 12 points of twelve_point_sweep (4 invalid), with one more derived metric.
+const std::string sweep_yaml = twelve_point_sweep + "  tokens_per_micro_batch: micro_batch * 512\n";
 
 std::string write_sweep(const std::string& name, const std::string& text)
 {

@@ -17,29 +17,25 @@ double fill(const TryOutcome& t) { return t.m.capacity_bytes > 0 ? t.m.peak_byte
 
 // Replays every outcome's change (on top of the user's overrides), `jobs` at once.
 void replay_all(const std::string& path, const std::vector<std::string>& overrides, int jobs,
-                const TryMeasurer& measure, std::vector<TryOutcome*> todo)
+                const TryMeasurer& measure, const std::vector<TryOutcome*>& todo)
 {
-  ChildPool pool(jobs);
-  size_t next = 0;
-  while (next < todo.size() || pool.running() > 0) {
-    while (next < todo.size() && !pool.full()) {
-      TryOutcome* t = todo[next];
-      pool.spawn(static_cast<int64_t>(next++), [&, t] {
+  run_in_children(
+      todo.size(), jobs,
+      [&](size_t i) {
         std::vector<std::string> all = overrides;
-        all.insert(all.end(), t->change.overrides.begin(), t->change.overrides.end());
+        all.insert(all.end(), todo[i]->change.overrides.begin(), todo[i]->change.overrides.end());
         ExperimentSpec spec = load_spec(path, all);
         RunResult r         = simulate(spec, /*in_child=*/false);
         return nlohmann::json(measure(spec, r)).dump();
+      },
+      [&](size_t i, const ChildOutcome& out) {
+        TryOutcome& t = *todo[i];
+        t.ran         = out.kind == ChildOutcome::Kind::result;
+        if (t.ran)
+          t.m = nlohmann::json::parse(out.data).get<TryMeasure>();
+        else
+          t.error = out.data;
       });
-    }
-    auto [index, out] = pool.wait_one();
-    TryOutcome& t     = *todo.at(static_cast<size_t>(index));
-    t.ran             = out.kind == ChildOutcome::Kind::result;
-    if (t.ran)
-      t.m = nlohmann::json::parse(out.data).get<TryMeasure>();
-    else
-      t.error = out.data;
-  }
 }
 
 } // namespace
@@ -58,10 +54,9 @@ const TryOutcome* RemedyOutcome::answer() const
   return closest;
 }
 
-Advice advise(const std::string& spec_path, const std::vector<std::string>& overrides, int jobs,
-              const TryMeasurer& measure)
+Advice advise(const ExperimentSpec& spec, const std::string& spec_path, const std::vector<std::string>& overrides,
+              int jobs, const TryMeasurer& measure)
 {
-  ExperimentSpec spec = load_spec(spec_path, overrides); // the given spec must be valid
   Advice a;
   a.serving        = spec.serving;
   a.user_overrides = overrides;

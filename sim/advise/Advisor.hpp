@@ -48,8 +48,9 @@ struct Advice {
   std::vector<TryOutcome> stacked;     // the cheapest remedies applied together, one more each row
 };
 
-// `overrides` are the user's --set strings; `jobs` replays run at once.
-Advice advise(const std::string& spec_path, const std::vector<std::string>& overrides, int jobs,
-              const TryMeasurer& measure);
+// `spec` is load_spec(spec_path, overrides), the user's --set strings; every try is
+// loaded again in its own process with its changes added. `jobs` replays run at once.
+Advice advise(const ExperimentSpec& spec, const std::string& spec_path, const std::vector<std::string>& overrides,
+              int jobs, const TryMeasurer& measure);
 
 } // namespace memwall

@@ -32,11 +32,12 @@ int advise_command(const std::vector<std::string>& args)
     throw InputError("advise: -j must be at least 1");
   if (jobs == 0)
     jobs = cores_available();
-  Advice a = advise(spec_path, overrides, jobs, measure_try);
+  ExperimentSpec spec = load_spec(spec_path, overrides); // the given spec must be valid
+  Advice a            = advise(spec, spec_path, overrides, jobs, measure_try);
   if (json)
     std::cout << advice_json(a).dump(2) << "\n";
   else
-    std::cout << advice_text(a, spec_path, experiment_title(load_spec(spec_path, overrides)));
+    std::cout << advice_text(a, spec_path, experiment_title(spec));
   return 0;
 }
 

@@ -73,15 +73,12 @@ int sweep_command(const std::vector<std::string>& args)
     throw InputError("sweep: -j must be at least 1");
   if (jobs == 0)
     jobs = world.size() > 1 ? 1 : cores_available();
-  auto summarize = [](const SweepSpec& sw) {
-    return [&sw](const SweepPoint& p, const ExperimentSpec& s, const RunResult& r) { return summarize_point(sw, p, s, r); };
-  };
   if (world.rank() > 0) {
     // Rank 0 reports bad input; the others stop with its exit code.
     if (int status = world.broadcast_status(0); status != 0)
       return status;
     SweepSpec sweep = load_sweep(sweep_path);
-    world.serve_points(sweep, jobs, summarize(sweep));
+    world.serve_points(sweep, jobs, summarize_point);
     return 0;
   }
 
@@ -150,7 +147,7 @@ int sweep_command(const std::vector<std::string>& args)
   } else {
     struct Stop {};
     try {
-      run_points(sweep, todo, jobs, summarize(sweep), [&](const PointOutcome& o) {
+      run_points(sweep, todo, jobs, summarize_point, [&](const PointOutcome& o) {
         if (interrupted)
           throw Stop{};
         done(o);

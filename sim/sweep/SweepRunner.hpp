@@ -19,7 +19,8 @@ struct PointOutcome {
 };
 
 // Runs in the point's process after its replay: what to send back (e.g. metrics).
-using PointSummary = std::function<std::string(const SweepPoint&, const ExperimentSpec&, const RunResult&)>;
+using PointSummary =
+    std::function<std::string(const SweepSpec&, const SweepPoint&, const ExperimentSpec&, const RunResult&)>;
 
 // Runs `todo` (point indices) and calls `done` in this process as each one finishes.
 void run_points(const SweepSpec& sweep, const std::vector<int64_t>& todo, int jobs, const PointSummary& summarize,
