@@ -80,6 +80,8 @@ GpuSpec gpu_preset(const std::string& id, const std::string& where)
   ParamReader r(n, gpus_file, id);
   GpuSpec g = read_gpu(r, nullptr);
   g.id      = id;
+  if (auto p = catalog_profiles().find(id); p != catalog_profiles().end())
+    g.profile = std::make_shared<GpuProfile>(read_profile(p->second, "hwmodels/catalog/profiles/" + id + ".yaml"));
   cache.emplace(id, g);
   return g;
 }
@@ -102,7 +104,9 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
   const GpuSpec* b = base;
   g.name   = b ? r.text("name", b->name, "marketing name") : r.required_text("name", "marketing name");
   g.vendor = r.choice("vendor", b ? b->vendor : "nvidia", {"nvidia", "amd"}, "GPU vendor");
-  g.memory_bytes = q(r, "memory_bytes", K::bytes, b ? &b->memory_bytes : nullptr, "device memory capacity");
+  g.memory_bytes = q(r, "memory_bytes", K::bytes, b ? &b->memory_bytes : nullptr,
+                     "device memory as the driver reports it (nvidia-smi total)");
+  g.sms = static_cast<int>(r.integer("sms", g.sms, "streaming multiprocessors (compute units); 0 = unknown"));
   g.hbm_peak_bw  = q(r, "hbm_peak_bw", K::rate, b ? &b->hbm_peak_bw : nullptr, "datasheet memory bandwidth");
   g.hbm_achievable_bw =
       q(r, "hbm_achievable_bw", K::rate, b ? &b->hbm_achievable_bw : nullptr, "sustained memory bandwidth");

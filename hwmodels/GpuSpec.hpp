@@ -2,8 +2,10 @@
 // One GPU model: memory, compute and host-link figures from the catalog or a spec.
 // All quantities in SI units: bytes, bytes/s, FLOP/s, seconds, USD.
 #include "Dtype.hpp"
+#include "GpuProfile.hpp"
 
 #include <map>
+#include <memory>
 #include <string>
 
 namespace memwall {
@@ -12,7 +14,8 @@ struct GpuSpec {
   std::string id;   // catalog identifier, e.g. "a100-sxm4-80gb" (public contract)
   std::string name; // marketing name
   std::string vendor;
-  double memory_bytes      = 0;
+  double memory_bytes      = 0; // as the driver reports it (nvidia-smi total, cudaMemGetInfo)
+  int sms                  = 0; // streaming multiprocessors (compute units); 0 = unknown
   double hbm_peak_bw       = 0; // datasheet
   double hbm_achievable_bw = 0; // sustained copy bandwidth (measured or estimated)
   std::map<Dtype, double> peak_flops; // dense tensor/vector peak per dtype it supports
@@ -26,6 +29,8 @@ struct GpuSpec {
   double d2h_bw               = 0; // achievable pinned device-to-host
   double nvlink_bw            = 0; // per direction, all links together; 0 = none
   double price_usd            = 0;
+  // Fitted from microbenchmarks (calibration/); null: the efficiencies above are estimates.
+  std::shared_ptr<const GpuProfile> profile;
 
   bool supports(Dtype d) const { return peak_flops.count(d) != 0; }
   double peak(Dtype d) const { return supports(d) ? peak_flops.at(d) : 0.0; }

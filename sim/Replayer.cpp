@@ -1,5 +1,7 @@
 #include "Replayer.hpp"
 
+#include "KernelTiming.hpp"
+
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
@@ -11,18 +13,6 @@ namespace memwall {
 namespace {
 
 Replayer* current = nullptr; // the one replay of this process (one Engine per process)
-
-// Achievable FLOP/s of a kernel: tensor-core peak times the class's efficiency;
-// elementwise kernels run on the vector units and are bound by bytes anyway.
-double kernel_rate(const GpuSpec& g, const Op& op)
-{
-  switch (op.kclass) {
-    case KernelClass::gemm: return g.peak(op.dtype) * g.matmul_efficiency;
-    case KernelClass::attention: return g.peak(op.dtype) * g.attention_efficiency;
-    case KernelClass::elementwise: return g.peak(Dtype::fp32) * 0.5;
-  }
-  return g.peak(Dtype::fp32);
-}
 
 } // namespace
 
@@ -217,23 +207,20 @@ std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
 
 void Replayer::start_kernel(OpId id, const Op& op)
 {
-  const GpuSpec& g = platform_.cluster().node.gpu;
-  double rate      = kernel_rate(g, op);
-  double compute_s = rate > 0 ? op.flops / rate : 0.0;
-  sg4::Host* host  = platform_.host(op.device);
+  KernelTiming t  = kernel_timing(platform_.cluster().node.gpu, op);
+  sg4::Host* host = platform_.host(op.device);
   if (!shared_hbm_.count(op.device)) {
     // Alone on its HBM: overhead + max(F/P, B/W) in one activity, the HBM link's bytes
     // and busy time accounted here (the same figures the flow would have produced).
-    double memory_s = g.hbm_achievable_bw > 0 ? op.bytes / g.hbm_achievable_bw : 0.0;
-    start_exec(id, host, (g.kernel_overhead_s + std::max(compute_s, memory_s)) * Platform::gpu_host_speed);
+    start_exec(id, host, t.total_s(op.bytes) * Platform::gpu_host_speed);
     if (op.bytes > 0)
       for (int l : routes_[route_index(host, host)].links) {
         link_bytes_[l] += op.bytes;
-        link_busy_[l] += g.kernel_overhead_s + memory_s;
+        link_busy_[l] += t.overhead_s + t.memory_s(op.bytes);
       }
     return;
   }
-  start_exec(id, host, (compute_s + g.kernel_overhead_s) * Platform::gpu_host_speed);
+  start_exec(id, host, (t.compute_s + t.overhead_s) * Platform::gpu_host_speed);
   start_flow(id, op.device, op.device, op.bytes);
 }
 

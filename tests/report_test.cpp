@@ -79,7 +79,7 @@ TEST_CASE("the_sweep_report_ranks_fitting_points_and_says_why_the_others_did_not
   CHECK(t.numbers["fits"][row6] == 0);
   CHECK(t.numbers["gpu.peak.activations"][row6] > 34.4e9);
   CHECK_THAT(r.out, Catch::Contains("node0.gpu0 (a100-sxm4-40gb) needs " + format_gib(t.numbers["gpu.peak_bytes"][row6]) +
-                                    " of " + format_gib(40e9) + ": activations"));
+                                    " of " + format_gib(42297524224.0) + ": activations"));
 
   // Both tp 2 points failed with one message, listed once with the two settings.
   CHECK_THAT(r.out, Catch::Contains("2 points failed") && Catch::Contains("does not divide the 1 GPUs") &&

@@ -1,6 +1,15 @@
 #include "Op.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace memwall {
+
+GemmShape gemm_shape(double m, double n, double k)
+{
+  auto dim = [](double v) { return static_cast<uint32_t>(std::clamp(std::round(v), 0.0, 4.0e9)); };
+  return {dim(m), dim(n), dim(k)};
+}
 
 const char* op_kind_name(OpKind k)
 {

@@ -32,6 +32,15 @@ const char* op_kind_name(OpKind k);
 const char* stream_name(StreamKind s);
 const char* collective_name(CollectiveKind k);
 
+// The main GEMM of a kernel (C[m x n] = A[m x k] B[k x n]); all 0 when not a GEMM.
+// A calibrated profile times GEMMs by shape; the op's flops may cover several GEMMs of
+// about this shape (a backward's input and weight gradients).
+struct GemmShape {
+  uint32_t m = 0, n = 0, k = 0;
+  bool known() const { return m > 0 && n > 0 && k > 0; }
+};
+GemmShape gemm_shape(double m, double n, double k);
+
 struct Op {
   OpKind kind       = OpKind::kernel;
   StreamKind stream = StreamKind::compute;
@@ -43,6 +52,7 @@ struct Op {
   KernelClass kclass    = KernelClass::gemm;
   Dtype dtype           = Dtype::bf16;
   double model_flops    = 0;    // part of `flops` that counts toward MFU (recomputation does not)
+  GemmShape shape;              // kernel of class gemm: its GEMM's shape
   // kernel / host_compute: memory traffic; copy / collective / alloc / free: size
   double bytes = 0;
 

@@ -14,6 +14,7 @@ int sweep_command(const std::vector<std::string>& args);
 int report_command(const std::vector<std::string>& args);
 int plot_command(const std::vector<std::string>& args);
 int advise_command(const std::vector<std::string>& args);
+int calibrate_command(const std::vector<std::string>& args);
 
 // Parses a command's options with one positional argument (`positional`); prints the
 // help and returns false for --help.

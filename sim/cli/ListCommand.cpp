@@ -7,6 +7,7 @@
 #include "scheduler/BatchScheduler.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
 #include "advise/Remedy.hpp"
+#include "importers/Importer.hpp"
 #include "spec/ExperimentSpec.hpp"
 #include "spec/SpecParams.hpp"
 
@@ -19,14 +20,17 @@ namespace {
 
 int list_gpus()
 {
-  std::printf("%-16s %-30s %9s %11s %12s %10s %9s\n", "id", "name", "memory", "HBM bw", "bf16/fp16", "NVLink/dir",
-              "price");
+  // Memory is what the driver reports (nvidia-smi's total), in GiB; profile: the fitted
+  // hardware profile the GPU ships with, or "estimated" where its efficiencies are guesses.
+  std::printf("%-16s %-30s %11s %11s %12s %10s %9s  %s\n", "id", "name", "memory", "HBM bw", "bf16/fp16", "NVLink/dir",
+              "price", "profile");
   for (const auto& id : gpu_preset_ids()) {
     GpuSpec g = gpu_preset(id);
     double half = std::max(g.peak(Dtype::bf16), g.peak(Dtype::fp16));
-    std::printf("%-16s %-30s %9s %11s %12s %10s %8.0f$\n", id.c_str(), g.name.c_str(), format_gib(g.memory_bytes).c_str(),
-                format_si(g.hbm_peak_bw, "B/s").c_str(), format_si(half, "FLOP/s").c_str(),
-                format_si(g.nvlink_bw, "B/s").c_str(), g.price_usd);
+    std::printf("%-16s %-30s %11s %11s %12s %10s %8.0f$  %s\n", id.c_str(), g.name.c_str(),
+                format_gib(g.memory_bytes).c_str(), format_si(g.hbm_peak_bw, "B/s").c_str(),
+                format_si(half, "FLOP/s").c_str(), format_si(g.nvlink_bw, "B/s").c_str(), g.price_usd,
+                g.profile ? "fitted" : "estimated");
   }
   return 0;
 }
@@ -100,10 +104,12 @@ int list_command(const std::vector<std::string>& args)
                                                                {"schedules", list_registry(pipeline_schedule_registry())},
                                                                {"schedulers", list_registry(batch_scheduler_registry())},
                                                                {"kv-managers", list_registry(kv_manager_registry())},
-                                                               {"remedies", list_remedies}};
+                                                               {"remedies", list_remedies},
+                                                               {"importers", list_registry(importer_registry())}};
   if (args.size() != 1 || !what.count(args[0]))
     throw InputError(
-        "list: expected one of gpus, nodes, models, params, collectives, schedules, schedulers, kv-managers, remedies");
+        "list: expected one of gpus, nodes, models, params, collectives, schedules, schedulers, kv-managers, remedies, "
+        "importers");
   return what.at(args[0])();
 }
 

@@ -32,7 +32,10 @@ const std::map<std::string, Command>& commands()
       {"advise", {"when a spec does not fit in memory, simulate the standard remedies cheapest first: "
                   "memwall advise SPEC.yaml [--set KEY=VALUE]... [--json]",
                   memwall::advise_command}},
-      {"list", {"list presets and parameters: memwall list gpus|nodes|models|params|collectives|schedules|schedulers|kv-managers|remedies", memwall::list_command}},
+      {"list", {"list presets and parameters: memwall list gpus|nodes|models|params|collectives|schedules|schedulers|kv-managers|remedies|importers", memwall::list_command}},
+      {"calibrate", {"measure a GPU, import published measurements, fit and check hardware profiles: "
+                     "memwall calibrate measure|import|fit|check ...",
+                     memwall::calibrate_command}},
   };
   return table;
 }
@@ -41,7 +44,7 @@ int usage(FILE* out)
 {
   std::fprintf(out, "usage: memwall <command> [options]\n\ncommands:\n");
   for (const auto& [name, c] : commands())
-    std::fprintf(out, "  %-7s %s\n", name.c_str(), c.summary);
+    std::fprintf(out, "  %-9s %s\n", name.c_str(), c.summary);
   return out == stderr ? 2 : 0;
 }
 

@@ -5,12 +5,39 @@
 
 namespace memwall {
 
+namespace {
+
+// hardware.profile: which fitted profile times the GPU's kernels.
+void read_profile_choice(ParamReader& r, GpuSpec& gpu)
+{
+  std::string choice = r.text("profile", "catalog",
+                              "hardware profile: catalog (the GPU's shipped fit, where it has one; memwall list gpus), "
+                              "none (the catalog's estimated efficiencies), or the path of a profile YAML written by "
+                              "memwall calibrate fit");
+  if (choice == "catalog")
+    return;
+  if (choice == "none") {
+    gpu.profile.reset();
+    return;
+  }
+  GpuProfile p = load_profile(choice);
+  std::string base = gpu.id;
+  if (base.size() > 7 && base.compare(base.size() - 7, 7, "-custom") == 0)
+    base.resize(base.size() - 7);
+  if (p.gpu != base)
+    r.fail("profile", choice + " is a profile of " + p.gpu + ", not of this spec's GPU " + gpu.id);
+  gpu.profile = std::make_shared<GpuProfile>(std::move(p));
+}
+
+} // namespace
+
 ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algorithm)
 {
   ClusterSpec c;
   c.node = read_node_ref(r, "node", "node preset id (see `memwall list nodes`) or inline node", nullptr);
   GpuSpec node_gpu = c.node.gpu;
   c.node.gpu = read_gpu_ref(r, "gpu", "replace the node's GPU: preset id or mapping", &node_gpu);
+  read_profile_choice(r, c.node.gpu);
   c.nodes         = static_cast<int>(r.integer("nodes", 1, "number of nodes", 1));
   c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", c.node.gpus, "GPUs used per node; default: all", 1));
   if (c.gpus_per_node > c.node.gpus)

@@ -3,7 +3,7 @@
 #include "InputError.hpp"
 #include "ParamReader.hpp"
 #include "spec/SpecParams.hpp"
-#include "spec/TextFile.hpp"
+#include "TextFile.hpp"
 
 #include <filesystem>
 #include <fstream>

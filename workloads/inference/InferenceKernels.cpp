@@ -54,6 +54,7 @@ KernelCost InferenceKernels::gemm(const std::string& name, double tokens, double
   k.dtype  = c_.gemm_dtype();
   k.flops  = 2 * tokens * in * out;
   k.bytes  = in * out * wb_ + tokens * (in + out) * e_;
+  k.shape  = gemm_shape(tokens, out, in);
   return k;
 }
 

@@ -30,6 +30,7 @@ struct KernelCost {
   Dtype dtype        = Dtype::fp16;
   double flops       = 0;
   double bytes       = 0;
+  GemmShape shape;   // gemm: tokens x out, contracted over in
 };
 
 struct LayerKernels {

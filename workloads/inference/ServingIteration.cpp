@@ -50,7 +50,9 @@ void ServingDriver::emit_kv_changes(const Iteration& it)
 OpId ServingDriver::emit_kernel(const KernelCost& k, const std::string& name, std::initializer_list<OpId> deps)
 {
   double model = k.kclass == KernelClass::elementwise ? 0.0 : k.flops;
-  return dag_.add(kernel_op(gpu_, k.kclass, k.dtype, k.flops, k.bytes, model, name), deps);
+  Op op    = kernel_op(gpu_, k.kclass, k.dtype, k.flops, k.bytes, model, name);
+  op.shape = k.shape;
+  return dag_.add(std::move(op), deps);
 }
 
 // Streams `bytes` of offloaded data into a GPU staging buffer: NVMe -> host on the

@@ -23,6 +23,7 @@ KernelPlan gemm(const std::string& name, double tokens, double in, double out, c
   k.kclass    = KernelClass::gemm;
   k.dtype     = s.gemm_dtype;
   k.fwd_flops = 2 * tokens * in * out;
+  k.shape     = gemm_shape(tokens, out, in);
   bool frozen    = s.lora.enabled;
   double weights = in * out * (frozen ? s.frozen_weight_bytes : s.weight_bytes);
   k.fwd_bytes = weights + tokens * (in + out) * s.act_bytes;

@@ -202,8 +202,10 @@ OpId TrainingStepGenerator::kernel(const DeviceRef& gpu, const std::string& name
 {
   // Elementwise FLOPs and recomputation do not count toward MFU.
   double model = k.kclass != KernelClass::elementwise && !recompute ? (forward ? k.fwd_flops : k.bwd_model_flops) : 0.0;
-  return dag_.add(kernel_op(gpu, k.kclass, k.dtype, forward ? k.fwd_flops : k.bwd_flops,
-                            forward ? k.fwd_bytes : k.bwd_bytes, model, name));
+  Op op = kernel_op(gpu, k.kclass, k.dtype, forward ? k.fwd_flops : k.bwd_flops, forward ? k.fwd_bytes : k.bwd_bytes,
+                    model, name);
+  op.shape = k.shape;
+  return dag_.add(std::move(op));
 }
 
 void TrainingStepGenerator::tp_collective(int stage, const std::string& name, const TpComm& c)

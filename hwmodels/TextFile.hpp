@@ -1,5 +1,6 @@
 #pragma once
-// A whole text file as a string (spec files, sweep specs, their base specs).
+// A whole text file as a string (spec files, sweep specs, their base specs, profiles,
+// calibration measurements).
 #include <string>
 
 namespace memwall {

@@ -1,0 +1,214 @@
+#include "Measurement.hpp"
+
+#include "AtomicOutput.hpp"
+#include "InputError.hpp"
+#include "TextFile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace memwall {
+namespace {
+
+std::string join(const std::vector<std::string>& v)
+{
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i)
+    out += (i ? ", " : "") + v[i];
+  return out;
+}
+
+double parse_number(const std::string& text, const std::string& where, bool integer)
+{
+  if (text.empty())
+    return 0;
+  size_t used = 0;
+  double v    = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !std::isfinite(v))
+    throw InputError(where + ": '" + text + "' is not a number");
+  if (v < 0)
+    throw InputError(where + ": " + text + " is negative; sizes, counts and times are >= 0");
+  if (integer && (v != std::floor(v) || v > 1e9))
+    throw InputError(where + ": " + text + " is not a whole number below 1e9");
+  return v;
+}
+
+std::string format(double v)
+{
+  if (v == 0)
+    return "";
+  std::ostringstream os;
+  os.precision(10);
+  os << v;
+  return os.str();
+}
+
+std::string quote(const std::string& s)
+{
+  if (s.find_first_of(",\"\n") == std::string::npos)
+    return s;
+  std::string out = "\"";
+  for (char c : s)
+    out += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
+  return out + "\"";
+}
+
+} // namespace
+
+const std::vector<std::string>& measurement_columns()
+{
+  static const std::vector<std::string> c{"gpu",   "benchmark", "dtype", "m",       "n",      "k",     "ranks",
+                                          "ranks_per_node", "bytes", "flops", "time_s", "samples", "source"};
+  return c;
+}
+
+const std::vector<std::string>& benchmark_names()
+{
+  static const std::vector<std::string> b{"gemm",         "elementwise",  "h2d_pinned", "d2h_pinned", "h2d_pageable",
+                                          "d2h_pageable", "bidir_pinned", "peer",       "all_reduce", "all_gather",
+                                          "reduce_scatter", "send_recv",  "managed_fault"};
+  return b;
+}
+
+bool is_collective(const std::string& b)
+{
+  return b == "all_reduce" || b == "all_gather" || b == "reduce_scatter" || b == "send_recv";
+}
+
+std::vector<std::string> split_csv_line(const std::string& line)
+{
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  for (std::string& f : out) {
+    size_t a = f.find_first_not_of(' '), b = f.find_last_not_of(' ');
+    f = a == std::string::npos ? "" : f.substr(a, b - a + 1);
+  }
+  return out;
+}
+
+std::vector<Measurement> parse_measurements(const std::string& text, const std::string& file)
+{
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line) || line.find_first_not_of(" \r\t") == std::string::npos)
+    throw InputError(file + ": empty file; a measurement CSV starts with the header " + join(measurement_columns()));
+  std::vector<std::string> header = split_csv_line(line);
+  const auto& known = measurement_columns();
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (std::find(known.begin(), known.end(), header[i]) == known.end())
+      throw InputError(file + ":1: unknown column '" + header[i] + "'; allowed: " + join(known));
+    if (col.count(header[i]))
+      throw InputError(file + ":1: column '" + header[i] + "' appears twice");
+    col[header[i]] = i;
+  }
+  for (const char* required : {"gpu", "benchmark", "time_s"})
+    if (!col.count(required))
+      throw InputError(file + ":1: missing column '" + std::string(required) + "'");
+  std::vector<Measurement> rows;
+  const auto& names = benchmark_names();
+  for (int row = 2; std::getline(in, line); ++row) {
+    if (line.find_first_not_of(" \r\t") == std::string::npos)
+      continue;
+    std::vector<std::string> f = split_csv_line(line);
+    std::string where = file + ":" + std::to_string(row);
+    if (f.size() != header.size())
+      throw InputError(where + ": " + std::to_string(f.size()) + " fields where the header has " +
+                       std::to_string(header.size()));
+    auto get = [&](const char* c) { return col.count(c) ? f[col.at(c)] : std::string(); };
+    auto num = [&](const char* c, bool integer = false) {
+      return parse_number(get(c), where + ": column " + c, integer);
+    };
+    Measurement m;
+    m.gpu       = get("gpu");
+    m.benchmark = get("benchmark");
+    if (m.gpu.empty())
+      throw InputError(where + ": column gpu is empty; give the catalog id (memwall list gpus)");
+    if (std::find(names.begin(), names.end(), m.benchmark) == names.end())
+      throw InputError(where + ": unknown benchmark '" + m.benchmark + "'; allowed: " + join(names));
+    m.dtype  = get("dtype");
+    m.m      = num("m", true);
+    m.n      = num("n", true);
+    m.k      = num("k", true);
+    m.ranks  = static_cast<int>(num("ranks", true));
+    m.ranks_per_node = static_cast<int>(num("ranks_per_node", true));
+    m.bytes  = num("bytes");
+    m.flops  = num("flops");
+    m.time_s = num("time_s");
+    m.samples = static_cast<int>(num("samples", true));
+    m.source = get("source");
+    if (m.time_s <= 0)
+      throw InputError(where + ": column time_s must be a positive number of seconds");
+    if (m.benchmark == "gemm" && (m.m <= 0 || m.n <= 0 || m.k <= 0 || m.dtype.empty()))
+      throw InputError(where + ": a gemm row needs dtype, m, n and k");
+    if (is_collective(m.benchmark) && (m.ranks < 2 || m.ranks_per_node < 1 || m.bytes <= 0))
+      throw InputError(where + ": a " + m.benchmark + " row needs ranks >= 2, ranks_per_node >= 1 and bytes > 0");
+    rows.push_back(m);
+  }
+  if (rows.empty())
+    throw InputError(file + ": no measurements after the header");
+  return rows;
+}
+
+std::vector<Measurement> read_measurements(const std::string& path)
+{
+  return parse_measurements(read_text_file(path, "measurement CSV"), path);
+}
+
+std::string measurements_csv(const std::vector<Measurement>& rows)
+{
+  std::ostringstream out;
+  out << join(measurement_columns()) << "\n";
+  // join() puts ", " between names; the CSV header has none.
+  std::string text = out.str();
+  text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
+  std::ostringstream body;
+  for (const Measurement& m : rows)
+    body << quote(m.gpu) << ',' << m.benchmark << ',' << m.dtype << ',' << format(m.m) << ',' << format(m.n) << ','
+         << format(m.k) << ',' << format(m.ranks) << ',' << format(m.ranks_per_node) << ',' << format(m.bytes) << ','
+         << format(m.flops) << ',' << format(m.time_s) << ',' << format(m.samples) << ',' << quote(m.source) << '\n';
+  return text + body.str();
+}
+
+void write_measurements(const std::string& path, const std::vector<Measurement>& rows)
+{
+  write_atomically(path, [&](const std::string& temp) {
+    std::ofstream out(temp, std::ios::binary);
+    out << measurements_csv(rows);
+    out.close();
+    if (!out)
+      throw std::runtime_error(path + ": could not write the measurement CSV");
+  });
+}
+
+} // namespace memwall

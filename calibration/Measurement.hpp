@@ -1,0 +1,48 @@
+#pragma once
+// One measured microbenchmark point, and the tidy CSV every measurement source lands in
+// (our CUDA microbenchmarks and the importers of other people's data):
+//
+//   gpu,benchmark,dtype,m,n,k,ranks,ranks_per_node,bytes,flops,time_s,samples,source
+//
+// One row per point; a column that does not apply to the benchmark is empty.
+//   gemm:          dtype, m, n, k, flops (2mnk), bytes (operands and result once)
+//   elementwise:   bytes read + written
+//   h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable, bidir_pinned, peer: bytes
+//   all_reduce, all_gather, reduce_scatter, send_recv: ranks, ranks_per_node, bytes
+//                  (the buffer, as nccl-tests' size column)
+//   managed_fault: bytes migrated by first-touch faults
+// time_s is the median of `samples` timed runs, in seconds.
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+struct Measurement {
+  std::string gpu;       // catalog id, e.g. a100-sxm4-80gb
+  std::string benchmark;
+  std::string dtype;     // gemm only
+  double m = 0, n = 0, k = 0;
+  int ranks = 0, ranks_per_node = 0;
+  double bytes  = 0;
+  double flops  = 0;
+  double time_s = 0;
+  int samples   = 0;
+  std::string source;    // where the point came from (file, tool, machine)
+};
+
+const std::vector<std::string>& measurement_columns();
+const std::vector<std::string>& benchmark_names();
+bool is_collective(const std::string& benchmark);
+
+// Reads a measurement CSV; InputError naming the file, row and column for an unknown
+// column, an unknown benchmark, a missing or non-positive time, or an empty file.
+std::vector<Measurement> read_measurements(const std::string& path);
+std::vector<Measurement> parse_measurements(const std::string& text, const std::string& file);
+std::string measurements_csv(const std::vector<Measurement>& rows);
+// Writes the CSV whole (a temporary renamed over `path`): no partial file on failure.
+void write_measurements(const std::string& path, const std::vector<Measurement>& rows);
+
+// Splits one CSV line into fields (RFC 4180 quotes).
+std::vector<std::string> split_csv_line(const std::string& line);
+
+} // namespace memwall

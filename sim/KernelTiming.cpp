@@ -1,0 +1,57 @@
+#include "KernelTiming.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace memwall {
+namespace {
+
+// Achievable FLOP/s without a profile: tensor-core peak times the class's efficiency;
+// elementwise kernels run on the vector units and are bound by bytes anyway.
+double estimated_rate(const GpuSpec& g, const Op& op)
+{
+  switch (op.kclass) {
+    case KernelClass::gemm: return g.peak(op.dtype) * g.matmul_efficiency;
+    case KernelClass::attention: return g.peak(op.dtype) * g.attention_efficiency;
+    case KernelClass::elementwise: return g.peak(Dtype::fp32) * 0.5;
+  }
+  return g.peak(Dtype::fp32);
+}
+
+} // namespace
+
+double KernelTiming::total_s(double bytes) const { return overhead_s + std::max(compute_s, memory_s(bytes)); }
+
+KernelTiming kernel_timing(const GpuSpec& g, const Op& op)
+{
+  KernelTiming t;
+  t.overhead_s     = g.kernel_overhead_s;
+  t.memory_bw      = g.hbm_achievable_bw;
+  double rate      = estimated_rate(g, op);
+  t.compute_s      = rate > 0 ? op.flops / rate : 0.0;
+  const GpuProfile* p = g.profile.get();
+  if (!p)
+    return t;
+  if (!p->elementwise.empty()) {
+    // A kernel launch costs what the smallest memory-bound kernel does.
+    t.overhead_s = p->elementwise.regimes.front().latency_s;
+    if (op.kclass == KernelClass::elementwise) {
+      t.overhead_s = p->elementwise.latency(op.bytes);
+      t.memory_bw  = p->elementwise.bandwidth(op.bytes);
+    }
+  }
+  if (op.kclass == KernelClass::gemm && op.shape.known()) {
+    if (const GemmModel* m = p->gemm_model(op.dtype, g.peak(op.dtype))) {
+      double one = 2.0 * op.shape.m * op.shape.n * op.shape.k;
+      // The op may stand for several GEMMs of this shape (backward: input and weight
+      // gradients); each is a launch.
+      double launches = std::max(1.0, std::round(op.flops / one));
+      double body     = m->time(op.shape.m, op.shape.n, op.shape.k) - m->launch_s;
+      t.overhead_s    = launches * m->launch_s;
+      t.compute_s     = body > 0 ? op.flops / (one / body) : 0.0;
+    }
+  }
+  return t;
+}
+
+} // namespace memwall

@@ -1,0 +1,216 @@
+// memwall calibrate: the path from a real GPU (or published measurements) to a fitted
+// hardware profile that the replay uses.
+//   measure -o MEAS.csv                           run the CUDA microbenchmarks (needs a GPU)
+//   import FORMAT FILE... --gpu ID -o MEAS.csv    other people's measurements, same CSV
+//   fit MEAS.csv... [--gpu ID] -o PROFILE.yaml    fit every model the rows allow
+//   check PROFILE.yaml MEAS.csv...                error per benchmark on (held-out) rows
+#include "AtomicOutput.hpp"
+#include "Catalog.hpp"
+#include "Commands.hpp"
+#include "InputError.hpp"
+#include "Measurement.hpp"
+#include "ProfileFit.hpp"
+#include "TextFile.hpp"
+#include "importers/Importer.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace po = boost::program_options;
+
+namespace memwall {
+namespace {
+
+// Options with any number of positional "inputs"; false after printing --help.
+bool parse_inputs(const std::vector<std::string>& args, const po::options_description& opts, po::variables_map& vm)
+{
+  po::positional_options_description pos;
+  pos.add("inputs", -1);
+  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+// The CUDA microbenchmark program, built beside memwall when nvcc was found.
+std::string gpubench_path()
+{
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    return "";
+  self[n] = 0;
+  return (std::filesystem::path(self).parent_path() / "memwall-gpubench").string();
+}
+
+int measure(const std::vector<std::string>& args)
+{
+  po::options_description opts("memwall calibrate measure [options]");
+  opts.add_options()("help,h", "this help")("output,o", po::value<std::string>()->required(), "measurement CSV to write")(
+      "gpu", po::value<std::string>(), "catalog id of the GPU (default: recognised from the device name)")(
+      "quick", "a smaller grid (a minute instead of several)");
+  po::variables_map vm;
+  if (!parse_options(args, opts, "output", vm))
+    return 0;
+  std::string bench = gpubench_path();
+  if (bench.empty() || !std::filesystem::exists(bench))
+    throw InputError("calibrate measure: this build has no GPU microbenchmarks (nvcc was not found when it was "
+                     "configured); install the CUDA Toolkit and rebuild");
+  std::string out = vm["output"].as<std::string>();
+  std::string temp = out + ".partial";
+  std::vector<std::string> argv{bench, "-o", temp};
+  if (vm.count("gpu"))
+    argv.insert(argv.end(), {"--gpu", vm["gpu"].as<std::string>()});
+  if (vm.count("quick"))
+    argv.push_back("--quick");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> cargs;
+    for (auto& a : argv)
+      cargs.push_back(a.data());
+    cargs.push_back(nullptr);
+    ::execv(cargs[0], cargs.data());
+    std::_Exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 3;
+  if (code != 0) {
+    std::filesystem::remove(temp);
+    if (code == 2)
+      throw InputError("calibrate measure: no CUDA GPU on this machine (see the line above)");
+    throw std::runtime_error("calibrate measure: the microbenchmarks failed (exit " + std::to_string(code) + ")");
+  }
+  read_measurements(temp); // what it wrote must read back
+  std::filesystem::rename(temp, out);
+  std::printf("memwall: measurements written to %s\n", out.c_str());
+  return 0;
+}
+
+int import(const std::vector<std::string>& args)
+{
+  po::options_description opts("memwall calibrate import FORMAT FILE... --gpu ID -o MEAS.csv (formats: memwall list importers)");
+  opts.add_options()("help,h", "this help")("inputs", po::value<std::vector<std::string>>()->required(),
+                                            "format, then the files")(
+      "gpu", po::value<std::string>()->required(), "catalog id of the GPU measured (memwall list gpus)")(
+      "output,o", po::value<std::string>()->required(), "measurement CSV to write");
+  po::variables_map vm;
+  if (!parse_inputs(args, opts, vm))
+    return 0;
+  auto inputs = vm["inputs"].as<std::vector<std::string>>();
+  if (inputs.size() < 2)
+    throw InputError("calibrate import: expected a format (memwall list importers) and at least one file");
+  std::string gpu = vm["gpu"].as<std::string>();
+  gpu_preset(gpu, "calibrate import --gpu");
+  const ImportFn& fn = [&]() -> const ImportFn& {
+    auto it = importer_registry().entries().find(inputs[0]);
+    if (it == importer_registry().entries().end())
+      throw_unknown_preset("measurement format", inputs[0], importer_registry().names(), "calibrate import", "importers");
+    return it->second.make;
+  }();
+  std::vector<Measurement> rows;
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    std::vector<Measurement> more = fn({inputs[i], read_text_file(inputs[i], "measurement file"), gpu});
+    rows.insert(rows.end(), more.begin(), more.end());
+  }
+  write_measurements(vm["output"].as<std::string>(), rows);
+  std::printf("memwall: %zu measurements written to %s\n", rows.size(), vm["output"].as<std::string>().c_str());
+  return 0;
+}
+
+std::vector<Measurement> read_all(const std::vector<std::string>& files)
+{
+  std::vector<Measurement> rows;
+  for (const std::string& f : files) {
+    std::vector<Measurement> more = read_measurements(f);
+    rows.insert(rows.end(), more.begin(), more.end());
+  }
+  return rows;
+}
+
+int fit(const std::vector<std::string>& args)
+{
+  po::options_description opts("memwall calibrate fit MEAS.csv... -o PROFILE.yaml [--gpu ID]");
+  opts.add_options()("help,h", "this help")("inputs", po::value<std::vector<std::string>>()->required(),
+                                            "measurement CSVs")(
+      "gpu", po::value<std::string>(), "fit only the rows of this GPU (required when the files hold several)")(
+      "output,o", po::value<std::string>()->required(), "profile YAML to write");
+  po::variables_map vm;
+  if (!parse_inputs(args, opts, vm))
+    return 0;
+  auto files = vm["inputs"].as<std::vector<std::string>>();
+  std::vector<Measurement> rows = read_all(files);
+  std::string gpu = vm.count("gpu") ? vm["gpu"].as<std::string>() : rows.front().gpu;
+  std::vector<Measurement> mine;
+  for (const Measurement& m : rows)
+    if (m.gpu == gpu)
+      mine.push_back(m);
+    else if (!vm.count("gpu"))
+      throw InputError("calibrate fit: the measurements hold GPUs " + gpu + " and " + m.gpu + "; choose one with --gpu");
+  if (mine.empty())
+    throw InputError("calibrate fit: no measurements of GPU " + gpu);
+  GpuSpec spec = gpu_preset(gpu, "calibrate fit: measurement gpu");
+  std::string source;
+  for (const std::string& f : files)
+    source += (source.empty() ? "" : ", ") + std::filesystem::path(f).filename().string();
+  GpuProfile p = fit_profile(mine, spec, "memwall calibrate fit over " + source);
+  std::string out = vm["output"].as<std::string>();
+  write_atomically(out, [&](const std::string& temp) {
+    std::ofstream f(temp);
+    f << profile_yaml(p);
+    f.close();
+    if (!f)
+      throw std::runtime_error(out + ": could not write the profile");
+  });
+  std::printf("memwall: profile of %s from %zu measurements written to %s\n", gpu.c_str(), mine.size(), out.c_str());
+  return 0;
+}
+
+int check(const std::vector<std::string>& args)
+{
+  po::options_description opts("memwall calibrate check PROFILE.yaml MEAS.csv...");
+  opts.add_options()("help,h", "this help")("inputs", po::value<std::vector<std::string>>()->required(),
+                                            "the profile, then measurement CSVs (points held out of its fit)");
+  po::variables_map vm;
+  if (!parse_inputs(args, opts, vm))
+    return 0;
+  auto inputs = vm["inputs"].as<std::vector<std::string>>();
+  if (inputs.size() < 2)
+    throw InputError("calibrate check: expected a profile YAML and at least one measurement CSV");
+  GpuProfile p = load_profile(inputs[0]);
+  std::vector<Measurement> rows = read_all({inputs.begin() + 1, inputs.end()});
+  size_t skipped = 0;
+  std::vector<CheckLine> lines = check_profile(p, rows, skipped);
+  std::printf("profile %s (%s) against %zu measurements\n", inputs[0].c_str(), p.gpu.c_str(), rows.size());
+  std::printf("%-24s %7s %10s %10s %10s %10s\n", "benchmark", "points", "median|e|", "p90|e|", "max|e|", "bias");
+  for (const CheckLine& l : lines)
+    std::printf("%-24s %7zu %9.1f%% %9.1f%% %9.1f%% %+9.1f%%\n", l.benchmark.c_str(), l.points, 100 * l.median_error,
+                100 * l.p90_error, 100 * l.max_error, 100 * l.median_signed);
+  if (skipped)
+    std::printf("%zu measurements have no model in the profile\n", skipped);
+  return 0;
+}
+
+} // namespace
+
+int calibrate_command(const std::vector<std::string>& args)
+{
+  static const std::map<std::string, int (*)(const std::vector<std::string>&)> verbs{
+      {"measure", measure}, {"import", import}, {"fit", fit}, {"check", check}};
+  if (args.empty() || !verbs.count(args[0]))
+    throw InputError("calibrate: expected one of measure, import, fit, check (memwall calibrate VERB --help)");
+  return verbs.at(args[0])({args.begin() + 1, args.end()});
+}
+
+} // namespace memwall
