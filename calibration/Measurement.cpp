@@ -2,6 +2,7 @@
 
 #include "AtomicOutput.hpp"
 #include "InputError.hpp"
+#include "ParamReader.hpp"
 #include "TextFile.hpp"
 
 #include <algorithm>
@@ -12,14 +13,6 @@
 
 namespace memwall {
 namespace {
-
-std::string join(const std::vector<std::string>& v)
-{
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i)
-    out += (i ? ", " : "") + v[i];
-  return out;
-}
 
 double parse_number(const std::string& text, const std::string& where, bool integer)
 {
@@ -187,17 +180,13 @@ std::vector<Measurement> read_measurements(const std::string& path)
 
 std::string measurements_csv(const std::vector<Measurement>& rows)
 {
-  std::ostringstream out;
-  out << join(measurement_columns()) << "\n";
-  // join() puts ", " between names; the CSV header has none.
-  std::string text = out.str();
-  text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
   std::ostringstream body;
+  body << join(measurement_columns(), ",") << '\n';
   for (const Measurement& m : rows)
     body << quote(m.gpu) << ',' << m.benchmark << ',' << m.dtype << ',' << format(m.m) << ',' << format(m.n) << ','
          << format(m.k) << ',' << format(m.ranks) << ',' << format(m.ranks_per_node) << ',' << format(m.bytes) << ','
          << format(m.flops) << ',' << format(m.time_s) << ',' << format(m.samples) << ',' << quote(m.source) << '\n';
-  return text + body.str();
+  return body.str();
 }
 
 void write_measurements(const std::string& path, const std::vector<Measurement>& rows)

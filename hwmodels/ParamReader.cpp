@@ -7,14 +7,6 @@
 namespace memwall {
 namespace {
 
-std::string join(const std::vector<std::string>& v)
-{
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i)
-    out += (i ? ", " : "") + v[i];
-  return out;
-}
-
 std::string format_number(double v)
 {
   std::ostringstream os;
@@ -38,6 +30,14 @@ size_t edit_distance(const std::string& a, const std::string& b)
 }
 
 } // namespace
+
+std::string join(const std::vector<std::string>& v, const std::string& separator)
+{
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i)
+    out += (i ? separator : "") + v[i];
+  return out;
+}
 
 std::vector<ParamDoc>& param_docs()
 {

@@ -78,6 +78,9 @@ private:
   std::vector<std::string> known_;
 };
 
+// "a, b, c" (or joined by `separator`).
+std::string join(const std::vector<std::string>& v, const std::string& separator = ", ");
+
 // Closest names to `name` among `candidates` (edit distance), for "did you mean" hints.
 std::vector<std::string> close_names(const std::string& name, const std::vector<std::string>& candidates);
 

@@ -33,14 +33,20 @@ public:
     return true;
   }
 
-  // Builds the implementation called `name`; an unknown name is an InputError.
-  template <typename... Args>
-  auto make(const std::string& name, Args&&... args) const
+  // The factory called `name`; an unknown name is an InputError.
+  const Factory& get(const std::string& name) const
   {
     auto it = entries_.find(name);
     if (it == entries_.end())
       throw_unknown_preset(what_, name, names(), key_, list_);
-    return it->second.make(std::forward<Args>(args)...);
+    return it->second.make;
+  }
+
+  // Builds the implementation called `name`; an unknown name is an InputError.
+  template <typename... Args>
+  auto make(const std::string& name, Args&&... args) const
+  {
+    return get(name)(std::forward<Args>(args)...);
   }
 
   std::vector<std::string> names() const

@@ -113,12 +113,7 @@ int import(const std::vector<std::string>& args)
     throw InputError("calibrate import: expected a format (memwall list importers) and at least one file");
   std::string gpu = vm["gpu"].as<std::string>();
   gpu_preset(gpu, "calibrate import --gpu");
-  const ImportFn& fn = [&]() -> const ImportFn& {
-    auto it = importer_registry().entries().find(inputs[0]);
-    if (it == importer_registry().entries().end())
-      throw_unknown_preset("measurement format", inputs[0], importer_registry().names(), "calibrate import", "importers");
-    return it->second.make;
-  }();
+  const ImportFn& fn = importer_registry().get(inputs[0]);
   std::vector<Measurement> rows;
   for (size_t i = 1; i < inputs.size(); ++i) {
     std::vector<Measurement> more = fn({inputs[i], read_text_file(inputs[i], "measurement file"), gpu});
