@@ -184,20 +184,10 @@ std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
   const std::vector<DeviceRef>& group = dag_.group(op.group);
   req.group = &group;
   std::vector<CollectivePhase> phases = collective_->plan(req);
-  // The same collective of each shadow rank's group, unless that is the same group
-  // (a tp group seen from another tp rank); its flows join the matching phases.
-  std::vector<std::vector<DeviceRef>> seen{group};
-  std::sort(seen.back().begin(), seen.back().end());
-  for (const DeviceRef& peer : dag_.shadows(op.device)) {
-    std::vector<DeviceRef> shifted;
-    for (const DeviceRef& d : group)
-      shifted.push_back(shadow_of(op.device, peer, d));
-    std::vector<DeviceRef> key = shifted;
-    std::sort(key.begin(), key.end());
-    if (std::find(seen.begin(), seen.end(), key) != seen.end())
-      continue;
-    seen.push_back(std::move(key));
-    req.group = &shifted;
+  // The same collective of the shadow ranks' own groups, at the same time; their flows
+  // join the matching phases.
+  for (const std::vector<DeviceRef>& other : dag_.concurrent_groups(op.group)) {
+    req.group = &other;
     std::vector<CollectivePhase> extra = collective_->plan(req);
     for (size_t i = 0; i < extra.size() && i < phases.size(); ++i)
       phases[i].flows.insert(phases[i].flows.end(), extra[i].flows.begin(), extra[i].flows.end());

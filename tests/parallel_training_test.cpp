@@ -120,6 +120,31 @@ TEST_CASE("tp_2_halves_the_per_gpu_weights", "[tp]")
   CHECK(weights(2) / weights(1) == Approx(0.5).epsilon(0.002));
 }
 
+TEST_CASE("tp_groups_sharing_a_node_all_reduce_as_fast_as_one_alone", "[tp]")
+{
+  // tp 4 x dp 2 on a DGX H100: GPUs 0-3 and 4-7 are two tp groups; tp 2 x dp 4: four
+  // pairs. Each group uses its own GPUs' NVLink ports. A ring all-reduce of S bytes over
+  // n ranks sends 2(n-1)/n S through every port in 2(n-1) steps of one NVLink hop each
+  // (catalog: 450 GB/s a port; dgx-h100 nvlink_latency_s 1 us). S = s b h x 2 bytes.
+  auto proj_allreduce = [](int tp, int gpus) {
+    RunResult r = simulate(spec("hardware: {node: dgx-h100, gpus_per_node: " + std::to_string(gpus) +
+                                "}\n"
+                                "model: {layers: 2, hidden: 4096, heads: 32, vocab: 1024, max_seq_len: 4096}\n"
+                                "training: {seq_len: 4096, micro_batch: 1, tp: " + std::to_string(tp) +
+                                ", global_batch: " + std::to_string(gpus / tp) + "}\n"),
+                           true);
+    const OpRecord& op = test::record(r, "L0.fwd.proj.tp");
+    return op.end - op.start;
+  };
+  const double bytes = 4096.0 * 4096 * 2;
+  for (int tp : {2, 4}) {
+    const double n = tp, by_hand = 2 * (n - 1) / n * bytes / 450e9 + 2 * (n - 1) * 1e-6;
+    INFO("tp " << tp);
+    CHECK(proj_allreduce(tp, tp) == Approx(by_hand).epsilon(0.01));
+    CHECK(proj_allreduce(tp, 8) == Approx(by_hand).epsilon(0.01));
+  }
+}
+
 namespace {
 
 // A pipeline of 4 identical stages of 2 layers (the vocabulary of 128 makes the

@@ -75,9 +75,9 @@ OpId OpDag::free(const Tensor& t, const DeviceRef& device, StreamKind stream, co
   return last_memory_op_;
 }
 
-int32_t OpDag::add_group(std::vector<DeviceRef> members)
+int32_t OpDag::add_group(std::vector<DeviceRef> members, std::vector<std::vector<DeviceRef>> concurrent)
 {
-  groups_.push_back(std::move(members));
+  groups_.push_back({std::move(members), std::move(concurrent)});
   return static_cast<int32_t>(groups_.size() - 1);
 }
 

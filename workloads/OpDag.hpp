@@ -43,15 +43,19 @@ public:
             std::initializer_list<OpId> deps = {});
   OpId last_alloc_or_free() const { return last_memory_op_; }
 
-  int32_t add_group(std::vector<DeviceRef> members);
-  const std::vector<DeviceRef>& group(int32_t g) const { return groups_.at(g); }
+  // A collective group of the representative, and the groups of its shadow ranks that
+  // run each of its collectives at the same time (their flows load their own links).
+  int32_t add_group(std::vector<DeviceRef> members, std::vector<std::vector<DeviceRef>> concurrent = {});
+  const std::vector<DeviceRef>& group(int32_t g) const { return groups_.at(g).members; }
+  const std::vector<std::vector<DeviceRef>>& concurrent_groups(int32_t g) const { return groups_.at(g).concurrent; }
 
   void set_represents(const DeviceRef& d, int count) { represents_[d] = count; }
   int represents(const DeviceRef& d) const;
   const std::map<DeviceRef, int>& represented() const { return represents_; }
-  // Ranks on the representative's node whose copies, collectives and host work load the
-  // same shared links (PCIe switches, DRAM, NVMe, NICs): the replay repeats that traffic
-  // for each of them, mapped by their GPU-index offset, without recording it.
+  // Ranks on the representative's node whose copies and host work load the same shared
+  // links (PCIe switches, DRAM, NVMe, NICs): the replay repeats that traffic for each of
+  // them, mapped by their GPU-index offset, without recording it. Their collectives are
+  // the concurrent groups of add_group.
   void set_shadows(const DeviceRef& d, std::vector<DeviceRef> peers) { shadows_[d] = std::move(peers); }
   const std::vector<DeviceRef>& shadows(const DeviceRef& d) const;
 
@@ -77,7 +81,11 @@ private:
   std::unique_ptr<Graph> graph_ = std::make_unique<Graph>();
   std::vector<Op> ops_;
   std::map<std::pair<DeviceRef, StreamKind>, OpId> tails_;
-  std::vector<std::vector<DeviceRef>> groups_;
+  struct Group {
+    std::vector<DeviceRef> members;
+    std::vector<std::vector<DeviceRef>> concurrent;
+  };
+  std::vector<Group> groups_;
   std::map<DeviceRef, int> represents_;
   std::map<DeviceRef, std::vector<DeviceRef>> shadows_;
   uint32_t next_tensor_ = 1;

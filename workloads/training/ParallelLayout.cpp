@@ -1,5 +1,7 @@
 #include "ParallelLayout.hpp"
 
+#include <algorithm>
+
 namespace memwall {
 
 ParallelLayout::ParallelLayout(int64_t tp, int64_t pp, int64_t dp, int gpus_per_node)
@@ -13,20 +15,48 @@ DeviceRef ParallelLayout::device(int64_t t, int64_t d, int64_t p) const
   return DeviceRef{DeviceKind::gpu, static_cast<int>(rank / gpus_per_node_), static_cast<int>(rank % gpus_per_node_)};
 }
 
-std::vector<DeviceRef> ParallelLayout::tp_group(int64_t stage) const
+std::vector<DeviceRef> ParallelLayout::tp_group_of(int64_t d, int64_t stage) const
 {
   std::vector<DeviceRef> g;
   for (int64_t t = 0; t < tp_; ++t)
-    g.push_back(device(t, 0, stage));
+    g.push_back(device(t, d, stage));
   return g;
 }
 
-std::vector<DeviceRef> ParallelLayout::dp_group(int64_t stage) const
+std::vector<DeviceRef> ParallelLayout::dp_group_of(int64_t t, int64_t stage) const
 {
   std::vector<DeviceRef> g;
   for (int64_t d = 0; d < dp_; ++d)
-    g.push_back(device(0, d, stage));
+    g.push_back(device(t, d, stage));
   return g;
+}
+
+std::vector<DeviceRef> ParallelLayout::tp_group(int64_t stage) const { return tp_group_of(0, stage); }
+
+std::vector<DeviceRef> ParallelLayout::dp_group(int64_t stage) const { return dp_group_of(0, stage); }
+
+std::vector<std::vector<DeviceRef>> ParallelLayout::groups_on_node(
+    int64_t stage, int64_t count, std::vector<DeviceRef> (ParallelLayout::*group_of)(int64_t, int64_t) const) const
+{
+  // Groups 1..count-1 (group 0 is the representative's) with a member on its node.
+  std::vector<std::vector<DeviceRef>> groups;
+  int node = representative(stage).node;
+  for (int64_t i = 1; i < count; ++i) {
+    std::vector<DeviceRef> g = (this->*group_of)(i, stage);
+    if (std::any_of(g.begin(), g.end(), [&](const DeviceRef& d) { return d.node == node; }))
+      groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+std::vector<std::vector<DeviceRef>> ParallelLayout::peer_tp_groups(int64_t stage) const
+{
+  return groups_on_node(stage, dp_, &ParallelLayout::tp_group_of); // tp group d holds ranks (t, d)
+}
+
+std::vector<std::vector<DeviceRef>> ParallelLayout::peer_dp_groups(int64_t stage) const
+{
+  return groups_on_node(stage, tp_, &ParallelLayout::dp_group_of); // dp group t holds ranks (t, d)
 }
 
 std::vector<DeviceRef> ParallelLayout::node_peers(int64_t stage) const

@@ -22,11 +22,20 @@ public:
   DeviceRef representative(int64_t stage) const { return device(0, 0, stage); }
   std::vector<DeviceRef> tp_group(int64_t stage) const; // of the representative
   std::vector<DeviceRef> dp_group(int64_t stage) const; // of the representative
+  // The tp (dp) groups of the representative's node peers other than its own, each once:
+  // they run the same collective at the same time on their own ports.
+  std::vector<std::vector<DeviceRef>> peer_tp_groups(int64_t stage) const;
+  std::vector<std::vector<DeviceRef>> peer_dp_groups(int64_t stage) const;
   // The other ranks of `stage` on the representative's node.
   std::vector<DeviceRef> node_peers(int64_t stage) const;
   int64_t ranks_per_stage() const { return tp_ * dp_; }
 
 private:
+  std::vector<DeviceRef> tp_group_of(int64_t d, int64_t stage) const;
+  std::vector<DeviceRef> dp_group_of(int64_t t, int64_t stage) const;
+  std::vector<std::vector<DeviceRef>> groups_on_node(
+      int64_t stage, int64_t count, std::vector<DeviceRef> (ParallelLayout::*group_of)(int64_t, int64_t) const) const;
+
   int64_t tp_, pp_, dp_;
   int gpus_per_node_;
 };

@@ -80,9 +80,9 @@ void TrainingStepGenerator::build_stages()
     dag_.set_represents(s.gpu, static_cast<int>(layout_.ranks_per_stage()));
     dag_.set_shadows(s.gpu, peers);
     if (cfg_.tp > 1)
-      s.tp_group = dag_.add_group(layout_.tp_group(p));
+      s.tp_group = dag_.add_group(layout_.tp_group(p), layout_.peer_tp_groups(p));
     if (cfg_.dp > 1)
-      s.dp_group = dag_.add_group(layout_.dp_group(p));
+      s.dp_group = dag_.add_group(layout_.dp_group(p), layout_.peer_dp_groups(p));
     s.chunks.resize(static_cast<size_t>(cfg_.virtual_stages));
     stages_.push_back(std::move(s));
   }
