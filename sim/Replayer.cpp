@@ -1,6 +1,7 @@
 #include "Replayer.hpp"
 
 #include "KernelTiming.hpp"
+#include "ReplayedFlows.hpp"
 
 #include <simgrid/s4u.hpp>
 
@@ -50,6 +51,11 @@ void Replayer::take_new_ops()
     // A GPU whose kernels all run on one stream, and which copies nothing to itself,
     // never has two users of its HBM at once: its kernels can be single timed activities.
     const Op& op = dag_.op(static_cast<OpId>(v));
+    replayed_nodes_.insert(op.device.node);
+    if (op.kind == OpKind::copy) {
+      replayed_nodes_.insert(op.src.node);
+      replayed_nodes_.insert(op.dst.node);
+    }
     if (op.kind == OpKind::kernel) {
       auto [it, fresh] = kernel_stream_.try_emplace(op.device, op.stream);
       if (!fresh && it->second != op.stream)
@@ -192,7 +198,18 @@ std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
     for (size_t i = 0; i < extra.size() && i < phases.size(); ++i)
       phases[i].flows.insert(phases[i].flows.end(), extra[i].flows.begin(), extra[i].flows.end());
   }
+  if (options_.fold_collectives)
+    fold_collective(phases);
   return phases;
+}
+
+void Replayer::fold_collective(std::vector<CollectivePhase>& phases)
+{
+  auto links_of = [this](const Flow& f) -> const std::vector<int>& {
+    return routes_[route_index(platform_.host(f.src), platform_.host(f.dst))].links;
+  };
+  for (CollectivePhase& p : phases)
+    keep_replayed_flows(p.flows, replayed_nodes_, links_of);
 }
 
 void Replayer::start_kernel(OpId id, const Op& op)
@@ -224,7 +241,11 @@ bool Replayer::start_collective_phase(OpId id)
 {
   CollectiveRun& run = collectives_.at(id);
   while (run.next < run.phases.size()) {
-    const CollectivePhase& phase = run.phases[run.next++];
+    const CollectivePhase& phase = run.phases[run.next];
+    if (++run.repeats_done >= phase.repeat) {
+      ++run.next;
+      run.repeats_done = 0;
+    }
     for (const Flow& f : phase.flows)
       start_flow(id, f.src, f.dst, f.bytes);
     if (phase.delay_s > 0)

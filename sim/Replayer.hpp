@@ -30,6 +30,9 @@ namespace memwall {
 struct ReplayOptions {
   std::string collective_algorithm = "auto";
   bool record_ops = true;
+  // Start only the collective flows that can affect a replayed node (ReplayedFlows.hpp).
+  // The same times either way; off only to check that.
+  bool fold_collectives = true;
 };
 
 class Replayer {
@@ -59,6 +62,7 @@ private:
   struct CollectiveRun {
     std::vector<CollectivePhase> phases;
     size_t next = 0;
+    int repeats_done = 0; // of phases[next]
   };
 
   void start(OpId id);
@@ -71,12 +75,14 @@ private:
   // Where a shadow rank's traffic goes: `d` as seen from `peer` instead of `rep`.
   DeviceRef shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const;
   std::vector<CollectivePhase> plan_collective(const Op& op);
+  void fold_collective(std::vector<CollectivePhase>& phases);
   bool start_collective_phase(OpId id);
   int route_index(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
   MemoryPool& pool(const DeviceRef& d);
   void drain_ready();
   // Registers ops [taken_, dag size) that the source appended: their unfinished
-  // dependencies, and which GPUs have HBM shared by concurrent kernels.
+  // dependencies, the nodes they run on, and which GPUs have HBM shared by concurrent
+  // kernels.
   void take_new_ops();
   RunResult collect();
 
@@ -100,6 +106,7 @@ private:
   std::vector<int> link_active_;
   std::vector<double> link_busy_since_, link_busy_, link_bytes_;
   std::map<DeviceRef, std::unique_ptr<MemoryPool>> pools_;
+  std::set<int> replayed_nodes_;   // nodes where some op of the DAG runs
   std::set<DeviceRef> shared_hbm_; // GPUs whose kernels may overlap (see take_new_ops)
   std::map<DeviceRef, StreamKind> kernel_stream_;
   StepSource* source_ = nullptr;

@@ -61,3 +61,53 @@ TEST_CASE("hierarchical_all_reduce_scatters_in_node_reduces_per_rail_and_gathers
   double extra_latency = (2 * (N - 1) - 1) * 5e-6;           // the ring's other step latencies
   CHECK(record(r, "allreduce").end == Approx(2 * intra + inter + extra_latency).epsilon(1e-12));
 }
+
+TEST_CASE("folding_collectives_to_the_replayed_nodes_changes_no_time", "[collectives]")
+{
+  // The replay holds node 0's ranks (and one node per pipeline stage); flows between
+  // other nodes run beside them on their own links and are left out unless they share
+  // a link with a kept flow (ReplayedFlows.hpp). Every op must end at the same instant
+  // as when all flows of every collective are started.
+  struct Layout {
+    const char* yaml;
+    bool one_node_replayed;
+  };
+  const Layout layouts[] = {
+      // ZeRO-3 over 4 nodes: one dp group of 32 ranks, gathers and scatters each layer.
+      {"hardware: {node: dgx-a100, nodes: 4}\n"
+       "model: {layers: 2, hidden: 1024, heads: 16, vocab: 1024, max_seq_len: 512}\n"
+      "training: {seq_len: 512, global_batch: 32, micro_batch: 1, zero: 3}\n",
+       true},
+      // tp 2 x pp 2 x dp 4 on 2 nodes of 8: dp groups inside a node, stages on two nodes.
+      {"hardware: {node: dgx-a100, nodes: 2}\n"
+      "model: {layers: 4, hidden: 1024, heads: 16, vocab: 1024, max_seq_len: 512}\n"
+      "training: {seq_len: 512, global_batch: 8, micro_batch: 1, tp: 2, pp: 2}\n",
+       false},
+      // tp 4 x dp 4 on 2 nodes of 8: dp groups across nodes, two tp groups per node.
+      {"hardware: {node: dgx-a100, nodes: 2}\n"
+      "model: {layers: 2, hidden: 1024, heads: 16, vocab: 1024, max_seq_len: 512}\n"
+      "training: {seq_len: 512, global_batch: 4, micro_batch: 1, tp: 4}\n",
+       true}};
+  for (const auto& [yaml, one_node_replayed] : layouts) {
+    ExperimentSpec spec = parse_spec(yaml, "test.yaml", "");
+    OpDag dag           = build_workload(spec);
+    for (const char* algorithm : {"ring", "bulk_ring", "hierarchical"}) {
+      INFO(yaml << algorithm);
+      ReplayOptions folded{algorithm, true, true}, full{algorithm, true, false};
+      RunResult a = replay_in_child(spec.cluster, dag, folded);
+      RunResult b = replay_in_child(spec.cluster, dag, full);
+      REQUIRE(a.ops.size() == b.ops.size());
+      double worst = 0;
+      for (size_t i = 0; i < a.ops.size(); ++i)
+        worst = std::max(worst, std::abs(a.ops[i].end - b.ops[i].end));
+      CHECK(worst <= 1e-9 * b.makespan_s);
+      CHECK(a.makespan_s == Approx(b.makespan_s).epsilon(1e-12));
+      // With stages on both nodes nothing is left out; with node 0 alone replayed, the
+      // links that only the other nodes' flows crossed carry nothing.
+      if (one_node_replayed)
+        CHECK(a.links.size() < b.links.size());
+      else
+        CHECK(a.links.size() == b.links.size());
+    }
+  }
+}

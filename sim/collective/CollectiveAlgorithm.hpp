@@ -25,6 +25,7 @@ struct Flow {
 struct CollectivePhase {
   std::vector<Flow> flows;
   double delay_s = 0; // runs beside the flows; a phase of only a delay models latency
+  int repeat     = 1; // run this many times, each after the last (the steps of a ring)
 };
 
 struct CollectiveRequest {

@@ -1,7 +1,8 @@
 // `bulk_ring`: the ring's bandwidth term in one phase: n concurrent flows of
 // 2(n-1)/n * S each (all-reduce), followed by the remaining per-step latencies added
-// analytically. Same bandwidth time as `ring` with n flows instead of 2n(n-1): the form
-// to use across many nodes, where the in-flight activity count is what costs.
+// analytically. Same time as `ring` when nothing else shares its links, in one phase
+// instead of 2(n-1); under contention its hops run unsynchronised, where `ring` makes
+// every step wait for the slowest hop.
 #include "RingSteps.hpp"
 
 namespace memwall {

@@ -1,8 +1,9 @@
 // `ring`: the textbook ring as dependent chunk steps. An all-reduce of S bytes over n
 // GPUs is 2(n-1) steps of S/n; each step costs S/(nB) + its route latency, so the whole
 // takes 2(n-1)/n * S/B + 2(n-1) latencies (Patarasuk & Yuan 2009), and the steps share
-// links with whatever else runs. Exact, at 2n(n-1) flows per all-reduce: use it within
-// a node. all_to_all is one phase of n(n-1) pairwise flows; send_recv one flow.
+// links with whatever else runs. Exact: one phase of n flows repeated 2(n-1) times,
+// of which the replay starts only those that can touch a replayed node (a 384-GPU ring
+// step: 9 flows). all_to_all is one phase of n(n-1) pairwise flows; send_recv one flow.
 #include "RingSteps.hpp"
 
 namespace memwall {
@@ -31,14 +32,14 @@ public:
       return phases;
     }
     CollectivePhase step = ring_step(g, ring_chunk(r.kind, n, r.bytes));
-    for (int s = 0; s < ring_steps(r.kind, n); ++s)
-      phases.push_back(step);
+    step.repeat          = ring_steps(r.kind, n);
+    phases.push_back(std::move(step));
     return phases;
   }
 };
 
 const bool registered = collective_registry().add(
-    "ring", "ring of dependent chunk steps, 2(n-1) steps per all-reduce; exact, best within a node",
+    "ring", "ring of dependent chunk steps, 2(n-1) steps per all-reduce; a step waits for its slowest hop",
     [] { return std::make_unique<RingCollective>(); });
 
 } // namespace
