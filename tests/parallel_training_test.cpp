@@ -161,12 +161,13 @@ RunResult pipeline(const std::string& schedule, int microbatches, int virtual_st
 }
 
 // Bubble time over the ideal time m (t_f + t_b) of the first stage: its forward and
-// backward kernels, without the optimizer step that follows them.
+// backward kernels, without the optimizer passes that follow them.
 double bubble_fraction(const RunResult& r)
 {
   double passes = 0;
   for (const auto& op : r.ops)
-    if (op.device == DeviceRef{} && op.kind == OpKind::kernel && op.name.find("optimizer") == std::string::npos)
+    if (op.device == DeviceRef{} && op.kind == OpKind::kernel &&
+        (op.name.find(".fwd.") != std::string::npos || op.name.find(".bwd.") != std::string::npos))
       passes += op.end - op.start;
   return step_breakdown(r).pipeline_bubble / passes;
 }

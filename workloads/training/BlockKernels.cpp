@@ -1,69 +1,17 @@
 #include "BlockKernels.hpp"
+#include "KernelBuilders.hpp"
 
 #include <algorithm>
 
 namespace memwall {
 namespace {
 
+using namespace kernels;
+
 // QLoRA stores NF4 weights with one fp8 constant per 64 weights and one fp32 constant
 // per 256 of those: 4 + 8/64 + 32/(64*256) = 4.127 bits (Dettmers et al. 2023, §3).
 constexpr double nf4_bytes_per_weight = 4.127 / 8;
 
-// Replicated tensors are split by tp only under sequence parallelism.
-double rep_div(const StepShape& s) { return s.sp ? static_cast<double>(s.tp) : 1.0; }
-double tp(const StepShape& s) { return static_cast<double>(s.tp); }
-
-// A GEMM of tokens x in -> tokens x out with weights in x out (already split by tp).
-// A frozen GEMM (LoRA base) computes only the input gradient in backward; an adapted
-// one adds the rank-r adapter's two small GEMMs.
-KernelPlan gemm(const std::string& name, double tokens, double in, double out, const StepShape& s, double saved)
-{
-  KernelPlan k;
-  k.name      = name;
-  k.kclass    = KernelClass::gemm;
-  k.dtype     = s.gemm_dtype;
-  k.fwd_flops = 2 * tokens * in * out;
-  k.shape     = gemm_shape(tokens, out, in);
-  bool frozen    = s.lora.enabled;
-  double weights = in * out * (frozen ? s.frozen_weight_bytes : s.weight_bytes);
-  k.fwd_bytes = weights + tokens * (in + out) * s.act_bytes;
-  // Backward: input gradient and weight gradient, each a GEMM of the forward's size;
-  // reads the output gradient, the saved input and the weights, accumulates the gradient.
-  k.bwd_flops = 2 * k.fwd_flops;
-  k.bwd_bytes = 2 * weights + weights + tokens * (2 * in + out) * s.act_bytes;
-  if (frozen) {
-    k.bwd_flops = k.fwd_flops;
-    k.bwd_bytes = weights + tokens * (in + out) * s.act_bytes;
-  }
-  if (s.lora.targets_kernel(name)) {
-    double r       = static_cast<double>(s.lora.rank);
-    double adapter = 2 * tokens * r * (in + out);
-    k.fwd_flops += adapter;
-    k.bwd_flops += 2 * adapter;
-    k.fwd_bytes += r * (in + out) * s.weight_bytes + tokens * r * s.act_bytes;
-    k.bwd_bytes += 3 * r * (in + out) * s.weight_bytes + 2 * tokens * r * s.act_bytes;
-    saved += tokens * r * s.act_bytes; // the adapter's down-projection output
-  }
-  k.bwd_model_flops = k.bwd_flops;
-  k.saved_bytes     = saved;
-  return k;
-}
-
-// An elementwise or normalization kernel reading `in` and writing `out` elements.
-KernelPlan pointwise(const std::string& name, double in, double out, double flops_per_elem, const StepShape& s,
-                     double saved)
-{
-  KernelPlan k;
-  k.name        = name;
-  k.kclass      = KernelClass::elementwise;
-  k.dtype       = Dtype::fp32;
-  k.fwd_flops   = flops_per_elem * in;
-  k.fwd_bytes   = (in + out) * s.act_bytes;
-  k.bwd_flops   = 2 * k.fwd_flops;
-  k.bwd_bytes   = 2 * k.fwd_bytes;
-  k.saved_bytes = saved;
-  return k;
-}
 
 // The attention core of one tp rank: a/t heads. Q, K and V are saved by the QKV GEMM.
 void attention(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepShape& s, double T)
@@ -115,6 +63,36 @@ void attention(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepShape&
   av.bwd_bytes = 2 * av.fwd_bytes;
   av.selective = true;
   ks.push_back(av);
+  // The context [b, a/t, s, d] made contiguous as [s, b, h/t] for the projection: a copy
+  // each way, recomputed with the attention core.
+  KernelPlan permute = forward_only("attn.context_permute", 2 * T * h * e, 0);
+  permute.bwd_bytes  = permute.fwd_bytes;
+  permute.selective  = true;
+  ks.push_back(permute);
+}
+
+// The residual add after the projection and after the MLP: with dropout, Megatron's
+// fused bias-dropout-add (read branch and residual, write sum and a 1-byte mask; its
+// backward reads gradient and mask); without, a plain add whose backward is free.
+KernelPlan residual_add(const std::string& name, const ModelSpec& m, double elems, double e)
+{
+  KernelPlan k = forward_only(name, 3 * elems * e, elems);
+  if (m.dropout) {
+    k.fwd_bytes += elems;
+    k.bwd_bytes   = (2 * e + 1) * elems;
+    k.bwd_flops   = elems;
+    k.saved_bytes = elems;
+  }
+  return k;
+}
+
+// A linear layer's bias gradient: the output gradient summed over tokens, its own
+// kernel in backward (runs beside the GEMM's, listed after it in forward order).
+void bias_grad(std::vector<KernelPlan>& ks, const ModelSpec& m, const std::string& gemm_name, double out_elems,
+               double e)
+{
+  if (m.biases)
+    ks.push_back(backward_only(gemm_name + ".bias_grad", out_elems * e, out_elems));
 }
 
 // Megatron's f/g operators around a column-split ... row-split pair. Without sequence
@@ -167,27 +145,6 @@ StepShape step_shape(const TrainingConfig& cfg)
   return s;
 }
 
-BlockPlan embedding_block(const ModelSpec& m, const StepShape& s)
-{
-  double T = static_cast<double>(s.micro_batch) * s.seq_len;
-  double h = m.hidden, e = s.act_bytes;
-  BlockPlan b;
-  b.name = "embed";
-  // Vocabulary-parallel: each rank holds V/t rows and the partial lookups are all-reduced.
-  double params = m.embedding_params() / tp(s);
-  (s.lora.enabled ? b.frozen_params : b.params) = params;
-  // Gathers T rows of the table; saves the token ids (int64) for the sparse gradient.
-  KernelPlan k = pointwise("embed.lookup", T * h, T * h, 1, s, T * 8);
-  k.fwd_bytes  = 2 * T * h * e + T * 8;
-  if (s.tp > 1)
-    k.fwd_after = {s.sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, T * h * e};
-  b.kernels.push_back(k);
-  if (m.dropout)
-    b.kernels.push_back(pointwise("embed.dropout", T * h / rep_div(s), T * h / rep_div(s), 2, s, T * h / rep_div(s)));
-  b.backward_workspace = T * h * e;
-  return b;
-}
-
 BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_t layer)
 {
   double T = static_cast<double>(s.micro_batch) * s.seq_len;
@@ -211,51 +168,36 @@ BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_
   }
   b.input_bytes = T * h * e / r;
   auto& ks = b.kernels;
-  ks.push_back(pointwise("ln1", T * h / r, T * h / r, 8, s, T * h * e / r));       // LN input: 2sbh
+  // Backward sums the gradients of the two consumers of each residual-stream tensor
+  // (its norm and the residual add): read 2, write 1. Listed before the norm, so it runs
+  // after the norm's backward.
+  const double stream = T * h / r;
+  ks.push_back(backward_only("ln1.grad_sum", 3 * stream * e, stream));
+  ks.push_back(pointwise("ln1", stream, stream, 8, s, T * h * e / r));       // LN input: 2sbh
   ks.push_back(gemm("qkv", T, h, (h + 2 * kv) / t, s, T * h * e / r + T * (h + 2 * kv) * e / t)); // input 2sbh; Q, K, V 6sbh/t
+  bias_grad(ks, m, "qkv", T * (h + 2 * kv) / t, e);
+  if (!m.learned_positions) // rotary on Q and K, in place
+    ks.push_back(pointwise("attn.rope", T * (h + kv) / t, T * (h + kv) / t, 6, s, 0));
   attention(ks, m, s, T);
   ks.push_back(gemm("proj", T, h / t, h, s, T * h * e / t));                        // projection input: 2sbh/t
-  if (m.dropout)
-    ks.push_back(pointwise("attn.resid_dropout", T * h / r, T * h / r, 2, s, T * h / r)); // mask: sbh
-  ks.push_back(pointwise("ln2", T * h / r, T * h / r, 8, s, T * h * e / r));       // LN input: 2sbh
+  bias_grad(ks, m, "proj", stream, e);
+  ks.push_back(residual_add("attn.residual", m, stream, e));                        // dropout mask: sbh
+  ks.push_back(backward_only("ln2.grad_sum", 3 * stream * e, stream));
+  ks.push_back(pointwise("ln2", stream, stream, 8, s, T * h * e / r));              // LN input: 2sbh
   double up_out = m.mlp == MlpKind::swiglu ? 2 * f : f;
   ks.push_back(gemm("mlp.up", T, h, up_out / t, s, T * h * e / r));                 // MLP input: 2sbh
+  bias_grad(ks, m, "mlp.up", T * up_out / t, e);
   // GELU saves its input (8sbh/t at f = 4h); SwiGLU saves gate and up projections.
   ks.push_back(pointwise("mlp.act", T * up_out / t, T * f / t, 8, s, T * up_out * e / t));
   ks.push_back(gemm("mlp.down", T, f / t, h, s, T * f * e / t));                    // down input: 8sbh/t
-  if (m.dropout)
-    ks.push_back(pointwise("mlp.dropout", T * h / r, T * h / r, 2, s, T * h / r)); // mask: sbh
+  bias_grad(ks, m, "mlp.down", stream, e);
+  ks.push_back(residual_add("mlp.residual", m, stream, e));                         // dropout mask: sbh
   tp_pair(ks[index_of(ks, "ln1")], ks[index_of(ks, "qkv")], ks[index_of(ks, "proj")], T * h * e, s);
   tp_pair(ks[index_of(ks, "ln2")], ks[index_of(ks, "mlp.up")], ks[index_of(ks, "mlp.down")], T * h * e, s);
   double widest = std::max({(h + 2 * kv) / t, up_out / t, h});
   b.backward_workspace = 2 * T * widest * e;
   if (!s.flash)
     b.backward_workspace += static_cast<double>(s.micro_batch) * m.heads / t * s.seq_len * s.seq_len * e;
-  return b;
-}
-
-BlockPlan head_block(const ModelSpec& m, const StepShape& s)
-{
-  double T = static_cast<double>(s.micro_batch) * s.seq_len;
-  double h = m.hidden, V = m.vocab / tp(s), e = s.act_bytes, r = rep_div(s);
-  BlockPlan b;
-  b.name = "head";
-  double params = (m.final_norm ? m.norm_params() : 0.0) + m.head_params() / tp(s);
-  (s.lora.enabled ? b.frozen_params : b.params) = params;
-  b.input_bytes = T * h * e / r;
-  if (m.final_norm)
-    b.kernels.push_back(pointwise("final_ln", T * h / r, T * h / r, 8, s, T * h * e / r));
-  // Vocabulary-parallel logits: the input is replicated (gathered under sp); the logits
-  // (V/t columns) are kept for the loss's backward, and the loss keeps an fp32 softmax.
-  KernelPlan logits = gemm("logits", T, h, V, s, T * h * e + T * V * e);
-  if (s.tp > 1) {
-    if (s.sp && !b.kernels.empty())
-      b.kernels.back().fwd_after = {CollectiveKind::all_gather, T * h * e};
-    logits.bwd_after = {s.sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, T * h * e};
-  }
-  b.kernels.push_back(logits);
-  b.kernels.push_back(pointwise("loss", T * V, T * V, 5, s, T * V * 4));
-  b.backward_workspace = T * V * e + T * h * e;
   return b;
 }
 

@@ -38,6 +38,9 @@ struct KernelPlan {
   bool selective     = false; // recomputed in backward under selective recompute (attention core)
   TpComm fwd_after;           // after the forward kernel
   TpComm bwd_before, bwd_after;
+  // Whether the kernel has work in forward (backward); a gradient sum runs only in
+  // backward, a cast's forward only in forward.
+  bool runs(bool forward) const { return forward ? fwd_flops > 0 || fwd_bytes > 0 : bwd_flops > 0 || bwd_bytes > 0; }
 };
 
 struct BlockPlan {

@@ -1,7 +1,7 @@
 // The optimizer step, block by block in the order backward finishes them (last block
 // first), each as soon as its gradients are reduced.
-//   on the GPU   one elementwise kernel over this rank's shard; ZeRO-1/2 then all-gather
-//                the updated compute-precision weights;
+//   on the GPU   elementwise passes over this rank's shard (emit_gpu_step); ZeRO-1/2
+//                then all-gather the updated compute-precision weights;
 //   ZeRO-Offload the fp32 gradient shard is already in host DRAM (GradientSync); the
 //                step runs on the CPU socket at its FLOP rate and DRAM bandwidth, and the
 //                updated weights go H2D (overlapped with the next blocks' steps, as
@@ -40,23 +40,33 @@ void TrainingStepGenerator::emit_optimizer()
 
 void TrainingStepGenerator::emit_gpu_step(int b)
 {
+  // Megatron-LM's mixed-precision step, each pass its own kernel over this rank's shard:
+  //   fp16 only: unscale the gradients and check them for inf/NaN (read, write);
+  //   gradient norm for clipping (read);
+  //   the fused Adam (read gradient, master weights and states; write master and states):
+  //     g + 12 + 12 B per parameter for Adam;
+  //   copy the master weights into the compute weights (read 4, write 2);
+  //   zero the gradient buffer for the next step (write).
   Block& blk = blocks_[b];
   Stage& s   = stage_of(b);
   double n   = shard(blk.plan.params);
-  // Reads gradient, master weights and states, writes master, states and the compute
-  // weights: (2 + 12) + (12 + 2) = 28 B per parameter for mixed-precision Adam.
-  double touched = gradient_bytes_per_param() + 2 * optimizer_bytes_per_param() +
-                   (cfg_.mixed_precision() ? weight_bytes_per_param() : 0.0);
-  Op op;
-  op.kind   = OpKind::kernel;
-  op.stream = StreamKind::compute;
-  op.device = s.gpu;
-  op.name   = blk.plan.name + ".optimizer_step";
-  op.kclass = KernelClass::elementwise;
-  op.dtype  = Dtype::fp32;
-  op.flops  = flops_per_param(cfg_.optimizer) * n;
-  op.bytes  = touched * n;
-  OpId step = dag_.add(std::move(op), {blk.grads_ready});
+  double g   = gradient_bytes_per_param();
+  const std::string prefix = blk.plan.name + ".";
+  OpId last = blk.grads_ready;
+  auto pass = [&](const std::string& name, double flops, double bytes_per_param) {
+    Op op  = kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, flops * n, bytes_per_param * n, 0, prefix + name);
+    last   = dag_.add(std::move(op), {last});
+    return last;
+  };
+  if (cfg_.precision == Dtype::fp16)
+    pass("unscale_grads", 2, 2 * g);
+  pass("grad_norm", 2, g);
+  // Without mixed precision the states hold no master copy: the weights are read and written.
+  double weights = cfg_.mixed_precision() ? 0.0 : 2 * weight_bytes_per_param();
+  OpId step = pass("optimizer_step", flops_per_param(cfg_.optimizer), g + 2 * optimizer_bytes_per_param() + weights);
+  if (cfg_.mixed_precision())
+    step = pass("copy_to_weights", 1, 4 + weight_bytes_per_param());
+  pass("zero_grad_fill", 0, g);
   if (blk.grads.id != 0)
     dag_.free(blk.grads, s.gpu, StreamKind::compute, blk.plan.name + ".zero_grad");
   gather_updated_weights(b, step);

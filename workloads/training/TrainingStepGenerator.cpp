@@ -235,8 +235,8 @@ void TrainingStepGenerator::emit_forward(int b, int64_t mb)
     if (k.saved_bytes > 0 && !full && !(selective && k.selective))
       saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations, k.saved_bytes,
                             prefix + k.name + ".saved", {params});
-    OpId id = kernel(s.gpu, prefix + k.name, k, true, false);
-    dag_.depend(id, params);
+    if (k.runs(true))
+      dag_.depend(kernel(s.gpu, prefix + k.name, k, true, false), params);
     tp_collective(blk.stage, prefix + k.name + ".tp", k.fwd_after);
   }
   release_gather();
@@ -255,7 +255,8 @@ void TrainingStepGenerator::emit_recompute(int b, int64_t mb, bool selective_onl
     if (k.saved_bytes > 0)
       saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations, k.saved_bytes,
                             prefix + k.name + ".saved");
-    kernel(s.gpu, prefix + k.name, k, true, true);
+    if (k.runs(true))
+      kernel(s.gpu, prefix + k.name, k, true, true);
     if (!selective_only)
       tp_collective(blk.stage, prefix + k.name + ".tp", k.fwd_after);
   }
@@ -278,8 +279,8 @@ void TrainingStepGenerator::emit_backward(int b, int64_t mb)
   for (size_t i = blk.plan.kernels.size(); i-- > 0;) {
     const KernelPlan& k = blk.plan.kernels[i];
     tp_collective(blk.stage, prefix + k.name + ".tp_in", k.bwd_before);
-    OpId id = kernel(s.gpu, prefix + k.name, k, false, false);
-    dag_.depend(id, params);
+    if (k.runs(false))
+      dag_.depend(kernel(s.gpu, prefix + k.name, k, false, false), params);
     tp_collective(blk.stage, prefix + k.name + ".tp", k.bwd_after);
     if (saved[i].id != 0)
       dag_.free(saved[i], s.gpu, StreamKind::compute, prefix + k.name + ".free_saved");

@@ -1,0 +1,86 @@
+#include "KernelBuilders.hpp"
+
+namespace memwall::kernels {
+
+// A GEMM of tokens x in -> tokens x out with weights in x out (already split by tp).
+// A frozen GEMM (LoRA base) computes only the input gradient in backward; an adapted
+// one adds the rank-r adapter's two small GEMMs.
+KernelPlan gemm(const std::string& name, double tokens, double in, double out, const StepShape& s, double saved)
+{
+  KernelPlan k;
+  k.name      = name;
+  k.kclass    = KernelClass::gemm;
+  k.dtype     = s.gemm_dtype;
+  k.fwd_flops = 2 * tokens * in * out;
+  k.shape     = gemm_shape(tokens, out, in);
+  bool frozen    = s.lora.enabled;
+  double weights = in * out * (frozen ? s.frozen_weight_bytes : s.weight_bytes);
+  k.fwd_bytes = weights + tokens * (in + out) * s.act_bytes;
+  // Backward: input gradient and weight gradient, each a GEMM of the forward's size;
+  // reads the output gradient, the saved input and the weights, accumulates the gradient.
+  k.bwd_flops = 2 * k.fwd_flops;
+  k.bwd_bytes = 2 * weights + weights + tokens * (2 * in + out) * s.act_bytes;
+  if (frozen) {
+    k.bwd_flops = k.fwd_flops;
+    k.bwd_bytes = weights + tokens * (in + out) * s.act_bytes;
+  }
+  if (s.lora.targets_kernel(name)) {
+    double r       = static_cast<double>(s.lora.rank);
+    double adapter = 2 * tokens * r * (in + out);
+    k.fwd_flops += adapter;
+    k.bwd_flops += 2 * adapter;
+    k.fwd_bytes += r * (in + out) * s.weight_bytes + tokens * r * s.act_bytes;
+    k.bwd_bytes += 3 * r * (in + out) * s.weight_bytes + 2 * tokens * r * s.act_bytes;
+    saved += tokens * r * s.act_bytes; // the adapter's down-projection output
+  }
+  k.bwd_model_flops = k.bwd_flops;
+  k.saved_bytes     = saved;
+  return k;
+}
+
+// An elementwise or normalization kernel reading `in` and writing `out` elements.
+KernelPlan pointwise(const std::string& name, double in, double out, double flops_per_elem, const StepShape& s,
+                     double saved)
+{
+  KernelPlan k;
+  k.name        = name;
+  k.kclass      = KernelClass::elementwise;
+  k.dtype       = Dtype::fp32;
+  k.fwd_flops   = flops_per_elem * in;
+  k.fwd_bytes   = (in + out) * s.act_bytes;
+  k.bwd_flops   = 2 * k.fwd_flops;
+  k.bwd_bytes   = 2 * k.fwd_bytes;
+  k.saved_bytes = saved;
+  return k;
+}
+
+namespace {
+
+KernelPlan memory_bound(const std::string& name)
+{
+  KernelPlan k;
+  k.name   = name;
+  k.kclass = KernelClass::elementwise;
+  k.dtype  = Dtype::fp32;
+  return k;
+}
+
+} // namespace
+
+KernelPlan forward_only(const std::string& name, double bytes, double flops)
+{
+  KernelPlan k = memory_bound(name);
+  k.fwd_bytes  = bytes;
+  k.fwd_flops  = flops;
+  return k;
+}
+
+KernelPlan backward_only(const std::string& name, double bytes, double flops)
+{
+  KernelPlan k = memory_bound(name);
+  k.bwd_bytes  = bytes;
+  k.bwd_flops  = flops;
+  return k;
+}
+
+} // namespace memwall::kernels

@@ -1,0 +1,25 @@
+#pragma once
+// Builders of KernelPlans shared by the blocks (BlockKernels.cpp, EdgeBlocks.cpp).
+#include "BlockKernels.hpp"
+
+namespace memwall::kernels {
+
+// Replicated tensors are split by tp only under sequence parallelism.
+inline double rep_div(const StepShape& s) { return s.sp ? static_cast<double>(s.tp) : 1.0; }
+inline double tp(const StepShape& s) { return static_cast<double>(s.tp); }
+
+// A GEMM of tokens x in -> tokens x out with weights in x out (already split by tp),
+// forward and backward (input and weight gradients), saving `saved` bytes.
+KernelPlan gemm(const std::string& name, double tokens, double in, double out, const StepShape& s, double saved);
+
+// An elementwise or normalization kernel reading `in` and writing `out` elements in
+// forward; its backward reads and writes twice that.
+KernelPlan pointwise(const std::string& name, double in, double out, double flops_per_elem, const StepShape& s,
+                     double saved);
+
+// A memory-bound kernel that runs in one direction only (the other has no work): a
+// gradient accumulation in backward, a cast in forward. Bytes read plus written.
+KernelPlan forward_only(const std::string& name, double bytes, double flops);
+KernelPlan backward_only(const std::string& name, double bytes, double flops);
+
+} // namespace memwall::kernels
