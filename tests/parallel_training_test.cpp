@@ -249,6 +249,28 @@ TEST_CASE("zero_offload_on_two_gpus_behind_one_pcie_switch_is_slower_than_on_two
         Approx(2 * uplink_bytes(separate, "node0.pcieswitch0.uplink.up")).epsilon(1e-9));
 }
 
+TEST_CASE("zero_offload_gradient_buckets_wait_for_their_d2h_copies_two_in_flight", "[offload]")
+{
+  // One A100, ZeRO-2 with the optimizer on the CPU: each layer's bf16 gradient is built
+  // in a bucket of 12 h^2 x 2 B = 403 MB (h = 4096) and copied D2H at ~25 GB/s (16 ms),
+  // while a layer's backward at micro-batch 1 of 1024 tokens takes ~7 ms. DeepSpeed
+  // double-buffers its buckets (overlap_comm): backward waits once two are in flight,
+  // so the workspace holds at most 2 buckets plus the layer's activation gradients
+  // (2 T x 4h x 2 B = 33.6 MB) - never more at micro-batch 1 than at micro-batch 4.
+  auto workspace = [](int micro_batch) {
+    RunResult r = simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 1}\n"
+                                "model: {layers: 8, hidden: 4096, heads: 32, vocab: 1024, max_seq_len: 1024}\n"
+                                "training: {seq_len: 1024, global_batch: 4, zero: 2, offload: {optimizer: cpu}, "
+                                "micro_batch: " + std::to_string(micro_batch) + "}\n"),
+                           true);
+    return category_max(gpu_pool(r, 0, 0), MemCategory::workspace);
+  };
+  const double h = 4096, bucket = (12 * h * h + 13 * h) * 2, grads = 2 * 1024 * 4 * h * 2;
+  double one = workspace(1);
+  CHECK(one <= 2 * bucket + grads);
+  CHECK(one <= workspace(4));
+}
+
 TEST_CASE("qlora_keeps_the_base_in_4_bit_and_trains_only_the_adapters", "[lora]")
 {
   // GPT-2 medium, h = 1024, 24 layers, rank 8 on qkv (h -> 3h), proj (h -> h), mlp.up

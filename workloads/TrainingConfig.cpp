@@ -164,6 +164,10 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   t.bucket_bytes = r.quantity("bucket_bytes", QuantityKind::bytes, t.bucket_bytes, "gradient bucket size (DDP, ZeRO)");
   t.overlap_grad_reduce = r.flag("overlap_grad_reduce", t.overlap_grad_reduce,
                                  "reduce gradient buckets during backward instead of after it");
+  t.buckets_in_flight = r.integer("buckets_in_flight", t.buckets_in_flight,
+                                  "ZeRO-2/3: gradient buckets being reduced (and copied to the host) while backward "
+                                  "goes on; backward waits for the oldest beyond this (DeepSpeed overlap_comm: 2)",
+                                  1);
   t.lora = read_lora(r);
   read_offload(r, t);
   if (t.seq_len > model.max_seq_len)

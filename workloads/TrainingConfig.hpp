@@ -42,6 +42,7 @@ struct TrainingConfig {
   bool flash_attention = true;
   double bucket_bytes  = 25.0 * 1024 * 1024; // gradient bucket (PyTorch DDP default 25 MiB)
   bool overlap_grad_reduce = true;
+  int64_t buckets_in_flight = 2; // ZeRO-2/3: gradient buckets reducing while backward goes on
   LoraConfig lora;
   OffloadTarget offload_optimizer = OffloadTarget::none;
   OffloadTarget offload_params    = OffloadTarget::none;

@@ -28,10 +28,16 @@ void TrainingStepGenerator::alloc_gradients(int b)
       blk.host_grads = dag_.alloc(s.gpu, StreamKind::compute, s.host, MemCategory::gradients,
                                   4.0 * shard(blk.plan.params) * host_share(s, false), blk.plan.name + ".host_grads");
   }
-  // ZeRO-2/3: the block's full gradient of this micro-batch is built in a bucket.
-  if (cfg_.zero >= 2)
+  // ZeRO-2/3: the block's full gradient of this micro-batch is built in a bucket; with
+  // `buckets_in_flight` buckets still reducing, backward waits for the oldest.
+  if (cfg_.zero >= 2) {
     blk.bucket = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::workspace, full,
                             blk.plan.name + ".mb" + std::to_string(blk.backwards) + ".grad_bucket");
+    if (static_cast<int64_t>(s.buckets_in_flight.size()) >= cfg_.buckets_in_flight) {
+      dag_.depend(dag_.last_alloc_or_free(), s.buckets_in_flight.front());
+      s.buckets_in_flight.pop_front();
+    }
+  }
 }
 
 void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
@@ -67,7 +73,7 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
     last    = dag_.add(copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(full), name + ".grads_d2h"), {last});
     free_on = StreamKind::d2h;
   }
-  dag_.free(blk.bucket, s.gpu, free_on, name + ".free_grad_bucket", {last});
+  s.buckets_in_flight.push_back(dag_.free(blk.bucket, s.gpu, free_on, name + ".free_grad_bucket", {last}));
   blk.grads_ready = last;
 }
 

@@ -24,6 +24,7 @@
 #include "ParallelLayout.hpp"
 #include "TrainingConfig.hpp"
 
+#include <deque>
 #include <map>
 #include <memory>
 
@@ -56,6 +57,7 @@ private:
     int shadows_on_socket = 1, shadows_on_node = 1; // ranks sharing the host's DRAM / the node's NVMe
     std::vector<std::vector<int>> chunks;            // block indices per chunk, forward order
     double pending_bucket = 0;
+    std::deque<OpId> buckets_in_flight; // ZeRO-2/3: frees of the buckets still reducing
     std::vector<int> pending_blocks;
     std::vector<std::pair<double, std::vector<int>>> deferred_buckets; // when overlap is off
   };
