@@ -188,6 +188,30 @@ TEST_CASE("the_interleaved_bubble_is_divided_by_the_virtual_stages", "[pp]")
   CHECK(bubble_fraction(pipeline("interleaved", 8, 2)) == Approx(3.0 / 16).epsilon(0.02));
 }
 
+TEST_CASE("a_heavier_last_stage_adds_its_extra_time_per_micro_batch_to_the_bubble", "[pp]")
+{
+  // 4 stages of 2 layers; a 64k vocabulary puts a logits GEMM and loss on the last stage
+  // only. In 1F1B's steady state every micro-batch waits for the slowest stage, so the
+  // first stage idles (p - 1)/m of its own passes plus the head's whole time over the m
+  // micro-batches: stage imbalance, which Megatron-LM's placement of the head has too,
+  // not an artefact of the replay (the deep 530B and 1T pipelines show exactly this).
+  RunResult r = simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 4}\n"
+                              "model: {layers: 8, hidden: 4096, heads: 32, vocab: 65536, max_seq_len: 2048}\n"
+                              "training: {seq_len: 2048, micro_batch: 1, pp: 4, optimizer: sgd, global_batch: 16}\n"),
+                         true);
+  double passes = 0, head = 0;
+  for (const auto& op : r.ops) {
+    bool pass = op.name.find(".fwd.") != std::string::npos || op.name.find(".bwd.") != std::string::npos;
+    if (pass && op.kind == OpKind::kernel && op.device == DeviceRef{})
+      passes += op.end - op.start;
+    if (pass && op.name.rfind("head.", 0) == 0)
+      head += op.end - op.start;
+  }
+  INFO("passes of stage 0 " << passes << " s, head " << head << " s");
+  CHECK(head > passes / 2); // the imbalance is large enough to matter
+  CHECK(step_breakdown(r).pipeline_bubble == Approx(3.0 / 16 * passes + head).epsilon(0.03));
+}
+
 TEST_CASE("the_first_1f1b_stage_holds_activations_of_p_micro_batches_and_gpipe_of_m", "[pp][memory]")
 {
   // Korthikanti et al. 2022, §4.2.3: with 1F1B the first stage keeps p micro-batches
