@@ -1,5 +1,6 @@
 #include "Replayer.hpp"
 
+#include "CollectiveTiming.hpp"
 #include "KernelTiming.hpp"
 #include "ReplayedFlows.hpp"
 
@@ -198,9 +199,29 @@ std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
     for (size_t i = 0; i < extra.size() && i < phases.size(); ++i)
       phases[i].flows.insert(phases[i].flows.end(), extra[i].flows.begin(), extra[i].flows.end());
   }
+  calibrate_collective(op, group, phases);
   if (options_.fold_collectives)
     fold_collective(phases);
   return phases;
+}
+
+void Replayer::calibrate_collective(const Op& op, const std::vector<DeviceRef>& group,
+                                    std::vector<CollectivePhase>& phases)
+{
+  const ClusterSpec& c = platform_.cluster();
+  if (c.node.fabric != GpuFabric::nvswitch || group.size() < 2)
+    return;
+  for (const DeviceRef& d : group)
+    if (d.node != group.front().node)
+      return; // across nodes the network, not the GPU's profile, sets the speed
+  double hop = routes_[route_index(platform_.host(group[0]), platform_.host(group[1]))].latency;
+  CollectiveTiming t =
+      nvlink_collective_timing(c.node.gpu, op.collective, static_cast<int>(group.size()), op.bytes, hop);
+  for (CollectivePhase& p : phases)
+    for (Flow& f : p.flows)
+      f.bytes *= t.flow_scale;
+  if (t.delay_s > 0)
+    phases.insert(phases.begin(), CollectivePhase{{}, t.delay_s});
 }
 
 void Replayer::fold_collective(std::vector<CollectivePhase>& phases)

@@ -76,6 +76,8 @@ private:
   DeviceRef shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const;
   std::vector<CollectivePhase> plan_collective(const Op& op);
   void fold_collective(std::vector<CollectivePhase>& phases);
+  // NCCL's fitted efficiency and latency inside an NVSwitch node (CollectiveTiming.hpp).
+  void calibrate_collective(const Op& op, const std::vector<DeviceRef>& group, std::vector<CollectivePhase>& phases);
   bool start_collective_phase(OpId id);
   int route_index(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
   MemoryPool& pool(const DeviceRef& d);

@@ -111,3 +111,33 @@ TEST_CASE("folding_collectives_to_the_replayed_nodes_changes_no_time", "[collect
     }
   }
 }
+
+namespace {
+
+// One all-reduce of `bytes` over the 8 GPUs of a catalog node, with its shipped profile.
+double catalog_all_reduce(const std::string& node, double bytes)
+{
+  ExperimentSpec spec = parse_spec("hardware: {node: " + node +
+                                       "}\nmodel: {preset: gpt2}\ntraining: {seq_len: 128, global_batch: 8}\n",
+                                   "test.yaml", "");
+  OpDag dag;
+  dag.add(all_reduce(dag.add_group(gpus(1, 8)), bytes));
+  RunResult r = replay_in_child(spec.cluster, dag, {"auto", true});
+  return record(r, "allreduce").end;
+}
+
+} // namespace
+
+TEST_CASE("nvlink_all_reduces_run_at_ncclss_measured_speed_not_line_rate", "[collectives][calibration]")
+{
+  // Held out of the A100 profile's fit (Vidur and LLMCompass data): ml-engineering's
+  // all_reduce_perf on 8 x A100 SXM4, 512 MiB in 4218 us (busbw 222.7 GB/s) and 64 MiB
+  // in 684.6 us. At NVLink line rate (300 GB/s, 1 us hops) the ring would take
+  // 2 x 7/8 x 512 MiB / 300 GB/s + 14 us = 3146 us: 25 % fast.
+  CHECK(catalog_all_reduce("dgx-a100", 512.0 * 1024 * 1024) == Approx(4218e-6).epsilon(0.10));
+  CHECK(catalog_all_reduce("dgx-a100", 64.0 * 1024 * 1024) == Approx(684.6e-6).epsilon(0.10));
+  // 8 x H100: nccl-tests reaches ~370 GB/s bus bandwidth of NVLink 4's 450 GB/s line rate
+  // (NVIDIA/nccl-tests issue 212) at large sizes: 1 GiB takes 2(n-1)/n S / busbw.
+  const double S = 1024.0 * 1024 * 1024;
+  CHECK(catalog_all_reduce("dgx-h100", S) == Approx(2 * 7.0 / 8 * S / 370e9).epsilon(0.05));
+}
