@@ -130,3 +130,21 @@ TEST_CASE("a_llama_layer_has_rotary_plain_residual_adds_and_no_bias_gradients", 
   for (const auto& [name, bytes] : bwd)
     CHECK(name.find("bias_grad") == std::string::npos);
 }
+
+TEST_CASE("an_elementwise_backward_reads_the_gradient_and_what_was_saved_and_writes_one_gradient", "[inventory]")
+{
+  // Layer norm over s b h = 512 x 1024 elements of 2 B: forward reads x, writes y (4 B
+  // each); backward reads dy and the saved x, writes dx (6 B). Softmax over the scores
+  // b a s^2 = 16 x 512^2: forward 4 B, backward reads dy and y, writes dx: 6 B. Attention
+  // dropout: forward reads x, writes y and a 1-byte mask: 5 B; backward reads dy and the
+  // mask, writes dx: 5 B.
+  const double stream = 512.0 * 1024, scores = 16.0 * 512 * 512;
+  OpDag dag = workload(gpt);
+  auto fwd = kernels(dag, "L0.fwd."), bwd = kernels(dag, "L0.bwd.");
+  CHECK(fwd.at("ln1") == Approx(4 * stream));
+  CHECK(bwd.at("ln1") == Approx(6 * stream));
+  CHECK(fwd.at("attn.softmax") == Approx(4 * scores));
+  CHECK(bwd.at("attn.softmax") == Approx(6 * scores));
+  CHECK(fwd.at("attn.dropout") == Approx(5 * scores));
+  CHECK(bwd.at("attn.dropout") == Approx(5 * scores));
+}

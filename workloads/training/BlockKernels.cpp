@@ -49,7 +49,7 @@ void attention(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepShape&
   softmax.selective  = true;
   ks.push_back(softmax);
   if (m.dropout) {
-    KernelPlan drop = pointwise("attn.dropout", scores, scores, 2, s, scores * 1 + scores * e); // mask + output: 3as^2b
+    KernelPlan drop = dropout("attn.dropout", scores, s, scores * 1 + scores * e); // mask + output: 3as^2b
     drop.selective  = true;
     ks.push_back(drop);
   }
@@ -176,8 +176,11 @@ BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_
   ks.push_back(pointwise("ln1", stream, stream, 8, s, T * h * e / r));       // LN input: 2sbh
   ks.push_back(gemm("qkv", T, h, (h + 2 * kv) / t, s, T * h * e / r + T * (h + 2 * kv) * e / t)); // input 2sbh; Q, K, V 6sbh/t
   bias_grad(ks, m, "qkv", T * (h + 2 * kv) / t, e);
-  if (!m.learned_positions) // rotary on Q and K, in place
-    ks.push_back(pointwise("attn.rope", T * (h + kv) / t, T * (h + kv) / t, 6, s, 0));
+  if (!m.learned_positions) { // rotary on Q and K, in place
+    KernelPlan rope = pointwise("attn.rope", T * (h + kv) / t, T * (h + kv) / t, 6, s, 0);
+    rope.bwd_bytes  = rope.fwd_bytes; // the gradient rotated back, in place
+    ks.push_back(rope);
+  }
   attention(ks, m, s, T);
   ks.push_back(gemm("proj", T, h / t, h, s, T * h * e / t));                        // projection input: 2sbh/t
   bias_grad(ks, m, "proj", stream, e);

@@ -35,7 +35,7 @@ BlockPlan embedding_block(const ModelSpec& m, const StepShape& s)
     b.kernels.push_back(pos);
   }
   if (m.dropout)
-    b.kernels.push_back(pointwise("embed.dropout", T * h / rep_div(s), T * h / rep_div(s), 2, s, T * h / rep_div(s)));
+    b.kernels.push_back(dropout("embed.dropout", T * h / rep_div(s), s, T * h / rep_div(s)));
   b.backward_workspace = T * h * e;
   return b;
 }

@@ -48,9 +48,21 @@ KernelPlan pointwise(const std::string& name, double in, double out, double flop
   k.dtype       = Dtype::fp32;
   k.fwd_flops   = flops_per_elem * in;
   k.fwd_bytes   = (in + out) * s.act_bytes;
+  // Backward reads the output's gradient and the saved input (or output), writes the
+  // input's gradient.
   k.bwd_flops   = 2 * k.fwd_flops;
-  k.bwd_bytes   = 2 * k.fwd_bytes;
+  k.bwd_bytes   = (out + 2 * in) * s.act_bytes;
   k.saved_bytes = saved;
+  return k;
+}
+
+KernelPlan dropout(const std::string& name, double elems, const StepShape& s, double saved)
+{
+  // Forward reads the input and writes the output and a 1-byte mask; backward reads the
+  // gradient and the mask and writes the gradient.
+  KernelPlan k  = pointwise(name, elems, elems, 2, s, saved);
+  k.fwd_bytes   = (2 * s.act_bytes + 1) * elems;
+  k.bwd_bytes   = k.fwd_bytes;
   return k;
 }
 

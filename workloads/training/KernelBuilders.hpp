@@ -13,9 +13,12 @@ inline double tp(const StepShape& s) { return static_cast<double>(s.tp); }
 KernelPlan gemm(const std::string& name, double tokens, double in, double out, const StepShape& s, double saved);
 
 // An elementwise or normalization kernel reading `in` and writing `out` elements in
-// forward; its backward reads and writes twice that.
+// forward; its backward reads `out` gradients and `in` saved elements, writes `in`.
 KernelPlan pointwise(const std::string& name, double in, double out, double flops_per_elem, const StepShape& s,
                      double saved);
+
+// Dropout over `elems` activations with its 1-byte mask.
+KernelPlan dropout(const std::string& name, double elems, const StepShape& s, double saved);
 
 // A memory-bound kernel that runs in one direction only (the other has no work): a
 // gradient accumulation in backward, a cast in forward. Bytes read plus written.
