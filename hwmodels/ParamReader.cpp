@@ -39,6 +39,15 @@ std::string join(const std::vector<std::string>& v, const std::string& separator
   return out;
 }
 
+YAML::Node parse_yaml(const std::string& text, const std::string& file)
+{
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(file + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+  }
+}
+
 std::vector<ParamDoc>& param_docs()
 {
   static std::vector<ParamDoc> docs;

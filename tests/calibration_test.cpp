@@ -221,6 +221,12 @@ TEST_CASE("bad_calibration_input_is_one_line_and_exit_code_2", "[calibration][er
   CliResult r = run_cli("run " + source_path("examples/gpt2-1gpu-a100.yaml") + " --set hardware.profile=" + profile);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("hardware.profile") && Catch::Contains("is a profile of a40"));
+  // A profile that is not YAML at all: its file and line, exit 2.
+  std::string broken = temp_path("broken_profile.yaml");
+  write_file(broken, "gpu: a100-sxm4-80gb\ngemm: {fp16: [\n");
+  CliResult b = run_cli("run " + source_path("examples/gpt2-1gpu-a100.yaml") + " --set hardware.profile=" + broken);
+  CHECK(b.exit_code == 2);
+  CHECK_THAT(b.err, Catch::Contains("broken_profile.yaml:") && Catch::Contains("malformed YAML"));
   // No GPU here (or no microbenchmarks built): measure says so with exit 2.
   CliResult m = run_cli("calibrate measure -o " + temp_path("m.csv"));
   CHECK(m.exit_code == 2);

@@ -124,12 +124,7 @@ const CollectiveCurve* GpuProfile::collective(const std::string& kind, int ranks
 
 GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
 {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw InputError(file + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
+  YAML::Node root = parse_yaml(yaml_text, file);
   if (!root.IsMap())
     throw InputError(file + ": a hardware profile must be a YAML mapping (gpu, source, gemm, ...)");
   ParamReader r(root, file, "");

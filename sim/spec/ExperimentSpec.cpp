@@ -55,12 +55,7 @@ ExperimentSpec load_spec(const std::string& path, const std::vector<std::string>
 ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file, const std::string& spec_dir,
                           const std::vector<std::string>& overrides)
 {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(file + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
-  }
+  YAML::Node root = parse_yaml(yaml_text, file);
   if (!root.IsDefined() || root.IsNull())
     root = YAML::Node(YAML::NodeType::Map);
   for (const auto& o : overrides)

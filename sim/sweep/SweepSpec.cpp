@@ -94,12 +94,7 @@ SweepSpec load_sweep(const std::string& path)
 
 SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file, const std::string& dir)
 {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(file + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
-  }
+  YAML::Node root = parse_yaml(yaml_text, file);
   if (!root.IsMap())
     throw InputError(file + ": a sweep spec is a mapping with base (or spec), grid and/or zip, filter, metrics, record");
   SweepSpec s;
