@@ -45,31 +45,43 @@ size_t flush_bytes = 0;
 
 void flush_l2() { CHECK(cudaMemsetAsync(flush_buf, 0, flush_bytes)); }
 
-// Median time of `runs` calls of fn, each after an L2 flush, timed with events.
+// Seconds one call of fn takes on the stream, timed with events.
 template <typename Fn>
-double median_time(Fn fn, int runs, bool flush = true)
+double event_time(Fn fn)
 {
   cudaEvent_t a, b;
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
+  CHECK(cudaEventRecord(a));
+  fn();
+  CHECK(cudaEventRecord(b));
+  CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  CHECK(cudaEventElapsedTime(&ms, a, b));
+  CHECK(cudaEventDestroy(a));
+  CHECK(cudaEventDestroy(b));
+  return ms * 1e-3;
+}
+
+double median(std::vector<double> t)
+{
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Median time of `runs` calls of fn after a warm-up, each after an L2 flush.
+template <typename Fn>
+double median_time(Fn fn, int runs, bool flush = true)
+{
   fn(); // warm-up
   CHECK(cudaDeviceSynchronize());
   std::vector<double> t;
   for (int i = 0; i < runs; ++i) {
     if (flush)
       flush_l2();
-    CHECK(cudaEventRecord(a));
-    fn();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1e-3);
+    t.push_back(event_time(fn));
   }
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median(t);
 }
 
 std::string guess_gpu_id(const std::string& name)
@@ -265,26 +277,14 @@ void bench_managed(bool quick)
       char* p = nullptr;
       CHECK(cudaMallocManaged(&p, b));
       std::memset(p, 1, b); // resident on the host
-      cudaEvent_t e0, e1;
-      CHECK(cudaEventCreate(&e0));
-      CHECK(cudaEventCreate(&e1));
-      CHECK(cudaEventRecord(e0));
-      touch_kernel<<<1024, 256>>>(p, b, 4096);
-      CHECK(cudaEventRecord(e1));
-      CHECK(cudaEventSynchronize(e1));
-      float ms = 0;
-      CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      t.push_back(ms * 1e-3);
-      CHECK(cudaEventDestroy(e0));
-      CHECK(cudaEventDestroy(e1));
+      t.push_back(event_time([&] { touch_kernel<<<1024, 256>>>(p, b, 4096); }));
       CHECK(cudaFree(p));
     }
-    std::sort(t.begin(), t.end());
     Row r;
     r.benchmark = "managed_fault";
     r.bytes     = b;
-    r.samples   = 5;
-    r.time_s    = t[2];
+    r.samples   = static_cast<int>(t.size());
+    r.time_s    = median(t);
     rows.push_back(r);
   }
 }
