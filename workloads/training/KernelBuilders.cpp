@@ -38,14 +38,24 @@ KernelPlan gemm(const std::string& name, double tokens, double in, double out, c
   return k;
 }
 
+namespace {
+
+KernelPlan memory_bound(const std::string& name)
+{
+  KernelPlan k;
+  k.name   = name;
+  k.kclass = KernelClass::elementwise;
+  k.dtype  = Dtype::fp32;
+  return k;
+}
+
+} // namespace
+
 // An elementwise or normalization kernel reading `in` and writing `out` elements.
 KernelPlan pointwise(const std::string& name, double in, double out, double flops_per_elem, const StepShape& s,
                      double saved)
 {
-  KernelPlan k;
-  k.name        = name;
-  k.kclass      = KernelClass::elementwise;
-  k.dtype       = Dtype::fp32;
+  KernelPlan k  = memory_bound(name);
   k.fwd_flops   = flops_per_elem * in;
   k.fwd_bytes   = (in + out) * s.act_bytes;
   // Backward reads the output's gradient and the saved input (or output), writes the
@@ -65,19 +75,6 @@ KernelPlan dropout(const std::string& name, double elems, const StepShape& s, do
   k.bwd_bytes   = k.fwd_bytes;
   return k;
 }
-
-namespace {
-
-KernelPlan memory_bound(const std::string& name)
-{
-  KernelPlan k;
-  k.name   = name;
-  k.kclass = KernelClass::elementwise;
-  k.dtype  = Dtype::fp32;
-  return k;
-}
-
-} // namespace
 
 KernelPlan forward_only(const std::string& name, double bytes, double flops)
 {
