@@ -36,7 +36,10 @@ double q(ParamReader& r, const std::string& key, QuantityKind kind, const double
   return base ? r.quantity(key, kind, *base, desc) : r.required_quantity(key, kind, desc);
 }
 
-// A preset id, or a mapping with an optional `preset` to start from and overrides.
+// A preset id, or a mapping with an optional `preset` to start from and overrides. A
+// mapping without `preset` overrides the fallback (the node's GPU, say) where there is
+// one, so `--set hardware.gpu.hbm_achievable_bw=...` changes one field of the GPU the
+// spec already has; without a fallback the mapping must be complete.
 template <typename Spec, typename Preset, typename Read>
 Spec preset_or_inline(ParamReader& r, const std::string& key, const std::string& desc, const Spec* fallback,
                       Preset preset, Read read)
@@ -51,6 +54,11 @@ Spec preset_or_inline(ParamReader& r, const std::string& key, const std::string&
       Spec base = preset(base_id.Scalar(), inner.location("preset"));
       Spec out  = read(inner, &base);
       out.id    = base.id + "-custom";
+      return out;
+    }
+    if (fallback) {
+      Spec out = read(inner, fallback);
+      out.id   = fallback->id + "-custom";
       return out;
     }
     Spec out = read(inner, nullptr);
@@ -106,7 +114,7 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
   g.vendor = r.choice("vendor", b ? b->vendor : "nvidia", {"nvidia", "amd"}, "GPU vendor");
   g.memory_bytes = q(r, "memory_bytes", K::bytes, b ? &b->memory_bytes : nullptr,
                      "device memory as the driver reports it (nvidia-smi total)");
-  g.sms = static_cast<int>(r.integer("sms", g.sms, "streaming multiprocessors (compute units); 0 = unknown"));
+  g.sms = static_cast<int>(r.integer("sms", g.sms, "streaming multiprocessors (compute units); 0 = unknown", 0, "", 100'000));
   g.hbm_peak_bw  = q(r, "hbm_peak_bw", K::rate, b ? &b->hbm_peak_bw : nullptr, "datasheet memory bandwidth");
   g.hbm_achievable_bw =
       q(r, "hbm_achievable_bw", K::rate, b ? &b->hbm_achievable_bw : nullptr, "sustained memory bandwidth");
@@ -129,12 +137,12 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
     r.fail("matmul_efficiency", "efficiencies must lie in (0, 1]");
   g.kernel_overhead_s = r.quantity("kernel_overhead_s", K::seconds, g.kernel_overhead_s, "launch and tail time per kernel");
   g.context_bytes     = r.quantity("context_bytes", K::bytes, g.context_bytes, "CUDA context and library handles");
-  g.pcie_gen          = static_cast<int>(r.integer("pcie_gen", g.pcie_gen, "PCIe generation of the host link", 1));
-  g.pcie_lanes        = static_cast<int>(r.integer("pcie_lanes", g.pcie_lanes, "PCIe lanes of the host link", 1));
+  g.pcie_gen          = static_cast<int>(r.integer("pcie_gen", g.pcie_gen, "PCIe generation of the host link", 1, "", 7));
+  g.pcie_lanes        = static_cast<int>(r.integer("pcie_lanes", g.pcie_lanes, "PCIe lanes of the host link", 1, "", 32));
   g.h2d_bw    = q(r, "h2d_bw", K::rate, b ? &b->h2d_bw : nullptr, "achievable pinned host-to-device bandwidth");
   g.d2h_bw    = q(r, "d2h_bw", K::rate, b ? &b->d2h_bw : nullptr, "achievable pinned device-to-host bandwidth");
   g.nvlink_bw = r.quantity("nvlink_bw", K::rate, g.nvlink_bw, "GPU-to-GPU bandwidth per direction, 0 if none");
-  g.price_usd = r.number("price_usd", g.price_usd, "indicative price per GPU in USD");
+  g.price_usd = r.number("price_usd", g.price_usd, "indicative price per GPU in USD", 0, 1e9);
   auto positive = [&](const char* key, double v) {
     if (v <= 0)
       r.fail(key, "must be positive");
@@ -164,28 +172,29 @@ NodeSpec read_node(ParamReader& r, const NodeSpec* base)
   const NodeSpec* b = base;
   n.name = b ? r.text("name", b->name, "node name") : r.required_text("name", "node name");
   n.gpu = read_gpu_ref(r, "gpu", "the node's GPU: preset id (see `memwall list gpus`) or mapping", b ? &b->gpu : nullptr);
-  n.gpus   = static_cast<int>(b ? r.integer("gpus", b->gpus, "GPUs in the node", 1) : r.required_integer("gpus", "GPUs in the node", 1));
+  n.gpus   = static_cast<int>(b ? r.integer("gpus", b->gpus, "GPUs in the node", 1, "", 1024)
+                                : r.required_integer("gpus", "GPUs in the node", 1, 1024));
   std::string fabric = r.choice("fabric", n.fabric == GpuFabric::nvswitch ? "nvswitch" : "pcie", {"nvswitch", "pcie"},
                                 "how GPUs reach each other: NVSwitch, or through host memory over PCIe");
   n.fabric = fabric == "nvswitch" ? GpuFabric::nvswitch : GpuFabric::pcie;
   if (n.fabric == GpuFabric::nvswitch && n.gpu.nvlink_bw <= 0)
     r.fail("fabric", "nvswitch needs a GPU with nvlink_bw > 0");
   n.nvlink_latency_s = r.quantity("nvlink_latency_s", K::seconds, n.nvlink_latency_s, "NVLink hop latency");
-  n.sockets = static_cast<int>(r.integer("sockets", n.sockets, "CPU sockets", 1));
+  n.sockets = static_cast<int>(r.integer("sockets", n.sockets, "CPU sockets", 1, "", 16));
   n.cpu_flops_per_socket = r.quantity("cpu_flops_per_socket", K::flop_rate, n.cpu_flops_per_socket, "fp32 peak per socket");
   n.dram_bytes = q(r, "dram_bytes", K::bytes, b ? &b->dram_bytes : nullptr, "host memory of the node");
   n.dram_bw_per_socket = r.quantity("dram_bw_per_socket", K::rate, n.dram_bw_per_socket, "achievable DRAM bandwidth per socket");
   n.socket_link_bw = r.quantity("socket_link_bw", K::rate, n.socket_link_bw, "inter-socket bandwidth per direction");
-  n.gpus_per_pcie_switch = static_cast<int>(r.integer("gpus_per_pcie_switch", n.gpus_per_pcie_switch, "GPUs sharing one PCIe switch uplink", 1));
+  n.gpus_per_pcie_switch = static_cast<int>(r.integer("gpus_per_pcie_switch", n.gpus_per_pcie_switch, "GPUs sharing one PCIe switch uplink", 1, "", 1024));
   n.pcie_uplink_bw = r.quantity("pcie_uplink_bw", K::rate, n.pcie_uplink_bw, "PCIe switch uplink bandwidth per direction");
   n.pcie_latency_s = r.quantity("pcie_latency_s", K::seconds, n.pcie_latency_s, "PCIe hop latency");
-  n.nics           = static_cast<int>(r.integer("nics", n.nics, "InfiniBand NICs for compute traffic"));
+  n.nics           = static_cast<int>(r.integer("nics", n.nics, "InfiniBand NICs for compute traffic", 0, "", 64));
   n.nic_bw         = r.quantity("nic_bw", K::rate, n.nic_bw, "bandwidth per NIC per direction");
   n.nic_latency_s  = r.quantity("nic_latency_s", K::seconds, n.nic_latency_s, "NIC latency");
   n.nvme_bytes     = r.quantity("nvme_bytes", K::bytes, n.nvme_bytes, "local NVMe capacity");
   n.nvme_read_bw   = r.quantity("nvme_read_bw", K::rate, n.nvme_read_bw, "NVMe sequential read bandwidth");
   n.nvme_write_bw  = r.quantity("nvme_write_bw", K::rate, n.nvme_write_bw, "NVMe sequential write bandwidth");
-  n.price_usd      = r.number("price_usd", n.price_usd, "indicative node price in USD, GPUs included");
+  n.price_usd      = r.number("price_usd", n.price_usd, "indicative node price in USD, GPUs included", 0, 1e10);
   if (n.gpus_per_pcie_switch > n.gpus)
     r.fail("gpus_per_pcie_switch", "cannot exceed gpus (" + std::to_string(n.gpus) + ")");
   if (n.nics > 0 && n.nic_bw <= 0)

@@ -155,24 +155,24 @@ void ParamReader::require(const std::string& key, const std::string& type, const
   fail(key, "is required (" + desc + ")");
 }
 
-double ParamReader::number(const std::string& key, double def, const std::string& desc, double min)
+double ParamReader::number(const std::string& key, double def, const std::string& desc, double min, double max)
 {
-  YAML::Node n = get(key, "number >= " + format_number(min), format_number(def), desc);
+  YAML::Node n = get(key, "number in [" + format_number(min) + ", " + format_number(max) + "]", format_number(def), desc);
   if (!n.IsDefined())
     return def;
   std::string s = scalar(key, n, "a number");
   auto v        = parse_quantity(s, QuantityKind::plain);
   if (!v)
     fail(key, "expected a number, got '" + s + "'");
-  if (*v < min)
-    fail(key, "must be >= " + format_number(min) + ", got " + s);
+  if (*v < min || *v > max)
+    fail(key, "must lie in [" + format_number(min) + ", " + format_number(max) + "], got " + s);
   return *v;
 }
 
-double ParamReader::required_number(const std::string& key, const std::string& desc, double min)
+double ParamReader::required_number(const std::string& key, const std::string& desc, double min, double max)
 {
   require(key, "number", desc);
-  return number(key, 0.0, desc, min);
+  return number(key, 0.0, desc, min, max);
 }
 
 double ParamReader::quantity(const std::string& key, QuantityKind kind, double def, const std::string& desc)
@@ -190,6 +190,10 @@ double ParamReader::quantity(const std::string& key, QuantityKind kind, double d
     fail(key, "expected " + type + ", got '" + s + "'");
   if (*v < 0)
     fail(key, "must not be negative, got " + s);
+  QuantityLimits lim = quantity_limits(kind);
+  if (*v != 0 && (*v < lim.smallest_nonzero || *v > lim.largest))
+    fail(key, "must be 0 or lie in [" + format_number(lim.smallest_nonzero) + ", " + format_number(lim.largest) + "] " +
+                  lim.unit + ", got " + s);
   return *v;
 }
 
@@ -200,25 +204,25 @@ double ParamReader::required_quantity(const std::string& key, QuantityKind kind,
 }
 
 int64_t ParamReader::integer(const std::string& key, int64_t def, const std::string& desc, int64_t min,
-                             const std::string& default_text)
+                             const std::string& default_text, int64_t max)
 {
-  YAML::Node n = get(key, "integer >= " + std::to_string(min), default_text.empty() ? std::to_string(def) : default_text,
-                     desc);
+  YAML::Node n = get(key, "integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]",
+                     default_text.empty() ? std::to_string(def) : default_text, desc);
   if (!n.IsDefined())
     return def;
   std::string s = scalar(key, n, "an integer");
   auto v        = parse_quantity(s, QuantityKind::plain);
   if (!v || std::floor(*v) != *v || std::fabs(*v) > 9e15)
     fail(key, "expected an integer, got '" + s + "'");
-  if (*v < static_cast<double>(min))
-    fail(key, "must be >= " + std::to_string(min) + ", got " + s);
+  if (*v < static_cast<double>(min) || *v > static_cast<double>(max))
+    fail(key, "must lie in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + s);
   return static_cast<int64_t>(*v);
 }
 
-int64_t ParamReader::required_integer(const std::string& key, const std::string& desc, int64_t min)
+int64_t ParamReader::required_integer(const std::string& key, const std::string& desc, int64_t min, int64_t max)
 {
   require(key, "integer", desc);
-  return integer(key, 0, desc, min);
+  return integer(key, 0, desc, min, "", max);
 }
 
 bool ParamReader::flag(const std::string& key, bool def, const std::string& desc)

@@ -32,16 +32,22 @@ public:
   // `node` must be a mapping (or null: then every key takes its default).
   ParamReader(YAML::Node node, std::string file, std::string path);
 
-  double number(const std::string& key, double def, const std::string& desc, double min = 0.0);
-  double required_number(const std::string& key, const std::string& desc, double min = 0.0);
-  // A non-negative quantity with an optional unit ("80 GB", "25 GB/s", "1 us").
+  // Values beyond [min, max] are refused with the range named.
+  double number(const std::string& key, double def, const std::string& desc, double min = 0.0, double max = 1e15);
+  double required_number(const std::string& key, const std::string& desc, double min = 0.0, double max = 1e15);
+  // A non-negative quantity with an optional unit ("80 GB", "25 GB/s", "1 us"), 0 or
+  // within quantity_limits(kind).
   double quantity(const std::string& key, QuantityKind kind, double def, const std::string& desc);
   double required_quantity(const std::string& key, QuantityKind kind, const std::string& desc);
   // `default_text` documents a default that is derived rather than fixed (then `def` is
   // only what an absent key reads as).
+  // Values beyond [min, max] are refused with the range named; the default max keeps
+  // every value inside an int.
   int64_t integer(const std::string& key, int64_t def, const std::string& desc, int64_t min = 0,
-                  const std::string& default_text = "");
-  int64_t required_integer(const std::string& key, const std::string& desc, int64_t min = 0);
+                  const std::string& default_text = "", int64_t max = default_integer_max);
+  int64_t required_integer(const std::string& key, const std::string& desc, int64_t min = 0,
+                           int64_t max = default_integer_max);
+  static constexpr int64_t default_integer_max = 1'000'000'000;
   bool flag(const std::string& key, bool def, const std::string& desc);
   std::string choice(const std::string& key, const std::string& def, const std::vector<std::string>& allowed,
                      const std::string& desc);

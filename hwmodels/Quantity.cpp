@@ -111,6 +111,18 @@ std::optional<double> parse_quantity(const std::string& raw, QuantityKind kind)
   return value * *scale;
 }
 
+QuantityLimits quantity_limits(QuantityKind kind)
+{
+  switch (kind) {
+    case QuantityKind::bytes: return {1, 1e18, "B"};              // 1 byte .. 1 EB
+    case QuantityKind::rate: return {1e3, 1e18, "B/s"};           // 1 kB/s .. 1 EB/s (a fit's flat regime)
+    case QuantityKind::flop_rate: return {1e6, 1e19, "FLOP/s"};   // 1 MFLOP/s .. 10 EFLOP/s
+    case QuantityKind::seconds: return {1e-12, 1e4, "s"};         // 1 ps .. 2.8 hours
+    case QuantityKind::plain: return {0, 1e15, ""};
+  }
+  return {0, 1e15, ""};
+}
+
 std::string format_gib(double bytes)
 {
   char buf[64];

@@ -12,6 +12,16 @@ enum class QuantityKind { bytes, rate, flop_rate, seconds, plain };
 // Bytes and rates are returned in bytes and bytes/s, FLOP rates in FLOP/s, times in s.
 std::optional<double> parse_quantity(const std::string& text, QuantityKind kind);
 
+// The range a spec may give a quantity of each kind (0 stays allowed where a key allows
+// it). Beyond it no real hardware exists and simulated times overflow or turn to
+// nonsense: 1e-300 B/s makes one kernel outlast the range of a double.
+struct QuantityLimits {
+  double smallest_nonzero;
+  double largest;
+  const char* unit; // for the message: "B", "B/s", "FLOP/s", "s"
+};
+QuantityLimits quantity_limits(QuantityKind kind);
+
 // Formats bytes for humans with an explicit unit: "79.2 GiB".
 std::string format_gib(double bytes);
 std::string format_si(double value, const std::string& unit); // "1.23 TFLOP/s"

@@ -95,6 +95,15 @@ RunResult Replayer::run()
     });
   }
   sg4::Engine* engine = sg4::Engine::get_instance();
+  replay_loop(engine);
+  if (completed_ != dag_.size())
+    throw std::runtime_error("replay stalled: " + std::to_string(dag_.size() - completed_) +
+                             " ops never became ready (the op DAG has a cycle)");
+  return collect();
+}
+
+void Replayer::replay_loop(sg4::Engine* engine)
+{
   for (;;) {
     drain_ready();
     engine->run();
@@ -109,10 +118,6 @@ RunResult Replayer::run()
     if (d.kind == StepDecision::Kind::wait && d.wake_at > sg4::Engine::get_clock())
       start_exec(OpDag::none, platform_.timer(), (d.wake_at - sg4::Engine::get_clock()) * platform_.timer()->get_speed());
   }
-  if (completed_ != dag_.size())
-    throw std::runtime_error("replay stalled: " + std::to_string(dag_.size() - completed_) +
-                             " ops never became ready (the op DAG has a cycle)");
-  return collect();
 }
 
 void Replayer::drain_ready()

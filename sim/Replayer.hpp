@@ -82,6 +82,8 @@ private:
   int route_index(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
   MemoryPool& pool(const DeviceRef& d);
   void drain_ready();
+  // Runs the engine until the DAG (and the step source, if any) has nothing left.
+  void replay_loop(simgrid::s4u::Engine* engine);
   // Registers ops [taken_, dag size) that the source appended: their unfinished
   // dependencies, the nodes they run on, and which GPUs have HBM shared by concurrent
   // kernels.

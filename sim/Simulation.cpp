@@ -2,6 +2,7 @@
 
 #include "ChildPool.hpp"
 #include "InputError.hpp"
+#include "StderrCapture.hpp"
 #include "TrainingStepGenerator.hpp"
 #include "inference/ServingDriver.hpp"
 
@@ -42,12 +43,27 @@ static RunResult in_child(const std::function<RunResult()>& work)
   return nlohmann::json::from_cbor(out.data).get<RunResult>();
 }
 
+// Runs `work` with SimGrid's direct writes to stderr held back (StderrCapture.hpp).
+template <typename Work>
+static RunResult with_simgrid_stderr_captured(Work work)
+{
+  StderrCapture simgrid_stderr;
+  try {
+    return work();
+  } catch (...) {
+    simgrid_stderr.drop();
+    throw;
+  }
+}
+
 RunResult replay(const ClusterSpec& cluster, const OpDag& dag, const ReplayOptions& options)
 {
-  start_engine();
-  Platform platform(cluster);
-  Replayer replayer(dag, platform, options);
-  return replayer.run();
+  return with_simgrid_stderr_captured([&] {
+    start_engine();
+    Platform platform(cluster);
+    Replayer replayer(dag, platform, options);
+    return replayer.run();
+  });
 }
 
 RunResult replay_in_child(const ClusterSpec& cluster, const OpDag& dag, const ReplayOptions& options)
@@ -57,11 +73,13 @@ RunResult replay_in_child(const ClusterSpec& cluster, const OpDag& dag, const Re
 
 RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options)
 {
-  start_engine();
-  Platform platform(spec.cluster);
   ServingDriver driver(spec.model, spec.inference, spec.cluster);
-  Replayer replayer(driver, platform, options);
-  RunResult r             = replayer.run();
+  RunResult r = with_simgrid_stderr_captured([&] {
+    start_engine();
+    Platform platform(spec.cluster);
+    Replayer replayer(driver, platform, options);
+    return replayer.run();
+  });
   r.model_flops_per_step = driver.model_flops();
   r.serving              = driver.take_stats();
   for (const RequestRecord& q : r.serving.requests)

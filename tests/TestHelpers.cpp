@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -91,6 +92,26 @@ CliResult run_cli(const std::string& args, const std::string& launcher)
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
+}
+
+} // namespace memwall::test
+
+namespace memwall::test {
+
+std::string refused(const std::string& name, const std::string& yaml, const std::string& extra)
+{
+  std::string spec = temp_path(name + ".yaml");
+  std::string h5   = temp_path(name + ".h5");
+  std::string tr   = temp_path(name + ".trace.json");
+  write_file(spec, yaml);
+  CliResult r = run_cli("run " + spec + " -o " + h5 + " --trace " + tr + " " + extra);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.out.empty());
+  CHECK_FALSE(std::filesystem::exists(h5));
+  CHECK_FALSE(std::filesystem::exists(tr));
+  return r.err;
 }
 
 } // namespace memwall::test

@@ -23,6 +23,14 @@ struct CliResult {
 // Runs the memwall binary with `args` (shell-quoted by the caller), after `launcher`
 // when given (environment settings, mpirun and its options).
 CliResult run_cli(const std::string& args, const std::string& launcher = "");
+// Runs `memwall run` on `yaml` (written to NAME.yaml) with -o and --trace and `extra`;
+// checks the bad-input contract (exit 2, one line on stderr, nothing on stdout, no
+// output file) and returns the error line.
+std::string refused(const std::string& name, const std::string& yaml, const std::string& extra = "");
+// GPT-2 small on a desktop RTX 4070, 2 sequences of 256 tokens: a spec that runs in
+// well under a second, for tests that change one key of it.
+inline const std::string small_training_spec = "hardware:\n  node: desktop-4070\nmodel:\n  preset: gpt2\ntraining:\n"
+                                               "  seq_len: 256\n  global_batch: 2\n  micro_batch: 1\n";
 std::string source_path(const std::string& relative);
 std::string temp_path(const std::string& name);
 void write_file(const std::string& path, const std::string& text);

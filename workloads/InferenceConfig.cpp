@@ -1,5 +1,6 @@
 #include "InferenceConfig.hpp"
 
+#include "InputLimits.hpp"
 #include "inference/PoissonRequests.hpp"
 #include "inference/RequestTrace.hpp"
 #include "inference/kv/KvManager.hpp"
@@ -28,16 +29,20 @@ LengthDistribution read_length(ParamReader& parent, const std::string& key, int6
   if (!n.IsDefined() || n.IsNull())
     return d;
   if (n.IsScalar()) {
-    ParamReader wrap(YAML::Load("{value: " + n.as<std::string>() + "}"), parent.file(), parent.path() + "." + key);
-    d.value = wrap.integer("value", def, what + " tokens", 1);
+    YAML::Node wrapped;
+    wrapped["value"] = n;
+    ParamReader wrap(wrapped, parent.file(), parent.path() + "." + key);
+    d.value = wrap.integer("value", def, what + " tokens", 1, "", limits::tokens);
     return d;
   }
   ParamReader r(n, parent.file(), parent.path() + "." + key);
   d.dist  = r.choice("dist", "fixed", {"fixed", "uniform", "exponential"}, "length distribution");
-  d.value = r.integer("value", def, "fixed: the length", 1);
-  d.min   = r.integer("min", 1, "uniform / exponential: the smallest length", 1);
-  d.max   = r.integer("max", std::max<int64_t>(def, 1), "uniform / exponential: the largest length", 1);
-  d.mean  = r.number("mean", static_cast<double>(def), "exponential: the mean before clipping to [min, max]", 1.0);
+  d.value = r.integer("value", def, "fixed: the length", 1, "", limits::tokens);
+  d.min   = r.integer("min", 1, "uniform / exponential: the smallest length", 1, "", limits::tokens);
+  d.max   = r.integer("max", std::max<int64_t>(def, 1), "uniform / exponential: the largest length", 1, "",
+                      limits::tokens);
+  d.mean  = r.number("mean", static_cast<double>(def), "exponential: the mean before clipping to [min, max]", 1.0,
+                     static_cast<double>(limits::tokens));
   if (d.max < d.min)
     r.fail("max", "max " + str(d.max) + " is below min " + str(d.min));
   r.finish();
@@ -52,9 +57,10 @@ std::vector<Request> read_requests(ParamReader& r, InferenceConfig& c, const std
   if (int(batch) + int(trace) + int(poisson) > 1)
     r.fail(trace ? "trace" : "poisson",
            "give one source of requests: batch/prompt_len/output_len, trace, or poisson");
-  int64_t b      = r.integer("batch", 1, "fixed batch: sequences generated together, all arriving at t = 0", 1);
-  int64_t prompt = r.integer("prompt_len", 512, "fixed batch: prompt tokens per sequence", 1);
-  int64_t output = r.integer("output_len", 128, "fixed batch: generated tokens per sequence", 1);
+  int64_t b      = r.integer("batch", 1, "fixed batch: sequences generated together, all arriving at t = 0", 1, "",
+                             limits::requests);
+  int64_t prompt = r.integer("prompt_len", 512, "fixed batch: prompt tokens per sequence", 1, "", limits::tokens);
+  int64_t output = r.integer("output_len", 128, "fixed batch: generated tokens per sequence", 1, "", limits::tokens);
   YAML::Node t = r.take("trace", "path", "request trace: CSV with a header (arrival_time|TIMESTAMP, "
                         "prompt_tokens|ContextTokens, output_tokens|GeneratedTokens) or JSONL", "none");
   if (trace && (!t.IsScalar() || t.Scalar().empty()))
@@ -62,9 +68,10 @@ std::vector<Request> read_requests(ParamReader& r, InferenceConfig& c, const std
   std::string path = trace ? t.Scalar() : "";
   ParamReader p = r.section("poisson", "synthetic requests with Poisson arrivals");
   PoissonConfig pc;
-  pc.rate     = p.number("rate", pc.rate, "arrivals per second", 1e-9);
-  pc.requests = p.integer("requests", pc.requests, "number of requests", 1);
-  pc.seed     = static_cast<uint64_t>(p.integer("seed", 1, "random seed (same seed, same requests)", 0));
+  pc.rate     = p.number("rate", pc.rate, "arrivals per second", 1e-6, 1e9);
+  pc.requests = p.integer("requests", pc.requests, "number of requests", 1, "", limits::requests);
+  pc.seed     = static_cast<uint64_t>(
+      p.integer("seed", 1, "random seed (same seed, same requests)", 0, "", 9'000'000'000'000'000));
   pc.prompt   = read_length(p, "prompt_len", 512, "prompt");
   pc.output   = read_length(p, "output_len", 128, "output");
   p.finish();
@@ -166,25 +173,26 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
   c.gpu_memory_utilization = r.number("gpu_memory_utilization", 0.9,
                                       "fraction of GPU memory the server may use; the KV cache gets what is left", 0.0);
   c.max_model_len = r.integer("max_model_len", model.max_seq_len, "longest prompt + output allowed", 1,
-                              "the model's max_seq_len");
+                              "the model's max_seq_len", limits::tokens);
   std::string sched_default = c.source == "batch" ? "static" : "continuous";
   c.scheduler = r.choice("scheduler", sched_default, batch_scheduler_registry().names(),
                          "batching: static (a batch runs to its longest output) or continuous (vLLM); "
                          "see `memwall list schedulers`");
-  c.max_num_seqs = r.integer("max_num_seqs", 256, "most sequences in one iteration", 1);
+  c.max_num_seqs = r.integer("max_num_seqs", 256, "most sequences in one iteration", 1, "", limits::requests);
   c.chunked_prefill = r.flag("chunked_prefill", false, "split prefills into chunks mixed with decodes");
   c.max_num_batched_tokens = r.integer("max_num_batched_tokens", 0, "most tokens in one iteration", 1,
-                                       "512 with chunked prefill, else max(max_model_len, 2048)");
+                                       "512 with chunked prefill, else max(max_model_len, 2048)", limits::tokens);
   if (!r.has("max_num_batched_tokens"))
     c.max_num_batched_tokens = c.chunked_prefill ? 512 : std::max<int64_t>(c.max_model_len, 2048);
   c.kv_manager = r.choice("kv_manager", "paged", kv_manager_registry().names(),
                           "paged blocks (vLLM) or a contiguous reservation of max_model_len per request; "
                           "see `memwall list kv-managers`");
-  c.block_size = r.integer("block_size", 16, "paged KV: tokens per block", 0);
+  c.block_size = r.integer("block_size", 16, "paged KV: tokens per block", 0, "", limits::tokens);
   c.preemption = r.choice("preemption", "recompute", {"recompute", "swap"},
                           "when KV blocks run out: drop and recompute a sequence, or swap its KV to host memory");
   c.swap_space = r.quantity("swap_space", QuantityKind::bytes, c.swap_space, "host memory for swapped KV per GPU");
-  c.shared_prefix = r.integer("shared_prefix", 0, "tokens of a system prompt every prompt starts with (shared KV)", 0);
+  c.shared_prefix = r.integer("shared_prefix", 0, "tokens of a system prompt every prompt starts with (shared KV)", 0, "",
+                              limits::tokens);
   ParamReader o = r.section("offload", "FlexGen-style offload of weights and KV cache, streamed per layer");
   c.offload_weights  = place(o.choice("weights", "none", {"none", "cpu", "nvme"}, "where offloaded weights live"));
   c.weights_fraction = o.number("weights_fraction", 1.0, "part of each layer's weights off the GPU", 0.0);

@@ -1,6 +1,7 @@
 #include "ModelReader.hpp"
 
 #include "HfConfigReader.hpp"
+#include "InputLimits.hpp"
 #include "ModelPresets.hpp"
 
 #include <filesystem>
@@ -31,16 +32,19 @@ ModelSpec read_model_section(ParamReader& r, const std::string& spec_dir)
     m.name = "custom";
     m.family = "gpt";
   }
-  auto dim = [&](const char* key, int64_t base, const char* desc) {
-    return based ? r.integer(key, base, desc, 1) : r.required_integer(key, desc, 1);
+  auto dim = [&](const char* key, int64_t base, const char* desc, int64_t max) {
+    return based ? r.integer(key, base, desc, 1, "", max) : r.required_integer(key, desc, 1, max);
   };
-  m.layers     = dim("layers", m.layers, "transformer layers");
-  m.hidden     = dim("hidden", m.hidden, "hidden size h");
-  m.heads      = dim("heads", m.heads, "attention heads a");
-  m.kv_heads   = r.integer("kv_heads", based ? m.kv_heads : m.heads, "key/value heads (GQA/MQA); default: heads", 1);
-  m.ffn_hidden = r.integer("ffn_hidden", based ? m.ffn_hidden : 4 * m.hidden, "MLP inner size; default 4h", 1);
-  m.vocab      = dim("vocab", m.vocab, "vocabulary size V");
-  m.max_seq_len = r.integer("max_seq_len", based ? m.max_seq_len : 2048, "longest sequence the model accepts", 1);
+  m.layers     = dim("layers", m.layers, "transformer layers", limits::layers);
+  m.hidden     = dim("hidden", m.hidden, "hidden size h", limits::width);
+  m.heads      = dim("heads", m.heads, "attention heads a", limits::heads);
+  m.kv_heads   = r.integer("kv_heads", based ? m.kv_heads : m.heads, "key/value heads (GQA/MQA); default: heads", 1, "",
+                           limits::heads);
+  m.ffn_hidden = r.integer("ffn_hidden", based ? m.ffn_hidden : 4 * m.hidden, "MLP inner size; default 4h", 1, "",
+                           limits::width);
+  m.vocab      = dim("vocab", m.vocab, "vocabulary size V", limits::vocab);
+  m.max_seq_len = r.integer("max_seq_len", based ? m.max_seq_len : 2048, "longest sequence the model accepts", 1, "",
+                            limits::tokens);
   std::string mlp = r.choice("mlp", m.mlp == MlpKind::swiglu ? "swiglu" : "gelu", {"gelu", "swiglu"},
                              "MLP form: 2 matrices with GELU or 3 with SwiGLU");
   m.mlp = mlp == "swiglu" ? MlpKind::swiglu : MlpKind::gelu;

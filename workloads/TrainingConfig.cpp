@@ -1,5 +1,6 @@
 #include "TrainingConfig.hpp"
 
+#include "InputLimits.hpp"
 #include "PipelineSchedule.hpp"
 
 #include <algorithm>
@@ -71,6 +72,11 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
   if (t.global_batch % (t.micro_batch * t.dp) != 0)
     r.fail("global_batch", "global_batch " + str(t.global_batch) + " is not a multiple of micro_batch x dp = " +
                                str(t.micro_batch * t.dp));
+  int64_t passes = t.micro_batches() * (m.layers / t.pp);
+  if (passes > limits::layer_passes)
+    r.fail("global_batch", "each GPU would replay " + str(passes) + " layer passes per step (" + str(t.micro_batches()) +
+                               " micro-batches x " + str(m.layers / t.pp) + " layers), more than the limit " +
+                               str(limits::layer_passes) + "; raise micro_batch or lower global_batch");
   if (t.pipeline_schedule == "interleaved") {
     if (t.virtual_stages < 2)
       r.fail("virtual_stages", "the interleaved schedule needs virtual_stages >= 2");
@@ -134,17 +140,18 @@ std::string describe_training(const TrainingConfig& t)
 TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSpec& model)
 {
   TrainingConfig t;
-  t.seq_len      = r.integer("seq_len", t.seq_len, "tokens per sequence", 1);
-  t.global_batch = r.integer("global_batch", t.global_batch, "sequences per optimizer step (all replicas)", 1);
-  t.micro_batch  = r.integer("micro_batch", t.micro_batch, "sequences per forward/backward pass on one GPU", 1);
+  t.seq_len      = r.integer("seq_len", t.seq_len, "tokens per sequence", 1, "", limits::tokens);
+  t.global_batch = r.integer("global_batch", t.global_batch, "sequences per optimizer step (all replicas)", 1, "",
+                             limits::sequences);
+  t.micro_batch  = r.integer("micro_batch", t.micro_batch, "sequences per forward/backward pass on one GPU", 1, "",
+                             limits::sequences);
   t.tp = r.integer("tp", 1, "tensor-parallel degree (Megatron column/row split of attention and MLP)", 1);
   t.pp = r.integer("pp", 1, "pipeline-parallel stages", 1);
   bool dp_given = r.has("dp");
   t.dp = r.integer("dp", 0, "data-parallel replicas", 1, "GPUs / (tp x pp)");
   t.sp = r.flag("sp", false, "sequence parallelism: all-gather/reduce-scatter instead of all-reduce, norms split by tp");
-  t.zero = static_cast<int>(r.integer("zero", 0, "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0));
-  if (t.zero > 3)
-    r.fail("zero", "ZeRO stages are 0, 1, 2 and 3");
+  t.zero = static_cast<int>(
+      r.integer("zero", 0, "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0, "", 3));
   t.zero_prefetch = r.integer("zero_prefetch", 1, "ZeRO-3: layers whose parameters are all-gathered ahead of use (0: none)", 0);
   t.pipeline_schedule = r.choice("pipeline_schedule", "1f1b", pipeline_schedule_registry().names(),
                                  "pipeline schedule (see `memwall list schedules`)");

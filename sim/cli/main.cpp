@@ -6,7 +6,9 @@
 #include <boost/program_options/errors.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <new>
 #include <map>
 
 namespace {
@@ -48,6 +50,17 @@ int usage(FILE* out)
   return out == stderr ? 2 : 0;
 }
 
+// One line on stderr, then out without static destructors: an error thrown mid-replay
+// leaves SimGrid activities pending, and SimGrid's destructors crash on them (exit 139
+// instead of the documented code).
+int fail(int code, const std::string& message)
+{
+  std::fprintf(stderr, "%s\n", memwall::one_line(message).c_str());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -66,13 +79,13 @@ int main(int argc, char** argv)
   try {
     return it->second.run(args);
   } catch (const memwall::InputError& e) {
-    std::fprintf(stderr, "memwall: %s\n", e.what());
-    return 2;
+    return fail(2, "memwall: " + std::string(e.what()));
   } catch (const boost::program_options::error& e) {
-    std::fprintf(stderr, "memwall %s: %s\n", name.c_str(), e.what());
-    return 2;
+    return fail(2, "memwall " + name + ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(3, "memwall: runtime failure: out of host memory while simulating (see the limits in `memwall list "
+                   "params`; a smaller micro-batch count or cluster needs less)");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "memwall: runtime failure: %s\n", e.what());
-    return 3;
+    return fail(3, "memwall: runtime failure: " + std::string(e.what()));
   }
 }

@@ -38,15 +38,15 @@ ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algori
   GpuSpec node_gpu = c.node.gpu;
   c.node.gpu = read_gpu_ref(r, "gpu", "replace the node's GPU: preset id or mapping", &node_gpu);
   read_profile_choice(r, c.node.gpu);
-  c.nodes         = static_cast<int>(r.integer("nodes", 1, "number of nodes", 1));
-  c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", c.node.gpus, "GPUs used per node; default: all", 1));
+  c.nodes         = static_cast<int>(r.integer("nodes", 1, "number of nodes", 1, "", 100'000));
+  c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", c.node.gpus, "GPUs used per node; default: all", 1, "", 1024));
   if (c.gpus_per_node > c.node.gpus)
     r.fail("gpus_per_node", std::to_string(c.gpus_per_node) + " exceeds the node's " + std::to_string(c.node.gpus) + " GPUs");
 
   ParamReader net = r.section("network", "scale-out network and collectives");
-  c.oversubscription = net.number("oversubscription", 1.0, "core oversubscription; 1 = non-blocking fabric", 1.0);
+  c.oversubscription = net.number("oversubscription", 1.0, "core oversubscription; 1 = non-blocking fabric", 1.0, 1000);
   c.switch_latency_s = net.quantity("switch_latency_s", QuantityKind::seconds, c.switch_latency_s, "IB switch latency");
-  c.node.nics    = static_cast<int>(net.integer("nics", c.node.nics, "NICs per node for compute traffic"));
+  c.node.nics    = static_cast<int>(net.integer("nics", c.node.nics, "NICs per node for compute traffic", 0, "", 64));
   c.node.nic_bw  = net.quantity("nic_bw", QuantityKind::rate, c.node.nic_bw, "bandwidth per NIC per direction");
   c.node.nic_latency_s = net.quantity("nic_latency_s", QuantityKind::seconds, c.node.nic_latency_s, "NIC latency");
   collective_algorithm = net.choice("collective_algorithm", "auto", collective_registry().names(),

@@ -1,0 +1,45 @@
+#include "StderrCapture.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace memwall {
+
+StderrCapture::StderrCapture()
+{
+#if !defined(MEMWALL_SANITIZED)
+  std::fflush(stderr);
+  capture_ = ::memfd_create("memwall-stderr", MFD_CLOEXEC);
+  if (capture_ < 0)
+    return; // no capture: stderr stays as it is
+  saved_ = ::dup(2);
+  if (saved_ < 0 || ::dup2(capture_, 2) < 0) {
+    if (saved_ >= 0)
+      ::close(saved_);
+    ::close(capture_);
+    saved_ = capture_ = -1;
+  }
+#endif
+}
+
+StderrCapture::~StderrCapture()
+{
+  if (saved_ < 0)
+    return;
+  std::fflush(stderr);
+  ::dup2(saved_, 2);
+  ::close(saved_);
+  if (forward_) {
+    char buf[1 << 14];
+    ssize_t n;
+    ::lseek(capture_, 0, SEEK_SET);
+    while ((n = ::read(capture_, buf, sizeof buf)) > 0)
+      if (::write(2, buf, static_cast<size_t>(n)) != n)
+        break;
+  }
+  ::close(capture_);
+}
+
+} // namespace memwall
