@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -121,10 +122,20 @@ void write_points(H5::Group& root, const SweepSpec& sweep, const std::map<int64_
 std::string timestamp_now()
 {
   std::time_t t = std::time(nullptr);
-  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"))
-    t = static_cast<std::time_t>(std::strtoll(epoch, nullptr, 10));
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH")) {
+    // The reproducible-builds convention: whole seconds since 1970, UTC. Anything else
+    // used to mean 1970 silently, or (past year 9999) crash in strftime.
+    std::string e = epoch;
+    bool digits   = !e.empty() && e.size() <= 12 && std::all_of(e.begin(), e.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::stoll(e) > 253402300799LL)
+      throw InputError("SOURCE_DATE_EPOCH='" + e + "': expected whole seconds since 1970-01-01 UTC, at most 253402300799 "
+                       "(year 9999)");
+    t = static_cast<std::time_t>(std::stoll(e));
+  }
   char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
 

@@ -4,6 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "InputError.hpp"
+#include "ParamReader.hpp"
+
+#include <algorithm>
+#include <cctype>
 #include <limits>
 
 namespace memwall {
@@ -26,10 +31,8 @@ void flatten(const Json& j, const std::string& prefix, SweepRow& row)
   }
 }
 
-} // namespace
-
-std::string summarize_point(const SweepSpec& sweep, const SweepPoint& point, const ExperimentSpec& spec,
-                            const RunResult& r)
+// The result columns of a run, before derived metrics.
+SweepRow result_row(const RunResult& r, const ExperimentSpec& spec)
 {
   Json j = report_json(r);
   SweepRow row;
@@ -59,7 +62,73 @@ std::string summarize_point(const SweepSpec& sweep, const SweepPoint& point, con
   }
   row.numbers.emplace_back("gpus", static_cast<double>(spec.cluster.total_gpus()));
   row.numbers.emplace_back("hardware_cost_usd", spec.cluster.price_usd());
+  return row;
+}
 
+// Every column a point's results can have: those of a serving run with a GPU, a host
+// and an NVMe device and a link (training runs have a subset).
+std::vector<std::string> result_column_names()
+{
+  RunResult r;
+  for (DeviceKind k : {DeviceKind::gpu, DeviceKind::host, DeviceKind::nvme}) {
+    PoolResult p;
+    p.device.kind = k;
+    r.pools.push_back(p);
+  }
+  r.links.push_back(LinkResult{});
+  r.serving.present = true;
+  SweepRow row = result_row(r, ExperimentSpec{});
+  std::vector<std::string> names{"index", "status", "error"}; // the file's own columns
+  for (const auto& [k, v] : row.numbers)
+    names.push_back(k);
+  for (const auto& [k, v] : row.texts)
+    names.push_back(k);
+  return names;
+}
+
+bool is_metric_name(const std::string& name)
+{
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
+    return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; });
+}
+
+} // namespace
+
+void check_sweep_metrics(const SweepSpec& sweep)
+{
+  std::vector<std::string> results = result_column_names();
+  auto known = [&](const std::vector<std::string>& v, const std::string& n) {
+    return std::find(v.begin(), v.end(), n) != v.end();
+  };
+  // An axis is also reachable by the last part of its key (setting_lookup).
+  auto axis_tail = [&](const std::string& n) {
+    return std::any_of(sweep.axes.begin(), sweep.axes.end(), [&](const std::string& a) {
+      return a.size() > n.size() && a.compare(a.size() - n.size(), n.size(), n) == 0 && a[a.size() - n.size() - 1] == '.';
+    });
+  };
+  std::vector<std::string> earlier;
+  for (const auto& [name, expr] : sweep.metrics) {
+    const std::string& at = expr.where();
+    if (!is_metric_name(name))
+      throw InputError(at + ": a metric's name is letters, digits, '_' and '.', starting with a letter or '_'");
+    if (known(results, name) || known(sweep.axes, name) || known(earlier, name))
+      throw InputError(at + ": '" + name + "' is already a column (" +
+                       (known(sweep.axes, name) ? "an axis" : known(earlier, name) ? "an earlier metric" : "a result") +
+                       "); give the metric another name");
+    for (const std::string& used : expr.names())
+      if (!known(sweep.axes, used) && !known(results, used) && !known(earlier, used) && !axis_tail(used))
+        throw InputError(at + ": unknown name '" + used + "'; names are the axes (" + join(sweep.axes) +
+                         "), result columns such as step_time_s, tokens_per_s, gpu.peak_bytes, and earlier metrics");
+    earlier.push_back(name);
+  }
+}
+
+std::string summarize_point(const SweepSpec& sweep, const SweepPoint& point, const ExperimentSpec& spec,
+                            const RunResult& r)
+{
+  SweepRow row = result_row(r, spec);
   // A full axis key first, then results and earlier derived metrics by name, then an
   // axis by the last part of its key: a metric called like an axis's tail wins, and the
   // full key still reaches the axis.

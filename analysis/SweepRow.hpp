@@ -26,4 +26,9 @@ std::string summarize_point(const SweepSpec& sweep, const SweepPoint& point, con
                             const RunResult& r);
 SweepRow row_from_payload(int64_t index, const std::string& payload);
 
+// Before anything runs: every metric has a usable name (a word, not already a column:
+// a result, an axis, the file's index/status/error, or an earlier metric) and reads
+// only names a point will have. Throws InputError naming the metric.
+void check_sweep_metrics(const SweepSpec& sweep);
+
 } // namespace memwall

@@ -58,6 +58,7 @@ int sweep_command(const std::vector<std::string>& args)
     if (world.rank() > 0)
       return 0;
     SweepSpec sweep = load_sweep(sweep_path);
+    check_sweep_metrics(sweep);
     for (const SweepPoint& p : sweep.points) {
       std::cout << p.index << ":";
       for (const SweepSetting& st : p.settings)
@@ -87,6 +88,7 @@ int sweep_command(const std::vector<std::string>& args)
   std::map<int64_t, SweepRow> rows;
   try {
     sweep = load_sweep(sweep_path);
+    check_sweep_metrics(sweep);
     if (resume && std::filesystem::exists(out_path))
       rows = read_sweep_rows(out_path, sweep, info);
     else

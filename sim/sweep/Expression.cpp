@@ -2,6 +2,7 @@
 
 #include "InputError.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <vector>
@@ -20,12 +21,21 @@ namespace {
 using Node    = Expression::Node;
 using NodePtr = std::unique_ptr<Node>;
 
+// Parsing, evaluating and freeing a tree recurse once per level: 100,000 nested
+// parentheses or unary minus signs overflowed the stack. Bounding the text bounds
+// every left-deep chain (1+1+...), bounding nesting bounds the rest.
+constexpr size_t longest_expression = 4096;
+constexpr int deepest_nesting       = 100;
+
 class Parser {
 public:
   Parser(const std::string& text, const std::string& where) : s_(text), where_(where) {}
 
   NodePtr parse()
   {
+    if (s_.size() > longest_expression)
+      throw InputError(where_ + ": expression of " + std::to_string(s_.size()) + " characters; the limit is " +
+                       std::to_string(longest_expression));
     NodePtr n = parse_or();
     skip();
     if (pos_ < s_.size())
@@ -34,6 +44,17 @@ public:
   }
 
 private:
+  // Counts one level of nesting for as long as it lives.
+  struct Level {
+    Parser& p;
+    explicit Level(Parser& parser) : p(parser)
+    {
+      if (++p.depth_ > deepest_nesting)
+        p.fail("nested deeper than " + std::to_string(deepest_nesting) + " levels");
+    }
+    ~Level() { --p.depth_; }
+  };
+
   [[noreturn]] void fail(const std::string& what) const
   {
     throw InputError(where_ + ": " + what + " at column " + std::to_string(pos_ + 1) + " of \"" + s_ + "\"");
@@ -68,6 +89,7 @@ private:
 
   NodePtr parse_or()
   {
+    Level level(*this);
     NodePtr n = parse_and();
     while (word("or") || word("||"))
       n = make(Node::Kind::binary, "or", std::move(n), parse_and());
@@ -82,8 +104,10 @@ private:
   }
   NodePtr parse_not()
   {
-    if (word("not") || (peek('!') && !peek_at(1, '=') && word("!")))
+    if (word("not") || (peek('!') && !peek_at(1, '=') && word("!"))) {
+      Level level(*this);
       return make(Node::Kind::unary, "not", parse_not());
+    }
     return parse_compare();
   }
   bool peek(char c) { skip(); return pos_ < s_.size() && s_[pos_] == c; }
@@ -124,8 +148,10 @@ private:
   }
   NodePtr parse_unary()
   {
-    if (word("-"))
+    if (word("-")) {
+      Level level(*this);
       return make(Node::Kind::unary, "-", parse_unary());
+    }
     return parse_power();
   }
   NodePtr parse_power() // binds tighter than unary minus on its left: -2**2 = -4
@@ -134,6 +160,7 @@ private:
     skip();
     if (s_.compare(pos_, 2, "**") == 0) {
       pos_ += 2;
+      Level level(*this);
       return make(Node::Kind::binary, "**", std::move(n), parse_unary());
     }
     return n;
@@ -201,6 +228,7 @@ private:
   const std::string& s_;
   const std::string& where_;
   size_t pos_ = 0;
+  int depth_  = 0;
 };
 
 using Lookup = std::function<std::optional<ExprValue>(const std::string&)>;
@@ -278,6 +306,21 @@ Expression::Expression(Expression&&) noexcept            = default;
 Expression& Expression::operator=(Expression&&) noexcept = default;
 
 ExprValue Expression::evaluate(const Lookup& lookup) const { return eval(*root_, lookup, where_); }
+
+static void collect_names(const Node& n, std::vector<std::string>& out)
+{
+  if (n.kind == Node::Kind::name && std::find(out.begin(), out.end(), n.text) == out.end())
+    out.push_back(n.text);
+  for (const auto& a : n.args)
+    collect_names(*a, out);
+}
+
+std::vector<std::string> Expression::names() const
+{
+  std::vector<std::string> out;
+  collect_names(*root_, out);
+  return out;
+}
 
 bool Expression::test(const Lookup& lookup) const { return as_number(evaluate(lookup), where_, "filter") != 0; }
 

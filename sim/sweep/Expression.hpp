@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace memwall {
 
@@ -29,6 +30,9 @@ public:
   ExprValue evaluate(const std::function<std::optional<ExprValue>(const std::string&)>& lookup) const;
   bool test(const std::function<std::optional<ExprValue>(const std::string&)>& lookup) const;
   const std::string& text() const { return text_; }
+  const std::string& where() const { return where_; }
+  // The names the expression reads, each once, in order of appearance.
+  std::vector<std::string> names() const;
 
   struct Node;
 

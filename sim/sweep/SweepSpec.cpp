@@ -33,9 +33,13 @@ std::vector<Axis> read_axes(const YAML::Node& map, const std::string& file, cons
 {
   if (!map.IsMap())
     throw InputError(file + ":" + line_of(map) + ": " + where + ": expected a mapping of spec keys to value lists");
+  if (map.size() == 0)
+    throw InputError(file + ":" + line_of(map) + ": " + where + ": no axes; give at least one spec key and its values");
   std::vector<Axis> axes;
   for (const auto& kv : map) {
-    std::string key = kv.first.as<std::string>();
+    if (!kv.first.IsScalar())
+      throw InputError(file + ":" + line_of(kv.first) + ": " + where + ": an axis key must be a spec key such as training.micro_batch");
+    std::string key = kv.first.Scalar();
     std::string at  = file + ":" + line_of(kv.first) + ": " + where + "." + key;
     if (!is_spec_key(key))
       throw InputError(at + ": unknown axis key; axes are spec keys such as training.micro_batch (see memwall list params)");
@@ -173,9 +177,15 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file, con
   if (metrics.IsDefined()) {
     if (!metrics.IsMap())
       throw InputError(top.location("metrics") + ": expected a mapping of column names to expressions");
-    for (const auto& kv : metrics)
-      s.metrics.emplace_back(kv.first.as<std::string>(),
-                             Expression(kv.second.as<std::string>(), top.location("metrics") + "." + kv.first.as<std::string>()));
+    for (const auto& kv : metrics) {
+      std::string at = file + ":" + line_of(kv.first) + ": metrics";
+      if (!kv.first.IsScalar())
+        throw InputError(at + ": a metric's name must be a word such as step_ms");
+      std::string name = kv.first.Scalar();
+      if (!kv.second.IsScalar() || kv.second.Scalar().empty())
+        throw InputError(at + "." + name + ": expected an expression over axes and results, e.g. step_time_s * 1000");
+      s.metrics.emplace_back(name, Expression(kv.second.Scalar(), at + "." + name));
+    }
   }
 
   // Enumerate the product, last group fastest.
