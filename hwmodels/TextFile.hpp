@@ -1,11 +1,20 @@
 #pragma once
-// A whole text file as a string (spec files, sweep specs, their base specs, profiles,
-// calibration measurements).
+// Input files read whole (spec files, sweep specs, their base specs, profiles,
+// calibration measurements, traces, HF configs), checked before they are opened.
 #include <string>
 
 namespace memwall {
 
-// InputError "<path>: <what> not found" when `path` is not a readable regular file.
+// The largest input file memwall reads: a trace of a million requests is ~40 MB.
+constexpr long long largest_input_file = 1LL << 30;
+
+// InputError unless `path` is a regular file (after symlinks) no larger than
+// largest_input_file: "<path>: <what> not found", "... is a FIFO, not a regular file",
+// "... too many levels of symbolic links". Checked before opening, so a FIFO or a
+// device never blocks the read.
+void check_input_file(const std::string& path, const std::string& what);
+
+// The whole file after check_input_file; InputError when it cannot be read.
 std::string read_text_file(const std::string& path, const std::string& what);
 
 } // namespace memwall

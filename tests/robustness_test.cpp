@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <sys/stat.h>
 
 using namespace memwall::test;
 
@@ -154,4 +155,46 @@ TEST_CASE("a_bad_source_date_epoch_is_refused_not_1970_or_a_crash", "[robustness
              Catch::Contains("SOURCE_DATE_EPOCH='yesterday'") && Catch::Contains("seconds since 1970"));
   // Past year 9999 gmtime fails: strftime was handed a null pointer (exit 139).
   refused_sweep_spec("epoch_huge", text, true, "SOURCE_DATE_EPOCH=99999999999999");
+}
+
+TEST_CASE("a_spec_that_is_a_fifo_a_directory_or_a_symlink_loop_is_refused_without_blocking", "[robustness][files]")
+{
+  // A FIFO was opened before the regular-file check: the read blocked forever. A
+  // symlink loop threw filesystem_error (exit 3).
+  std::string fifo = temp_path("spec.fifo");
+  std::filesystem::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string loop_a = temp_path("loop_a.yaml"), loop_b = temp_path("loop_b.yaml");
+  std::filesystem::remove(loop_a);
+  std::filesystem::remove(loop_b);
+  std::filesystem::create_symlink(loop_b, loop_a);
+  std::filesystem::create_symlink(loop_a, loop_b);
+  struct Case {
+    std::string path, expect;
+  };
+  for (const Case& c : {Case{fifo, "spec file is a FIFO, not a regular file"},
+                        Case{temp_path(""), "spec file is a directory, not a regular file"},
+                        Case{loop_a, "Too many levels of symbolic links"}}) {
+    CliResult r = run_cli("run " + c.path, "timeout 20");
+    INFO(c.path << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_THAT(r.err, Catch::Contains(c.expect));
+  }
+}
+
+TEST_CASE("a_number_out_of_range_in_an_hf_config_is_bad_input", "[robustness][files]")
+{
+  // nlohmann::json throws out_of_range (not parse_error) for 1e400: it was reported as a
+  // runtime failure, exit 3.
+  std::string cfg = temp_path("huge-config.json");
+  write_file(cfg, "{\"model_type\": \"llama\", \"num_hidden_layers\": 1e400}");
+  std::string err = refused("hf_huge", "hardware: {node: desktop-4070}\nmodel: {hf_config: " + cfg +
+                                           "}\ntraining: {seq_len: 256, global_batch: 1, micro_batch: 1}\n");
+  CHECK_THAT(err, Catch::Contains("huge-config.json: not valid JSON"));
+  write_file(cfg, "{\"model_type\": \"llama\", \"num_hidden_layers\": 100000, \"hidden_size\": 64, "
+                  "\"num_attention_heads\": 1, \"intermediate_size\": 64, \"vocab_size\": 100}");
+  CHECK_THAT(refused("hf_layers", "hardware: {node: desktop-4070}\nmodel: {hf_config: " + cfg +
+                                      "}\ntraining: {seq_len: 256, global_batch: 1, micro_batch: 1}\n"),
+             Catch::Contains("model.hf_config") && Catch::Contains("layers = 100000 exceeds the limit of 10000"));
 }

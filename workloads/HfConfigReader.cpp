@@ -1,6 +1,7 @@
 #include "HfConfigReader.hpp"
 
 #include "InputError.hpp"
+#include "TextFile.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -51,13 +52,11 @@ private:
 
 ModelSpec read_hf_config(const std::string& path)
 {
-  if (!std::filesystem::is_regular_file(path))
-    throw InputError(path + ": hf_config file not found");
-  std::ifstream in(path);
+  std::string in = read_text_file(path, "hf_config file");
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) { // parse_error, and out_of_range for a number like 1e400
     throw InputError(path + ": not valid JSON (" + std::string(e.what()) + ")");
   }
   if (!j.is_object() || !j.contains("model_type") || !j.at("model_type").is_string())

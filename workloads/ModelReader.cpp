@@ -5,6 +5,7 @@
 #include "ModelPresets.hpp"
 
 #include <filesystem>
+#include <tuple>
 
 namespace memwall {
 
@@ -50,6 +51,14 @@ ModelSpec read_model_section(ParamReader& r, const std::string& spec_dir)
   m.mlp = mlp == "swiglu" ? MlpKind::swiglu : MlpKind::gelu;
   m.dropout = r.flag("dropout", m.dropout, "dropout layers whose masks are saved for backward");
   m.tied_embeddings = r.flag("tied_embeddings", m.tied_embeddings, "LM head shares the token embedding");
+  // A HuggingFace config's sizes did not pass through the reads above: same limits.
+  for (auto [key, v, max] : {std::tuple{"layers", m.layers, limits::layers}, {"hidden", m.hidden, limits::width},
+                             {"heads", m.heads, limits::heads}, {"kv_heads", m.kv_heads, limits::heads},
+                             {"ffn_hidden", m.ffn_hidden, limits::width}, {"vocab", m.vocab, limits::vocab},
+                             {"max_seq_len", m.max_seq_len, limits::tokens}})
+    if (v > max)
+      r.fail(r.has("hf_config") ? "hf_config" : key, std::string(key) + " = " + std::to_string(v) +
+                                                         " exceeds the limit of " + std::to_string(max));
   if (m.hidden % m.heads != 0)
     r.fail("heads", std::to_string(m.heads) + " heads do not divide hidden size " + std::to_string(m.hidden));
   if (m.heads % m.kv_heads != 0)

@@ -1,6 +1,8 @@
 #include "RequestTrace.hpp"
 
 #include "InputError.hpp"
+#include "InputLimits.hpp"
+#include "TextFile.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -52,8 +54,10 @@ bool parse_time(const std::string& text, double& out)
   std::string t = trim(text);
   char* end     = nullptr;
   out           = std::strtod(t.c_str(), &end);
+  // Seconds (relative or since 1970) up to the year ~5000: at +-1.7e308 the replay's
+  // clock overflowed.
   if (!t.empty() && end == t.c_str() + t.size())
-    return std::isfinite(out);
+    return std::isfinite(out) && std::fabs(out) <= 1e11;
   int y, mo, d, h, mi;
   double sec;
   char rest = 0;
@@ -83,6 +87,10 @@ int64_t token_count(const std::string& path, size_t row, const std::string& colu
     bad_row(path, row, column + " '" + t + "' is not an integer token count");
   if (v < 0)
     bad_row(path, row, column + " " + t + " is negative; token counts must be >= 0 (prompts >= 1, outputs >= 1)");
+  // 9223372036854775807 overflowed prompt + output, passed the context check and never
+  // ended.
+  if (v > limits::tokens)
+    bad_row(path, row, column + " " + t + " exceeds the limit of " + std::to_string(limits::tokens) + " tokens");
   return v;
 }
 
@@ -189,9 +197,7 @@ std::vector<Request> fixed_batch(int64_t batch, int64_t prompt_tokens, int64_t o
 
 std::vector<Request> read_request_trace(const std::string& path)
 {
-  if (!std::filesystem::is_regular_file(path))
-    throw InputError(path + ": trace file not found");
-  std::ifstream in(path);
+  std::istringstream in(read_text_file(path, "trace file"));
   std::string ext = lower(std::filesystem::path(path).extension().string());
   std::vector<Request> out;
   if (ext == ".csv")
