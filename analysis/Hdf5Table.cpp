@@ -17,6 +17,30 @@ H5::StrType utf8_text()
   return type;
 }
 
+// A damaged file can hold a 2-D dataset, an attribute of many elements, or a count
+// in the trillions where a column belongs: reading it into a buffer sized for one
+// dimension or one value overflowed the stack and the heap. Structure is checked
+// first; a mismatch is an H5::Exception, which the readers report as a corrupt file.
+constexpr hsize_t longest_column = 1'000'000'000;
+
+hsize_t column_length(const H5::DataSet& d, const std::string& name)
+{
+  H5::DataSpace space = d.getSpace();
+  if (!space.isSimple() || space.getSimpleExtentNdims() != 1)
+    throw H5::DataSetIException(name, "dataset '" + name + "' is not a one-dimensional column");
+  hsize_t n = 0;
+  space.getSimpleExtentDims(&n);
+  if (n > longest_column)
+    throw H5::DataSetIException(name, "column '" + name + "' claims " + std::to_string(n) + " rows");
+  return n;
+}
+
+void require_one_value(const H5::Attribute& a, const std::string& name)
+{
+  if (a.getSpace().getSimpleExtentNpoints() != 1)
+    throw H5::AttributeIException(name, "attribute '" + name + "' holds more than one value");
+}
+
 } // namespace
 
 void attribute(H5::H5Object& obj, const std::string& name, const std::string& value)
@@ -40,6 +64,7 @@ std::optional<std::string> text_attribute(const H5::H5Object& obj, const std::st
   H5::Attribute a = obj.openAttribute(name);
   if (a.getTypeClass() != H5T_STRING)
     return std::nullopt;
+  require_one_value(a, name);
   std::string value;
   a.read(a.getStrType(), value);
   return value;
@@ -52,6 +77,7 @@ std::optional<double> number_attribute(const H5::H5Object& obj, const std::strin
   H5::Attribute a = obj.openAttribute(name);
   if (a.getTypeClass() != H5T_FLOAT && a.getTypeClass() != H5T_INTEGER)
     return std::nullopt;
+  require_one_value(a, name);
   double value = 0;
   a.read(H5::PredType::NATIVE_DOUBLE, &value);
   return value;
@@ -87,8 +113,9 @@ bool is_text_column(const H5::Group& g, const std::string& name)
 std::vector<double> read_numbers(const H5::Group& g, const std::string& name)
 {
   H5::DataSet d = g.openDataSet(name);
-  hsize_t n     = 0;
-  d.getSpace().getSimpleExtentDims(&n);
+  if (d.getTypeClass() != H5T_FLOAT && d.getTypeClass() != H5T_INTEGER)
+    throw H5::DataSetIException(name, "column '" + name + "' is not numeric");
+  hsize_t n = column_length(d, name);
   std::vector<double> v(n);
   if (n)
     d.read(v.data(), H5::PredType::NATIVE_DOUBLE);
@@ -98,8 +125,9 @@ std::vector<double> read_numbers(const H5::Group& g, const std::string& name)
 std::vector<std::string> read_texts(const H5::Group& g, const std::string& name)
 {
   H5::DataSet d = g.openDataSet(name);
-  hsize_t n     = 0;
-  d.getSpace().getSimpleExtentDims(&n);
+  if (d.getTypeClass() != H5T_STRING || !d.getStrType().isVariableStr())
+    throw H5::DataSetIException(name, "column '" + name + "' is not a text column");
+  hsize_t n = column_length(d, name);
   std::vector<char*> ptrs(n, nullptr);
   H5::StrType type = utf8_text();
   if (n)

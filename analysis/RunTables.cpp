@@ -45,7 +45,8 @@ std::vector<PoolResult> read_memory(const H5::Group& parent)
     p.capacity   = number_attribute(g, "capacity_bytes").value_or(0);
     p.peak_bytes = number_attribute(g, "peak_bytes").value_or(0);
     p.peak_time  = number_attribute(g, "peak_time_s").value_or(0);
-    p.count      = static_cast<int>(number_attribute(g, "count").value_or(1));
+    double count = number_attribute(g, "count").value_or(1);
+    p.count      = count >= 1 && count <= 1e9 ? static_cast<int>(count) : 1; // a damaged file's NaN or 1e300
     std::vector<double> time = read_numbers(g, "time_s"), cat_bytes = read_numbers(g, "category_bytes"),
                         total = read_numbers(g, "total_bytes");
     std::vector<std::string> cats = read_texts(g, "category");

@@ -119,6 +119,13 @@ void write_points(H5::Group& root, const SweepSpec& sweep, const std::map<int64_
 
 } // namespace
 
+std::string format_g(double v)
+{
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 std::string timestamp_now()
 {
   std::time_t t = std::time(nullptr);
@@ -234,7 +241,12 @@ std::map<int64_t, SweepRow> read_sweep_rows(const std::string& path, const Sweep
     H5::H5File f(path, H5F_ACC_RDONLY);
     for (size_t r = 0; r < index.size(); ++r) {
       SweepRow row;
+      if (!(index[r] >= 0 && index[r] < static_cast<double>(sweep.points.size())) || index[r] != std::floor(index[r]))
+        throw InputError(path + ": /points row " + std::to_string(r) + " has index " + format_g(index[r]) +
+                         ", not one of the sweep's " + std::to_string(sweep.points.size()) + " points; the file is corrupt");
       row.index = static_cast<int64_t>(index[r]);
+      if (rows.count(row.index))
+        throw InputError(path + ": /points holds point " + std::to_string(row.index) + " twice; the file is corrupt");
       row.error = t.texts["error"].at(r);
       for (const std::string& c : t.columns) {
         if (fixed.count(c))

@@ -3,10 +3,12 @@
 // exit code 2 (bad input) or 3 (a failure while simulating), never a signal.
 #include "TestHelpers.hpp"
 
+#include <H5Cpp.h>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <sys/stat.h>
 
 using namespace memwall::test;
@@ -197,4 +199,74 @@ TEST_CASE("a_number_out_of_range_in_an_hf_config_is_bad_input", "[robustness][fi
   CHECK_THAT(refused("hf_layers", "hardware: {node: desktop-4070}\nmodel: {hf_config: " + cfg +
                                       "}\ntraining: {seq_len: 256, global_batch: 1, micro_batch: 1}\n"),
              Catch::Contains("model.hf_config") && Catch::Contains("layers = 100000 exceeds the limit of 10000"));
+}
+
+namespace {
+
+// A two-point sweep's results file (GPT-2 on a desktop GPU), then `damage` applied to
+// a copy of it with the HDF5 API.
+std::string damaged_sweep_file(const std::string& name, const std::function<void(H5::H5File&)>& damage)
+{
+  std::string spec = temp_path(name + ".yaml"), h5 = temp_path(name + ".h5");
+  write_file(spec, sweep_base + "grid:\n  training.micro_batch: [1, 2]\n");
+  std::filesystem::remove(h5);
+  REQUIRE(run_cli("sweep " + spec + " -o " + h5 + " -j 1").exit_code == 0);
+  H5::H5File f(h5, H5F_ACC_RDWR);
+  damage(f);
+  return h5;
+}
+
+void refused_file(const std::string& command, const std::string& expect)
+{
+  CliResult r = run_cli(command, "timeout 60");
+  INFO(command << ": " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_THAT(r.err, Catch::Contains(expect));
+}
+
+} // namespace
+
+TEST_CASE("a_results_file_whose_columns_are_not_one_dimensional_is_refused_not_read_past_its_buffer",
+          "[robustness][hdf5]")
+{
+  // read_numbers passed one dimension to getSimpleExtentDims: a 2 x 3 dataset wrote six
+  // extents into one variable (stack overflow), then read six values into a buffer of
+  // two (report aborted; --resume segfaulted, sometimes as a double free).
+  std::string h5 = damaged_sweep_file("two_d", [](H5::H5File& f) {
+    H5::Group g = f.openGroup("/points");
+    g.unlink("step_time_s");
+    hsize_t dims[2] = {2, 3};
+    H5::DataSet d   = g.createDataSet("step_time_s", H5::PredType::NATIVE_DOUBLE, H5::DataSpace(2, dims));
+    double v[6]     = {1, 2, 3, 4, 5, 6};
+    d.write(v, H5::PredType::NATIVE_DOUBLE);
+  });
+  refused_file("report " + h5, "dataset 'step_time_s' is not a one-dimensional column");
+  refused_file("sweep " + temp_path("two_d.yaml") + " -o " + h5 + " --resume", "not a one-dimensional column");
+}
+
+TEST_CASE("a_results_file_with_an_attribute_of_many_values_is_refused", "[robustness][hdf5]")
+{
+  std::string h5 = damaged_sweep_file("many_valued", [](H5::H5File& f) {
+    H5::Group root = f.openGroup("/");
+    root.removeAttr("points_total");
+    hsize_t n       = 4;
+    H5::Attribute a = root.createAttribute("points_total", H5::PredType::NATIVE_DOUBLE, H5::DataSpace(1, &n));
+    double v[4]     = {2, 2, 2, 2};
+    a.write(H5::PredType::NATIVE_DOUBLE, v);
+  });
+  refused_file("report " + h5, "attribute 'points_total' holds more than one value");
+}
+
+TEST_CASE("a_results_file_whose_point_index_is_out_of_range_is_refused_on_resume", "[robustness][hdf5]")
+{
+  // The index picked sweep.points.at(index) when the file was rewritten: 1e300 was a
+  // runtime failure, a NaN undefined behaviour.
+  std::string h5 = damaged_sweep_file("bad_index", [](H5::H5File& f) {
+    H5::DataSet d = f.openGroup("/points").openDataSet("index");
+    double v[2]   = {0, 1e300};
+    d.write(v, H5::PredType::NATIVE_DOUBLE);
+  });
+  refused_file("sweep " + temp_path("bad_index.yaml") + " -o " + h5 + " --resume",
+               "/points row 1 has index 1e+300, not one of the sweep's 2 points");
 }
