@@ -47,6 +47,7 @@ void write_chrome_trace(const RunResult& r, const std::string& path)
   write_atomically(path, [&](const std::string& temp) {
     std::ofstream out(temp);
     out << trace.dump() << "\n";
+    out.close();
     if (!out)
       throw std::runtime_error(path + ": could not write the trace");
   });

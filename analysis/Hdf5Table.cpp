@@ -1,5 +1,12 @@
 #include "Hdf5Table.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
 namespace memwall {
 namespace {
 
@@ -42,6 +49,43 @@ void require_one_value(const H5::Attribute& a, const std::string& name)
 }
 
 } // namespace
+
+void write_hdf5_file(const std::string& path, const std::function<void(H5::H5File&)>& fill)
+{
+  std::string image;
+  {
+    H5::FileAccPropList fapl;
+    H5Pset_fapl_core(fapl.getId(), 1 << 20, /*backing_store=*/false);
+    H5::H5File f(path, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, fapl);
+    fill(f);
+    f.flush(H5F_SCOPE_GLOBAL);
+    ssize_t size = H5Fget_file_image(f.getId(), nullptr, 0);
+    if (size < 0)
+      throw H5::FileIException("write_hdf5_file", "could not take the file's image");
+    image.resize(static_cast<size_t>(size));
+    if (H5Fget_file_image(f.getId(), image.data(), image.size()) != size)
+      throw H5::FileIException("write_hdf5_file", "could not take the file's image");
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0)
+    throw std::runtime_error(path + ": cannot open for writing: " + std::strerror(errno));
+  const char* p = image.data();
+  size_t left   = image.size();
+  while (left > 0) {
+    ssize_t w = ::write(fd, p, left);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      int err = w < 0 ? errno : ENOSPC;
+      ::close(fd);
+      throw std::runtime_error(path + ": writing failed: " + std::strerror(err));
+    }
+    p += w;
+    left -= static_cast<size_t>(w);
+  }
+  if (::close(fd) != 0)
+    throw std::runtime_error(path + ": writing failed: " + std::strerror(errno));
+}
 
 void attribute(H5::H5Object& obj, const std::string& name, const std::string& value)
 {

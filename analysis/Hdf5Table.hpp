@@ -5,11 +5,18 @@
 // Datasets carry no modification times, so the same results give the same bytes.
 #include <H5Cpp.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace memwall {
+
+// Builds an HDF5 file in memory (the core driver, no backing store) with fill(file)
+// and writes its bytes to `path` with checked POSIX writes. HDF5 1.10 segfaults when a
+// file whose H5Fclose failed (a full disk) is closed again by its destructor, and its
+// C++ destructors print to stderr: disk errors must never reach the library.
+void write_hdf5_file(const std::string& path, const std::function<void(H5::H5File&)>& fill);
 
 void attribute(H5::H5Object& obj, const std::string& name, const std::string& value);
 void attribute(H5::H5Object& obj, const std::string& name, double value);

@@ -66,19 +66,20 @@ void write_run_hdf5(const RunResult& r, const Provenance& p, const std::string& 
   write_atomically(path, [&](const std::string& temp) {
     try {
       H5::Exception::dontPrint();
-      H5::H5File f(temp, H5F_ACC_TRUNC);
-      H5::Group root = f.openGroup("/");
-      stamp_format(root, "memwall-run");
-      attribute(root, "spec_file", p.spec_file);
-      attribute(root, "spec_text", p.spec_text);
-      attribute(root, "hardware", p.hardware);
-      attribute(root, "title", p.title);
-      attribute(root, "summary_json", report_json(r).dump());
-      write_ops(root, r);
-      write_memory(root, r.pools);
-      write_links(root, r.links);
-      if (r.serving.present)
-        write_serving(root, r);
+      write_hdf5_file(temp, [&](H5::H5File& f) {
+        H5::Group root = f.openGroup("/");
+        stamp_format(root, "memwall-run");
+        attribute(root, "spec_file", p.spec_file);
+        attribute(root, "spec_text", p.spec_text);
+        attribute(root, "hardware", p.hardware);
+        attribute(root, "title", p.title);
+        attribute(root, "summary_json", report_json(r).dump());
+        write_ops(root, r);
+        write_memory(root, r.pools);
+        write_links(root, r.links);
+        if (r.serving.present)
+          write_serving(root, r);
+      });
     } catch (const H5::Exception& e) {
       throw std::runtime_error(path + ": HDF5 write failed: " + e.getDetailMsg());
     }

@@ -158,38 +158,39 @@ void write_sweep_file(const std::string& path, const SweepSpec& sweep, const std
   write_atomically(path, [&](const std::string& temp) {
     try {
       H5::Exception::dontPrint();
-      H5::H5File f(temp, H5F_ACC_TRUNC);
-      H5::Group root = f.openGroup("/");
-      std::set<std::string> profiles;
-      for (const auto& [i, row] : rows)
-        for (const auto& [k, v] : row.texts)
-          if (k == "gpu.hardware" || k == "host.hardware" || k == "nvme.hardware")
-            profiles.insert(v);
-      std::string hardware;
-      for (const auto& p : profiles)
-        hardware += (hardware.empty() ? "" : ", ") + p;
-      stamp_format(root, "memwall-sweep");
-      attribute(root, "sweep_file", sweep.file);
-      attribute(root, "sweep_text", sweep.text);
-      attribute(root, "base_spec_text", sweep.base_text);
-      attribute(root, "hardware_profiles", hardware);
-      attribute(root, "started_at", info.started_at);
-      attribute(root, "finished_at", info.finished_at);
-      attribute(root, "points_total", static_cast<double>(sweep.points.size()));
-      attribute(root, "points_done", static_cast<double>(rows.size()));
-      write_points(root, sweep, rows);
-      if (sweep.record_memory || sweep.record_links) {
-        H5::Group runs = root.createGroup("runs");
-        for (const auto& [i, row] : rows) {
-          if (!row.error.empty())
-            continue;
-          H5::Group g = runs.createGroup(run_group_name(i));
-          if (sweep.record_memory)
-            write_memory(g, row.pools);
-          if (sweep.record_links)
-            write_links(g, row.links);
+      write_hdf5_file(temp, [&](H5::H5File& f) {
+        H5::Group root = f.openGroup("/");
+        std::set<std::string> profiles;
+        for (const auto& [i, row] : rows)
+          for (const auto& [k, v] : row.texts)
+            if (k == "gpu.hardware" || k == "host.hardware" || k == "nvme.hardware")
+              profiles.insert(v);
+        std::string hardware;
+        for (const auto& p : profiles)
+          hardware += (hardware.empty() ? "" : ", ") + p;
+        stamp_format(root, "memwall-sweep");
+        attribute(root, "sweep_file", sweep.file);
+        attribute(root, "sweep_text", sweep.text);
+        attribute(root, "base_spec_text", sweep.base_text);
+        attribute(root, "hardware_profiles", hardware);
+        attribute(root, "started_at", info.started_at);
+        attribute(root, "finished_at", info.finished_at);
+        attribute(root, "points_total", static_cast<double>(sweep.points.size()));
+        attribute(root, "points_done", static_cast<double>(rows.size()));
+        write_points(root, sweep, rows);
+        if (sweep.record_memory || sweep.record_links) {
+          H5::Group runs = root.createGroup("runs");
+          for (const auto& [i, row] : rows) {
+            if (!row.error.empty())
+              continue;
+            H5::Group g = runs.createGroup(run_group_name(i));
+            if (sweep.record_memory)
+              write_memory(g, row.pools);
+            if (sweep.record_links)
+              write_links(g, row.links);
+          }
         }
-      }
+      });
     } catch (const H5::Exception& e) {
       throw std::runtime_error(path + ": HDF5 write failed: " + e.getDetailMsg());
     }

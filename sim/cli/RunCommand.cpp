@@ -1,12 +1,16 @@
 #include "ChromeTraceWriter.hpp"
 #include "Commands.hpp"
+#include "AtomicOutput.hpp"
 #include "Hdf5Writer.hpp"
+#include "InputError.hpp"
 #include "Simulation.hpp"
 #include "StepReport.hpp"
 
 #include <boost/program_options.hpp>
 
+#include <cstdio>
 #include <iostream>
+#include <stdexcept>
 
 namespace po = boost::program_options;
 
@@ -67,6 +71,12 @@ int run_command(const std::vector<std::string>& args)
   if (spec_path.empty())
     throw InputError("run: missing SPEC.yaml (e.g. memwall run examples/gpt2-1gpu-a100.yaml)");
 
+  // Every output checked before the simulation: an error after it would leave the
+  // outputs written so far behind.
+  check_output_path(h5_path, {spec_path});
+  check_output_path(trace_path, {spec_path});
+  if (!h5_path.empty() && h5_path == trace_path)
+    throw InputError(h5_path + ": -o and --trace name the same file");
   ExperimentSpec spec = load_spec(spec_path, overrides);
   RunResult result    = simulate(spec, /*in_child=*/false);
   if (!h5_path.empty())

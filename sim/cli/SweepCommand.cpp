@@ -2,6 +2,7 @@
 // Under `mpirun -n N` (an MPI build): rank 0 writes RESULTS.h5, the other ranks run the
 // points, -j at once each (default 1: one rank per core is mpirun's business).
 #include "Commands.hpp"
+#include "AtomicOutput.hpp"
 #include "InputError.hpp"
 #include "SweepFile.hpp"
 #include "SweepProgress.hpp"
@@ -11,6 +12,7 @@
 #include <boost/program_options.hpp>
 
 #include <malloc.h>
+#include <optional>
 #include <sched.h>
 #include <signal.h>
 
@@ -86,7 +88,10 @@ int sweep_command(const std::vector<std::string>& args)
   SweepSpec sweep;
   SweepFileInfo info;
   std::map<int64_t, SweepRow> rows;
+  std::optional<OutputLock> lock; // two sweeps writing one file: one's results vanished
   try {
+    check_output_path(out_path, {sweep_path});
+    lock.emplace(out_path);
     sweep = load_sweep(sweep_path);
     check_sweep_metrics(sweep);
     if (resume && std::filesystem::exists(out_path))

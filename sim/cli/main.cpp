@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <iostream>
 #include <new>
 #include <map>
 
@@ -77,7 +78,12 @@ int main(int argc, char** argv)
   }
   std::vector<std::string> args(argv + 2, argv + argc);
   try {
-    return it->second.run(args);
+    int code = it->second.run(args);
+    // A report written to a full disk (--json > /dev/full) is a failure, not exit 0.
+    std::cout.flush();
+    if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout))
+      return fail(3, "memwall: runtime failure: writing to standard output failed (disk full?)");
+    return code;
   } catch (const memwall::InputError& e) {
     return fail(2, "memwall: " + std::string(e.what()));
   } catch (const boost::program_options::error& e) {
