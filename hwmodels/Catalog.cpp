@@ -48,7 +48,7 @@ Spec preset_or_inline(ParamReader& r, const std::string& key, const std::string&
   if (n.IsDefined() && n.IsScalar())
     return preset(n.Scalar(), r.location(key));
   if (n.IsDefined() && n.IsMap()) {
-    ParamReader inner(n, r.file(), r.path() + "." + key);
+    ParamReader inner = r.nested(n, key);
     YAML::Node base_id = inner.take("preset", "preset id", "preset to start from; other keys override it");
     if (base_id.IsDefined()) {
       Spec base = preset(base_id.Scalar(), inner.location("preset"));

@@ -1,5 +1,7 @@
 #include "ParamReader.hpp"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -39,13 +41,47 @@ std::string join(const std::vector<std::string>& v, const std::string& separator
   return out;
 }
 
+namespace {
+
+// yaml-cpp keeps every duplicate key and lookups find the first: a second `training:`
+// section was silently ignored. (Its parser bounds nesting depth, so this recursion
+// is bounded too.)
+void refuse_duplicate_keys(const YAML::Node& n, const std::string& file)
+{
+  if (n.IsMap()) {
+    std::vector<std::pair<std::string, int>> seen;
+    for (const auto& kv : n) {
+      if (kv.first.IsScalar()) {
+        const std::string& key = kv.first.Scalar();
+        for (const auto& [k, line] : seen)
+          if (k == key)
+            throw InputError(file + ":" + std::to_string(kv.first.Mark().line + 1) + ": duplicate key '" + key +
+                             "' (first given on line " + std::to_string(line + 1) + ")");
+        seen.emplace_back(key, kv.first.Mark().line);
+      }
+      refuse_duplicate_keys(kv.second, file);
+    }
+  } else if (n.IsSequence()) {
+    for (const auto& item : n)
+      refuse_duplicate_keys(item, file);
+  }
+}
+
+} // namespace
+
 YAML::Node parse_yaml(const std::string& text, const std::string& file)
 {
+  YAML::Node root;
   try {
-    return YAML::Load(text);
+    root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    throw InputError(file + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: nested deeper than " +
+                     std::to_string(e.depth() - 1) + " levels");
   } catch (const YAML::ParserException& e) {
     throw InputError(file + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
   }
+  refuse_duplicate_keys(root, file);
+  return root;
 }
 
 std::vector<ParamDoc>& param_docs()
@@ -80,8 +116,9 @@ void throw_unknown_preset(const std::string& what, const std::string& id, const 
   throw InputError(msg + " (see `memwall list " + list + "`)");
 }
 
-ParamReader::ParamReader(YAML::Node node, std::string file, std::string path)
-    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path))
+ParamReader::ParamReader(YAML::Node node, std::string file, std::string path,
+                         std::shared_ptr<const std::vector<std::string>> overridden)
+    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)), overridden_(std::move(overridden))
 {
   if (node_.IsDefined() && !node_.IsNull() && !node_.IsMap()) {
     // (an absent section is Undefined and reads as empty)
@@ -91,8 +128,24 @@ ParamReader::ParamReader(YAML::Node node, std::string file, std::string path)
   }
 }
 
+ParamReader ParamReader::nested(YAML::Node node, const std::string& key) const
+{
+  return ParamReader(std::move(node), file_, full(key), overridden_);
+}
+
+std::string ParamReader::set_location(const std::string& full_key) const
+{
+  if (overridden_)
+    for (const std::string& o : *overridden_)
+      if (full_key == o || full_key.compare(0, o.size() + 1, o + ".") == 0)
+        return file_ + ": --set " + full_key;
+  return "";
+}
+
 std::string ParamReader::location(const std::string& key) const
 {
+  if (std::string set = set_location(full(key)); !set.empty())
+    return set;
   std::string where = file_;
   YAML::Node n      = lookup(key);
   int line          = n.IsDefined() ? n.Mark().line : -1;
@@ -267,7 +320,7 @@ std::string ParamReader::required_text(const std::string& key, const std::string
 ParamReader ParamReader::section(const std::string& key, const std::string& desc, const std::string& default_text)
 {
   YAML::Node n = get(key, "mapping", default_text, desc);
-  return ParamReader(n, file_, full(key));
+  return nested(n, key);
 }
 
 void ParamReader::finish() const
@@ -279,14 +332,16 @@ void ParamReader::finish() const
     if (std::find(known_.begin(), known_.end(), key) != known_.end())
       continue;
     int line          = kv.first.Mark().line;
-    std::string where = file_ + (line >= 0 ? ":" + std::to_string(line + 1) : "");
+    std::string where = set_location(full(key));
+    if (where.empty())
+      where = file_ + (line >= 0 ? ":" + std::to_string(line + 1) : "") + ": " + full(key);
     std::vector<std::string> sorted = known_;
     std::sort(sorted.begin(), sorted.end());
     std::string hint;
     auto close = close_names(key, sorted);
     if (!close.empty())
       hint = " (did you mean " + close.front() + "?)";
-    throw InputError(where + ": " + full(key) + ": unknown key" + hint + "; allowed keys: " + join(sorted));
+    throw InputError(where + ": unknown key" + hint + "; allowed keys: " + join(sorted));
   }
 }
 

@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,7 +31,12 @@ std::vector<ParamDoc>& param_docs();
 class ParamReader {
 public:
   // `node` must be a mapping (or null: then every key takes its default).
-  ParamReader(YAML::Node node, std::string file, std::string path);
+  // `overridden`: the keys given with --set (full dotted paths); errors about them
+  // name the --set argument instead of a line of the file.
+  ParamReader(YAML::Node node, std::string file, std::string path,
+              std::shared_ptr<const std::vector<std::string>> overridden = nullptr);
+  // A reader of `node` as the mapping at `key` under this one (same file, same --set keys).
+  ParamReader nested(YAML::Node node, const std::string& key) const;
 
   // Values beyond [min, max] are refused with the range named.
   double number(const std::string& key, double def, const std::string& desc, double min = 0.0, double max = 1e15);
@@ -77,11 +83,14 @@ private:
   void require(const std::string& key, const std::string& type, const std::string& desc);
   std::string scalar(const std::string& key, const YAML::Node& n, const std::string& expected) const;
   std::string full(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  // "file: --set a.b" when full_key (or a mapping above it) came from --set, else "".
+  std::string set_location(const std::string& full_key) const;
 
   YAML::Node node_;
   std::string file_;
   std::string path_;
   std::vector<std::string> known_;
+  std::shared_ptr<const std::vector<std::string>> overridden_;
 };
 
 // "a, b, c" (or joined by `separator`).

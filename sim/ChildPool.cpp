@@ -119,8 +119,9 @@ ChildOutcome ChildPool::finish(Child& c)
   }
   ChildOutcome out;
   if (c.data.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    out.data = WIFSIGNALED(status) ? "the worker process died of signal " + std::to_string(WTERMSIG(status))
-                                   : "the worker process died (status " + std::to_string(status) + ")";
+    std::string died = worker_died_prefix;
+    out.data = WIFSIGNALED(status) ? died + " of signal " + std::to_string(WTERMSIG(status))
+                                   : died + " (status " + std::to_string(status) + ")";
     return out;
   }
   out.kind = c.data[0] == 'R' ? ChildOutcome::Kind::result

@@ -11,6 +11,11 @@
 
 namespace memwall {
 
+// How the error of a child that died (a signal, or exiting without a result) begins:
+// such a point is not its spec's fault (killed, out of memory) and --resume runs it
+// again.
+inline constexpr const char* worker_died_prefix = "the worker process died";
+
 struct ChildOutcome {
   enum class Kind { result, input_error, failure } kind = Kind::failure;
   std::string data; // the result, or the error message

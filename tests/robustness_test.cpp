@@ -2,6 +2,7 @@
 // ran on silently wrong numbers before its fix. Each now gets one line on stderr and
 // exit code 2 (bad input) or 3 (a failure while simulating), never a signal.
 #include "AtomicOutput.hpp"
+#include "Hdf5Table.hpp"
 #include "TestHelpers.hpp"
 
 #include <H5Cpp.h>
@@ -374,4 +375,61 @@ TEST_CASE("two_sweeps_cannot_write_one_results_file", "[robustness][outputs]")
   CliResult r = run_cli("sweep " + sweep + " -o " + results);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("another memwall process is writing this file"));
+}
+
+TEST_CASE("resume_runs_again_a_point_whose_worker_was_killed", "[robustness][sweep]")
+{
+  // "the worker process died of signal 9" (an OOM kill, a kill -9 of one child) was
+  // kept as the point's permanent error: --resume never ran it again.
+  std::string h5 = damaged_sweep_file("killed_worker", [](H5::H5File& f) {
+    H5::Group g = f.openGroup("/points");
+    for (const char* name : {"status", "error"}) {
+      std::vector<std::string> v = memwall::read_texts(g, name);
+      v[1] = std::string(name) == "status" ? "error" : "the worker process died of signal 9";
+      g.unlink(name);
+      memwall::column(g, name, v);
+    }
+  });
+  CliResult before = run_cli("report " + h5);
+  CHECK_THAT(before.out, Catch::Contains("died of signal 9"));
+  CliResult r = run_cli("sweep " + temp_path("killed_worker.yaml") + " -o " + h5 + " --resume -j 1");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CliResult after = run_cli("report " + h5);
+  CHECK_THAT(after.out, !Catch::Contains("died of signal"));
+}
+
+TEST_CASE("duplicate_yaml_keys_are_refused_naming_both_lines", "[robustness][spec]")
+{
+  // yaml-cpp keeps duplicates and a lookup finds the first: the second training
+  // section was ignored without a word.
+  std::string err = refused("duplicate_section", small_training_spec + "training:\n  micro_batch: 2\n");
+  CHECK_THAT(err, Catch::Contains("duplicate_section.yaml:9: duplicate key 'training' (first given on line 5)"));
+  CHECK_THAT(refused("duplicate_key", "hardware: {node: desktop-4070, node: dgx-a100}\nmodel: {preset: gpt2}\n"
+                                      "training: {seq_len: 256, global_batch: 2, micro_batch: 1}\n"),
+             Catch::Contains("duplicate key 'node'"));
+}
+
+TEST_CASE("errors_about_a_set_value_name_the_set_argument_not_line_1", "[robustness][spec]")
+{
+  // A --set value is its own one-line YAML document: errors said "spec.yaml:1".
+  std::string err = with_set("set_named", "training.micro_batch=0");
+  CHECK_THAT(err, Catch::Contains("set_named.yaml: --set training.micro_batch: must lie in [1, "));
+  CHECK_THAT(with_set("set_typo", "training.micro_bach=2"),
+             Catch::Contains("--set training.micro_bach: unknown key (did you mean micro_batch?)"));
+  // One field of the node's GPU, without restating the rest of it (was: "hardware.gpu.name
+  // is required").
+  std::string spec = temp_path("set_gpu_field.yaml");
+  write_file(spec, small_training_spec);
+  CliResult ok = run_cli("run " + spec + " --json --set hardware.gpu.hbm_achievable_bw=400e9");
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+}
+
+TEST_CASE("a_spec_that_is_not_a_mapping_is_refused_even_with_set", "[robustness][spec]")
+{
+  // --set into a scalar document threw yaml-cpp's BadSubscript: exit 3.
+  CHECK_THAT(refused("scalar_spec", "just words\n", "--set training.micro_batch=2"),
+             Catch::Contains("a spec is a mapping"));
+  CHECK_THAT(refused("list_spec", "- 1\n- 2\n", "--set training.micro_batch=2"), Catch::Contains("a spec is a mapping"));
 }

@@ -31,11 +31,11 @@ LengthDistribution read_length(ParamReader& parent, const std::string& key, int6
   if (n.IsScalar()) {
     YAML::Node wrapped;
     wrapped["value"] = n;
-    ParamReader wrap(wrapped, parent.file(), parent.path() + "." + key);
+    ParamReader wrap = parent.nested(wrapped, key);
     d.value = wrap.integer("value", def, what + " tokens", 1, "", limits::tokens);
     return d;
   }
-  ParamReader r(n, parent.file(), parent.path() + "." + key);
+  ParamReader r = parent.nested(n, key);
   d.dist  = r.choice("dist", "fixed", {"fixed", "uniform", "exponential"}, "length distribution");
   d.value = r.integer("value", def, "fixed: the length", 1, "", limits::tokens);
   d.min   = r.integer("min", 1, "uniform / exponential: the smallest length", 1, "", limits::tokens);

@@ -6,6 +6,7 @@
 #include "InputError.hpp"
 #include "SweepFile.hpp"
 #include "SweepProgress.hpp"
+#include "ChildPool.hpp"
 #include "sweep/MpiWorld.hpp"
 #include "sweep/SweepRunner.hpp"
 
@@ -94,9 +95,11 @@ int sweep_command(const std::vector<std::string>& args)
     lock.emplace(out_path);
     sweep = load_sweep(sweep_path);
     check_sweep_metrics(sweep);
-    if (resume && std::filesystem::exists(out_path))
+    if (resume && std::filesystem::exists(out_path)) {
       rows = read_sweep_rows(out_path, sweep, info);
-    else
+      // A point whose worker was killed is run again, not kept as a permanent error.
+      std::erase_if(rows, [](const auto& r) { return r.second.error.rfind(worker_died_prefix, 0) == 0; });
+    } else
       info.started_at = timestamp_now();
   } catch (const InputError&) {
     world.broadcast_status(2);

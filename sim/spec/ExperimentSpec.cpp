@@ -17,12 +17,7 @@ void apply_override(YAML::Node root, const std::string& file, const std::string&
   if (eq == std::string::npos || eq == 0)
     throw InputError("--set " + assignment + ": expected KEY=VALUE, e.g. --set training.micro_batch=4");
   std::string path = assignment.substr(0, eq);
-  YAML::Node value;
-  try {
-    value = YAML::Load(assignment.substr(eq + 1));
-  } catch (const YAML::Exception& e) {
-    throw InputError("--set " + assignment + ": value is not valid YAML (" + e.msg + ")");
-  }
+  YAML::Node value = parse_yaml(assignment.substr(eq + 1), "--set " + path);
   std::vector<std::string> parts;
   std::stringstream ss(path);
   for (std::string p; std::getline(ss, p, '.');)
@@ -58,13 +53,18 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
   YAML::Node root = parse_yaml(yaml_text, file);
   if (!root.IsDefined() || root.IsNull())
     root = YAML::Node(YAML::NodeType::Map);
-  for (const auto& o : overrides)
+  if (!root.IsMap()) // --set into a scalar or list threw yaml-cpp's BadSubscript (exit 3)
+    throw InputError(file + ": a spec is a mapping with the sections hardware, model, and training or inference");
+  auto overridden = std::make_shared<std::vector<std::string>>();
+  for (const auto& o : overrides) {
     apply_override(root, file, o);
+    overridden->push_back(o.substr(0, o.find('=')));
+  }
 
   ExperimentSpec spec;
   spec.file = file;
   spec.text = overrides.empty() ? yaml_text : YAML::Dump(root) + "\n";
-  ParamReader top(root, file, "");
+  ParamReader top(root, file, "", overridden);
   if (!top.has("hardware") || !top.has("model") || top.has("training") == top.has("inference"))
     throw InputError(file + ": a spec needs the sections hardware, model, and one of training or inference");
   ParamReader hw = top.section("hardware", "the cluster: node preset, node count, network", "");
