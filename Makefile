@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build demo test bench sanitize clean
+.PHONY: deps configure build demo test bench sanitize fuzz clean
 
 deps:
 	@./scripts/install_deps.sh
@@ -25,6 +25,13 @@ test: build
 bench: build
 	./$(BUILD)/bench/bench_simulation
 	./$(BUILD)/bench/bench_sweep
+
+# The mutation fuzzer of the command line (tests/fuzz/fuzz_cli.py): N cases from SEED
+# (a new one each time unless given); findings land in fuzz-findings/.
+N    ?= 5000
+SEED ?= $(shell date +%s)
+fuzz: build
+	python3 tests/fuzz/fuzz_cli.py --binary $(BUILD)/memwall --cases $(N) --seed $(SEED) --keep fuzz-findings
 
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 sanitize:

@@ -1,5 +1,7 @@
 #include "Hdf5Table.hpp"
 
+#include "FileChecksum.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -56,16 +58,21 @@ void write_hdf5_file(const std::string& path, const std::function<void(H5::H5Fil
   {
     H5::FileAccPropList fapl;
     H5Pset_fapl_core(fapl.getId(), 1 << 20, /*backing_store=*/false);
-    H5::H5File f(path, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, fapl);
+    H5::FileCreatPropList fcpl;
+    fcpl.setUserblock(checksum_block_bytes);
+    H5::H5File f(path, H5F_ACC_TRUNC, fcpl, fapl);
     fill(f);
     f.flush(H5F_SCOPE_GLOBAL);
     ssize_t size = H5Fget_file_image(f.getId(), nullptr, 0);
     if (size < 0)
       throw H5::FileIException("write_hdf5_file", "could not take the file's image");
-    image.resize(static_cast<size_t>(size));
-    if (H5Fget_file_image(f.getId(), image.data(), image.size()) != size)
+    // The image starts at the superblock: the user block it was created with goes
+    // in front of it, where the checksum is stamped.
+    image.assign(checksum_block_bytes + static_cast<size_t>(size), '\0');
+    if (H5Fget_file_image(f.getId(), image.data() + checksum_block_bytes, static_cast<size_t>(size)) != size)
       throw H5::FileIException("write_hdf5_file", "could not take the file's image");
   }
+  stamp_checksum(image);
   int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
   if (fd < 0)
     throw std::runtime_error(path + ": cannot open for writing: " + std::strerror(errno));

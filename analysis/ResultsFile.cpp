@@ -1,5 +1,6 @@
 #include "ResultsFile.hpp"
 
+#include "FileChecksum.hpp"
 #include "Hdf5Table.hpp"
 #include "InputError.hpp"
 
@@ -14,6 +15,7 @@ std::string memwall_file_format(const std::string& path)
   if (!std::filesystem::is_regular_file(path))
     throw InputError(path + ": results file not found");
   H5::Exception::dontPrint();
+  verify_checksum(path); // before libhdf5, which crashes or hangs on some damage
   if (H5Fis_hdf5(path.c_str()) <= 0)
     throw InputError(path + ": not an HDF5 file (truncated, or not written by memwall)");
   std::optional<std::string> format;

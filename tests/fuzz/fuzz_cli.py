@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Mutation fuzzer of memwall's command line: specs, --set values, sweep specs, request
+traces and HDF5 results files, each mutated from a valid seed and fed to the binary.
+
+Every case must end with exit code 0, 2 (bad input) or 3 (runtime failure), within the
+time limit, with exactly one line on stderr when it fails, and without leaving an
+output file (or a temporary file beside one) behind after an error. Anything else is
+a finding: the case's files are kept under --keep and the run exits 1.
+
+  tests/fuzz/fuzz_cli.py --binary build/memwall --cases 300 --seed 1   # the CI corpus
+  make fuzz N=5000                                                     # a longer hunt
+
+The same seed gives the same cases. Standard library only.
+"""
+import argparse
+import concurrent.futures
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+# Small, fast seeds: each runs in well under a second.
+SPEC_SEEDS = {
+    "train.yaml": "hardware: {node: desktop-4070}\nmodel: {preset: gpt2}\n"
+                  "training: {seq_len: 256, global_batch: 4, micro_batch: 1, precision: bf16}\n",
+    "train_tp.yaml": "hardware:\n  node: dgx-a100\n  gpus_per_node: 4\nmodel:\n  preset: gpt2\ntraining:\n"
+                     "  seq_len: 512\n  global_batch: 8\n  micro_batch: 2\n  tp: 2\n  zero: 1\n"
+                     "  recompute: selective\n",
+    "offload.yaml": "hardware: {node: desktop-4070}\nmodel: {preset: gpt2-medium}\n"
+                    "training: {seq_len: 256, global_batch: 2, micro_batch: 1, zero: 2, offload: {optimizer: cpu}}\n",
+    "serve.yaml": "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                  "inference:\n  poisson: {rate: 20, requests: 8, prompt_len: 64, output_len: 16}\n"
+                  "  max_num_seqs: 4\n",
+    "serve_trace.yaml": "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                        "inference: {trace: trace.csv, max_num_seqs: 8}\n",
+    "custom.yaml": "hardware:\n  node:\n    name: box\n    gpu: {preset: rtx-4090, memory_bytes: 24e9}\n    gpus: 2\n"
+                   "    dram_bytes: 64e9\nmodel: {layers: 4, hidden: 256, heads: 4, vocab: 1000}\n"
+                   "training: {seq_len: 128, global_batch: 4, micro_batch: 1}\n",
+}
+TRACE_SEED = "arrival_time,prompt_tokens,output_tokens\n0.0,32,8\n0.05,64,4\n0.1,16,16\n"
+SWEEP_SEED = ("spec:\n  hardware: {node: desktop-4070}\n  model: {preset: gpt2}\n"
+              "  training: {seq_len: 128, global_batch: 4, micro_batch: 1}\n"
+              "grid:\n  training.micro_batch: [1, 2]\nfilter: \"micro_batch < 4\"\n"
+              "metrics:\n  step_ms: step_time_s * 1000\n  per_gpu: tokens_per_s / gpus\n"
+              "record: {memory: true, links: true}\n")
+
+EXTREMES = ["0", "-1", "1", "1e308", "-1e308", "1e-300", "4294967296", "9223372036854775807",
+            "18446744073709551616", "nan", "inf", "-inf", "0.5", "1e9", "''", "~", "[]", "{}", "[1, 2]",
+            "{a: 1}", "true", "\"x\\ny\"", "100000000", "3", "'80 GB'", "'1e308 PB/s'", "'5 us'", "gpt2",
+            "dgx-a100", "&a 1", "*a", "!!binary aGk=", "'\\x00'", "'" + "9" * 400 + "'"]
+KEYS = ["hardware", "model", "training", "inference", "node", "gpu", "preset", "nodes", "gpus_per_node",
+        "network", "nics", "seq_len", "global_batch", "micro_batch", "tp", "pp", "dp", "zero", "layers",
+        "hidden", "heads", "vocab", "memory_bytes", "hbm_achievable_bw", "trace", "poisson", "requests",
+        "max_num_seqs", "offload", "grid", "zip", "metrics", "filter", "record", "unknown_key"]
+
+
+def mutate_text(rng, text):
+    """One to four structural or byte-level edits of a YAML or CSV text."""
+    lines = text.split("\n")
+    for _ in range(rng.randint(1, 4)):
+        op = rng.randrange(9)
+        i = rng.randrange(len(lines)) if lines else 0
+        if op == 0 and lines:                                   # a value becomes an extreme one
+            line = lines[i]
+            if ":" in line:
+                head = line[: line.index(":") + 1]
+                lines[i] = head + " " + rng.choice(EXTREMES)
+            elif "," in line:
+                cells = line.split(",")
+                cells[rng.randrange(len(cells))] = rng.choice(EXTREMES)
+                lines[i] = ",".join(cells)
+        elif op == 1 and lines:                                 # drop a line
+            del lines[i]
+        elif op == 2 and lines:                                 # duplicate a line
+            lines.insert(i, lines[i])
+        elif op == 3:                                           # a new key somewhere
+            indent = " " * rng.choice([0, 2, 4])
+            lines.insert(i, indent + rng.choice(KEYS) + ": " + rng.choice(EXTREMES))
+        elif op == 4 and lines:                                 # re-indent a line
+            lines[i] = " " * rng.choice([0, 1, 2, 3, 6]) + lines[i].lstrip()
+        elif op == 5:                                           # truncate
+            joined = "\n".join(lines)
+            lines = joined[: rng.randrange(len(joined) + 1)].split("\n")
+        elif op == 6 and lines:                                 # flip characters
+            chars = list(lines[i])
+            for _ in range(rng.randint(1, 3)):
+                if chars:
+                    chars[rng.randrange(len(chars))] = rng.choice("{}[]:,'\"-&*!|>#%@`\t\\0123456789ax\x00\x7f")
+            lines[i] = "".join(chars)
+        elif op == 7:                                           # deep nesting
+            depth = rng.choice([50, 600, 20000])
+            lines.insert(i, "deep: " + "[" * depth + "]" * depth)
+        elif op == 8 and len(lines) > 1:                        # swap two lines
+            j = rng.randrange(len(lines))
+            lines[i], lines[j] = lines[j], lines[i]
+    return "\n".join(lines)
+
+
+def mutate_binary(rng, data):
+    data = bytearray(data)
+    op = rng.randrange(3)
+    if op == 0:                                                 # flip bytes
+        for _ in range(rng.randint(1, 40)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+    elif op == 1:                                               # truncate
+        data = data[: rng.randrange(len(data))]
+    else:                                                       # zero a block
+        start = rng.randrange(len(data))
+        data[start: start + rng.randint(1, 4096)] = bytes(min(len(data) - start, 4096))
+    return bytes(data)
+
+
+class Case:
+    def __init__(self, name, files, args, outputs, created_outputs_ok=False):
+        self.name, self.files, self.args, self.outputs = name, files, args, outputs
+        self.created_outputs_ok = created_outputs_ok   # a sweep's file exists from its start
+
+
+def make_case(rng, n, h5_seeds, params):
+    kind = rng.choice(["spec", "spec", "spec", "set", "sweep", "trace", "hdf5"])
+    name = "%05d-%s" % (n, kind)
+    if kind in ("spec", "set", "trace"):
+        seed = rng.choice(sorted(SPEC_SEEDS)) if kind != "trace" else "serve_trace.yaml"
+        spec = SPEC_SEEDS[seed]
+        files = {"trace.csv": TRACE_SEED}
+        if kind == "spec":
+            spec = mutate_text(rng, spec)
+        if kind == "trace":
+            files["trace.csv"] = mutate_text(rng, TRACE_SEED)
+        files["spec.yaml"] = spec
+        args = ["run", "spec.yaml", "-o", "out.h5", "--trace", "out.json"]
+        if kind == "set" or rng.random() < 0.2:
+            for _ in range(rng.randint(1, 3)):
+                key = rng.choice(params) if params and rng.random() < 0.8 else rng.choice(KEYS)
+                args += ["--set", key + "=" + rng.choice(EXTREMES)]
+        if rng.random() < 0.3:
+            args.append("--json")
+        return Case(name, files, args, ["out.h5", "out.json"])
+    if kind == "sweep":
+        files = {"sweep.yaml": mutate_text(rng, SWEEP_SEED)}
+        args = ["sweep", "sweep.yaml", "-o", "results.h5", "-j", "1"]
+        if rng.random() < 0.5:
+            args.append("--dry-run")
+        return Case(name, files, args, ["results.h5"], created_outputs_ok=True)
+    seed = rng.choice(sorted(h5_seeds))
+    files = {"in.h5": mutate_binary(rng, h5_seeds[seed])}
+    choice = rng.randrange(3)
+    if choice == 0:
+        args = ["report", "in.h5"] + (["--by", "step_ms"] if seed == "sweep.h5" else [])
+    elif choice == 1 and seed == "sweep.h5":
+        files["sweep.yaml"] = SWEEP_SEED
+        args = ["sweep", "sweep.yaml", "-o", "in.h5", "--resume", "-j", "1"]
+    else:
+        args = ["report", "in.h5", "--top", str(rng.choice([0, 1, 5, 1000000]))]
+    return Case(name, files, args, [])
+
+
+def run_case(binary, case, timeout, keep):
+    work = tempfile.mkdtemp(prefix="memwall-fuzz-")
+    try:
+        for fname, content in case.files.items():
+            mode = "wb" if isinstance(content, bytes) else "w"
+            with open(os.path.join(work, fname), mode) as f:
+                f.write(content)
+        try:
+            p = subprocess.run([binary] + case.args, cwd=work, capture_output=True, timeout=timeout,
+                               env=dict(os.environ, LC_ALL="C"))
+            code, err = p.returncode, p.stderr.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired:
+            code, err = None, ""
+        problem = None
+        if code is None:
+            problem = "hang: no exit within %d s" % timeout
+        elif code < 0:
+            problem = "killed by signal %d" % -code
+        elif code not in (0, 2, 3):
+            problem = "exit code %d" % code
+        elif code != 0 and err.count("\n") != 1:
+            problem = "%d lines on stderr" % err.count("\n")
+        elif code != 0 and not (code == 3 and case.created_outputs_ok):
+            left = [o for o in case.outputs if os.path.exists(os.path.join(work, o))]
+            if left:
+                problem = "output left behind after exit %d: %s" % (code, ", ".join(left))
+        if problem is None:
+            temps = [f for f in os.listdir(work) if ".tmp" in f]
+            if temps:
+                problem = "temporary files left behind: " + ", ".join(temps)
+        if problem and keep:
+            dest = os.path.join(keep, case.name)
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.copytree(work, dest)
+            with open(os.path.join(dest, "COMMAND"), "w") as f:
+                f.write("cd %s && %s %s\n# %s\n%s" % (dest, binary, " ".join(case.args), problem, err))
+        return code, problem, err
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def seed_hdf5(binary):
+    """A run file and a sweep file (with timelines and links) to damage."""
+    work = tempfile.mkdtemp(prefix="memwall-fuzz-seed-")
+    try:
+        with open(os.path.join(work, "spec.yaml"), "w") as f:
+            f.write(SPEC_SEEDS["train.yaml"])
+        with open(os.path.join(work, "sweep.yaml"), "w") as f:
+            f.write(SWEEP_SEED)
+        subprocess.run([binary, "run", "spec.yaml", "-o", "run.h5"], cwd=work, check=True, capture_output=True)
+        subprocess.run([binary, "sweep", "sweep.yaml", "-o", "sweep.h5", "-j", "1"], cwd=work, check=True,
+                       capture_output=True)
+        return {n: open(os.path.join(work, n), "rb").read() for n in ("run.h5", "sweep.h5")}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--binary", default=os.path.join(ROOT, "build", "memwall"))
+    ap.add_argument("--cases", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--timeout", type=int, default=60, help="seconds per case before it counts as a hang")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--keep", default="fuzz-findings", help="folder for the files of failing cases")
+    a = ap.parse_args()
+    binary = os.path.abspath(a.binary)
+    rng = random.Random(a.seed)
+    listed = subprocess.run([binary, "list", "params"], capture_output=True, text=True).stdout.split("\n")
+    params = sorted({l.split()[0] for l in listed if l.strip() and "." in l.split()[0]})
+    h5 = seed_hdf5(binary)
+    cases = [make_case(rng, n, h5, params) for n in range(a.cases)]
+    counts, findings = {}, []
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
+        futures = {pool.submit(run_case, binary, c, a.timeout, a.keep): c for c in cases}
+        for fut in concurrent.futures.as_completed(futures):
+            code, problem, err = fut.result()
+            kind = futures[fut].name.split("-", 1)[1]
+            key = (kind, "finding" if problem else "exit %s" % code)
+            counts[key] = counts.get(key, 0) + 1
+            if problem:
+                findings.append((futures[fut].name, problem, err.strip().split("\n")[:3]))
+    for kind in sorted({k for k, _ in counts}):
+        outcomes = ", ".join("%s: %d" % (o, n) for (k, o), n in sorted(counts.items()) if k == kind)
+        print("%-6s %s" % (kind, outcomes))
+    for name, problem, err in sorted(findings):
+        print("FINDING %s: %s | %s" % (name, problem, " / ".join(err)))
+    print("%d cases, seed %d, %d findings%s" % (a.cases, a.seed, len(findings),
+                                                 " (files in %s)" % a.keep if findings else ""))
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
