@@ -107,7 +107,7 @@ std::string serving_text(const nlohmann::ordered_json& j)
 {
   char line[512];
   std::string os;
-  auto ms = [](const nlohmann::ordered_json& x, const char* k) { return 1e3 * x[k].get<double>(); };
+  auto t = [](const nlohmann::ordered_json& x, const char* k) { return format_duration(x[k].get<double>()); };
   std::snprintf(line, sizeof line, "  requests       %lld completed, %lld rejected (longer than the KV cache), %lld iterations\n",
                 (long long)j["requests_completed"].get<int64_t>(), (long long)j["requests_rejected"].get<int64_t>(),
                 (long long)j["iterations"].get<int64_t>());
@@ -122,8 +122,8 @@ std::string serving_text(const nlohmann::ordered_json& j)
                                                      {"latency_s", "latency e2e   "}};
   for (const auto& [k, label] : rows) {
     const auto& x = j[k];
-    std::snprintf(line, sizeof line, "  %s mean %9.2f ms, p50 %9.2f ms, p90 %9.2f ms, p99 %9.2f ms\n", label,
-                  ms(x, "mean"), ms(x, "p50"), ms(x, "p90"), ms(x, "p99"));
+    std::snprintf(line, sizeof line, "  %s mean %10s, p50 %10s, p90 %10s, p99 %10s\n", label, t(x, "mean").c_str(),
+                  t(x, "p50").c_str(), t(x, "p90").c_str(), t(x, "p99").c_str());
     os += line;
   }
   const auto& kv = j["kv_cache"];

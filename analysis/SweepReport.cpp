@@ -187,7 +187,10 @@ std::string sweep_report_text(const ResultsTable& t, const std::string& path, co
       list += (list.empty() ? "" : ", ") + x;
     throw InputError(path + ": " + option + " " + c + ": no such column; the columns are " + list);
   };
-  if (t.rows() > 0 || !o.by.empty())
+  // A sweep whose every point failed has no result columns: list the failures then.
+  const auto& status = t.texts.count("status") ? t.texts.at("status") : std::vector<std::string>{};
+  bool any_ran       = std::find(status.begin(), status.end(), "ok") != status.end();
+  if (any_ran || !o.by.empty())
     known(by, "--by");
   for (const std::string& c : o.columns)
     known(c, "--columns");

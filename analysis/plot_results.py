@@ -424,6 +424,9 @@ def main():
                     what = plot_memory(f, f[group], title, a.output, a.device)
             else:
                 table, axes = read_points(f)
+                if "ok" not in table.get("status", ["ok"]):
+                    raise BadInput("every point of this sweep failed; nothing to plot "
+                                   "(memwall report lists the errors)")
                 if kind == "metric":
                     what = plot_metric(table, axes, attrs, a.output, a.x, a.y, a.lines)
                 else:
@@ -432,8 +435,11 @@ def main():
         print(f"memwall plot: {a.file}: {e}", file=sys.stderr)
         return 2
     except (OSError, KeyError, ValueError) as e:
-        print(f"memwall plot: {a.file}: unreadable memwall results ({e})", file=sys.stderr)
+        print(f"memwall plot: {a.file}: unreadable memwall results ({e})".replace("\n", " "), file=sys.stderr)
         return 2
+    except Exception as e:  # one line, never a traceback: a failure of ours or of matplotlib
+        print(f"memwall plot: {a.file}: runtime failure: {type(e).__name__}: {e}".replace("\n", " "), file=sys.stderr)
+        return 3
     print(f"memwall plot: {a.output} ({what})")
     return 0
 

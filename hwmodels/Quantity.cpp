@@ -123,6 +123,21 @@ QuantityLimits quantity_limits(QuantityKind kind)
   return {0, 1e15, ""};
 }
 
+std::string format_duration(double s)
+{
+  char buf[64];
+  double a = std::fabs(s);
+  if (a < 1e-3)
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  else if (a < 1)
+    std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  else if (a < 3600)
+    std::snprintf(buf, sizeof buf, "%.1f s", s);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f h", s / 3600);
+  return buf;
+}
+
 std::string format_gib(double bytes)
 {
   char buf[64];
@@ -132,8 +147,8 @@ std::string format_gib(double bytes)
 
 std::string format_si(double value, const std::string& unit)
 {
-  static const std::array<std::pair<double, const char*>, 5> steps{
-      {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}}};
+  static const std::array<std::pair<double, const char*>, 6> steps{
+      {{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}}};
   for (const auto& [scale, prefix] : steps) {
     if (std::fabs(value) >= scale) {
       char buf[64];

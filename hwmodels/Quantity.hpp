@@ -24,6 +24,8 @@ QuantityLimits quantity_limits(QuantityKind kind);
 
 // Formats bytes for humans with an explicit unit: "79.2 GiB".
 std::string format_gib(double bytes);
-std::string format_si(double value, const std::string& unit); // "1.23 TFLOP/s"
+std::string format_si(double value, const std::string& unit); // "1.23 TFLOP/s", up to E (1e18)
+// A duration in the unit that reads best: "85.3 us", "12.41 ms", "210.9 s", "2.31 h".
+std::string format_duration(double seconds);
 
 } // namespace memwall

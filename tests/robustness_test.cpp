@@ -4,6 +4,7 @@
 #include "AtomicOutput.hpp"
 #include "FileChecksum.hpp"
 #include "Hdf5Table.hpp"
+#include "Quantity.hpp"
 #include "TestHelpers.hpp"
 
 #include <H5Cpp.h>
@@ -467,4 +468,45 @@ TEST_CASE("a_damaged_results_file_is_refused_by_its_checksum_before_libhdf5_read
   }
   // h5py and pandas skip the user block: the file stays an ordinary HDF5 file.
   CHECK(good.compare(512, 8, "\x89HDF\r\n\x1a\n") == 0);
+}
+
+TEST_CASE("a_sweep_of_too_many_points_is_refused_before_it_is_enumerated", "[robustness][sweep]")
+{
+  // 10 axes of 10 values: 10^10 combinations; the --dry-run never ended.
+  std::string grid = "grid:\n";
+  for (const char* key : {"training.micro_batch", "training.seq_len", "training.global_batch", "training.zero",
+                          "training.recompute", "training.precision", "training.optimizer", "training.tp",
+                          "training.bucket_bytes", "training.flash_attention"})
+    grid += std::string("  ") + key + ": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n";
+  CHECK_THAT(refused_sweep_spec("ten_billion", sweep_base + grid),
+             Catch::Contains("10000000000 points; the limit is 1000000"));
+}
+
+TEST_CASE("a_sweep_whose_every_point_failed_is_reported_as_failures_not_a_missing_column", "[robustness][report]")
+{
+  // tp 5 divides none of GPT-2's 12 heads: both points fail. report said "--by
+  // step_time_s: no such column"; it now lists the failures.
+  std::string spec = temp_path("all_failed.yaml"), h5 = temp_path("all_failed.h5");
+  write_file(spec, "spec:\n  hardware: {node: dgx-a100, gpus_per_node: 5}\n  model: {preset: gpt2}\n"
+                   "  training: {seq_len: 256, global_batch: 10, micro_batch: 1}\n"
+                   "grid:\n  training.tp: [5]\n  training.micro_batch: [1, 2]\n");
+  std::filesystem::remove(h5);
+  REQUIRE(run_cli("sweep " + spec + " -o " + h5 + " -j 1").exit_code == 0);
+  CliResult r = run_cli("report " + h5);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("2 points failed") && Catch::Contains("does not divide the model's 12 attention heads"));
+}
+
+TEST_CASE("version_and_human_units", "[robustness][usability]")
+{
+  CliResult v = run_cli("--version");
+  CHECK(v.exit_code == 0);
+  CHECK_THAT(v.out, Catch::StartsWith("memwall 0.") && Catch::Contains("commit"));
+  // 210851.71 ms read as 210.9 s; 3.86e+04 PFLOP as 38.6 EFLOP.
+  CHECK(memwall::format_duration(210.85171) == "210.9 s");
+  CHECK(memwall::format_duration(0.01241) == "12.41 ms");
+  CHECK(memwall::format_duration(85.3e-6) == "85.3 us");
+  CHECK(memwall::format_duration(8316) == "2.31 h");
+  CHECK(memwall::format_si(3.86e19, "FLOP") == "38.6 EFLOP");
 }

@@ -1,6 +1,7 @@
 // memwall: discrete-event simulation of the GPU memory hierarchy for LLM training and
 // inference. `memwall <command> [options]`; `memwall help` lists the commands.
 #include "Commands.hpp"
+#include "Hdf5Writer.hpp"
 #include "InputError.hpp"
 
 #include <boost/program_options/errors.hpp>
@@ -45,7 +46,7 @@ const std::map<std::string, Command>& commands()
 
 int usage(FILE* out)
 {
-  std::fprintf(out, "usage: memwall <command> [options]\n\ncommands:\n");
+  std::fprintf(out, "usage: memwall <command> [options]   (memwall --version: the version)\n\ncommands:\n");
   for (const auto& [name, c] : commands())
     std::fprintf(out, "  %-9s %s\n", name.c_str(), c.summary);
   return out == stderr ? 2 : 0;
@@ -71,6 +72,10 @@ int main(int argc, char** argv)
   std::string name = argv[1];
   if (name == "help" || name == "--help" || name == "-h")
     return usage(stdout);
+  if (name == "--version" || name == "version") {
+    std::printf("memwall %s (commit %s)\n", memwall::memwall_version().c_str(), memwall::memwall_git_commit().c_str());
+    return 0;
+  }
   auto it = commands().find(name);
   if (it == commands().end()) {
     std::fprintf(stderr, "memwall: unknown command '%s'; see memwall help for the commands\n", name.c_str());

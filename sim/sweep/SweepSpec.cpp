@@ -188,6 +188,15 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file, con
     }
   }
 
+  // A 10^8-point --dry-run never ended: the product is bounded before it is walked.
+  const double most_points = 1e6;
+  double combinations      = 1;
+  for (const auto& g : groups)
+    combinations *= static_cast<double>(g.size());
+  if (combinations > most_points)
+    throw InputError(file + ": the axes combine into " + std::to_string(static_cast<long long>(combinations)) +
+                     " points; the limit is 1000000 (split the sweep, or zip axes that vary together)");
+
   // Enumerate the product, last group fastest.
   std::vector<size_t> at(groups.size(), 0);
   for (bool more = true; more;) {
