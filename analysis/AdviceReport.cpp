@@ -86,7 +86,7 @@ TryMeasure measure_try(const ExperimentSpec& spec, const RunResult& r)
   m.step_time_s = j["step_time_s"].get<double>();
   if (spec.serving) {
     m.tokens_per_s = j["output_tokens_per_s"].get<double>();
-    m.tpot_s       = j["tpot_s"]["p50"].get<double>();
+    m.tpot_s       = j["tpot_s"]["p50"].is_null() ? 0.0 : j["tpot_s"]["p50"].get<double>(); // none completed
     m.rejected     = j["requests_rejected"].get<double>();
     m.fits         = m.fits && m.rejected == 0;
   } else {

@@ -37,8 +37,11 @@ Latencies latencies(const ServingStats& s)
   return l;
 }
 
+// No request completed: no latency at all (null), not a latency of zero.
 nlohmann::ordered_json summary(const std::vector<double>& v)
 {
+  if (v.empty())
+    return {{"mean", nullptr}, {"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}};
   double mean = 0;
   for (double x : v)
     mean += x;
@@ -108,10 +111,26 @@ std::string serving_text(const nlohmann::ordered_json& j)
   char line[512];
   std::string os;
   auto t = [](const nlohmann::ordered_json& x, const char* k) { return format_duration(x[k].get<double>()); };
-  std::snprintf(line, sizeof line, "  requests       %lld completed, %lld rejected (longer than the KV cache), %lld iterations\n",
+  const auto& kv     = j["kv_cache"];
+  double budget      = kv["budget_bytes"].get<double>();
+  bool no_room       = budget <= 0;
+  std::snprintf(line, sizeof line, "  requests       %lld completed, %lld rejected (%s), %lld iterations\n",
                 (long long)j["requests_completed"].get<int64_t>(), (long long)j["requests_rejected"].get<int64_t>(),
-                (long long)j["iterations"].get<int64_t>());
+                no_room ? "no room for any KV cache" : "longer than the KV cache", (long long)j["iterations"].get<int64_t>());
   os += line;
+  if (no_room) {
+    // Said first and plainly: a negative KV budget is the weights (and activations) not
+    // fitting, not requests being too long.
+    double weights = 0;
+    for (const auto& d : j["devices"])
+      if (d["kind"] == "gpu")
+        weights = std::max(weights, d["peak_by_category"].value("weights", 0.0));
+    std::snprintf(line, sizeof line,
+                  "  does not fit   weights (%s per GPU), activations and context exceed the memory the server may "
+                  "use by %s; no request can run (memwall advise suggests remedies)\n",
+                  format_gib(weights).c_str(), format_gib(-budget).c_str());
+    os += line;
+  }
   std::snprintf(line, sizeof line, "  throughput     %s generated, %s in + out, %.3f requests/s\n",
                 format_si(j["output_tokens_per_s"].get<double>(), "tokens/s").c_str(),
                 format_si(j["total_tokens_per_s"].get<double>(), "tokens/s").c_str(), j["requests_per_s"].get<double>());
@@ -122,11 +141,15 @@ std::string serving_text(const nlohmann::ordered_json& j)
                                                      {"latency_s", "latency e2e   "}};
   for (const auto& [k, label] : rows) {
     const auto& x = j[k];
+    if (x["p50"].is_null()) {
+      std::snprintf(line, sizeof line, "  %s none: no request completed\n", label);
+      os += line;
+      continue;
+    }
     std::snprintf(line, sizeof line, "  %s mean %10s, p50 %10s, p90 %10s, p99 %10s\n", label, t(x, "mean").c_str(),
                   t(x, "p50").c_str(), t(x, "p90").c_str(), t(x, "p99").c_str());
     os += line;
   }
-  const auto& kv = j["kv_cache"];
   std::snprintf(line, sizeof line,
                 "  KV cache       %s per token per GPU, room for %lld tokens (%s); %.1f %% of reserved KV holds tokens\n",
                 format_si(kv["bytes_per_token"].get<double>(), "B").c_str(),

@@ -8,6 +8,7 @@
 #include "TestHelpers.hpp"
 
 #include <H5Cpp.h>
+#include <nlohmann/json.hpp>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -509,4 +510,26 @@ TEST_CASE("version_and_human_units", "[robustness][usability]")
   CHECK(memwall::format_duration(85.3e-6) == "85.3 us");
   CHECK(memwall::format_duration(8316) == "2.31 h");
   CHECK(memwall::format_si(3.86e19, "FLOP") == "38.6 EFLOP");
+}
+
+TEST_CASE("a_server_whose_weights_do_not_fit_says_so_and_reports_no_latencies", "[robustness][inference]")
+{
+  // Llama-2-70B in fp16 on one A100 80GB: 68.98e9 x 2 B = 128.5 GiB of weights against
+  // 0.9 x 81,920 MiB = 72.0 GiB the server may use. It used to report "4 rejected
+  // (longer than the KV cache)" and latencies of 0.0 ms.
+  std::string spec = temp_path("weights_do_not_fit.yaml");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: llama-2-70b}\n"
+                   "inference:\n  poisson: {rate: 1, requests: 4, prompt_len: 128, output_len: 16}\n");
+  CliResult text = run_cli("run " + spec);
+  INFO(text.err);
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::Contains("does not fit   weights (128.") && Catch::Contains("no room for any KV cache") &&
+                           Catch::Contains("time to first  none: no request completed"));
+  CHECK_THAT(text.out, !Catch::Contains("0.0 us"));
+  CliResult js = run_cli("run " + spec + " --json");
+  auto j       = nlohmann::json::parse(js.out);
+  CHECK(j["ttft_s"]["p50"].is_null());
+  CHECK(j["latency_s"]["mean"].is_null());
+  double usable = 0.9 * 81920.0 * 1048576.0, weights = 68.98e9 * 2;
+  CHECK(j["kv_cache"]["budget_bytes"].get<double>() <= usable - weights);
 }
