@@ -50,6 +50,7 @@ Spec preset_or_inline(ParamReader& r, const std::string& key, const std::string&
   if (n.IsDefined() && n.IsMap()) {
     ParamReader inner = r.nested(n, key);
     YAML::Node base_id = inner.take("preset", "preset id", "preset to start from; other keys override it");
+    inner.defaults_from_preset();
     if (base_id.IsDefined()) {
       Spec base = preset(base_id.Scalar(), inner.location("preset"));
       Spec out  = read(inner, &base);

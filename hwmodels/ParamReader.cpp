@@ -183,7 +183,7 @@ YAML::Node ParamReader::get(const std::string& key, const std::string& type, con
   auto& docs      = param_docs();
   std::string doc_path = full(key);
   if (std::none_of(docs.begin(), docs.end(), [&](const ParamDoc& d) { return d.path == doc_path; }))
-    docs.push_back({doc_path, type, def, desc});
+    docs.push_back({doc_path, type, defaults_from_preset_ && !def.empty() ? "the preset's" : def, desc});
   return lookup(key);
 }
 
@@ -234,7 +234,12 @@ double ParamReader::quantity(const std::string& key, QuantityKind kind, double d
                                 "FLOP/s (e.g. 312e12 or '312 TFLOP/s')", "seconds (e.g. 2e-6 or '2 us')",
                                 "number"};
   std::string type = names[static_cast<int>(kind)];
-  YAML::Node n     = get(key, type, format_number(def), desc);
+  // Documented in the units a person writes ("2 TB", "170 GB/s", "1 us"), not 2e+12.
+  QuantityLimits lim = quantity_limits(kind);
+  std::string shown  = def == 0 || kind == QuantityKind::plain ? format_number(def)
+                       : kind == QuantityKind::seconds         ? format_duration(def)
+                                                               : format_si(def, lim.unit);
+  YAML::Node n = get(key, type, shown, desc);
   if (!n.IsDefined())
     return def;
   std::string s = scalar(key, n, type);
@@ -243,7 +248,6 @@ double ParamReader::quantity(const std::string& key, QuantityKind kind, double d
     fail(key, "expected " + type + ", got '" + s + "'");
   if (*v < 0)
     fail(key, "must not be negative, got " + s);
-  QuantityLimits lim = quantity_limits(kind);
   if (*v != 0 && (*v < lim.smallest_nonzero || *v > lim.largest))
     fail(key, "must be 0 or lie in [" + format_number(lim.smallest_nonzero) + ", " + format_number(lim.largest) + "] " +
                   lim.unit + ", got " + s);

@@ -74,6 +74,9 @@ public:
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
   std::string location(const std::string& key) const; // "file:line: path.key"
   const std::string& file() const { return file_; }
+  // The defaults of this mapping's keys are a preset's values (an inline GPU or node
+  // that starts from one): `memwall list params` says so instead of one preset's number.
+  void defaults_from_preset() { defaults_from_preset_ = true; }
   const std::string& path() const { return path_; }
 
 private:
@@ -91,6 +94,7 @@ private:
   std::string path_;
   std::vector<std::string> known_;
   std::shared_ptr<const std::vector<std::string>> overridden_;
+  bool defaults_from_preset_ = false;
 };
 
 // "a, b, c" (or joined by `separator`).
