@@ -1,6 +1,7 @@
 #include "Replayer.hpp"
 
 #include "KernelTiming.hpp"
+#include "ReplayProgress.hpp"
 
 #include <simgrid/s4u.hpp>
 
@@ -95,7 +96,10 @@ RunResult Replayer::run()
     });
   }
   sg4::Engine* engine = sg4::Engine::get_instance();
+  ReplayProgress progress(options_.progress);
+  progress_ = &progress;
   replay_loop(engine);
+  progress_ = nullptr;
   if (completed_ != dag_.size())
     throw std::runtime_error("replay stalled: " + std::to_string(dag_.size() - completed_) +
                              " ops never became ready (the op DAG has a cycle)");
@@ -289,6 +293,8 @@ void Replayer::complete(OpId id)
 {
   records_[id].end = sg4::Engine::get_clock();
   ++completed_;
+  if (progress_)
+    progress_->op_done(completed_, dag_.size(), records_[id].end);
   for (auto [e, end] = boost::out_edges(id - base_, dag_.graph()); e != end; ++e) {
     auto next = boost::target(*e, dag_.graph());
     if (--waiting_on_[next] == 0)

@@ -27,12 +27,16 @@
 
 namespace memwall {
 
+class ReplayProgress;
+
 struct ReplayOptions {
   std::string collective_algorithm = "auto";
   bool record_ops = true;
   // Start only the collective flows that can affect a replayed node (ReplayedFlows.hpp).
   // The same times either way; off only to check that.
   bool fold_collectives = true;
+  // A progress line on stderr when it is a terminal (ReplayProgress.hpp).
+  bool progress = false;
 };
 
 class Replayer {
@@ -117,6 +121,7 @@ private:
   size_t taken_       = 0;
   OpId base_          = 0; // the DAG's first_id() when ops were last taken
   size_t completed_ = 0;
+  ReplayProgress* progress_ = nullptr; // while run() runs
   bool draining_    = false;
 };
 

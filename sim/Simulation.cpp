@@ -90,10 +90,11 @@ RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options)
   return r;
 }
 
-RunResult simulate(const ExperimentSpec& spec, bool child)
+RunResult simulate(const ExperimentSpec& spec, bool child, bool progress)
 {
   ReplayOptions options;
   options.collective_algorithm = spec.collective_algorithm;
+  options.progress             = progress;
   if (spec.serving)
     return child ? in_child([&] { return serve(spec, options); }) : serve(spec, options);
   OpDag dag = build_workload(spec);

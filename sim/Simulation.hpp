@@ -21,6 +21,7 @@ RunResult replay_in_child(const ClusterSpec& cluster, const OpDag& dag, const Re
 RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options);
 
 // The whole pipeline for a spec; fills the throughput and MFU inputs of the result.
-RunResult simulate(const ExperimentSpec& spec, bool in_child);
+// `progress`: a progress line on stderr while it replays, when stderr is a terminal.
+RunResult simulate(const ExperimentSpec& spec, bool in_child, bool progress = false);
 
 } // namespace memwall

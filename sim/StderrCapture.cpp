@@ -6,6 +6,11 @@
 #include <cstdio>
 
 namespace memwall {
+namespace {
+int active_saved = -1;
+}
+
+int StderrCapture::real_stderr() { return active_saved >= 0 ? active_saved : 2; }
 
 StderrCapture::StderrCapture()
 {
@@ -21,6 +26,7 @@ StderrCapture::StderrCapture()
     ::close(capture_);
     saved_ = capture_ = -1;
   }
+  active_saved = saved_;
 #endif
 }
 
@@ -28,6 +34,7 @@ StderrCapture::~StderrCapture()
 {
   if (saved_ < 0)
     return;
+  active_saved = -1;
   std::fflush(stderr);
   ::dup2(saved_, 2);
   ::close(saved_);

@@ -15,6 +15,8 @@ public:
   StderrCapture(const StderrCapture&) = delete;
   StderrCapture& operator=(const StderrCapture&) = delete;
   void drop() { forward_ = false; }
+  // The real stderr while a capture is active (for the progress line), else 2.
+  static int real_stderr();
 
 private:
   int saved_   = -1; // the real stderr

@@ -533,3 +533,27 @@ TEST_CASE("a_server_whose_weights_do_not_fit_says_so_and_reports_no_latencies", 
   double usable = 0.9 * 81920.0 * 1048576.0, weights = 68.98e9 * 2;
   CHECK(j["kv_cache"]["budget_bytes"].get<double>() <= usable - weights);
 }
+
+TEST_CASE("a_long_run_shows_progress_on_a_terminal_and_nowhere_else", "[robustness][usability]")
+{
+  // The GPT-3 175B example replays ~364k ops; redrawn every 4096 ops (no interval),
+  // whatever the machine's speed.
+  std::string spec = source_path("examples/gpt3-175b-tp8-pp8-interleaved-8xdgx-a100.yaml");
+  if (std::system("command -v script >/dev/null 2>&1") != 0) {
+    WARN("skipped: no script(1) to give the run a terminal");
+    return;
+  }
+  std::string cmd = "MEMWALL_PROGRESS_INTERVAL_S=0 script -qec \"" + std::string(MEMWALL_BINARY) + " run " + spec + " 2>&1 >/dev/null\" /dev/null";
+  FILE* p         = ::popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string tty;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;)
+    tty.append(buf, n);
+  CHECK(::pclose(p) == 0);
+  CHECK_THAT(tty, Catch::Contains("replay: ") && Catch::Contains("ops (") && Catch::Contains("left"));
+  // Redirected to a file, stderr stays empty on success.
+  CliResult r = run_cli("run " + spec);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+}
