@@ -97,6 +97,8 @@ void add_serving_json(nlohmann::ordered_json& j, const RunResult& r)
   }
   j["kv_cache"] = {{"bytes_per_token", s.kv_bytes_per_token},
                    {"budget_bytes", s.kv_budget_bytes},
+                   {"offloaded_fraction", s.kv_offloaded_fraction},
+                   {"offload_place", s.kv_offload_place},
                    {"peak_used_bytes", peak_used},
                    {"peak_reserved_bytes", peak_reserved}};
   j["kv_capacity_tokens"] = s.kv_capacity_tokens;
@@ -150,15 +152,23 @@ std::string serving_text(const nlohmann::ordered_json& j)
                   t(x, "p50").c_str(), t(x, "p90").c_str(), t(x, "p99").c_str());
     os += line;
   }
+  // With KV offloaded, the token count is limited by the GPU's share or by the host's
+  // room, and the GiB of the budget are the GPU's: say which is which.
+  double off = kv.value("offloaded_fraction", 0.0);
+  std::string where = off > 0 ? " on the GPU; " + std::to_string(static_cast<int>(std::lround(100 * off))) +
+                                    " % of each token's KV on " +
+                                    (kv.value("offload_place", "cpu") == "nvme" ? "NVMe" : "host memory")
+                              : "";
   std::snprintf(line, sizeof line,
-                "  KV cache       %s per token per GPU, room for %lld tokens (%s); %.1f %% of reserved KV holds tokens\n",
-                format_si(kv["bytes_per_token"].get<double>(), "B").c_str(),
-                (long long)j["kv_capacity_tokens"].get<int64_t>(), format_gib(kv["budget_bytes"].get<double>()).c_str(),
-                100 * j["kv_utilization"].get<double>());
+                "  KV cache       %s per token per GPU, room for %lld tokens (budget %s%s); %.1f %% of reserved KV "
+                "holds tokens\n",
+                format_si(kv["bytes_per_token"].get<double>(), "B").c_str(), (long long)j["kv_capacity_tokens"].get<int64_t>(),
+                format_gib(kv["budget_bytes"].get<double>()).c_str(), where.c_str(), 100 * j["kv_utilization"].get<double>());
   os += line;
-  std::snprintf(line, sizeof line, "                 peak %s used, %s reserved; %lld preemptions (%lld swaps), at most %lld sequences running\n",
+  std::snprintf(line, sizeof line, "                 peak %s used, %s reserved%s; %lld preemptions (%lld swaps), at most %lld sequences running\n",
                 format_gib(kv["peak_used_bytes"].get<double>()).c_str(),
-                format_gib(kv["peak_reserved_bytes"].get<double>()).c_str(), (long long)j["preemptions"].get<int64_t>(),
+                format_gib(kv["peak_reserved_bytes"].get<double>()).c_str(), off > 0 ? " (GPU and offloaded together)" : "",
+                (long long)j["preemptions"].get<int64_t>(),
                 (long long)j["swaps"].get<int64_t>(), (long long)j["max_running_seqs"].get<int64_t>());
   os += line;
   return os;

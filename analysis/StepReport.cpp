@@ -209,6 +209,41 @@ const nlohmann::ordered_json* fullest_device(const nlohmann::ordered_json& devic
 
 std::string report_text(const RunResult& r, const std::string& title) { return report_text(report_json(r), title); }
 
+namespace {
+
+void csv_rows(const nlohmann::ordered_json& v, const std::string& key, std::string& out)
+{
+  if (v.is_object()) {
+    for (const auto& [k, x] : v.items())
+      csv_rows(x, key.empty() ? k : key + "." + k, out);
+  } else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      const auto& x = v[i];
+      std::string name = x.is_object() && x.contains("name") && x["name"].is_string() ? x["name"].get<std::string>()
+                                                                                      : std::to_string(i);
+      csv_rows(x, key + "." + name, out);
+    }
+  } else {
+    if (!v.is_string()) { // numbers, true/false, null as JSON writes them
+      out += key + "," + v.dump() + "\n";
+      return;
+    }
+    std::string q = "\"";
+    for (char c : v.get<std::string>())
+      q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    out += key + "," + q + "\"\n";
+  }
+}
+
+} // namespace
+
+std::string report_csv(const nlohmann::ordered_json& j)
+{
+  std::string out = "key,value\n";
+  csv_rows(j, "", out);
+  return out;
+}
+
 std::string report_text(const nlohmann::ordered_json& j, const std::string& title)
 {
   std::ostringstream os;

@@ -32,5 +32,8 @@ const nlohmann::ordered_json* fullest_device(const nlohmann::ordered_json& devic
 std::string report_text(const RunResult& r, const std::string& title);
 // The same summary from a --json object (a run file's summary_json).
 std::string report_text(const nlohmann::ordered_json& j, const std::string& title);
+// The summary as CSV rows "key,value" for spreadsheets: nested keys dotted, devices and
+// links by name ("devices.node0.gpu0.peak_bytes"), SI units as in the JSON.
+std::string report_csv(const nlohmann::ordered_json& j);
 
 } // namespace memwall

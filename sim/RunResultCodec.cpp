@@ -36,7 +36,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RequestRecord, id, arrival_s, first_token_s, 
                                    preemptions, rejected)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KvSample, time, used_bytes, reserved_bytes, running)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServingStats, present, requests, kv, iterations, preemptions, swaps, max_running_seqs,
-                                   kv_capacity_tokens, kv_bytes_per_token, kv_budget_bytes)
+                                   kv_capacity_tokens, kv_bytes_per_token, kv_budget_bytes, kv_offloaded_fraction,
+                                   kv_offload_place)
 
 void to_json(nlohmann::json& j, const RunResult& r)
 {

@@ -7,6 +7,7 @@
 
 #include <H5Cpp.h>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -170,4 +171,20 @@ TEST_CASE("the_csv_export_holds_every_column_and_row_with_exact_numbers", "[repo
     fields.push_back(f);
   REQUIRE(fields.size() > col);
   CHECK(std::stod(fields[col]) == t.numbers["step_time_s"][0]);
+}
+
+TEST_CASE("a_run_files_csv_is_its_summary_as_key_value_rows", "[report]")
+{
+  // For spreadsheets: the same numbers as --json, one key per row, devices by name.
+  std::string spec = temp_path("run_csv.yaml"), h5 = temp_path("run_csv.h5");
+  write_file(spec, small_training_spec);
+  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  CliResult js  = run_cli("run " + spec + " --json");
+  auto j        = nlohmann::json::parse(js.out);
+  CliResult csv = run_cli("report " + h5 + " --csv");
+  INFO(csv.err);
+  REQUIRE(csv.exit_code == 0);
+  CHECK_THAT(csv.out, Catch::StartsWith("key,value\n"));
+  CHECK_THAT(csv.out, Catch::Contains("\nstep_time_s," + j["step_time_s"].dump() + "\n"));
+  CHECK_THAT(csv.out, Catch::Contains("\ndevices.node0.gpu0.peak_bytes," + j["devices"][0]["peak_bytes"].dump() + "\n"));
 }

@@ -557,3 +557,21 @@ TEST_CASE("a_long_run_shows_progress_on_a_terminal_and_nowhere_else", "[robustne
   CHECK(r.exit_code == 0);
   CHECK(r.err.empty());
 }
+
+TEST_CASE("with_kv_offloaded_the_kv_line_says_which_bytes_are_on_the_gpu", "[robustness][inference]")
+{
+  // "room for N tokens (6.30 GiB)" mixed a token count limited by host memory with the
+  // GPU's budget in GiB, and a peak of 44.54 GiB against it.
+  std::string spec = temp_path("kv_offloaded.yaml");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                   "inference:\n  batch: 8\n  prompt_len: 128\n  output_len: 8\n"
+                   "  offload: {kv: cpu, kv_fraction: 0.5}\n");
+  CliResult r = run_cli("run " + spec);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("on the GPU; 50 % of each token's KV on host memory") &&
+                        Catch::Contains("(GPU and offloaded together)"));
+  auto j = nlohmann::json::parse(run_cli("run " + spec + " --json").out);
+  CHECK(j["kv_cache"]["offloaded_fraction"].get<double>() == 0.5);
+  CHECK(j["kv_cache"]["offload_place"] == "cpu");
+}

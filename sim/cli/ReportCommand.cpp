@@ -27,7 +27,7 @@ int report_command(const std::vector<std::string>& args)
       "order", po::value(&o.order), "sweep: asc or desc (default: highest first for rates, MFU and utilization)")(
       "top", po::value(&top), "sweep: rows per table (default 10)")(
       "columns", po::value(&columns), "sweep: comma-separated columns after the axes (default: the key figures that vary)")(
-      "csv", po::bool_switch(&csv), "sweep: print the whole table as CSV instead (for spreadsheets)")(
+      "csv", po::bool_switch(&csv), "print CSV instead (for spreadsheets): a sweep's whole table, a run's summary as key,value")(
       "file", po::value(&path), "a results file of memwall sweep or memwall run -o");
   po::variables_map vm;
   if (!parse_options(args, opts, "file", vm))
@@ -43,10 +43,14 @@ int report_command(const std::vector<std::string>& args)
       o.columns.push_back(c);
 
   if (memwall_file_format(path) == "memwall-run") {
-    for (const char* sweep_only : {"by", "order", "top", "columns", "csv"})
+    for (const char* sweep_only : {"by", "order", "top", "columns"})
       if (vm.count(sweep_only) && !vm[sweep_only].defaulted())
         throw InputError(path + ": a run file; --" + std::string(sweep_only) + " applies to sweep results files");
     RunFileSummary run = read_run_file(path);
+    if (csv) {
+      std::cout << report_csv(run.summary);
+      return 0;
+    }
     std::cout << "memwall run results: " << path << " (spec " << run.spec_file << ", memwall " << run.memwall_version
               << ", git " << run.git_commit << ")\n"
               << report_text(run.summary, run.title);

@@ -59,6 +59,10 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
   stats_.kv_capacity_tokens = kv_->capacity();
   stats_.kv_bytes_per_token = per_token;
   stats_.kv_budget_bytes    = budget;
+  if (cfg_.offload_kv != OffloadPlace::none) {
+    stats_.kv_offloaded_fraction = cfg_.kv_fraction;
+    stats_.kv_offload_place      = cfg_.offload_kv == OffloadPlace::nvme ? "nvme" : "cpu";
+  }
 }
 
 ServingDriver::~ServingDriver() = default;

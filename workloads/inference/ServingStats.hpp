@@ -3,6 +3,7 @@
 // the KV cache's used and reserved bytes after every iteration, and counters. Plain
 // data: the replay may run in a forked child and send it back.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace memwall {
@@ -37,6 +38,10 @@ struct ServingStats {
   int64_t kv_capacity_tokens = 0;
   double kv_bytes_per_token  = 0; // per GPU, all layers
   double kv_budget_bytes     = 0; // per GPU
+  // Offloaded KV (FlexGen): the part of each token's KV kept on the host or NVMe, and
+  // where; the budget above is the GPU's share only.
+  double kv_offloaded_fraction = 0;
+  std::string kv_offload_place = "none";
 };
 
 } // namespace memwall
