@@ -100,6 +100,15 @@ def require_axis(axes, name, option):
 
 # ---------------------------------------------------------------------------- memory
 
+def stack_order(series):
+    """Categories bottom to top: those that never change (the CUDA context, weights that
+    stay resident) first, so the bands that move sit on a flat base instead of the
+    constant band riding on top of them as a saw-tooth."""
+    cats = [c for c in CATEGORIES if c in series]
+    constant = {c for c in cats if len(series[c]) == 0 or min(series[c]) == max(series[c])}
+    return sorted(cats, key=lambda c: (c not in constant, CATEGORIES.index(c)))
+
+
 def memory_series(g):
     """Per category bytes after every change, as arrays aligned with the change times."""
     import numpy as np
@@ -152,7 +161,7 @@ def plot_memory(f, memory, title, out, device):
         hw = g.attrs.get("hardware", "")
         hw = hw.decode() if isinstance(hw, bytes) else hw
         count = int(g.attrs.get("count", 1))
-        cats = [c for c in CATEGORIES if c in series]
+        cats = stack_order(series)
         if len(t):
             ax.stackplot(t, [series[c] / GIB for c in cats], labels=cats, step="post",
                          colors=[COLOURS[c] for c in cats], linewidth=0)

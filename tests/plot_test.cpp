@@ -137,3 +137,19 @@ TEST_CASE("plot_refuses_bad_input_with_one_line_and_no_picture", "[plot][errors]
     CHECK_FALSE(std::filesystem::exists(png));
   }
 }
+
+TEST_CASE("constant_memory_bands_are_stacked_at_the_bottom", "[plot]")
+{
+  // The CUDA context never changes; stacked last (CATEGORIES order) it rode on top of
+  // the moving bands as a saw-tooth. stack_order puts constant categories first.
+  std::string script = "import sys; sys.path.insert(0, '" + source_path("analysis") +
+                       "'); import plot_results as p; "
+                       "print(p.stack_order({'activations': [0, 5, 0], 'context': [1, 1, 1], "
+                       "'weights': [2, 2, 2], 'kv_cache': [0, 3, 4]}))";
+  FILE* f = ::popen(("python3 -c \"" + script + "\"").c_str(), "r");
+  REQUIRE(f);
+  char buf[256] = {};
+  size_t n      = std::fread(buf, 1, sizeof buf - 1, f);
+  ::pclose(f);
+  CHECK(std::string(buf, n) == "['weights', 'context', 'activations', 'kv_cache']\n");
+}
