@@ -104,9 +104,7 @@ void check_sweep_metrics(const SweepSpec& sweep)
   };
   // An axis is also reachable by the last part of its key (setting_lookup).
   auto axis_tail = [&](const std::string& n) {
-    return std::any_of(sweep.axes.begin(), sweep.axes.end(), [&](const std::string& a) {
-      return a.size() > n.size() && a.compare(a.size() - n.size(), n.size(), n) == 0 && a[a.size() - n.size() - 1] == '.';
-    });
+    return std::any_of(sweep.axes.begin(), sweep.axes.end(), [&](const std::string& a) { return is_key_tail(a, n); });
   };
   std::vector<std::string> earlier;
   for (const auto& [name, expr] : sweep.metrics) {

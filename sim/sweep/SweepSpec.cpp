@@ -72,15 +72,19 @@ ExprValue setting_value(const SweepSetting& s)
   return s.text;
 }
 
+bool is_key_tail(const std::string& key, const std::string& name)
+{
+  return key.size() > name.size() && key.compare(key.size() - name.size(), name.size(), name) == 0 &&
+         key[key.size() - name.size() - 1] == '.';
+}
+
 std::optional<ExprValue> setting_lookup(const SweepPoint& p, const std::string& name)
 {
   const SweepSetting* found = nullptr;
   for (const SweepSetting& st : p.settings) {
     if (st.key == name)
       return setting_value(st);
-    bool tail = st.key.size() > name.size() && st.key.compare(st.key.size() - name.size(), name.size(), name) == 0 &&
-                st.key[st.key.size() - name.size() - 1] == '.';
-    if (tail) {
+    if (is_key_tail(st.key, name)) {
       if (found)
         return std::nullopt; // ambiguous short name
       found = &st;

@@ -57,5 +57,8 @@ ExprValue setting_value(const SweepSetting& s);
 // one axis whose key ends in ".name" (micro_batch for training.micro_batch); nothing
 // when no axis or more than one matches.
 std::optional<ExprValue> setting_lookup(const SweepPoint& p, const std::string& name);
+// Whether `name` is the last dotted part(s) of `key`: "micro_batch" of
+// "training.micro_batch" (how a short name reaches an axis).
+bool is_key_tail(const std::string& key, const std::string& name);
 
 } // namespace memwall
