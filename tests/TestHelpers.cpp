@@ -74,6 +74,14 @@ void write_file(const std::string& path, const std::string& text)
   out << text;
 }
 
+std::string read_file(const std::string& path)
+{
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 CliResult run_cli(const std::string& args, const std::string& launcher)
 {
   static int counter = 0;
@@ -83,14 +91,8 @@ CliResult run_cli(const std::string& args, const std::string& launcher)
   int status      = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  auto slurp  = [](const std::string& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  };
-  r.out = slurp(out);
-  r.err = slurp(err);
+  r.out = read_file(out);
+  r.err = read_file(err);
   return r;
 }
 

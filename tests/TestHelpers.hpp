@@ -31,6 +31,12 @@ std::string refused(const std::string& name, const std::string& yaml, const std:
 // well under a second, for tests that change one key of it.
 inline const std::string small_training_spec = "hardware:\n  node: desktop-4070\nmodel:\n  preset: gpt2\ntraining:\n"
                                                "  seq_len: 256\n  global_batch: 2\n  micro_batch: 1\n";
+// The spec of small_training_spec as a sweep's inline base: a sweep spec starts with it
+// and adds its grid, zip, metrics or record.
+inline const std::string sweep_base = "spec:\n  hardware: {node: desktop-4070}\n  model: {preset: gpt2}\n"
+                                      "  training: {seq_len: 256, global_batch: 2, micro_batch: 1}\n";
+// A whole file's bytes ("" when it cannot be read).
+std::string read_file(const std::string& path);
 std::string source_path(const std::string& relative);
 std::string temp_path(const std::string& name);
 void write_file(const std::string& path, const std::string& text);
