@@ -1,5 +1,6 @@
 #include "FileChecksum.hpp"
 
+#include "AtomicOutput.hpp"
 #include "InputError.hpp"
 
 #include <cinttypes>
@@ -75,8 +76,7 @@ void restamp_checksum(const std::string& path)
 {
   std::string bytes = read_all(path);
   stamp_checksum(bytes);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
+  write_file_bytes(path, bytes);
 }
 
 } // namespace memwall

@@ -1,13 +1,7 @@
 #include "Hdf5Table.hpp"
 
+#include "AtomicOutput.hpp"
 #include "FileChecksum.hpp"
-
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <stdexcept>
 
 namespace memwall {
 namespace {
@@ -73,25 +67,7 @@ void write_hdf5_file(const std::string& path, const std::function<void(H5::H5Fil
       throw H5::FileIException("write_hdf5_file", "could not take the file's image");
   }
   stamp_checksum(image);
-  int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (fd < 0)
-    throw std::runtime_error(path + ": cannot open for writing: " + std::strerror(errno));
-  const char* p = image.data();
-  size_t left   = image.size();
-  while (left > 0) {
-    ssize_t w = ::write(fd, p, left);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0) {
-      int err = w < 0 ? errno : ENOSPC;
-      ::close(fd);
-      throw std::runtime_error(path + ": writing failed: " + std::strerror(err));
-    }
-    p += w;
-    left -= static_cast<size_t>(w);
-  }
-  if (::close(fd) != 0)
-    throw std::runtime_error(path + ": writing failed: " + std::strerror(errno));
+  write_file_bytes(path, image);
 }
 
 void attribute(H5::H5Object& obj, const std::string& name, const std::string& value)

@@ -69,6 +69,29 @@ void flush_to_disk(const std::string& temp, const std::string& path)
 
 } // namespace
 
+void write_file_bytes(const std::string& path, const std::string& bytes)
+{
+  int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0)
+    throw std::runtime_error(path + ": cannot open for writing: " + std::strerror(errno));
+  const char* p = bytes.data();
+  size_t left   = bytes.size();
+  while (left > 0) {
+    ssize_t w = ::write(fd, p, left);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      int err = w < 0 ? errno : ENOSPC;
+      ::close(fd);
+      throw std::runtime_error(path + ": writing failed: " + std::strerror(err));
+    }
+    p += w;
+    left -= static_cast<size_t>(w);
+  }
+  if (::close(fd) != 0)
+    throw std::runtime_error(path + ": writing failed: " + std::strerror(errno));
+}
+
 void check_output_path(const std::string& path, const std::vector<std::string>& inputs)
 {
   if (path.empty())

@@ -19,6 +19,10 @@ void check_output_path(const std::string& path, const std::vector<std::string>& 
 // Temporary files of earlier writers to the same path that were killed are removed.
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write);
 
+// Replaces the contents of the existing file `path` with `bytes`, every write checked
+// (a full disk is a runtime_error naming the path, never a short file taken for whole).
+void write_file_bytes(const std::string& path, const std::string& bytes);
+
 // Holds an exclusive lock on `path` for as long as it lives (a lock file beside it),
 // so that two sweeps cannot write one results file; InputError when another process
 // holds it.
