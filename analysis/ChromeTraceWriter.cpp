@@ -25,7 +25,7 @@ void write_chrome_trace(const RunResult& r, const std::string& path)
     int p = pid_of(op.device);
     events.push_back({{"ph", "X"}, {"name", op.name}, {"cat", op_kind_name(op.kind)}, {"pid", p},
                       {"tid", static_cast<int>(op.stream)}, {"ts", op.start * us}, {"dur", (op.end - op.start) * us},
-                      {"args", {{"bytes", op.bytes}, {"flops", op.flops}}}});
+                      {"args", {{"bytes", op.bytes}, {"flops", op.flops}, {"phase", phase_name(op.phase)}}}});
   }
   for (const auto& [d, p] : pid)
     for (StreamKind s : {StreamKind::compute, StreamKind::h2d, StreamKind::d2h, StreamKind::comm, StreamKind::host,

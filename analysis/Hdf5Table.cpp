@@ -84,6 +84,12 @@ void attribute(H5::H5Object& obj, const std::string& name, double value)
   a.write(H5::PredType::NATIVE_DOUBLE, &value);
 }
 
+void integer_attribute(H5::H5Object& obj, const std::string& name, int64_t value)
+{
+  H5::Attribute a = obj.createAttribute(name, H5::PredType::STD_I64LE, H5::DataSpace(H5S_SCALAR));
+  a.write(H5::PredType::NATIVE_INT64, &value);
+}
+
 std::optional<std::string> text_attribute(const H5::H5Object& obj, const std::string& name)
 {
   if (!obj.attrExists(name))
@@ -117,6 +123,15 @@ void column(H5::Group& g, const std::string& name, const std::vector<double>& v)
   H5::DataSet d = g.createDataSet(name, H5::PredType::NATIVE_DOUBLE, space, untimed());
   if (n)
     d.write(v.data(), H5::PredType::NATIVE_DOUBLE);
+}
+
+void column(H5::Group& g, const std::string& name, const std::vector<int64_t>& v)
+{
+  hsize_t n = v.size();
+  H5::DataSpace space(1, &n);
+  H5::DataSet d = g.createDataSet(name, H5::PredType::STD_I64LE, space, untimed());
+  if (n)
+    d.write(v.data(), H5::PredType::NATIVE_INT64);
 }
 
 void column(H5::Group& g, const std::string& name, const std::vector<std::string>& v)

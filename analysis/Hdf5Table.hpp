@@ -5,6 +5,7 @@
 // Datasets carry no modification times, so the same results give the same bytes.
 #include <H5Cpp.h>
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -20,10 +21,14 @@ void write_hdf5_file(const std::string& path, const std::function<void(H5::H5Fil
 
 void attribute(H5::H5Object& obj, const std::string& name, const std::string& value);
 void attribute(H5::H5Object& obj, const std::string& name, double value);
+// Counts, indices and token numbers are stored as 64-bit integers, so pandas reads them
+// as int64 and not as floats; readers accept either.
+void integer_attribute(H5::H5Object& obj, const std::string& name, int64_t value);
 std::optional<std::string> text_attribute(const H5::H5Object& obj, const std::string& name);
 std::optional<double> number_attribute(const H5::H5Object& obj, const std::string& name);
 
 void column(H5::Group& g, const std::string& name, const std::vector<double>& v);
+void column(H5::Group& g, const std::string& name, const std::vector<int64_t>& v);
 void column(H5::Group& g, const std::string& name, const std::vector<std::string>& v);
 bool is_text_column(const H5::Group& g, const std::string& name);
 std::vector<double> read_numbers(const H5::Group& g, const std::string& name);
@@ -31,24 +36,21 @@ std::vector<std::string> read_texts(const H5::Group& g, const std::string& name)
 // The names of a group's members, in the file's (alphabetical) order.
 std::vector<std::string> members(const H5::Group& g);
 
-template <typename Row, typename Get>
-std::vector<double> doubles(const std::vector<Row>& rows, Get get)
+// One column's values from rows of any type: doubles(ops, [](const OpRecord& o) { ... }).
+template <typename T, typename Row, typename Get>
+std::vector<T> values(const std::vector<Row>& rows, Get get)
 {
-  std::vector<double> out;
+  std::vector<T> out;
   out.reserve(rows.size());
   for (const auto& r : rows)
     out.push_back(get(r));
   return out;
 }
-
 template <typename Row, typename Get>
-std::vector<std::string> strings(const std::vector<Row>& rows, Get get)
-{
-  std::vector<std::string> out;
-  out.reserve(rows.size());
-  for (const auto& r : rows)
-    out.push_back(get(r));
-  return out;
-}
+std::vector<double> doubles(const std::vector<Row>& rows, Get get) { return values<double>(rows, get); }
+template <typename Row, typename Get>
+std::vector<int64_t> integers(const std::vector<Row>& rows, Get get) { return values<int64_t>(rows, get); }
+template <typename Row, typename Get>
+std::vector<std::string> strings(const std::vector<Row>& rows, Get get) { return values<std::string>(rows, get); }
 
 } // namespace memwall

@@ -16,6 +16,7 @@ void write_ops(H5::Group& f, const RunResult& r)
   column(g, "device", strings(r.ops, [](const OpRecord& o) { return o.device.name(); }));
   column(g, "stream", strings(r.ops, [](const OpRecord& o) { return std::string(stream_name(o.stream)); }));
   column(g, "kind", strings(r.ops, [](const OpRecord& o) { return std::string(op_kind_name(o.kind)); }));
+  column(g, "phase", strings(r.ops, [](const OpRecord& o) { return std::string(phase_name(o.phase)); }));
   column(g, "start_s", doubles(r.ops, [](const OpRecord& o) { return o.start; }));
   column(g, "end_s", doubles(r.ops, [](const OpRecord& o) { return o.end; }));
   column(g, "bytes", doubles(r.ops, [](const OpRecord& o) { return o.bytes; }));
@@ -28,24 +29,25 @@ void write_serving(H5::Group& f, const RunResult& r)
   const ServingStats& s = r.serving;
   H5::Group g = f.createGroup("requests");
   const auto& q = s.requests;
-  column(g, "id", doubles(q, [](const RequestRecord& x) { return static_cast<double>(x.id); }));
+  column(g, "id", integers(q, [](const RequestRecord& x) { return static_cast<int64_t>(x.id); }));
   column(g, "arrival_s", doubles(q, [](const RequestRecord& x) { return x.arrival_s; }));
   column(g, "first_token_s", doubles(q, [](const RequestRecord& x) { return x.first_token_s; }));
   column(g, "finish_s", doubles(q, [](const RequestRecord& x) { return x.finish_s; }));
-  column(g, "prompt_tokens", doubles(q, [](const RequestRecord& x) { return static_cast<double>(x.prompt_tokens); }));
-  column(g, "output_tokens", doubles(q, [](const RequestRecord& x) { return static_cast<double>(x.output_tokens); }));
-  column(g, "preemptions", doubles(q, [](const RequestRecord& x) { return static_cast<double>(x.preemptions); }));
-  column(g, "rejected", doubles(q, [](const RequestRecord& x) { return x.rejected ? 1.0 : 0.0; }));
+  column(g, "prompt_tokens", integers(q, [](const RequestRecord& x) { return static_cast<int64_t>(x.prompt_tokens); }));
+  column(g, "output_tokens", integers(q, [](const RequestRecord& x) { return static_cast<int64_t>(x.output_tokens); }));
+  column(g, "preemptions", integers(q, [](const RequestRecord& x) { return static_cast<int64_t>(x.preemptions); }));
+  column(g, "rejected", integers(q, [](const RequestRecord& x) { return int64_t{x.rejected}; }));
   column(g, "ttft_s", doubles(q, [](const RequestRecord& x) { return x.finish_s < 0 ? -1.0 : x.first_token_s - x.arrival_s; }));
   column(g, "latency_s", doubles(q, [](const RequestRecord& x) { return x.finish_s < 0 ? -1.0 : x.finish_s - x.arrival_s; }));
   column(g, "max_itl_s", doubles(q, [](const RequestRecord& x) { return x.max_itl_s; }));
   H5::Group kv = f.createGroup("kv_cache");
   attribute(kv, "bytes_per_token", s.kv_bytes_per_token);
-  attribute(kv, "capacity_tokens", static_cast<double>(s.kv_capacity_tokens));
+  integer_attribute(kv, "capacity_tokens", s.kv_capacity_tokens);
+  attribute(kv, "budget_bytes", s.kv_budget_bytes);
   column(kv, "time_s", doubles(s.kv, [](const KvSample& x) { return x.time; }));
   column(kv, "used_bytes", doubles(s.kv, [](const KvSample& x) { return x.used_bytes; }));
   column(kv, "reserved_bytes", doubles(s.kv, [](const KvSample& x) { return x.reserved_bytes; }));
-  column(kv, "running_seqs", doubles(s.kv, [](const KvSample& x) { return static_cast<double>(x.running); }));
+  column(kv, "running_seqs", integers(s.kv, [](const KvSample& x) { return x.running; }));
 }
 
 } // namespace

@@ -15,7 +15,7 @@ void write_memory(H5::Group& f, const std::vector<PoolResult>& pools)
     attribute(g, "capacity_bytes", p.capacity);
     attribute(g, "peak_bytes", p.peak_bytes);
     attribute(g, "peak_time_s", p.peak_time);
-    attribute(g, "count", static_cast<double>(p.count));
+    integer_attribute(g, "count", p.count);
     column(g, "time_s", doubles(p.timeline, [](const MemoryEvent& e) { return e.time; }));
     column(g, "category", strings(p.timeline, [](const MemoryEvent& e) { return std::string(mem_category_name(e.category)); }));
     column(g, "category_bytes", doubles(p.timeline, [](const MemoryEvent& e) { return e.category_bytes; }));

@@ -69,13 +69,29 @@ void write_metric_columns(H5::Group& g, const std::map<int64_t, SweepRow>& rows,
   }
 }
 
+// An axis whose every value in the sweep (not only the rows written so far, so that the
+// column's type does not change as a sweep resumes) is a whole number: tp, micro_batch,
+// layers. Stored as int64 so pandas reads integers.
+bool integral_axis(const SweepSpec& sweep, const std::string& key)
+{
+  for (const SweepPoint& p : sweep.points)
+    for (const SweepSetting& s : p.settings)
+      if (s.key == key) {
+        ExprValue v     = setting_value(s);
+        const double* d = std::get_if<double>(&v);
+        if (!d || *d != std::floor(*d) || std::fabs(*d) > 9007199254740992.0) // 2^53: exact in a double
+          return false;
+      }
+  return true;
+}
+
 void write_points(H5::Group& root, const SweepSpec& sweep, const std::map<int64_t, SweepRow>& rows)
 {
   H5::Group g = root.createGroup("points");
   std::vector<std::string> columns{"index"};
-  std::vector<double> index;
+  std::vector<int64_t> index;
   for (const auto& [i, row] : rows)
-    index.push_back(static_cast<double>(i));
+    index.push_back(i);
   column(g, "index", index);
   for (size_t a = 0; a < sweep.axes.size(); ++a) {
     const std::string& key = sweep.axes[a];
@@ -90,7 +106,9 @@ void write_points(H5::Group& root, const SweepSpec& sweep, const std::map<int64_
           nums.push_back(numeric ? std::get<double>(v) : 0.0);
           texts.push_back(s.text);
         }
-    if (numeric)
+    if (numeric && integral_axis(sweep, key))
+      column(g, key, std::vector<int64_t>(nums.begin(), nums.end()));
+    else if (numeric)
       column(g, key, nums);
     else
       column(g, key, texts);

@@ -2,7 +2,9 @@
 """Pictures of memwall results, called by `memwall plot` (which checks the file first).
 
   memory  a run's memory over time, one panel per device, stacked by category, with the
-          device's capacity as a line (a run file, or one recorded point of a sweep)
+          device's capacity as a line (a run file, or one recorded point of a sweep); a
+          run file's GPU panels carry a ribbon of the forward/backward/optimizer phases,
+          and a serving run gets a KV cache panel with its budget
   metric  a sweep's metric against one axis, one line per value of a second axis; points
           that do not fit are crosses; other axes take their best value per point. With
           --x naming a result column instead (hardware_cost_usd), a trade-off: every
@@ -138,6 +140,64 @@ def memory_series(g):
     return t, series
 
 
+PHASES = {"forward": "#a0cbe8", "backward": "#ffbe7d", "optimizer": "#8cd17d"}
+
+
+def phase_spans(ops, device, gap):
+    """Per training phase, the merged [start, end) spans of the device's ops in that phase,
+    gaps shorter than `gap` closed (a picture cannot show them, and 10^6 ops must not become
+    10^6 bars). None when the file has no phase column (files before it existed)."""
+    import numpy as np
+    if ops is None or "phase" not in ops:
+        return None
+    dev = ops["device"].asstr()[:]
+    mask = dev == device
+    phase = ops["phase"].asstr()[:][mask]
+    start = np.asarray(ops["start_s"][:], dtype=float)[mask]
+    end = np.asarray(ops["end_s"][:], dtype=float)[mask]
+    spans = {}
+    for name in PHASES:
+        sel = phase == name
+        if not sel.any():
+            continue
+        order = np.argsort(start[sel], kind="stable")
+        merged = []
+        for a, b in zip(start[sel][order], end[sel][order]):
+            if merged and a <= merged[-1][1] + gap:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        spans[name] = merged
+    return spans
+
+
+def draw_phases(ax, spans):
+    """A ribbon along the top of the panel: which phase the device is in at each instant."""
+    for name, merged in (spans or {}).items():
+        ax.broken_barh([(a, max(b - a, 0.0)) for a, b in merged], (0.965, 0.035),
+                       transform=ax.get_xaxis_transform(), color=PHASES[name], label=name, zorder=3)
+
+
+def plot_kv(ax, kv):
+    """Serving: the KV cache of one GPU (stored tokens' bytes, slots held) against its budget."""
+    import numpy as np
+    t = np.asarray(kv["time_s"][:], dtype=float)
+    used = np.asarray(kv["used_bytes"][:], dtype=float)
+    reserved = np.asarray(kv["reserved_bytes"][:], dtype=float)
+    budget = float(kv.attrs.get("budget_bytes", 0))
+    if len(t):
+        ax.step(t, reserved / GIB, where="post", color=COLOURS["kv_cache"], alpha=0.5, label="reserved")
+        ax.step(t, used / GIB, where="post", color=COLOURS["kv_cache"], label="stored tokens")
+    if budget > 0:
+        ax.axhline(budget / GIB, color="black", linestyle=":", linewidth=1.2, label=f"KV budget {budget / GIB:.1f} GiB")
+    top = max([budget] + ([float(reserved.max())] if len(t) else []))
+    ax.set_ylim(0, top / GIB * 1.08 if top > 0 else 1)
+    ax.set_title("KV cache per GPU", fontsize=10)
+    ax.set_ylabel("KV cache (GiB)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+
+
 def plot_memory(f, memory, title, out, device):
     import matplotlib.pyplot as plt
     import numpy as np
@@ -147,7 +207,11 @@ def plot_memory(f, memory, title, out, device):
             raise BadInput(f"--device {device}: no such device; the devices are {', '.join(names)}")
         names = [device]
     names = names[:6]
-    fig, axes = plt.subplots(len(names), 1, figsize=(10, 3.2 * len(names) + 0.8), squeeze=False, sharex=True)
+    # a run file's ops say which phase each instant belongs to; a sweep point has no ops
+    ops = f["ops"] if memory.parent.name == "/" and "ops" in f else None
+    kv = f["kv_cache"] if memory.parent.name == "/" and "kv_cache" in f else None
+    rows = len(names) + (kv is not None)
+    fig, axes = plt.subplots(rows, 1, figsize=(10, 3.2 * rows + 0.8), squeeze=False, sharex=True)
     # every panel runs to the last change of any device: memory held to the end shows
     end = max((float(memory[n]["time_s"][-1]) for n in names if len(memory[n]["time_s"])), default=0.0)
     for ax, name in zip(axes[:, 0], names):
@@ -175,11 +239,14 @@ def plot_memory(f, memory, title, out, device):
         state = "OUT OF MEMORY" if cap > 0 and peak > cap else "fits"
         ax.set_title(f"{name} ({hw}{', x' + str(count) if count > 1 else ''}): peak {peak / GIB:.2f} GiB, {state}",
                      fontsize=10)
+        draw_phases(ax, phase_spans(ops, name, end / 2000) if ".gpu" in name else None)
         ax.set_ylabel("memory (GiB)")
         top = max(cap if on_scale else 0, peak)
         ax.set_ylim(0, top / GIB * 1.08 if top > 0 else 1)
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    if kv is not None:
+        plot_kv(axes[-1, 0], kv)
     axes[-1, 0].set_xlabel("simulated time (s)")
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()

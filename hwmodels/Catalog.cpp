@@ -131,11 +131,13 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
   flops.finish();
   if (!g.supports(Dtype::fp32))
     r.fail("peak_flops", "must give at least fp32");
-  g.matmul_efficiency    = r.number("matmul_efficiency", g.matmul_efficiency, "achieved fraction of peak in GEMMs");
-  g.attention_efficiency = r.number("attention_efficiency", g.attention_efficiency,
-                                    "achieved fraction of peak in attention kernels");
-  if (g.matmul_efficiency > 1 || g.attention_efficiency > 1 || g.matmul_efficiency <= 0 || g.attention_efficiency <= 0)
-    r.fail("matmul_efficiency", "efficiencies must lie in (0, 1]");
+  g.matmul_efficiency = r.number("matmul_efficiency", g.matmul_efficiency, "achieved fraction of peak in GEMMs", 0, 1);
+  if (g.matmul_efficiency <= 0)
+    r.fail("matmul_efficiency", "an efficiency lies in (0, 1]");
+  g.attention_efficiency =
+      r.number("attention_efficiency", g.attention_efficiency, "achieved fraction of peak in attention kernels", 0, 1);
+  if (g.attention_efficiency <= 0)
+    r.fail("attention_efficiency", "an efficiency lies in (0, 1]");
   g.kernel_overhead_s = r.quantity("kernel_overhead_s", K::seconds, g.kernel_overhead_s, "launch and tail time per kernel");
   g.context_bytes     = r.quantity("context_bytes", K::bytes, g.context_bytes, "CUDA context and library handles");
   g.pcie_gen          = static_cast<int>(r.integer("pcie_gen", g.pcie_gen, "PCIe generation of the host link", 1, "", 7));

@@ -3,6 +3,7 @@
 #include "KernelTiming.hpp"
 #include "ReplayProgress.hpp"
 
+#include <boost/graph/topological_sort.hpp>
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
@@ -101,9 +102,24 @@ RunResult Replayer::run()
   replay_loop(engine);
   progress_ = nullptr;
   if (completed_ != dag_.size())
-    throw std::runtime_error("replay stalled: " + std::to_string(dag_.size() - completed_) +
-                             " ops never became ready (the op DAG has a cycle)");
+    throw std::runtime_error(stall_message());
   return collect();
+}
+
+// Only on failure: name the cause that is true, not the one that is likely. Boost's
+// topological sort proves or refutes a cycle; without one, an activity never ended.
+std::string Replayer::stall_message() const
+{
+  std::string head = "replay stalled at simulated time " + std::to_string(sg4::Engine::get_clock()) + " s: " +
+                     std::to_string(dag_.size() - completed_) + " of " + std::to_string(dag_.size()) +
+                     " ops never ran";
+  std::vector<OpDag::Graph::vertex_descriptor> order;
+  try {
+    boost::topological_sort(dag_.graph(), std::back_inserter(order));
+  } catch (const boost::not_a_dag&) {
+    return head + " (the op DAG has a dependency cycle)";
+  }
+  return head + " (the op DAG has no cycle: an activity never completed)";
 }
 
 void Replayer::replay_loop(sg4::Engine* engine)
@@ -144,6 +160,7 @@ void Replayer::start(OpId id)
   rec.name       = op.name;
   rec.kind       = op.kind;
   rec.stream     = op.stream;
+  rec.phase      = op.phase;
   rec.device     = op.device;
   rec.start      = now;
   rec.bytes      = op.bytes;

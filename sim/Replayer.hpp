@@ -87,6 +87,7 @@ private:
   MemoryPool& pool(const DeviceRef& d);
   void drain_ready();
   // Runs the engine until the DAG (and the step source, if any) has nothing left.
+  std::string stall_message() const;
   void replay_loop(simgrid::s4u::Engine* engine);
   // Registers ops [taken_, dag size) that the source appended: their unfinished
   // dependencies, the nodes they run on, and which GPUs have HBM shared by concurrent

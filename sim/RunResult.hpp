@@ -21,6 +21,7 @@ struct OpRecord {
   std::string name;
   OpKind kind       = OpKind::kernel;
   StreamKind stream = StreamKind::compute;
+  StepPhase phase   = StepPhase::setup;
   DeviceRef device;
   double start = 0;
   double end   = 0;

@@ -15,6 +15,11 @@ NLOHMANN_JSON_SERIALIZE_ENUM(StreamKind, {{StreamKind::compute, "compute"},
                                           {StreamKind::host, "host"},
                                           {StreamKind::p2p, "p2p"},
                                           {StreamKind::gather, "gather"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(StepPhase, {{StepPhase::setup, "setup"},
+                                         {StepPhase::forward, "forward"},
+                                         {StepPhase::backward, "backward"},
+                                         {StepPhase::optimizer, "optimizer"},
+                                         {StepPhase::serving, "serving"}})
 NLOHMANN_JSON_SERIALIZE_ENUM(DeviceKind, {{DeviceKind::gpu, "gpu"}, {DeviceKind::host, "host"}, {DeviceKind::nvme, "nvme"}})
 NLOHMANN_JSON_SERIALIZE_ENUM(MemCategory, {{MemCategory::weights, "weights"},
                                            {MemCategory::gradients, "gradients"},
@@ -26,7 +31,7 @@ NLOHMANN_JSON_SERIALIZE_ENUM(MemCategory, {{MemCategory::weights, "weights"},
                                            {MemCategory::other, "other"}})
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceRef, kind, node, index)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OpRecord, name, kind, stream, device, start, end, bytes, flops)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OpRecord, name, kind, stream, phase, device, start, end, bytes, flops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryEvent, time, category, category_bytes, total_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OomEvent, op, time, requested, free)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PoolResult, device, name, hardware, count, capacity, peak_bytes, peak_time,

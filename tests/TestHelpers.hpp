@@ -31,6 +31,10 @@ std::string refused(const std::string& name, const std::string& yaml, const std:
 // well under a second, for tests that change one key of it.
 inline const std::string small_training_spec = "hardware:\n  node: desktop-4070\nmodel:\n  preset: gpt2\ntraining:\n"
                                                "  seq_len: 256\n  global_batch: 2\n  micro_batch: 1\n";
+// GPT-2 serving 10 requests of 64 + 8 tokens on one A100: a serving run in a moment.
+inline const std::string small_serving_spec =
+    "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+    "inference: {poisson: {rate: 50, requests: 10, seed: 5, prompt_len: 64, output_len: 8}}\n";
 // The spec of small_training_spec as a sweep's inline base: a sweep spec starts with it
 // and adds its grid, zip, metrics or record.
 inline const std::string sweep_base = "spec:\n  hardware: {node: desktop-4070}\n  model: {preset: gpt2}\n"

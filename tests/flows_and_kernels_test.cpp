@@ -112,3 +112,17 @@ TEST_CASE("ops_on_one_stream_run_in_issue_order", "[dag]")
   CHECK(record(r, "second").start == Approx(record(r, "first").end).epsilon(1e-12));
   CHECK(r.makespan_s == Approx(2 * (5e-6 + 10e-3)).epsilon(1e-12));
 }
+
+TEST_CASE("a_replay_that_stalls_on_a_dependency_cycle_says_so_and_when", "[flows][errors]")
+{
+  // a -> b on one stream, and b -> a by an explicit edge: neither can start. The stall
+  // used to be blamed on a cycle whatever its cause; the cycle is now checked.
+  ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
+  OpDag dag;
+  OpId a = dag.add(copy_op(gpu0, StreamKind::h2d, cpu0, gpu0, GB, "a"));
+  OpId b = dag.add(copy_op(gpu0, StreamKind::h2d, cpu0, gpu0, GB, "b"));
+  dag.depend(a, b);
+  CHECK_THROWS_WITH(replay_in_child(c, dag, {}),
+                    Catch::Contains("2 of 2 ops never ran") && Catch::Contains("dependency cycle") &&
+                        Catch::Contains("simulated time 0.0"));
+}

@@ -2,7 +2,9 @@
 // an axis, and a sweep's fits map; bad input gets one line, exit 2 and no picture.
 #include "TestHelpers.hpp"
 
+#include <H5Cpp.h>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -152,4 +154,25 @@ TEST_CASE("constant_memory_bands_are_stacked_at_the_bottom", "[plot]")
   size_t n      = std::fread(buf, 1, sizeof buf - 1, f);
   ::pclose(f);
   CHECK(std::string(buf, n) == "['weights', 'context', 'activations', 'kv_cache']\n");
+}
+
+TEST_CASE("a_serving_plot_adds_a_kv_cache_panel_with_the_budget_line", "[plot][inference]")
+{
+  // One GPU panel plus the KV panel: 10 x (3.2 * 2 + 0.8) inches at 110 dpi = 1100 x 792.
+  std::string spec = temp_path("layout_kv.yaml"), h5 = temp_path("layout_kv.h5"), png = temp_path("layout_kv.png");
+  write_file(spec, small_serving_spec);
+  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  {
+    H5::H5File f(h5, H5F_ACC_RDONLY);
+    double budget = 0;
+    f.openGroup("/kv_cache").openAttribute("budget_bytes").read(H5::PredType::NATIVE_DOUBLE, &budget);
+    // the budget the summary reports, per GPU
+    double summary = nlohmann::json::parse(run_cli("run " + spec + " --json").out)["kv_cache"]["budget_bytes"];
+    CHECK(budget == summary);
+    CHECK(budget > 0);
+  }
+  CHECK_THAT(plotted(h5, png), Catch::Contains("memory of 1 device(s)"));
+  Png p = read_png(png);
+  CHECK(p.width == 1100);
+  CHECK(p.height == 792);
 }

@@ -78,15 +78,16 @@ TEST_CASE("a_results_file_with_an_attribute_of_many_values_is_refused", "[robust
 
 TEST_CASE("a_results_file_whose_point_index_is_out_of_range_is_refused_on_resume", "[robustness][hdf5]")
 {
-  // The index picked sweep.points.at(index) when the file was rewritten: 1e300 was a
-  // runtime failure, a NaN undefined behaviour.
+  // The index picked sweep.points.at(index) when the file was rewritten: an index past
+  // the end was a runtime failure (in files of before int64 indices, a NaN undefined
+  // behaviour).
   std::string h5 = damaged_sweep_file("bad_index", [](H5::H5File& f) {
     H5::DataSet d = f.openGroup("/points").openDataSet("index");
-    double v[2]   = {0, 1e300};
-    d.write(v, H5::PredType::NATIVE_DOUBLE);
+    int64_t v[2]  = {0, 1000000};
+    d.write(v, H5::PredType::NATIVE_INT64);
   });
   refused_file("sweep " + temp_path("bad_index.yaml") + " -o " + h5 + " --resume",
-               "/points row 1 has index 1e+300, not one of the sweep's 2 points");
+               "/points row 1 has index 1e+06, not one of the sweep's 2 points");
 }
 
 namespace {

@@ -46,6 +46,18 @@ TEST_CASE("integers_past_their_limit_are_refused_not_truncated_to_int", "[robust
              Catch::Contains("hardware.network.nics") && Catch::Contains("[0, 64]"));
 }
 
+TEST_CASE("an_efficiency_above_one_is_refused_naming_its_own_key", "[robustness][limits]")
+{
+  // attention_efficiency=2 was refused as "matmul_efficiency: ...", and `list params`
+  // showed both as numbers in [0, 1e+15].
+  CHECK_THAT(with_set("attn_eff_2", "hardware.gpu.attention_efficiency=2"),
+             Catch::Contains("hardware.gpu.attention_efficiency") && Catch::Contains("[0, 1]") &&
+                 !Catch::Contains("matmul_efficiency"));
+  CHECK_THAT(with_set("attn_eff_0", "hardware.gpu.attention_efficiency=0"),
+             Catch::Contains("hardware.gpu.attention_efficiency") && Catch::Contains("(0, 1]"));
+  CHECK_THAT(run_cli("list params").out, Catch::Contains("number in [0, 1]"));
+}
+
 TEST_CASE("a_step_too_large_to_hold_in_memory_is_refused_before_it_is_built", "[robustness][limits]")
 {
   // layers = 1e6 or global_batch = 9e15 ran for a minute into std::bad_alloc.

@@ -38,6 +38,18 @@ const char* stream_name(StreamKind s)
   return "?";
 }
 
+const char* phase_name(StepPhase p)
+{
+  switch (p) {
+    case StepPhase::setup: return "setup";
+    case StepPhase::forward: return "forward";
+    case StepPhase::backward: return "backward";
+    case StepPhase::optimizer: return "optimizer";
+    case StepPhase::serving: return "serving";
+  }
+  return "?";
+}
+
 Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
            const std::string& name)
 {

@@ -14,6 +14,8 @@ enum class OpKind : uint8_t { kernel, copy, collective, host_compute, alloc, fre
 // p2p: pipeline sends; gather: ZeRO-3 parameter all-gathers (their own CUDA streams).
 enum class StreamKind : uint8_t { compute, h2d, d2h, comm, host, p2p, gather };
 enum class KernelClass : uint8_t { gemm, attention, elementwise };
+// The part of a step an op belongs to, for timelines and plots (the replay ignores it).
+enum class StepPhase : uint8_t { setup, forward, backward, optimizer, serving };
 enum class CollectiveKind : uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
 
 // Every byte of memory belongs to exactly one category.
@@ -31,6 +33,7 @@ inline const char* mem_category_name(MemCategory c) { return mem_category_names(
 const char* op_kind_name(OpKind k);
 const char* stream_name(StreamKind s);
 const char* collective_name(CollectiveKind k);
+const char* phase_name(StepPhase p);
 
 // The main GEMM of a kernel (C[m x n] = A[m x k] B[k x n]); all 0 when not a GEMM.
 // A calibrated profile times GEMMs by shape; the op's flops may cover several GEMMs of
@@ -45,6 +48,7 @@ struct Op {
   OpKind kind       = OpKind::kernel;
   StreamKind stream = StreamKind::compute;
   DeviceRef device;  // where the op is issued (its stream's device)
+  StepPhase phase = StepPhase::setup; // stamped by OpDag::add from its current phase
   std::string name;  // "L3.fwd.qkv", "ddp.bucket2.allreduce", ...
 
   // kernel / host_compute

@@ -8,6 +8,7 @@ OpId OpDag::add(Op op, const std::vector<OpId>& deps)
 {
   auto key = std::make_pair(op.device, op.stream);
   OpId id  = base_ + static_cast<OpId>(boost::add_vertex(*graph_));
+  op.phase = phase_;
   ops_.push_back(std::move(op));
   auto it  = tails_.find(key);
   if (it != tails_.end()) {

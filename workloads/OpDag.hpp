@@ -35,6 +35,8 @@ public:
   OpId add(Op op, std::initializer_list<OpId> deps = {});
   OpId add(Op op, const std::vector<OpId>& deps);
   void depend(OpId later, OpId earlier);
+  // Ops added from now on belong to `p` (a generator's forward, backward, optimizer).
+  void set_phase(StepPhase p) { phase_ = p; }
 
   // Memory: an alloc op on `stream` of `device` for a tensor held in `pool`.
   Tensor alloc(const DeviceRef& device, StreamKind stream, const DeviceRef& pool, MemCategory category, double bytes,
@@ -91,6 +93,7 @@ private:
   uint32_t next_tensor_ = 1;
   OpId last_memory_op_  = none;
   OpId base_            = 0;
+  StepPhase phase_      = StepPhase::setup;
 };
 
 } // namespace memwall

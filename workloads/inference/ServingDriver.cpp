@@ -104,6 +104,7 @@ void ServingDriver::setup()
   if (w_off > 0) // every rank's offloaded share sits in the same host DRAM / NVMe
     dag_.alloc(gpu_, StreamKind::compute, offload_pool(cfg_.offload_weights), MemCategory::weights,
                layer_w * w_off * ranks_sharing(cfg_.offload_weights), "offloaded_weights");
+  dag_.set_phase(StepPhase::serving); // every later op belongs to an iteration
 }
 
 void ServingDriver::account_iteration(double now)

@@ -59,6 +59,7 @@ OpDag TrainingStepGenerator::generate()
   plan_gathers();
   emit_pipeline();
   flush_buckets();
+  dag_.set_phase(StepPhase::optimizer);
   emit_optimizer();
   return std::move(dag_);
 }
@@ -169,6 +170,7 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
   int64_t vs = chunk * cfg_.pp + stage;
   OpId mark  = static_cast<OpId>(dag_.size());
   const auto& blocks = s.chunks[chunk];
+  dag_.set_phase(forward ? StepPhase::forward : StepPhase::backward);
   if (forward)
     for (int b : blocks)
       emit_forward(b, mb);
