@@ -31,6 +31,9 @@ std::string figures(const Advice& a, const TryOutcome& t)
     std::snprintf(buf, sizeof buf, "%9s of %9s  %-16s %10s out tok/s %9s", format_gib(m.peak_bytes).c_str(),
                   format_gib(m.capacity_bytes).c_str(), state.c_str(), format_si(m.tokens_per_s, "").c_str(),
                   percent_change(m.tokens_per_s, a.given.m.tokens_per_s).c_str());
+  else if (m.oom) // it did not run as a GPU would: no time to show
+    std::snprintf(buf, sizeof buf, "%9s of %9s  %-16s", format_gib(m.peak_bytes).c_str(),
+                  format_gib(m.capacity_bytes).c_str(), state.c_str());
   else
     std::snprintf(buf, sizeof buf, "%9s of %9s  %-16s %9.4f s %9s", format_gib(m.peak_bytes).c_str(),
                   format_gib(m.capacity_bytes).c_str(), state.c_str(), m.step_time_s,
@@ -62,8 +65,8 @@ nlohmann::ordered_json try_json(const TryOutcome& t)
   j["device"]            = t.m.device;
   j["peak_bytes"]        = t.m.peak_bytes;
   j["capacity_bytes"]    = t.m.capacity_bytes;
-  j["step_time_s"]       = t.m.step_time_s;
-  j["tokens_per_s"]      = t.m.tokens_per_s;
+  j["step_time_s"]       = t.m.oom ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.m.step_time_s);
+  j["tokens_per_s"]      = t.m.oom ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.m.tokens_per_s);
   j["gpus"]              = t.m.gpus;
   j["hardware_cost_usd"] = t.m.hardware_cost_usd;
   return j;
@@ -83,14 +86,15 @@ TryMeasure measure_try(const ExperimentSpec& spec, const RunResult& r)
   }
   m.fits        = j["fits"].get<bool>();
   m.oom         = !m.fits;
-  m.step_time_s = j["step_time_s"].get<double>();
+  auto number    = [](const nlohmann::ordered_json& v) { return v.is_null() ? 0.0 : v.get<double>(); }; // did not fit
+  m.step_time_s = number(j["step_time_s"]);
   if (spec.serving) {
-    m.tokens_per_s = j["output_tokens_per_s"].get<double>();
+    m.tokens_per_s = number(j["output_tokens_per_s"]);
     m.tpot_s       = j["tpot_s"]["p50"].is_null() ? 0.0 : j["tpot_s"]["p50"].get<double>(); // none completed
     m.rejected     = j["requests_rejected"].get<double>();
     m.fits         = m.fits && m.rejected == 0;
   } else {
-    m.tokens_per_s = j["tokens_per_s"].get<double>();
+    m.tokens_per_s = number(j["tokens_per_s"]);
   }
   m.gpus              = spec.cluster.total_gpus();
   m.hardware_cost_usd = spec.cluster.price_usd();

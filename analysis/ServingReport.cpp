@@ -82,13 +82,17 @@ void add_serving_json(nlohmann::ordered_json& j, const RunResult& r)
   double span           = r.makespan_s;
   j["requests_completed"]  = l.completed;
   j["requests_rejected"]   = l.rejected;
-  j["output_tokens_per_s"] = span > 0 ? l.output_tokens / span : 0.0;
-  j["total_tokens_per_s"]  = span > 0 ? (l.output_tokens + l.prompt_tokens) / span : 0.0;
-  j["requests_per_s"]      = span > 0 ? static_cast<double>(l.completed) / span : 0.0;
-  j["ttft_s"]              = summary(l.ttft);
-  j["tpot_s"]              = summary(l.tpot);
-  j["latency_s"]           = summary(l.latency);
-  j["max_itl_s"]           = summary(l.max_itl); // per request: its longest pause between two tokens
+  // A server that did not fit has no throughput and no latencies, not zeros.
+  const bool ok = j["fits"].get<bool>();
+  auto rate     = [&](double v) { return ok ? nlohmann::ordered_json(span > 0 ? v / span : 0.0) : nlohmann::ordered_json(nullptr); };
+  auto stats    = [&](const std::vector<double>& v) { return summary(ok ? v : std::vector<double>{}); };
+  j["output_tokens_per_s"] = rate(l.output_tokens);
+  j["total_tokens_per_s"]  = rate(l.output_tokens + l.prompt_tokens);
+  j["requests_per_s"]      = rate(static_cast<double>(l.completed));
+  j["ttft_s"]              = stats(l.ttft);
+  j["tpot_s"]              = stats(l.tpot);
+  j["latency_s"]           = stats(l.latency);
+  j["max_itl_s"]           = stats(l.max_itl); // per request: its longest pause between two tokens
   j["kv_utilization"]      = kv_utilization(s);
   double peak_used = 0, peak_reserved = 0;
   for (const KvSample& k : s.kv) {
@@ -120,22 +124,12 @@ std::string serving_text(const nlohmann::ordered_json& j)
                 (long long)j["requests_completed"].get<int64_t>(), (long long)j["requests_rejected"].get<int64_t>(),
                 no_room ? "no room for any KV cache" : "longer than the KV cache", (long long)j["iterations"].get<int64_t>());
   os += line;
-  if (no_room) {
-    // Said first and plainly: a negative KV budget is the weights (and activations) not
-    // fitting, not requests being too long.
-    double weights = 0;
-    for (const auto& d : j["devices"])
-      if (d["kind"] == "gpu")
-        weights = std::max(weights, d["peak_by_category"].value("weights", 0.0));
-    std::snprintf(line, sizeof line,
-                  "  does not fit   weights (%s per GPU), activations and context exceed the memory the server may "
-                  "use by %s; no request can run (memwall advise suggests remedies)\n",
-                  format_gib(weights).c_str(), format_gib(-budget).c_str());
-    os += line;
-  }
-  std::snprintf(line, sizeof line, "  throughput     %s generated, %s in + out, %.3f requests/s\n",
-                format_si(j["output_tokens_per_s"].get<double>(), "tokens/s").c_str(),
-                format_si(j["total_tokens_per_s"].get<double>(), "tokens/s").c_str(), j["requests_per_s"].get<double>());
+  if (j["output_tokens_per_s"].is_null())
+    std::snprintf(line, sizeof line, "  throughput     none: the server did not fit\n");
+  else
+    std::snprintf(line, sizeof line, "  throughput     %s generated, %s in + out, %.3f requests/s\n",
+                  format_si(j["output_tokens_per_s"].get<double>(), "tokens/s").c_str(),
+                  format_si(j["total_tokens_per_s"].get<double>(), "tokens/s").c_str(), j["requests_per_s"].get<double>());
   os += line;
   const std::pair<const char*, const char*> rows[] = {{"ttft_s", "time to first "},
                                                      {"tpot_s", "per output tok"},
@@ -144,7 +138,8 @@ std::string serving_text(const nlohmann::ordered_json& j)
   for (const auto& [k, label] : rows) {
     const auto& x = j[k];
     if (x["p50"].is_null()) {
-      std::snprintf(line, sizeof line, "  %s none: no request completed\n", label);
+      std::snprintf(line, sizeof line, "  %s none: %s\n", label,
+                    j["fits"].get<bool>() ? "no request completed" : "the server did not fit");
       os += line;
       continue;
     }

@@ -137,21 +137,54 @@ Breakdown step_breakdown(const RunResult& r)
   return b;
 }
 
+// A server whose weights, activations and context leave no KV budget on the GPU (and
+// keeps some KV there) cannot run one request: it does not fit, though no allocation
+// failed during the replay.
+bool serving_has_no_room(const RunResult& r)
+{
+  return r.serving.present && r.serving.kv_budget_bytes <= 0 && r.serving.kv_offloaded_fraction < 1;
+}
+
 bool fits(const RunResult& r)
 {
-  return std::all_of(r.pools.begin(), r.pools.end(), [](const PoolResult& p) { return p.oom_count == 0; });
+  return !serving_has_no_room(r) &&
+         std::all_of(r.pools.begin(), r.pools.end(), [](const PoolResult& p) { return p.oom_count == 0; });
+}
+
+nlohmann::ordered_json did_not_fit(const RunResult& r)
+{
+  for (const auto& p : r.pools)
+    if (p.oom_count > 0) {
+      const OomEvent& o = p.ooms.front();
+      return {{"device", p.name}, {"what", o.op}, {"time_s", o.time}, {"overflow_bytes", o.requested - o.free}};
+    }
+  if (serving_has_no_room(r))
+    for (const auto& p : r.pools)
+      if (p.device.kind == DeviceKind::gpu)
+        return {{"device", p.name},
+                {"what", "weights (" + format_gib(p.max_by_category[static_cast<size_t>(MemCategory::weights)]) +
+                             " per GPU), activations and context exceed the memory the server may use "
+                             "(gpu_memory_utilization of the GPU; memwall advise suggests remedies)"},
+                {"time_s", 0.0},
+                {"overflow_bytes", -r.serving.kv_budget_bytes}};
+  return nullptr;
 }
 
 nlohmann::ordered_json report_json(const RunResult& r)
 {
   nlohmann::ordered_json j;
   double step = r.makespan_s;
-  j["step_time_s"]          = step;
-  j["tokens_per_s"]         = step > 0 ? r.tokens_per_step / step : 0.0;
+  // A run that did not fit reports no time and no throughput: the replay went on past
+  // the failing allocation, but no real GPU would have.
+  const bool ok = fits(r);
+  auto timed    = [ok](double v) { return ok ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); };
+  j["step_time_s"]          = timed(step);
+  j["tokens_per_s"]         = timed(step > 0 ? r.tokens_per_step / step : 0.0);
   j["model_flops_per_step"] = r.model_flops_per_step;
   double peak_total         = r.peak_flops_per_gpu * r.gpus;
-  j["mfu"]                  = step > 0 && peak_total > 0 ? r.model_flops_per_step / (step * peak_total) : 0.0;
-  j["fits"]                 = fits(r);
+  j["mfu"]                  = timed(step > 0 && peak_total > 0 ? r.model_flops_per_step / (step * peak_total) : 0.0);
+  j["fits"]                 = ok;
+  j["did_not_fit"]          = did_not_fit(r);
   double max_peak           = 0;
   nlohmann::ordered_json devices = nlohmann::ordered_json::array();
   for (const auto& p : r.pools) {
@@ -183,8 +216,11 @@ nlohmann::ordered_json report_json(const RunResult& r)
                      {"utilization", link_utilization(*l, step)}});
   j["links"] = links;
   Breakdown b = step_breakdown(r);
-  j["breakdown_s"] = {{"compute", b.compute}, {"exposed_comm", b.exposed_comm}, {"pipeline_bubble", b.pipeline_bubble},
-                      {"offload_stall", b.offload_stall}, {"paging_stall", b.paging_stall}};
+  j["breakdown_s"] = {{"compute", timed(b.compute)},
+                      {"exposed_comm", timed(b.exposed_comm)},
+                      {"pipeline_bubble", timed(b.pipeline_bubble)},
+                      {"offload_stall", timed(b.offload_stall)},
+                      {"paging_stall", timed(b.paging_stall)}};
   if (r.serving.present)
     add_serving_json(j, r);
   return j;
@@ -249,27 +285,38 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
   std::ostringstream os;
   char line[512];
   const bool serving = j.contains("ttft_s");
-  const double step  = j["step_time_s"].get<double>();
   os << title << "\n\n";
-  if (serving) {
-    std::snprintf(line, sizeof line, "  run time       %.4f s (simulated)\n", step);
+  if (!j["fits"].get<bool>()) {
+    const auto& d = j["did_not_fit"];
+    std::snprintf(line, sizeof line, "  DID NOT FIT    on %s, %s: %s over; no time or throughput to report\n",
+                  d["device"].get<std::string>().c_str(), d["what"].get<std::string>().c_str(),
+                  format_gib(d["overflow_bytes"].get<double>()).c_str());
+    os << line;
+    if (serving)
+      os << serving_text(j);
+  } else if (serving) {
+    std::snprintf(line, sizeof line, "  run time       %s (simulated)\n", format_duration(j["step_time_s"].get<double>()).c_str());
     os << line << serving_text(j);
   } else {
-    std::snprintf(line, sizeof line, "  step time      %.4f s\n", step);
+    std::snprintf(line, sizeof line, "  step time      %s\n", format_duration(j["step_time_s"].get<double>()).c_str());
     os << line;
     std::snprintf(line, sizeof line, "  throughput     %s\n", format_si(j["tokens_per_s"].get<double>(), "tokens/s").c_str());
     os << line;
   }
-  std::snprintf(line, sizeof line, "  model FLOPs    %s per %s, MFU %.1f %%\n",
-                format_si(j["model_flops_per_step"].get<double>(), "FLOP").c_str(), serving ? "run" : "step",
-                100 * j["mfu"].get<double>());
-  os << line;
-  const auto& b = j["breakdown_s"];
-  std::snprintf(line, sizeof line,
-                "  time spent     compute %.4f s, exposed comm %.4f s, pipeline bubble %.4f s, offload stall %.4f s\n",
-                b["compute"].get<double>(), b["exposed_comm"].get<double>(), b["pipeline_bubble"].get<double>(),
-                b["offload_stall"].get<double>());
-  os << line;
+  if (j["fits"].get<bool>()) {
+    std::snprintf(line, sizeof line, "  model FLOPs    %s per %s, MFU %.1f %%\n",
+                  format_si(j["model_flops_per_step"].get<double>(), "FLOP").c_str(), serving ? "run" : "step",
+                  100 * j["mfu"].get<double>());
+    os << line;
+    const auto& b = j["breakdown_s"];
+    std::snprintf(line, sizeof line,
+                  "  time spent     compute %s, exposed comm %s, pipeline bubble %s, offload stall %s, paging stall %s\n",
+                  format_duration(b["compute"].get<double>()).c_str(), format_duration(b["exposed_comm"].get<double>()).c_str(),
+                  format_duration(b["pipeline_bubble"].get<double>()).c_str(),
+                  format_duration(b["offload_stall"].get<double>()).c_str(),
+                  format_duration(b["paging_stall"].get<double>()).c_str());
+    os << line;
+  }
   os << "\n  memory (peak per device, by category at the peak instant)\n";
   for (const auto& d : j["devices"]) {
     const auto& oom = d["oom"];

@@ -19,6 +19,7 @@ struct Breakdown {
 };
 
 Breakdown step_breakdown(const RunResult& r);
+// Every allocation fitted, and a server had room for KV cache on its GPUs.
 bool fits(const RunResult& r);
 
 // The `memwall run --json` object.

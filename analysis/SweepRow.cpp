@@ -28,6 +28,8 @@ void flatten(const Json& j, const std::string& prefix, SweepRow& row)
       row.numbers.emplace_back(key, v.get<double>());
     else if (v.is_string())
       row.texts.emplace_back(key, v.get<std::string>());
+    else if (v.is_null()) // a time of a run that did not fit: the column stays numeric
+      row.numbers.emplace_back(key, std::numeric_limits<double>::quiet_NaN());
   }
 }
 
@@ -37,7 +39,7 @@ SweepRow result_row(const RunResult& r, const ExperimentSpec& spec)
   Json j = report_json(r);
   SweepRow row;
   for (const auto& [k, v] : j.items())
-    if (k != "devices" && k != "links") {
+    if (k != "devices" && k != "links" && k != "did_not_fit") {
       Json one;
       one[k] = v;
       flatten(one, "", row);
@@ -60,6 +62,8 @@ SweepRow result_row(const RunResult& r, const ExperimentSpec& spec)
     row.texts.emplace_back("busiest_link.name", j["links"][0]["name"].get<std::string>());
     row.numbers.emplace_back("busiest_link.utilization", j["links"][0]["utilization"].get<double>());
   }
+  const auto& unfit = j["did_not_fit"];
+  row.numbers.emplace_back("overflow_bytes", unfit.is_null() ? 0.0 : unfit["overflow_bytes"].get<double>());
   row.numbers.emplace_back("gpus", static_cast<double>(spec.cluster.total_gpus()));
   row.numbers.emplace_back("hardware_cost_usd", spec.cluster.price_usd());
   return row;

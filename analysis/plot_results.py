@@ -318,6 +318,10 @@ def plot_metric(table, axes, attrs, out, x, y, lines):
             crossed = True
     if crossed:
         ax.scatter([], [], marker="x", color="grey", label="does not fit")
+    # a point that did not fit has no time or throughput (NaN): say how many, not nothing
+    unplaced = sum(1 for r in range(len(fits)) if fits[r] == 0 and math.isnan(table[y][r]))
+    if unplaced:
+        ax.plot([], [], " ", label=f"{unplaced} point{'s' if unplaced > 1 else ''} did not fit\n(no {y}; --kind fits)")
     if numeric_x:
         lo, hi = min(xs), max(xs)
         if lo > 0 and hi / lo >= 16:

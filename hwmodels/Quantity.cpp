@@ -127,6 +127,8 @@ std::string format_duration(double s)
 {
   char buf[64];
   double a = std::fabs(s);
+  if (s == 0)
+    return "0 s"; // nothing spent: no unit to pick
   if (a < 1e-3)
     std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
   else if (a < 1)

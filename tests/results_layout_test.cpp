@@ -1,11 +1,14 @@
 // What a results file holds for the people who read it with pandas and for the plots:
-// counts stored as integers and the step phase of every op.
+// counts stored as integers, the step phase of every op, and runs that did not fit
+// reported as such.
 #include "TestHelpers.hpp"
 
 #include <H5Cpp.h>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 using namespace memwall::test;
@@ -102,4 +105,64 @@ TEST_CASE("every_op_of_a_training_step_is_stamped_with_its_phase_in_step_order",
     if (runs.empty() || runs.back() != phase[i])
       runs.push_back(phase[i]);
   CHECK(runs == std::vector<std::string>{"forward", "backward", "forward", "backward", "optimizer"});
+}
+
+TEST_CASE("a_run_that_does_not_fit_reports_its_overflow_and_no_time_or_throughput", "[outputs][memory]")
+{
+  // GPT-2 small, seq 1024, micro batch 32, no flash attention, on an A100-40GB: 43 GB of
+  // activations, model states and logits against 42.3 GB (the hand sum in
+  // advise_test.cpp). The replay runs past the failing allocation, so its step time
+  // would be that of a GPU that never existed: null, with the overflow named instead.
+  std::string spec = temp_path("unfit.yaml");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1, gpu: a100-sxm4-40gb}\nmodel: {preset: gpt2}\n"
+                   "training: {seq_len: 1024, global_batch: 32, micro_batch: 32, flash_attention: false}\n");
+  CliResult js = run_cli("run " + spec + " --json");
+  REQUIRE(js.exit_code == 0);
+  auto j = nlohmann::json::parse(js.out);
+  CHECK(j["fits"] == false);
+  for (const char* k : {"step_time_s", "tokens_per_s", "mfu"})
+    CHECK(j[k].is_null());
+  for (const auto& [k, v] : j["breakdown_s"].items())
+    CHECK(v.is_null());
+  const auto& oom = j["devices"][0]["oom"];
+  REQUIRE(!oom.is_null());
+  CHECK(j["did_not_fit"]["device"] == "node0.gpu0");
+  CHECK(j["did_not_fit"]["what"] == oom["op"]);
+  CHECK(j["did_not_fit"]["overflow_bytes"].get<double>() ==
+        oom["requested_bytes"].get<double>() - oom["free_bytes"].get<double>());
+  CliResult text = run_cli("run " + spec);
+  CHECK_THAT(text.out, Catch::Contains("DID NOT FIT    on node0.gpu0, " + oom["op"].get<std::string>()) &&
+                           !Catch::Contains("step time") && !Catch::Contains("tokens/s"));
+
+  // In a sweep the point's times are NaN (its row still says why), fitting points keep theirs.
+  std::string sweep = temp_path("unfit_sweep.yaml"), out = temp_path("unfit_sweep.h5");
+  write_file(sweep, gpt2_oom_sweep);
+  REQUIRE(run_cli("sweep " + sweep + " -o " + out + " -j 2").exit_code == 0);
+  H5::H5File f(out, H5F_ACC_RDONLY);
+  std::vector<double> fits = numbers(f, "/points/fits"), step = numbers(f, "/points/step_time_s"),
+                      over = numbers(f, "/points/overflow_bytes");
+  REQUIRE(std::count(fits.begin(), fits.end(), 0.0) > 0);
+  for (size_t i = 0; i < fits.size(); ++i) {
+    CHECK(std::isnan(step[i]) == (fits[i] == 0));
+    CHECK((over[i] > 0) == (fits[i] == 0));
+  }
+}
+
+TEST_CASE("a_server_with_no_room_for_kv_cache_does_not_fit", "[outputs][inference]")
+{
+  // Llama-2-7B in fp16 (6.74e9 x 2 B = 12.55 GiB) on a GPU of 14e9 B: the server may use
+  // 0.9 x 14e9 = 11.73 GiB, less than the weights alone. The budget went negative and the
+  // run "fitted" with 0 tokens/s; the overflow is now the negative budget.
+  std::string spec = temp_path("no_kv_room.yaml");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1, gpu: {preset: a100-sxm4-80gb, memory_bytes: 14e9}}\n"
+                   "model: {preset: llama-2-7b}\n"
+                   "inference: {poisson: {rate: 1, requests: 4, prompt_len: 128, output_len: 16}}\n");
+  auto j = nlohmann::json::parse(run_cli("run " + spec + " --json").out);
+  CHECK(j["fits"] == false);
+  double budget = j["kv_cache"]["budget_bytes"].get<double>();
+  CHECK(budget < 0);
+  CHECK(budget < 0.9 * 14e9 - 6.74e9 * 2);
+  CHECK(j["did_not_fit"]["overflow_bytes"].get<double>() == -budget);
+  CHECK(j["output_tokens_per_s"].is_null());
+  CHECK(j["step_time_s"].is_null());
 }

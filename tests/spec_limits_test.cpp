@@ -4,6 +4,7 @@
 #include "TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -152,6 +153,22 @@ TEST_CASE("errors_about_a_set_value_name_the_set_argument_not_line_1", "[robustn
   CliResult ok = run_cli("run " + spec + " --json --set hardware.gpu.hbm_achievable_bw=400e9");
   INFO(ok.err);
   CHECK(ok.exit_code == 0);
+}
+
+TEST_CASE("a_set_below_a_preset_id_overrides_one_field_of_that_preset", "[robustness][spec]")
+{
+  // `--set hardware.gpu=ID --set hardware.gpu.memory_bytes=...` was refused ("'hardware.gpu'
+  // is not a mapping"): the id is now read as {preset: ID}. The A100-40GB keeps its own
+  // speeds (its 1,555 GB/s datasheet bandwidth) and takes the new capacity.
+  std::string spec = temp_path("set_below_preset.yaml");
+  write_file(spec, small_training_spec);
+  CliResult r = run_cli("run " + spec + " --set hardware.gpu=a100-sxm4-40gb --set hardware.gpu.memory_bytes=80e9 --json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["devices"][0]["hardware"] == "a100-sxm4-40gb-custom");
+  CHECK(j["devices"][0]["capacity_bytes"].get<double>() == 80e9);
+  // Still an error below a list or a number.
+  CHECK_THAT(run_cli("run " + spec + " --set training.seq_len.x=1").err, Catch::Contains("training.seq_len"));
 }
 
 TEST_CASE("a_spec_that_is_not_a_mapping_is_refused_even_with_set", "[robustness][spec]")

@@ -21,6 +21,7 @@ TEST_CASE("version_and_human_units", "[robustness][usability]")
   CHECK(memwall::format_duration(0.01241) == "12.41 ms");
   CHECK(memwall::format_duration(85.3e-6) == "85.3 us");
   CHECK(memwall::format_duration(8316) == "2.31 h");
+  CHECK(memwall::format_duration(0) == "0 s");
   CHECK(memwall::format_si(3.86e19, "FLOP") == "38.6 EFLOP");
 }
 
@@ -35,8 +36,10 @@ TEST_CASE("a_server_whose_weights_do_not_fit_says_so_and_reports_no_latencies", 
   CliResult text = run_cli("run " + spec);
   INFO(text.err);
   REQUIRE(text.exit_code == 0);
-  CHECK_THAT(text.out, Catch::Contains("does not fit   weights (128.") && Catch::Contains("no room for any KV cache") &&
-                           Catch::Contains("time to first  none: no request completed"));
+  // Free: 80 GiB less the 0.47 GiB context = 79.53 GiB; 128.45 - 79.53 = 48.9 GiB over.
+  CHECK_THAT(text.out, Catch::Contains("DID NOT FIT    on node0.gpu0, weights: 48.9") &&
+                           Catch::Contains("no room for any KV cache") &&
+                           Catch::Contains("time to first  none: the server did not fit"));
   CHECK_THAT(text.out, !Catch::Contains("0.0 us"));
   CliResult js = run_cli("run " + spec + " --json");
   auto j       = nlohmann::json::parse(js.out);

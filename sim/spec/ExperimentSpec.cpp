@@ -27,6 +27,14 @@ void apply_override(YAML::Node root, const std::string& file, const std::string&
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     walked += (i ? "." : "") + parts[i];
     YAML::Node next = cur[parts[i]];
+    // A preset id is shorthand for {preset: id}: `--set hardware.gpu=a100-sxm4-40gb
+    // --set hardware.gpu.memory_bytes=80e9` changes one field of that preset.
+    if (next.IsDefined() && next.IsScalar()) {
+      YAML::Node expanded(YAML::NodeType::Map);
+      expanded["preset"] = next.Scalar();
+      cur[parts[i]]      = expanded;
+      next               = cur[parts[i]];
+    }
     if (next.IsDefined() && !next.IsNull() && !next.IsMap())
       throw InputError(file + ": --set " + path + ": '" + walked + "' is not a mapping");
     if (!next.IsDefined() || next.IsNull()) {
