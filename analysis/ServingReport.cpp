@@ -118,11 +118,14 @@ std::string serving_text(const nlohmann::ordered_json& j)
   std::string os;
   auto t = [](const nlohmann::ordered_json& x, const char* k) { return format_duration(x[k].get<double>()); };
   const auto& kv     = j["kv_cache"];
-  double budget      = kv["budget_bytes"].get<double>();
-  bool no_room       = budget <= 0;
-  std::snprintf(line, sizeof line, "  requests       %lld completed, %lld rejected (%s), %lld iterations\n",
-                (long long)j["requests_completed"].get<int64_t>(), (long long)j["requests_rejected"].get<int64_t>(),
-                no_room ? "no room for any KV cache" : "longer than the KV cache", (long long)j["iterations"].get<int64_t>());
+  // Why requests were rejected, only when some were: no KV room on the GPU at all (and
+  // the KV not all offloaded), or requests longer than the KV cache holds.
+  int64_t rejected   = j["requests_rejected"].get<int64_t>();
+  bool no_room       = kv["budget_bytes"].get<double>() <= 0 && kv.value("offloaded_fraction", 0.0) < 1;
+  std::string why    = rejected == 0 ? "" : no_room ? " (no room for any KV cache)" : " (longer than the KV cache)";
+  std::snprintf(line, sizeof line, "  requests       %lld completed, %lld rejected%s, %lld iterations\n",
+                (long long)j["requests_completed"].get<int64_t>(), (long long)rejected, why.c_str(),
+                (long long)j["iterations"].get<int64_t>());
   os += line;
   if (j["output_tokens_per_s"].is_null())
     std::snprintf(line, sizeof line, "  throughput     none: the server did not fit\n");

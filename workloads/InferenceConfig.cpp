@@ -116,6 +116,9 @@ void check(ParamReader& r, const InferenceConfig& c, int64_t gpus, const ModelSp
     r.fail("offload", "weights_fraction must be in (0, 1]");
   if ((c.kv_fraction <= 0 || c.kv_fraction > 1) && c.offload_kv != OffloadPlace::none)
     r.fail("offload", "kv_fraction must be in (0, 1]");
+  if (c.cpu_attention && c.offload_kv != OffloadPlace::cpu)
+    r.fail("offload", "attention: cpu computes attention where the KV cache lives, so it needs kv: cpu (the KV is " +
+                          std::string(c.offload_kv == OffloadPlace::nvme ? "on NVMe" : "on the GPU") + ")");
   for (const Request& q : c.requests) {
     // Trace rows are named by file and line; generated requests by the key that made them.
     auto fail = [&](const std::string& key, const std::string& msg) {
@@ -153,7 +156,8 @@ std::string describe_inference(const InferenceConfig& c)
   if (c.offload_weights != OffloadPlace::none)
     s += ", " + str(std::llround(c.weights_fraction * 100)) + " % of weights on " + places[int(c.offload_weights)];
   if (c.offload_kv != OffloadPlace::none)
-    s += ", " + str(std::llround(c.kv_fraction * 100)) + " % of KV on " + places[int(c.offload_kv)];
+    s += ", " + str(std::llround(c.kv_fraction * 100)) + " % of KV on " + places[int(c.offload_kv)] +
+         (c.cpu_attention ? " (attention there on the CPU)" : "");
   return s;
 }
 
@@ -198,6 +202,9 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
   c.weights_fraction = o.number("weights_fraction", 1.0, "part of each layer's weights off the GPU", 0.0);
   c.offload_kv       = place(o.choice("kv", "none", {"none", "cpu", "nvme"}, "where offloaded KV cache lives"));
   c.kv_fraction      = o.number("kv_fraction", 1.0, "part of each sequence's KV cache off the GPU", 0.0);
+  c.cpu_attention    = o.choice("attention", "gpu", {"gpu", "cpu"},
+                                "where attention over offloaded KV runs: gpu (the KV streams over PCIe) or cpu "
+                                "(FlexGen's cpu_cache_compute: queries down, outputs up)") == "cpu";
   o.finish();
   check(r, c, gpus, model);
   r.finish();

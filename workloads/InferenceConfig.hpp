@@ -40,6 +40,9 @@ struct InferenceConfig {
   double weights_fraction      = 1.0; // part of every layer's weights kept off the GPU
   OffloadPlace offload_kv      = OffloadPlace::none;
   double kv_fraction           = 1.0; // part of every sequence's KV kept off the GPU
+  // Attention over KV held in host memory runs on the CPU (FlexGen's cpu_cache_compute,
+  // ZeRO-Inference): queries go down, outputs come up, the KV never crosses PCIe.
+  bool cpu_attention = false;
 
   double weight_bytes() const { return dtype_bytes(weight_dtype); }
   double kv_bytes() const { return dtype_bytes(kv_dtype); }

@@ -61,11 +61,14 @@ KernelCost InferenceKernels::gemm(const std::string& name, double tokens, double
 IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
 {
   IterationKernels it;
-  double T = 0, sampled = 0, pairs = 0, kv_tokens = 0, scores = 0;
+  double T = 0, sampled = 0, pairs = 0, kv_tokens = 0, scores = 0, cached_pairs = 0, cached = 0, cached_q = 0;
   int64_t longest = 0;
   for (const SeqWork& w : batch) {
     double q = static_cast<double>(w.tokens), c = static_cast<double>(w.context);
     T += q;
+    cached_pairs += q * c;
+    cached += c;
+    cached_q += c > 0 ? q : 0;
     sampled += w.samples ? 1 : 0;
     pairs += q * c + q * (q + 1) / 2; // causal: query j sees c + j + 1 keys
     kv_tokens += c + q;
@@ -82,6 +85,9 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   // QK^T and AV: 2 FLOPs per multiply-add, head_dim per query-key pair and head.
   L.attn.flops    = 4 * pairs * q_dim_;
   L.kv_read_bytes = kv_tokens * 2 * kv_dim_ * kvb_;
+  L.cached_pairs    = cached_pairs;
+  L.cached_kv_bytes = cached * 2 * kv_dim_ * kvb_;
+  L.cached_queries  = cached_q;
   L.attn.bytes    = L.kv_read_bytes + T * 2 * kv_dim_ * kvb_ + 2 * T * q_dim_ * e_;
   if (!c_.flash_attention) // scores written, read by softmax, probabilities written and read
     L.attn.bytes += 4 * scores * static_cast<double>(m_.heads / c_.tp) * e_;

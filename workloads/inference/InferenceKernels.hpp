@@ -37,6 +37,12 @@ struct LayerKernels {
   KernelCost qkv, attn, proj, mlp;
   double allreduce_bytes = 0; // after proj and after the MLP when tp > 1
   double kv_read_bytes   = 0; // KV of the batch's context read by attention
+  // The part of attention over KV already cached (decodes, later prefill chunks): what
+  // CPU attention (FlexGen's cpu_cache_compute) takes off the GPU when that KV lives in
+  // host memory. A prefill's attention over its own new tokens stays on the GPU.
+  double cached_pairs     = 0; // query-key pairs whose key is cached
+  double cached_kv_bytes  = 0; // KV of those keys, read once
+  double cached_queries   = 0; // query tokens that see cached keys
 };
 
 struct IterationKernels {
@@ -57,6 +63,9 @@ public:
   // KV heads per rank x head_dim x bytes (Kwon et al. 2023).
   double kv_bytes_per_token() const;
   double layer_weight_bytes() const; // one layer's weights on one rank
+  double query_width() const { return q_dim_; }   // query heads x head_dim on one rank
+  double kv_width() const { return kv_dim_; }     // KV heads x head_dim on one rank
+  double activation_element_bytes() const { return e_; }
   double weight_bytes() const;       // all of one rank's weights
   // Largest activation workspace an iteration of `tokens` tokens over `seqs` sequences needs.
   double activation_bytes(int64_t tokens, int64_t seqs, int64_t longest_context) const;

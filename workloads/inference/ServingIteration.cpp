@@ -67,6 +67,31 @@ OpId ServingDriver::emit_fetch(OffloadPlace from, double bytes, const std::strin
   return dag_.add(copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes, name + ".h2d"), {last});
 }
 
+// FlexGen's cpu_cache_compute: the `share` of attention over cached keys whose KV lives
+// in host memory runs on the CPU. The queries go down after the qkv kernel, the CPU reads
+// that KV once from DRAM (roofline of the socket's FLOP/s and DRAM bandwidth), and the
+// outputs come back up. Grouped-query KV is expanded for the CPU kernel first, as
+// Hugging Face's repeat_kv does: written and read once more per query head group.
+OpId ServingDriver::emit_cpu_attention(const LayerKernels& k, double share, const std::string& name)
+{
+  double io   = k.cached_queries * kernels_.query_width() * kernels_.activation_element_bytes();
+  OpId down   = dag_.add(copy_op(gpu_, StreamKind::d2h, gpu_, host_, io, name + ".q.d2h"),
+                         {dag_.stream_tail(gpu_, StreamKind::compute)});
+  double rep  = kernels_.query_width() / kernels_.kv_width();
+  double kv   = k.cached_kv_bytes * share;
+  Op attn;
+  attn.kind   = OpKind::host_compute;
+  attn.stream = StreamKind::host;
+  attn.device = host_;
+  attn.src    = gpu_; // the rank it works for: tp peers on the socket run theirs beside it
+  attn.name   = name + ".cpu";
+  attn.dtype  = Dtype::fp32;
+  attn.flops  = 4 * k.cached_pairs * kernels_.query_width() * share;
+  attn.bytes  = rep > 1 ? kv * (1 + 2 * rep) : kv;
+  OpId done   = dag_.add(std::move(attn), {down});
+  return dag_.add(copy_op(gpu_, StreamKind::h2d, host_, gpu_, io, name + ".out.h2d"), {done});
+}
+
 void ServingDriver::emit_iteration(const Iteration& it)
 {
   std::vector<SeqWork> batch;
@@ -84,6 +109,14 @@ void ServingDriver::emit_iteration(const Iteration& it)
   double w_off  = cfg_.offload_weights == OffloadPlace::none ? 0.0 : cfg_.weights_fraction;
   double kv_off = cfg_.offload_kv == OffloadPlace::none ? 0.0 : cfg_.kv_fraction;
   double kv_new = static_cast<double>(k.tokens) * kernels_.kv_bytes_per_token() / static_cast<double>(model_.layers);
+  // With CPU attention the GPU keeps the attention of prefills over their own tokens and
+  // of the cached keys still on the GPU; the CPU's share comes back before the output GEMM.
+  const bool cpu_attention = cfg_.cpu_attention && kv_off > 0 && k.layer.cached_queries > 0; // not for fresh prefills
+  KernelCost gpu_attn      = k.layer.attn;
+  if (cpu_attention) {
+    gpu_attn.flops -= 4 * k.layer.cached_pairs * kernels_.query_width() * kv_off;
+    gpu_attn.bytes -= k.layer.cached_kv_bytes * kv_off;
+  }
   // Two staging buffers per stream of offloaded data: the fetch for layer l waits for
   // layer l-2's buffer to be freed, so it overlaps layer l-1's compute.
   std::vector<OpId> freed_w(model_.layers, OpDag::none), freed_kv(model_.layers, OpDag::none);
@@ -94,19 +127,22 @@ void ServingDriver::emit_iteration(const Iteration& it)
     if (w_off > 0)
       w_ready = emit_fetch(cfg_.offload_weights, kernels_.layer_weight_bytes() * w_off, L + ".weights", l >= 2 ? freed_w[l - 2] : OpDag::none,
                            w_stage, MemCategory::weights);
-    if (kv_off > 0)
-      kv_in = emit_fetch(cfg_.offload_kv, k.layer.kv_read_bytes * kv_off, L + ".kv", l >= 2 ? freed_kv[l - 2] : OpDag::none, kv_stage,
+    // Only cached KV is fetched: the new tokens' K and V were just computed on the GPU.
+    if (kv_off > 0 && !cpu_attention && k.layer.cached_kv_bytes > 0)
+      kv_in = emit_fetch(cfg_.offload_kv, k.layer.cached_kv_bytes * kv_off, L + ".kv", l >= 2 ? freed_kv[l - 2] : OpDag::none, kv_stage,
                          MemCategory::workspace);
     emit_kernel(k.layer.qkv, L + ".qkv", {w_ready});
-    OpId attn = emit_kernel(k.layer.attn, L + ".attn", {kv_in});
+    OpId cpu_out = cpu_attention ? emit_cpu_attention(k.layer, kv_off, L + ".attn") : OpDag::none;
+    OpId attn    = emit_kernel(cpu_attention ? gpu_attn : k.layer.attn, L + ".attn", {kv_in});
     if (kv_off > 0) {
-      freed_kv[l] = dag_.free(kv_stage, gpu_, StreamKind::compute, L + ".kv.staging");
+      if (!cpu_attention)
+        freed_kv[l] = dag_.free(kv_stage, gpu_, StreamKind::compute, L + ".kv.staging");
       dag_.add(copy_op(gpu_, StreamKind::d2h, gpu_, host_, kv_new * kv_off, L + ".kv.d2h"), {attn});
       if (cfg_.offload_kv == OffloadPlace::nvme)
         dag_.add(copy_op(gpu_, StreamKind::d2h, host_, nvme_, kv_new * kv_off, L + ".kv.write"));
     }
     if (tp_group_ >= 0) {
-      emit_kernel(k.layer.proj, L + ".proj");
+      emit_kernel(k.layer.proj, L + ".proj", {cpu_out});
       dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes,
                              L + ".attn.allreduce"));
       emit_kernel(k.layer.mlp, L + ".mlp");
@@ -116,7 +152,7 @@ void ServingDriver::emit_iteration(const Iteration& it)
       KernelCost out = k.layer.mlp; // proj, norm and MLP back to back: one launch
       out.flops += k.layer.proj.flops;
       out.bytes += k.layer.proj.bytes;
-      emit_kernel(out, L + ".out");
+      emit_kernel(out, L + ".out", {cpu_out});
     }
     if (w_off > 0)
       freed_w[l] = dag_.free(w_stage, gpu_, StreamKind::compute, L + ".weights.staging");
