@@ -119,3 +119,43 @@ TEST_CASE("cpu_attention_needs_the_kv_cache_in_host_memory", "[offload][errors]"
                                           "offload: {kv: cpu, attention: tpu}}\n"),
              Catch::Contains("inference.offload.attention") && Catch::Contains("gpu, cpu"));
 }
+
+TEST_CASE("gpu_batches_share_each_layers_weights_and_hold_one_batchs_workspace", "[offload][inference]")
+{
+  // FlexGen's zig-zag block: the 4 prompts of 512 tokens run through each layer as 2 GPU
+  // batches of 2 while the layer's weights (all on the host) are on the GPU once.
+  auto run = [](int64_t parts) {
+    std::string spec = temp_path("gpu_batches_" + std::to_string(parts) + ".yaml");
+    write_file(spec, "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\n"
+                     "inference: {batch: 4, prompt_len: 512, output_len: 2, gpu_batches: " +
+                         std::to_string(parts) + ", offload: {weights: cpu}}\n");
+    return nlohmann::json::parse(run_cli("run " + spec + " --json").out);
+  };
+  auto one = run(1), two = run(2);
+  REQUIRE(one["fits"] == true);
+  REQUIRE(two["fits"] == true);
+  auto link_bytes = [](const nlohmann::json& j, const std::string& name) {
+    for (const auto& l : j["links"])
+      if (l["name"] == name)
+        return l["bytes"].get<double>();
+    return 0.0;
+  };
+  // The weights cross PCIe once per layer and iteration either way.
+  CHECK(link_bytes(two, "node0.gpu0.pcie.down") == link_bytes(one, "node0.gpu0.pcie.down"));
+  // Activation workspace of the prefill (2048 tokens, 4 sampled rows), OPT-6.7B: per token
+  // 2 B x (2 x 4096 residual and norm + 3 x 4096 qkv + 16384 MLP) = 73,728 B, and fp32
+  // logits of 50,272 per sampled row.
+  //   one batch:  2048 x 73,728 + 4 x 50,272 x 4                        = 151,799,296 B
+  //   two of two: 1024 x 73,728 + 2 x 50,272 x 4 + 1024 x 4096 x 2 (the
+  //               other batch's residual stream)                         =  84,288,256 B
+  auto activations = [](const nlohmann::json& j) { return j["devices"][0]["max_by_category"]["activations"].get<double>(); };
+  CHECK(activations(one) == 151799296.0);
+  CHECK(activations(two) == 84288256.0);
+}
+
+TEST_CASE("gpu_batches_must_be_a_positive_count", "[offload][errors]")
+{
+  CHECK_THAT(refused("gpu_batches_0", "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\n"
+                                      "inference: {batch: 4, prompt_len: 512, output_len: 2, gpu_batches: 0}\n"),
+             Catch::Contains("inference.gpu_batches") && Catch::Contains("[1, 4096]"));
+}

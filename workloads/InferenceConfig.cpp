@@ -152,6 +152,8 @@ std::string describe_inference(const InferenceConfig& c)
     s += " (block " + str(c.block_size) + ", preempt by " + c.preemption + ")";
   if (c.shared_prefix > 0)
     s += ", shared prefix " + str(c.shared_prefix);
+  if (c.gpu_batches > 1)
+    s += ", " + str(c.gpu_batches) + " GPU batches per layer";
   static const char* places[] = {"none", "cpu", "nvme"};
   if (c.offload_weights != OffloadPlace::none)
     s += ", " + str(std::llround(c.weights_fraction * 100)) + " % of weights on " + places[int(c.offload_weights)];
@@ -197,6 +199,10 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
   c.swap_space = r.quantity("swap_space", QuantityKind::bytes, c.swap_space, "host memory for swapped KV per GPU");
   c.shared_prefix = r.integer("shared_prefix", 0, "tokens of a system prompt every prompt starts with (shared KV)", 0, "",
                               limits::tokens);
+  c.gpu_batches = r.integer("gpu_batches", 1,
+                            "GPU batches each iteration's sequences are split into, run one after another through "
+                            "each layer while its weights are on the GPU (FlexGen's num_gpu_batches)",
+                            1, "", 4096);
   ParamReader o = r.section("offload", "FlexGen-style offload of weights and KV cache, streamed per layer");
   c.offload_weights  = place(o.choice("weights", "none", {"none", "cpu", "nvme"}, "where offloaded weights live"));
   c.weights_fraction = o.number("weights_fraction", 1.0, "part of each layer's weights off the GPU", 0.0);

@@ -43,6 +43,9 @@ struct InferenceConfig {
   // Attention over KV held in host memory runs on the CPU (FlexGen's cpu_cache_compute,
   // ZeRO-Inference): queries go down, outputs come up, the KV never crosses PCIe.
   bool cpu_attention = false;
+  // Each iteration's sequences run through a layer as this many GPU batches, one after
+  // another, sharing the layer's weights (FlexGen's num_gpu_batches, zig-zag block).
+  int64_t gpu_batches = 1;
 
   double weight_bytes() const { return dtype_bytes(weight_dtype); }
   double kv_bytes() const { return dtype_bytes(kv_dtype); }

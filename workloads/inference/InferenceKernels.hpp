@@ -69,6 +69,9 @@ public:
   double weight_bytes() const;       // all of one rank's weights
   // Largest activation workspace an iteration of `tokens` tokens over `seqs` sequences needs.
   double activation_bytes(int64_t tokens, int64_t seqs, int64_t longest_context) const;
+  // The same iteration run as `parts` GPU batches one after another (FlexGen's zig-zag
+  // block): one part's workspace at a time, the residual stream of every part kept.
+  double activation_bytes(int64_t tokens, int64_t seqs, int64_t longest_context, int64_t parts) const;
 
 private:
   KernelCost gemm(const std::string& name, double tokens, double in, double out) const;

@@ -85,7 +85,7 @@ double ServingDriver::kv_budget_bytes() const
       longest = std::max(longest, s.req.prompt_tokens);
     tokens = seqs * longest; // a static batch prefills all its prompts at once
   }
-  double activations = kernels_.activation_bytes(tokens, seqs, cfg_.max_model_len);
+  double activations = kernels_.activation_bytes(tokens, seqs, cfg_.max_model_len, cfg_.gpu_batches);
   return g.memory_bytes * cfg_.gpu_memory_utilization - g.context_bytes - weights - activations - staging;
 }
 

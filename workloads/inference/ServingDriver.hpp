@@ -52,6 +52,7 @@ private:
   void emit_kv_changes(const Iteration& it);
   void emit_iteration(const Iteration& it);
   OpId emit_kernel(const KernelCost& k, const std::string& name, std::initializer_list<OpId> deps = {});
+  void emit_layer_part(const IterationKernels& k, const std::string& L, OpId w_ready, std::vector<OpId>& freed_kv);
   OpId emit_cpu_attention(const LayerKernels& k, double share, const std::string& name);
   OpId emit_fetch(OffloadPlace from, double bytes, const std::string& name, OpId after, Tensor& staged,
                   MemCategory category);

@@ -92,6 +92,25 @@ OpId ServingDriver::emit_cpu_attention(const LayerKernels& k, double share, cons
   return dag_.add(copy_op(gpu_, StreamKind::h2d, host_, gpu_, io, name + ".out.h2d"), {done});
 }
 
+namespace {
+
+// A staging buffer's fetch waits for the buffer freed two fetches earlier: two buffers
+// per stream of offloaded data, so a fetch overlaps the compute in between.
+OpId two_back(const std::vector<OpId>& freed) { return freed.size() >= 2 ? freed[freed.size() - 2] : OpDag::none; }
+
+// Splits the iteration's sequences into `parts` GPU batches of consecutive sequences,
+// sizes as even as the count allows; no part is empty.
+std::vector<std::vector<SeqWork>> split_batch(const std::vector<SeqWork>& batch, int64_t parts)
+{
+  size_t n = std::min<size_t>(static_cast<size_t>(std::max<int64_t>(parts, 1)), std::max<size_t>(batch.size(), 1));
+  std::vector<std::vector<SeqWork>> out(n);
+  for (size_t i = 0; i < batch.size(); ++i)
+    out[i * n / batch.size()].push_back(batch[i]);
+  return out;
+}
+
+} // namespace
+
 void ServingDriver::emit_iteration(const Iteration& it)
 {
   std::vector<SeqWork> batch;
@@ -101,12 +120,47 @@ void ServingDriver::emit_iteration(const Iteration& it)
     batch.push_back({w.tokens, q.computed, !w.padding && q.computed + w.tokens >= q.tokens()});
   }
   IterationKernels k = kernels_.plan(batch);
-  std::string tag    = "it" + std::to_string(stats_.iterations);
-  Tensor act = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::activations, k.activation_bytes,
-                          tag + ".activations", {kv_ready_});
+  std::vector<IterationKernels> parts;
+  for (const auto& part : split_batch(batch, cfg_.gpu_batches))
+    parts.push_back(kernels_.plan(part));
+  double act_bytes = k.activation_bytes;
+  if (parts.size() > 1) {
+    int64_t longest = 0, seqs = static_cast<int64_t>(batch.size());
+    for (const SeqWork& w : batch)
+      longest = std::max(longest, w.context + w.tokens);
+    act_bytes = kernels_.activation_bytes(k.tokens, seqs, longest, static_cast<int64_t>(parts.size()));
+  }
+  std::string tag = "it" + std::to_string(stats_.iterations);
+  Tensor act = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::activations, act_bytes, tag + ".activations",
+                          {kv_ready_});
   emit_kernel(k.embed, tag + ".embed");
 
-  double w_off  = cfg_.offload_weights == OffloadPlace::none ? 0.0 : cfg_.weights_fraction;
+  double w_off = cfg_.offload_weights == OffloadPlace::none ? 0.0 : cfg_.weights_fraction;
+  std::vector<OpId> freed_w, freed_kv; // staging buffers as they are freed
+  for (int64_t l = 0; l < model_.layers; ++l) {
+    std::string L = "L" + std::to_string(l);
+    OpId w_ready  = OpDag::none;
+    Tensor w_stage;
+    if (w_off > 0)
+      w_ready = emit_fetch(cfg_.offload_weights, kernels_.layer_weight_bytes() * w_off, L + ".weights", two_back(freed_w),
+                           w_stage, MemCategory::weights);
+    for (size_t p = 0; p < parts.size(); ++p)
+      emit_layer_part(parts[p], parts.size() > 1 ? L + ".b" + std::to_string(p) : L, w_ready, freed_kv);
+    if (w_off > 0)
+      freed_w.push_back(dag_.free(w_stage, gpu_, StreamKind::compute, L + ".weights.staging"));
+  }
+  emit_kernel(k.head, tag + ".head");
+  if (tp_group_ >= 0 && k.logits_gather_bytes > 0)
+    dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_gather, tp_group_, k.logits_gather_bytes,
+                           tag + ".logits"));
+  dag_.free(act, gpu_, StreamKind::compute, tag + ".activations");
+}
+
+// One layer for one GPU batch: qkv, attention (with its offloaded KV fetched, or run on
+// the CPU), the new tokens' KV stored, then proj and the MLP.
+void ServingDriver::emit_layer_part(const IterationKernels& k, const std::string& L, OpId w_ready,
+                                    std::vector<OpId>& freed_kv)
+{
   double kv_off = cfg_.offload_kv == OffloadPlace::none ? 0.0 : cfg_.kv_fraction;
   double kv_new = static_cast<double>(k.tokens) * kernels_.kv_bytes_per_token() / static_cast<double>(model_.layers);
   // With CPU attention the GPU keeps the attention of prefills over their own tokens and
@@ -117,51 +171,36 @@ void ServingDriver::emit_iteration(const Iteration& it)
     gpu_attn.flops -= 4 * k.layer.cached_pairs * kernels_.query_width() * kv_off;
     gpu_attn.bytes -= k.layer.cached_kv_bytes * kv_off;
   }
-  // Two staging buffers per stream of offloaded data: the fetch for layer l waits for
-  // layer l-2's buffer to be freed, so it overlaps layer l-1's compute.
-  std::vector<OpId> freed_w(model_.layers, OpDag::none), freed_kv(model_.layers, OpDag::none);
-  for (int64_t l = 0; l < model_.layers; ++l) {
-    std::string L = "L" + std::to_string(l);
-    OpId w_ready = OpDag::none, kv_in = OpDag::none;
-    Tensor w_stage, kv_stage;
-    if (w_off > 0)
-      w_ready = emit_fetch(cfg_.offload_weights, kernels_.layer_weight_bytes() * w_off, L + ".weights", l >= 2 ? freed_w[l - 2] : OpDag::none,
-                           w_stage, MemCategory::weights);
-    // Only cached KV is fetched: the new tokens' K and V were just computed on the GPU.
-    if (kv_off > 0 && !cpu_attention && k.layer.cached_kv_bytes > 0)
-      kv_in = emit_fetch(cfg_.offload_kv, k.layer.cached_kv_bytes * kv_off, L + ".kv", l >= 2 ? freed_kv[l - 2] : OpDag::none, kv_stage,
-                         MemCategory::workspace);
-    emit_kernel(k.layer.qkv, L + ".qkv", {w_ready});
-    OpId cpu_out = cpu_attention ? emit_cpu_attention(k.layer, kv_off, L + ".attn") : OpDag::none;
-    OpId attn    = emit_kernel(cpu_attention ? gpu_attn : k.layer.attn, L + ".attn", {kv_in});
-    if (kv_off > 0) {
-      if (!cpu_attention)
-        freed_kv[l] = dag_.free(kv_stage, gpu_, StreamKind::compute, L + ".kv.staging");
-      dag_.add(copy_op(gpu_, StreamKind::d2h, gpu_, host_, kv_new * kv_off, L + ".kv.d2h"), {attn});
-      if (cfg_.offload_kv == OffloadPlace::nvme)
-        dag_.add(copy_op(gpu_, StreamKind::d2h, host_, nvme_, kv_new * kv_off, L + ".kv.write"));
-    }
-    if (tp_group_ >= 0) {
-      emit_kernel(k.layer.proj, L + ".proj", {cpu_out});
-      dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes,
-                             L + ".attn.allreduce"));
-      emit_kernel(k.layer.mlp, L + ".mlp");
-      dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes,
-                             L + ".mlp.allreduce"));
-    } else {
-      KernelCost out = k.layer.mlp; // proj, norm and MLP back to back: one launch
-      out.flops += k.layer.proj.flops;
-      out.bytes += k.layer.proj.bytes;
-      emit_kernel(out, L + ".out", {cpu_out});
-    }
-    if (w_off > 0)
-      freed_w[l] = dag_.free(w_stage, gpu_, StreamKind::compute, L + ".weights.staging");
+  OpId kv_in = OpDag::none;
+  Tensor kv_stage;
+  // Only cached KV is fetched: the new tokens' K and V were just computed on the GPU.
+  const bool fetch = kv_off > 0 && !cpu_attention && k.layer.cached_kv_bytes > 0;
+  if (fetch)
+    kv_in = emit_fetch(cfg_.offload_kv, k.layer.cached_kv_bytes * kv_off, L + ".kv", two_back(freed_kv), kv_stage,
+                       MemCategory::workspace);
+  emit_kernel(k.layer.qkv, L + ".qkv", {w_ready});
+  OpId cpu_out = cpu_attention ? emit_cpu_attention(k.layer, kv_off, L + ".attn") : OpDag::none;
+  OpId attn    = emit_kernel(cpu_attention ? gpu_attn : k.layer.attn, L + ".attn", {kv_in});
+  if (kv_off > 0) {
+    if (fetch)
+      freed_kv.push_back(dag_.free(kv_stage, gpu_, StreamKind::compute, L + ".kv.staging"));
+    dag_.add(copy_op(gpu_, StreamKind::d2h, gpu_, host_, kv_new * kv_off, L + ".kv.d2h"), {attn});
+    if (cfg_.offload_kv == OffloadPlace::nvme)
+      dag_.add(copy_op(gpu_, StreamKind::d2h, host_, nvme_, kv_new * kv_off, L + ".kv.write"));
   }
-  emit_kernel(k.head, tag + ".head");
-  if (tp_group_ >= 0 && k.logits_gather_bytes > 0)
-    dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_gather, tp_group_, k.logits_gather_bytes,
-                           tag + ".logits"));
-  dag_.free(act, gpu_, StreamKind::compute, tag + ".activations");
+  if (tp_group_ >= 0) {
+    emit_kernel(k.layer.proj, L + ".proj", {cpu_out});
+    dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes,
+                           L + ".attn.allreduce"));
+    emit_kernel(k.layer.mlp, L + ".mlp");
+    dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes,
+                           L + ".mlp.allreduce"));
+  } else {
+    KernelCost out = k.layer.mlp; // proj, norm and MLP back to back: one launch
+    out.flops += k.layer.proj.flops;
+    out.bytes += k.layer.proj.bytes;
+    emit_kernel(out, L + ".out", {cpu_out});
+  }
 }
 
 } // namespace memwall
