@@ -1,6 +1,8 @@
 // Explicit offload made real: attention over host-resident KV on the CPU (FlexGen's
-// cpu_cache_compute), against hand calculations on the cloud-t4 node (CPU 1.0e12 FLOP/s,
-// DRAM 60 GB/s per socket, PCIe Gen3 12 GB/s).
+// cpu_cache_compute) and GPU batches, against hand calculations on the cloud-t4 node
+// (CPU 1.0e12 FLOP/s, DRAM 60 GB/s per socket, PCIe Gen3 12 GB/s); when ZeRO-Offload's
+// CPU optimizer step starts.
+#include "Hdf5Table.hpp"
 #include "TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -26,36 +28,32 @@ struct OpTimes {
   double duration = 0, bytes = 0, flops = 0;
 };
 
-// The ops of a run file named `name` (the last one's duration, bytes, FLOPs).
-OpTimes op_times(const std::string& h5, const std::string& name)
+struct Ops {
+  std::vector<std::string> name, phase, stream;
+  std::vector<double> start, end, bytes, flops;
+};
+
+Ops read_ops(const std::string& h5)
 {
   H5::H5File f(h5, H5F_ACC_RDONLY);
   H5::Group g = f.openGroup("/ops");
-  auto nums   = [&](const char* col) {
-    H5::DataSet d = g.openDataSet(col);
-    hsize_t n     = 0;
-    d.getSpace().getSimpleExtentDims(&n);
-    std::vector<double> v(n);
-    d.read(v.data(), H5::PredType::NATIVE_DOUBLE);
-    return v;
-  };
-  H5::DataSet d = g.openDataSet("name");
-  hsize_t n     = 0;
-  d.getSpace().getSimpleExtentDims(&n);
-  std::vector<char*> raw(n);
-  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
-  type.setCset(H5T_CSET_UTF8);
-  d.read(raw.data(), type);
-  std::vector<double> start = nums("start_s"), end = nums("end_s"), bytes = nums("bytes"), flops = nums("flops");
+  return {memwall::read_texts(g, "name"),       memwall::read_texts(g, "phase"),   memwall::read_texts(g, "stream"),
+          memwall::read_numbers(g, "start_s"), memwall::read_numbers(g, "end_s"), memwall::read_numbers(g, "bytes"),
+          memwall::read_numbers(g, "flops")};
+}
+
+// The ops of a run file named `name` (the last one's duration, bytes, FLOPs).
+OpTimes op_times(const std::string& h5, const std::string& name)
+{
+  Ops o = read_ops(h5);
   OpTimes t;
-  for (size_t i = 0; i < n; ++i)
-    if (name == raw[i]) {
+  for (size_t i = 0; i < o.name.size(); ++i)
+    if (o.name[i] == name) {
       ++t.count;
-      t.duration = end[i] - start[i];
-      t.bytes    = bytes[i];
-      t.flops    = flops[i];
+      t.duration = o.end[i] - o.start[i];
+      t.bytes    = o.bytes[i];
+      t.flops    = o.flops[i];
     }
-  H5Dvlen_reclaim(type.getId(), d.getSpace().getId(), H5P_DEFAULT, raw.data());
   return t;
 }
 
@@ -158,4 +156,32 @@ TEST_CASE("gpu_batches_must_be_a_positive_count", "[offload][errors]")
   CHECK_THAT(refused("gpu_batches_0", "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\n"
                                       "inference: {batch: 4, prompt_len: 512, output_len: 2, gpu_batches: 0}\n"),
              Catch::Contains("inference.gpu_batches") && Catch::Contains("[1, 4096]"));
+}
+
+TEST_CASE("the_offloaded_optimizer_step_waits_for_the_whole_backward_unless_overlap_step", "[offload][training]")
+{
+  // DeepSpeed runs optimizer.step() after loss.backward(): no block's CPU Adam starts
+  // before the last backward kernel ends. With overlap_step a block's step starts when its
+  // gradients reach the host, while earlier layers are still in backward (GPT-2: 12 layers).
+  auto first_step_vs_backward_end = [](bool overlap) {
+    std::string spec = temp_path(std::string("overlap_step_") + (overlap ? "on" : "off") + ".yaml");
+    std::string h5   = temp_path(std::string("overlap_step_") + (overlap ? "on" : "off") + ".h5");
+    write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                     "training: {seq_len: 512, global_batch: 4, micro_batch: 4, zero: 1, "
+                     "offload: {optimizer: cpu, overlap_step: " +
+                         std::string(overlap ? "true" : "false") + "}}\n");
+    REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+    Ops o = read_ops(h5);
+    double first_step = 1e300, backward_end = 0;
+    for (size_t i = 0; i < o.name.size(); ++i) {
+      if (o.name[i].size() > 9 && o.name[i].compare(o.name[i].size() - 9, 9, "_step.cpu") == 0)
+        first_step = std::min(first_step, o.start[i]);
+      if (o.phase[i] == "backward" && o.stream[i] == "compute")
+        backward_end = std::max(backward_end, o.end[i]);
+    }
+    REQUIRE(first_step < 1e300);
+    return first_step - backward_end;
+  };
+  CHECK(first_step_vs_backward_end(false) >= 0);
+  CHECK(first_step_vs_backward_end(true) < 0);
 }

@@ -1,6 +1,7 @@
 // What a results file holds for the people who read it with pandas and for the plots:
 // counts stored as integers, the step phase of every op, and runs that did not fit
 // reported as such.
+#include "Hdf5Table.hpp"
 #include "TestHelpers.hpp"
 
 #include <H5Cpp.h>
@@ -17,30 +18,17 @@ namespace {
 
 H5T_class_t type_class(const H5::H5File& f, const std::string& dataset) { return f.openDataSet(dataset).getTypeClass(); }
 
-std::vector<std::string> texts(const H5::H5File& f, const std::string& dataset)
+// A column of a results file, by its path ("/ops/phase"), with memwall's own readers.
+std::vector<std::string> texts(const H5::H5File& f, const std::string& path)
 {
-  H5::DataSet d = f.openDataSet(dataset);
-  hsize_t n     = 0;
-  d.getSpace().getSimpleExtentDims(&n);
-  std::vector<char*> raw(n);
-  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
-  type.setCset(H5T_CSET_UTF8);
-  if (n)
-    d.read(raw.data(), type);
-  std::vector<std::string> out(raw.begin(), raw.end());
-  H5Dvlen_reclaim(type.getId(), d.getSpace().getId(), H5P_DEFAULT, raw.data());
-  return out;
+  auto at = path.rfind('/');
+  return memwall::read_texts(f.openGroup(path.substr(0, at)), path.substr(at + 1));
 }
 
-std::vector<double> numbers(const H5::H5File& f, const std::string& dataset)
+std::vector<double> numbers(const H5::H5File& f, const std::string& path)
 {
-  H5::DataSet d = f.openDataSet(dataset);
-  hsize_t n     = 0;
-  d.getSpace().getSimpleExtentDims(&n);
-  std::vector<double> v(n);
-  if (n)
-    d.read(v.data(), H5::PredType::NATIVE_DOUBLE);
-  return v;
+  auto at = path.rfind('/');
+  return memwall::read_numbers(f.openGroup(path.substr(0, at)), path.substr(at + 1));
 }
 
 } // namespace

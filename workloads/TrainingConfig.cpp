@@ -49,6 +49,10 @@ void read_offload(ParamReader& parent, TrainingConfig& t)
       "optimizer states (and fp32 master weights) in host DRAM or on NVMe; the step runs on the CPU"));
   t.offload_params = offload_target(r.choice("params", "none", {"none", "cpu", "nvme"},
                                              "ZeRO-3 parameter shards in host DRAM or on NVMe, streamed per layer"));
+  t.overlap_offloaded_step = r.flag("overlap_step", false,
+                                       "start each block's CPU optimizer step as soon as its gradients reach the host, "
+                                       "overlapping the rest of backward (false: after the whole backward, as "
+                                       "DeepSpeed's optimizer.step() runs)");
   r.finish();
 }
 

@@ -46,6 +46,9 @@ struct TrainingConfig {
   LoraConfig lora;
   OffloadTarget offload_optimizer = OffloadTarget::none;
   OffloadTarget offload_params    = OffloadTarget::none;
+  // Offloaded step: false (DeepSpeed's default) starts the CPU optimizer after the whole
+  // backward pass; true starts each block's step as soon as its gradients reach the host.
+  bool overlap_offloaded_step     = false;
 
   bool mixed_precision() const { return precision != Dtype::fp32; }
   int64_t micro_batches() const { return global_batch / (micro_batch * dp); }

@@ -5,7 +5,8 @@
 //   ZeRO-Offload the fp32 gradient shard is already in host DRAM (GradientSync); the
 //                step runs on the CPU socket at its FLOP rate and DRAM bandwidth, and the
 //                updated weights go H2D (overlapped with the next blocks' steps, as
-//                DeepSpeed's CPU Adam does);
+//                DeepSpeed's CPU Adam does); the first step waits for the whole
+//                backward unless offload.overlap_step;
 //   NVMe         ZeRO-Infinity reads the block's states NVMe -> host before the step
 //                and writes them back after it.
 #include "TrainingStepGenerator.hpp"
@@ -84,6 +85,31 @@ void TrainingStepGenerator::gather_updated_weights(int b, OpId after)
              {after});
 }
 
+int TrainingStepGenerator::last_offloaded_block() const
+{
+  for (int b = static_cast<int>(blocks_.size()); b-- > 0;)
+    if (blocks_[b].plan.params > 0)
+      return b;
+  return -1;
+}
+
+// A host-stream no-op after the gradients of every block of the stage are in host memory.
+OpId TrainingStepGenerator::all_grads_ready(int stage)
+{
+  const Stage& s = stages_[stage];
+  std::vector<OpId> all;
+  for (const Block& blk : blocks_)
+    if (blk.stage == stage && blk.grads_ready != OpDag::none)
+      all.push_back(blk.grads_ready);
+  Op barrier;
+  barrier.kind   = OpKind::host_compute;
+  barrier.stream = StreamKind::host;
+  barrier.device = s.host;
+  barrier.src    = s.gpu;
+  barrier.name   = "backward_done";
+  return dag_.add(std::move(barrier), all);
+}
+
 void TrainingStepGenerator::emit_offloaded_step(int b)
 {
   Block& blk  = blocks_[b];
@@ -95,6 +121,11 @@ void TrainingStepGenerator::emit_offloaded_step(int b)
   const std::string prefix = blk.plan.name + ".optimizer";
   OpId ready  = blk.grads_ready;
   Tensor staging;
+  // DeepSpeed calls optimizer.step() after backward: the first step (of the last block,
+  // whose gradients arrive first) waits for every block's; the host stream keeps the rest
+  // in order behind it.
+  if (!cfg_.overlap_offloaded_step && b == last_offloaded_block())
+    ready = all_grads_ready(blk.stage);
   if (nvme) {
     staging = dag_.alloc(s.gpu, StreamKind::host, s.host, MemCategory::workspace, n * ob * host_share(s, false),
                          prefix + ".staging", {ready});

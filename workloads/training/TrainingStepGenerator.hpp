@@ -86,6 +86,8 @@ private:
   void emit_optimizer();
   void emit_gpu_step(int b);
   void emit_offloaded_step(int b);
+  int last_offloaded_block() const; // the first whose step runs (backward order)
+  OpId all_grads_ready(int stage);
   void gather_updated_weights(int b, OpId after);
   // ParamGather.cpp
   void plan_gathers();
