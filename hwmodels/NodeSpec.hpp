@@ -22,6 +22,9 @@ struct NodeSpec {
   double dram_bytes           = 0;     // whole node
   double dram_bw_per_socket   = 100e9; // achievable
   double socket_link_bw       = 50e9;  // inter-socket (UPI/xGMI), per direction
+  // A copy between pageable host memory and a GPU goes through the driver's pinned
+  // staging buffer: one CPU thread's memcpy, pipelined with the DMA, at this rate.
+  double pageable_copy_bw     = 10.7e9;
   // PCIe tree: GPUs (and NICs) sit behind switches; each switch has one uplink to a socket.
   int gpus_per_pcie_switch = 1;
   double pcie_uplink_bw    = 25e9; // switch to socket, per direction, achievable

@@ -175,9 +175,9 @@ void Replayer::start(OpId id)
         start_host_compute(id, shadow_of(op.src, peer, op.device), op);
       break;
     case OpKind::copy:
-      start_flow(id, op.src, op.dst, op.bytes);
+      start_copy(id, op, op.src, op.dst);
       for (const DeviceRef& peer : dag_.shadows(op.device))
-        start_flow(id, shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst), op.bytes);
+        start_copy(id, op, shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst));
       break;
     case OpKind::collective:
       collectives_[id].phases = plan_collective(op);
@@ -221,6 +221,20 @@ void Replayer::start_kernel(OpId id, const Op& op)
   }
   start_exec(id, host, (t.compute_s + t.overhead_s) * Platform::gpu_host_speed);
   start_flow(id, op.device, op.device, op.bytes);
+}
+
+// A pageable copy is the DMA over the link plus, pipelined with it, the driver's memcpy
+// between pageable memory and its pinned staging buffer: one CPU thread at the node's
+// pageable_copy_bw, reading and writing the socket's DRAM (two more passes over it). The
+// copy ends when the slowest of the three does.
+void Replayer::start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst)
+{
+  start_flow(id, src, dst, op.bytes);
+  const DeviceRef* host = src.kind == DeviceKind::host ? &src : dst.kind == DeviceKind::host ? &dst : nullptr;
+  if (!op.pageable || !host || op.bytes <= 0 || (src.kind != DeviceKind::gpu && dst.kind != DeviceKind::gpu))
+    return;
+  start_exec(id, platform_.timer(), op.bytes / platform_.cluster().node.pageable_copy_bw * platform_.timer()->get_speed());
+  start_flow(id, *host, *host, 2 * op.bytes);
 }
 
 void Replayer::start_host_compute(OpId id, const DeviceRef& socket, const Op& op)

@@ -75,6 +75,7 @@ private:
   void start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes);
   void start_exec(OpId op, simgrid::s4u::Host* host, double work);
   void start_kernel(OpId id, const Op& op);
+  void start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst);
   void start_host_compute(OpId id, const DeviceRef& socket, const Op& op);
   // Where a shadow rank's traffic goes: `d` as seen from `peer` instead of `rep`.
   DeviceRef shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const;

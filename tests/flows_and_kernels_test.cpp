@@ -126,3 +126,24 @@ TEST_CASE("a_replay_that_stalls_on_a_dependency_cycle_says_so_and_when", "[flows
                     Catch::Contains("2 of 2 ops never ran") && Catch::Contains("dependency cycle") &&
                         Catch::Contains("simulated time 0.0"));
 }
+
+TEST_CASE("a_pageable_copy_runs_at_the_slower_of_the_link_and_the_staging_memcpy", "[flows][offload]")
+{
+  // The driver copies pageable memory through its pinned staging buffer, one memcpy thread
+  // pipelined with the DMA. 1 GB over the 25 GB/s uplink: 40 ms pinned. Staged at the
+  // default 10.7 GB/s: 1e9 / 10.7e9 = 93.46 ms. Staged at 50 GB/s the link is the slower:
+  // 40 ms again (DRAM: 3 GB at 400 GB/s = 7.5 ms, not the bottleneck).
+  auto time_of = [](double staging_bw, bool pageable, bool h2d) {
+    ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
+    if (staging_bw > 0)
+      c.node.pageable_copy_bw = staging_bw;
+    OpDag dag;
+    dag.add(h2d ? host_copy_op(gpu0, StreamKind::h2d, cpu0, gpu0, GB, "c", !pageable)
+                : host_copy_op(gpu0, StreamKind::d2h, gpu0, cpu0, GB, "c", !pageable));
+    return record(replay_in_child(c, dag, {}), "c").end;
+  };
+  CHECK(time_of(0, false, true) == Approx(1e-6 + GB / 25e9).epsilon(1e-9));
+  CHECK(time_of(0, true, true) == Approx(GB / 10.7e9).epsilon(1e-9));
+  CHECK(time_of(0, true, false) == Approx(GB / 10.7e9).epsilon(1e-9)); // D2H stages the other way
+  CHECK(time_of(50e9, true, true) == Approx(1e-6 + GB / 25e9).epsilon(1e-9));
+}

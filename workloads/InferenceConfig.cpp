@@ -211,6 +211,9 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
   c.cpu_attention    = o.choice("attention", "gpu", {"gpu", "cpu"},
                                 "where attention over offloaded KV runs: gpu (the KV streams over PCIe) or cpu "
                                 "(FlexGen's cpu_cache_compute: queries down, outputs up)") == "cpu";
+  c.offload_pinned   = o.flag("pinned", true,
+                              "offloaded weights and KV in page-locked host memory (FlexGen's pin_weight); false: "
+                              "copies staged through the driver's pinned buffer at hardware.node.pageable_copy_bw");
   o.finish();
   check(r, c, gpus, model);
   r.finish();

@@ -46,6 +46,8 @@ struct InferenceConfig {
   // Each iteration's sequences run through a layer as this many GPU batches, one after
   // another, sharing the layer's weights (FlexGen's num_gpu_batches, zig-zag block).
   int64_t gpu_batches = 1;
+  // Offloaded weights and KV in page-locked host memory (FlexGen's pin_weight, on by default).
+  bool offload_pinned = true;
 
   double weight_bytes() const { return dtype_bytes(weight_dtype); }
   double kv_bytes() const { return dtype_bytes(kv_dtype); }

@@ -64,6 +64,14 @@ Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, con
   return op;
 }
 
+Op host_copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
+                const std::string& name, bool pinned)
+{
+  Op op       = copy_op(issuer, stream, src, dst, bytes, name);
+  op.pageable = !pinned;
+  return op;
+}
+
 Op kernel_op(const DeviceRef& gpu, KernelClass kclass, Dtype dtype, double flops, double bytes, double model_flops,
              const std::string& name)
 {

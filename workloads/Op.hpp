@@ -62,6 +62,7 @@ struct Op {
 
   // copy
   DeviceRef src, dst;
+  bool pageable = false; // host side not pinned: staged through the driver's pinned buffer
 
   // collective
   CollectiveKind collective = CollectiveKind::all_reduce;
@@ -76,6 +77,10 @@ struct Op {
 // A copy of `bytes` from one memory to another, issued on `stream` of `issuer`.
 Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
            const std::string& name);
+// A copy between host memory and a GPU: from pinned memory a DMA, else staged through
+// the driver's pinned buffer (pageable).
+Op host_copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
+                const std::string& name, bool pinned);
 // A kernel on the compute stream of `gpu`: `flops` at `dtype` on the units of `kclass`,
 // `bytes` of HBM traffic; `model_flops` of them count toward MFU.
 Op kernel_op(const DeviceRef& gpu, KernelClass kclass, Dtype dtype, double flops, double bytes, double model_flops,

@@ -53,6 +53,9 @@ void read_offload(ParamReader& parent, TrainingConfig& t)
                                        "start each block's CPU optimizer step as soon as its gradients reach the host, "
                                        "overlapping the rest of backward (false: after the whole backward, as "
                                        "DeepSpeed's optimizer.step() runs)");
+  t.offload_pinned = r.flag("pinned", false,
+                            "host buffers page-locked (DeepSpeed's pin_memory, off by default); pageable copies are "
+                            "staged through the driver's pinned buffer at hardware.node.pageable_copy_bw");
   r.finish();
 }
 

@@ -49,6 +49,9 @@ struct TrainingConfig {
   // Offloaded step: false (DeepSpeed's default) starts the CPU optimizer after the whole
   // backward pass; true starts each block's step as soon as its gradients reach the host.
   bool overlap_offloaded_step     = false;
+  // Host buffers of offloaded gradients and weights page-locked (DeepSpeed's pin_memory,
+  // off by default): pageable copies are staged through the driver's pinned buffer.
+  bool offload_pinned             = false;
 
   bool mixed_precision() const { return precision != Dtype::fp32; }
   int64_t micro_batches() const { return global_batch / (micro_batch * dp); }

@@ -64,7 +64,7 @@ OpId ServingDriver::emit_fetch(OffloadPlace from, double bytes, const std::strin
   OpId last = dag_.last_alloc_or_free();
   if (from == OffloadPlace::nvme)
     last = dag_.add(copy_op(gpu_, StreamKind::host, nvme_, host_, bytes, name + ".read"), {last});
-  return dag_.add(copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes, name + ".h2d"), {last});
+  return dag_.add(host_copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes, name + ".h2d", cfg_.offload_pinned), {last});
 }
 
 // FlexGen's cpu_cache_compute: the `share` of attention over cached keys whose KV lives
@@ -75,7 +75,7 @@ OpId ServingDriver::emit_fetch(OffloadPlace from, double bytes, const std::strin
 OpId ServingDriver::emit_cpu_attention(const LayerKernels& k, double share, const std::string& name)
 {
   double io   = k.cached_queries * kernels_.query_width() * kernels_.activation_element_bytes();
-  OpId down   = dag_.add(copy_op(gpu_, StreamKind::d2h, gpu_, host_, io, name + ".q.d2h"),
+  OpId down   = dag_.add(host_copy_op(gpu_, StreamKind::d2h, gpu_, host_, io, name + ".q.d2h", cfg_.offload_pinned),
                          {dag_.stream_tail(gpu_, StreamKind::compute)});
   double rep  = kernels_.query_width() / kernels_.kv_width();
   double kv   = k.cached_kv_bytes * share;
@@ -89,7 +89,7 @@ OpId ServingDriver::emit_cpu_attention(const LayerKernels& k, double share, cons
   attn.flops  = 4 * k.cached_pairs * kernels_.query_width() * share;
   attn.bytes  = rep > 1 ? kv * (1 + 2 * rep) : kv;
   OpId done   = dag_.add(std::move(attn), {down});
-  return dag_.add(copy_op(gpu_, StreamKind::h2d, host_, gpu_, io, name + ".out.h2d"), {done});
+  return dag_.add(host_copy_op(gpu_, StreamKind::h2d, host_, gpu_, io, name + ".out.h2d", cfg_.offload_pinned), {done});
 }
 
 namespace {
@@ -184,7 +184,7 @@ void ServingDriver::emit_layer_part(const IterationKernels& k, const std::string
   if (kv_off > 0) {
     if (fetch)
       freed_kv.push_back(dag_.free(kv_stage, gpu_, StreamKind::compute, L + ".kv.staging"));
-    dag_.add(copy_op(gpu_, StreamKind::d2h, gpu_, host_, kv_new * kv_off, L + ".kv.d2h"), {attn});
+    dag_.add(host_copy_op(gpu_, StreamKind::d2h, gpu_, host_, kv_new * kv_off, L + ".kv.d2h", cfg_.offload_pinned), {attn});
     if (cfg_.offload_kv == OffloadPlace::nvme)
       dag_.add(copy_op(gpu_, StreamKind::d2h, host_, nvme_, kv_new * kv_off, L + ".kv.write"));
   }

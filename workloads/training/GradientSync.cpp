@@ -70,7 +70,7 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
                     {last});
   StreamKind free_on = StreamKind::comm;
   if (cfg_.offload_optimizer != OffloadTarget::none) {
-    last    = dag_.add(copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(full), name + ".grads_d2h"), {last});
+    last    = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(full), name + ".grads_d2h", cfg_.offload_pinned), {last});
     free_on = StreamKind::d2h;
   }
   s.buckets_in_flight.push_back(dag_.free(blk.bucket, s.gpu, free_on, name + ".free_grad_bucket", {last}));
@@ -89,7 +89,7 @@ void TrainingStepGenerator::emit_bucket(int stage, double bytes, const std::vect
                     {after});
   }
   if (cfg_.offload_optimizer != OffloadTarget::none)
-    last = dag_.add(copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(bytes), name + ".grads_d2h"), {last});
+    last = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(bytes), name + ".grads_d2h", cfg_.offload_pinned), {last});
   for (int b : blocks)
     blocks_[b].grads_ready = last;
 }

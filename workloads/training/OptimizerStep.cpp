@@ -153,7 +153,8 @@ void TrainingStepGenerator::emit_offloaded_step(int b)
   }
   if (cfg_.offload_params != OffloadTarget::none)
     return; // the updated shard stays where the parameters live; the next forward fetches it
-  OpId up = dag_.add(copy_op(s.gpu, StreamKind::h2d, s.host, s.gpu, n * wb, blk.plan.name + ".updated_weights_h2d"),
+  OpId up = dag_.add(host_copy_op(s.gpu, StreamKind::h2d, s.host, s.gpu, n * wb, blk.plan.name + ".updated_weights_h2d",
+                                       cfg_.offload_pinned),
                      {done});
   gather_updated_weights(b, up);
 }

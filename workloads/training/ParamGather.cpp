@@ -52,7 +52,7 @@ OpId TrainingStepGenerator::gathered(int b)
     if (cfg_.offload_params == OffloadTarget::nvme)
       last = dag_.add(copy_op(s.gpu, StreamKind::gather, s.nvme, s.host, shard_bytes, name + ".shard_from_nvme"), {last});
     if (cfg_.offload_params != OffloadTarget::none)
-      last = dag_.add(copy_op(s.gpu, StreamKind::gather, s.host, s.gpu, shard_bytes, name + ".shard_h2d"), {last});
+      last = dag_.add(host_copy_op(s.gpu, StreamKind::gather, s.host, s.gpu, shard_bytes, name + ".shard_h2d", cfg_.offload_pinned), {last});
     if (s.dp_group >= 0)
       last = dag_.add(collective_op(s.gpu, StreamKind::gather, CollectiveKind::all_gather, s.dp_group, full,
                                     name + ".all_gather"),
