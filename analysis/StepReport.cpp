@@ -310,11 +310,10 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
     os << line;
     const auto& b = j["breakdown_s"];
     std::snprintf(line, sizeof line,
-                  "  time spent     compute %s, exposed comm %s, pipeline bubble %s, offload stall %s, paging stall %s\n",
+                  "  time spent     compute %s, exposed comm %s, pipeline bubble %s, offload stall %s\n",
                   format_duration(b["compute"].get<double>()).c_str(), format_duration(b["exposed_comm"].get<double>()).c_str(),
                   format_duration(b["pipeline_bubble"].get<double>()).c_str(),
-                  format_duration(b["offload_stall"].get<double>()).c_str(),
-                  format_duration(b["paging_stall"].get<double>()).c_str());
+                  format_duration(b["offload_stall"].get<double>()).c_str());
     os << line;
   }
   os << "\n  memory (peak per device, by category at the peak instant)\n";
