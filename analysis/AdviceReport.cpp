@@ -86,11 +86,11 @@ TryMeasure measure_try(const ExperimentSpec& spec, const RunResult& r)
   }
   m.fits        = j["fits"].get<bool>();
   m.oom         = !m.fits;
-  auto number    = [](const nlohmann::ordered_json& v) { return v.is_null() ? 0.0 : v.get<double>(); }; // did not fit
+  auto number    = [](const nlohmann::ordered_json& v) { return v.is_null() ? 0.0 : v.get<double>(); }; // no figure
   m.step_time_s = number(j["step_time_s"]);
   if (spec.serving) {
     m.tokens_per_s = number(j["output_tokens_per_s"]);
-    m.tpot_s       = j["tpot_s"]["p50"].is_null() ? 0.0 : j["tpot_s"]["p50"].get<double>(); // none completed
+    m.tpot_s       = number(j["tpot_s"]["p50"]); // null when none completed
     m.rejected     = j["requests_rejected"].get<double>();
     m.fits         = m.fits && m.rejected == 0;
   } else {

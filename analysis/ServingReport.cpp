@@ -121,7 +121,7 @@ std::string serving_text(const nlohmann::ordered_json& j)
   // Why requests were rejected, only when some were: no KV room on the GPU at all (and
   // the KV not all offloaded), or requests longer than the KV cache holds.
   int64_t rejected   = j["requests_rejected"].get<int64_t>();
-  bool no_room       = kv["budget_bytes"].get<double>() <= 0 && kv.value("offloaded_fraction", 0.0) < 1;
+  bool no_room       = kv_has_no_room(kv["budget_bytes"].get<double>(), kv.value("offloaded_fraction", 0.0));
   std::string why    = rejected == 0 ? "" : no_room ? " (no room for any KV cache)" : " (longer than the KV cache)";
   std::snprintf(line, sizeof line, "  requests       %lld completed, %lld rejected%s, %lld iterations\n",
                 (long long)j["requests_completed"].get<int64_t>(), (long long)rejected, why.c_str(),

@@ -137,12 +137,11 @@ Breakdown step_breakdown(const RunResult& r)
   return b;
 }
 
-// A server whose weights, activations and context leave no KV budget on the GPU (and
-// keeps some KV there) cannot run one request: it does not fit, though no allocation
-// failed during the replay.
+// A server with no room for KV cannot run one request: it does not fit, though no
+// allocation failed during the replay.
 bool serving_has_no_room(const RunResult& r)
 {
-  return r.serving.present && r.serving.kv_budget_bytes <= 0 && r.serving.kv_offloaded_fraction < 1;
+  return r.serving.present && kv_has_no_room(r.serving.kv_budget_bytes, r.serving.kv_offloaded_fraction);
 }
 
 bool fits(const RunResult& r)
@@ -285,8 +284,9 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
   std::ostringstream os;
   char line[512];
   const bool serving = j.contains("ttft_s");
+  const bool fitted  = j["fits"].get<bool>();
   os << title << "\n\n";
-  if (!j["fits"].get<bool>()) {
+  if (!fitted) {
     const auto& d = j["did_not_fit"];
     std::snprintf(line, sizeof line, "  DID NOT FIT    on %s, %s: %s over; no time or throughput to report\n",
                   d["device"].get<std::string>().c_str(), d["what"].get<std::string>().c_str(),
@@ -303,7 +303,7 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
     std::snprintf(line, sizeof line, "  throughput     %s\n", format_si(j["tokens_per_s"].get<double>(), "tokens/s").c_str());
     os << line;
   }
-  if (j["fits"].get<bool>()) {
+  if (fitted) {
     std::snprintf(line, sizeof line, "  model FLOPs    %s per %s, MFU %.1f %%\n",
                   format_si(j["model_flops_per_step"].get<double>(), "FLOP").c_str(), serving ? "run" : "step",
                   100 * j["mfu"].get<double>());

@@ -143,18 +143,27 @@ def memory_series(g):
 PHASES = {"forward": "#a0cbe8", "backward": "#ffbe7d", "optimizer": "#8cd17d"}
 
 
-def phase_spans(ops, device, gap):
+def read_phases(f):
+    """A run file's ops as (device, phase, start, end) arrays, read once for every panel;
+    None for a sweep point (no ops) or a file from before the phase column."""
+    import numpy as np
+    if "ops" not in f or "phase" not in f["ops"]:
+        return None
+    ops = f["ops"]
+    return (ops["device"].asstr()[:], ops["phase"].asstr()[:], np.asarray(ops["start_s"][:], dtype=float),
+            np.asarray(ops["end_s"][:], dtype=float))
+
+
+def phase_spans(phases, device, gap):
     """Per training phase, the merged [start, end) spans of the device's ops in that phase,
     gaps shorter than `gap` closed (a picture cannot show them, and 10^6 ops must not become
-    10^6 bars). None when the file has no phase column (files before it existed)."""
+    10^6 bars). None without phases."""
     import numpy as np
-    if ops is None or "phase" not in ops:
+    if phases is None:
         return None
-    dev = ops["device"].asstr()[:]
+    dev, phase, start, end = phases
     mask = dev == device
-    phase = ops["phase"].asstr()[:][mask]
-    start = np.asarray(ops["start_s"][:], dtype=float)[mask]
-    end = np.asarray(ops["end_s"][:], dtype=float)[mask]
+    phase, start, end = phase[mask], start[mask], end[mask]
     spans = {}
     for name in PHASES:
         sel = phase == name
@@ -208,8 +217,9 @@ def plot_memory(f, memory, title, out, device):
         names = [device]
     names = names[:6]
     # a run file's ops say which phase each instant belongs to; a sweep point has no ops
-    ops = f["ops"] if memory.parent.name == "/" and "ops" in f else None
-    kv = f["kv_cache"] if memory.parent.name == "/" and "kv_cache" in f else None
+    run_file = memory.parent.name == "/"
+    phases = read_phases(f) if run_file else None
+    kv = f["kv_cache"] if run_file and "kv_cache" in f else None
     rows = len(names) + (kv is not None)
     fig, axes = plt.subplots(rows, 1, figsize=(10, 3.2 * rows + 0.8), squeeze=False, sharex=True)
     # every panel runs to the last change of any device: memory held to the end shows
@@ -239,7 +249,7 @@ def plot_memory(f, memory, title, out, device):
         state = "OUT OF MEMORY" if cap > 0 and peak > cap else "fits"
         ax.set_title(f"{name} ({hw}{', x' + str(count) if count > 1 else ''}): peak {peak / GIB:.2f} GiB, {state}",
                      fontsize=10)
-        draw_phases(ax, phase_spans(ops, name, end / 2000) if ".gpu" in name else None)
+        draw_phases(ax, phase_spans(phases, name, end / 2000) if ".gpu" in name else None)
         ax.set_ylabel("memory (GiB)")
         top = max(cap if on_scale else 0, peak)
         ax.set_ylim(0, top / GIB * 1.08 if top > 0 else 1)

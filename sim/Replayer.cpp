@@ -230,11 +230,13 @@ void Replayer::start_kernel(OpId id, const Op& op)
 void Replayer::start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst)
 {
   start_flow(id, src, dst, op.bytes);
-  const DeviceRef* host = src.kind == DeviceKind::host ? &src : dst.kind == DeviceKind::host ? &dst : nullptr;
-  if (!op.pageable || !host || op.bytes <= 0 || (src.kind != DeviceKind::gpu && dst.kind != DeviceKind::gpu))
+  bool host_gpu = (src.kind == DeviceKind::host && dst.kind == DeviceKind::gpu) ||
+                  (src.kind == DeviceKind::gpu && dst.kind == DeviceKind::host);
+  if (!op.pageable || !host_gpu || op.bytes <= 0)
     return;
+  const DeviceRef& host = src.kind == DeviceKind::host ? src : dst;
   start_exec(id, platform_.timer(), op.bytes / platform_.cluster().node.pageable_copy_bw * platform_.timer()->get_speed());
-  start_flow(id, *host, *host, 2 * op.bytes);
+  start_flow(id, host, host, 2 * op.bytes);
 }
 
 void Replayer::start_host_compute(OpId id, const DeviceRef& socket, const Op& op)

@@ -57,6 +57,19 @@ OpTimes op_times(const std::string& h5, const std::string& name)
   return t;
 }
 
+// GPT-2 with ZeRO-1 and its optimizer on the CPU, on one A100 of a DGX, with one more
+// offload key (`overlap_step`, `pinned`) set: the ops of the run.
+Ops zero_offload_ops(const std::string& key, bool value)
+{
+  std::string tag  = key + (value ? "_on" : "_off");
+  std::string spec = temp_path(tag + ".yaml"), h5 = temp_path(tag + ".h5");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                   "training: {seq_len: 512, global_batch: 4, micro_batch: 4, zero: 1, "
+                   "offload: {optimizer: cpu, " + key + ": " + (value ? "true" : "false") + "}}\n");
+  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  return read_ops(h5);
+}
+
 } // namespace
 
 TEST_CASE("cpu_attention_reads_the_cached_kv_once_from_dram_at_the_socket_roofline", "[offload][inference]")
@@ -164,14 +177,7 @@ TEST_CASE("the_offloaded_optimizer_step_waits_for_the_whole_backward_unless_over
   // before the last backward kernel ends. With overlap_step a block's step starts when its
   // gradients reach the host, while earlier layers are still in backward (GPT-2: 12 layers).
   auto first_step_vs_backward_end = [](bool overlap) {
-    std::string spec = temp_path(std::string("overlap_step_") + (overlap ? "on" : "off") + ".yaml");
-    std::string h5   = temp_path(std::string("overlap_step_") + (overlap ? "on" : "off") + ".h5");
-    write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
-                     "training: {seq_len: 512, global_batch: 4, micro_batch: 4, zero: 1, "
-                     "offload: {optimizer: cpu, overlap_step: " +
-                         std::string(overlap ? "true" : "false") + "}}\n");
-    REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
-    Ops o = read_ops(h5);
+    Ops o = zero_offload_ops("overlap_step", overlap);
     double first_step = 1e300, backward_end = 0;
     for (size_t i = 0; i < o.name.size(); ++i) {
       if (o.name[i].size() > 9 && o.name[i].compare(o.name[i].size() - 9, 9, "_step.cpu") == 0)
@@ -192,14 +198,7 @@ TEST_CASE("zero_offload_gradient_copies_are_staged_unless_pinned", "[offload][tr
   // D2H through the driver's staging buffer at the node's 10.7 GB/s memcpy rate. Pinned,
   // they run at the DGX A100's 25 GB/s PCIe uplink (plus the GPU link's 1 us latency).
   for (bool pinned : {false, true}) {
-    std::string spec = temp_path(std::string("pinned_") + (pinned ? "on" : "off") + ".yaml");
-    std::string h5   = temp_path(std::string("pinned_") + (pinned ? "on" : "off") + ".h5");
-    write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
-                     "training: {seq_len: 512, global_batch: 4, micro_batch: 4, zero: 1, "
-                     "offload: {optimizer: cpu, pinned: " +
-                         std::string(pinned ? "true" : "false") + "}}\n");
-    REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
-    Ops o = read_ops(h5);
+    Ops o = zero_offload_ops("pinned", pinned);
     int copies = 0;
     for (size_t i = 0; i < o.name.size(); ++i)
       if (o.name[i].find(".grads_d2h") != std::string::npos) {

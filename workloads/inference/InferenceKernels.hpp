@@ -72,6 +72,8 @@ public:
   // The same iteration run as `parts` GPU batches one after another (FlexGen's zig-zag
   // block): one part's workspace at a time, the residual stream of every part kept.
   double activation_bytes(int64_t tokens, int64_t seqs, int64_t longest_context, int64_t parts) const;
+  // The residual stream of `tokens` tokens: what a GPU batch keeps while another runs.
+  double residual_bytes(int64_t tokens) const { return static_cast<double>(tokens) * h_ * e_; }
 
 private:
   KernelCost gemm(const std::string& name, double tokens, double in, double out) const;

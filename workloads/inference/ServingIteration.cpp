@@ -120,15 +120,13 @@ void ServingDriver::emit_iteration(const Iteration& it)
     batch.push_back({w.tokens, q.computed, !w.padding && q.computed + w.tokens >= q.tokens()});
   }
   IterationKernels k = kernels_.plan(batch);
+  // One GPU batch's workspace at a time, beside the other batches' residual streams.
   std::vector<IterationKernels> parts;
-  for (const auto& part : split_batch(batch, cfg_.gpu_batches))
-    parts.push_back(kernels_.plan(part));
-  double act_bytes = k.activation_bytes;
-  if (parts.size() > 1) {
-    int64_t longest = 0, seqs = static_cast<int64_t>(batch.size());
-    for (const SeqWork& w : batch)
-      longest = std::max(longest, w.context + w.tokens);
-    act_bytes = kernels_.activation_bytes(k.tokens, seqs, longest, static_cast<int64_t>(parts.size()));
+  double act_bytes = 0;
+  std::vector<std::vector<SeqWork>> split = split_batch(batch, cfg_.gpu_batches);
+  for (const auto& part : split) {
+    parts.push_back(split.size() == 1 ? k : kernels_.plan(part)); // one batch: the plan above
+    act_bytes = std::max(act_bytes, parts.back().activation_bytes + kernels_.residual_bytes(k.tokens - parts.back().tokens));
   }
   std::string tag = "it" + std::to_string(stats_.iterations);
   Tensor act = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::activations, act_bytes, tag + ".activations",

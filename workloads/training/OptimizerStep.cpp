@@ -29,13 +29,15 @@ double flops_per_param(Optimizer o)
 
 void TrainingStepGenerator::emit_optimizer()
 {
+  bool first = true;
   for (int b = static_cast<int>(blocks_.size()); b-- > 0;) {
     if (blocks_[b].plan.params <= 0)
       continue;
     if (cfg_.offload_optimizer == OffloadTarget::none)
       emit_gpu_step(b);
     else
-      emit_offloaded_step(b);
+      emit_offloaded_step(b, first);
+    first = false;
   }
 }
 
@@ -85,14 +87,6 @@ void TrainingStepGenerator::gather_updated_weights(int b, OpId after)
              {after});
 }
 
-int TrainingStepGenerator::last_offloaded_block() const
-{
-  for (int b = static_cast<int>(blocks_.size()); b-- > 0;)
-    if (blocks_[b].plan.params > 0)
-      return b;
-  return -1;
-}
-
 // A host-stream no-op after the gradients of every block of the stage are in host memory.
 OpId TrainingStepGenerator::all_grads_ready(int stage)
 {
@@ -110,7 +104,7 @@ OpId TrainingStepGenerator::all_grads_ready(int stage)
   return dag_.add(std::move(barrier), all);
 }
 
-void TrainingStepGenerator::emit_offloaded_step(int b)
+void TrainingStepGenerator::emit_offloaded_step(int b, bool first)
 {
   Block& blk  = blocks_[b];
   Stage& s    = stage_of(b);
@@ -124,7 +118,7 @@ void TrainingStepGenerator::emit_offloaded_step(int b)
   // DeepSpeed calls optimizer.step() after backward: the first step (of the last block,
   // whose gradients arrive first) waits for every block's; the host stream keeps the rest
   // in order behind it.
-  if (!cfg_.overlap_offloaded_step && b == last_offloaded_block())
+  if (!cfg_.overlap_offloaded_step && first)
     ready = all_grads_ready(blk.stage);
   if (nvme) {
     staging = dag_.alloc(s.gpu, StreamKind::host, s.host, MemCategory::workspace, n * ob * host_share(s, false),

@@ -85,8 +85,7 @@ private:
   // OptimizerStep.cpp
   void emit_optimizer();
   void emit_gpu_step(int b);
-  void emit_offloaded_step(int b);
-  int last_offloaded_block() const; // the first whose step runs (backward order)
+  void emit_offloaded_step(int b, bool first); // first: the first step emitted (backward order)
   OpId all_grads_ready(int stage);
   void gather_updated_weights(int b, OpId after);
   // ParamGather.cpp
