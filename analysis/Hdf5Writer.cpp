@@ -21,6 +21,28 @@ void write_ops(H5::Group& f, const RunResult& r)
   column(g, "end_s", doubles(r.ops, [](const OpRecord& o) { return o.end; }));
   column(g, "bytes", doubles(r.ops, [](const OpRecord& o) { return o.bytes; }));
   column(g, "flops", doubles(r.ops, [](const OpRecord& o) { return o.flops; }));
+  column(g, "paging_s", doubles(r.ops, [](const OpRecord& o) { return o.paging_s; }));
+}
+
+// Unified memory: one group per GPU with its counters as attributes and its managed
+// bytes over time, on the GPU and on the host.
+void write_paging(H5::Group& f, const RunResult& r)
+{
+  H5::Group root = f.createGroup("paging");
+  for (const PagingResult& p : r.paging) {
+    H5::Group g = root.createGroup(p.name);
+    integer_attribute(g, "faults", p.faults);
+    integer_attribute(g, "fault_batches", p.fault_batches);
+    integer_attribute(g, "evictions", p.evictions);
+    attribute(g, "migrated_h2d_bytes", p.migrated_h2d_bytes);
+    attribute(g, "migrated_d2h_bytes", p.migrated_d2h_bytes);
+    attribute(g, "thrashing_pages", p.thrashing_pages);
+    attribute(g, "remote_bytes", p.remote_bytes);
+    attribute(g, "stall_s", p.stall_s);
+    column(g, "time_s", doubles(p.timeline, [](const ManagedSample& x) { return x.time; }));
+    column(g, "resident_bytes", doubles(p.timeline, [](const ManagedSample& x) { return x.resident_bytes; }));
+    column(g, "host_bytes", doubles(p.timeline, [](const ManagedSample& x) { return x.host_bytes; }));
+  }
 }
 
 
@@ -79,6 +101,8 @@ void write_run_hdf5(const RunResult& r, const Provenance& p, const std::string& 
         write_ops(root, r);
         write_memory(root, r.pools);
         write_links(root, r.links);
+        if (!r.paging.empty())
+          write_paging(root, r);
         if (r.serving.present)
           write_serving(root, r);
       });

@@ -85,6 +85,24 @@ std::vector<const LinkResult*> links_by_utilization(const RunResult& r)
   return v;
 }
 
+// Unified memory on the GPU the breakdown describes; zeros when nothing is managed.
+nlohmann::ordered_json paging_json(const RunResult& r)
+{
+  PagingResult none;
+  const PagingResult* p = &none;
+  if (const DeviceRef* gpu = busiest_gpu(r))
+    for (const auto& g : r.paging)
+      if (g.device == *gpu)
+        p = &g;
+  return {{"faults", p->faults},
+          {"fault_batches", p->fault_batches},
+          {"migrated_h2d_bytes", p->migrated_h2d_bytes},
+          {"migrated_d2h_bytes", p->migrated_d2h_bytes},
+          {"evictions", p->evictions},
+          {"thrashing_pages", p->thrashing_pages},
+          {"remote_bytes", p->remote_bytes}};
+}
+
 } // namespace
 
 Breakdown step_breakdown(const RunResult& r)
@@ -93,7 +111,7 @@ Breakdown step_breakdown(const RunResult& r)
   const DeviceRef* gpu = busiest_gpu(r);
   if (!gpu)
     return b;
-  Intervals compute, comm, copies;
+  Intervals compute, comm, copies, paging;
   for (const auto& op : r.ops) {
     if (op.end <= op.start)
       continue;
@@ -105,8 +123,14 @@ Breakdown step_breakdown(const RunResult& r)
     }
     if (op.device != *gpu)
       continue;
-    if (op.kind == OpKind::kernel)
-      compute.emplace_back(op.start, op.end);
+    if (op.kind == OpKind::alloc) // waits only for unified memory's evictions
+      paging.emplace_back(op.start, op.end);
+    else if (op.kind == OpKind::kernel) {
+      // A kernel under unified memory first waits for its faults and migrations.
+      if (op.paging_s > 0)
+        paging.emplace_back(op.start, op.start + op.paging_s);
+      compute.emplace_back(op.start + std::min(op.paging_s, op.end - op.start), op.end);
+    }
     else if (op.kind == OpKind::collective || (op.kind == OpKind::copy && op.stream == StreamKind::p2p))
       comm.emplace_back(op.start, op.end);
     else if (op.kind == OpKind::copy)
@@ -122,14 +146,18 @@ Breakdown step_breakdown(const RunResult& r)
   compute = merged(compute);
   comm    = merged(comm);
   copies  = merged(copies);
+  paging  = merged(paging);
   b.compute      = length(compute);
   b.exposed_comm = uncovered(comm, compute);
   Intervals busy = compute;
   busy.insert(busy.end(), comm.begin(), comm.end());
+  busy           = merged(busy);
+  b.paging_stall = uncovered(paging, busy);
+  busy.insert(busy.end(), paging.begin(), paging.end());
   busy            = merged(busy);
   b.offload_stall = uncovered(copies, busy);
   // Time between the device's first and last kernel when it neither computes, nor
-  // communicates, nor copies: it waits for another pipeline stage.
+  // communicates, nor copies, nor pages: it waits for another pipeline stage.
   busy.insert(busy.end(), copies.begin(), copies.end());
   // A server idle between requests is not waiting on a pipeline stage.
   if (!r.serving.present)
@@ -220,6 +248,7 @@ nlohmann::ordered_json report_json(const RunResult& r)
                       {"pipeline_bubble", timed(b.pipeline_bubble)},
                       {"offload_stall", timed(b.offload_stall)},
                       {"paging_stall", timed(b.paging_stall)}};
+  j["paging"] = paging_json(r);
   if (r.serving.present)
     add_serving_json(j, r);
   return j;
@@ -315,6 +344,21 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
                   format_duration(b["pipeline_bubble"].get<double>()).c_str(),
                   format_duration(b["offload_stall"].get<double>()).c_str());
     os << line;
+  }
+  if (j.contains("paging")) {
+    const auto& p = j["paging"];
+    double moved  = p["migrated_h2d_bytes"].get<double>() + p["migrated_d2h_bytes"].get<double>() +
+                   p["remote_bytes"].get<double>();
+    if (moved > 0) {
+      std::string stall = fitted ? format_duration(j["breakdown_s"]["paging_stall"].get<double>()) + " stalled; " : "";
+      std::snprintf(line, sizeof line, "  paging         %s%lld faults in %lld batches, %s in, %s evicted, %s read remotely\n",
+                    stall.c_str(), static_cast<long long>(p["faults"].get<int64_t>()),
+                    static_cast<long long>(p["fault_batches"].get<int64_t>()),
+                    format_gib(p["migrated_h2d_bytes"].get<double>()).c_str(),
+                    format_gib(p["migrated_d2h_bytes"].get<double>()).c_str(),
+                    format_gib(p["remote_bytes"].get<double>()).c_str());
+      os << line;
+    }
   }
   os << "\n  memory (peak per device, by category at the peak instant)\n";
   for (const auto& d : j["devices"]) {

@@ -207,6 +207,25 @@ def plot_kv(ax, kv):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
 
+def plot_managed(ax, name, g):
+    """Unified memory: one GPU's managed bytes on the GPU and on the host over time."""
+    import numpy as np
+    t = np.asarray(g["time_s"][:], dtype=float)
+    resident = np.asarray(g["resident_bytes"][:], dtype=float)
+    host = np.asarray(g["host_bytes"][:], dtype=float)
+    if len(t):
+        ax.step(t, resident / GIB, where="post", color="#4e79a7", label="on the GPU")
+        ax.step(t, host / GIB, where="post", color="#e15759", label="on the host")
+    moved = (float(g.attrs.get("migrated_h2d_bytes", 0)) + float(g.attrs.get("migrated_d2h_bytes", 0))) / GIB
+    ax.set_title(f"{name}: managed memory ({int(g.attrs.get('faults', 0))} faults, {moved:.2f} GiB migrated)",
+                 fontsize=10)
+    ax.set_ylabel("managed (GiB)")
+    top = max([float(resident.max()) if len(t) else 0.0, float(host.max()) if len(t) else 0.0])
+    ax.set_ylim(0, top / GIB * 1.08 if top > 0 else 1)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+
+
 def plot_memory(f, memory, title, out, device):
     import matplotlib.pyplot as plt
     import numpy as np
@@ -220,7 +239,9 @@ def plot_memory(f, memory, title, out, device):
     run_file = memory.parent.name == "/"
     phases = read_phases(f) if run_file else None
     kv = f["kv_cache"] if run_file and "kv_cache" in f else None
-    rows = len(names) + (kv is not None)
+    # unified memory: the first plotted GPU with managed memory gets a residency panel
+    paged = [n for n in names if run_file and "paging" in f and n in f["paging"]][:1]
+    rows = len(names) + (kv is not None) + len(paged)
     fig, axes = plt.subplots(rows, 1, figsize=(10, 3.2 * rows + 0.8), squeeze=False, sharex=True)
     # every panel runs to the last change of any device: memory held to the end shows
     end = max((float(memory[n]["time_s"][-1]) for n in names if len(memory[n]["time_s"])), default=0.0)
@@ -255,6 +276,8 @@ def plot_memory(f, memory, title, out, device):
         ax.set_ylim(0, top / GIB * 1.08 if top > 0 else 1)
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    if paged:
+        plot_managed(axes[len(names), 0], paged[0], f["paging"][paged[0]])
     if kv is not None:
         plot_kv(axes[-1, 0], kv)
     axes[-1, 0].set_xlabel("simulated time (s)")

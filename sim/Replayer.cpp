@@ -21,6 +21,8 @@ Replayer* current = nullptr; // the one replay of this process (one Engine per p
 Replayer::Replayer(const OpDag& dag, const Platform& platform, ReplayOptions options)
     : dag_(dag), platform_(platform), options_(std::move(options)), collective_(collective_registry().make(options_.collective_algorithm))
 {
+  if (paging_on())
+    prefetch_ = prefetch_registry().make(options_.memory.prefetch);
   take_new_ops();
 }
 
@@ -166,9 +168,22 @@ void Replayer::start(OpId id)
   rec.bytes      = op.bytes;
   rec.flops      = op.flops;
   switch (op.kind) {
-    case OpKind::alloc: pool(op.pool).alloc(op.category, op.bytes, now, op.name); break;
-    case OpKind::free: pool(op.pool).free(op.category, op.bytes, now); break;
-    case OpKind::kernel: start_kernel(id, op); break;
+    case OpKind::alloc:
+      if (paging_on() && op.pool.kind == DeviceKind::gpu)
+        alloc_with_paging(id, op);
+      else
+        pool(op.pool).alloc(op.category, op.bytes, now, op.name);
+      break;
+    case OpKind::free:
+      if (!paging_on() || !free_managed(op))
+        pool(op.pool).free(op.category, op.bytes, now);
+      break;
+    case OpKind::kernel:
+      if (paging_on() && !dag_.accesses(id).empty())
+        start_paged_kernel(id, op);
+      else
+        start_kernel(id, op);
+      break;
     case OpKind::host_compute:
       start_host_compute(id, op.device, op);
       for (const DeviceRef& peer : dag_.shadows(op.src))
@@ -257,7 +272,7 @@ void Replayer::start_exec(OpId op, sg4::Host* host, double work)
   e->vetoable_start();
 }
 
-void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes)
+void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes, double payload)
 {
   sg4::Host* from = platform_.host(src);
   sg4::Host* to   = platform_.host(dst);
@@ -269,7 +284,7 @@ void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, d
     link_bytes_[l] += bytes;
   }
   sg4::CommPtr c = sg4::Comm::sendto_init(from, to);
-  c->set_payload_size(static_cast<uint64_t>(bytes + 0.5));
+  c->set_payload_size(static_cast<uint64_t>((payload < 0 ? bytes : payload) + 0.5));
   activities_.push_back({op, r, bytes, c});
   c->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
   ++running_acts_[op - base_];
@@ -314,9 +329,14 @@ void Replayer::on_activity_done(size_t index)
   OpId op = a.op;
   if (op == OpDag::none)
     return;
+  auto paged = a.paging || paged_.empty() ? paged_.end() : paged_.find(op);
+  if (paged != paged_.end())
+    paged->second.own_end = now;
   if (--running_acts_[op - base_] > 0)
     return;
   if (dag_.op(op).kind == OpKind::collective && start_collective_phase(op))
+    return;
+  if (!paged_.empty() && paged_.count(op) && start_paging_step(op))
     return;
   complete(op);
   drain_ready();
@@ -324,7 +344,13 @@ void Replayer::on_activity_done(size_t index)
 
 void Replayer::complete(OpId id)
 {
-  records_[id].end = sg4::Engine::get_clock();
+  OpRecord& rec = records_[id];
+  rec.end       = sg4::Engine::get_clock();
+  if (!paged_.empty())
+    finish_paged_kernel(id);
+  // An allocation takes time only when unified memory evicts to make room for it.
+  if (rec.kind == OpKind::alloc && rec.end > rec.start)
+    rec.paging_s = rec.end - rec.start;
   ++completed_;
   if (progress_)
     progress_->op_done(completed_, dag_.size(), records_[id].end);
@@ -375,6 +401,8 @@ RunResult Replayer::collect()
     const std::string& name = links_[l]->get_name();
     r.links.push_back({name, platform_.link_bandwidth(name), link_bytes_[l], link_busy_[l]});
   }
+  for (auto& [d, g] : paging_)
+    r.paging.push_back(std::move(g.result));
   return r;
 }
 

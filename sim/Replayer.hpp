@@ -10,13 +10,18 @@
 //   host_compute = the same on a CPU socket and its DRAM link;
 //   copy         = one flow over the route between the two memories;
 //   collective   = the phases of its CollectiveAlgorithm, one after another;
-//   alloc / free = instantaneous, applied to the pool's occupancy timeline.
+//   alloc / free = instantaneous, applied to the pool's occupancy timeline;
+//   under unified memory (ReplayerPaging.cpp) a kernel first waits for its faults:
+//                  the driver's time per fault batch, eviction write-backs and
+//                  migrations as flows on the GPU's PCIe route, one after another.
 #include "MemoryPool.hpp"
 #include "OpDag.hpp"
 #include "Platform.hpp"
 #include "RunResult.hpp"
 #include "StepSource.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
+#include "paging/ManagedMemory.hpp"
+#include "paging/PrefetchPolicy.hpp"
 
 #include <simgrid/s4u/Activity.hpp>
 
@@ -37,6 +42,8 @@ struct ReplayOptions {
   bool fold_collectives = true;
   // A progress line on stderr when it is a terminal (ReplayProgress.hpp).
   bool progress = false;
+  // Unified memory: which categories are managed, hints, driver costs (off when none).
+  UnifiedMemoryConfig memory;
 };
 
 class Replayer {
@@ -62,6 +69,7 @@ private:
     int route = -1; // index into routes_, -1 for an Exec
     double bytes = 0;
     simgrid::s4u::ActivityPtr handle;
+    bool paging = false; // a migration, fault batch or remote read, not the op's own work
   };
   struct CollectiveRun {
     std::vector<CollectivePhase> phases;
@@ -69,10 +77,44 @@ private:
     int repeats_done = 0; // of phases[next]
   };
 
+  // Unified memory (ReplayerPaging.cpp). A kernel that faults runs its steps in turn.
+  struct PagingStep {
+    enum class Kind : uint8_t { driver, evict, migrate, kernel } kind;
+    double amount = 0; // seconds (driver) or bytes
+    double scale  = 1; // transfer time per byte relative to the link's rate
+  };
+  struct PagedKernel {
+    std::vector<PagingStep> steps;
+    size_t next = 0;
+    double remote = 0, ahead_h2d = 0, ahead_d2h = 0; // beside the kernel step
+    double exec_start = 0, own_end = 0;
+  };
+  struct GpuPaging {
+    std::unique_ptr<ManagedMemory> memory;
+    PagingResult result;
+  };
+  bool paging_on() const { return options_.memory.enabled(); }
+  GpuPaging& gpu_paging(const DeviceRef& gpu);
+  DeviceRef host_of(const DeviceRef& gpu) const;
+  double hbm_room(const DeviceRef& gpu);
+  // Applies a Migration to the pools' timelines and the GPU's counters.
+  void apply(const DeviceRef& gpu, const Migration& m, const std::string& what);
+  void alloc_with_paging(OpId id, const Op& op);
+  bool free_managed(const Op& op);
+  void start_paged_kernel(OpId id, const Op& op);
+  std::vector<OpId> kernels_ahead(OpId id, const Op& op, int count) const;
+  bool start_paging_step(OpId id);
+  // A transfer between `gpu` and its host (and the same for each shadow rank), charged
+  // to paging; `scale` stretches it (on-demand migration is slower than a copy).
+  void start_paging_flow(OpId id, const DeviceRef& gpu, bool to_gpu, double bytes, double scale);
+  void finish_paged_kernel(OpId id);
+
   void start(OpId id);
   void complete(OpId id);
   void on_activity_done(size_t activity);
-  void start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes);
+  // `payload`: what the flow transfers in time, when it differs from the bytes it
+  // accounts to the links (default: the bytes).
+  void start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes, double payload = -1);
   void start_exec(OpId op, simgrid::s4u::Host* host, double work);
   void start_kernel(OpId id, const Op& op);
   void start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst);
@@ -119,6 +161,9 @@ private:
   std::set<int> replayed_nodes_;   // nodes where some op of the DAG runs
   std::set<DeviceRef> shared_hbm_; // GPUs whose kernels may overlap (see take_new_ops)
   std::map<DeviceRef, StreamKind> kernel_stream_;
+  std::unique_ptr<PrefetchPolicy> prefetch_;
+  std::map<DeviceRef, GpuPaging> paging_;
+  std::map<OpId, PagedKernel> paged_;
   StepSource* source_ = nullptr;
   size_t taken_       = 0;
   OpId base_          = 0; // the DAG's first_id() when ops were last taken

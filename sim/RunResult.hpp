@@ -27,6 +27,7 @@ struct OpRecord {
   double end   = 0;
   double bytes = 0;
   double flops = 0;
+  double paging_s = 0; // a kernel's wait on unified-memory faults, migrations and remote reads
 };
 
 struct MemoryEvent {
@@ -58,6 +59,28 @@ struct PoolResult {
   int64_t oom_count = 0;
 };
 
+// Managed memory of one GPU at an instant: on the GPU, and on the host.
+struct ManagedSample {
+  double time           = 0;
+  double resident_bytes = 0;
+  double host_bytes     = 0;
+};
+
+// Unified memory on one GPU over a replay (sim/paging).
+struct PagingResult {
+  DeviceRef device;
+  std::string name; // "node0.gpu0"
+  int64_t faults        = 0;
+  int64_t fault_batches = 0;
+  int64_t evictions     = 0; // 2 MB chunks sent back to the host
+  double migrated_h2d_bytes = 0; // faulted in or prefetched
+  double migrated_d2h_bytes = 0; // evicted
+  double thrashing_pages    = 0; // 4 KB pages migrated in again after an eviction
+  double remote_bytes       = 0; // read over PCIe without migrating
+  double stall_s            = 0; // summed paging_s of its kernels
+  std::vector<ManagedSample> timeline;
+};
+
 struct LinkResult {
   std::string name;
   double bandwidth = 0;
@@ -75,6 +98,7 @@ struct RunResult {
   std::vector<OpRecord> ops;
   std::vector<PoolResult> pools;
   std::vector<LinkResult> links;
+  std::vector<PagingResult> paging; // GPUs with managed memory; empty without
   ServingStats serving; // inference runs: requests, KV cache over time
 };
 

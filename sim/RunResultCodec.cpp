@@ -31,11 +31,14 @@ NLOHMANN_JSON_SERIALIZE_ENUM(MemCategory, {{MemCategory::weights, "weights"},
                                            {MemCategory::other, "other"}})
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceRef, kind, node, index)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OpRecord, name, kind, stream, phase, device, start, end, bytes, flops)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OpRecord, name, kind, stream, phase, device, start, end, bytes, flops, paging_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryEvent, time, category, category_bytes, total_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OomEvent, op, time, requested, free)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PoolResult, device, name, hardware, count, capacity, peak_bytes, peak_time,
                                    peak_by_category, max_by_category, timeline, ooms, oom_count)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ManagedSample, time, resident_bytes, host_bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PagingResult, device, name, faults, fault_batches, evictions, migrated_h2d_bytes,
+                                   migrated_d2h_bytes, thrashing_pages, remote_bytes, stall_s, timeline)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LinkResult, name, bandwidth, bytes, busy_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RequestRecord, id, arrival_s, first_token_s, finish_s, max_itl_s, prompt_tokens, output_tokens,
                                    preemptions, rejected)
@@ -54,6 +57,7 @@ void to_json(nlohmann::json& j, const RunResult& r)
                      {"ops", r.ops},
                      {"pools", r.pools},
                      {"links", r.links},
+                     {"paging", r.paging},
                      {"serving", r.serving}};
 }
 
@@ -67,6 +71,8 @@ void from_json(const nlohmann::json& j, RunResult& r)
   j.at("ops").get_to(r.ops);
   j.at("pools").get_to(r.pools);
   j.at("links").get_to(r.links);
+  if (j.contains("paging")) // absent from results written before unified memory
+    j.at("paging").get_to(r.paging);
   j.at("serving").get_to(r.serving);
 }
 

@@ -95,6 +95,7 @@ RunResult simulate(const ExperimentSpec& spec, bool child, bool progress)
   ReplayOptions options;
   options.collective_algorithm = spec.collective_algorithm;
   options.progress             = progress;
+  options.memory               = spec.memory;
   if (spec.serving)
     return child ? in_child([&] { return serve(spec, options); }) : serve(spec, options);
   OpDag dag = build_workload(spec);

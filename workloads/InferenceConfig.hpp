@@ -48,6 +48,8 @@ struct InferenceConfig {
   int64_t gpu_batches = 1;
   // Offloaded weights and KV in page-locked host memory (FlexGen's pin_weight, on by default).
   bool offload_pinned = true;
+  // Unified memory is on (spec `memory`): kernels record the tensors they touch.
+  bool record_tensor_accesses = false;
 
   double weight_bytes() const { return dtype_bytes(weight_dtype); }
   double kv_bytes() const { return dtype_bytes(kv_dtype); }

@@ -74,6 +74,16 @@ struct Op {
   uint32_t tensor = 0;     // pairs a free with its alloc
 };
 
+// A kernel's use of part of a tensor: the bytes [offset, offset + bytes) of tensor
+// `tensor` (an OpDag::alloc id), read or written. Unified memory faults on the pages a
+// kernel touches, so the replay needs them; explicit memory does not.
+struct TensorAccess {
+  uint32_t tensor = 0;
+  double offset   = 0;
+  double bytes    = 0;
+  bool write      = false;
+};
+
 // A copy of `bytes` from one memory to another, issued on `stream` of `issuer`.
 Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
            const std::string& name);

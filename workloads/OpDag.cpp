@@ -1,5 +1,7 @@
 #include "OpDag.hpp"
 
+#include <algorithm>
+
 namespace memwall {
 
 OpId OpDag::add(Op op, std::initializer_list<OpId> deps) { return add(std::move(op), std::vector<OpId>(deps)); }
@@ -32,7 +34,22 @@ void OpDag::forget_ops()
 {
   base_ += static_cast<OpId>(ops_.size());
   ops_.clear();
+  accesses_.clear();
   graph_ = std::make_unique<Graph>();
+}
+
+void OpDag::touch(OpId op, const Tensor& t, double bytes, bool write, double offset)
+{
+  if (!track_accesses_ || t.id == 0 || bytes <= 0 || op == none)
+    return;
+  accesses_[op].push_back({t.id, offset, std::min(bytes, t.bytes - offset), write});
+}
+
+const std::vector<TensorAccess>& OpDag::accesses(OpId op) const
+{
+  static const std::vector<TensorAccess> empty;
+  auto it = accesses_.find(op);
+  return it == accesses_.end() ? empty : it->second;
 }
 
 double OpDag::model_flops() const

@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 namespace memwall {
@@ -44,6 +45,15 @@ public:
   OpId free(const Tensor& t, const DeviceRef& device, StreamKind stream, const std::string& name,
             std::initializer_list<OpId> deps = {});
   OpId last_alloc_or_free() const { return last_memory_op_; }
+
+  // Which tensors a kernel reads and writes (unified memory, sim/paging). Recorded only
+  // once tracking is on, so that a run without managed memory stores nothing per op.
+  void track_accesses(bool on) { track_accesses_ = on; }
+  bool tracks_accesses() const { return track_accesses_; }
+  // Kernel `op` touches `bytes` of `t` from `offset`; ignored for a tensor without id.
+  void touch(OpId op, const Tensor& t, double bytes, bool write, double offset = 0);
+  // The kernel's accesses in the order they were added; empty when none were recorded.
+  const std::vector<TensorAccess>& accesses(OpId op) const;
 
   // A collective group of the representative, and the groups of its shadow ranks that
   // run each of its collectives at the same time (their flows load their own links).
@@ -90,6 +100,8 @@ private:
   std::vector<Group> groups_;
   std::map<DeviceRef, int> represents_;
   std::map<DeviceRef, std::vector<DeviceRef>> shadows_;
+  std::unordered_map<OpId, std::vector<TensorAccess>> accesses_;
+  bool track_accesses_ = false;
   uint32_t next_tensor_ = 1;
   OpId last_memory_op_  = none;
   OpId base_            = 0;

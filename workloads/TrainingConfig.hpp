@@ -52,6 +52,8 @@ struct TrainingConfig {
   // Host buffers of offloaded gradients and weights page-locked (DeepSpeed's pin_memory,
   // off by default): pageable copies are staged through the driver's pinned buffer.
   bool offload_pinned             = false;
+  // Unified memory is on (spec `memory`): kernels record the tensors they touch.
+  bool record_tensor_accesses = false;
 
   bool mixed_precision() const { return precision != Dtype::fp32; }
   int64_t micro_batches() const { return global_batch / (micro_batch * dp); }

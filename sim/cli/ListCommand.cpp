@@ -10,6 +10,8 @@
 #include "importers/Importer.hpp"
 #include "spec/ExperimentSpec.hpp"
 #include "spec/SpecParams.hpp"
+#include "paging/EvictionPolicy.hpp"
+#include "paging/PrefetchPolicy.hpp"
 
 #include <cstdio>
 #include <functional>
@@ -105,11 +107,13 @@ int list_command(const std::vector<std::string>& args)
                                                                {"schedulers", list_registry(batch_scheduler_registry())},
                                                                {"kv-managers", list_registry(kv_manager_registry())},
                                                                {"remedies", list_remedies},
-                                                               {"importers", list_registry(importer_registry())}};
+                                                               {"importers", list_registry(importer_registry())},
+                                                               {"eviction-policies", list_registry(eviction_registry())},
+                                                               {"prefetch-policies", list_registry(prefetch_registry())}};
   if (args.size() != 1 || !what.count(args[0]))
     throw InputError(
         "list: expected one of gpus, nodes, models, params, collectives, schedules, schedulers, kv-managers, remedies, "
-        "importers");
+        "importers, eviction-policies, prefetch-policies");
   return what.at(args[0])();
 }
 

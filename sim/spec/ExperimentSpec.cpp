@@ -2,6 +2,7 @@
 #include "TextFile.hpp"
 
 #include "HardwareReader.hpp"
+#include "MemoryReader.hpp"
 #include "ModelReader.hpp"
 
 #include <filesystem>
@@ -46,6 +47,27 @@ void apply_override(YAML::Node root, const std::string& file, const std::string&
   cur[parts.back()] = value;
 }
 
+// Unified memory and explicit offload cannot both decide where a category lives.
+void check_memory_against_offload(const ExperimentSpec& spec, ParamReader& memory)
+{
+  auto clash = [&](MemCategory c, bool offloaded, const std::string& offload_key) {
+    if (offloaded && spec.memory.is_managed(c))
+      memory.fail(spec.memory.managed.count() + 1 == mem_category_count ? "mode" : "managed",
+                  std::string(mem_category_name(c)) + " are both managed (unified memory) and offloaded by " +
+                      offload_key + "; choose one");
+  };
+  if (spec.serving) {
+    clash(MemCategory::weights, spec.inference.offload_weights != OffloadPlace::none, "inference.offload.weights");
+    clash(MemCategory::kv_cache, spec.inference.offload_kv != OffloadPlace::none, "inference.offload.kv");
+    if (spec.memory.is_managed(MemCategory::kv_cache))
+      memory.fail("managed", "kv_cache cannot be managed yet: a server's KV blocks are not tracked page by page; "
+                             "manage weights, activations or workspace");
+  } else {
+    clash(MemCategory::optimizer, spec.training.offload_optimizer != OffloadTarget::none, "training.offload.optimizer");
+    clash(MemCategory::weights, spec.training.offload_params != OffloadTarget::none, "training.offload.params");
+  }
+}
+
 } // namespace
 
 ExperimentSpec load_spec(const std::string& path, const std::vector<std::string>& overrides)
@@ -79,12 +101,16 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
   spec.cluster   = read_hardware_section(hw, spec.collective_algorithm);
   ParamReader model = top.section("model", "the transformer: preset, hf_config or explicit shape", "");
   spec.model        = read_model_section(model, spec_dir);
+  ParamReader memory = top.section("memory", "explicit memory, or CUDA unified memory and its hints");
+  spec.memory        = read_memory_section(memory);
   spec.serving = top.has("inference");
   const GpuSpec& gpu = spec.cluster.node.gpu;
   if (spec.serving) {
     ParamReader inference = top.section("inference", "serving or offline generation: requests, batching, KV cache", "");
     spec.inference = read_inference_section(inference, spec.cluster.total_gpus(), spec.model, spec_dir);
+    spec.inference.record_tensor_accesses = spec.memory.enabled();
     top.finish();
+    check_memory_against_offload(spec, memory);
     for (Dtype d : {spec.inference.act_dtype, spec.inference.gemm_dtype()})
       if (!gpu.supports(d))
         inference.fail("weight_dtype", std::string(dtype_name(d)) + " compute is not supported by " + gpu.id +
@@ -93,7 +119,9 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
   }
   ParamReader training = top.section("training", "one training step: batch, precision, optimizer, parallelism", "");
   spec.training = read_training_section(training, spec.cluster.total_gpus(), spec.model);
+  spec.training.record_tensor_accesses = spec.memory.enabled();
   top.finish();
+  check_memory_against_offload(spec, memory);
 
   if (!gpu.supports(spec.training.precision)) {
     std::string have;

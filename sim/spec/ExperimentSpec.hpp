@@ -1,11 +1,13 @@
 #pragma once
-// An experiment spec (YAML): sections `hardware`, `model`, and `training` or `inference`. Every key is
+// An experiment spec (YAML): sections `hardware`, `model`, `training` or `inference`, and
+// optionally `memory`. Every key is
 // read with its description and default (see `memwall list params`); unknown keys,
 // wrong types and impossible layouts are InputErrors naming file, line and key.
 #include "ClusterSpec.hpp"
 #include "InferenceConfig.hpp"
 #include "ModelSpec.hpp"
 #include "TrainingConfig.hpp"
+#include "paging/UnifiedMemoryConfig.hpp"
 
 #include <string>
 #include <vector>
@@ -21,6 +23,7 @@ struct ExperimentSpec {
   bool serving = false;      // `inference` is given instead
   InferenceConfig inference;
   std::string collective_algorithm = "auto";
+  UnifiedMemoryConfig memory; // `memory`: explicit, or unified for some or all categories
 };
 
 // `overrides` are "a.b.c=value" strings from --set; value is parsed as YAML.

@@ -18,7 +18,7 @@ const std::vector<ParamDoc>& spec_param_docs()
                "(defaults)", "");
     std::vector<ParamDoc> out;
     for (const auto& d : param_docs())
-      for (const char* section : {"hardware", "model", "training", "inference"})
+      for (const char* section : {"hardware", "model", "training", "inference", "memory"})
         if (d.path.rfind(section, 0) == 0)
           out.push_back(d);
     param_docs() = std::move(saved);

@@ -91,6 +91,7 @@ double ServingDriver::kv_budget_bytes() const
 
 void ServingDriver::setup()
 {
+  dag_.track_accesses(cfg_.record_tensor_accesses);
   dag_.set_represents(gpu_, static_cast<int>(cfg_.tp));
   dag_.set_shadows(gpu_, node_peers_);
   if (cfg_.tp > 1)
@@ -100,7 +101,8 @@ void ServingDriver::setup()
     dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::context, g.context_bytes, "cuda_context");
   double layer_w = kernels_.layer_weight_bytes() * static_cast<double>(model_.layers);
   double w_off   = cfg_.offload_weights == OffloadPlace::none ? 0.0 : cfg_.weights_fraction;
-  dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::weights, kernels_.weight_bytes() - layer_w * w_off, "weights");
+  weights_ = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::weights, kernels_.weight_bytes() - layer_w * w_off,
+                        "weights");
   if (w_off > 0) // every rank's offloaded share sits in the same host DRAM / NVMe
     dag_.alloc(gpu_, StreamKind::compute, offload_pool(cfg_.offload_weights), MemCategory::weights,
                layer_w * w_off * ranks_sharing(cfg_.offload_weights), "offloaded_weights");

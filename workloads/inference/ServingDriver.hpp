@@ -15,7 +15,7 @@
 // One GPU stands for the tp ranks of the replica (they run the same kernels); the other
 // ranks on its node repeat its copies, so PCIe switches and DRAM carry everyone's load.
 // Implementation files: ServingDriver.cpp (setup, sequences, statistics),
-// ServingIteration.cpp (the ops of an iteration).
+// ServingIteration.cpp (the ops of an iteration), ServingTouches.cpp (what kernels touch).
 #include "ClusterSpec.hpp"
 #include "InferenceConfig.hpp"
 #include "InferenceKernels.hpp"
@@ -52,10 +52,16 @@ private:
   void emit_kv_changes(const Iteration& it);
   void emit_iteration(const Iteration& it);
   OpId emit_kernel(const KernelCost& k, const std::string& name, std::initializer_list<OpId> deps = {});
-  void emit_layer_part(const IterationKernels& k, const std::string& L, OpId w_ready, std::vector<OpId>& freed_kv);
+  void emit_layer_part(const IterationKernels& k, int64_t layer, const std::string& L, OpId w_ready,
+                       std::vector<OpId>& freed_kv);
   OpId emit_cpu_attention(const LayerKernels& k, double share, const std::string& name);
   OpId emit_fetch(OffloadPlace from, double bytes, const std::string& name, OpId after, Tensor& staged,
                   MemCategory category);
+  // ServingTouches.cpp (unified memory)
+  void touch_weights(OpId k, double offset, double bytes);
+  void touch_activations(OpId k, double bytes);
+  void touch_edge(OpId k, const KernelCost& c, bool head);
+  void touch_layer(OpId k, const LayerKernels& lk, int64_t layer, const KernelCost& c, int part);
   DeviceRef offload_pool(OffloadPlace p) const { return p == OffloadPlace::nvme ? nvme_ : host_; }
   // Ranks whose offloaded share sits in the same pool as the representative's.
   int ranks_sharing(OffloadPlace p) const
@@ -73,6 +79,8 @@ private:
   std::unique_ptr<BatchScheduler> scheduler_;
   ServingStats stats_;
 
+  Tensor weights_; // on the GPU (all of them unless offloaded)
+  Tensor act_;     // the current iteration's activation workspace
   DeviceRef gpu_, host_, nvme_;
   int32_t tp_group_ = -1;
   std::vector<DeviceRef> tp_members_, node_peers_;

@@ -129,9 +129,9 @@ void ServingDriver::emit_iteration(const Iteration& it)
     act_bytes = std::max(act_bytes, parts.back().activation_bytes + kernels_.residual_bytes(k.tokens - parts.back().tokens));
   }
   std::string tag = "it" + std::to_string(stats_.iterations);
-  Tensor act = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::activations, act_bytes, tag + ".activations",
-                          {kv_ready_});
-  emit_kernel(k.embed, tag + ".embed");
+  act_ = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::activations, act_bytes, tag + ".activations",
+                   {kv_ready_});
+  touch_edge(emit_kernel(k.embed, tag + ".embed"), k.embed, false);
 
   double w_off = cfg_.offload_weights == OffloadPlace::none ? 0.0 : cfg_.weights_fraction;
   std::vector<OpId> freed_w, freed_kv; // staging buffers as they are freed
@@ -143,20 +143,20 @@ void ServingDriver::emit_iteration(const Iteration& it)
       w_ready = emit_fetch(cfg_.offload_weights, kernels_.layer_weight_bytes() * w_off, L + ".weights", two_back(freed_w),
                            w_stage, MemCategory::weights);
     for (size_t p = 0; p < parts.size(); ++p)
-      emit_layer_part(parts[p], parts.size() > 1 ? L + ".b" + std::to_string(p) : L, w_ready, freed_kv);
+      emit_layer_part(parts[p], l, parts.size() > 1 ? L + ".b" + std::to_string(p) : L, w_ready, freed_kv);
     if (w_off > 0)
       freed_w.push_back(dag_.free(w_stage, gpu_, StreamKind::compute, L + ".weights.staging"));
   }
-  emit_kernel(k.head, tag + ".head");
+  touch_edge(emit_kernel(k.head, tag + ".head"), k.head, true);
   if (tp_group_ >= 0 && k.logits_gather_bytes > 0)
     dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_gather, tp_group_, k.logits_gather_bytes,
                            tag + ".logits"));
-  dag_.free(act, gpu_, StreamKind::compute, tag + ".activations");
+  dag_.free(act_, gpu_, StreamKind::compute, tag + ".activations");
 }
 
 // One layer for one GPU batch: qkv, attention (with its offloaded KV fetched, or run on
 // the CPU), the new tokens' KV stored, then proj and the MLP.
-void ServingDriver::emit_layer_part(const IterationKernels& k, const std::string& L, OpId w_ready,
+void ServingDriver::emit_layer_part(const IterationKernels& k, int64_t layer, const std::string& L, OpId w_ready,
                                     std::vector<OpId>& freed_kv)
 {
   double kv_off = cfg_.offload_kv == OffloadPlace::none ? 0.0 : cfg_.kv_fraction;
@@ -176,9 +176,10 @@ void ServingDriver::emit_layer_part(const IterationKernels& k, const std::string
   if (fetch)
     kv_in = emit_fetch(cfg_.offload_kv, k.layer.cached_kv_bytes * kv_off, L + ".kv", two_back(freed_kv), kv_stage,
                        MemCategory::workspace);
-  emit_kernel(k.layer.qkv, L + ".qkv", {w_ready});
+  touch_layer(emit_kernel(k.layer.qkv, L + ".qkv", {w_ready}), k.layer, layer, k.layer.qkv, 0);
   OpId cpu_out = cpu_attention ? emit_cpu_attention(k.layer, kv_off, L + ".attn") : OpDag::none;
   OpId attn    = emit_kernel(cpu_attention ? gpu_attn : k.layer.attn, L + ".attn", {kv_in});
+  touch_layer(attn, k.layer, layer, cpu_attention ? gpu_attn : k.layer.attn, 1);
   if (kv_off > 0) {
     if (fetch)
       freed_kv.push_back(dag_.free(kv_stage, gpu_, StreamKind::compute, L + ".kv.staging"));
@@ -187,17 +188,17 @@ void ServingDriver::emit_layer_part(const IterationKernels& k, const std::string
       dag_.add(copy_op(gpu_, StreamKind::d2h, host_, nvme_, kv_new * kv_off, L + ".kv.write"));
   }
   if (tp_group_ >= 0) {
-    emit_kernel(k.layer.proj, L + ".proj", {cpu_out});
+    touch_layer(emit_kernel(k.layer.proj, L + ".proj", {cpu_out}), k.layer, layer, k.layer.proj, 2);
     dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes,
                            L + ".attn.allreduce"));
-    emit_kernel(k.layer.mlp, L + ".mlp");
+    touch_layer(emit_kernel(k.layer.mlp, L + ".mlp"), k.layer, layer, k.layer.mlp, 3);
     dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes,
                            L + ".mlp.allreduce"));
   } else {
     KernelCost out = k.layer.mlp; // proj, norm and MLP back to back: one launch
     out.flops += k.layer.proj.flops;
     out.bytes += k.layer.proj.bytes;
-    emit_kernel(out, L + ".out", {cpu_out});
+    touch_layer(emit_kernel(out, L + ".out", {cpu_out}), k.layer, layer, out, 4);
   }
 }
 

@@ -56,20 +56,23 @@ void TrainingStepGenerator::emit_gpu_step(int b)
   double g   = gradient_bytes_per_param();
   const std::string prefix = blk.plan.name + ".";
   OpId last = blk.grads_ready;
-  auto pass = [&](const std::string& name, double flops, double bytes_per_param) {
+  // Each pass reads or writes the gradients, the states and the weights (for unified memory).
+  auto pass = [&](const std::string& name, double flops, double bytes_per_param, bool grads, bool states, bool weights) {
     Op op  = kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, flops * n, bytes_per_param * n, 0, prefix + name);
     last   = dag_.add(std::move(op), {last});
+    touch_optimizer_pass(last, b, grads, states, weights);
     return last;
   };
   if (cfg_.precision == Dtype::fp16)
-    pass("unscale_grads", 2, 2 * g);
-  pass("grad_norm", 2, g);
+    pass("unscale_grads", 2, 2 * g, true, false, false);
+  pass("grad_norm", 2, g, true, false, false);
   // Without mixed precision the states hold no master copy: the weights are read and written.
   double weights = cfg_.mixed_precision() ? 0.0 : 2 * weight_bytes_per_param();
-  OpId step = pass("optimizer_step", flops_per_param(cfg_.optimizer), g + 2 * optimizer_bytes_per_param() + weights);
+  OpId step = pass("optimizer_step", flops_per_param(cfg_.optimizer), g + 2 * optimizer_bytes_per_param() + weights,
+                   true, true, !cfg_.mixed_precision());
   if (cfg_.mixed_precision())
-    step = pass("copy_to_weights", 1, 4 + weight_bytes_per_param());
-  pass("zero_grad_fill", 0, g);
+    step = pass("copy_to_weights", 1, 4 + weight_bytes_per_param(), false, true, true);
+  pass("zero_grad_fill", 0, g, true, false, false);
   if (blk.grads.id != 0)
     dag_.free(blk.grads, s.gpu, StreamKind::compute, blk.plan.name + ".zero_grad");
   gather_updated_weights(b, step);

@@ -54,6 +54,7 @@ double TrainingStepGenerator::shard(double params) const
 
 OpDag TrainingStepGenerator::generate()
 {
+  dag_.track_accesses(cfg_.record_tensor_accesses);
   build_stages();
   emit_setup();
   plan_gathers();
@@ -113,7 +114,7 @@ void TrainingStepGenerator::emit_setup()
     DeviceRef pool = state_pool(s, where);
     if (where != OffloadTarget::none)
       bytes *= host_share(s, where == OffloadTarget::nvme);
-    dag_.alloc(s.gpu, StreamKind::compute, pool, c, bytes, name);
+    return dag_.alloc(s.gpu, StreamKind::compute, pool, c, bytes, name);
   };
   for (auto& b : blocks_) {
     Stage& s = stages_[b.stage];
@@ -124,10 +125,11 @@ void TrainingStepGenerator::emit_setup()
       continue;
     double weights = b.plan.params * weight_bytes_per_param();
     if (cfg_.zero == 3)
-      place(s, cfg_.offload_params, MemCategory::weights, weights / static_cast<double>(cfg_.dp), b.plan.name + ".weight_shard");
+      b.weights = place(s, cfg_.offload_params, MemCategory::weights, weights / static_cast<double>(cfg_.dp),
+                        b.plan.name + ".weight_shard");
     else
-      place(s, OffloadTarget::none, MemCategory::weights, weights, b.plan.name + ".weights");
-    place(s, cfg_.offload_optimizer, MemCategory::optimizer, shard(b.plan.params) * optimizer_bytes_per_param(),
+      b.weights = place(s, OffloadTarget::none, MemCategory::weights, weights, b.plan.name + ".weights");
+    b.states = place(s, cfg_.offload_optimizer, MemCategory::optimizer, shard(b.plan.params) * optimizer_bytes_per_param(),
           b.plan.name + ".optimizer_states");
   }
 }
@@ -237,8 +239,11 @@ void TrainingStepGenerator::emit_forward(int b, int64_t mb)
     if (k.saved_bytes > 0 && !full && !(selective && k.selective))
       saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations, k.saved_bytes,
                             prefix + k.name + ".saved", {params});
-    if (k.runs(true))
-      dag_.depend(kernel(s.gpu, prefix + k.name, k, true, false), params);
+    if (k.runs(true)) {
+      OpId id = kernel(s.gpu, prefix + k.name, k, true, false);
+      dag_.depend(id, params);
+      touch_kernel(id, b, i, true, i == 0 && full ? checkpoints_[{b, mb}] : saved[i]);
+    }
     tp_collective(blk.stage, prefix + k.name + ".tp", k.fwd_after);
   }
   release_gather();
@@ -258,7 +263,7 @@ void TrainingStepGenerator::emit_recompute(int b, int64_t mb, bool selective_onl
       saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations, k.saved_bytes,
                             prefix + k.name + ".saved");
     if (k.runs(true))
-      kernel(s.gpu, prefix + k.name, k, true, true);
+      touch_kernel(kernel(s.gpu, prefix + k.name, k, true, true), b, i, true, saved[i]);
     if (!selective_only)
       tp_collective(blk.stage, prefix + k.name + ".tp", k.fwd_after);
   }
@@ -281,8 +286,11 @@ void TrainingStepGenerator::emit_backward(int b, int64_t mb)
   for (size_t i = blk.plan.kernels.size(); i-- > 0;) {
     const KernelPlan& k = blk.plan.kernels[i];
     tp_collective(blk.stage, prefix + k.name + ".tp_in", k.bwd_before);
-    if (k.runs(false))
-      dag_.depend(kernel(s.gpu, prefix + k.name, k, false, false), params);
+    if (k.runs(false)) {
+      OpId id = kernel(s.gpu, prefix + k.name, k, false, false);
+      dag_.depend(id, params);
+      touch_kernel(id, b, i, false, saved[i]);
+    }
     tp_collective(blk.stage, prefix + k.name + ".tp", k.bwd_after);
     if (saved[i].id != 0)
       dag_.free(saved[i], s.gpu, StreamKind::compute, prefix + k.name + ".free_saved");

@@ -45,6 +45,8 @@ private:
     BlockPlan plan;
     int stage = 0;
     int64_t chunk = 0;
+    Tensor weights;         // this rank's weights (its shard under ZeRO-3), where they are placed
+    Tensor states;          // this rank's optimizer states, where they are placed
     Tensor grads;           // on the GPU: full (ZeRO-0/1) or this rank's shard (ZeRO-2/3)
     Tensor host_grads;      // ZeRO-Offload: fp32 gradient shard in host DRAM
     Tensor bucket;          // ZeRO-2/3: this micro-batch's full gradient before reduce-scatter
@@ -88,6 +90,12 @@ private:
   void emit_offloaded_step(int b, bool first); // first: the first step emitted (backward order)
   OpId all_grads_ready(int stage);
   void gather_updated_weights(int b, OpId after);
+  // TensorTouches.cpp (unified memory)
+  // Kernel `kernel` of a block's plan: (offset, share) of the block's weights it reads.
+  std::pair<double, double> weight_slice(const BlockPlan& plan, size_t kernel) const;
+  Tensor weights_in_use(int b) const; // ZeRO-3: the gathered copy of the current use
+  void touch_kernel(OpId k, int b, size_t i, bool forward, const Tensor& saved);
+  void touch_optimizer_pass(OpId k, int b, bool grads, bool states, bool weights);
   // ParamGather.cpp
   void plan_gathers();
   OpId gathered(int b); // waits for block b's next use's parameters; returns the op to depend on

@@ -1,0 +1,11 @@
+#include "PrefetchPolicy.hpp"
+
+namespace memwall {
+
+Registry<PrefetchFactory>& prefetch_registry()
+{
+  static Registry<PrefetchFactory> registry("prefetch policy", "memory.prefetch", "prefetch-policies");
+  return registry;
+}
+
+} // namespace memwall

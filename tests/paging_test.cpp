@@ -1,0 +1,300 @@
+// Unified memory (sim/paging) against hand calculations on hand_cluster (TestHelpers):
+// host -> GPU is min(DRAM 400, uplink 25, GPU link 50) = 25 GB/s with 1 us of latency;
+// HBM 2 TB/s; kernels 5 us of overhead. Driver constants as nvidia-uvm sets them and
+// fault costs as measured (calibration/data/uvm.md): 2 MiB chunks, 64 KiB big pages, the
+// density prefetcher completing a chunk once 51 % of it faulted, 256 faults per batch,
+// 14 us per batch, on-demand migration at 7.4 / 12.2 of the copy rate.
+#include "Simulation.hpp"
+#include "TestHelpers.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+using namespace memwall;
+using namespace memwall::test;
+
+namespace {
+
+const DeviceRef gpu0{DeviceKind::gpu, 0, 0};
+const DeviceRef gpu1{DeviceKind::gpu, 0, 1};
+const double GiB         = 1024.0 * 1024 * 1024;
+const double pcie        = 25e9;
+const double efficiency  = 7.4 / 12.2;
+const double batch_s     = 14e-6;
+
+// Unified memory for `categories`, cold: weights start on the host, as just after loading.
+ReplayOptions managed(std::initializer_list<MemCategory> categories)
+{
+  ReplayOptions o;
+  o.memory.warm = false;
+  for (MemCategory c : categories)
+    o.memory.managed.set(static_cast<size_t>(c));
+  return o;
+}
+
+const PagingResult& paging_of(const RunResult& r, const DeviceRef& gpu)
+{
+  for (const auto& p : r.paging)
+    if (p.device == gpu)
+      return p;
+  FAIL("no paging result for " << gpu.name());
+  throw std::logic_error("unreachable");
+}
+
+// A GPU kernel of 2 GFLOP reading `bytes` of weights that the CPU wrote (host-resident).
+OpDag one_kernel_reading_weights(const DeviceRef& gpu, double bytes, const std::string& name)
+{
+  OpDag dag;
+  dag.track_accesses(true);
+  Tensor w = dag.alloc(gpu, StreamKind::compute, gpu, MemCategory::weights, bytes, name + ".weights");
+  OpId k   = dag.add(kernel_op(gpu, 2e9, bytes, name));
+  dag.touch(k, w, bytes, false);
+  return dag;
+}
+
+} // namespace
+
+TEST_CASE("a_kernel_reading_1_gib_of_host_resident_managed_memory_waits_for_fault_batches_and_the_migration", "[paging]")
+{
+  ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
+  RunResult r   = replay_in_child(c, one_kernel_reading_weights(gpu0, GiB, "read"), managed({MemCategory::weights}));
+  // 512 chunks of 2 MiB; each faults on ceil(0.51 x 32) = 17 of its 64 KiB pages before
+  // the prefetcher migrates the rest: 8704 faults, ceil(8704 / 256) = 34 batches.
+  double driver  = 34 * batch_s;
+  double migrate = 1e-6 + GiB / (pcie * efficiency);
+  double kernel  = 5e-6 + GiB / 2e12; // memory-bound: 2 GFLOP at 200 TFLOP/s is 10 us
+  CHECK(record(r, "read").end == Approx(driver + migrate + kernel).epsilon(0.01));
+  CHECK(record(r, "read").paging_s == Approx(driver + migrate).epsilon(0.01));
+  const PagingResult& p = paging_of(r, gpu0);
+  CHECK(p.faults == 8704);
+  CHECK(p.fault_batches == 34);
+  CHECK(p.migrated_h2d_bytes == GiB);
+  CHECK(p.migrated_d2h_bytes == 0);
+  CHECK(p.evictions == 0);
+}
+
+TEST_CASE("prefetching_before_use_turns_faults_into_one_copy_at_the_copy_engine_rate", "[paging]")
+{
+  ClusterSpec c  = hand_cluster(1, GpuFabric::pcie, 1);
+  ReplayOptions o = managed({MemCategory::weights});
+  o.memory.prefetch = "layer";
+  RunResult r = replay_in_child(c, one_kernel_reading_weights(gpu0, GiB, "read"), o);
+  // cudaMemPrefetchAsync: 1 us + 2^30 B / 25 GB/s = 42.9 ms, no faults, then the kernel.
+  double copy   = 1e-6 + GiB / pcie;
+  double kernel = 5e-6 + GiB / 2e12;
+  CHECK(record(r, "read").end == Approx(copy + kernel).epsilon(0.01));
+  CHECK(paging_of(r, gpu0).faults == 0);
+  CHECK(paging_of(r, gpu0).migrated_h2d_bytes == GiB);
+}
+
+TEST_CASE("accessed_by_reads_go_over_pcie_at_its_rate_without_migrating", "[paging]")
+{
+  ClusterSpec c   = hand_cluster(1, GpuFabric::pcie, 1);
+  ReplayOptions o = managed({MemCategory::weights});
+  o.memory.accessed_by.set(static_cast<size_t>(MemCategory::weights));
+  RunResult r = replay_in_child(c, one_kernel_reading_weights(gpu0, GiB, "read"), o);
+  // The kernel (0.54 ms) runs beside its remote reads: 1 us + 2^30 B / 25 GB/s = 42.9 ms.
+  CHECK(record(r, "read").end == Approx(1e-6 + GiB / pcie).epsilon(0.01));
+  const PagingResult& p = paging_of(r, gpu0);
+  CHECK(p.remote_bytes == GiB);
+  CHECK(p.migrated_h2d_bytes == 0);
+  CHECK(p.faults == 0);
+  for (const auto& pool : r.pools)
+    if (pool.device == gpu0)
+      CHECK(pool.max_by_category[static_cast<size_t>(MemCategory::weights)] == 0);
+}
+
+TEST_CASE("two_gpus_faulting_behind_one_pcie_switch_share_its_uplink", "[paging]")
+{
+  ClusterSpec c = hand_cluster(2, GpuFabric::pcie, 2); // both GPUs behind one 25 GB/s uplink
+  ReplayOptions o = managed({MemCategory::weights});
+  RunResult alone = replay_in_child(c, one_kernel_reading_weights(gpu0, GiB, "a"), o);
+  OpDag both;
+  both.track_accesses(true);
+  for (const auto& [gpu, name] : {std::pair{gpu0, std::string("a")}, std::pair{gpu1, std::string("b")}}) {
+    Tensor w = both.alloc(gpu, StreamKind::compute, gpu, MemCategory::weights, GiB, name + ".weights");
+    OpId k   = both.add(kernel_op(gpu, 2e9, GiB, name));
+    both.touch(k, w, GiB, false);
+  }
+  RunResult shared = replay_in_child(c, both, o);
+  // Each migration gets half the uplink: 2^30 B / (12.5 GB/s x efficiency) = 141.6 ms
+  // instead of 70.8 ms; the driver's 34 batches (476 us) are each GPU's own.
+  double driver = 34 * batch_s;
+  double alone_migrate = record(alone, "a").paging_s - driver;
+  CHECK(alone_migrate == Approx(1e-6 + GiB / (pcie * efficiency)).epsilon(0.01));
+  for (const char* name : {"a", "b"})
+    CHECK(record(shared, name).paging_s - driver == Approx(1e-6 + 2 * GiB / (pcie * efficiency)).epsilon(0.01));
+}
+
+namespace {
+
+// STREAM triad c = a + s b over managed arrays the GPU wrote first, `iterations` times,
+// on a GPU of `hbm` bytes: returns the last iteration's time.
+struct TriadRun {
+  double last_iteration_s = 0;
+  PagingResult paging;
+};
+
+TriadRun triad(ClusterSpec c, double hbm, double footprint, int iterations, const std::string& eviction = "fifo")
+{
+  c.node.gpu.memory_bytes  = hbm;
+  c.node.gpu.context_bytes = 0;
+  OpDag dag;
+  dag.track_accesses(true);
+  std::vector<Tensor> arrays;
+  for (const char* n : {"a", "b", "c"})
+    arrays.push_back(dag.alloc(gpu0, StreamKind::compute, gpu0, MemCategory::activations, footprint / 3, n));
+  for (int i = 0; i < iterations; ++i) {
+    OpId k = dag.add(kernel_op(gpu0, footprint / 12, footprint, "triad" + std::to_string(i)));
+    dag.touch(k, arrays[0], footprint / 3, false);
+    dag.touch(k, arrays[1], footprint / 3, false);
+    dag.touch(k, arrays[2], footprint / 3, true);
+  }
+  ReplayOptions o   = managed({MemCategory::activations});
+  o.memory.eviction = eviction;
+  RunResult r       = replay_in_child(c, dag, o);
+  const OpRecord& last = record(r, "triad" + std::to_string(iterations - 1));
+  return {last.end - last.start, paging_of(r, gpu0)};
+}
+
+} // namespace
+
+TEST_CASE("a_working_set_of_1_5x_hbm_streamed_repeatedly_thrashes_every_chunk_each_pass", "[paging]")
+{
+  ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
+  // 1.5 GB of arrays on a 1 GB GPU. With the driver's FIFO order and a cyclic sweep, the
+  // chunk needed next is always the one evicted longest ago: each pass faults in all
+  // 1.5 GB and writes 1.5 GB back. Each 0.5 GB array is 238 full chunks (17 faults
+  // each) and a tail of 877,824 B (14 big pages: ceil(0.51 x 14) = 8 faults):
+  // 3 x (238 x 17 + 8) = 12,162 faults, ceil(12,162 / 256) = 48 batches.
+  double footprint = 1.5e9;
+  TriadRun t       = triad(c, 1e9, footprint, 3);
+  double driver    = 48 * batch_s;
+  double transfer  = 2 * (1e-6 + footprint / (pcie * efficiency));
+  double kernel    = 5e-6 + footprint / 2e12;
+  CHECK(t.last_iteration_s == Approx(driver + transfer + kernel).epsilon(0.01));
+  CHECK(t.paging.thrashing_pages > 0);
+}
+
+TEST_CASE("streaming_past_hbm_is_a_step_in_slowdown_that_does_not_fall_as_oversubscription_grows", "[paging]")
+{
+  // The shape measured for STREAM on a V100 (uvm.md): the same few GB/s at 150 % and
+  // 300 % of memory, against HBM speed below 100 %.
+  ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
+  auto slowdown = [&](double factor) {
+    double hbm  = 0.5e9;
+    TriadRun t  = triad(c, hbm, factor * hbm, 3);
+    double fast = 5e-6 + factor * hbm / 2e12; // the same pass with the arrays in HBM
+    return t.last_iteration_s / fast;
+  };
+  double fits = slowdown(0.9), s125 = slowdown(1.25), s150 = slowdown(1.5), s200 = slowdown(2.0);
+  CHECK(fits == Approx(1.0).epsilon(0.01));
+  CHECK(s125 > 50);
+  CHECK(s150 >= s125 * 0.99);
+  CHECK(s200 >= s150 * 0.99);
+}
+
+TEST_CASE("warm_weights_that_fit_start_on_the_gpu_and_fault_nothing", "[paging]")
+{
+  ClusterSpec c   = hand_cluster(1, GpuFabric::pcie, 1);
+  ReplayOptions o = managed({MemCategory::weights});
+  o.memory.warm   = true;
+  RunResult r     = replay_in_child(c, one_kernel_reading_weights(gpu0, GiB, "read"), o);
+  CHECK(record(r, "read").end == Approx(5e-6 + GiB / 2e12).epsilon(1e-9));
+  CHECK(paging_of(r, gpu0).faults == 0);
+  CHECK(paging_of(r, gpu0).migrated_h2d_bytes == 0);
+}
+
+TEST_CASE("warm_weights_beyond_hbm_start_on_the_host_for_the_part_that_does_not_fit", "[paging]")
+{
+  // 1.5 GiB of weights on a 1 GiB GPU: warm, the first 512 chunks stay on the GPU and the
+  // last 256 (0.5 GiB) start on the host; one kernel reading all of them faults those in,
+  // evicting the 256 oldest: 0.5 GiB each way.
+  ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
+  c.node.gpu.memory_bytes  = GiB;
+  c.node.gpu.context_bytes = 0;
+  ReplayOptions o = managed({MemCategory::weights});
+  o.memory.warm   = true;
+  RunResult r     = replay_in_child(c, one_kernel_reading_weights(gpu0, 1.5 * GiB, "read"), o);
+  const PagingResult& p = paging_of(r, gpu0);
+  CHECK(p.migrated_h2d_bytes == 0.5 * GiB);
+  CHECK(p.migrated_d2h_bytes == 0.5 * GiB);
+  CHECK(p.evictions == 256);
+}
+
+namespace {
+
+nlohmann::json run_json(const std::string& name, const std::string& yaml, const std::string& extra = "")
+{
+  std::string spec = temp_path(name + ".yaml");
+  write_file(spec, yaml);
+  CliResult r = run_cli("run " + spec + " --json " + extra);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+// GPT-2 small on the 12 GB RTX 4070, one micro-batch of 16 x 1024 tokens without
+// recomputation: explicit memory peaks at 12.9 GiB (the ~10 GiB of activations that
+// micro batch 12 needs, grown by 16/12), beyond the GPU's 11.99 GiB.
+const std::string oversubscribed = "hardware: {node: desktop-4070}\nmodel: {preset: gpt2}\n"
+                                   "training: {seq_len: 1024, global_batch: 16, micro_batch: 16}\n";
+
+} // namespace
+
+TEST_CASE("training_that_does_not_fit_runs_under_unified_memory_and_reports_its_paging", "[paging]")
+{
+  nlohmann::json ex = run_json("explicit", oversubscribed);
+  REQUIRE(ex["fits"] == false);
+  nlohmann::json um = run_json("unified", oversubscribed + "memory: {mode: unified}\n");
+  CHECK(um["fits"] == true);
+  CHECK(um["paging"]["evictions"].get<int64_t>() > 0);
+  CHECK(um["paging"]["migrated_d2h_bytes"].get<double>() > 0);
+  CHECK(um["breakdown_s"]["paging_stall"].get<double>() > 0);
+  // The same step with memory enough (a 24 GB RTX 4090) only computes.
+  nlohmann::json big = run_json("roomy", oversubscribed + "memory: {mode: unified}\n", "--set hardware.gpu=rtx-4090");
+  CHECK(big["paging"]["faults"] == 0);
+  CHECK(big["breakdown_s"]["paging_stall"].get<double>() == 0);
+}
+
+TEST_CASE("a_cold_start_faults_the_weights_and_optimizer_states_in_once", "[paging]")
+{
+  nlohmann::json j = run_json("cold", small_training_spec + "memory: {mode: unified, start: cold}\n");
+  // Nothing is evicted on the 12 GB GPU: what migrates in is the GPU's weights and
+  // optimizer states at their peak, as the devices table counts them.
+  double states = 0;
+  for (const auto& d : j["devices"])
+    if (d["kind"] == "gpu")
+      states = d["max_by_category"]["weights"].get<double>() + d["max_by_category"]["optimizer"].get<double>();
+  CHECK(j["paging"]["migrated_h2d_bytes"].get<double>() == Approx(states).epsilon(1e-9));
+  CHECK(j["paging"]["evictions"] == 0);
+  nlohmann::json warm = run_json("warm", small_training_spec + "memory: {mode: unified}\n");
+  CHECK(warm["paging"]["faults"] == 0);
+  CHECK(warm["step_time_s"].get<double>() < j["step_time_s"].get<double>());
+}
+
+TEST_CASE("bad_memory_sections_are_refused_with_one_line", "[paging][errors]")
+{
+  using Catch::Matchers::Contains;
+  CHECK_THAT(refused("um_mode", small_training_spec + "memory: {mode: paged}\n"), Contains("memory.mode"));
+  CHECK_THAT(refused("um_both", small_training_spec + "memory: {mode: unified, managed: [weights]}\n"),
+             Contains("either mode: unified"));
+  CHECK_THAT(refused("um_context", small_training_spec + "memory: {managed: [context]}\n"),
+             Contains("'context' is not a category that can be managed"));
+  CHECK_THAT(refused("um_scalar", small_training_spec + "memory: {managed: weights}\n"), Contains("expected a list"));
+  CHECK_THAT(refused("um_remote", small_training_spec + "memory: {managed: [weights], accessed_by: [activations]}\n"),
+             Contains("not managed"));
+  CHECK_THAT(refused("um_typo", small_training_spec + "memory: {mode: unified, prefech: layer}\n"), Contains("prefech"));
+  CHECK_THAT(refused("um_policy", small_training_spec + "memory: {mode: unified, eviction: random}\n"),
+             Contains("memory.eviction"));
+  CHECK_THAT(refused("um_offload", "hardware: {node: desktop-4070}\nmodel: {preset: gpt2}\n"
+                                   "training: {seq_len: 256, global_batch: 2, micro_batch: 1, zero: 1, "
+                                   "offload: {optimizer: cpu}}\nmemory: {mode: unified}\n"),
+             Contains("both managed (unified memory) and offloaded"));
+  CHECK_THAT(refused("um_kv", small_serving_spec + "memory: {managed: [kv_cache]}\n"), Contains("kv_cache"));
+  CHECK_THAT(refused("um_weights_offload", "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\n"
+                                           "inference: {batch: 4, prompt_len: 64, output_len: 2, offload: {weights: cpu}}\n"
+                                           "memory: {managed: [weights]}\n"),
+             Contains("inference.offload.weights"));
+}
