@@ -39,6 +39,7 @@ void write_paging(H5::Group& f, const RunResult& r)
     attribute(g, "thrashing_pages", p.thrashing_pages);
     attribute(g, "remote_bytes", p.remote_bytes);
     attribute(g, "stall_s", p.stall_s);
+    attribute(g, "peak_demand_bytes", p.peak_demand_bytes);
     column(g, "time_s", doubles(p.timeline, [](const ManagedSample& x) { return x.time; }));
     column(g, "resident_bytes", doubles(p.timeline, [](const ManagedSample& x) { return x.resident_bytes; }));
     column(g, "host_bytes", doubles(p.timeline, [](const ManagedSample& x) { return x.host_bytes; }));

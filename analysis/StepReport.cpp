@@ -100,7 +100,8 @@ nlohmann::ordered_json paging_json(const RunResult& r)
           {"migrated_d2h_bytes", p->migrated_d2h_bytes},
           {"evictions", p->evictions},
           {"thrashing_pages", p->thrashing_pages},
-          {"remote_bytes", p->remote_bytes}};
+          {"remote_bytes", p->remote_bytes},
+          {"demand_bytes", p->peak_demand_bytes}};
 }
 
 } // namespace

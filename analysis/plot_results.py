@@ -315,10 +315,13 @@ def plot_metric(table, axes, attrs, out, x, y, lines):
         raise BadInput(f"--y {y}: a text column; --y needs a number column")
     if lines is None:
         lines = next((a for a in axes if a != x), "")
-    if lines:
-        require_axis(axes, lines, "--lines")
-        if lines == x:
-            raise BadInput(f"--lines {lines}: the same axis as --x")
+    # several axes joined by commas: one line per combination of their values (zipped
+    # axes that together name a strategy)
+    line_axes = [a for a in lines.split(",") if a] if lines else []
+    for a in line_axes:
+        require_axis(axes, a, "--lines")
+        if a == x:
+            raise BadInput(f"--lines {a}: the same axis as --x")
     ok = [r for r in range(len(table["index"])) if table["status"][r] == "ok"]
     if not ok:
         raise BadInput("no point of this sweep ran; nothing to plot (memwall report lists the errors)")
@@ -326,18 +329,21 @@ def plot_metric(table, axes, attrs, out, x, y, lines):
     xs = axis_values(table, x, ok)
     numeric_x = all(isinstance(v, float) for v in xs)
     pos = {v: (v if numeric_x else i) for i, v in enumerate(xs)}
-    keys = [x] + ([lines] if lines else [])
+    keys = [x] + line_axes
     others = [a for a in axes if a not in keys]
     fig, ax = plt.subplots(figsize=(9, 5.5))
-    groups = axis_values(table, lines, ok) if lines else [None]
+    line_of = lambda r: tuple(table[a][r] for a in line_axes)
+    groups = list(dict.fromkeys(line_of(r) for r in ok)) if line_axes else [None]
+    if len(line_axes) == 1:
+        groups = [(v,) for v in axis_values(table, line_axes[0], ok)]
     cmap = plt.get_cmap("viridis" if len(groups) > 10 else "tab10")
     crossed = False
     for gi, gv in enumerate(groups):
-        rows = [r for r in ok if gv is None or table[lines][r] == gv]
+        rows = [r for r in ok if gv is None or line_of(r) == gv]
         fitting = best_rows(table, [r for r in rows if fits[r] != 0], keys, y)
         pts = sorted((pos[table[x][r]], table[y][r]) for r in fitting.values() if not math.isnan(table[y][r]))
         colour = cmap(gi / max(len(groups) - 1, 1)) if len(groups) > 10 else cmap(gi % 10)
-        name = f"{short(lines)} = {fmt(gv)}" if lines else y
+        name = ", ".join(f"{short(a)} = {fmt(v)}" for a, v in zip(line_axes, gv)) if line_axes else y
         # markers and dashes differ too, so that equal lines stay visible
         marker, dash = "osD^vP*X"[gi % 8], ["-", "--", "-.", ":"][gi % 4]
         if pts:

@@ -14,6 +14,7 @@ public:
   void alloc(MemCategory c, double bytes, double now, const std::string& op);
   void free(MemCategory c, double bytes, double now);
   double free_bytes() const { return result_.capacity - total_; }
+  double used_bytes() const { return total_; }
   PoolResult take_result() { return std::move(result_); }
 
 private:

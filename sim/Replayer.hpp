@@ -99,6 +99,7 @@ private:
   double hbm_room(const DeviceRef& gpu);
   // Applies a Migration to the pools' timelines and the GPU's counters.
   void apply(const DeviceRef& gpu, const Migration& m, const std::string& what);
+  void note_demand(const DeviceRef& gpu); // PagingResult::peak_demand_bytes
   void alloc_with_paging(OpId id, const Op& op);
   bool free_managed(const Op& op);
   void start_paged_kernel(OpId id, const Op& op);

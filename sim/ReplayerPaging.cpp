@@ -79,6 +79,14 @@ void Replayer::apply(const DeviceRef& gpu, const Migration& m, const std::string
       host_bytes += m.to_host[c];
     r.timeline.push_back({now, g.memory->resident_bytes(), std::max(0.0, host_bytes)});
   }
+  note_demand(gpu);
+}
+
+void Replayer::note_demand(const DeviceRef& gpu)
+{
+  PagingResult& r = gpu_paging(gpu).result;
+  double host     = r.timeline.empty() ? 0 : r.timeline.back().host_bytes;
+  r.peak_demand_bytes = std::max(r.peak_demand_bytes, pool(gpu).used_bytes() + host);
 }
 
 void Replayer::alloc_with_paging(OpId id, const Op& op)
@@ -89,10 +97,12 @@ void Replayer::alloc_with_paging(OpId id, const Op& op)
     // Weights and optimizer states are written by the CPU (loaded, initialised): cold, their
     // pages are on the host; warm, a previous step left what fits on the GPU. What a
     // kernel writes first is populated on the GPU.
+    // Memory read remotely (accessed_by, preferred host) stays where the CPU wrote it.
     bool persistent = op.category == MemCategory::weights || op.category == MemCategory::optimizer;
-    auto start      = !persistent ? ManagedMemory::Start::gpu
-                      : cfg.warm  ? ManagedMemory::Start::gpu_if_room
-                                  : ManagedMemory::Start::host;
+    auto start      = !persistent                  ? ManagedMemory::Start::gpu
+                      : cfg.is_remote(op.category) ? ManagedMemory::Start::host
+                      : cfg.warm                   ? ManagedMemory::Start::gpu_if_room
+                                                   : ManagedMemory::Start::host;
     Migration m = g.memory->add(op.tensor, op.category, op.bytes, start, hbm_room(op.pool));
     apply(op.pool, m, op.name);
     start_paging_flow(id, op.pool, false, m.d2h, 1.0);
@@ -109,6 +119,7 @@ void Replayer::alloc_with_paging(OpId id, const Op& op)
   apply(op.pool, m, op.name);
   start_paging_flow(id, op.pool, false, m.d2h, 1.0 / cfg.migration_efficiency);
   pool(op.pool).alloc(op.category, op.bytes, sg4::Engine::get_clock(), op.name);
+  note_demand(op.pool);
 }
 
 bool Replayer::free_managed(const Op& op)

@@ -78,6 +78,8 @@ struct PagingResult {
   double thrashing_pages    = 0; // 4 KB pages migrated in again after an eviction
   double remote_bytes       = 0; // read over PCIe without migrating
   double stall_s            = 0; // summed paging_s of its kernels
+  double peak_demand_bytes  = 0; // most bytes the GPU's work held at once: its explicit allocations plus
+                                 // all its managed memory, on the GPU or not (over capacity: oversubscribed)
   std::vector<ManagedSample> timeline;
 };
 

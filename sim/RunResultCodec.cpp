@@ -38,7 +38,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PoolResult, device, name, hardware, count, ca
                                    peak_by_category, max_by_category, timeline, ooms, oom_count)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ManagedSample, time, resident_bytes, host_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PagingResult, device, name, faults, fault_batches, evictions, migrated_h2d_bytes,
-                                   migrated_d2h_bytes, thrashing_pages, remote_bytes, stall_s, timeline)
+                                   migrated_d2h_bytes, thrashing_pages, remote_bytes, stall_s, peak_demand_bytes, timeline)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LinkResult, name, bandwidth, bytes, busy_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RequestRecord, id, arrival_s, first_token_s, finish_s, max_itl_s, prompt_tokens, output_tokens,
                                    preemptions, rejected)

@@ -176,3 +176,33 @@ TEST_CASE("a_serving_plot_adds_a_kv_cache_panel_with_the_budget_line", "[plot][i
   CHECK(p.width == 1100);
   CHECK(p.height == 792);
 }
+
+TEST_CASE("a_unified_memory_run_plot_adds_a_panel_of_managed_bytes_on_the_gpu_and_the_host", "[plot][paging]")
+{
+  // GPT-2 on the 12 GB RTX 4070 with a micro-batch beyond it, all memory managed: the GPU
+  // and its socket's DRAM (where evicted pages go) get panels, and the managed-memory
+  // panel makes three: 10 x (3.2 x 3 + 0.8) inches at 110 dpi = 1100 x 1144 pixels.
+  std::string spec = temp_path("plot_unified.yaml"), h5 = temp_path("plot_unified.h5");
+  write_file(spec, "hardware: {node: desktop-4070}\nmodel: {preset: gpt2}\n"
+                   "training: {seq_len: 1024, global_batch: 16, micro_batch: 16}\nmemory: {mode: unified}\n");
+  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  std::string png = temp_path("plot_unified.png");
+  CHECK_THAT(plotted(h5, png), Catch::Contains("memory of 2 device(s)"));
+  Png p = read_png(png);
+  CHECK(p.width == 1100);
+  CHECK(p.height == 1144);
+}
+
+TEST_CASE("a_metric_plot_draws_one_line_per_combination_of_comma_separated_axes", "[plot]")
+{
+  std::string sweep = temp_path("plot_lines.yaml"), h5 = temp_path("plot_lines.h5");
+  write_file(sweep, sweep_base + "grid:\n  training.micro_batch: [1, 2]\nzip:\n  memory.mode: [unified, explicit]\n"
+                                 "  training.recompute: [none, full]\n");
+  REQUIRE(run_cli("sweep " + sweep + " -o " + h5 + " -j 1").exit_code == 0);
+  std::string png = temp_path("plot_lines.png");
+  CHECK_THAT(plotted(h5 + " --x training.micro_batch --lines memory.mode,training.recompute", png),
+             Catch::Contains("against training.micro_batch for 4 points"));
+  CliResult bad = run_cli("plot " + h5 + " --x training.micro_batch --lines memory.mode,training.zero -o " + png);
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--lines training.zero: not an axis"));
+}

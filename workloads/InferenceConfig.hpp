@@ -50,6 +50,9 @@ struct InferenceConfig {
   bool offload_pinned = true;
   // Unified memory is on (spec `memory`): kernels record the tensors they touch.
   bool record_tensor_accesses = false;
+  // Managed weights and activations hold no fixed room: the KV budget leaves them out
+  // (the driver evicts them when KV needs the memory).
+  bool managed_weights = false, managed_activations = false;
 
   double weight_bytes() const { return dtype_bytes(weight_dtype); }
   double kv_bytes() const { return dtype_bytes(kv_dtype); }

@@ -1,5 +1,7 @@
 #include "ManagedMemory.hpp"
 
+#include "InputError.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -34,6 +36,12 @@ int ManagedMemory::new_chunk(uint32_t tensor, MemCategory c, double bytes)
 Migration ManagedMemory::add(uint32_t tensor, MemCategory c, double bytes, Start start, double room)
 {
   Migration m;
+  // A bound on what is tracked: 2^26 chunks are 128 TiB at 2 MiB, far beyond any host.
+  constexpr double max_chunks = 1 << 26;
+  if ((static_cast<double>(chunks_.size() - free_ids_.size()) + std::ceil(bytes / cfg_.chunk_bytes)) > max_chunks)
+    throw InputError("memory: managed memory on one GPU exceeds " + std::to_string(static_cast<int64_t>(max_chunks)) +
+                     " chunks of memory.chunk_bytes (" + std::to_string(static_cast<int64_t>(cfg_.chunk_bytes)) +
+                     " bytes); raise memory.chunk_bytes or manage fewer categories");
   auto& ids = tensors_[tensor];
   for (double at = 0; at < bytes; at += cfg_.chunk_bytes) {
     int id = new_chunk(tensor, c, std::min(cfg_.chunk_bytes, bytes - at));

@@ -109,6 +109,8 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
     ParamReader inference = top.section("inference", "serving or offline generation: requests, batching, KV cache", "");
     spec.inference = read_inference_section(inference, spec.cluster.total_gpus(), spec.model, spec_dir);
     spec.inference.record_tensor_accesses = spec.memory.enabled();
+    spec.inference.managed_weights        = spec.memory.is_managed(MemCategory::weights);
+    spec.inference.managed_activations    = spec.memory.is_managed(MemCategory::activations);
     top.finish();
     check_memory_against_offload(spec, memory);
     for (Dtype d : {spec.inference.act_dtype, spec.inference.gemm_dtype()})

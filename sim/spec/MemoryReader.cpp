@@ -89,8 +89,11 @@ UnifiedMemoryConfig read_memory_section(ParamReader& r)
                                 "fraction of a chunk's big pages that must fault before the density prefetcher "
                                 "migrates the rest (nvidia-uvm: 51 %)", 0.0, 1.0);
   r.finish();
-  if (c.chunk_bytes <= 0 || c.big_page_bytes <= 0 || c.big_page_bytes > c.chunk_bytes)
-    r.fail("big_page_bytes", "needs 0 < big_page_bytes <= chunk_bytes");
+  // 4 KiB is the smallest page there is; below it a chunk count would explode.
+  if (c.big_page_bytes < 4096)
+    r.fail("big_page_bytes", "needs at least 4096 bytes (a CPU page)");
+  if (c.chunk_bytes < 64 * 1024 || c.big_page_bytes > c.chunk_bytes)
+    r.fail("chunk_bytes", "needs at least 64 KiB and at least big_page_bytes");
   if ((c.accessed_by & ~c.managed).any())
     r.fail("accessed_by", "lists a category that is not managed: only managed memory can be mapped for remote access");
   return c;

@@ -38,6 +38,12 @@ SPEC_SEEDS = {
                   "  max_num_seqs: 4\n",
     "serve_trace.yaml": "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
                         "inference: {trace: trace.csv, max_num_seqs: 8}\n",
+    "unified.yaml": "hardware: {node: desktop-4070}\nmodel: {preset: gpt2}\n"
+                    "training: {seq_len: 1024, global_batch: 16, micro_batch: 16}\n"
+                    "memory: {mode: unified, prefetch: layer, eviction: lru, start: cold}\n",
+    "serve_unified.yaml": "hardware: {node: desktop-4070}\nmodel: {preset: gpt2}\n"
+                          "inference: {batch: 2, prompt_len: 64, output_len: 4}\n"
+                          "memory: {managed: [weights, activations], accessed_by: [weights]}\n",
     "custom.yaml": "hardware:\n  node:\n    name: box\n    gpu: {preset: rtx-4090, memory_bytes: 24e9}\n    gpus: 2\n"
                    "    dram_bytes: 64e9\nmodel: {layers: 4, hidden: 256, heads: 4, vocab: 1000}\n"
                    "training: {seq_len: 128, global_batch: 4, micro_batch: 1}\n",
@@ -56,7 +62,8 @@ EXTREMES = ["0", "-1", "1", "1e308", "-1e308", "1e-300", "4294967296", "92233720
 KEYS = ["hardware", "model", "training", "inference", "node", "gpu", "preset", "nodes", "gpus_per_node",
         "network", "nics", "seq_len", "global_batch", "micro_batch", "tp", "pp", "dp", "zero", "layers",
         "hidden", "heads", "vocab", "memory_bytes", "hbm_achievable_bw", "trace", "poisson", "requests",
-        "max_num_seqs", "offload", "grid", "zip", "metrics", "filter", "record", "unknown_key"]
+        "max_num_seqs", "offload", "grid", "zip", "metrics", "filter", "record", "memory", "mode", "managed",
+        "prefetch", "eviction", "accessed_by", "start", "chunk_bytes", "unknown_key"]
 
 
 def mutate_text(rng, text):

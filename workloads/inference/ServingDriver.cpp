@@ -86,6 +86,10 @@ double ServingDriver::kv_budget_bytes() const
     tokens = seqs * longest; // a static batch prefills all its prompts at once
   }
   double activations = kernels_.activation_bytes(tokens, seqs, cfg_.max_model_len, cfg_.gpu_batches);
+  if (cfg_.managed_weights)
+    weights = 0;
+  if (cfg_.managed_activations)
+    activations = 0;
   return g.memory_bytes * cfg_.gpu_memory_utilization - g.context_bytes - weights - activations - staging;
 }
 
