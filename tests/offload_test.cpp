@@ -209,3 +209,82 @@ TEST_CASE("zero_offload_gradient_copies_are_staged_unless_pinned", "[offload][tr
     CHECK(copies > 0);
   }
 }
+
+namespace {
+
+// OPT-6.7B on the cloud-t4 node (PCIe Gen3 12 GB/s, local SSD read 2 GB/s and write
+// 1.5 GB/s), 4 prompts of 512 tokens and 2 outputs, with FlexGen's percent policy.
+std::string percent_spec(const std::string& percent)
+{
+  return "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\n"
+         "inference: {batch: 4, prompt_len: 512, output_len: 2, offload: {percent: " + percent + "}}\n";
+}
+
+} // namespace
+
+TEST_CASE("a_weights_split_across_host_and_nvme_streams_each_part_from_its_tier", "[offload][inference]")
+{
+  std::string spec = temp_path("percent_split.yaml"), h5 = temp_path("percent_split.h5");
+  write_file(spec, percent_spec("{weights: [0, 50, 50], kv: [100, 0, 0], activations: [100, 0, 0]}"));
+  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  // One OPT-6.7B layer holds 12 h^2 = 201,326,592 fp16 weights (attention 4 h^2, MLP
+  // 8 h^2): 402,653,184 B, half from host memory, half from NVMe.
+  const double half = 12.0 * 4096 * 4096;
+  OpTimes h2d = op_times(h5, "L0.weights.h2d"), read = op_times(h5, "L0.weights.read"),
+          nvme_h2d = op_times(h5, "L0.weights.nvme.h2d");
+  CHECK(h2d.bytes == half);
+  CHECK(read.bytes == half);
+  CHECK(nvme_h2d.bytes == half);
+  CHECK(h2d.duration == Approx(1e-6 + half / 12e9).epsilon(1e-3));  // Gen3 x16
+  CHECK(read.duration == Approx(half / 2e9).epsilon(1e-2));         // the local SSD's read rate
+  // Every layer's weights: half in host DRAM and half on NVMe.
+  nlohmann::json j = nlohmann::json::parse(run_cli("run " + spec + " --json").out);
+  for (const auto& d : j["devices"])
+    if (d["kind"] != "gpu")
+      CHECK(d["max_by_category"]["weights"].get<double>() == Approx(32 * half));
+}
+
+TEST_CASE("offloaded_activations_leave_after_each_layer_and_come_back_before_the_next", "[offload][inference]")
+{
+  std::string spec = temp_path("percent_act.yaml"), h5 = temp_path("percent_act.h5");
+  // Weights and KV in host memory too, so that the GPU has room for the whole batch at once.
+  write_file(spec, percent_spec("{weights: [0, 100, 0], kv: [0, 100, 0], activations: [0, 100, 0]}"));
+  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  // The prefill's hidden states: 4 x 512 tokens x 4096 x 2 B = 16,777,216 B each way per
+  // layer boundary, 1 us + 1.40 ms over Gen3; none after the last layer (the head reads it).
+  Ops o = read_ops(h5);
+  double down = 0, first_down_end = -1, first_up_start = -1;
+  int downs = 0;
+  for (size_t i = 0; i < o.name.size(); ++i) {
+    if (o.name[i] == "L0.act.d2h" && first_down_end < 0) {
+      down           = o.bytes[i];
+      first_down_end = o.end[i];
+    }
+    if (o.name[i] == "L0.act.h2d" && first_up_start < 0)
+      first_up_start = o.start[i];
+    if (o.name[i].find(".act.d2h") != std::string::npos)
+      ++downs;
+  }
+  CHECK(down == 4.0 * 512 * 4096 * 2);
+  CHECK(first_up_start >= first_down_end);
+  CHECK(downs == 2 * 31); // two iterations, 31 boundaries between 32 layers
+}
+
+TEST_CASE("percent_policies_that_do_not_sum_to_100_are_refused_with_one_line", "[offload][errors]")
+{
+  using Catch::Matchers::Contains;
+  CHECK_THAT(refused("pct_sum", percent_spec("{weights: [20, 70, 0]}")),
+             Contains("inference.offload.percent.weights") && Contains("sums to 90, not 100"));
+  CHECK_THAT(refused("pct_len", percent_spec("{kv: [0, 100]}")), Contains("[gpu, cpu, disk]"));
+  CHECK_THAT(refused("pct_neg", percent_spec("{activations: [-10, 110, 0]}")), Contains("[0, 100]"));
+  CHECK_THAT(refused("pct_text", percent_spec("{weights: [a, b, c]}")), Contains("percentages"));
+  CHECK_THAT(refused("pct_key", percent_spec("{weight: [0, 100, 0]}")), Contains("weight"));
+  CHECK_THAT(refused("pct_both", "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\n"
+                                 "inference: {batch: 4, prompt_len: 512, output_len: 2, "
+                                 "offload: {weights: cpu, percent: {weights: [0, 100, 0]}}}\n"),
+             Contains("either percent or weights/kv"));
+  CHECK_THAT(refused("pct_cpu_attention_nvme", "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\n"
+                                               "inference: {batch: 4, prompt_len: 512, output_len: 2, offload: "
+                                               "{attention: cpu, percent: {kv: [0, 50, 50]}}}\n"),
+             Contains("no KV on NVMe"));
+}

@@ -7,6 +7,8 @@
 #include "inference/scheduler/BatchScheduler.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 namespace memwall {
@@ -14,9 +16,65 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-OffloadPlace place(const std::string& s)
+std::string fmt_percent(double v)
 {
-  return s == "cpu" ? OffloadPlace::cpu : s == "nvme" ? OffloadPlace::nvme : OffloadPlace::none;
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
+// `fraction` of a category off the GPU, all in host memory or all on NVMe.
+OffShares on_one_tier(const std::string& where, double fraction)
+{
+  OffShares s;
+  if (where == "cpu")
+    s.cpu = fraction;
+  else if (where == "nvme")
+    s.nvme = fraction;
+  return s;
+}
+
+// FlexGen's policy: {weights: [gpu, cpu, disk], kv: [...], activations: [...]} in percent,
+// each list summing to 100.
+void read_percent(ParamReader& o, InferenceConfig& c)
+{
+  YAML::Node n = o.take("percent", "{weights: [gpu, cpu, disk], kv: [...], activations: [...]} in %",
+                        "FlexGen's policy: where each category lives, in percent of it on the GPU, in host memory "
+                        "and on NVMe (each list sums to 100); instead of weights/kv and their fractions",
+                        "none");
+  if (!n.IsDefined() || n.IsNull())
+    return;
+  ParamReader p = o.nested(n, "percent");
+  auto split = [&](const std::string& key, OffShares& out) {
+    YAML::Node v = p.take(key, "list of 3 numbers: [gpu, cpu, disk] in %", "percent of " + key +
+                                                                                  " on the GPU, in host memory, on NVMe",
+                          "[100, 0, 0]");
+    if (!v.IsDefined() || v.IsNull())
+      return;
+    if (!v.IsSequence() || v.size() != 3)
+      p.fail(key, "expected [gpu, cpu, disk] percentages, e.g. [20, 80, 0]");
+    double pct[3];
+    for (size_t i = 0; i < 3; ++i) {
+      double x = -1;
+      try {
+        x = v[i].as<double>();
+      } catch (const YAML::Exception&) {
+        p.fail(key, "expected [gpu, cpu, disk] percentages, e.g. [20, 80, 0]");
+      }
+      if (!(x >= 0 && x <= 100))
+        p.fail(key, "each percentage must be in [0, 100]");
+      pct[i] = x;
+    }
+    if (std::fabs(pct[0] + pct[1] + pct[2] - 100) > 1e-6)
+      p.fail(key, "[" + fmt_percent(pct[0]) + ", " + fmt_percent(pct[1]) + ", " + fmt_percent(pct[2]) + "] sums to " +
+                      fmt_percent(pct[0] + pct[1] + pct[2]) + ", not 100");
+    out.cpu  = pct[1] / 100;
+    out.nvme = pct[2] / 100;
+  };
+  split("weights", c.weights_off);
+  split("kv", c.kv_off);
+  split("activations", c.act_off);
+  p.finish();
 }
 
 // A length is an integer (fixed) or a mapping {dist: uniform|exponential, min, max, mean}.
@@ -112,13 +170,10 @@ void check(ParamReader& r, const InferenceConfig& c, int64_t gpus, const ModelSp
     r.fail("max_model_len", str(c.max_model_len) + " exceeds the model's context of " + str(m.max_seq_len) + " tokens");
   if (c.shared_prefix > 0 && c.kv_manager != "paged")
     r.fail("shared_prefix", "sharing a prefix's KV needs kv_manager: paged");
-  if ((c.weights_fraction <= 0 || c.weights_fraction > 1) && c.offload_weights != OffloadPlace::none)
-    r.fail("offload", "weights_fraction must be in (0, 1]");
-  if ((c.kv_fraction <= 0 || c.kv_fraction > 1) && c.offload_kv != OffloadPlace::none)
-    r.fail("offload", "kv_fraction must be in (0, 1]");
-  if (c.cpu_attention && c.offload_kv != OffloadPlace::cpu)
-    r.fail("offload", "attention: cpu computes attention where the KV cache lives, so it needs kv: cpu (the KV is " +
-                          std::string(c.offload_kv == OffloadPlace::nvme ? "on NVMe" : "on the GPU") + ")");
+  if (c.cpu_attention && (c.kv_off.cpu <= 0 || c.kv_off.nvme > 0))
+    r.fail("offload", "attention: cpu computes attention where the KV cache lives, so it needs kv: cpu with no KV on "
+                      "NVMe (the KV is " +
+                          std::string(c.kv_off.nvme > 0 ? "on NVMe" : "on the GPU") + ")");
   for (const Request& q : c.requests) {
     // Trace rows are named by file and line; generated requests by the key that made them.
     auto fail = [&](const std::string& key, const std::string& msg) {
@@ -154,12 +209,19 @@ std::string describe_inference(const InferenceConfig& c)
     s += ", shared prefix " + str(c.shared_prefix);
   if (c.gpu_batches > 1)
     s += ", " + str(c.gpu_batches) + " GPU batches per layer";
-  static const char* places[] = {"none", "cpu", "nvme"};
-  if (c.offload_weights != OffloadPlace::none)
-    s += ", " + str(std::llround(c.weights_fraction * 100)) + " % of weights on " + places[int(c.offload_weights)];
-  if (c.offload_kv != OffloadPlace::none)
-    s += ", " + str(std::llround(c.kv_fraction * 100)) + " % of KV on " + places[int(c.offload_kv)] +
-         (c.cpu_attention ? " (attention there on the CPU)" : "");
+  auto off = [&](const OffShares& o, const std::string& what) {
+    std::string t;
+    if (o.cpu > 0)
+      t += str(std::llround(o.cpu * 100)) + " % of " + what + " on cpu";
+    if (o.nvme > 0)
+      t += (t.empty() ? "" : ", ") + str(std::llround(o.nvme * 100)) + " % of " + what + " on nvme";
+    return t.empty() ? t : ", " + t;
+  };
+  s += off(c.weights_off, "weights");
+  s += off(c.kv_off, "KV");
+  if (c.kv_off.any() && c.cpu_attention)
+    s += " (attention there on the CPU)";
+  s += off(c.act_off, "activations");
   return s;
 }
 
@@ -204,10 +266,20 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
                             "each layer while its weights are on the GPU (FlexGen's num_gpu_batches)",
                             1, "", 4096);
   ParamReader o = r.section("offload", "FlexGen-style offload of weights and KV cache, streamed per layer");
-  c.offload_weights  = place(o.choice("weights", "none", {"none", "cpu", "nvme"}, "where offloaded weights live"));
-  c.weights_fraction = o.number("weights_fraction", 1.0, "part of each layer's weights off the GPU", 0.0);
-  c.offload_kv       = place(o.choice("kv", "none", {"none", "cpu", "nvme"}, "where offloaded KV cache lives"));
-  c.kv_fraction      = o.number("kv_fraction", 1.0, "part of each sequence's KV cache off the GPU", 0.0);
+  std::string w_at = o.choice("weights", "none", {"none", "cpu", "nvme"}, "where offloaded weights live");
+  double wf        = o.number("weights_fraction", 1.0, "part of each layer's weights off the GPU", 0.0);
+  std::string k_at = o.choice("kv", "none", {"none", "cpu", "nvme"}, "where offloaded KV cache lives");
+  double kf        = o.number("kv_fraction", 1.0, "part of each sequence's KV cache off the GPU", 0.0);
+  if ((wf <= 0 || wf > 1) && w_at != "none")
+    o.fail("weights_fraction", "must be in (0, 1]");
+  if ((kf <= 0 || kf > 1) && k_at != "none")
+    o.fail("kv_fraction", "must be in (0, 1]");
+  c.weights_off = on_one_tier(w_at, wf);
+  c.kv_off      = on_one_tier(k_at, kf);
+  bool tiers    = o.has("weights") || o.has("kv") || o.has("weights_fraction") || o.has("kv_fraction");
+  if (o.has("percent") && tiers)
+    o.fail("percent", "give either percent or weights/kv with their fractions, not both");
+  read_percent(o, c);
   c.cpu_attention    = o.choice("attention", "gpu", {"gpu", "cpu"},
                                 "where attention over offloaded KV runs: gpu (the KV streams over PCIe) or cpu "
                                 "(FlexGen's cpu_cache_compute: queries down, outputs up)") == "cpu";

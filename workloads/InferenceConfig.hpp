@@ -16,6 +16,16 @@ namespace memwall {
 
 enum class OffloadPlace { none, cpu, nvme };
 
+// The parts of a category kept off the GPU, in host memory and on NVMe (FlexGen's percent
+// policy); the GPU keeps the rest.
+struct OffShares {
+  double cpu  = 0;
+  double nvme = 0;
+  double total() const { return cpu + nvme; }
+  bool any() const { return total() > 0; }
+  double of(OffloadPlace p) const { return p == OffloadPlace::cpu ? cpu : p == OffloadPlace::nvme ? nvme : 0.0; }
+};
+
 struct InferenceConfig {
   std::string source = "batch"; // batch | trace | poisson
   std::string trace_path;        // as opened (relative paths resolved against the spec)
@@ -36,10 +46,9 @@ struct InferenceConfig {
   std::string preemption = "recompute"; // recompute | swap
   double swap_space      = 4.0 * (1ull << 30);
   int64_t shared_prefix  = 0; // tokens of a system prompt every request starts with
-  OffloadPlace offload_weights = OffloadPlace::none;
-  double weights_fraction      = 1.0; // part of every layer's weights kept off the GPU
-  OffloadPlace offload_kv      = OffloadPlace::none;
-  double kv_fraction           = 1.0; // part of every sequence's KV kept off the GPU
+  OffShares weights_off; // parts of every layer's weights kept off the GPU
+  OffShares kv_off;      // parts of every sequence's KV kept off the GPU
+  OffShares act_off;     // parts of the hidden states between layers kept off the GPU
   // Attention over KV held in host memory runs on the CPU (FlexGen's cpu_cache_compute,
   // ZeRO-Inference): queries go down, outputs come up, the KV never crosses PCIe.
   bool cpu_attention = false;

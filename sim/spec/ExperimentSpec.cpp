@@ -57,8 +57,9 @@ void check_memory_against_offload(const ExperimentSpec& spec, ParamReader& memor
                       offload_key + "; choose one");
   };
   if (spec.serving) {
-    clash(MemCategory::weights, spec.inference.offload_weights != OffloadPlace::none, "inference.offload.weights");
-    clash(MemCategory::kv_cache, spec.inference.offload_kv != OffloadPlace::none, "inference.offload.kv");
+    clash(MemCategory::weights, spec.inference.weights_off.any(), "inference.offload");
+    clash(MemCategory::kv_cache, spec.inference.kv_off.any(), "inference.offload");
+    clash(MemCategory::activations, spec.inference.act_off.any(), "inference.offload.percent");
     if (spec.memory.is_managed(MemCategory::kv_cache))
       memory.fail("managed", "kv_cache cannot be managed yet: a server's KV blocks are not tracked page by page; "
                              "manage weights, activations or workspace");

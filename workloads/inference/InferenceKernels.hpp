@@ -70,7 +70,8 @@ public:
   // Largest activation workspace an iteration of `tokens` tokens over `seqs` sequences needs.
   double activation_bytes(int64_t tokens, int64_t seqs, int64_t longest_context) const;
   // The same iteration run as `parts` GPU batches one after another (FlexGen's zig-zag
-  // block): one part's workspace at a time, the residual stream of every part kept.
+  // block): one part's workspace at a time, the residual stream of every part kept (on
+  // the GPU but for its offloaded share).
   double activation_bytes(int64_t tokens, int64_t seqs, int64_t longest_context, int64_t parts) const;
   // The residual stream of `tokens` tokens: what a GPU batch keeps while another runs.
   double residual_bytes(int64_t tokens) const { return static_cast<double>(tokens) * h_ * e_; }

@@ -37,16 +37,18 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
 
   KvManagerParams p;
   double per_token     = kernels_.kv_bytes_per_token();
-  double gpu_per_token = per_token * (cfg_.offload_kv == OffloadPlace::none ? 1.0 : 1.0 - cfg_.kv_fraction);
+  double gpu_per_token = per_token * (1.0 - cfg_.kv_off.total());
   double budget        = kv_budget_bytes();
   double tokens        = gpu_per_token > 0 ? std::max(budget, 0.0) / gpu_per_token : 1e18;
-  if (cfg_.offload_kv != OffloadPlace::none) {
-    bool nvme        = cfg_.offload_kv == OffloadPlace::nvme;
-    double room      = nvme ? node.nvme_bytes : node.dram_bytes / node.sockets - cfg_.swap_space;
-    int sharing      = ranks_sharing(cfg_.offload_kv);
-    if (cfg_.offload_weights == cfg_.offload_kv)
-      room -= kernels_.layer_weight_bytes() * static_cast<double>(model_.layers) * cfg_.weights_fraction * sharing;
-    tokens = std::min(tokens, std::max(room, 0.0) / (per_token * cfg_.kv_fraction * sharing));
+  // Each tier holding part of the KV bounds the tokens too, after its part of the weights.
+  for (OffloadPlace tier : {OffloadPlace::cpu, OffloadPlace::nvme}) {
+    double share = cfg_.kv_off.of(tier);
+    if (share <= 0)
+      continue;
+    double room = tier == OffloadPlace::nvme ? node.nvme_bytes : node.dram_bytes / node.sockets - cfg_.swap_space;
+    int sharing = ranks_sharing(tier);
+    room -= kernels_.layer_weight_bytes() * static_cast<double>(model_.layers) * cfg_.weights_off.of(tier) * sharing;
+    tokens = std::min(tokens, std::max(room, 0.0) / (per_token * share * sharing));
   }
   p.capacity_tokens = static_cast<int64_t>(std::floor(std::min(tokens, 1e15)));
   p.max_model_len   = cfg_.max_model_len;
@@ -59,9 +61,11 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
   stats_.kv_capacity_tokens = kv_->capacity();
   stats_.kv_bytes_per_token = per_token;
   stats_.kv_budget_bytes    = budget;
-  if (cfg_.offload_kv != OffloadPlace::none) {
-    stats_.kv_offloaded_fraction = cfg_.kv_fraction;
-    stats_.kv_offload_place      = cfg_.offload_kv == OffloadPlace::nvme ? "nvme" : "cpu";
+  if (cfg_.kv_off.any()) {
+    stats_.kv_offloaded_fraction = cfg_.kv_off.total();
+    stats_.kv_offload_place      = cfg_.kv_off.cpu > 0 && cfg_.kv_off.nvme > 0 ? "cpu+nvme"
+                                   : cfg_.kv_off.nvme > 0                   ? "nvme"
+                                                                            : "cpu";
   }
 }
 
@@ -74,7 +78,7 @@ double ServingDriver::kv_budget_bytes() const
 {
   const GpuSpec& g   = cluster_.node.gpu;
   double layers      = static_cast<double>(model_.layers);
-  double w_off       = cfg_.offload_weights == OffloadPlace::none ? 0.0 : cfg_.weights_fraction;
+  double w_off       = cfg_.weights_off.total();
   double weights     = kernels_.weight_bytes() - layers * kernels_.layer_weight_bytes() * w_off;
   double staging     = 2 * kernels_.layer_weight_bytes() * w_off;
   int64_t seqs       = std::min<int64_t>(cfg_.max_num_seqs, static_cast<int64_t>(st_.seqs.size()));
@@ -104,12 +108,13 @@ void ServingDriver::setup()
   if (g.context_bytes > 0)
     dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::context, g.context_bytes, "cuda_context");
   double layer_w = kernels_.layer_weight_bytes() * static_cast<double>(model_.layers);
-  double w_off   = cfg_.offload_weights == OffloadPlace::none ? 0.0 : cfg_.weights_fraction;
+  double w_off   = cfg_.weights_off.total();
   weights_ = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::weights, kernels_.weight_bytes() - layer_w * w_off,
                         "weights");
-  if (w_off > 0) // every rank's offloaded share sits in the same host DRAM / NVMe
-    dag_.alloc(gpu_, StreamKind::compute, offload_pool(cfg_.offload_weights), MemCategory::weights,
-               layer_w * w_off * ranks_sharing(cfg_.offload_weights), "offloaded_weights");
+  for (OffloadPlace tier : {OffloadPlace::cpu, OffloadPlace::nvme}) // every rank's share sits in the same DRAM / NVMe
+    if (cfg_.weights_off.of(tier) > 0)
+      dag_.alloc(gpu_, StreamKind::compute, offload_pool(tier), MemCategory::weights,
+                 layer_w * cfg_.weights_off.of(tier) * ranks_sharing(tier), "offloaded_weights");
   dag_.set_phase(StepPhase::serving); // every later op belongs to an iteration
 }
 

@@ -55,8 +55,9 @@ private:
   void emit_layer_part(const IterationKernels& k, int64_t layer, const std::string& L, OpId w_ready,
                        std::vector<OpId>& freed_kv);
   OpId emit_cpu_attention(const LayerKernels& k, double share, const std::string& name);
-  OpId emit_fetch(OffloadPlace from, double bytes, const std::string& name, OpId after, Tensor& staged,
+  OpId emit_fetch(const OffShares& from, double bytes, const std::string& name, OpId after, Tensor& staged,
                   MemCategory category);
+  OpId emit_activation_offload(double bytes, const std::string& name);
   // ServingTouches.cpp (unified memory)
   void touch_weights(OpId k, double offset, double bytes);
   void touch_activations(OpId k, double bytes);

@@ -11,8 +11,7 @@ Tensor bytes_of(const DeviceRef& pool, MemCategory c, double bytes) { return Ten
 void ServingDriver::emit_kv_changes(const Iteration& it)
 {
   double per_token = kernels_.kv_bytes_per_token();
-  double off       = cfg_.offload_kv == OffloadPlace::none ? 0.0 : cfg_.kv_fraction;
-  DeviceRef off_pool = offload_pool(cfg_.offload_kv);
+  double off       = cfg_.kv_off.total();
   std::vector<OpId> after;
   // Swap-outs copy the victims' KV to host memory before their slots are reused.
   for (int s : it.swapped_out) {
@@ -32,8 +31,10 @@ void ServingDriver::emit_kv_changes(const Iteration& it)
                   {after.empty() ? OpDag::none : after.back()});
     };
     change(gpu_, delta * (1 - off), delta > 0 ? "kv.alloc" : "kv.free");
-    if (off > 0)
-      change(off_pool, delta * off * ranks_sharing(cfg_.offload_kv), delta > 0 ? "kv.alloc_offloaded" : "kv.free_offloaded");
+    for (OffloadPlace tier : {OffloadPlace::cpu, OffloadPlace::nvme})
+      if (cfg_.kv_off.of(tier) > 0)
+        change(offload_pool(tier), delta * cfg_.kv_off.of(tier) * ranks_sharing(tier),
+               delta > 0 ? "kv.alloc_offloaded" : "kv.free_offloaded");
     after.push_back(dag_.last_alloc_or_free());
   }
   kv_slots_ = now_slots;
@@ -55,16 +56,45 @@ OpId ServingDriver::emit_kernel(const KernelCost& k, const std::string& name, st
   return dag_.add(std::move(op), deps);
 }
 
-// Streams `bytes` of offloaded data into a GPU staging buffer: NVMe -> host on the
-// disk-reader stream, then host -> GPU on the h2d stream. Returns the op to wait on.
-OpId ServingDriver::emit_fetch(OffloadPlace from, double bytes, const std::string& name, OpId after, Tensor& staged,
+// Streams the offloaded parts of `bytes` into a GPU staging buffer: the host part host ->
+// GPU on the h2d stream; the NVMe part NVMe -> host on the disk-reader stream, then host
+// -> GPU after it. Returns the op to wait on.
+OpId ServingDriver::emit_fetch(const OffShares& from, double bytes, const std::string& name, OpId after, Tensor& staged,
                                MemCategory category)
 {
-  staged = dag_.alloc(gpu_, StreamKind::h2d, gpu_, category, bytes, name + ".staging", {after});
-  OpId last = dag_.last_alloc_or_free();
-  if (from == OffloadPlace::nvme)
-    last = dag_.add(copy_op(gpu_, StreamKind::host, nvme_, host_, bytes, name + ".read"), {last});
-  return dag_.add(host_copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes, name + ".h2d", cfg_.offload_pinned), {last});
+  staged = dag_.alloc(gpu_, StreamKind::h2d, gpu_, category, bytes * from.total(), name + ".staging", {after});
+  OpId ready = dag_.last_alloc_or_free();
+  OpId last  = ready;
+  if (from.cpu > 0)
+    last = dag_.add(host_copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes * from.cpu, name + ".h2d", cfg_.offload_pinned),
+                    {ready});
+  if (from.nvme > 0) {
+    OpId read = dag_.add(copy_op(gpu_, StreamKind::host, nvme_, host_, bytes * from.nvme, name + ".read"), {ready});
+    last      = dag_.add(host_copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes * from.nvme,
+                                      name + (from.cpu > 0 ? ".nvme.h2d" : ".h2d"), cfg_.offload_pinned),
+                         {read});
+  }
+  return last;
+}
+
+// The hidden states leaving a layer, where FlexGen keeps them between layers: the
+// offloaded part goes down after the layer and comes back before the next one.
+OpId ServingDriver::emit_activation_offload(double bytes, const std::string& name)
+{
+  const OffShares& a = cfg_.act_off;
+  if (!a.any() || bytes <= 0)
+    return OpDag::none;
+  OpId down = dag_.add(host_copy_op(gpu_, StreamKind::d2h, gpu_, host_, bytes * a.total(), name + ".act.d2h",
+                                    cfg_.offload_pinned),
+                       {dag_.stream_tail(gpu_, StreamKind::compute)});
+  OpId back = down;
+  if (a.nvme > 0) {
+    OpId write = dag_.add(copy_op(gpu_, StreamKind::d2h, host_, nvme_, bytes * a.nvme, name + ".act.write"), {down});
+    back       = dag_.add(copy_op(gpu_, StreamKind::host, nvme_, host_, bytes * a.nvme, name + ".act.read"), {write});
+  }
+  return dag_.add(host_copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes * a.total(), name + ".act.h2d",
+                               cfg_.offload_pinned),
+                  {back});
 }
 
 // FlexGen's cpu_cache_compute: the `share` of attention over cached keys whose KV lives
@@ -126,24 +156,42 @@ void ServingDriver::emit_iteration(const Iteration& it)
   std::vector<std::vector<SeqWork>> split = split_batch(batch, cfg_.gpu_batches);
   for (const auto& part : split) {
     parts.push_back(split.size() == 1 ? k : kernels_.plan(part)); // one batch: the plan above
-    act_bytes = std::max(act_bytes, parts.back().activation_bytes + kernels_.residual_bytes(k.tokens - parts.back().tokens));
+    act_bytes = std::max(act_bytes, parts.back().activation_bytes + (1.0 - cfg_.act_off.total()) *
+                                                                      kernels_.residual_bytes(k.tokens - parts.back().tokens));
   }
   std::string tag = "it" + std::to_string(stats_.iterations);
   act_ = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::activations, act_bytes, tag + ".activations",
                    {kv_ready_});
+  // Offloaded hidden states between layers, in host memory or on NVMe for every rank there.
+  std::vector<Tensor> act_off;
+  for (OffloadPlace tier : {OffloadPlace::cpu, OffloadPlace::nvme})
+    if (cfg_.act_off.of(tier) > 0)
+      act_off.push_back(dag_.alloc(gpu_, StreamKind::compute, offload_pool(tier), MemCategory::activations,
+                                   kernels_.residual_bytes(k.tokens) * cfg_.act_off.of(tier) * ranks_sharing(tier),
+                                   tag + ".offloaded_activations"));
   touch_edge(emit_kernel(k.embed, tag + ".embed"), k.embed, false);
 
-  double w_off = cfg_.offload_weights == OffloadPlace::none ? 0.0 : cfg_.weights_fraction;
+  double w_off = cfg_.weights_off.total();
   std::vector<OpId> freed_w, freed_kv; // staging buffers as they are freed
+  OpId act_back = OpDag::none;         // the previous layer's offloaded hidden states, back
   for (int64_t l = 0; l < model_.layers; ++l) {
     std::string L = "L" + std::to_string(l);
     OpId w_ready  = OpDag::none;
     Tensor w_stage;
     if (w_off > 0)
-      w_ready = emit_fetch(cfg_.offload_weights, kernels_.layer_weight_bytes() * w_off, L + ".weights", two_back(freed_w),
+      w_ready = emit_fetch(cfg_.weights_off, kernels_.layer_weight_bytes(), L + ".weights", two_back(freed_w),
                            w_stage, MemCategory::weights);
+    OpId mark = static_cast<OpId>(dag_.size());
     for (size_t p = 0; p < parts.size(); ++p)
       emit_layer_part(parts[p], l, parts.size() > 1 ? L + ".b" + std::to_string(p) : L, w_ready, freed_kv);
+    // The layer's first kernel also waits for its offloaded input hidden states.
+    for (OpId v = mark; act_back != OpDag::none && v < dag_.size(); ++v)
+      if (dag_.op(v).kind == OpKind::kernel && dag_.op(v).stream == StreamKind::compute) {
+        dag_.depend(v, act_back);
+        break;
+      }
+    if (l + 1 < model_.layers) // the last layer's output goes straight to the head
+      act_back = emit_activation_offload(kernels_.residual_bytes(k.tokens), L);
     if (w_off > 0)
       freed_w.push_back(dag_.free(w_stage, gpu_, StreamKind::compute, L + ".weights.staging"));
   }
@@ -152,6 +200,8 @@ void ServingDriver::emit_iteration(const Iteration& it)
     dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_gather, tp_group_, k.logits_gather_bytes,
                            tag + ".logits"));
   dag_.free(act_, gpu_, StreamKind::compute, tag + ".activations");
+  for (const Tensor& t : act_off)
+    dag_.free(t, gpu_, StreamKind::compute, tag + ".offloaded_activations");
 }
 
 // One layer for one GPU batch: qkv, attention (with its offloaded KV fetched, or run on
@@ -159,7 +209,7 @@ void ServingDriver::emit_iteration(const Iteration& it)
 void ServingDriver::emit_layer_part(const IterationKernels& k, int64_t layer, const std::string& L, OpId w_ready,
                                     std::vector<OpId>& freed_kv)
 {
-  double kv_off = cfg_.offload_kv == OffloadPlace::none ? 0.0 : cfg_.kv_fraction;
+  double kv_off = cfg_.kv_off.total();
   double kv_new = static_cast<double>(k.tokens) * kernels_.kv_bytes_per_token() / static_cast<double>(model_.layers);
   // With CPU attention the GPU keeps the attention of prefills over their own tokens and
   // of the cached keys still on the GPU; the CPU's share comes back before the output GEMM.
@@ -174,7 +224,7 @@ void ServingDriver::emit_layer_part(const IterationKernels& k, int64_t layer, co
   // Only cached KV is fetched: the new tokens' K and V were just computed on the GPU.
   const bool fetch = kv_off > 0 && !cpu_attention && k.layer.cached_kv_bytes > 0;
   if (fetch)
-    kv_in = emit_fetch(cfg_.offload_kv, k.layer.cached_kv_bytes * kv_off, L + ".kv", two_back(freed_kv), kv_stage,
+    kv_in = emit_fetch(cfg_.kv_off, k.layer.cached_kv_bytes, L + ".kv", two_back(freed_kv), kv_stage,
                        MemCategory::workspace);
   touch_layer(emit_kernel(k.layer.qkv, L + ".qkv", {w_ready}), k.layer, layer, k.layer.qkv, 0);
   OpId cpu_out = cpu_attention ? emit_cpu_attention(k.layer, kv_off, L + ".attn") : OpDag::none;
@@ -184,8 +234,8 @@ void ServingDriver::emit_layer_part(const IterationKernels& k, int64_t layer, co
     if (fetch)
       freed_kv.push_back(dag_.free(kv_stage, gpu_, StreamKind::compute, L + ".kv.staging"));
     dag_.add(host_copy_op(gpu_, StreamKind::d2h, gpu_, host_, kv_new * kv_off, L + ".kv.d2h", cfg_.offload_pinned), {attn});
-    if (cfg_.offload_kv == OffloadPlace::nvme)
-      dag_.add(copy_op(gpu_, StreamKind::d2h, host_, nvme_, kv_new * kv_off, L + ".kv.write"));
+    if (cfg_.kv_off.nvme > 0)
+      dag_.add(copy_op(gpu_, StreamKind::d2h, host_, nvme_, kv_new * cfg_.kv_off.nvme, L + ".kv.write"));
   }
   if (tp_group_ >= 0) {
     touch_layer(emit_kernel(k.layer.proj, L + ".proj", {cpu_out}), k.layer, layer, k.layer.proj, 2);

@@ -13,12 +13,12 @@ public:
   {
     const InferenceConfig& c = spec.inference;
     std::vector<RemedyTry> out;
-    if (c.offload_weights == OffloadPlace::none) {
+    if (!c.weights_off.any()) {
       out.push_back({"half of the weights in host RAM",
                      {"inference.offload.weights=cpu", "inference.offload.weights_fraction=0.5"}});
       out.push_back({"all weights in host RAM", {"inference.offload.weights=cpu", "inference.offload.weights_fraction=1.0"}});
     }
-    if (c.offload_kv == OffloadPlace::none)
+    if (!c.kv_off.any())
       out.push_back({"all weights and the KV cache in host RAM",
                      {"inference.offload.weights=cpu", "inference.offload.weights_fraction=1.0", "inference.offload.kv=cpu"}});
     return out;
