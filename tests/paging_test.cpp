@@ -339,7 +339,10 @@ TEST_CASE("bad_memory_sections_are_refused_with_one_line", "[paging][errors]")
                                    "training: {seq_len: 256, global_batch: 2, micro_batch: 1, zero: 1, "
                                    "offload: {optimizer: cpu}}\nmemory: {mode: unified}\n"),
              Contains("both managed (unified memory) and offloaded"));
-  CHECK_THAT(refused("um_kv", small_serving_spec + "memory: {managed: [kv_cache]}\n"), Contains("kv_cache"));
+  CHECK_THAT(refused("um_kv_offload", "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\n"
+                                      "inference: {batch: 4, prompt_len: 64, output_len: 2, offload: {kv: cpu}}\n"
+                                      "memory: {managed: [kv_cache]}\n"),
+             Contains("kv_cache are both managed"));
   CHECK_THAT(refused("um_weights_offload", "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\n"
                                            "inference: {batch: 4, prompt_len: 64, output_len: 2, offload: {weights: cpu}}\n"
                                            "memory: {managed: [weights]}\n"),
@@ -369,4 +372,24 @@ TEST_CASE("unified_memory_lands_in_the_hdf5_file_the_sweep_table_and_the_paramet
     CHECK_THAT(params.out, Catch::Contains(key));
   CHECK_THAT(run_cli("list eviction-policies").out, Catch::Contains("fifo"));
   CHECK_THAT(run_cli("list prefetch-policies").out, Catch::Contains("layer"));
+}
+
+TEST_CASE("a_managed_kv_cache_that_fits_costs_nothing_and_one_that_does_not_pages", "[paging][inference]")
+{
+  // Llama-2-7B in int8 (6.7 GB) on the 12 GB RTX 4070, 16 prompts of 1024 tokens: the
+  // server has KV room for 5 sequences at a time.
+  const std::string spec = "hardware: {node: desktop-4070}\nmodel: {preset: llama-2-7b}\n"
+                           "inference: {batch: 16, prompt_len: 1024, output_len: 16, weight_dtype: int8}\n";
+  nlohmann::json ex = run_json("kv_explicit", spec);
+  nlohmann::json kv = run_json("kv_managed", spec + "memory: {managed: [kv_cache]}\n");
+  // The KV cache alone managed, within its budget: never evicted, the same run.
+  CHECK(kv["paging"]["faults"] == 0);
+  CHECK(kv["step_time_s"].get<double>() == ex["step_time_s"].get<double>());
+  // Weights managed too hold no fixed room: all 16 sequences are admitted, their KV and
+  // the weights exceed the GPU, and attention faults the evicted slabs back in.
+  nlohmann::json both = run_json("kv_weights_managed", spec + "memory: {managed: [weights, kv_cache]}\n");
+  CHECK(both["max_running_seqs"].get<int>() > ex["max_running_seqs"].get<int>());
+  CHECK(both["paging"]["evictions"].get<int64_t>() > 0);
+  CHECK(both["paging"]["faults"].get<int64_t>() > 0);
+  CHECK(both["breakdown_s"]["paging_stall"].get<double>() > 0);
 }

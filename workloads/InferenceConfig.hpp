@@ -62,6 +62,8 @@ struct InferenceConfig {
   // Managed weights and activations hold no fixed room: the KV budget leaves them out
   // (the driver evicts them when KV needs the memory).
   bool managed_weights = false, managed_activations = false;
+  // The KV cache in managed memory: held in slabs the attention kernels touch.
+  bool managed_kv = false;
 
   double weight_bytes() const { return dtype_bytes(weight_dtype); }
   double kv_bytes() const { return dtype_bytes(kv_dtype); }

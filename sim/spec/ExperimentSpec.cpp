@@ -60,9 +60,6 @@ void check_memory_against_offload(const ExperimentSpec& spec, ParamReader& memor
     clash(MemCategory::weights, spec.inference.weights_off.any(), "inference.offload");
     clash(MemCategory::kv_cache, spec.inference.kv_off.any(), "inference.offload");
     clash(MemCategory::activations, spec.inference.act_off.any(), "inference.offload.percent");
-    if (spec.memory.is_managed(MemCategory::kv_cache))
-      memory.fail("managed", "kv_cache cannot be managed yet: a server's KV blocks are not tracked page by page; "
-                             "manage weights, activations or workspace");
   } else {
     clash(MemCategory::optimizer, spec.training.offload_optimizer != OffloadTarget::none, "training.offload.optimizer");
     clash(MemCategory::weights, spec.training.offload_params != OffloadTarget::none, "training.offload.params");
@@ -112,6 +109,7 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
     spec.inference.record_tensor_accesses = spec.memory.enabled();
     spec.inference.managed_weights        = spec.memory.is_managed(MemCategory::weights);
     spec.inference.managed_activations    = spec.memory.is_managed(MemCategory::activations);
+    spec.inference.managed_kv             = spec.memory.is_managed(MemCategory::kv_cache);
     top.finish();
     check_memory_against_offload(spec, memory);
     for (Dtype d : {spec.inference.act_dtype, spec.inference.gemm_dtype()})

@@ -63,6 +63,9 @@ private:
   void touch_activations(OpId k, double bytes);
   void touch_edge(OpId k, const KernelCost& c, bool head);
   void touch_layer(OpId k, const LayerKernels& lk, int64_t layer, const KernelCost& c, int part);
+  // Managed KV: the GPU's KV bytes held in slabs of kv_slab_bytes, grown and shrunk as
+  // the reserved KV changes (alloc and free ops after `after`).
+  void resize_managed_kv(double gpu_bytes, OpId after);
   DeviceRef offload_pool(OffloadPlace p) const { return p == OffloadPlace::nvme ? nvme_ : host_; }
   // Ranks whose offloaded share sits in the same pool as the representative's.
   int ranks_sharing(OffloadPlace p) const
@@ -82,6 +85,9 @@ private:
 
   Tensor weights_; // on the GPU (all of them unless offloaded)
   Tensor act_;     // the current iteration's activation workspace
+  std::vector<Tensor> kv_slabs_; // managed KV (unified memory), oldest first
+  double kv_gpu_bytes_ = 0;      // the GPU's KV bytes the slabs hold
+  static constexpr double kv_slab_bytes = 64.0 * 1024 * 1024;
   DeviceRef gpu_, host_, nvme_;
   int32_t tp_group_ = -1;
   std::vector<DeviceRef> tp_members_, node_peers_;

@@ -30,7 +30,10 @@ void ServingDriver::emit_kv_changes(const Iteration& it)
         dag_.free(bytes_of(pool, MemCategory::kv_cache, -bytes), gpu_, StreamKind::compute, name,
                   {after.empty() ? OpDag::none : after.back()});
     };
-    change(gpu_, delta * (1 - off), delta > 0 ? "kv.alloc" : "kv.free");
+    if (cfg_.managed_kv)
+      resize_managed_kv(kv_gpu_bytes_ + delta * (1 - off), after.empty() ? OpDag::none : after.back());
+    else
+      change(gpu_, delta * (1 - off), delta > 0 ? "kv.alloc" : "kv.free");
     for (OffloadPlace tier : {OffloadPlace::cpu, OffloadPlace::nvme})
       if (cfg_.kv_off.of(tier) > 0)
         change(offload_pool(tier), delta * cfg_.kv_off.of(tier) * ranks_sharing(tier),

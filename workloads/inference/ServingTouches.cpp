@@ -52,7 +52,32 @@ void ServingDriver::touch_layer(OpId k, const LayerKernels& lk, int64_t layer, c
   double read    = total > 0 ? layer_w * share / total : 0.0;
   if (read > 0)
     touch_weights(k, layer_w * static_cast<double>(layer) + (total > 0 ? layer_w * from / total : 0.0), read);
-  touch_activations(k, std::max(0.0, c.bytes - read));
+  // Attention reads its layer's keys and values from every slab of a managed KV cache
+  // (each slab holds all layers of its tokens) and writes the new tokens'.
+  double kv_read = 0;
+  if (part == 1)
+    for (const Tensor& slab : kv_slabs_) {
+      double slice = slab.bytes / static_cast<double>(model_.layers);
+      dag_.touch(k, slab, slice, true, slice * static_cast<double>(layer));
+      kv_read += slice;
+    }
+  touch_activations(k, std::max(0.0, c.bytes - read - kv_read));
+}
+
+void ServingDriver::resize_managed_kv(double gpu_bytes, OpId after)
+{
+  kv_gpu_bytes_ = std::max(0.0, gpu_bytes);
+  double held   = kv_slab_bytes * static_cast<double>(kv_slabs_.size());
+  while (held < kv_gpu_bytes_) {
+    kv_slabs_.push_back(dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::kv_cache, kv_slab_bytes, "kv.slab",
+                                   {after}));
+    held += kv_slab_bytes;
+  }
+  while (!kv_slabs_.empty() && held - kv_slab_bytes >= kv_gpu_bytes_) {
+    dag_.free(kv_slabs_.back(), gpu_, StreamKind::compute, "kv.slab", {after});
+    kv_slabs_.pop_back();
+    held -= kv_slab_bytes;
+  }
 }
 
 } // namespace memwall
