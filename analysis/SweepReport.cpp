@@ -231,7 +231,10 @@ std::string sweep_report_text(const ResultsTable& t, const std::string& path, co
   std::vector<std::string> figures = o.columns.empty() ? key_figures(t, by, fitting) : o.columns;
   if (!o.columns.empty() && std::find(figures.begin(), figures.end(), by) == figures.end())
     figures.insert(figures.begin(), by);
-  cols.insert(cols.end(), figures.begin(), figures.end());
+  // The index and the axes are already there: a figure naming one is not shown twice.
+  for (const std::string& f : figures)
+    if (std::find(cols.begin(), cols.end(), f) == cols.end())
+      cols.push_back(f);
   if (!ranked.empty()) {
     size_t n = std::min(o.top, ranked.size());
     os << "\nTop " << n << " of " << ranked.size() << " fitting points by " << by

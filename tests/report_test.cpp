@@ -188,3 +188,21 @@ TEST_CASE("a_run_files_csv_is_its_summary_as_key_value_rows", "[report]")
   CHECK_THAT(csv.out, Catch::Contains("\nstep_time_s," + j["step_time_s"].dump() + "\n"));
   CHECK_THAT(csv.out, Catch::Contains("\ndevices.node0.gpu0.peak_bytes," + j["devices"][0]["peak_bytes"].dump() + "\n"));
 }
+
+TEST_CASE("an_axis_asked_for_with_columns_is_shown_once", "[report][sweep]")
+{
+  // The axes come first in every table; naming one in --columns (or index) used to print it twice.
+  std::string h5 = swept("report_axis_once");
+  CliResult r    = run_cli("report " + h5 + " --columns index,training.micro_batch,step_time_s");
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::string> ls = lines(r.out);
+  auto head = std::find_if(ls.begin(), ls.end(), [](const std::string& l) { return l.rfind("Top ", 0) == 0; });
+  REQUIRE(head + 1 < ls.end());
+  std::istringstream header(*(head + 1));
+  std::vector<std::string> names;
+  for (std::string w; header >> w;)
+    names.push_back(w);
+  CHECK(std::count(names.begin(), names.end(), "micro_batch") == 1);
+  CHECK(std::count(names.begin(), names.end(), "index") == 1);
+  CHECK(std::count(names.begin(), names.end(), "step_time_s") == 1);
+}
