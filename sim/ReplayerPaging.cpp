@@ -105,7 +105,8 @@ void Replayer::alloc_with_paging(OpId id, const Op& op)
                                                    : ManagedMemory::Start::host;
     Migration m = g.memory->add(op.tensor, op.category, op.bytes, start, hbm_room(op.pool));
     apply(op.pool, m, op.name);
-    start_paging_flow(id, op.pool, false, m.d2h, 1.0);
+    // Room for first-touch pages is made by the driver, evicting as it does for faults.
+    start_paging_flow(id, op.pool, false, m.d2h, 1.0 / cfg.migration_efficiency);
     if (prefetch_->at_alloc()) {
       Migration bulk = g.memory->access({{op.tensor, 0, op.bytes, false}}, hbm_room(op.pool), false);
       apply(op.pool, bulk, op.name);
