@@ -61,7 +61,7 @@ UnifiedMemoryConfig read_memory_section(ParamReader& r)
                         "cudaMemPrefetchAsync: none, layer (each kernel's tensors before it, the next one's while it "
                         "runs) or whole (each allocation when made); `memwall list prefetch-policies`");
   c.eviction = r.choice("eviction", "fifo", eviction_registry().names(),
-                        "which 2 MB chunk leaves the GPU first; `memwall list eviction-policies`");
+                        "which 2 MiB chunk leaves the GPU first; `memwall list eviction-policies`");
   c.warm = r.choice("start", "warm", {"warm", "cold"},
                     "where managed weights and optimizer states start: warm (on the GPU as far as they fit, as a "
                     "previous step left them) or cold (on the host, as just after loading: the step faults them in)") ==
