@@ -39,6 +39,10 @@ const Scenario scenarios[] = {
     {"llama-2-7b, dp 64, 8 x DGX H100",
      "hardware: {node: dgx-h100, nodes: 8}\nmodel: {preset: llama-2-7b}\n"
      "training: {seq_len: 4096, global_batch: 64, micro_batch: 1, precision: bf16}\n", nullptr, 5},
+    // A tiny model on a large cluster: what building the platform costs (12,288 GPUs).
+    {"gpt2, dp 12288, 1536 x DGX A100",
+     "hardware: {node: dgx-a100, nodes: 1536}\nmodel: {preset: gpt2}\n"
+     "training: {seq_len: 256, global_batch: 12288, micro_batch: 1}\n", nullptr, 3},
     {"gpt3-175b, tp8 pp8 interleaved, 64 GPUs", nullptr, "examples/gpt3-175b-tp8-pp8-interleaved-8xdgx-a100.yaml", 3},
     {"megatron-1t, tp8 pp64 dp6, 3072 GPUs", nullptr, "examples/megatron-1t-tp8-pp64-384xdgx-a100.yaml", 3},
     {"llama-2-7b serving 10k requests, 1 A100", nullptr, "examples/llama2-7b-serving-poisson-1xa100.yaml", 3,

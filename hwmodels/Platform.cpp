@@ -52,6 +52,8 @@ Platform::Platform(const ClusterSpec& cluster) : cluster_(cluster)
   timer_->set_core_count(1 << 20); // delays never share a core
   nodes_.resize(cluster_.nodes);
   for (int n = 0; n < cluster_.nodes; ++n)
+    create_node_links(n, star);
+  for (int n = 0; n < cluster_.nodes; ++n)
     build_node(n, star);
   if (cluster_.nodes > 1)
     for (int n = 0; n < cluster_.nodes; ++n)
@@ -89,6 +91,22 @@ Platform::Duplex Platform::make_duplex(sg4::NetZone* z, const std::string& name,
   return d;
 }
 
+void Platform::create_node_links(int n, sg4::NetZone* z)
+{
+  const std::string prefix = "node" + std::to_string(n) + ".";
+  NodeParts& p             = nodes_[n];
+  add_gpu_links(p, prefix, z);
+  add_host_links(p, prefix, z);
+  add_gpu_fabric(p, prefix, z);
+  add_nic_links(p, prefix, z);
+  if (cluster_.nodes > 1 && cluster_.node.nics > 0) { // without NICs connect_node_to_fabric refuses the spec
+    //   node ──(node.ib.up: NICs x bandwidth / oversubscription)──► [ib switch]
+    const NodeSpec& node = cluster_.node;
+    double share         = node.nics * node.nic_bw / cluster_.oversubscription;
+    p.ib = make_duplex(z, "node" + std::to_string(n) + ".ib", share, share, cluster_.switch_latency_s / 2);
+  }
+}
+
 void Platform::build_node(int n, sg4::NetZone* parent)
 {
   const std::string prefix = "node" + std::to_string(n) + ".";
@@ -97,7 +115,6 @@ void Platform::build_node(int n, sg4::NetZone* parent)
   p.zone->set_parent(parent);
   add_gpus(p, prefix);
   add_host_side(p, prefix);
-  add_gpu_fabric(p, prefix);
   add_nics(p, prefix);
   route_gpu_pairs(p);
   route_host_memory(p);
@@ -106,72 +123,88 @@ void Platform::build_node(int n, sg4::NetZone* parent)
   p.zone->seal();
 }
 
-void Platform::add_gpus(NodeParts& p, const std::string& prefix)
+void Platform::add_gpu_links(NodeParts& p, const std::string& prefix, sg4::NetZone* z)
 {
   //   gpuI ──(hbm, shared by reads and writes)──► gpuI
   //     │ pcie.up = D2H, pcie.down = H2D (the GPU's own x16 link to its switch)
   const GpuSpec& g = cluster_.node.gpu;
   for (int i = 0; i < cluster_.gpus_per_node; ++i) {
     std::string name = prefix + "gpu" + std::to_string(i);
-    sg4::Host* h     = p.zone->create_host(name, gpu_host_speed);
-    p.gpus.push_back(h);
     // The kernel overhead sits on the HBM route as latency so that a kernel, which is an
     // Exec of (F/P + overhead) beside an HBM flow of (overhead + B/W), lasts
     // overhead + max(F/P, B/W).
-    sg4::Link* hbm = p.zone->create_link(name + ".hbm", g.hbm_achievable_bw)->set_latency(g.kernel_overhead_s)->seal();
+    sg4::Link* hbm = z->create_link(name + ".hbm", g.hbm_achievable_bw)->set_latency(g.kernel_overhead_s)->seal();
     bandwidth_[hbm->get_name()] = g.hbm_achievable_bw;
     p.hbm.push_back(hbm);
-    // Without this explicit self-route a full zone falls back to a global 10 GB/s
-    // loopback link (DESIGN.md §3).
-    route(p.zone, h, h, {hbm});
-    p.pcie.push_back(make_duplex(p.zone, name + ".pcie", g.d2h_bw, g.h2d_bw, cluster_.node.pcie_latency_s));
+    p.pcie.push_back(make_duplex(z, name + ".pcie", g.d2h_bw, g.h2d_bw, cluster_.node.pcie_latency_s));
   }
 }
 
-void Platform::add_host_side(NodeParts& p, const std::string& prefix)
+void Platform::add_gpus(NodeParts& p, const std::string& prefix)
+{
+  for (int i = 0; i < cluster_.gpus_per_node; ++i) {
+    sg4::Host* h = p.zone->create_host(prefix + "gpu" + std::to_string(i), gpu_host_speed);
+    p.gpus.push_back(h);
+    // Without this explicit self-route a full zone falls back to a global 10 GB/s
+    // loopback link (DESIGN.md §3).
+    route(p.zone, h, h, {p.hbm[i]});
+  }
+}
+
+void Platform::add_host_links(NodeParts& p, const std::string& prefix, sg4::NetZone* z)
 {
   //   cpuS ──(dram S, shared)        cpu0 ◄──socket link──► cpu1
   //   pcie switch K ══uplink══► its socket        nvme ══read/write══► cpu0
   const NodeSpec& node = cluster_.node;
   for (int s = 0; s < node.sockets; ++s) {
     std::string name = prefix + "cpu" + std::to_string(s);
-    p.cpus.push_back(p.zone->create_host(name, node.cpu_flops_per_socket));
-    sg4::Link* dram = p.zone->create_link(name + ".dram", node.dram_bw_per_socket)->seal();
+    sg4::Link* dram  = z->create_link(name + ".dram", node.dram_bw_per_socket)->seal();
     bandwidth_[dram->get_name()] = node.dram_bw_per_socket;
     p.dram.push_back(dram);
-    p.socket_link.push_back(make_duplex(p.zone, name + ".xlink", node.socket_link_bw, node.socket_link_bw, 0));
+    p.socket_link.push_back(make_duplex(z, name + ".xlink", node.socket_link_bw, node.socket_link_bw, 0));
   }
   int switches = (cluster_.gpus_per_node + node.gpus_per_pcie_switch - 1) / node.gpus_per_pcie_switch;
   for (int k = 0; k < switches; ++k)
-    p.uplink.push_back(make_duplex(p.zone, prefix + "pcieswitch" + std::to_string(k) + ".uplink",
-                                   node.pcie_uplink_bw, node.pcie_uplink_bw, 0));
-  p.nvme      = p.zone->create_host(prefix + "nvme0", 1.0);
-  double read = node.nvme_read_bw > 0 ? node.nvme_read_bw : 1e-3; // absent drive: unusable, not free
+    p.uplink.push_back(make_duplex(z, prefix + "pcieswitch" + std::to_string(k) + ".uplink", node.pcie_uplink_bw,
+                                   node.pcie_uplink_bw, 0));
+  double read  = node.nvme_read_bw > 0 ? node.nvme_read_bw : 1e-3; // absent drive: unusable, not free
   double write = node.nvme_write_bw > 0 ? node.nvme_write_bw : 1e-3;
-  p.nvme_link  = make_duplex(p.zone, prefix + "nvme0.io", read, write, 20e-6);
+  p.nvme_link  = make_duplex(z, prefix + "nvme0.io", read, write, 20e-6);
 }
 
-void Platform::add_gpu_fabric(NodeParts& p, const std::string& prefix)
+void Platform::add_host_side(NodeParts& p, const std::string& prefix)
+{
+  const NodeSpec& node = cluster_.node;
+  for (int s = 0; s < node.sockets; ++s)
+    p.cpus.push_back(p.zone->create_host(prefix + "cpu" + std::to_string(s), node.cpu_flops_per_socket));
+  p.nvme = p.zone->create_host(prefix + "nvme0", 1.0);
+}
+
+void Platform::add_gpu_fabric(NodeParts& p, const std::string& prefix, sg4::NetZone* z)
 {
   //   gpuI ──nvlink.up──► [NVSwitch] ──nvlink.down──► gpuJ     (fabric: nvswitch)
   if (cluster_.node.fabric != GpuFabric::nvswitch)
     return;
   double half_latency = cluster_.node.nvlink_latency_s / 2;
   for (int i = 0; i < cluster_.gpus_per_node; ++i)
-    p.nvlink.push_back(make_duplex(p.zone, prefix + "gpu" + std::to_string(i) + ".nvlink",
+    p.nvlink.push_back(make_duplex(z, prefix + "gpu" + std::to_string(i) + ".nvlink",
                                    cluster_.node.gpu.nvlink_bw, cluster_.node.gpu.nvlink_bw, half_latency));
 }
 
-void Platform::add_nics(NodeParts& p, const std::string& prefix)
+void Platform::add_nic_links(NodeParts& p, const std::string& prefix, sg4::NetZone* z)
 {
   //   gpuI ──pcie──► [switch] ──► nicK ──► (ib router of the node)     GPUDirect RDMA
   if (cluster_.nodes <= 1 || cluster_.node.nics <= 0)
     return;
   const NodeSpec& node = cluster_.node;
-  p.gateway            = p.zone->create_router(prefix + "ib");
   for (int k = 0; k < node.nics; ++k)
-    p.nic.push_back(make_duplex(p.zone, prefix + "nic" + std::to_string(k), node.nic_bw, node.nic_bw,
-                                node.nic_latency_s / 2));
+    p.nic.push_back(make_duplex(z, prefix + "nic" + std::to_string(k), node.nic_bw, node.nic_bw, node.nic_latency_s / 2));
+}
+
+void Platform::add_nics(NodeParts& p, const std::string& prefix)
+{
+  if (cluster_.nodes > 1 && cluster_.node.nics > 0)
+    p.gateway = p.zone->create_router(prefix + "ib");
 }
 
 std::vector<sg4::Link*> Platform::socket_hop(const NodeParts& p, int from, int to) const
@@ -237,15 +270,11 @@ void Platform::route_to_gateway(NodeParts& p)
 
 void Platform::connect_node_to_fabric(int n, sg4::NetZone* star)
 {
-  //   node ──(node.ib.up: NICs x bandwidth / oversubscription)──► [ib switch]
   NodeParts& p = nodes_[n];
   if (!p.gateway)
     throw InputError("hardware.node: a cluster of several nodes needs nics > 0 and nic_bw > 0");
-  const NodeSpec& node = cluster_.node;
-  double share         = node.nics * node.nic_bw / cluster_.oversubscription;
-  Duplex d = make_duplex(star, "node" + std::to_string(n) + ".ib", share, share, cluster_.switch_latency_s / 2);
-  star->add_route(p.zone->get_netpoint(), nullptr, p.gateway, nullptr, {sg4::LinkInRoute(d.up)}, false);
-  star->add_route(nullptr, p.zone->get_netpoint(), nullptr, p.gateway, {sg4::LinkInRoute(d.down)}, false);
+  star->add_route(p.zone->get_netpoint(), nullptr, p.gateway, nullptr, {sg4::LinkInRoute(p.ib.up)}, false);
+  star->add_route(nullptr, p.zone->get_netpoint(), nullptr, p.gateway, {sg4::LinkInRoute(p.ib.down)}, false);
 }
 
 } // namespace memwall

@@ -46,13 +46,20 @@ private:
     simgrid::kernel::routing::NetPoint* gateway = nullptr;
     std::vector<simgrid::s4u::Link*> hbm, dram;
     std::vector<Duplex> pcie, uplink, nvlink, nic, socket_link;
-    Duplex nvme_link;
+    Duplex nvme_link, ib;
   };
 
+  // Links first, all in the top zone, then the node zones with their hosts and routes:
+  // SimGrid checks a new link's name against every zone of the platform, so links made
+  // after N node zones cost N lookups each (quadratic in nodes).
+  void create_node_links(int n, simgrid::s4u::NetZone* z);
   void build_node(int n, simgrid::s4u::NetZone* parent);
   void add_gpus(NodeParts& p, const std::string& prefix);
   void add_host_side(NodeParts& p, const std::string& prefix);
-  void add_gpu_fabric(NodeParts& p, const std::string& prefix);
+  void add_gpu_links(NodeParts& p, const std::string& prefix, simgrid::s4u::NetZone* z);
+  void add_host_links(NodeParts& p, const std::string& prefix, simgrid::s4u::NetZone* z);
+  void add_gpu_fabric(NodeParts& p, const std::string& prefix, simgrid::s4u::NetZone* z);
+  void add_nic_links(NodeParts& p, const std::string& prefix, simgrid::s4u::NetZone* z);
   void add_nics(NodeParts& p, const std::string& prefix);
   void route_gpu_pairs(NodeParts& p);
   void route_host_memory(NodeParts& p);
