@@ -59,6 +59,16 @@ const OpRecord& record(const RunResult& r, const std::string& name)
   throw std::logic_error("unreachable");
 }
 
+nlohmann::json run_json(const std::string& name, const std::string& yaml, const std::string& extra)
+{
+  std::string spec = temp_path(name + ".yaml");
+  write_file(spec, yaml);
+  CliResult r = run_cli("run " + spec + " --json " + extra);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
 std::string source_path(const std::string& relative) { return std::string(MEMWALL_SOURCE_DIR) + "/" + relative; }
 
 std::string temp_path(const std::string& name)

@@ -5,6 +5,8 @@
 #include "OpDag.hpp"
 #include "RunResult.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 namespace memwall::test {
@@ -23,6 +25,9 @@ struct CliResult {
 // Runs the memwall binary with `args` (shell-quoted by the caller), after `launcher`
 // when given (environment settings, mpirun and its options).
 CliResult run_cli(const std::string& args, const std::string& launcher = "");
+// Runs `memwall run NAME.yaml --json EXTRA` on `yaml` and returns the summary; the run
+// must succeed (exit 0), a run that does not fit included.
+nlohmann::json run_json(const std::string& name, const std::string& yaml, const std::string& extra = "");
 // Runs `memwall run` on `yaml` (written to NAME.yaml) with -o and --trace and `extra`;
 // checks the bad-input contract (exit 2, one line on stderr, nothing on stdout, no
 // output file) and returns the error line.

@@ -97,11 +97,7 @@ TEST_CASE("cpu_attention_beats_streaming_the_kv_when_pcie_is_the_bottleneck", "[
   // Streaming: every decode moves the 33.5 MB of each layer's KV over 12 GB/s PCIe
   // (2.8 ms); on the CPU it is read from 60 GB/s DRAM (0.56 ms). The decode iteration is
   // faster on the CPU, and the GPU's PCIe downlink carries 32 x 33.5 MB less.
-  auto run = [](const std::string& attention) {
-    std::string spec = temp_path("attention_" + attention + ".yaml");
-    write_file(spec, cpu_attention_spec(attention));
-    return nlohmann::json::parse(run_cli("run " + spec + " --json").out);
-  };
+  auto run = [](const std::string& attention) { return run_json("attention_" + attention, cpu_attention_spec(attention)); };
   auto gpu = run("gpu"), cpu = run("cpu");
   REQUIRE(gpu["fits"] == true);
   REQUIRE(cpu["fits"] == true);
@@ -136,11 +132,10 @@ TEST_CASE("gpu_batches_share_each_layers_weights_and_hold_one_batchs_workspace",
   // FlexGen's zig-zag block: the 4 prompts of 512 tokens run through each layer as 2 GPU
   // batches of 2 while the layer's weights (all on the host) are on the GPU once.
   auto run = [](int64_t parts) {
-    std::string spec = temp_path("gpu_batches_" + std::to_string(parts) + ".yaml");
-    write_file(spec, "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\n"
-                     "inference: {batch: 4, prompt_len: 512, output_len: 2, gpu_batches: " +
-                         std::to_string(parts) + ", offload: {weights: cpu}}\n");
-    return nlohmann::json::parse(run_cli("run " + spec + " --json").out);
+    return run_json("gpu_batches_" + std::to_string(parts),
+                    "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\n"
+                    "inference: {batch: 4, prompt_len: 512, output_len: 2, gpu_batches: " +
+                        std::to_string(parts) + ", offload: {weights: cpu}}\n");
   };
   auto one = run(1), two = run(2);
   REQUIRE(one["fits"] == true);

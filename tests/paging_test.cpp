@@ -273,15 +273,6 @@ TEST_CASE("stream_triad_over_managed_memory_on_a_v100_pcie_falls_from_hbm_speed_
 
 namespace {
 
-nlohmann::json run_json(const std::string& name, const std::string& yaml, const std::string& extra = "")
-{
-  std::string spec = temp_path(name + ".yaml");
-  write_file(spec, yaml);
-  CliResult r = run_cli("run " + spec + " --json " + extra);
-  REQUIRE(r.exit_code == 0);
-  return nlohmann::json::parse(r.out);
-}
-
 // GPT-2 small on the 12 GB RTX 4070, one micro-batch of 16 x 1024 tokens without
 // recomputation: explicit memory peaks at 12.9 GiB (the ~10 GiB of activations that
 // micro batch 12 needs, grown by 16/12), beyond the GPU's 11.99 GiB.
