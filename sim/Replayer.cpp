@@ -1,6 +1,5 @@
 #include "Replayer.hpp"
 
-#include "KernelTiming.hpp"
 #include "ReplayProgress.hpp"
 
 #include <boost/graph/topological_sort.hpp>
@@ -203,120 +202,6 @@ void Replayer::start(OpId id)
     complete(id);
 }
 
-DeviceRef Replayer::shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const
-{
-  const ClusterSpec& c = platform_.cluster();
-  int delta            = peer.index - rep.index;
-  switch (d.kind) {
-    case DeviceKind::gpu:
-      return {DeviceKind::gpu, d.node, ((d.index + delta) % c.gpus_per_node + c.gpus_per_node) % c.gpus_per_node};
-    case DeviceKind::host:
-      if (d.node == rep.node && d.index == c.node.socket_of_gpu(rep.index))
-        return {DeviceKind::host, d.node, c.node.socket_of_gpu(peer.index)};
-      return d;
-    case DeviceKind::nvme: return d;
-  }
-  return d;
-}
-
-void Replayer::start_kernel(OpId id, const Op& op)
-{
-  KernelTiming t  = kernel_timing(platform_.cluster().node.gpu, op);
-  sg4::Host* host = platform_.host(op.device);
-  if (!shared_hbm_.count(op.device)) {
-    // Alone on its HBM: overhead + max(F/P, B/W) in one activity, the HBM link's bytes
-    // and busy time accounted here (the same figures the flow would have produced).
-    start_exec(id, host, t.total_s(op.bytes) * Platform::gpu_host_speed);
-    if (op.bytes > 0)
-      for (int l : routes_[route_index(host, host)].links) {
-        link_bytes_[l] += op.bytes;
-        link_busy_[l] += t.overhead_s + t.memory_s(op.bytes);
-      }
-    return;
-  }
-  start_exec(id, host, (t.compute_s + t.overhead_s) * Platform::gpu_host_speed);
-  start_flow(id, op.device, op.device, op.bytes);
-}
-
-// A pageable copy is the DMA over the link plus, pipelined with it, the driver's memcpy
-// between pageable memory and its pinned staging buffer: one CPU thread at the node's
-// pageable_copy_bw, reading and writing the socket's DRAM (two more passes over it). The
-// copy ends when the slowest of the three does.
-void Replayer::start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst)
-{
-  start_flow(id, src, dst, op.bytes);
-  bool host_gpu = (src.kind == DeviceKind::host && dst.kind == DeviceKind::gpu) ||
-                  (src.kind == DeviceKind::gpu && dst.kind == DeviceKind::host);
-  if (!op.pageable || !host_gpu || op.bytes <= 0)
-    return;
-  const DeviceRef& host = src.kind == DeviceKind::host ? src : dst;
-  start_exec(id, platform_.timer(), op.bytes / platform_.cluster().node.pageable_copy_bw * platform_.timer()->get_speed());
-  start_flow(id, host, host, 2 * op.bytes);
-}
-
-void Replayer::start_host_compute(OpId id, const DeviceRef& socket, const Op& op)
-{
-  start_exec(id, platform_.host(socket), op.flops);
-  start_flow(id, socket, socket, op.bytes);
-}
-
-void Replayer::start_exec(OpId op, sg4::Host* host, double work)
-{
-  sg4::ExecPtr e = sg4::Exec::init();
-  e->set_flops_amount(work);
-  e->set_host(host);
-  activities_.push_back({op, -1, 0, e});
-  e->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
-  if (op != OpDag::none) // OpDag::none: a source waiting for its next event
-    ++running_acts_[op - base_];
-  e->vetoable_start();
-}
-
-void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes, double payload)
-{
-  sg4::Host* from = platform_.host(src);
-  sg4::Host* to   = platform_.host(dst);
-  int r           = route_index(from, to);
-  double now      = sg4::Engine::get_clock();
-  for (int l : routes_[r].links) {
-    if (link_active_[l]++ == 0)
-      link_busy_since_[l] = now;
-    link_bytes_[l] += bytes;
-  }
-  sg4::CommPtr c = sg4::Comm::sendto_init(from, to);
-  c->set_payload_size(static_cast<uint64_t>((payload < 0 ? bytes : payload) + 0.5));
-  activities_.push_back({op, r, bytes, c});
-  c->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
-  ++running_acts_[op - base_];
-  c->vetoable_start();
-}
-
-int Replayer::route_index(sg4::Host* src, sg4::Host* dst)
-{
-  auto key = std::make_pair(src, dst);
-  if (auto it = route_ids_.find(key); it != route_ids_.end())
-    return it->second;
-  std::vector<sg4::Link*> links;
-  double latency = 0;
-  src->route_to(dst, links, &latency);
-  Route route;
-  route.latency = latency;
-  for (sg4::Link* l : links) {
-    auto [it, fresh] = link_ids_.try_emplace(l, static_cast<int>(links_.size()));
-    if (fresh) {
-      links_.push_back(l);
-      link_active_.push_back(0);
-      link_busy_since_.push_back(0);
-      link_busy_.push_back(0);
-      link_bytes_.push_back(0);
-    }
-    route.links.push_back(it->second);
-  }
-  routes_.push_back(std::move(route));
-  route_ids_.emplace(key, static_cast<int>(routes_.size() - 1));
-  return static_cast<int>(routes_.size() - 1);
-}
-
 void Replayer::on_activity_done(size_t index)
 {
   Activity& a = activities_.at(index);
@@ -329,14 +214,15 @@ void Replayer::on_activity_done(size_t index)
   OpId op = a.op;
   if (op == OpDag::none)
     return;
-  auto paged = a.paging || paged_.empty() ? paged_.end() : paged_.find(op);
-  if (paged != paged_.end())
+  // A kernel under unified memory: when its own work (not a paging transfer) ends.
+  auto paged = paged_.empty() ? paged_.end() : paged_.find(op);
+  if (paged != paged_.end() && !a.paging)
     paged->second.own_end = now;
   if (--running_acts_[op - base_] > 0)
     return;
   if (dag_.op(op).kind == OpKind::collective && start_collective_phase(op))
     return;
-  if (!paged_.empty() && paged_.count(op) && start_paging_step(op))
+  if (paged != paged_.end() && start_paging_step(op))
     return;
   complete(op);
   drain_ready();

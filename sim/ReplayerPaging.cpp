@@ -14,8 +14,6 @@
 
 #include <simgrid/s4u.hpp>
 
-#include <cmath>
-
 namespace sg4 = simgrid::s4u;
 
 namespace memwall {
@@ -70,7 +68,7 @@ void Replayer::apply(const DeviceRef& gpu, const Migration& m, const std::string
   r.migrated_d2h_bytes += m.d2h;
   r.remote_bytes += m.remote;
   r.faults += m.faults;
-  r.fault_batches += (m.faults + options_.memory.faults_per_batch - 1) / options_.memory.faults_per_batch;
+  r.fault_batches += options_.memory.fault_batches(m.faults);
   r.evictions += m.evictions;
   r.thrashing_pages += m.thrashing_pages;
   if (changed) {
@@ -168,8 +166,7 @@ void Replayer::start_paged_kernel(OpId id, const Op& op)
   }
   Migration f = g.memory->access(acc, hbm_room(op.device), true);
   apply(op.device, f, op.name);
-  double batches = std::ceil(static_cast<double>(f.faults) / cfg.faults_per_batch);
-  step(PagingStep::Kind::driver, batches * cfg.fault_batch_s, 1.0);
+  step(PagingStep::Kind::driver, static_cast<double>(cfg.fault_batches(f.faults)) * cfg.fault_batch_s, 1.0);
   step(PagingStep::Kind::evict, f.d2h, 1.0 / cfg.migration_efficiency);
   step(PagingStep::Kind::migrate, f.h2d, 1.0 / cfg.migration_efficiency);
   pk.steps.push_back({PagingStep::Kind::kernel, 0, 1.0});

@@ -50,6 +50,15 @@ std::string plotted(const std::string& args, const std::string& png)
   return r.out;
 }
 
+// `yaml` written to NAME.yaml and run into NAME.h5, whose path is returned.
+std::string run_file(const std::string& name, const std::string& yaml)
+{
+  std::string spec = temp_path(name + ".yaml"), h5 = temp_path(name + ".h5");
+  write_file(spec, yaml);
+  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  return h5;
+}
+
 // 6 points, micro batch 32 without recompute out of memory; timelines recorded.
 const std::string sweep_yaml = gpt2_oom_sweep + "record: {memory: true}\n";
 
@@ -59,10 +68,9 @@ TEST_CASE("a_run_plot_has_one_memory_panel_per_device", "[plot]")
 {
   // ZeRO-Offload keeps the optimizer in host RAM: two memories, so two panels. The
   // script draws 10 x (3.2 n + 0.8) inches at 110 dpi: 1100 x 792 pixels for n = 2.
-  std::string spec = temp_path("plot_offload.yaml"), h5 = temp_path("plot_offload.h5");
-  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
-                   "training: {seq_len: 512, global_batch: 4, micro_batch: 4, zero: 1, offload: {optimizer: cpu}}\n");
-  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  std::string h5 = run_file("plot_offload", "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                                           "training: {seq_len: 512, global_batch: 4, micro_batch: 4, zero: 1, "
+                                           "offload: {optimizer: cpu}}\n");
   std::string png = temp_path("plot_offload.png");
   CHECK_THAT(plotted(h5, png), Catch::Contains("memory of 2 device(s)"));
   Png p = read_png(png);
@@ -159,15 +167,13 @@ TEST_CASE("constant_memory_bands_are_stacked_at_the_bottom", "[plot]")
 TEST_CASE("a_serving_plot_adds_a_kv_cache_panel_with_the_budget_line", "[plot][inference]")
 {
   // One GPU panel plus the KV panel: 10 x (3.2 * 2 + 0.8) inches at 110 dpi = 1100 x 792.
-  std::string spec = temp_path("layout_kv.yaml"), h5 = temp_path("layout_kv.h5"), png = temp_path("layout_kv.png");
-  write_file(spec, small_serving_spec);
-  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  std::string h5 = run_file("layout_kv", small_serving_spec), png = temp_path("layout_kv.png");
   {
     H5::H5File f(h5, H5F_ACC_RDONLY);
     double budget = 0;
     f.openGroup("/kv_cache").openAttribute("budget_bytes").read(H5::PredType::NATIVE_DOUBLE, &budget);
     // the budget the summary reports, per GPU
-    double summary = nlohmann::json::parse(run_cli("run " + spec + " --json").out)["kv_cache"]["budget_bytes"];
+    double summary = run_json("layout_kv", small_serving_spec)["kv_cache"]["budget_bytes"];
     CHECK(budget == summary);
     CHECK(budget > 0);
   }
@@ -182,10 +188,9 @@ TEST_CASE("a_unified_memory_run_plot_adds_a_panel_of_managed_bytes_on_the_gpu_an
   // GPT-2 on the 12 GB RTX 4070 with a micro-batch beyond it, all memory managed: the GPU
   // and its socket's DRAM (where evicted pages go) get panels, and the managed-memory
   // panel makes three: 10 x (3.2 x 3 + 0.8) inches at 110 dpi = 1100 x 1144 pixels.
-  std::string spec = temp_path("plot_unified.yaml"), h5 = temp_path("plot_unified.h5");
-  write_file(spec, "hardware: {node: desktop-4070}\nmodel: {preset: gpt2}\n"
-                   "training: {seq_len: 1024, global_batch: 16, micro_batch: 16}\nmemory: {mode: unified}\n");
-  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  std::string h5 = run_file("plot_unified", "hardware: {node: desktop-4070}\nmodel: {preset: gpt2}\n"
+                                           "training: {seq_len: 1024, global_batch: 16, micro_batch: 16}\n"
+                                           "memory: {mode: unified}\n");
   std::string png = temp_path("plot_unified.png");
   CHECK_THAT(plotted(h5, png), Catch::Contains("memory of 2 device(s)"));
   Png p = read_png(png);

@@ -30,6 +30,8 @@ struct UnifiedMemoryConfig {
   double migration_efficiency = 7.4 / 12.2;    // on-demand migration rate / explicit copy rate
 
   bool enabled() const { return managed.any(); }
+  // Batches the driver needs to fetch `faults` faults from the GPU's fault buffer.
+  int64_t fault_batches(int64_t faults) const { return (faults + faults_per_batch - 1) / faults_per_batch; }
   bool is_managed(MemCategory c) const { return managed.test(static_cast<size_t>(c)); }
   // The GPU reads these where they are instead of faulting them in.
   bool is_remote(MemCategory c) const { return preferred_host || accessed_by.test(static_cast<size_t>(c)); }

@@ -51,9 +51,7 @@ double InferenceKernels::activation_bytes(int64_t tokens, int64_t seqs, int64_t 
   if (parts <= 1)
     return activation_bytes(tokens, seqs, longest_context);
   int64_t part_tokens = (tokens + parts - 1) / parts, part_seqs = (seqs + parts - 1) / parts;
-  // The other parts' residual streams stay on the GPU unless offloaded (FlexGen's act percent).
-  return activation_bytes(part_tokens, part_seqs, longest_context) +
-         (1.0 - c_.act_off.total()) * residual_bytes(tokens - part_tokens);
+  return activation_bytes(part_tokens, part_seqs, longest_context) + gpu_residual_bytes(tokens - part_tokens);
 }
 
 KernelCost InferenceKernels::gemm(const std::string& name, double tokens, double in, double out) const

@@ -75,6 +75,8 @@ public:
   double activation_bytes(int64_t tokens, int64_t seqs, int64_t longest_context, int64_t parts) const;
   // The residual stream of `tokens` tokens: what a GPU batch keeps while another runs.
   double residual_bytes(int64_t tokens) const { return static_cast<double>(tokens) * h_ * e_; }
+  // The part of that stream left on the GPU: FlexGen's activation percent offloads the rest.
+  double gpu_residual_bytes(int64_t tokens) const { return (1.0 - c_.act_off.total()) * residual_bytes(tokens); }
 
 private:
   KernelCost gemm(const std::string& name, double tokens, double in, double out) const;

@@ -159,8 +159,8 @@ void ServingDriver::emit_iteration(const Iteration& it)
   std::vector<std::vector<SeqWork>> split = split_batch(batch, cfg_.gpu_batches);
   for (const auto& part : split) {
     parts.push_back(split.size() == 1 ? k : kernels_.plan(part)); // one batch: the plan above
-    act_bytes = std::max(act_bytes, parts.back().activation_bytes + (1.0 - cfg_.act_off.total()) *
-                                                                      kernels_.residual_bytes(k.tokens - parts.back().tokens));
+    act_bytes = std::max(act_bytes,
+                         parts.back().activation_bytes + kernels_.gpu_residual_bytes(k.tokens - parts.back().tokens));
   }
   std::string tag = "it" + std::to_string(stats_.iterations);
   act_ = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::activations, act_bytes, tag + ".activations",
