@@ -51,7 +51,9 @@ const Scenario scenarios[] = {
 
 struct Sample {
   double wall_s;
+  double cpu_s; // user + system, the whole process
   double ops;
+  double activities;
   long max_rss_kb;
 };
 
@@ -72,27 +74,29 @@ Sample run_once(const Scenario& s)
                                  : parse_spec(s.yaml, "bench", "");
     RunResult r    = simulate(spec, /*in_child=*/false);
     double wall    = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double out[2]  = {wall, static_cast<double>(r.ops.size())};
+    double out[3]  = {wall, static_cast<double>(r.ops.size()), static_cast<double>(r.activities)};
     if (write(fds[1], out, sizeof out) != sizeof out)
       _exit(3);
     _exit(0);
   }
   close(fds[1]);
-  double in[2] = {0, 0};
+  double in[3] = {0, 0, 0};
   if (read(fds[0], in, sizeof in) != sizeof in)
     std::exit(3);
   close(fds[0]);
   int status = 0;
   struct rusage usage {};
   wait4(pid, &status, 0, &usage);
-  return {in[0], in[1], usage.ru_maxrss};
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return {in[0], seconds(usage.ru_utime) + seconds(usage.ru_stime), in[1], in[2], usage.ru_maxrss};
 }
 
 } // namespace
 
 int main(int argc, char** argv)
 {
-  std::printf("%-40s %10s %12s %14s %12s\n", "scenario (median of runs)", "ops", "wall [s]", "ops/s", "peak RSS");
+  std::printf("%-40s %10s %11s %9s %9s %12s\n", "scenario (median of runs)", "ops", "activities", "wall [s]", "CPU [s]",
+              "peak RSS");
   for (const auto& s : scenarios) {
     if (argc > 1 && std::string(s.name).find(argv[1]) == std::string::npos)
       continue;
@@ -107,8 +111,10 @@ int main(int argc, char** argv)
       return v[v.size() / 2];
     };
     double wall = median([](const Sample& x) { return x.wall_s; });
+    double cpu  = median([](const Sample& x) { return x.cpu_s; });
     double rss  = median([](const Sample& x) { return static_cast<double>(x.max_rss_kb); });
-    std::printf("%-40s %10.0f %12.3f %14.0f %9.1f MiB\n", s.name, samples[0].ops, wall, samples[0].ops / wall, rss / 1024);
+    std::printf("%-40s %10.0f %11.0f %9.3f %9.3f %8.1f MiB\n", s.name, samples[0].ops, samples[0].activities, wall, cpu,
+                rss / 1024);
   }
   return 0;
 }

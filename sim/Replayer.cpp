@@ -38,10 +38,12 @@ void Replayer::take_new_ops()
     base_ = dag_.first_id();
     waiting_on_.clear();
     running_acts_.clear();
+    private_.clear();
   }
   size_t n = dag_.size();
   waiting_on_.resize(n - base_);
   running_acts_.resize(n - base_, 0);
+  private_.resize(n - base_, 0);
   records_.resize(n);
   for (size_t v = taken_; v < n; ++v) {
     // Ops taken earlier have all completed when a source appends more.
@@ -66,6 +68,7 @@ void Replayer::take_new_ops()
       shared_hbm_.insert(op.src);
     }
   }
+  find_private_ops(taken_, n);
   for (size_t v = taken_; v < n; ++v)
     if (waiting_on_[v - base_] == 0)
       ready_.push_back(static_cast<OpId>(v));
@@ -93,8 +96,10 @@ RunResult Replayer::run()
     // SimGrid still touches an activity after its completion callback: release our
     // references only once time has moved on (DESIGN.md §3).
     sg4::Engine::on_time_advance_cb([](double) {
-      if (current)
+      if (current) {
         current->parked_.clear();
+        current->apply_due_memory(sg4::Engine::get_clock());
+      }
     });
   }
   sg4::Engine* engine = sg4::Engine::get_instance();
@@ -129,6 +134,7 @@ void Replayer::replay_loop(sg4::Engine* engine)
     drain_ready();
     engine->run();
     parked_.clear();
+    apply_due_memory(sg4::Engine::get_clock());
     if (!source_ || completed_ != taken_)
       break;
     activities_.clear(); // all done: their completion callbacks have run
@@ -155,28 +161,14 @@ void Replayer::drain_ready()
 
 void Replayer::start(OpId id)
 {
-  const Op& op   = dag_.op(id);
-  double now     = sg4::Engine::get_clock();
-  OpRecord& rec  = records_[id];
-  rec.name       = op.name;
-  rec.kind       = op.kind;
-  rec.stream     = op.stream;
-  rec.phase      = op.phase;
-  rec.device     = op.device;
-  rec.start      = now;
-  rec.bytes      = op.bytes;
-  rec.flops      = op.flops;
+  if (options_.coalesce && private_[id - base_] && start_run(id))
+    return;
+  const Op& op = dag_.op(id);
+  double now   = sg4::Engine::get_clock();
+  open_record(id, op, now);
   switch (op.kind) {
     case OpKind::alloc:
-      if (paging_on() && op.pool.kind == DeviceKind::gpu)
-        alloc_with_paging(id, op);
-      else
-        pool(op.pool).alloc(op.category, op.bytes, now, op.name);
-      break;
-    case OpKind::free:
-      if (!paging_on() || !free_managed(op))
-        pool(op.pool).free(op.category, op.bytes, now);
-      break;
+    case OpKind::free: apply_memory_op(id, op, now); break;
     case OpKind::kernel:
       if (paging_on() && !dag_.accesses(id).empty())
         start_paged_kernel(id, op);
@@ -193,10 +185,20 @@ void Replayer::start(OpId id)
       for (const DeviceRef& peer : dag_.shadows(op.device))
         start_copy(id, op, shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst));
       break;
-    case OpKind::collective:
-      collectives_[id].phases = plan_collective(op);
+    case OpKind::collective: {
+      CollectiveRun& run = collectives_[id];
+      run.plan           = &planned(op);
+      if (private_[id - base_] && !run.plan->timed) {
+        run.measure = true;
+        run.start   = now;
+        for (int l : run.plan->links) {
+          run.bytes_before.push_back(link_bytes_[l]);
+          run.busy_before.push_back(link_busy_[l]);
+        }
+      }
       start_collective_phase(id);
       break;
+    }
   }
   if (running_acts_[id - base_] == 0)
     complete(id);
@@ -214,6 +216,12 @@ void Replayer::on_activity_done(size_t index)
   OpId op = a.op;
   if (op == OpDag::none)
     return;
+  if (a.run) {
+    --running_acts_[op - base_];
+    finish_run(op);
+    drain_ready();
+    return;
+  }
   // A kernel under unified memory: when its own work (not a paging transfer) ends.
   auto paged = paged_.empty() ? paged_.end() : paged_.find(op);
   if (paged != paged_.end() && !a.paging)
@@ -235,7 +243,7 @@ void Replayer::complete(OpId id)
   if (!paged_.empty())
     finish_paged_kernel(id);
   // An allocation takes time only when unified memory evicts to make room for it.
-  if (rec.kind == OpKind::alloc && rec.end > rec.start)
+  if (paging_on() && rec.kind == OpKind::alloc && rec.end > rec.start)
     rec.paging_s = rec.end - rec.start;
   ++completed_;
   if (progress_)
@@ -277,6 +285,7 @@ RunResult Replayer::collect()
 {
   RunResult r;
   r.makespan_s = sg4::Engine::get_clock();
+  r.activities = started_activities_;
   if (options_.record_ops)
     r.ops = std::move(records_);
   for (auto& [d, p] : pools_)
@@ -287,6 +296,8 @@ RunResult Replayer::collect()
     const std::string& name = links_[l]->get_name();
     r.links.push_back({name, platform_.link_bandwidth(name), link_bytes_[l], link_busy_[l]});
   }
+  // By name: the order routes were first asked for depends on how the replay ran.
+  std::sort(r.links.begin(), r.links.end(), [](const LinkResult& a, const LinkResult& b) { return a.name < b.name; });
   for (auto& [d, g] : paging_)
     r.paging.push_back(std::move(g.result));
   return r;

@@ -26,6 +26,8 @@
 #include <simgrid/s4u/Activity.hpp>
 
 #include <map>
+#include <queue>
+#include <tuple>
 #include <set>
 #include <memory>
 #include <vector>
@@ -42,6 +44,10 @@ struct ReplayOptions {
   bool fold_collectives = true;
   // A progress line on stderr when it is a terminal (ReplayProgress.hpp).
   bool progress = false;
+  // Runs of ops on one stream that use no resource another stream uses, and that
+  // nothing outside the run waits on, replay as one timed activity (ReplayerRuns.cpp).
+  // The same times, memory and link figures either way; off only to check that.
+  bool coalesce = true;
   // Unified memory: which categories are managed, hints, driver costs (off when none).
   UnifiedMemoryConfig memory;
 };
@@ -70,11 +76,33 @@ private:
     double bytes = 0;
     simgrid::s4u::ActivityPtr handle;
     bool paging = false; // a migration, fault batch or remote read, not the op's own work
+    bool run    = false; // a coalesced run ending with `op` (ReplayerRuns.cpp)
   };
-  struct CollectiveRun {
+  // A collective's plan, made once per (group, kind, bytes) and shared by every op alike.
+  struct PlannedCollective {
     std::vector<CollectivePhase> phases;
+    std::vector<int> links; // every link its flows cross, sorted
+    // Measured on the first instance that ran with these links to its stream alone:
+    // every later one takes as long and loads the links alike (ReplayerRuns.cpp).
+    bool timed      = false;
+    double duration = 0;
+    std::vector<double> link_bytes, link_busy; // per entry of `links`
+  };
+  using CollectiveKey = std::tuple<int32_t, CollectiveKind, double>;
+  struct CollectiveRun {
+    PlannedCollective* plan = nullptr;
     size_t next = 0;
-    int repeats_done = 0; // of phases[next]
+    int repeats_done = 0; // of plan->phases[next]
+    bool measure     = false; // private and not yet timed: measure this one
+    double start     = 0;
+    std::vector<double> bytes_before, busy_before; // of plan->links
+  };
+  // An alloc or free inside a coalesced run, applied when the clock reaches it.
+  struct DueMemoryOp {
+    double time = 0;
+    uint64_t seq = 0;
+    OpId op = 0;
+    bool operator>(const DueMemoryOp& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
 
   // Unified memory (ReplayerPaging.cpp). A kernel that faults runs its steps in turn.
@@ -122,11 +150,25 @@ private:
   void start_host_compute(OpId id, const DeviceRef& socket, const Op& op);
   // Where a shadow rank's traffic goes: `d` as seen from `peer` instead of `rep`.
   DeviceRef shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const;
+  PlannedCollective& planned(const Op& op);
   std::vector<CollectivePhase> plan_collective(const Op& op);
   void fold_collective(std::vector<CollectivePhase>& phases);
   // NCCL's fitted efficiency and latency inside an NVSwitch node (CollectiveTiming.hpp).
   void calibrate_collective(const Op& op, const std::vector<DeviceRef>& group, std::vector<CollectivePhase>& phases);
   bool start_collective_phase(OpId id);
+  void measure_collective(CollectiveRun& run);
+
+  // Coalescing (ReplayerRuns.cpp).
+  // Which of ops [from, to) may join a run: their resources are their stream's alone.
+  void find_private_ops(size_t from, size_t to);
+  int stream_key(const Op& op);
+  // The op's own time when it runs alone, if known without replaying it.
+  bool private_duration(OpId id, const Op& op, double& seconds);
+  bool start_run(OpId head);
+  void finish_run(OpId tail);
+  void open_record(OpId id, const Op& op, double now);
+  void apply_memory_op(OpId id, const Op& op, double now);
+  void apply_due_memory(double now);
   int route_index(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
   MemoryPool& pool(const DeviceRef& d);
   void drain_ready();
@@ -152,6 +194,13 @@ private:
   std::vector<Activity> activities_;
   std::vector<simgrid::s4u::ActivityPtr> parked_; // released on the next time advance
   std::map<OpId, CollectiveRun> collectives_;
+  std::map<CollectiveKey, PlannedCollective> plans_;
+  size_t planned_for_nodes_ = 0; // replayed_nodes_.size() the plans were made for
+  std::vector<uint8_t> private_;  // per op (id - base_): may join a coalesced run
+  std::map<OpId, std::vector<OpId>> runs_; // a running run's members, by its last op
+  std::priority_queue<DueMemoryOp, std::vector<DueMemoryOp>, std::greater<>> due_memory_;
+  uint64_t due_seq_ = 0;
+  std::map<std::pair<DeviceRef, StreamKind>, int> stream_keys_;
   std::map<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>, int> route_ids_;
   std::vector<Route> routes_;
   std::vector<simgrid::s4u::Link*> links_;
@@ -169,6 +218,7 @@ private:
   size_t taken_       = 0;
   OpId base_          = 0; // the DAG's first_id() when ops were last taken
   size_t completed_ = 0;
+  int64_t started_activities_ = 0;
   ReplayProgress* progress_ = nullptr; // while run() runs
   bool draining_    = false;
 };

@@ -74,6 +74,7 @@ void Replayer::start_exec(OpId op, sg4::Host* host, double work)
   e->set_flops_amount(work);
   e->set_host(host);
   activities_.push_back({op, -1, 0, e});
+  ++started_activities_;
   e->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
   if (op != OpDag::none) // OpDag::none: a source waiting for its next event
     ++running_acts_[op - base_];
@@ -94,6 +95,7 @@ void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, d
   sg4::CommPtr c = sg4::Comm::sendto_init(from, to);
   c->set_payload_size(static_cast<uint64_t>((payload < 0 ? bytes : payload) + 0.5));
   activities_.push_back({op, r, bytes, c});
+  ++started_activities_;
   c->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
   ++running_acts_[op - base_];
   c->vetoable_start();

@@ -7,7 +7,31 @@
 
 #include <simgrid/s4u.hpp>
 
+#include <algorithm>
+
 namespace memwall {
+
+// Plans depend on the collective, its group and size, and which nodes are replayed (the
+// flows kept); a workload that reaches new nodes gets new plans.
+Replayer::PlannedCollective& Replayer::planned(const Op& op)
+{
+  if (planned_for_nodes_ != replayed_nodes_.size()) {
+    plans_.clear();
+    planned_for_nodes_ = replayed_nodes_.size();
+  }
+  auto [it, fresh] = plans_.try_emplace(CollectiveKey{op.group, op.collective, op.bytes});
+  PlannedCollective& p = it->second;
+  if (fresh) {
+    p.phases = plan_collective(op);
+    for (const CollectivePhase& phase : p.phases)
+      for (const Flow& f : phase.flows)
+        for (int l : routes_[route_index(platform_.host(f.src), platform_.host(f.dst))].links)
+          p.links.push_back(l);
+    std::sort(p.links.begin(), p.links.end());
+    p.links.erase(std::unique(p.links.begin(), p.links.end()), p.links.end());
+  }
+  return p;
+}
 
 std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
 {
@@ -65,8 +89,8 @@ void Replayer::fold_collective(std::vector<CollectivePhase>& phases)
 bool Replayer::start_collective_phase(OpId id)
 {
   CollectiveRun& run = collectives_.at(id);
-  while (run.next < run.phases.size()) {
-    const CollectivePhase& phase = run.phases[run.next];
+  while (run.next < run.plan->phases.size()) {
+    const CollectivePhase& phase = run.plan->phases[run.next];
     if (++run.repeats_done >= phase.repeat) {
       ++run.next;
       run.repeats_done = 0;
@@ -78,8 +102,27 @@ bool Replayer::start_collective_phase(OpId id)
     if (running_acts_[id - base_] > 0)
       return true;
   }
+  if (run.measure)
+    measure_collective(run);
   collectives_.erase(id);
   return false;
+}
+
+// The first private instance of a collective, ended: what it took and what it put on
+// each of its links (its stream alone used them meanwhile, so the deltas are its own).
+void Replayer::measure_collective(CollectiveRun& run)
+{
+  PlannedCollective& p = *run.plan;
+  if (p.timed)
+    return;
+  p.timed    = true;
+  p.duration = simgrid::s4u::Engine::get_clock() - run.start;
+  p.link_bytes.resize(p.links.size());
+  p.link_busy.resize(p.links.size());
+  for (size_t i = 0; i < p.links.size(); ++i) {
+    p.link_bytes[i] = link_bytes_[p.links[i]] - run.bytes_before[i];
+    p.link_busy[i]  = link_busy_[p.links[i]] - run.busy_before[i];
+  }
 }
 
 } // namespace memwall

@@ -102,6 +102,7 @@ struct RunResult {
   std::vector<LinkResult> links;
   std::vector<PagingResult> paging; // GPUs with managed memory; empty without
   ServingStats serving; // inference runs: requests, KV cache over time
+  int64_t activities = 0; // SimGrid activities the replay started (what its cost grows with)
 };
 
 void to_json(nlohmann::json& j, const RunResult& r);

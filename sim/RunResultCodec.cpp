@@ -58,7 +58,8 @@ void to_json(nlohmann::json& j, const RunResult& r)
                      {"pools", r.pools},
                      {"links", r.links},
                      {"paging", r.paging},
-                     {"serving", r.serving}};
+                     {"serving", r.serving},
+                     {"activities", r.activities}};
 }
 
 void from_json(const nlohmann::json& j, RunResult& r)
@@ -74,6 +75,8 @@ void from_json(const nlohmann::json& j, RunResult& r)
   if (j.contains("paging")) // absent from results written before unified memory
     j.at("paging").get_to(r.paging);
   j.at("serving").get_to(r.serving);
+  if (j.contains("activities"))
+    j.at("activities").get_to(r.activities);
 }
 
 } // namespace memwall

@@ -90,9 +90,10 @@ RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options)
   return r;
 }
 
-RunResult simulate(const ExperimentSpec& spec, bool child, bool progress)
+RunResult simulate(const ExperimentSpec& spec, bool child, bool progress, bool coalesce)
 {
   ReplayOptions options;
+  options.coalesce             = coalesce;
   options.collective_algorithm = spec.collective_algorithm;
   options.progress             = progress;
   options.memory               = spec.memory;

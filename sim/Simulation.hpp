@@ -22,6 +22,7 @@ RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options);
 
 // The whole pipeline for a spec; fills the throughput and MFU inputs of the result.
 // `progress`: a progress line on stderr while it replays, when stderr is a terminal.
-RunResult simulate(const ExperimentSpec& spec, bool in_child, bool progress = false);
+// `coalesce`: replay private runs of ops as one activity (ReplayOptions::coalesce).
+RunResult simulate(const ExperimentSpec& spec, bool in_child, bool progress = false, bool coalesce = true);
 
 } // namespace memwall

@@ -1,0 +1,256 @@
+// Coalescing: a run of ops on one stream replayed as one timed activity.
+//
+// An op is private when no other stream ever uses what it uses: a kernel on a GPU whose
+// kernels all run on one stream and whose HBM nothing copies through; an alloc or free
+// (instantaneous without unified memory); a collective whose flows cross only links no
+// other stream's flows cross. A private op takes the same time whenever it runs, since
+// its stream runs one op at a time and nothing else shares its resources: a kernel its
+// KernelTiming, a collective what its first instance took (measured by the replay
+// itself, with its link bytes and busy time).
+//
+//     stream:  [a]──►[k1]──►[k2]──►[c]──►[f]──►[k3]     one Exec of the summed time,
+//                ▲                                │      members' records filled from
+//        from another stream               to another    the prefix sums
+//
+// A run is a chain of private ops of one stream where each edge inside is the only
+// edge leaving its source and the only one entering its target: nothing outside the
+// run can start, or be started, in the middle. Its allocs and frees are applied to
+// their pools when the clock reaches them (Engine::on_time_advance, before anything
+// that ends at that time), so memory timelines stay in time order; a run neither
+// starts with one nor holds one at its start time (their order among other streams'
+// events of that instant is the op-by-op replay's).
+#include "KernelTiming.hpp"
+#include "Replayer.hpp"
+#include "ReplayProgress.hpp"
+
+#include <simgrid/s4u.hpp>
+
+namespace sg4 = simgrid::s4u;
+
+namespace memwall {
+namespace {
+
+constexpr int no_owner = -1;
+constexpr int shared   = -2;
+
+} // namespace
+
+int Replayer::stream_key(const Op& op)
+{
+  auto [it, fresh] = stream_keys_.try_emplace({op.device, op.stream}, static_cast<int>(stream_keys_.size()));
+  return it->second;
+}
+
+void Replayer::find_private_ops(size_t from, size_t to)
+{
+  if (!options_.coalesce || paging_on())
+    return;
+  // Which stream uses each link (or several do).
+  std::vector<int> owner;
+  auto claim = [&](int key, int link) {
+    if (static_cast<size_t>(link) >= owner.size())
+      owner.resize(link + 1, no_owner);
+    int& o = owner[link];
+    o      = (o == no_owner || o == key) ? key : shared;
+  };
+  auto claim_route = [&](int key, const DeviceRef& a, const DeviceRef& b) {
+    for (int l : routes_[route_index(platform_.host(a), platform_.host(b))].links)
+      claim(key, l);
+  };
+  for (size_t v = from; v < to; ++v) {
+    const Op& op = dag_.op(static_cast<OpId>(v));
+    int key      = stream_key(op);
+    switch (op.kind) {
+      case OpKind::collective:
+        for (int l : planned(op).links)
+          claim(key, l);
+        break;
+      case OpKind::copy:
+        claim_route(key, op.src, op.dst);
+        for (const DeviceRef& peer : dag_.shadows(op.device))
+          claim_route(key, shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst));
+        if (op.pageable) {
+          const DeviceRef& host = op.src.kind == DeviceKind::host ? op.src : op.dst;
+          claim_route(key, host, host);
+        }
+        break;
+      case OpKind::host_compute:
+        claim_route(key, op.device, op.device);
+        for (const DeviceRef& peer : dag_.shadows(op.src)) {
+          DeviceRef socket = shadow_of(op.src, peer, op.device);
+          claim_route(key, socket, socket);
+        }
+        break;
+      case OpKind::kernel:
+        // Kernels of a GPU on two streams, or a copy through its HBM: shared_hbm_.
+        claim_route(key, op.device, op.device);
+        break;
+      case OpKind::alloc:
+      case OpKind::free: break;
+    }
+  }
+  for (size_t v = from; v < to; ++v) {
+    const Op& op = dag_.op(static_cast<OpId>(v));
+    bool mine    = false;
+    switch (op.kind) {
+      case OpKind::alloc:
+      case OpKind::free: mine = true; break;
+      case OpKind::kernel: mine = !shared_hbm_.count(op.device); break;
+      case OpKind::collective: {
+        int key = stream_key(op);
+        mine    = true;
+        for (int l : planned(op).links)
+          mine = mine && owner[l] == key;
+        break;
+      }
+      case OpKind::copy:
+      case OpKind::host_compute: break;
+    }
+    private_[v - base_] = mine;
+  }
+}
+
+bool Replayer::private_duration(OpId id, const Op& op, double& seconds)
+{
+  if (!private_[id - base_])
+    return false;
+  switch (op.kind) {
+    case OpKind::alloc:
+    case OpKind::free: seconds = 0; return true;
+    case OpKind::kernel:
+      seconds = kernel_timing(platform_.cluster().node.gpu, op).total_s(op.bytes);
+      return true;
+    case OpKind::collective: {
+      const PlannedCollective& p = planned(op);
+      seconds                    = p.duration;
+      return p.timed;
+    }
+    default: return false;
+  }
+}
+
+void Replayer::open_record(OpId id, const Op& op, double now)
+{
+  OpRecord& rec = records_[id];
+  rec.name      = op.name;
+  rec.kind      = op.kind;
+  rec.stream    = op.stream;
+  rec.phase     = op.phase;
+  rec.device    = op.device;
+  rec.start     = now;
+  rec.bytes     = op.bytes;
+  rec.flops     = op.flops;
+}
+
+bool Replayer::start_run(OpId head)
+{
+  const OpDag::Graph& g = dag_.graph();
+  std::vector<OpId> members;
+  std::vector<double> ends;
+  double now = sg4::Engine::get_clock();
+  double t   = now;
+  for (OpId v = head;;) {
+    const Op& op = dag_.op(v);
+    double d     = 0;
+    if (!private_duration(v, op, d))
+      break;
+    // Allocs and frees at this very instant go op by op, interleaved with other
+    // streams' in order of readiness, as without coalescing: at one instant their
+    // order decides the peak.
+    bool memory = op.kind == OpKind::alloc || op.kind == OpKind::free;
+    if (memory && t == now)
+      break;
+    members.push_back(v);
+    ends.push_back(t += d);
+    if (boost::out_degree(v - base_, g) != 1)
+      break;
+    OpId next = base_ + static_cast<OpId>(boost::target(*boost::out_edges(v - base_, g).first, g));
+    const Op& n = dag_.op(next);
+    if (boost::in_degree(next - base_, g) != 1 || n.device != op.device || n.stream != op.stream)
+      break;
+    v = next;
+  }
+  if (members.size() < 2)
+    return false;
+  double begin = now;
+  for (size_t i = 0; i < members.size(); ++i) {
+    OpId id      = members[i];
+    const Op& op = dag_.op(id);
+    open_record(id, op, begin);
+    records_[id].end = ends[i];
+    switch (op.kind) {
+      case OpKind::alloc:
+      case OpKind::free:
+        if (begin == now)
+          apply_memory_op(id, op, begin);
+        else
+          due_memory_.push({begin, due_seq_++, id});
+        break;
+      case OpKind::kernel: {
+        KernelTiming k = kernel_timing(platform_.cluster().node.gpu, op);
+        if (op.bytes > 0)
+          for (int l : routes_[route_index(platform_.host(op.device), platform_.host(op.device))].links) {
+            link_bytes_[l] += op.bytes;
+            link_busy_[l] += k.overhead_s + k.memory_s(op.bytes);
+          }
+        break;
+      }
+      case OpKind::collective: {
+        const PlannedCollective& p = planned(op);
+        for (size_t j = 0; j < p.links.size(); ++j) {
+          link_bytes_[p.links[j]] += p.link_bytes[j];
+          link_busy_[p.links[j]] += p.link_busy[j];
+        }
+        break;
+      }
+      default: break;
+    }
+    begin = ends[i];
+  }
+  OpId tail = members.back();
+  start_exec(tail, platform_.timer(), (ends.back() - now) * platform_.timer()->get_speed());
+  activities_.back().run = true;
+  runs_[tail]            = std::move(members);
+  return true;
+}
+
+void Replayer::finish_run(OpId tail)
+{
+  auto it                   = runs_.find(tail);
+  std::vector<OpId> members = std::move(it->second);
+  runs_.erase(it);
+  apply_due_memory(sg4::Engine::get_clock());
+  // Inside the run, each op is the only dependency of the next: nothing else to release.
+  for (size_t i = 0; i + 1 < members.size(); ++i) {
+    --waiting_on_[members[i + 1] - base_];
+    ++completed_;
+  }
+  if (progress_)
+    progress_->op_done(completed_, dag_.size(), records_[members[members.size() - 2]].end);
+  double end = records_[tail].end;
+  complete(tail);
+  records_[tail].end = end; // the prefix sum, as for the others, not the clock's rounding
+}
+
+void Replayer::apply_memory_op(OpId id, const Op& op, double now)
+{
+  if (op.kind == OpKind::alloc) {
+    if (paging_on() && op.pool.kind == DeviceKind::gpu)
+      alloc_with_paging(id, op);
+    else
+      pool(op.pool).alloc(op.category, op.bytes, now, op.name);
+  } else if (!paging_on() || !free_managed(op)) {
+    pool(op.pool).free(op.category, op.bytes, now);
+  }
+}
+
+void Replayer::apply_due_memory(double now)
+{
+  while (!due_memory_.empty() && due_memory_.top().time <= now) {
+    DueMemoryOp d = due_memory_.top();
+    due_memory_.pop();
+    apply_memory_op(d.op, dag_.op(d.op), d.time);
+  }
+}
+
+} // namespace memwall
