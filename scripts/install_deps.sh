@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libsimgrid-dev
-  libboost-graph-dev libboost-program-options-dev
+  libboost-program-options-dev
   libhdf5-dev
   catch2
   libyaml-cpp-dev

@@ -2,7 +2,6 @@
 
 #include "ReplayProgress.hpp"
 
-#include <boost/graph/topological_sort.hpp>
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
@@ -39,19 +38,16 @@ void Replayer::take_new_ops()
     waiting_on_.clear();
     running_acts_.clear();
     private_.clear();
+    edges_taken_ = 0;
   }
   size_t n = dag_.size();
   waiting_on_.resize(n - base_);
   running_acts_.resize(n - base_, 0);
   private_.resize(n - base_, 0);
   records_.resize(n);
+  index_batch(n);
   for (size_t v = taken_; v < n; ++v) {
-    // Ops taken earlier have all completed when a source appends more.
-    uint32_t waiting = 0;
-    for (auto [e, end] = boost::in_edges(v - base_, dag_.graph()); e != end; ++e)
-      if (base_ + boost::source(*e, dag_.graph()) >= taken_)
-        ++waiting;
-    waiting_on_[v - base_] = waiting;
+    waiting_on_[v - base_] = in_count_[v - batch_];
     // A GPU whose kernels all run on one stream, and which copies nothing to itself,
     // never has two users of its HBM at once: its kernels can be single timed activities.
     const Op& op = dag_.op(static_cast<OpId>(v));
@@ -73,6 +69,32 @@ void Replayer::take_new_ops()
     if (waiting_on_[v - base_] == 0)
       ready_.push_back(static_cast<OpId>(v));
   taken_ = n;
+}
+
+// The adjacency of ops [taken_, n) from the edges added since the last batch. Ops taken
+// before have all completed: an edge from one of them holds nothing back. Each op's
+// successors keep the order their edges were added in (the order ops become ready).
+void Replayer::index_batch(size_t n)
+{
+  const std::vector<DagEdge>& edges = dag_.edges();
+  batch_                            = static_cast<OpId>(taken_);
+  size_t count                      = n - taken_;
+  out_start_.assign(count + 1, 0);
+  in_count_.assign(count, 0);
+  auto inside = [&](const DagEdge& e) { return e.earlier >= taken_ && e.later >= taken_; };
+  for (size_t i = edges_taken_; i < edges.size(); ++i)
+    if (inside(edges[i])) {
+      ++out_start_[edges[i].earlier - batch_ + 1];
+      ++in_count_[edges[i].later - batch_];
+    }
+  for (size_t v = 0; v < count; ++v)
+    out_start_[v + 1] += out_start_[v];
+  out_.resize(out_start_[count]);
+  std::vector<uint32_t> cursor(out_start_.begin(), out_start_.end() - 1);
+  for (size_t i = edges_taken_; i < edges.size(); ++i)
+    if (inside(edges[i]))
+      out_[cursor[edges[i].earlier - batch_]++] = edges[i].later;
+  edges_taken_ = edges.size();
 }
 
 Replayer::~Replayer()
@@ -119,12 +141,23 @@ std::string Replayer::stall_message() const
   std::string head = "replay stalled at simulated time " + std::to_string(sg4::Engine::get_clock()) + " s: " +
                      std::to_string(dag_.size() - completed_) + " of " + std::to_string(dag_.size()) +
                      " ops never ran";
-  std::vector<OpDag::Graph::vertex_descriptor> order;
-  try {
-    boost::topological_sort(dag_.graph(), std::back_inserter(order));
-  } catch (const boost::not_a_dag&) {
-    return head + " (the op DAG has a dependency cycle)";
+  // Kahn's algorithm over the batch: ops left unvisited lie on a cycle or behind one.
+  std::vector<uint32_t> in(in_count_);
+  std::vector<OpId> free_ops;
+  for (size_t v = 0; v < in.size(); ++v)
+    if (in[v] == 0)
+      free_ops.push_back(batch_ + static_cast<OpId>(v));
+  size_t visited = 0;
+  while (!free_ops.empty()) {
+    OpId v = free_ops.back();
+    free_ops.pop_back();
+    ++visited;
+    for (uint32_t k = out_start_[v - batch_]; k < out_start_[v - batch_ + 1]; ++k)
+      if (--in[out_[k] - batch_] == 0)
+        free_ops.push_back(out_[k]);
   }
+  if (visited < in.size())
+    return head + " (the op DAG has a dependency cycle)";
   return head + " (the op DAG has no cycle: an activity never completed)";
 }
 
@@ -248,11 +281,9 @@ void Replayer::complete(OpId id)
   ++completed_;
   if (progress_)
     progress_->op_done(completed_, dag_.size(), records_[id].end);
-  for (auto [e, end] = boost::out_edges(id - base_, dag_.graph()); e != end; ++e) {
-    auto next = boost::target(*e, dag_.graph());
-    if (--waiting_on_[next] == 0)
-      ready_.push_back(base_ + static_cast<OpId>(next));
-  }
+  for (uint32_t k = out_start_[id - batch_]; k < out_start_[id - batch_ + 1]; ++k)
+    if (--waiting_on_[out_[k] - base_] == 0)
+      ready_.push_back(out_[k]);
 }
 
 MemoryPool& Replayer::pool(const DeviceRef& d)

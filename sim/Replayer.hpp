@@ -179,6 +179,7 @@ private:
   // dependencies, the nodes they run on, and which GPUs have HBM shared by concurrent
   // kernels.
   void take_new_ops();
+  void index_batch(size_t n);
   RunResult collect();
 
   const OpDag& dag_;
@@ -188,6 +189,12 @@ private:
 
   // Per op the DAG still holds (op id - base_):
   std::vector<uint32_t> waiting_on_;   // unfinished dependencies
+  // The last batch of ops taken, [batch_, taken_) (index_batch): each op's successors
+  // out_[out_start_[v - batch_] ..], and its dependencies inside the batch.
+  OpId batch_ = 0;
+  std::vector<uint32_t> out_start_, in_count_;
+  std::vector<OpId> out_;
+  size_t edges_taken_ = 0;
   std::vector<uint32_t> running_acts_; // unfinished activities of a started op
   std::vector<OpRecord> records_;
   std::vector<OpId> ready_;

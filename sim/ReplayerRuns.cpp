@@ -144,7 +144,6 @@ void Replayer::open_record(OpId id, const Op& op, double now)
 
 bool Replayer::start_run(OpId head)
 {
-  const OpDag::Graph& g = dag_.graph();
   std::vector<OpId> members;
   std::vector<double> ends;
   double now = sg4::Engine::get_clock();
@@ -162,11 +161,12 @@ bool Replayer::start_run(OpId head)
       break;
     members.push_back(v);
     ends.push_back(t += d);
-    if (boost::out_degree(v - base_, g) != 1)
+    uint32_t first = out_start_[v - batch_];
+    if (out_start_[v - batch_ + 1] - first != 1)
       break;
-    OpId next = base_ + static_cast<OpId>(boost::target(*boost::out_edges(v - base_, g).first, g));
+    OpId next   = out_[first];
     const Op& n = dag_.op(next);
-    if (boost::in_degree(next - base_, g) != 1 || n.device != op.device || n.stream != op.stream)
+    if (in_count_[next - batch_] != 1 || n.device != op.device || n.stream != op.stream)
       break;
     v = next;
   }

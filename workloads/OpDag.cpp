@@ -9,7 +9,7 @@ OpId OpDag::add(Op op, std::initializer_list<OpId> deps) { return add(std::move(
 OpId OpDag::add(Op op, const std::vector<OpId>& deps)
 {
   auto key = std::make_pair(op.device, op.stream);
-  OpId id  = base_ + static_cast<OpId>(boost::add_vertex(*graph_));
+  OpId id  = base_ + static_cast<OpId>(ops_.size());
   op.phase = phase_;
   ops_.push_back(std::move(op));
   auto it  = tails_.find(key);
@@ -27,15 +27,15 @@ OpId OpDag::add(Op op, const std::vector<OpId>& deps)
 void OpDag::depend(OpId later, OpId earlier)
 {
   if (later != none && earlier != none && earlier >= base_)
-    boost::add_edge(earlier - base_, later - base_, *graph_);
+    edges_.push_back({earlier, later});
 }
 
 void OpDag::forget_ops()
 {
   base_ += static_cast<OpId>(ops_.size());
   ops_.clear();
+  edges_.clear();
   accesses_.clear();
-  graph_ = std::make_unique<Graph>();
 }
 
 void OpDag::touch(OpId op, const Tensor& t, double bytes, bool write, double offset)
@@ -55,8 +55,7 @@ const std::vector<TensorAccess>& OpDag::accesses(OpId op) const
 double OpDag::model_flops() const
 {
   double total = 0;
-  for (const Op& op : ops_)
-    total += op.model_flops * represents(op.device);
+  ops_.for_each([&](const Op& op) { total += op.model_flops * represents(op.device); });
   return total;
 }
 

@@ -1,14 +1,17 @@
 #pragma once
-// The op DAG of one step on Boost.Graph. Adding an op appends it to its stream: the
-// edge from the stream's previous op is added here, so the replay sees one mechanism
-// (edges) for both stream order and cross-stream events.
+// The op DAG of one step. Adding an op appends it to its stream: the edge from the
+// stream's previous op is added here, so the replay sees one mechanism (edges) for both
+// stream order and cross-stream events.
+//
+// Storage is flat, for DAGs of millions of ops: ops in fixed chunks that never move, and
+// edges as one list of (earlier, later) pairs, 8 bytes each. The replay builds the
+// adjacency it walks from that list once (Replayer::take_new_ops).
 //
 // Symmetric ranks are folded: the DAG holds the ops of representative devices only,
 // and `represents(d)` says how many identical devices d stands for. Collectives still
 // name every member of their group so their flows load every link they cross.
+#include "ChunkedVector.hpp"
 #include "Op.hpp"
-
-#include <boost/graph/adjacency_list.hpp>
 
 #include <initializer_list>
 #include <map>
@@ -20,6 +23,11 @@ namespace memwall {
 
 using OpId = uint32_t;
 
+// `later` may start only once `earlier` has completed.
+struct DagEdge {
+  OpId earlier = 0, later = 0;
+};
+
 struct Tensor {
   uint32_t id = 0;
   DeviceRef pool;
@@ -29,10 +37,6 @@ struct Tensor {
 
 class OpDag {
 public:
-  // Structure only: the ops live beside it in a vector, so growing the graph by
-  // millions of vertices moves two edge lists per vertex, not each Op's payload.
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;
-
   OpId add(Op op, std::initializer_list<OpId> deps = {});
   OpId add(Op op, const std::vector<OpId>& deps);
   void depend(OpId later, OpId earlier);
@@ -75,8 +79,8 @@ public:
   size_t size() const { return base_ + ops_.size(); }
   OpId first_id() const { return base_; }
   const Op& op(OpId id) const { return ops_[id - base_]; }
-  // The graph holds the ops not forgotten: vertex v is op first_id() + v.
-  const Graph& graph() const { return *graph_; }
+  // Edges between the ops not forgotten, in the order they were added.
+  const std::vector<DagEdge>& edges() const { return edges_; }
   // Drops every op, once all have run: a workload that grows during the replay (a
   // serving run of millions of ops) keeps only its current iteration. Ids go on
   // counting; a dependency on a forgotten op, which has completed, is no edge.
@@ -88,10 +92,8 @@ public:
   static constexpr OpId none = 0xffffffffu;
 
 private:
-  // Held by pointer: Boost 1.74's adjacency_list has no move constructor, and a DAG of
-  // millions of ops must not be copied when it is returned.
-  std::unique_ptr<Graph> graph_ = std::make_unique<Graph>();
-  std::vector<Op> ops_;
+  ChunkedVector<Op> ops_;
+  std::vector<DagEdge> edges_;
   std::map<std::pair<DeviceRef, StreamKind>, OpId> tails_;
   struct Group {
     std::vector<DeviceRef> members;
