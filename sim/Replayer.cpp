@@ -44,7 +44,7 @@ void Replayer::take_new_ops()
   waiting_on_.resize(n - base_);
   running_acts_.resize(n - base_, 0);
   private_.resize(n - base_, 0);
-  records_.resize(n);
+  keep_records(taken_, n);
   index_batch(n);
   for (size_t v = taken_; v < n; ++v) {
     waiting_on_[v - base_] = in_count_[v - batch_];
@@ -69,6 +69,32 @@ void Replayer::take_new_ops()
     if (waiting_on_[v - base_] == 0)
       ready_.push_back(static_cast<OpId>(v));
   taken_ = n;
+}
+
+// Which records ops [from, to) get. All of them, indexed by op id, unless only the
+// summary's are kept: then those of the first GPU holding memory (the breakdown's GPU,
+// StepReport's busiest_gpu: pools are ordered by device) and its node's host compute.
+void Replayer::keep_records(size_t from, size_t to)
+{
+  if (!summary_only()) {
+    records_.resize(to);
+    return;
+  }
+  record_of_.resize(to, no_record);
+  for (size_t v = from; v < to; ++v) {
+    const Op& op = dag_.op(static_cast<OpId>(v));
+    if ((op.kind == OpKind::alloc || op.kind == OpKind::free) && op.pool.kind == DeviceKind::gpu &&
+        (summary_gpu_.node < 0 || op.pool < summary_gpu_))
+      summary_gpu_ = op.pool;
+  }
+  for (size_t v = from; v < to; ++v) {
+    const Op& op = dag_.op(static_cast<OpId>(v));
+    bool host_work = op.kind == OpKind::host_compute && op.device.kind == DeviceKind::host && op.device.node == summary_gpu_.node;
+    if (op.device == summary_gpu_ || host_work) {
+      record_of_[v] = static_cast<uint32_t>(records_.size());
+      records_.emplace_back();
+    }
+  }
 }
 
 // The adjacency of ops [taken_, n) from the edges added since the last batch. Ops taken
@@ -271,16 +297,18 @@ void Replayer::on_activity_done(size_t index)
 
 void Replayer::complete(OpId id)
 {
-  OpRecord& rec = records_[id];
-  rec.end       = sg4::Engine::get_clock();
+  double now = sg4::Engine::get_clock();
+  if (OpRecord* rec = record(id)) {
+    rec->end = now;
+    // An allocation takes time only when unified memory evicts to make room for it.
+    if (paging_on() && rec->kind == OpKind::alloc && rec->end > rec->start)
+      rec->paging_s = rec->end - rec->start;
+  }
   if (!paged_.empty())
     finish_paged_kernel(id);
-  // An allocation takes time only when unified memory evicts to make room for it.
-  if (paging_on() && rec.kind == OpKind::alloc && rec.end > rec.start)
-    rec.paging_s = rec.end - rec.start;
   ++completed_;
   if (progress_)
-    progress_->op_done(completed_, dag_.size(), records_[id].end);
+    progress_->op_done(completed_, dag_.size(), now);
   for (uint32_t k = out_start_[id - batch_]; k < out_start_[id - batch_ + 1]; ++k)
     if (--waiting_on_[out_[k] - base_] == 0)
       ready_.push_back(out_[k]);

@@ -48,6 +48,11 @@ struct ReplayOptions {
   // nothing outside the run waits on, replay as one timed activity (ReplayerRuns.cpp).
   // The same times, memory and link figures either way; off only to check that.
   bool coalesce = true;
+  // Keep only the records the summary reads (StepReport's breakdown: the ops of the
+  // first GPU that holds memory, and host compute on its node), not one per op: a
+  // --json run or a sweep point needs no more; -o and --trace need every op. Ignored
+  // under unified memory, whose stall figures are read from every kernel's record.
+  bool summary_records_only = false;
   // Unified memory: which categories are managed, hints, driver costs (off when none).
   UnifiedMemoryConfig memory;
 };
@@ -197,6 +202,14 @@ private:
   size_t edges_taken_ = 0;
   std::vector<uint32_t> running_acts_; // unfinished activities of a started op
   std::vector<OpRecord> records_;
+  // Summary records only: each op's index in records_ (no_record when not kept), and
+  // the GPU whose ops are kept.
+  std::vector<uint32_t> record_of_;
+  static constexpr uint32_t no_record = 0xffffffffu;
+  DeviceRef summary_gpu_{DeviceKind::host, -1, -1};
+  bool summary_only() const { return options_.summary_records_only && !paging_on(); }
+  OpRecord* record(OpId id) { return summary_only() ? (record_of_[id] == no_record ? nullptr : &records_[record_of_[id]]) : &records_[id]; }
+  void keep_records(size_t from, size_t to);
   std::vector<OpId> ready_;
   std::vector<Activity> activities_;
   std::vector<simgrid::s4u::ActivityPtr> parked_; // released on the next time advance
@@ -204,7 +217,11 @@ private:
   std::map<CollectiveKey, PlannedCollective> plans_;
   size_t planned_for_nodes_ = 0; // replayed_nodes_.size() the plans were made for
   std::vector<uint8_t> private_;  // per op (id - base_): may join a coalesced run
-  std::map<OpId, std::vector<OpId>> runs_; // a running run's members, by its last op
+  struct RunInFlight {
+    std::vector<OpId> members;
+    double end = 0; // the prefix sum of the members' times
+  };
+  std::map<OpId, RunInFlight> runs_; // by the run's last op
   std::priority_queue<DueMemoryOp, std::vector<DueMemoryOp>, std::greater<>> due_memory_;
   uint64_t due_seq_ = 0;
   std::map<std::pair<DeviceRef, StreamKind>, int> stream_keys_;

@@ -228,7 +228,7 @@ void Replayer::finish_paged_kernel(OpId id)
   auto it = paged_.find(id);
   if (it == paged_.end())
     return;
-  OpRecord& rec = records_[id];
+  OpRecord& rec = *record(id); // every op has one under unified memory
   rec.paging_s  = (it->second.exec_start - rec.start) + std::max(0.0, rec.end - it->second.own_end);
   gpu_paging(dag_.op(id).device).result.stall_s += rec.paging_s;
   paged_.erase(it);

@@ -131,15 +131,17 @@ bool Replayer::private_duration(OpId id, const Op& op, double& seconds)
 
 void Replayer::open_record(OpId id, const Op& op, double now)
 {
-  OpRecord& rec = records_[id];
-  rec.name      = op.name;
-  rec.kind      = op.kind;
-  rec.stream    = op.stream;
-  rec.phase     = op.phase;
-  rec.device    = op.device;
-  rec.start     = now;
-  rec.bytes     = op.bytes;
-  rec.flops     = op.flops;
+  OpRecord* rec = record(id);
+  if (!rec)
+    return;
+  rec->name   = op.name;
+  rec->kind   = op.kind;
+  rec->stream = op.stream;
+  rec->phase  = op.phase;
+  rec->device = op.device;
+  rec->start  = now;
+  rec->bytes  = op.bytes;
+  rec->flops  = op.flops;
 }
 
 bool Replayer::start_run(OpId head)
@@ -177,7 +179,8 @@ bool Replayer::start_run(OpId head)
     OpId id      = members[i];
     const Op& op = dag_.op(id);
     open_record(id, op, begin);
-    records_[id].end = ends[i];
+    if (OpRecord* rec = record(id))
+      rec->end = ends[i];
     switch (op.kind) {
       case OpKind::alloc:
       case OpKind::free:
@@ -210,14 +213,15 @@ bool Replayer::start_run(OpId head)
   OpId tail = members.back();
   start_exec(tail, platform_.timer(), (ends.back() - now) * platform_.timer()->get_speed());
   activities_.back().run = true;
-  runs_[tail]            = std::move(members);
+  runs_[tail]            = {std::move(members), ends.back()};
   return true;
 }
 
 void Replayer::finish_run(OpId tail)
 {
   auto it                   = runs_.find(tail);
-  std::vector<OpId> members = std::move(it->second);
+  std::vector<OpId> members = std::move(it->second.members);
+  double end                = it->second.end;
   runs_.erase(it);
   apply_due_memory(sg4::Engine::get_clock());
   // Inside the run, each op is the only dependency of the next: nothing else to release.
@@ -225,11 +229,9 @@ void Replayer::finish_run(OpId tail)
     --waiting_on_[members[i + 1] - base_];
     ++completed_;
   }
-  if (progress_)
-    progress_->op_done(completed_, dag_.size(), records_[members[members.size() - 2]].end);
-  double end = records_[tail].end;
   complete(tail);
-  records_[tail].end = end; // the prefix sum, as for the others, not the clock's rounding
+  if (OpRecord* rec = record(tail))
+    rec->end = end; // the prefix sum, as for the others, not the clock's rounding
 }
 
 void Replayer::apply_memory_op(OpId id, const Op& op, double now)

@@ -90,12 +90,13 @@ RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options)
   return r;
 }
 
-RunResult simulate(const ExperimentSpec& spec, bool child, bool progress, bool coalesce)
+RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions& how)
 {
   ReplayOptions options;
-  options.coalesce             = coalesce;
+  options.coalesce             = how.coalesce;
+  options.summary_records_only = !how.all_records && !spec.serving;
   options.collective_algorithm = spec.collective_algorithm;
-  options.progress             = progress;
+  options.progress             = how.progress;
   options.memory               = spec.memory;
   if (spec.serving)
     return child ? in_child([&] { return serve(spec, options); }) : serve(spec, options);

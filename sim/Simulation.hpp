@@ -21,8 +21,11 @@ RunResult replay_in_child(const ClusterSpec& cluster, const OpDag& dag, const Re
 RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options);
 
 // The whole pipeline for a spec; fills the throughput and MFU inputs of the result.
-// `progress`: a progress line on stderr while it replays, when stderr is a terminal.
-// `coalesce`: replay private runs of ops as one activity (ReplayOptions::coalesce).
-RunResult simulate(const ExperimentSpec& spec, bool in_child, bool progress = false, bool coalesce = true);
+struct SimulateOptions {
+  bool progress    = false; // a progress line on stderr while it replays, when stderr is a terminal
+  bool coalesce    = true;  // replay private runs of ops as one activity (ReplayOptions::coalesce)
+  bool all_records = true;  // a record per op (-o, --trace); else only the summary's
+};
+RunResult simulate(const ExperimentSpec& spec, bool in_child, const SimulateOptions& how = {});
 
 } // namespace memwall

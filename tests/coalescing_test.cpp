@@ -123,7 +123,7 @@ std::pair<Digest, Digest> both_replays(const ExperimentSpec& spec)
 {
   std::string out[2];
   run_in_children(
-      2, 2, [&](size_t i) { return encode(digest(simulate(spec, false, false, i == 0))); },
+      2, 2, [&](size_t i) { return encode(digest(simulate(spec, false, {false, i == 0}))); },
       [&](size_t i, const ChildOutcome& o) {
         REQUIRE(o.kind == ChildOutcome::Kind::result);
         out[i] = o.data;

@@ -78,7 +78,8 @@ int run_command(const std::vector<std::string>& args)
   if (!h5_path.empty() && h5_path == trace_path)
     throw InputError(h5_path + ": -o and --trace name the same file");
   ExperimentSpec spec = load_spec(spec_path, overrides);
-  RunResult result    = simulate(spec, /*in_child=*/false, /*progress=*/true);
+  bool every_op       = !h5_path.empty() || !trace_path.empty();
+  RunResult result    = simulate(spec, /*in_child=*/false, {/*progress=*/true, /*coalesce=*/true, every_op});
   if (!h5_path.empty())
     write_run_hdf5(result, {spec.file, spec.text, hardware_description(spec), experiment_title(spec)}, h5_path);
   if (!trace_path.empty())

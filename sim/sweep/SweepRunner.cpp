@@ -8,8 +8,9 @@ namespace memwall {
 std::string run_point(const SweepSpec& sweep, const SweepPoint& point, const PointSummary& summarize)
 {
   ExperimentSpec spec = point_spec(sweep, point);
-  RunResult r         = simulate(spec, /*in_child=*/false);
-  return summarize(sweep, point, spec, r); // with the ops: the time breakdown is read from them
+  // The summary's records only: the time breakdown is read from them.
+  RunResult r = simulate(spec, /*in_child=*/false, {/*progress=*/false, /*coalesce=*/true, /*all_records=*/false});
+  return summarize(sweep, point, spec, r);
 }
 
 void run_points(const SweepSpec& sweep, const std::vector<int64_t>& todo, int jobs, const PointSummary& summarize,
