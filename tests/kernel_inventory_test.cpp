@@ -21,8 +21,8 @@ std::map<std::string, double> kernels(const OpDag& dag, const std::string& prefi
   std::map<std::string, double> out;
   for (OpId id = dag.first_id(); id < dag.size(); ++id) {
     const Op& op = dag.op(id);
-    if (op.kind == OpKind::kernel && op.name.rfind(prefix, 0) == 0)
-      out[op.name.substr(prefix.size())] += op.bytes;
+    if (op.kind == OpKind::kernel && op.name.str().rfind(prefix, 0) == 0)
+      out[op.name.str().substr(prefix.size())] += op.bytes;
   }
   return out;
 }

@@ -3,6 +3,7 @@
 // ops on a stream run in issue order; other orderings are explicit edges.
 #include "DeviceRef.hpp"
 #include "Dtype.hpp"
+#include "OpName.hpp"
 
 #include <array>
 #include <cstdint>
@@ -49,7 +50,7 @@ struct Op {
   StreamKind stream = StreamKind::compute;
   DeviceRef device;  // where the op is issued (its stream's device)
   StepPhase phase = StepPhase::setup; // stamped by OpDag::add from its current phase
-  std::string name;  // "L3.fwd.qkv", "ddp.bucket2.allreduce", ...
+  OpName name;       // "L3.fwd.qkv", "ddp.bucket2.allreduce", ...
 
   // kernel / host_compute
   double flops          = 0;
