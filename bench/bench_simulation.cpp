@@ -72,9 +72,10 @@ Sample run_once(const Scenario& s)
       set.push_back(s.set);
     ExperimentSpec spec = s.file ? load_spec(std::string(MEMWALL_SOURCE_DIR) + "/" + s.file, set)
                                  : parse_spec(s.yaml, "bench", "");
-    RunResult r    = simulate(spec, /*in_child=*/false);
+    // As `memwall run --json` does: the summary's records only.
+    RunResult r    = simulate(spec, /*in_child=*/false, {/*progress=*/false, /*coalesce=*/true, /*all_records=*/false});
     double wall    = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double out[3]  = {wall, static_cast<double>(r.ops.size()), static_cast<double>(r.activities)};
+    double out[3]  = {wall, static_cast<double>(r.op_count), static_cast<double>(r.activities)};
     if (write(fds[1], out, sizeof out) != sizeof out)
       _exit(3);
     _exit(0);

@@ -345,6 +345,7 @@ RunResult Replayer::collect()
   RunResult r;
   r.makespan_s = sg4::Engine::get_clock();
   r.activities = started_activities_;
+  r.op_count   = static_cast<int64_t>(completed_);
   if (options_.record_ops)
     r.ops = std::move(records_);
   for (auto& [d, p] : pools_)

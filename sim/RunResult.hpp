@@ -103,6 +103,7 @@ struct RunResult {
   std::vector<PagingResult> paging; // GPUs with managed memory; empty without
   ServingStats serving; // inference runs: requests, KV cache over time
   int64_t activities = 0; // SimGrid activities the replay started (what its cost grows with)
+  int64_t op_count   = 0; // ops replayed, whether or not `ops` keeps their records
 };
 
 void to_json(nlohmann::json& j, const RunResult& r);

@@ -59,7 +59,8 @@ void to_json(nlohmann::json& j, const RunResult& r)
                      {"links", r.links},
                      {"paging", r.paging},
                      {"serving", r.serving},
-                     {"activities", r.activities}};
+                     {"activities", r.activities},
+                     {"op_count", r.op_count}};
 }
 
 void from_json(const nlohmann::json& j, RunResult& r)
@@ -77,6 +78,8 @@ void from_json(const nlohmann::json& j, RunResult& r)
   j.at("serving").get_to(r.serving);
   if (j.contains("activities"))
     j.at("activities").get_to(r.activities);
+  if (j.contains("op_count"))
+    j.at("op_count").get_to(r.op_count);
 }
 
 } // namespace memwall
