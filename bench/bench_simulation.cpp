@@ -1,10 +1,12 @@
-// Benchmark (not a test): wall time and peak memory of simulating one training step,
-// and of a serving run of 10,000 requests.
+// Benchmark (not a test): wall time, CPU time and peak memory of simulating one training
+// step, and of serving runs of 10,000 and 100,000 requests.
 //   1.5B model (gpt2-xl), dp = 8 on one DGX A100
 //   7B model (llama-2-7b), dp = 64 on 8 DGX H100
+//   GPT-2 with dp = 16,384 on 2,048 DGX A100 (mostly the platform build)
+//   Llama-2-70B ZeRO-3 on 4 DGX H100 (examples/), and on 48 with the step-by-step ring
 //   GPT-3 175B, tp 8 x pp 8 interleaved on 8 DGX A100 (examples/)
 //   Megatron 1T, tp 8 x pp 64 x dp 6 on 384 DGX A100 = 3,072 GPUs (examples/)
-//   Llama-2-7B serving 10,000 Poisson requests on one A100-80GB (examples/, requests raised)
+//   Llama-2-7B serving 10,000 and 100,000 Poisson requests on one A100-80GB (examples/, requests raised)
 // Each run is a fresh process (one SimGrid Engine per process) doing the whole
 // pipeline: spec, DAG, platform, replay. Prints the median of 5 runs (3 for the
 // examples). `bench_simulation NAME-SUBSTRING` runs the matching scenarios only.
@@ -39,14 +41,24 @@ const Scenario scenarios[] = {
     {"llama-2-7b, dp 64, 8 x DGX H100",
      "hardware: {node: dgx-h100, nodes: 8}\nmodel: {preset: llama-2-7b}\n"
      "training: {seq_len: 4096, global_batch: 64, micro_batch: 1, precision: bf16}\n", nullptr, 5},
-    // A tiny model on a large cluster: what building the platform costs (12,288 GPUs).
-    {"gpt2, dp 12288, 1536 x DGX A100",
-     "hardware: {node: dgx-a100, nodes: 1536}\nmodel: {preset: gpt2}\n"
-     "training: {seq_len: 256, global_batch: 12288, micro_batch: 1}\n", nullptr, 3},
+    // A tiny model on a large cluster: what building the platform costs (16,384 GPUs).
+    {"gpt2, dp 16384, 2048 x DGX A100",
+     "hardware: {node: dgx-a100, nodes: 2048}\nmodel: {preset: gpt2}\n"
+     "training: {seq_len: 256, global_batch: 16384, micro_batch: 1}\n", nullptr, 3},
+    {"llama-2-70b zero3, 4 x DGX H100", nullptr, "examples/llama2-70b-zero3-4xdgx-h100.yaml", 3},
+    // ZeRO-3 at 384 GPUs with the step-by-step ring: every all-gather and
+    // reduce-scatter as 2 (n - 1) dependent steps.
+    {"llama-2-70b zero3 ring, 48 x DGX H100",
+     "hardware: {node: dgx-h100, nodes: 48, network: {collective_algorithm: ring}}\nmodel: {preset: llama-2-70b}\n"
+     "training: {seq_len: 4096, global_batch: 384, micro_batch: 1, zero: 3, recompute: full, precision: bf16}\n",
+     nullptr, 3},
     {"gpt3-175b, tp8 pp8 interleaved, 64 GPUs", nullptr, "examples/gpt3-175b-tp8-pp8-interleaved-8xdgx-a100.yaml", 3},
     {"megatron-1t, tp8 pp64 dp6, 3072 GPUs", nullptr, "examples/megatron-1t-tp8-pp64-384xdgx-a100.yaml", 3},
     {"llama-2-7b serving 10k requests, 1 A100", nullptr, "examples/llama2-7b-serving-poisson-1xa100.yaml", 3,
      "inference.poisson.requests=10000"},
+    // One run: every op's record is still kept (about 115 kB per request).
+    {"llama-2-7b serving 100k requests, 1 A100", nullptr, "examples/llama2-7b-serving-poisson-1xa100.yaml", 1,
+     "inference.poisson.requests=100000"},
 };
 
 struct Sample {
