@@ -14,6 +14,7 @@
 //   under unified memory (ReplayerPaging.cpp) a kernel first waits for its faults:
 //                  the driver's time per fault batch, eviction write-backs and
 //                  migrations as flows on the GPU's PCIe route, one after another.
+#include "KernelTiming.hpp"
 #include "MemoryPool.hpp"
 #include "OpDag.hpp"
 #include "Platform.hpp"
@@ -151,6 +152,9 @@ private:
   void start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes, double payload = -1);
   void start_exec(OpId op, simgrid::s4u::Host* host, double work);
   void start_kernel(OpId id, const Op& op);
+  // A kernel alone on its HBM runs as one Exec: its bytes and busy time on the HBM link
+  // are added here, the figures its flow would have produced.
+  void account_hbm_alone(const Op& op, const KernelTiming& t);
   void start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst);
   void start_host_compute(OpId id, const DeviceRef& socket, const Op& op);
   // Where a shadow rank's traffic goes: `d` as seen from `peer` instead of `rep`.
@@ -167,8 +171,9 @@ private:
   // Which of ops [from, to) may join a run: their resources are their stream's alone.
   void find_private_ops(size_t from, size_t to);
   int stream_key(const Op& op);
-  // The op's own time when it runs alone, if known without replaying it.
-  bool private_duration(OpId id, const Op& op, double& seconds);
+  // The op's own time when it runs alone, if known without replaying it; a kernel's
+  // timing in `kernel` (its HBM accounting needs it).
+  bool private_duration(OpId id, const Op& op, double& seconds, KernelTiming& kernel);
   bool start_run(OpId head);
   void finish_run(OpId tail);
   void open_record(OpId id, const Op& op, double now);

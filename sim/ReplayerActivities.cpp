@@ -35,15 +35,22 @@ void Replayer::start_kernel(OpId id, const Op& op)
     // Alone on its HBM: overhead + max(F/P, B/W) in one activity, the HBM link's bytes
     // and busy time accounted here (the same figures the flow would have produced).
     start_exec(id, host, t.total_s(op.bytes) * Platform::gpu_host_speed);
-    if (op.bytes > 0)
-      for (int l : routes_[route_index(host, host)].links) {
-        link_bytes_[l] += op.bytes;
-        link_busy_[l] += t.overhead_s + t.memory_s(op.bytes);
-      }
+    account_hbm_alone(op, t);
     return;
   }
   start_exec(id, host, (t.compute_s + t.overhead_s) * Platform::gpu_host_speed);
   start_flow(id, op.device, op.device, op.bytes);
+}
+
+void Replayer::account_hbm_alone(const Op& op, const KernelTiming& t)
+{
+  if (op.bytes <= 0)
+    return;
+  sg4::Host* host = platform_.host(op.device);
+  for (int l : routes_[route_index(host, host)].links) {
+    link_bytes_[l] += op.bytes;
+    link_busy_[l] += t.overhead_s + t.memory_s(op.bytes);
+  }
 }
 
 // A pageable copy is the DMA over the link plus, pipelined with it, the driver's memcpy

@@ -110,7 +110,7 @@ void Replayer::find_private_ops(size_t from, size_t to)
   }
 }
 
-bool Replayer::private_duration(OpId id, const Op& op, double& seconds)
+bool Replayer::private_duration(OpId id, const Op& op, double& seconds, KernelTiming& kernel)
 {
   if (!private_[id - base_])
     return false;
@@ -118,7 +118,8 @@ bool Replayer::private_duration(OpId id, const Op& op, double& seconds)
     case OpKind::alloc:
     case OpKind::free: seconds = 0; return true;
     case OpKind::kernel:
-      seconds = kernel_timing(platform_.cluster().node.gpu, op).total_s(op.bytes);
+      kernel  = kernel_timing(platform_.cluster().node.gpu, op);
+      seconds = kernel.total_s(op.bytes);
       return true;
     case OpKind::collective: {
       const PlannedCollective& p = planned(op);
@@ -148,12 +149,14 @@ bool Replayer::start_run(OpId head)
 {
   std::vector<OpId> members;
   std::vector<double> ends;
+  std::vector<KernelTiming> timings;
   double now = sg4::Engine::get_clock();
   double t   = now;
   for (OpId v = head;;) {
     const Op& op = dag_.op(v);
     double d     = 0;
-    if (!private_duration(v, op, d))
+    KernelTiming k;
+    if (!private_duration(v, op, d, k))
       break;
     // Allocs and frees at this very instant go op by op, interleaved with other
     // streams' in order of readiness, as without coalescing: at one instant their
@@ -163,6 +166,7 @@ bool Replayer::start_run(OpId head)
       break;
     members.push_back(v);
     ends.push_back(t += d);
+    timings.push_back(k);
     uint32_t first = out_start_[v - batch_];
     if (out_start_[v - batch_ + 1] - first != 1)
       break;
@@ -189,15 +193,7 @@ bool Replayer::start_run(OpId head)
         else
           due_memory_.push({begin, due_seq_++, id});
         break;
-      case OpKind::kernel: {
-        KernelTiming k = kernel_timing(platform_.cluster().node.gpu, op);
-        if (op.bytes > 0)
-          for (int l : routes_[route_index(platform_.host(op.device), platform_.host(op.device))].links) {
-            link_bytes_[l] += op.bytes;
-            link_busy_[l] += k.overhead_s + k.memory_s(op.bytes);
-          }
-        break;
-      }
+      case OpKind::kernel: account_hbm_alone(op, timings[i]); break;
       case OpKind::collective: {
         const PlannedCollective& p = planned(op);
         for (size_t j = 0; j < p.links.size(); ++j) {
@@ -223,7 +219,6 @@ void Replayer::finish_run(OpId tail)
   std::vector<OpId> members = std::move(it->second.members);
   double end                = it->second.end;
   runs_.erase(it);
-  apply_due_memory(sg4::Engine::get_clock());
   // Inside the run, each op is the only dependency of the next: nothing else to release.
   for (size_t i = 0; i + 1 < members.size(); ++i) {
     --waiting_on_[members[i + 1] - base_];

@@ -142,6 +142,17 @@ const DeviceRef gpu0{DeviceKind::gpu, 0, 0};
 const DeviceRef gpu1{DeviceKind::gpu, 0, 1};
 const DeviceRef host0{DeviceKind::host, 0, 0};
 
+// `count` times, on the compute stream of GPU 0: a 10 us kernel, then an all-reduce of
+// `bytes` over GPUs 0-1 ("k0", "ar0", ...).
+void add_kernels_and_all_reduces(OpDag& dag, int count, double bytes)
+{
+  int32_t pair = dag.add_group({gpu0, gpu1});
+  for (int i = 0; i < count; ++i) {
+    dag.add(kernel_op(gpu0, 1e9, 1e6, "k" + std::to_string(i)));
+    dag.add(collective_op(gpu0, StreamKind::compute, CollectiveKind::all_reduce, pair, bytes, "ar" + std::to_string(i)));
+  }
+}
+
 } // namespace
 
 TEST_CASE("coalesced_replay_of_every_example_equals_the_op_by_op_replay", "[coalescing]")
@@ -199,11 +210,7 @@ TEST_CASE("a_collective_sharing_nvlink_with_a_peer_copy_is_replayed_op_by_op", "
   // stream over the same NVLink ports.
   ClusterSpec c = hand_cluster(2, GpuFabric::nvswitch, 2);
   OpDag dag;
-  int32_t pair = dag.add_group({gpu0, gpu1});
-  for (int i = 0; i < 4; ++i) {
-    dag.add(kernel_op(gpu0, 1e9, 1e6, "k" + std::to_string(i)));
-    dag.add(collective_op(gpu0, StreamKind::compute, CollectiveKind::all_reduce, pair, 256e6, "ar" + std::to_string(i)));
-  }
+  add_kernels_and_all_reduces(dag, 4, 256e6);
   dag.add(copy_op(gpu0, StreamKind::p2p, gpu0, gpu1, 0.5e9, "peer"));
   RunResult a = replay_dag(c, dag, true), b = replay_dag(c, dag, false);
   require_same_replay(a, b);
@@ -217,11 +224,7 @@ TEST_CASE("repeated_private_collectives_take_what_the_first_one_measured", "[coa
   // the first, each one joins a coalesced run with the first one's measured time.
   ClusterSpec c = hand_cluster(2, GpuFabric::nvswitch, 2);
   OpDag dag;
-  int32_t pair = dag.add_group({gpu0, gpu1});
-  for (int i = 0; i < 20; ++i) {
-    dag.add(kernel_op(gpu0, 1e9, 1e6, "k" + std::to_string(i)));
-    dag.add(collective_op(gpu0, StreamKind::compute, CollectiveKind::all_reduce, pair, 64e6, "ar" + std::to_string(i)));
-  }
+  add_kernels_and_all_reduces(dag, 20, 64e6);
   RunResult a = replay_dag(c, dag, true), b = replay_dag(c, dag, false);
   require_same_replay(a, b);
   CHECK(a.activities * 5 < b.activities);
