@@ -25,14 +25,6 @@ Intervals merged(Intervals v)
   return out;
 }
 
-double length(const Intervals& v)
-{
-  double t = 0;
-  for (const auto& [a, b] : v)
-    t += b - a;
-  return t;
-}
-
 // Length of the merged, sorted `a` not covered by the merged, sorted `cover`: one sweep
 // over both (a run of 10^6 ops must not take 10^12 steps).
 double uncovered(const Intervals& a, const Intervals& cover)
@@ -112,43 +104,23 @@ Breakdown step_breakdown(const RunResult& r)
   const DeviceRef* gpu = busiest_gpu(r);
   if (!gpu)
     return b;
-  Intervals compute, comm, copies, paging;
-  for (const auto& op : r.ops) {
-    if (op.end <= op.start)
-      continue;
-    // The host's share of offloaded work (ZeRO-Offload's optimizer step on the CPU)
-    // keeps the GPU waiting as much as the copies do.
-    if (op.kind == OpKind::host_compute && op.device.kind == DeviceKind::host && op.device.node == gpu->node) {
-      copies.emplace_back(op.start, op.end);
-      continue;
-    }
-    if (op.device != *gpu)
-      continue;
-    if (op.kind == OpKind::alloc) // waits only for unified memory's evictions
-      paging.emplace_back(op.start, op.end);
-    else if (op.kind == OpKind::kernel) {
-      // A kernel under unified memory first waits for its faults and migrations.
-      if (op.paging_s > 0)
-        paging.emplace_back(op.start, op.start + op.paging_s);
-      compute.emplace_back(op.start + std::min(op.paging_s, op.end - op.start), op.end);
-    }
-    else if (op.kind == OpKind::collective || (op.kind == OpKind::copy && op.stream == StreamKind::p2p))
-      comm.emplace_back(op.start, op.end);
-    else if (op.kind == OpKind::copy)
-      copies.emplace_back(op.start, op.end);
+  // From the replay when it kept no record per op, else from the records: one rule.
+  StepIntervals from_records;
+  const StepIntervals* in = &r.step_intervals;
+  if (!r.step_intervals.present) {
+    from_records.gpu = *gpu;
+    for (const auto& op : r.ops)
+      from_records.add(op.kind, op.stream, op.device, op.start, op.end, op.paging_s);
+    in = &from_records;
   }
-  if (compute.empty())
+  if (in->compute.empty())
     return b;
-  double first = compute.front().first, last = 0;
-  for (const auto& iv : compute) {
-    first = std::min(first, iv.first);
-    last  = std::max(last, iv.second);
-  }
-  compute = merged(compute);
-  comm    = merged(comm);
-  copies  = merged(copies);
-  paging  = merged(paging);
-  b.compute      = length(compute);
+  const Intervals& compute = in->compute.intervals();
+  const Intervals& comm    = in->comm.intervals();
+  const Intervals& paging  = in->paging.intervals();
+  const Intervals& copies  = in->copies.intervals();
+  double first = compute.front().first, last = compute.back().second;
+  b.compute      = in->compute.length();
   b.exposed_comm = uncovered(comm, compute);
   Intervals busy = compute;
   busy.insert(busy.end(), comm.begin(), comm.end());

@@ -85,7 +85,7 @@ Sample run_once(const Scenario& s)
     ExperimentSpec spec = s.file ? load_spec(std::string(MEMWALL_SOURCE_DIR) + "/" + s.file, set)
                                  : parse_spec(s.yaml, "bench", "");
     // As `memwall run --json` does: the summary's records only.
-    RunResult r    = simulate(spec, /*in_child=*/false, {/*progress=*/false, /*coalesce=*/true, /*all_records=*/false});
+    RunResult r    = simulate(spec, /*in_child=*/false, {/*progress=*/false, /*coalesce=*/true, /*all_records=*/false, /*memory_timelines=*/false});
     double wall    = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double out[3]  = {wall, static_cast<double>(r.op_count), static_cast<double>(r.activities)};
     if (write(fds[1], out, sizeof out) != sizeof out)

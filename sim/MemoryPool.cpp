@@ -4,7 +4,8 @@
 
 namespace memwall {
 
-MemoryPool::MemoryPool(DeviceRef device, std::string hardware, double capacity, int count)
+MemoryPool::MemoryPool(DeviceRef device, std::string hardware, double capacity, int count, bool timeline)
+    : timeline_(timeline)
 {
   result_.device   = device;
   result_.name     = device.name();
@@ -13,11 +14,11 @@ MemoryPool::MemoryPool(DeviceRef device, std::string hardware, double capacity, 
   result_.count    = count;
 }
 
-void MemoryPool::alloc(MemCategory c, double bytes, double now, const std::string& op)
+void MemoryPool::alloc(MemCategory c, double bytes, double now, const OpName& op)
 {
   if (total_ + bytes > result_.capacity) {
     if (result_.ooms.size() < max_recorded_ooms)
-      result_.ooms.push_back({op, now, bytes, std::max(0.0, result_.capacity - total_)});
+      result_.ooms.push_back({op.str(), now, bytes, std::max(0.0, result_.capacity - total_)});
     ++result_.oom_count;
   }
   used_[static_cast<size_t>(c)] += bytes;
@@ -41,7 +42,8 @@ void MemoryPool::free(MemCategory c, double bytes, double now)
 void MemoryPool::record(MemCategory c, double now)
 {
   size_t i = static_cast<size_t>(c);
-  result_.timeline.push_back({now, c, used_[i], total_});
+  if (timeline_)
+    result_.timeline.push_back({now, c, used_[i], total_});
   if (used_[i] > result_.max_by_category[i])
     result_.max_by_category[i] = used_[i];
   if (total_ > result_.peak_bytes) {

@@ -9,9 +9,10 @@ namespace memwall {
 
 class MemoryPool {
 public:
-  MemoryPool(DeviceRef device, std::string hardware, double capacity, int count);
+  // `timeline`: keep an event per alloc and free (PoolResult::timeline), not only peaks.
+  MemoryPool(DeviceRef device, std::string hardware, double capacity, int count, bool timeline = true);
 
-  void alloc(MemCategory c, double bytes, double now, const std::string& op);
+  void alloc(MemCategory c, double bytes, double now, const OpName& op);
   void free(MemCategory c, double bytes, double now);
   double free_bytes() const { return result_.capacity - total_; }
   double used_bytes() const { return total_; }
@@ -24,6 +25,7 @@ private:
   PoolResult result_;
   CategoryBytes used_{};
   double total_ = 0;
+  bool timeline_ = true;
 };
 
 } // namespace memwall

@@ -38,6 +38,7 @@ void Replayer::take_new_ops()
     waiting_on_.clear();
     running_acts_.clear();
     private_.clear();
+    summary_op_.clear();
     edges_taken_ = 0;
   }
   size_t n = dag_.size();
@@ -72,28 +73,31 @@ void Replayer::take_new_ops()
 }
 
 // Which records ops [from, to) get. All of them, indexed by op id, unless only the
-// summary's are kept: then those of the first GPU holding memory (the breakdown's GPU,
-// StepReport's busiest_gpu: pools are ordered by device) and its node's host compute.
+// summary is wanted: then none, and the ops of the first GPU holding memory (the
+// breakdown's GPU, StepReport's busiest_gpu: pools are ordered by device) and its
+// node's host compute add their intervals as they end.
 void Replayer::keep_records(size_t from, size_t to)
 {
   if (!summary_only()) {
     records_.resize(to);
     return;
   }
-  record_of_.resize(to, no_record);
+  DeviceRef gpu = summary_gpu_;
   for (size_t v = from; v < to; ++v) {
     const Op& op = dag_.op(static_cast<OpId>(v));
     if ((op.kind == OpKind::alloc || op.kind == OpKind::free) && op.pool.kind == DeviceKind::gpu &&
-        (summary_gpu_.node < 0 || op.pool < summary_gpu_))
-      summary_gpu_ = op.pool;
+        (gpu.node < 0 || op.pool < gpu))
+      gpu = op.pool;
   }
+  if (!(gpu == summary_gpu_)) { // what was added belonged to another GPU
+    summary_gpu_   = gpu;
+    intervals_     = StepIntervals{};
+    intervals_.gpu = gpu;
+  }
+  summary_op_.resize(to - base_, 0);
   for (size_t v = from; v < to; ++v) {
-    const Op& op = dag_.op(static_cast<OpId>(v));
-    bool host_work = op.kind == OpKind::host_compute && op.device.kind == DeviceKind::host && op.device.node == summary_gpu_.node;
-    if (op.device == summary_gpu_ || host_work) {
-      record_of_[v] = static_cast<uint32_t>(records_.size());
-      records_.emplace_back();
-    }
+    const Op& op              = dag_.op(static_cast<OpId>(v));
+    summary_op_[v - base_] = summary_gpu_.node >= 0 && intervals_.reads(op.kind, op.device);
   }
 }
 
@@ -295,15 +299,10 @@ void Replayer::on_activity_done(size_t index)
   drain_ready();
 }
 
-void Replayer::complete(OpId id)
+void Replayer::complete(OpId id, double end)
 {
   double now = sg4::Engine::get_clock();
-  if (OpRecord* rec = record(id)) {
-    rec->end = now;
-    // An allocation takes time only when unified memory evicts to make room for it.
-    if (paging_on() && rec->kind == OpKind::alloc && rec->end > rec->start)
-      rec->paging_s = rec->end - rec->start;
-  }
+  close_record(id, end < 0 ? now : end);
   if (!paged_.empty())
     finish_paged_kernel(id);
   ++completed_;
@@ -336,7 +335,7 @@ MemoryPool& Replayer::pool(const DeviceRef& d)
       hardware = c.node.id + ".nvme";
       break;
   }
-  auto p = std::make_unique<MemoryPool>(d, hardware, capacity, dag_.represents(d));
+  auto p = std::make_unique<MemoryPool>(d, hardware, capacity, dag_.represents(d), options_.memory_timelines);
   return *pools_.emplace(d, std::move(p)).first->second;
 }
 
@@ -348,6 +347,10 @@ RunResult Replayer::collect()
   r.op_count   = static_cast<int64_t>(completed_);
   if (options_.record_ops)
     r.ops = std::move(records_);
+  if (summary_only()) {
+    r.step_intervals         = std::move(intervals_);
+    r.step_intervals.present = true;
+  }
   for (auto& [d, p] : pools_)
     r.pools.push_back(p->take_result());
   for (size_t l = 0; l < links_.size(); ++l) {

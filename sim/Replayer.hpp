@@ -19,6 +19,7 @@
 #include "OpDag.hpp"
 #include "Platform.hpp"
 #include "RunResult.hpp"
+#include "StepIntervals.hpp"
 #include "StepSource.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
 #include "paging/ManagedMemory.hpp"
@@ -31,6 +32,7 @@
 #include <tuple>
 #include <set>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 namespace memwall {
@@ -54,6 +56,9 @@ struct ReplayOptions {
   // --json run or a sweep point needs no more; -o and --trace need every op. Ignored
   // under unified memory, whose stall figures are read from every kernel's record.
   bool summary_records_only = false;
+  // Each pool's memory timeline (an event per alloc and free): -o and --trace show it;
+  // the summary reads only the peaks.
+  bool memory_timelines = true;
   // Unified memory: which categories are managed, hints, driver costs (off when none).
   UnifiedMemoryConfig memory;
 };
@@ -132,7 +137,7 @@ private:
   DeviceRef host_of(const DeviceRef& gpu) const;
   double hbm_room(const DeviceRef& gpu);
   // Applies a Migration to the pools' timelines and the GPU's counters.
-  void apply(const DeviceRef& gpu, const Migration& m, const std::string& what);
+  void apply(const DeviceRef& gpu, const Migration& m, const OpName& what);
   void note_demand(const DeviceRef& gpu); // PagingResult::peak_demand_bytes
   void alloc_with_paging(OpId id, const Op& op);
   bool free_managed(const Op& op);
@@ -145,7 +150,8 @@ private:
   void finish_paged_kernel(OpId id);
 
   void start(OpId id);
-  void complete(OpId id);
+  // `end`: the op's end as its record keeps it (a run's prefix sum), the clock if < 0.
+  void complete(OpId id, double end = -1);
   void on_activity_done(size_t activity);
   // `payload`: what the flow transfers in time, when it differs from the bytes it
   // accounts to the links (default: the bytes).
@@ -206,14 +212,19 @@ private:
   std::vector<OpId> out_;
   size_t edges_taken_ = 0;
   std::vector<uint32_t> running_acts_; // unfinished activities of a started op
+  // A record per op, by op id; none when only the summary is wanted: then the ops whose
+  // time the breakdown reads (summary_op_, per op - base_) add their intervals to
+  // `intervals_` as they end, the started ones waiting in `summary_start_`.
   std::vector<OpRecord> records_;
-  // Summary records only: each op's index in records_ (no_record when not kept), and
-  // the GPU whose ops are kept.
-  std::vector<uint32_t> record_of_;
-  static constexpr uint32_t no_record = 0xffffffffu;
+  std::vector<uint8_t> summary_op_;
+  std::unordered_map<OpId, double> summary_start_;
+  StepIntervals intervals_;
   DeviceRef summary_gpu_{DeviceKind::host, -1, -1};
   bool summary_only() const { return options_.summary_records_only && !paging_on(); }
-  OpRecord* record(OpId id) { return summary_only() ? (record_of_[id] == no_record ? nullptr : &records_[record_of_[id]]) : &records_[id]; }
+  OpRecord* record(OpId id) { return summary_only() ? nullptr : &records_[id]; }
+  // An op's record from its start to its end, or its interval in summary mode.
+  void close_record(OpId id, double end);
+  void record_span(OpId id, const Op& op, double start, double end);
   void keep_records(size_t from, size_t to);
   std::vector<OpId> ready_;
   std::vector<Activity> activities_;

@@ -36,7 +36,7 @@ DeviceRef Replayer::host_of(const DeviceRef& gpu) const
 
 double Replayer::hbm_room(const DeviceRef& gpu) { return pool(gpu).free_bytes(); }
 
-void Replayer::apply(const DeviceRef& gpu, const Migration& m, const std::string& what)
+void Replayer::apply(const DeviceRef& gpu, const Migration& m, const OpName& what)
 {
   double now      = sg4::Engine::get_clock();
   DeviceRef host  = host_of(gpu);

@@ -132,17 +132,49 @@ bool Replayer::private_duration(OpId id, const Op& op, double& seconds, KernelTi
 
 void Replayer::open_record(OpId id, const Op& op, double now)
 {
-  OpRecord* rec = record(id);
-  if (!rec)
+  if (summary_only()) {
+    if (summary_op_[id - base_])
+      summary_start_[id] = now;
     return;
-  rec->name   = op.name;
-  rec->kind   = op.kind;
-  rec->stream = op.stream;
-  rec->phase  = op.phase;
-  rec->device = op.device;
-  rec->start  = now;
-  rec->bytes  = op.bytes;
-  rec->flops  = op.flops;
+  }
+  OpRecord& rec = records_[id];
+  rec.name      = op.name;
+  rec.kind      = op.kind;
+  rec.stream    = op.stream;
+  rec.phase     = op.phase;
+  rec.device    = op.device;
+  rec.start     = now;
+  rec.bytes     = op.bytes;
+  rec.flops     = op.flops;
+}
+
+void Replayer::close_record(OpId id, double end)
+{
+  if (summary_only()) {
+    if (!summary_op_[id - base_])
+      return;
+    auto it      = summary_start_.find(id);
+    const Op& op = dag_.op(id);
+    intervals_.add(op.kind, op.stream, op.device, it->second, end, 0);
+    summary_start_.erase(it);
+    return;
+  }
+  OpRecord& rec = records_[id];
+  rec.end       = end;
+  // An allocation takes time only when unified memory evicts to make room for it.
+  if (paging_on() && rec.kind == OpKind::alloc && rec.end > rec.start)
+    rec.paging_s = rec.end - rec.start;
+}
+
+void Replayer::record_span(OpId id, const Op& op, double start, double end)
+{
+  if (summary_only()) {
+    if (summary_op_[id - base_])
+      intervals_.add(op.kind, op.stream, op.device, start, end, 0);
+    return;
+  }
+  open_record(id, op, start);
+  records_[id].end = end;
 }
 
 bool Replayer::start_run(OpId head)
@@ -182,9 +214,11 @@ bool Replayer::start_run(OpId head)
   for (size_t i = 0; i < members.size(); ++i) {
     OpId id      = members[i];
     const Op& op = dag_.op(id);
-    open_record(id, op, begin);
-    if (OpRecord* rec = record(id))
-      rec->end = ends[i];
+    // The last one ends with the run's activity (finish_run).
+    if (i + 1 < members.size())
+      record_span(id, op, begin, ends[i]);
+    else
+      open_record(id, op, begin);
     switch (op.kind) {
       case OpKind::alloc:
       case OpKind::free:
@@ -224,9 +258,7 @@ void Replayer::finish_run(OpId tail)
     --waiting_on_[members[i + 1] - base_];
     ++completed_;
   }
-  complete(tail);
-  if (OpRecord* rec = record(tail))
-    rec->end = end; // the prefix sum, as for the others, not the clock's rounding
+  complete(tail, end); // the prefix sum, as for the others, not the clock's rounding
 }
 
 void Replayer::apply_memory_op(OpId id, const Op& op, double now)

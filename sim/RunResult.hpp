@@ -5,6 +5,7 @@
 // process, DESIGN.md §3). analysis/ reads this and never the simulator's internals.
 #include "DeviceRef.hpp"
 #include "Op.hpp"
+#include "StepIntervals.hpp"
 #include "inference/ServingStats.hpp"
 
 #include <nlohmann/json.hpp>
@@ -98,6 +99,7 @@ struct RunResult {
   int gpus                    = 0;
   double peak_flops_per_gpu   = 0; // at the step's compute dtype
   std::vector<OpRecord> ops;
+  StepIntervals step_intervals; // the breakdown's, when `ops` holds no record per op
   std::vector<PoolResult> pools;
   std::vector<LinkResult> links;
   std::vector<PagingResult> paging; // GPUs with managed memory; empty without

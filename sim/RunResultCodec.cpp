@@ -47,6 +47,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServingStats, present, requests, kv, iteratio
                                    kv_capacity_tokens, kv_bytes_per_token, kv_budget_bytes, kv_offloaded_fraction,
                                    kv_offload_place)
 
+void to_json(nlohmann::json& j, const IntervalUnion& u) { j = u.intervals(); }
+void from_json(const nlohmann::json& j, IntervalUnion& u)
+{
+  for (const auto& [a, b] : j.get<std::vector<IntervalUnion::Interval>>())
+    u.add(a, b);
+}
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepIntervals, present, gpu, compute, comm, copies, paging)
+
 void to_json(nlohmann::json& j, const RunResult& r)
 {
   j = nlohmann::json{{"makespan_s", r.makespan_s},
@@ -55,6 +63,7 @@ void to_json(nlohmann::json& j, const RunResult& r)
                      {"gpus", r.gpus},
                      {"peak_flops_per_gpu", r.peak_flops_per_gpu},
                      {"ops", r.ops},
+                     {"step_intervals", r.step_intervals},
                      {"pools", r.pools},
                      {"links", r.links},
                      {"paging", r.paging},
@@ -71,6 +80,8 @@ void from_json(const nlohmann::json& j, RunResult& r)
   j.at("gpus").get_to(r.gpus);
   j.at("peak_flops_per_gpu").get_to(r.peak_flops_per_gpu);
   j.at("ops").get_to(r.ops);
+  if (j.contains("step_intervals"))
+    j.at("step_intervals").get_to(r.step_intervals);
   j.at("pools").get_to(r.pools);
   j.at("links").get_to(r.links);
   if (j.contains("paging")) // absent from results written before unified memory

@@ -94,7 +94,8 @@ RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions
 {
   ReplayOptions options;
   options.coalesce             = how.coalesce;
-  options.summary_records_only = !how.all_records && !spec.serving;
+  options.summary_records_only = !how.all_records;
+  options.memory_timelines     = how.memory_timelines;
   options.collective_algorithm = spec.collective_algorithm;
   options.progress             = how.progress;
   options.memory               = spec.memory;

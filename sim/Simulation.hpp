@@ -25,6 +25,7 @@ struct SimulateOptions {
   bool progress    = false; // a progress line on stderr while it replays, when stderr is a terminal
   bool coalesce    = true;  // replay private runs of ops as one activity (ReplayOptions::coalesce)
   bool all_records = true;  // a record per op (-o, --trace); else only the summary's
+  bool memory_timelines = true; // every alloc and free in the pools' timelines (-o, --trace, sweeps' record.memory)
 };
 RunResult simulate(const ExperimentSpec& spec, bool in_child, const SimulateOptions& how = {});
 

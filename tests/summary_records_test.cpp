@@ -1,53 +1,143 @@
 // A run whose outputs are only the summary (--json, the text report, a sweep point,
-// memwall advise) keeps the records of the ops the summary reads, not one per op
-// (ReplayOptions::summary_records_only). The summary must not change by one byte.
+// memwall advise) keeps no record per op and no memory timeline: the breakdown's GPU
+// adds its busy intervals as its ops end (StepIntervals), the pools keep their peaks.
+// The summary must not change by one byte, and what the run holds must not grow with
+// the ops it replays.
 #include "ChildPool.hpp"
 #include "Simulation.hpp"
+#include "StepIntervals.hpp"
 #include "StepReport.hpp"
 #include "TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <random>
 
 using namespace memwall;
 using namespace memwall::test;
 
 namespace {
 
-// The --json summary and the number of op records, with every record or the summary's.
-std::pair<std::string, size_t> summary(const ExperimentSpec& spec, bool all_records)
+struct Lean {
+  std::string json;
+  size_t records = 0, timeline_events = 0, intervals = 0;
+  int64_t ops = 0;
+};
+
+// The --json summary, with every record and timeline or with the summary's needs only.
+Lean summary(const ExperimentSpec& spec, bool everything)
 {
   ChildOutcome out = run_in_child([&] {
-    RunResult r = simulate(spec, false, {false, true, all_records});
-    return std::to_string(r.ops.size()) + "\n" + report_json(r).dump(2);
+    RunResult r = simulate(spec, false, {false, true, everything, everything});
+    size_t events = 0;
+    for (const PoolResult& p : r.pools)
+      events += p.timeline.size();
+    const StepIntervals& s = r.step_intervals;
+    size_t intervals = s.compute.intervals().size() + s.comm.intervals().size() + s.copies.intervals().size() +
+                       s.paging.intervals().size();
+    return std::to_string(r.ops.size()) + " " + std::to_string(events) + " " + std::to_string(intervals) + " " +
+           std::to_string(r.op_count) + "\n" + report_json(r).dump(2);
   });
   REQUIRE(out.kind == ChildOutcome::Kind::result);
+  Lean l;
   size_t cut = out.data.find('\n');
-  return {out.data.substr(cut + 1), std::stoul(out.data.substr(0, cut))};
+  std::istringstream head(out.data.substr(0, cut));
+  head >> l.records >> l.timeline_events >> l.intervals >> l.ops;
+  l.json = out.data.substr(cut + 1);
+  return l;
+}
+
+// The union of closed intervals the way StepReport used to take it from the records:
+// sort, then merge each into the last when it starts at or before the last's end.
+std::vector<std::pair<double, double>> sorted_union(std::vector<std::pair<double, double>> v)
+{
+  std::sort(v.begin(), v.end());
+  std::vector<std::pair<double, double>> out;
+  for (const auto& iv : v)
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
+  return out;
 }
 
 } // namespace
 
-TEST_CASE("a_summary_from_the_summarys_records_only_is_byte_identical", "[coalescing][outputs]")
+TEST_CASE("a_summary_without_records_or_timelines_is_byte_identical", "[coalescing][outputs]")
 {
   // Pipelined tensor parallelism (the breakdown's bubble), ZeRO-3 (exposed gathers),
-  // ZeRO-Offload (the host's optimizer step), and a single GPU.
+  // ZeRO-Offload (the host's optimizer step), a single GPU, and a serving loop that
+  // hands the replay its iterations one by one.
   for (const char* example : {"examples/gpt3-175b-tp8-pp8-interleaved-8xdgx-a100.yaml",
                               "examples/llama2-70b-zero3-4xdgx-h100.yaml",
-                              "examples/llama2-13b-zero-offload-4x4090.yaml", "examples/gpt2-1gpu-a100.yaml"}) {
+                              "examples/llama2-13b-zero-offload-4x4090.yaml", "examples/gpt2-1gpu-a100.yaml",
+                              "examples/llama2-7b-serving-poisson-1xa100.yaml"}) {
     INFO(example);
     ExperimentSpec spec = load_spec(source_path(example), {});
-    auto [all, every_op]   = summary(spec, true);
-    auto [lean, kept]      = summary(spec, false);
-    CHECK(lean == all);
-    CHECK(kept <= every_op);
+    Lean all            = summary(spec, true);
+    Lean lean           = summary(spec, false);
+    CHECK(lean.json == all.json);
+    CHECK(all.records == static_cast<size_t>(all.ops));
+    CHECK(all.timeline_events > 0);
+    CHECK(lean.records == 0);
+    CHECK(lean.timeline_events == 0);
+    CHECK(lean.ops == all.ops);
   }
 }
 
-TEST_CASE("a_pipeline_keeps_the_records_of_its_first_stage_only", "[coalescing][outputs]")
+TEST_CASE("a_serving_loop_holds_a_few_busy_intervals_not_one_per_op", "[coalescing][outputs]")
 {
-  // 8 stages, one GPU each: the breakdown reads the first stage's ops, 1/8 or so.
-  ExperimentSpec spec = load_spec(source_path("examples/gpt3-175b-tp8-pp8-interleaved-8xdgx-a100.yaml"), {});
-  auto [all, every_op] = summary(spec, true);
-  auto [lean, kept]    = summary(spec, false);
-  CHECK(kept * 6 < every_op);
+  // 1,000 requests at 8 per second: 900,110 ops, iterations back to back while
+  // requests wait (about 56 in flight), so the GPU's kernels make a handful of intervals
+  // (one, in fact), not one per op.
+  ExperimentSpec spec = load_spec(source_path("examples/llama2-7b-serving-poisson-1xa100.yaml"), {});
+  Lean lean           = summary(spec, false);
+  CHECK(lean.ops > 500000);
+  CHECK(lean.intervals > 0);
+  CHECK(lean.intervals * 100 < static_cast<size_t>(lean.ops));
+}
+
+TEST_CASE("an_interval_union_is_the_same_whatever_order_its_parts_arrive_in", "[outputs]")
+{
+  // By hand: [0,1] and [1,2] touch and are one; [3,4] and [5,6] are joined by [3.5,5].
+  IntervalUnion u;
+  for (auto [a, b] : std::vector<std::pair<double, double>>{{5, 6}, {1, 2}, {3, 4}, {0, 1}, {3.5, 5}, {8, 8}})
+    u.add(a, b);
+  using V = std::vector<std::pair<double, double>>;
+  CHECK(u.intervals() == V{{0, 2}, {3, 6}, {8, 8}});
+  CHECK(u.length() == 5.0);
+
+  // Random sets in random orders against sort-then-merge.
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> start(0, 100), len(0, 3);
+  for (int trial = 0; trial < 200; ++trial) {
+    V parts;
+    for (int i = 0; i < 60; ++i) {
+      double s = start(rng);
+      parts.emplace_back(s, s + len(rng));
+    }
+    parts.push_back(parts[3]);                            // a duplicate
+    parts.emplace_back(parts[5].second, parts[5].second + 1); // one that touches
+    std::shuffle(parts.begin(), parts.end(), rng);
+    IntervalUnion v;
+    for (auto [a, b] : parts)
+      v.add(a, b);
+    REQUIRE(v.intervals() == sorted_union(parts));
+  }
+}
+
+TEST_CASE("a_numbered_op_name_reads_in_full_and_adds_nothing_to_the_name_table", "[outputs]")
+{
+  OpName first("it", 7, ".embed");
+  size_t before = OpName::interned_count();
+  for (uint64_t i = 0; i < 100000; ++i)
+    OpName n("it", i, ".embed");
+  CHECK(OpName::interned_count() == before);
+  CHECK(first.str() == "it7.embed");
+  CHECK(OpName("it", 123456, ".head").str() == "it123456.head");
+  CHECK(first == OpName("it", 7, ".embed"));
+  CHECK(!(first == OpName("it", 8, ".embed")));
+  // Past what a handle holds, the whole name is interned and still reads right.
+  CHECK(OpName("it", 5000000000ULL, ".head").str() == "it5000000000.head");
 }

@@ -51,7 +51,7 @@ const char* phase_name(StepPhase p)
 }
 
 Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
-           const std::string& name)
+           OpName name)
 {
   Op op;
   op.kind   = OpKind::copy;
@@ -65,7 +65,7 @@ Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, con
 }
 
 Op host_copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
-                const std::string& name, bool pinned)
+                OpName name, bool pinned)
 {
   Op op       = copy_op(issuer, stream, src, dst, bytes, name);
   op.pageable = !pinned;
@@ -73,7 +73,7 @@ Op host_copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src
 }
 
 Op kernel_op(const DeviceRef& gpu, KernelClass kclass, Dtype dtype, double flops, double bytes, double model_flops,
-             const std::string& name)
+             OpName name)
 {
   Op op;
   op.kind        = OpKind::kernel;
@@ -89,7 +89,7 @@ Op kernel_op(const DeviceRef& gpu, KernelClass kclass, Dtype dtype, double flops
 }
 
 Op collective_op(const DeviceRef& issuer, StreamKind stream, CollectiveKind kind, int32_t group, double bytes,
-                 const std::string& name)
+                 OpName name)
 {
   Op op;
   op.kind       = OpKind::collective;

@@ -87,17 +87,17 @@ struct TensorAccess {
 
 // A copy of `bytes` from one memory to another, issued on `stream` of `issuer`.
 Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
-           const std::string& name);
+           OpName name);
 // A copy between host memory and a GPU: from pinned memory a DMA, else staged through
 // the driver's pinned buffer (pageable).
 Op host_copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
-                const std::string& name, bool pinned);
+                OpName name, bool pinned);
 // A kernel on the compute stream of `gpu`: `flops` at `dtype` on the units of `kclass`,
 // `bytes` of HBM traffic; `model_flops` of them count toward MFU.
 Op kernel_op(const DeviceRef& gpu, KernelClass kclass, Dtype dtype, double flops, double bytes, double model_flops,
-             const std::string& name);
+             OpName name);
 // A collective of `kind` over group `group` of an OpDag, issued on `stream` of `issuer`.
 Op collective_op(const DeviceRef& issuer, StreamKind stream, CollectiveKind kind, int32_t group, double bytes,
-                 const std::string& name);
+                 OpName name);
 
 } // namespace memwall

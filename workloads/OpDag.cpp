@@ -60,7 +60,7 @@ double OpDag::model_flops() const
 }
 
 Tensor OpDag::alloc(const DeviceRef& device, StreamKind stream, const DeviceRef& pool, MemCategory category,
-                    double bytes, const std::string& name, std::initializer_list<OpId> deps)
+                    double bytes, OpName name, std::initializer_list<OpId> deps)
 {
   Tensor t{next_tensor_++, pool, category, bytes};
   Op op;
@@ -76,7 +76,7 @@ Tensor OpDag::alloc(const DeviceRef& device, StreamKind stream, const DeviceRef&
   return t;
 }
 
-OpId OpDag::free(const Tensor& t, const DeviceRef& device, StreamKind stream, const std::string& name,
+OpId OpDag::free(const Tensor& t, const DeviceRef& device, StreamKind stream, OpName name,
                  std::initializer_list<OpId> deps)
 {
   Op op;

@@ -45,8 +45,8 @@ public:
 
   // Memory: an alloc op on `stream` of `device` for a tensor held in `pool`.
   Tensor alloc(const DeviceRef& device, StreamKind stream, const DeviceRef& pool, MemCategory category, double bytes,
-               const std::string& name, std::initializer_list<OpId> deps = {});
-  OpId free(const Tensor& t, const DeviceRef& device, StreamKind stream, const std::string& name,
+               OpName name, std::initializer_list<OpId> deps = {});
+  OpId free(const Tensor& t, const DeviceRef& device, StreamKind stream, OpName name,
             std::initializer_list<OpId> deps = {});
   OpId last_alloc_or_free() const { return last_memory_op_; }
 

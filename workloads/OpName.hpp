@@ -1,7 +1,11 @@
 #pragma once
 // An op's name, interned: the same few thousand names ("L3.fwd.qkv") recur in every
-// micro-batch of every stage, so a DAG of millions of ops holds a 4-byte handle per op
-// instead of a string (and a heap block for every name past 15 characters).
+// micro-batch of every stage, so a DAG of millions of ops holds a handle per op instead
+// of a string (and a heap block for every name past 15 characters).
+//
+// A name that carries a counter ("it7123.embed": a serving loop's iteration) is its
+// pattern interned once plus the number, so a loop of a million iterations adds no name
+// to the table: the table holds what recurs, and stays bounded.
 #include <cstdint>
 #include <string>
 
@@ -12,15 +16,21 @@ public:
   OpName() = default;
   OpName(const std::string& s) : id_(intern(s)) {} // NOLINT: a name is a string
   OpName(const char* s) : id_(intern(s)) {}        // NOLINT
-  const std::string& str() const;
-  operator const std::string&() const { return str(); } // NOLINT
-  bool operator==(const OpName& o) const { return id_ == o.id_; }
+  // prefix + number + suffix, e.g. ("it", 7123, ".embed").
+  OpName(const std::string& prefix, uint64_t number, const std::string& suffix);
+  std::string str() const;
+  operator std::string() const { return str(); } // NOLINT
+  bool operator==(const OpName& o) const { return id_ == o.id_ && number_ == o.number_; }
+  // How many names and patterns the process's table holds.
+  static size_t interned_count();
 
 private:
-  // The process's table of names, never shrinking (names outlive any one DAG). Id 0
-  // is the empty name.
+  static constexpr uint32_t no_number = 0xffffffffu;
+  // The process's table of names and patterns, never shrinking (names outlive any one
+  // DAG). Id 0 is the empty name.
   static uint32_t intern(const std::string& s);
-  uint32_t id_ = 0;
+  uint32_t id_     = 0;
+  uint32_t number_ = no_number;
 };
 
 } // namespace memwall

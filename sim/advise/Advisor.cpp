@@ -25,7 +25,7 @@ void replay_all(const std::string& path, const std::vector<std::string>& overrid
         std::vector<std::string> all = overrides;
         all.insert(all.end(), todo[i]->change.overrides.begin(), todo[i]->change.overrides.end());
         ExperimentSpec spec = load_spec(path, all);
-        RunResult r = simulate(spec, /*in_child=*/false, {false, true, /*all_records=*/false});
+        RunResult r = simulate(spec, /*in_child=*/false, {false, true, /*all_records=*/false, /*memory_timelines=*/false});
         return nlohmann::json(measure(spec, r)).dump();
       },
       [&](size_t i, const ChildOutcome& out) {

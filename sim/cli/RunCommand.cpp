@@ -79,7 +79,7 @@ int run_command(const std::vector<std::string>& args)
     throw InputError(h5_path + ": -o and --trace name the same file");
   ExperimentSpec spec = load_spec(spec_path, overrides);
   bool every_op       = !h5_path.empty() || !trace_path.empty();
-  RunResult result    = simulate(spec, /*in_child=*/false, {/*progress=*/true, /*coalesce=*/true, every_op});
+  RunResult result    = simulate(spec, /*in_child=*/false, {/*progress=*/true, /*coalesce=*/true, every_op, every_op});
   if (!h5_path.empty())
     write_run_hdf5(result, {spec.file, spec.text, hardware_description(spec), experiment_title(spec)}, h5_path);
   if (!trace_path.empty())

@@ -8,8 +8,10 @@ namespace memwall {
 std::string run_point(const SweepSpec& sweep, const SweepPoint& point, const PointSummary& summarize)
 {
   ExperimentSpec spec = point_spec(sweep, point);
-  // The summary's records only: the time breakdown is read from them.
-  RunResult r = simulate(spec, /*in_child=*/false, {/*progress=*/false, /*coalesce=*/true, /*all_records=*/false});
+  // No record per op (the time breakdown is kept as intervals); memory timelines only
+  // when the results file keeps them.
+  RunResult r = simulate(spec, /*in_child=*/false,
+                         {/*progress=*/false, /*coalesce=*/true, /*all_records=*/false, sweep.record_memory});
   return summarize(sweep, point, spec, r);
 }
 

@@ -51,7 +51,7 @@ private:
   // ServingIteration.cpp
   void emit_kv_changes(const Iteration& it);
   void emit_iteration(const Iteration& it);
-  OpId emit_kernel(const KernelCost& k, const std::string& name, std::initializer_list<OpId> deps = {});
+  OpId emit_kernel(const KernelCost& k, OpName name, std::initializer_list<OpId> deps = {});
   void emit_layer_part(const IterationKernels& k, int64_t layer, const std::string& L, OpId w_ready,
                        std::vector<OpId>& freed_kv);
   OpId emit_cpu_attention(const LayerKernels& k, double share, const std::string& name);

@@ -51,7 +51,7 @@ void ServingDriver::emit_kv_changes(const Iteration& it)
   kv_ready_ = after.empty() ? OpDag::none : after.back();
 }
 
-OpId ServingDriver::emit_kernel(const KernelCost& k, const std::string& name, std::initializer_list<OpId> deps)
+OpId ServingDriver::emit_kernel(const KernelCost& k, OpName name, std::initializer_list<OpId> deps)
 {
   double model = k.kclass == KernelClass::elementwise ? 0.0 : k.flops;
   Op op    = kernel_op(gpu_, k.kclass, k.dtype, k.flops, k.bytes, model, name);
@@ -162,8 +162,10 @@ void ServingDriver::emit_iteration(const Iteration& it)
     act_bytes = std::max(act_bytes,
                          parts.back().activation_bytes + kernels_.gpu_residual_bytes(k.tokens - parts.back().tokens));
   }
-  std::string tag = "it" + std::to_string(stats_.iterations);
-  act_ = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::activations, act_bytes, tag + ".activations",
+  // "it7123.embed": the iteration's number, not interned (OpName), so that a long serving
+  // loop adds no names.
+  auto tag = [&](const char* what) { return OpName("it", static_cast<uint64_t>(stats_.iterations), what); };
+  act_ = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::activations, act_bytes, tag(".activations"),
                    {kv_ready_});
   // Offloaded hidden states between layers, in host memory or on NVMe for every rank there.
   std::vector<Tensor> act_off;
@@ -171,8 +173,8 @@ void ServingDriver::emit_iteration(const Iteration& it)
     if (cfg_.act_off.of(tier) > 0)
       act_off.push_back(dag_.alloc(gpu_, StreamKind::compute, offload_pool(tier), MemCategory::activations,
                                    kernels_.residual_bytes(k.tokens) * cfg_.act_off.of(tier) * ranks_sharing(tier),
-                                   tag + ".offloaded_activations"));
-  touch_edge(emit_kernel(k.embed, tag + ".embed"), k.embed, false);
+                                   tag(".offloaded_activations")));
+  touch_edge(emit_kernel(k.embed, tag(".embed")), k.embed, false);
 
   double w_off = cfg_.weights_off.total();
   std::vector<OpId> freed_w, freed_kv; // staging buffers as they are freed
@@ -198,13 +200,13 @@ void ServingDriver::emit_iteration(const Iteration& it)
     if (w_off > 0)
       freed_w.push_back(dag_.free(w_stage, gpu_, StreamKind::compute, L + ".weights.staging"));
   }
-  touch_edge(emit_kernel(k.head, tag + ".head"), k.head, true);
+  touch_edge(emit_kernel(k.head, tag(".head")), k.head, true);
   if (tp_group_ >= 0 && k.logits_gather_bytes > 0)
     dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_gather, tp_group_, k.logits_gather_bytes,
-                           tag + ".logits"));
-  dag_.free(act_, gpu_, StreamKind::compute, tag + ".activations");
+                           tag(".logits")));
+  dag_.free(act_, gpu_, StreamKind::compute, tag(".activations"));
   for (const Tensor& t : act_off)
-    dag_.free(t, gpu_, StreamKind::compute, tag + ".offloaded_activations");
+    dag_.free(t, gpu_, StreamKind::compute, tag(".offloaded_activations"));
 }
 
 // One layer for one GPU batch: qkv, attention (with its offloaded KV fetched, or run on
