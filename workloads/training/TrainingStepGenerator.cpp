@@ -201,7 +201,30 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
                              {dag_.stream_tail(s.gpu, StreamKind::compute)});
 }
 
-OpId TrainingStepGenerator::kernel(const DeviceRef& gpu, const std::string& name, const KernelPlan& k, bool forward,
+const OpName& TrainingStepGenerator::name(int b, size_t i, Role role)
+{
+  Block& blk = blocks_[b];
+  if (blk.names.empty())
+    blk.names.resize(blk.plan.kernels.size());
+  OpName& n = blk.names[i][static_cast<size_t>(role)];
+  if (n == OpName()) {
+    static const std::array<std::pair<const char*, const char*>, 10> parts{{{".fwd.", ""},
+                                                                            {".fwd.", ".saved"},
+                                                                            {".fwd.", ".tp"},
+                                                                            {".recompute.", ""},
+                                                                            {".recompute.", ".saved"},
+                                                                            {".recompute.", ".tp"},
+                                                                            {".bwd.", ""},
+                                                                            {".bwd.", ".tp_in"},
+                                                                            {".bwd.", ".tp"},
+                                                                            {".bwd.", ".free_saved"}}};
+    const auto& [infix, suffix] = parts[static_cast<size_t>(role)];
+    n = OpName(blk.plan.name + infix + blk.plan.kernels[i].name + suffix);
+  }
+  return n;
+}
+
+OpId TrainingStepGenerator::kernel(const DeviceRef& gpu, const OpName& name, const KernelPlan& k, bool forward,
                                    bool recompute)
 {
   // Elementwise FLOPs and recomputation do not count toward MFU.
@@ -212,12 +235,13 @@ OpId TrainingStepGenerator::kernel(const DeviceRef& gpu, const std::string& name
   return dag_.add(std::move(op));
 }
 
-void TrainingStepGenerator::tp_collective(int stage, const std::string& name, const TpComm& c)
+void TrainingStepGenerator::tp_collective(int b, size_t i, Role role, const TpComm& c)
 {
-  if (c.bytes <= 0 || stages_[stage].tp_group < 0)
+  const Stage& s = stage_of(b);
+  if (c.bytes <= 0 || s.tp_group < 0)
     return;
   // Megatron's tp collectives block the compute stream.
-  dag_.add(collective_op(stages_[stage].gpu, StreamKind::compute, c.kind, stages_[stage].tp_group, c.bytes, name));
+  dag_.add(collective_op(s.gpu, StreamKind::compute, c.kind, s.tp_group, c.bytes, name(b, i, role)));
 }
 
 void TrainingStepGenerator::emit_forward(int b, int64_t mb)
@@ -238,13 +262,13 @@ void TrainingStepGenerator::emit_forward(int b, int64_t mb)
     const KernelPlan& k = ks[i];
     if (k.saved_bytes > 0 && !full && !(selective && k.selective))
       saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations, k.saved_bytes,
-                            prefix + k.name + ".saved", {params});
+                            name(b, i, Role::fwd_saved), {params});
     if (k.runs(true)) {
-      OpId id = kernel(s.gpu, prefix + k.name, k, true, false);
+      OpId id = kernel(s.gpu, name(b, i, Role::fwd), k, true, false);
       dag_.depend(id, params);
       touch_kernel(id, b, i, true, i == 0 && full ? checkpoints_[{b, mb}] : saved[i]);
     }
-    tp_collective(blk.stage, prefix + k.name + ".tp", k.fwd_after);
+    tp_collective(b, i, Role::fwd_tp, k.fwd_after);
   }
   release_gather();
 }
@@ -254,18 +278,17 @@ void TrainingStepGenerator::emit_recompute(int b, int64_t mb, bool selective_onl
   Block& blk = blocks_[b];
   Stage& s   = stage_of(b);
   auto& saved = saved_[{b, mb}];
-  const std::string prefix = blk.plan.name + ".recompute.";
   for (size_t i = 0; i < blk.plan.kernels.size(); ++i) {
     const KernelPlan& k = blk.plan.kernels[i];
     if (selective_only && !k.selective)
       continue;
     if (k.saved_bytes > 0)
       saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations, k.saved_bytes,
-                            prefix + k.name + ".saved");
+                            name(b, i, Role::rc_saved));
     if (k.runs(true))
-      touch_kernel(kernel(s.gpu, prefix + k.name, k, true, true), b, i, true, saved[i]);
+      touch_kernel(kernel(s.gpu, name(b, i, Role::rc), k, true, true), b, i, true, saved[i]);
     if (!selective_only)
-      tp_collective(blk.stage, prefix + k.name + ".tp", k.fwd_after);
+      tp_collective(b, i, Role::rc_tp, k.fwd_after);
   }
 }
 
@@ -285,15 +308,15 @@ void TrainingStepGenerator::emit_backward(int b, int64_t mb)
   auto& saved = saved_[{b, mb}];
   for (size_t i = blk.plan.kernels.size(); i-- > 0;) {
     const KernelPlan& k = blk.plan.kernels[i];
-    tp_collective(blk.stage, prefix + k.name + ".tp_in", k.bwd_before);
+    tp_collective(b, i, Role::bwd_tp_in, k.bwd_before);
     if (k.runs(false)) {
-      OpId id = kernel(s.gpu, prefix + k.name, k, false, false);
+      OpId id = kernel(s.gpu, name(b, i, Role::bwd), k, false, false);
       dag_.depend(id, params);
       touch_kernel(id, b, i, false, saved[i]);
     }
-    tp_collective(blk.stage, prefix + k.name + ".tp", k.bwd_after);
+    tp_collective(b, i, Role::bwd_tp, k.bwd_after);
     if (saved[i].id != 0)
-      dag_.free(saved[i], s.gpu, StreamKind::compute, prefix + k.name + ".free_saved");
+      dag_.free(saved[i], s.gpu, StreamKind::compute, name(b, i, Role::bwd_free_saved));
   }
   saved_.erase({b, mb});
   if (ws.id != 0)

@@ -24,6 +24,7 @@
 #include "ParallelLayout.hpp"
 #include "TrainingConfig.hpp"
 
+#include <array>
 #include <deque>
 #include <map>
 #include <memory>
@@ -52,7 +53,12 @@ private:
     Tensor bucket;          // ZeRO-2/3: this micro-batch's full gradient before reduce-scatter
     int64_t backwards = 0;  // backward passes emitted so far
     OpId grads_ready = OpDag::none; // last op before the optimizer may read the gradients
+    // Its kernels' op names by role, made on first use: every micro-batch reuses them
+    // instead of building and interning the same strings again.
+    std::vector<std::array<OpName, 10>> names;
   };
+  // The ops a block's kernel i gives rise to, each with its own name.
+  enum class Role : uint8_t { fwd, fwd_saved, fwd_tp, rc, rc_saved, rc_tp, bwd, bwd_tp_in, bwd_tp, bwd_free_saved };
   struct Stage {
     DeviceRef gpu, host, nvme;
     int32_t tp_group = -1, dp_group = -1;
@@ -77,8 +83,10 @@ private:
   void emit_forward(int b, int64_t mb);
   void emit_backward(int b, int64_t mb);
   void emit_recompute(int b, int64_t mb, bool selective_only);
-  OpId kernel(const DeviceRef& gpu, const std::string& name, const KernelPlan& k, bool forward, bool recompute);
-  void tp_collective(int stage, const std::string& name, const TpComm& c);
+  OpId kernel(const DeviceRef& gpu, const OpName& name, const KernelPlan& k, bool forward, bool recompute);
+  // Block b's kernel i's tp collective in `role`, if it has one.
+  void tp_collective(int b, size_t i, Role role, const TpComm& c);
+  const OpName& name(int b, size_t i, Role role);
   // GradientSync.cpp
   void alloc_gradients(int b);
   void reduce_gradients(int b, int64_t mb);
