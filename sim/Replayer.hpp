@@ -241,7 +241,14 @@ private:
   std::priority_queue<DueMemoryOp, std::vector<DueMemoryOp>, std::greater<>> due_memory_;
   uint64_t due_seq_ = 0;
   std::map<std::pair<DeviceRef, StreamKind>, int> stream_keys_;
-  std::map<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>, int> route_ids_;
+  // Looked up for every flow: hashed, not ordered (only ever found, never walked).
+  struct HostPairHash {
+    size_t operator()(const std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>& p) const
+    {
+      return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
+    }
+  };
+  std::unordered_map<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>, int, HostPairHash> route_ids_;
   std::vector<Route> routes_;
   std::vector<simgrid::s4u::Link*> links_;
   std::map<simgrid::s4u::Link*, int> link_ids_;

@@ -45,34 +45,31 @@ struct GemmShape {
 };
 GemmShape gemm_shape(double m, double n, double k);
 
+// Fields ordered by size, so that the millions of ops of a large step pack without
+// padding (112 bytes, not 136).
 struct Op {
-  OpKind kind       = OpKind::kernel;
-  StreamKind stream = StreamKind::compute;
-  DeviceRef device;  // where the op is issued (its stream's device)
-  StepPhase phase = StepPhase::setup; // stamped by OpDag::add from its current phase
-  OpName name;       // "L3.fwd.qkv", "ddp.bucket2.allreduce", ...
-
   // kernel / host_compute
-  double flops          = 0;
-  KernelClass kclass    = KernelClass::gemm;
-  Dtype dtype           = Dtype::bf16;
-  double model_flops    = 0;    // part of `flops` that counts toward MFU (recomputation does not)
-  GemmShape shape;              // kernel of class gemm: its GEMM's shape
+  double flops       = 0;
+  double model_flops = 0; // part of `flops` that counts toward MFU (recomputation does not)
   // kernel / host_compute: memory traffic; copy / collective / alloc / free: size
   double bytes = 0;
+  OpName name; // "L3.fwd.qkv", "ddp.bucket2.allreduce", ...
 
-  // copy
-  DeviceRef src, dst;
-  bool pageable = false; // host side not pinned: staged through the driver's pinned buffer
+  DeviceRef device; // where the op is issued (its stream's device)
+  DeviceRef src, dst; // copy
+  DeviceRef pool;     // alloc / free: memory that holds the tensor
+  GemmShape shape;    // kernel of class gemm: its GEMM's shape
+  int32_t group  = -1; // collective: index into OpDag::group()
+  uint32_t tensor = 0; // alloc / free: pairs a free with its alloc
 
-  // collective
+  OpKind kind       = OpKind::kernel;
+  StreamKind stream = StreamKind::compute;
+  StepPhase phase   = StepPhase::setup; // stamped by OpDag::add from its current phase
+  KernelClass kclass = KernelClass::gemm; // kernel / host_compute
+  Dtype dtype        = Dtype::bf16;
+  bool pageable      = false; // copy: host side not pinned, staged through the driver's pinned buffer
   CollectiveKind collective = CollectiveKind::all_reduce;
-  int32_t group             = -1; // index into OpDag::group()
-
-  // alloc / free
-  MemCategory category = MemCategory::other;
-  DeviceRef pool;          // memory that holds the tensor
-  uint32_t tensor = 0;     // pairs a free with its alloc
+  MemCategory category      = MemCategory::other; // alloc / free
 };
 
 // A kernel's use of part of a tensor: the bytes [offset, offset + bytes) of tensor
