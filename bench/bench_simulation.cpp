@@ -7,9 +7,11 @@
 //   GPT-3 175B, tp 8 x pp 8 interleaved on 8 DGX A100 (examples/)
 //   Megatron 1T, tp 8 x pp 64 x dp 6 on 384 DGX A100 = 3,072 GPUs (examples/)
 //   Llama-2-7B serving 10,000 and 100,000 Poisson requests on one A100-80GB (examples/, requests raised)
+//   the platform alone of 384, 1,536 (12,288 GPUs) and 3,072 DGX H100 nodes: how its build grows
 // Each run is a fresh process (one SimGrid Engine per process) doing the whole
 // pipeline: spec, DAG, platform, replay. Prints the median of 5 runs (3 for the
 // examples). `bench_simulation NAME-SUBSTRING` runs the matching scenarios only.
+#include "Platform.hpp"
 #include "Simulation.hpp"
 
 #include <sys/resource.h>
@@ -26,12 +28,18 @@ using namespace memwall;
 
 namespace {
 
+// A spec whose platform is N DGX H100 (the workload is never generated).
+#define PLATFORM_YAML(N)                                                                                          \
+  "hardware: {node: dgx-h100, nodes: " #N "}\nmodel: {preset: gpt2}\n"                                              \
+  "training: {seq_len: 256, global_batch: 24576, micro_batch: 1}\n"
+
 struct Scenario {
   const char* name;
   const char* yaml; // inline spec, or
   const char* file; // an example under the source tree
   int runs;
   const char* set = nullptr; // a --set override
+  bool platform_only = false; // time building the spec's platform, nothing else
 };
 
 const Scenario scenarios[] = {
@@ -59,6 +67,9 @@ const Scenario scenarios[] = {
     // One run: every op's record is still kept (about 115 kB per request).
     {"llama-2-7b serving 100k requests, 1 A100", nullptr, "examples/llama2-7b-serving-poisson-1xa100.yaml", 1,
      "inference.poisson.requests=100000"},
+    {"platform only, 384 x DGX H100", PLATFORM_YAML(384), nullptr, 3, nullptr, true},
+    {"platform only, 1536 x DGX H100 (12,288 GPUs)", PLATFORM_YAML(1536), nullptr, 3, nullptr, true},
+    {"platform only, 3072 x DGX H100", PLATFORM_YAML(3072), nullptr, 3, nullptr, true},
 };
 
 struct Sample {
@@ -84,8 +95,12 @@ Sample run_once(const Scenario& s)
       set.push_back(s.set);
     ExperimentSpec spec = s.file ? load_spec(std::string(MEMWALL_SOURCE_DIR) + "/" + s.file, set)
                                  : parse_spec(s.yaml, "bench", "");
-    // As `memwall run --json` does: the summary's records only.
-    RunResult r    = simulate(spec, /*in_child=*/false, {/*progress=*/false, /*coalesce=*/true, /*all_records=*/false, /*memory_timelines=*/false});
+    RunResult r;
+    if (s.platform_only) {
+      start_engine();
+      Platform platform(spec.cluster);
+    } else // as `memwall run --json` does: no record per op, no memory timeline
+      r = simulate(spec, /*in_child=*/false, {/*progress=*/false, /*coalesce=*/true, /*all_records=*/false, /*memory_timelines=*/false});
     double wall    = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double out[3]  = {wall, static_cast<double>(r.op_count), static_cast<double>(r.activities)};
     if (write(fds[1], out, sizeof out) != sizeof out)
@@ -108,7 +123,7 @@ Sample run_once(const Scenario& s)
 
 int main(int argc, char** argv)
 {
-  std::printf("%-40s %10s %11s %9s %9s %12s\n", "scenario (median of runs)", "ops", "activities", "wall [s]", "CPU [s]",
+  std::printf("%-46s %10s %11s %9s %9s %12s\n", "scenario (median of runs)", "ops", "activities", "wall [s]", "CPU [s]",
               "peak RSS");
   for (const auto& s : scenarios) {
     if (argc > 1 && std::string(s.name).find(argv[1]) == std::string::npos)
@@ -126,7 +141,7 @@ int main(int argc, char** argv)
     double wall = median([](const Sample& x) { return x.wall_s; });
     double cpu  = median([](const Sample& x) { return x.cpu_s; });
     double rss  = median([](const Sample& x) { return static_cast<double>(x.max_rss_kb); });
-    std::printf("%-40s %10.0f %11.0f %9.3f %9.3f %8.1f MiB\n", s.name, samples[0].ops, samples[0].activities, wall, cpu,
+    std::printf("%-46s %10.0f %11.0f %9.3f %9.3f %8.1f MiB\n", s.name, samples[0].ops, samples[0].activities, wall, cpu,
                 rss / 1024);
   }
   return 0;

@@ -2,6 +2,7 @@
 
 #include "InputError.hpp"
 
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u.hpp>
 #include <xbt/log.h>
 
@@ -53,8 +54,17 @@ Platform::Platform(const ClusterSpec& cluster) : cluster_(cluster)
   nodes_.resize(cluster_.nodes);
   for (int n = 0; n < cluster_.nodes; ++n)
     create_node_links(n, star);
+  // Every node is built apart from the platform, then attached and sealed in turn.
+  // SimGrid 3.32 checks a new host's name by walking every zone attached so far, so
+  // nodes built in place cost O(nodes) each: 0.9 s of the 2.25 s a 2,048-node cluster
+  // took. Sealing still walks the zones attached so far (sealing finds a zone's hosts by
+  // filtering all of them), the part of the build that stays quadratic.
   for (int n = 0; n < cluster_.nodes; ++n)
     build_node(n, star);
+  for (int n = 0; n < cluster_.nodes; ++n) {
+    nodes_[n].zone->set_parent(star);
+    nodes_[n].zone->seal();
+  }
   if (cluster_.nodes > 1)
     for (int n = 0; n < cluster_.nodes; ++n)
       connect_node_to_fabric(n, star);
@@ -112,7 +122,14 @@ void Platform::build_node(int n, sg4::NetZone* parent)
   const std::string prefix = "node" + std::to_string(n) + ".";
   NodeParts& p             = nodes_[n];
   p.zone                   = sg4::create_full_zone("node" + std::to_string(n));
-  p.zone->set_parent(parent);
+  // Not attached yet (Platform::Platform): the models it would take from its parent.
+  simgrid::kernel::routing::NetZoneImpl* zone = p.zone->get_impl();
+  const simgrid::kernel::routing::NetZoneImpl* from = parent->get_impl();
+  zone->set_network_model(from->get_network_model());
+  zone->set_cpu_pm_model(from->get_cpu_pm_model());
+  zone->set_cpu_vm_model(from->get_cpu_vm_model());
+  zone->set_disk_model(from->get_disk_model());
+  zone->set_host_model(from->get_host_model());
   add_gpus(p, prefix);
   add_host_side(p, prefix);
   add_nics(p, prefix);
@@ -120,7 +137,6 @@ void Platform::build_node(int n, sg4::NetZone* parent)
   route_host_memory(p);
   if (cluster_.nodes > 1)
     route_to_gateway(p);
-  p.zone->seal();
 }
 
 void Platform::add_gpu_links(NodeParts& p, const std::string& prefix, sg4::NetZone* z)

@@ -19,7 +19,7 @@ OpDag build_workload(const ExperimentSpec& spec)
   return TrainingStepGenerator(spec.model, spec.training, spec.cluster).generate();
 }
 
-static void start_engine()
+void start_engine()
 {
   // Logging off before the Engine exists; exactness settings before the first zone.
   xbt_log_control_set("root.thres:critical");

@@ -13,6 +13,10 @@ namespace memwall {
 
 OpDag build_workload(const ExperimentSpec& spec);
 
+// This process's SimGrid Engine, with logging off and the exact settings; the first
+// call creates it, before any platform is built.
+void start_engine();
+
 RunResult replay(const ClusterSpec& cluster, const OpDag& dag, const ReplayOptions& options);
 RunResult replay_in_child(const ClusterSpec& cluster, const OpDag& dag, const ReplayOptions& options);
 
