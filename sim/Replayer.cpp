@@ -17,7 +17,8 @@ Replayer* current = nullptr; // the one replay of this process (one Engine per p
 } // namespace
 
 Replayer::Replayer(const OpDag& dag, const Platform& platform, ReplayOptions options)
-    : dag_(dag), platform_(platform), options_(std::move(options)), collective_(collective_registry().make(options_.collective_algorithm))
+    : dag_(dag), platform_(platform), options_(std::move(options)), collective_(collective_registry().make(options_.collective_algorithm)),
+      kernel_timer_(platform.cluster().node.gpu)
 {
   if (paging_on())
     prefetch_ = prefetch_registry().make(options_.memory.prefetch);

@@ -14,7 +14,7 @@
 //   under unified memory (ReplayerPaging.cpp) a kernel first waits for its faults:
 //                  the driver's time per fault batch, eviction write-backs and
 //                  migrations as flows on the GPU's PCIe route, one after another.
-#include "KernelTiming.hpp"
+#include "KernelTimer.hpp"
 #include "MemoryPool.hpp"
 #include "OpDag.hpp"
 #include "Platform.hpp"
@@ -202,6 +202,7 @@ private:
   const Platform& platform_;
   ReplayOptions options_;
   std::unique_ptr<CollectiveAlgorithm> collective_;
+  KernelTimer kernel_timer_;
 
   // Per op the DAG still holds (op id - base_):
   std::vector<uint32_t> waiting_on_;   // unfinished dependencies

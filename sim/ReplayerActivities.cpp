@@ -29,7 +29,7 @@ DeviceRef Replayer::shadow_of(const DeviceRef& rep, const DeviceRef& peer, const
 
 void Replayer::start_kernel(OpId id, const Op& op)
 {
-  KernelTiming t  = kernel_timing(platform_.cluster().node.gpu, op);
+  KernelTiming t  = kernel_timer_(op);
   sg4::Host* host = platform_.host(op.device);
   if (!shared_hbm_.count(op.device)) {
     // Alone on its HBM: overhead + max(F/P, B/W) in one activity, the HBM link's bytes

@@ -118,7 +118,7 @@ bool Replayer::private_duration(OpId id, const Op& op, double& seconds, KernelTi
     case OpKind::alloc:
     case OpKind::free: seconds = 0; return true;
     case OpKind::kernel:
-      kernel  = kernel_timing(platform_.cluster().node.gpu, op);
+      kernel  = kernel_timer_(op);
       seconds = kernel.total_s(op.bytes);
       return true;
     case OpKind::collective: {

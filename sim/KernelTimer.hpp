@@ -1,0 +1,38 @@
+#pragma once
+// kernel_timing for the ops of one replay, each distinct kernel worked out once: a step
+// of millions of kernels holds a few hundred distinct ones (the same GEMMs in every
+// micro-batch), and a fitted GEMM model costs a table walk and a pow per call.
+#include "KernelTiming.hpp"
+
+#include <cstddef>
+#include <unordered_map>
+#include <utility>
+
+namespace memwall {
+
+class KernelTimer {
+public:
+  explicit KernelTimer(GpuSpec gpu) : gpu_(std::move(gpu)) {}
+  const KernelTiming& operator()(const Op& op);
+
+private:
+  // What kernel_timing reads of an op.
+  struct Key {
+    double flops = 0, bytes = 0;
+    GemmShape shape;
+    KernelClass kclass = KernelClass::gemm;
+    Dtype dtype        = Dtype::bf16;
+    bool operator==(const Key& o) const
+    {
+      return flops == o.flops && bytes == o.bytes && shape.m == o.shape.m && shape.n == o.shape.n &&
+             shape.k == o.shape.k && kclass == o.kclass && dtype == o.dtype;
+    }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  GpuSpec gpu_; // a copy: the timer may outlive the spec it was made from
+  std::unordered_map<Key, KernelTiming, KeyHash> known_;
+};
+
+} // namespace memwall

@@ -1,0 +1,53 @@
+// The replay times each distinct kernel once (KernelTimer) and reuses the timing for
+// every op alike: what it hands back must be what kernel_timing works out for that op,
+// for ops that differ in any field the timing reads.
+#include "Catalog.hpp"
+#include "KernelTimer.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace memwall;
+
+namespace {
+
+Op kernel(KernelClass kclass, double flops, double bytes, GemmShape shape = {})
+{
+  Op op   = kernel_op(DeviceRef{}, kclass, Dtype::bf16, flops, bytes, flops, "k");
+  op.shape = shape;
+  return op;
+}
+
+void same(const KernelTiming& a, const KernelTiming& b)
+{
+  CHECK(a.overhead_s == b.overhead_s);
+  CHECK(a.compute_s == b.compute_s);
+  CHECK(a.memory_bw == b.memory_bw);
+}
+
+} // namespace
+
+TEST_CASE("a_kernel_timed_once_reads_the_same_as_timed_afresh_for_every_field_it_depends_on", "[timing]")
+{
+  const std::vector<Op> ops = {
+      kernel(KernelClass::elementwise, 1e6, 4e3), // L2-resident: the small-size regime
+      kernel(KernelClass::elementwise, 1e6, 4e9), // the same FLOPs, HBM-resident bytes
+      kernel(KernelClass::gemm, 2.0 * 4096 * 4096 * 4096, 1e8, GemmShape{4096, 4096, 4096}),
+      kernel(KernelClass::gemm, 2.0 * 4096 * 4096 * 4096, 1e8, GemmShape{64, 4096, 262144}), // same FLOPs, skinny
+      kernel(KernelClass::attention, 1e12, 1e8),
+  };
+  // Fitted profiles (hwmodels/catalog/profiles): the A40's elementwise curve has two
+  // size regimes (below and above 6.9 MB), the A100's GEMM model times by shape.
+  for (const char* id : {"a40", "a100-sxm4-80gb"}) {
+    INFO(id);
+    GpuSpec gpu = gpu_preset(id);
+    REQUIRE(gpu.profile);
+    KernelTimer timer(gpu);
+    for (int pass = 0; pass < 2; ++pass) // the second pass reads what the first stored
+      for (const Op& op : ops)
+        same(timer(op), kernel_timing(gpu, op));
+  }
+  // The cases differ where the timing does.
+  KernelTimer a40(gpu_preset("a40")), a100(gpu_preset("a100-sxm4-80gb"));
+  CHECK(a40(ops[0]).memory_bw != a40(ops[1]).memory_bw);
+  CHECK(a100(ops[2]).compute_s != a100(ops[3]).compute_s);
+}
