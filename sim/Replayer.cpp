@@ -53,11 +53,6 @@ void Replayer::take_new_ops()
     // A GPU whose kernels all run on one stream, and which copies nothing to itself,
     // never has two users of its HBM at once: its kernels can be single timed activities.
     const Op& op = dag_.op(static_cast<OpId>(v));
-    replayed_nodes_.insert(op.device.node);
-    if (op.kind == OpKind::copy) {
-      replayed_nodes_.insert(op.src.node);
-      replayed_nodes_.insert(op.dst.node);
-    }
     if (op.kind == OpKind::kernel) {
       auto [it, fresh] = kernel_stream_.try_emplace(op.device, op.stream);
       if (!fresh && it->second != op.stream)
@@ -66,6 +61,7 @@ void Replayer::take_new_ops()
       shared_hbm_.insert(op.src);
     }
   }
+  fold_batch(taken_, n);
   find_private_ops(taken_, n);
   for (size_t v = taken_; v < n; ++v)
     if (waiting_on_[v - base_] == 0)

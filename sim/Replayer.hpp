@@ -22,6 +22,7 @@
 #include "StepIntervals.hpp"
 #include "StepSource.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
+#include "collective/FlowFold.hpp"
 #include "paging/ManagedMemory.hpp"
 #include "paging/PrefetchPolicy.hpp"
 
@@ -42,7 +43,7 @@ class ReplayProgress;
 struct ReplayOptions {
   std::string collective_algorithm = "auto";
   bool record_ops = true;
-  // Start only the collective flows that can affect a replayed node (ReplayedFlows.hpp).
+  // Start only the collective flows that can affect what the replay runs (FlowFold.hpp).
   // The same times either way; off only to check that.
   bool fold_collectives = true;
   // A progress line on stderr when it is a terminal (ReplayProgress.hpp).
@@ -98,6 +99,7 @@ private:
     bool timed      = false;
     double duration = 0;
     std::vector<double> link_bytes, link_busy; // per entry of `links`
+    uint64_t batch = 0; // fold_batch_ it was last checked in
   };
   using CollectiveKey = std::tuple<int32_t, CollectiveKind, double>;
   struct CollectiveRun {
@@ -166,8 +168,12 @@ private:
   // Where a shadow rank's traffic goes: `d` as seen from `peer` instead of `rep`.
   DeviceRef shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const;
   PlannedCollective& planned(const Op& op);
+  // Every flow of the collective, its shadow ranks' concurrent groups' included.
   std::vector<CollectivePhase> plan_collective(const Op& op);
-  void fold_collective(std::vector<CollectivePhase>& phases);
+  // Ops [from, to): what the replay will run, and every flow their collectives would
+  // start, so that plans keep only the flows that can matter (FlowFold.hpp).
+  void fold_batch(size_t from, size_t to);
+  const std::vector<int>& flow_links(const Flow& f);
   // NCCL's fitted efficiency and latency inside an NVSwitch node (CollectiveTiming.hpp).
   void calibrate_collective(const Op& op, const std::vector<DeviceRef>& group, std::vector<CollectivePhase>& phases);
   bool start_collective_phase(OpId id);
@@ -232,7 +238,10 @@ private:
   std::vector<simgrid::s4u::ActivityPtr> parked_; // released on the next time advance
   std::map<OpId, CollectiveRun> collectives_;
   std::map<CollectiveKey, PlannedCollective> plans_;
-  size_t planned_for_nodes_ = 0; // replayed_nodes_.size() the plans were made for
+  // The batch's collectives unfolded, and which of their flows can matter.
+  std::map<CollectiveKey, std::vector<CollectivePhase>> unfolded_;
+  FlowFold fold_;
+  uint64_t fold_batch_ = 0; // batches folded so far
   std::vector<uint8_t> private_;  // per op (id - base_): may join a coalesced run
   struct RunInFlight {
     std::vector<OpId> members;
@@ -256,7 +265,6 @@ private:
   std::vector<int> link_active_;
   std::vector<double> link_busy_since_, link_busy_, link_bytes_;
   std::map<DeviceRef, std::unique_ptr<MemoryPool>> pools_;
-  std::set<int> replayed_nodes_;   // nodes where some op of the DAG runs
   std::set<DeviceRef> shared_hbm_; // GPUs whose kernels may overlap (see take_new_ops)
   std::map<DeviceRef, StreamKind> kernel_stream_;
   std::unique_ptr<PrefetchPolicy> prefetch_;

@@ -2,7 +2,6 @@
 // algorithm, the shadow ranks' concurrent groups, NCCL's fitted speed inside a node, the
 // flows left out because no replayed node can see them) and running the phases in turn.
 #include "CollectiveTiming.hpp"
-#include "ReplayedFlows.hpp"
 #include "Replayer.hpp"
 
 #include <simgrid/s4u.hpp>
@@ -11,26 +10,143 @@
 
 namespace memwall {
 
-// Plans depend on the collective, its group and size, and which nodes are replayed (the
-// flows kept); a workload that reaches new nodes gets new plans.
+const std::vector<int>& Replayer::flow_links(const Flow& f)
+{
+  return routes_[route_index(platform_.host(f.src), platform_.host(f.dst))].links;
+}
+
+// A plan depends on the collective, its group and size, and on which of its flows can
+// matter (fold_batch). It outlives its batch while those stay the same, and with them
+// what its first private instance measured (a serving loop's iterations).
 Replayer::PlannedCollective& Replayer::planned(const Op& op)
 {
-  if (planned_for_nodes_ != replayed_nodes_.size()) {
-    plans_.clear();
-    planned_for_nodes_ = replayed_nodes_.size();
-  }
-  auto [it, fresh] = plans_.try_emplace(CollectiveKey{op.group, op.collective, op.bytes});
+  CollectiveKey key{op.group, op.collective, op.bytes};
+  auto [it, fresh]     = plans_.try_emplace(key);
   PlannedCollective& p = it->second;
-  if (fresh) {
-    p.phases = plan_collective(op);
+  if (!fresh && p.batch == fold_batch_)
+    return p;
+  auto u = unfolded_.find(key);
+  if (u == unfolded_.end())
+    u = unfolded_.emplace(key, plan_collective(op)).first;
+  std::vector<CollectivePhase> phases = u->second;
+  if (options_.fold_collectives)
+    for (CollectivePhase& phase : phases) {
+      std::vector<Flow> kept;
+      for (const Flow& f : phase.flows)
+        if (fold_.keeps(f, flow_links(f)))
+          kept.push_back(f);
+      phase.flows = std::move(kept);
+    }
+  if (fresh || !(phases == p.phases)) {
+    p        = PlannedCollective{};
+    p.phases = std::move(phases);
     for (const CollectivePhase& phase : p.phases)
       for (const Flow& f : phase.flows)
-        for (int l : routes_[route_index(platform_.host(f.src), platform_.host(f.dst))].links)
+        for (int l : flow_links(f))
           p.links.push_back(l);
     std::sort(p.links.begin(), p.links.end());
     p.links.erase(std::unique(p.links.begin(), p.links.end()), p.links.end());
   }
+  p.batch = fold_batch_;
   return p;
+}
+
+void Replayer::fold_batch(size_t from, size_t to)
+{
+  // Every op of an earlier batch has ended: its plans are checked again when next used.
+  ++fold_batch_;
+  unfolded_.clear();
+  fold_ = FlowFold{};
+  if (!options_.fold_collectives)
+    return;
+  // Where the replay runs something: the ops' devices, the ends of copies and of the
+  // shadow ranks' copies and host work, and under unified memory every shadow rank
+  // with its host (their migrations run beside the representative's).
+  auto watch_shadows = [&](const DeviceRef& rep, const DeviceRef& d) {
+    for (const DeviceRef& peer : dag_.shadows(rep))
+      fold_.watch_device(shadow_of(rep, peer, d));
+  };
+  for (size_t v = from; v < to; ++v) {
+    const Op& op = dag_.op(static_cast<OpId>(v));
+    fold_.watch_device(op.device);
+    if (op.kind == OpKind::copy) {
+      fold_.watch_device(op.src);
+      fold_.watch_device(op.dst);
+      watch_shadows(op.device, op.src);
+      watch_shadows(op.device, op.dst);
+    } else if (op.kind == OpKind::host_compute) {
+      watch_shadows(op.src, op.device);
+    }
+    if (paging_on() && op.device.kind == DeviceKind::gpu) {
+      fold_.watch_device(host_of(op.device));
+      for (const DeviceRef& peer : dag_.shadows(op.device)) {
+        fold_.watch_device(peer);
+        fold_.watch_device(host_of(peer));
+      }
+    }
+  }
+  // The routes those run on (as find_private_ops claims them), then every flow; each
+  // route once (a step's millions of kernels use a handful), and once more if watched.
+  std::vector<uint8_t> added; // per route: 1 added, 2 added as watched
+  auto add_route = [&](int route, bool watched) {
+    if (static_cast<size_t>(route) >= added.size())
+      added.resize(route + 1, 0);
+    uint8_t want = watched ? 2 : 1;
+    if (added[route] >= want)
+      return;
+    added[route] = want;
+    fold_.add_links(routes_[route].links, watched);
+  };
+  auto watch_route = [&](const DeviceRef& a, const DeviceRef& b) {
+    add_route(route_index(platform_.host(a), platform_.host(b)), true);
+  };
+  DeviceRef last_kernel_gpu{DeviceKind::nvme, -1, -1};
+  for (size_t v = from; v < to; ++v) {
+    const Op& op = dag_.op(static_cast<OpId>(v));
+    switch (op.kind) {
+      case OpKind::copy:
+        watch_route(op.src, op.dst);
+        for (const DeviceRef& peer : dag_.shadows(op.device))
+          watch_route(shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst));
+        if (op.pageable) {
+          const DeviceRef& host = op.src.kind == DeviceKind::host ? op.src : op.dst;
+          watch_route(host, host);
+        }
+        break;
+      case OpKind::host_compute:
+        watch_route(op.device, op.device);
+        for (const DeviceRef& peer : dag_.shadows(op.src)) {
+          DeviceRef socket = shadow_of(op.src, peer, op.device);
+          watch_route(socket, socket);
+        }
+        break;
+      case OpKind::kernel:
+        if (!(op.device == last_kernel_gpu)) // a GPU's kernels come in runs
+          watch_route(op.device, op.device);
+        last_kernel_gpu = op.device;
+        break;
+      case OpKind::collective: {
+        CollectiveKey key{op.group, op.collective, op.bytes};
+        if (unfolded_.count(key))
+          break;
+        const auto& phases = unfolded_.emplace(key, plan_collective(op)).first->second;
+        for (const CollectivePhase& phase : phases)
+          for (const Flow& f : phase.flows)
+            add_route(route_index(platform_.host(f.src), platform_.host(f.dst)), fold_.touches(f));
+        break;
+      }
+      case OpKind::alloc:
+      case OpKind::free: break;
+    }
+    if (paging_on() && op.device.kind == DeviceKind::gpu) {
+      watch_route(op.device, host_of(op.device));
+      watch_route(host_of(op.device), op.device);
+      for (const DeviceRef& peer : dag_.shadows(op.device)) {
+        watch_route(peer, host_of(peer));
+        watch_route(host_of(peer), peer);
+      }
+    }
+  }
 }
 
 std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
@@ -53,8 +169,6 @@ std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
       phases[i].flows.insert(phases[i].flows.end(), extra[i].flows.begin(), extra[i].flows.end());
   }
   calibrate_collective(op, group, phases);
-  if (options_.fold_collectives)
-    fold_collective(phases);
   return phases;
 }
 
@@ -75,15 +189,6 @@ void Replayer::calibrate_collective(const Op& op, const std::vector<DeviceRef>& 
       f.bytes *= t.flow_scale;
   if (t.delay_s > 0)
     phases.insert(phases.begin(), CollectivePhase{{}, t.delay_s});
-}
-
-void Replayer::fold_collective(std::vector<CollectivePhase>& phases)
-{
-  auto links_of = [this](const Flow& f) -> const std::vector<int>& {
-    return routes_[route_index(platform_.host(f.src), platform_.host(f.dst))].links;
-  };
-  for (CollectivePhase& p : phases)
-    keep_replayed_flows(p.flows, replayed_nodes_, links_of);
 }
 
 bool Replayer::start_collective_phase(OpId id)

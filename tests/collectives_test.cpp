@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <set>
+
 using namespace memwall;
 using namespace memwall::test;
 
@@ -62,33 +64,43 @@ TEST_CASE("hierarchical_all_reduce_scatters_in_node_reduces_per_rail_and_gathers
   CHECK(record(r, "allreduce").end == Approx(2 * intra + inter + extra_latency).epsilon(1e-12));
 }
 
-TEST_CASE("folding_collectives_to_the_replayed_nodes_changes_no_time", "[collectives]")
+TEST_CASE("folding_collectives_to_what_the_replay_runs_changes_no_time", "[collectives]")
 {
-  // The replay holds node 0's ranks (and one node per pipeline stage); flows between
-  // other nodes run beside them on their own links and are left out unless they share
-  // a link with a kept flow (ReplayedFlows.hpp). Every op must end at the same instant
-  // as when all flows of every collective are started.
-  struct Layout {
-    const char* yaml;
-    bool one_node_replayed;
-  };
-  const Layout layouts[] = {
+  // The replay holds representative ranks; flows between other GPUs run beside them on
+  // their own links and are left out unless they share a link, directly or through
+  // other flows, with a kept flow or with a route the replay runs (FlowFold.hpp). Every
+  // op must end at the same instant as when every flow of every collective is started,
+  // and every link the folded replay loads must carry what it carries unfolded.
+  const char* layouts[] = {
       // ZeRO-3 over 4 nodes: one dp group of 32 ranks, gathers and scatters each layer.
-      {"hardware: {node: dgx-a100, nodes: 4}\n"
-       "model: {layers: 2, hidden: 1024, heads: 16, vocab: 1024, max_seq_len: 512}\n"
+      "hardware: {node: dgx-a100, nodes: 4}\n"
+      "model: {layers: 2, hidden: 1024, heads: 16, vocab: 1024, max_seq_len: 512}\n"
       "training: {seq_len: 512, global_batch: 32, micro_batch: 1, zero: 3}\n",
-       true},
       // tp 2 x pp 2 x dp 4 on 2 nodes of 8: dp groups inside a node, stages on two nodes.
-      {"hardware: {node: dgx-a100, nodes: 2}\n"
+      "hardware: {node: dgx-a100, nodes: 2}\n"
       "model: {layers: 4, hidden: 1024, heads: 16, vocab: 1024, max_seq_len: 512}\n"
       "training: {seq_len: 512, global_batch: 8, micro_batch: 1, tp: 2, pp: 2}\n",
-       false},
       // tp 4 x dp 4 on 2 nodes of 8: dp groups across nodes, two tp groups per node.
-      {"hardware: {node: dgx-a100, nodes: 2}\n"
+      "hardware: {node: dgx-a100, nodes: 2}\n"
       "model: {layers: 2, hidden: 1024, heads: 16, vocab: 1024, max_seq_len: 512}\n"
       "training: {seq_len: 512, global_batch: 4, micro_batch: 1, tp: 4}\n",
-       true}};
-  for (const auto& [yaml, one_node_replayed] : layouts) {
+      // ZeRO-3 on one DGX: one GPU replayed, the gather and scatter rings of all 8
+      // GPUs on their NVLink ports at once.
+      "hardware: {node: dgx-a100}\n"
+      "model: {layers: 2, hidden: 1024, heads: 16, vocab: 1024, max_seq_len: 512}\n"
+      "training: {seq_len: 512, global_batch: 16, micro_batch: 1, zero: 3}\n",
+      // tp 4 x dp 2 on one DGX: GPU 0's dp flow from GPU 4 shares GPU 4's NVLink port
+      // with the tp ring of GPUs 4-7, which no replayed GPU is part of.
+      "hardware: {node: dgx-a100}\n"
+      "model: {layers: 2, hidden: 1024, heads: 16, vocab: 1024, max_seq_len: 512}\n"
+      "training: {seq_len: 512, global_batch: 4, micro_batch: 1, tp: 4}\n",
+      // ZeRO-Offload on 4 RTX 4090 without NVLink: collectives through the PCIe
+      // switches that every rank's offload copies cross too.
+      "hardware: {node: workstation-4x4090}\n"
+      "model: {layers: 2, hidden: 1024, heads: 16, vocab: 1024, max_seq_len: 512}\n"
+      "training: {seq_len: 512, global_batch: 8, micro_batch: 1, zero: 2, offload: {optimizer: cpu}}\n",
+  };
+  for (const char* yaml : layouts) {
     ExperimentSpec spec = parse_spec(yaml, "test.yaml", "");
     OpDag dag           = build_workload(spec);
     for (const char* algorithm : {"ring", "bulk_ring", "hierarchical"}) {
@@ -102,14 +114,46 @@ TEST_CASE("folding_collectives_to_the_replayed_nodes_changes_no_time", "[collect
         worst = std::max(worst, std::abs(a.ops[i].end - b.ops[i].end));
       CHECK(worst <= 1e-9 * b.makespan_s);
       CHECK(a.makespan_s == Approx(b.makespan_s).epsilon(1e-12));
-      // With stages on both nodes nothing is left out; with node 0 alone replayed, the
-      // links that only the other nodes' flows crossed carry nothing.
-      if (one_node_replayed)
-        CHECK(a.links.size() < b.links.size());
-      else
-        CHECK(a.links.size() == b.links.size());
+      CHECK(a.activities <= b.activities);
+      for (const LinkResult& l : a.links) {
+        INFO(l.name);
+        const LinkResult* same = nullptr;
+        for (const LinkResult& m : b.links)
+          if (m.name == l.name)
+            same = &m;
+        REQUIRE(same != nullptr);
+        CHECK(l.bytes == Approx(same->bytes).epsilon(1e-12));
+        CHECK(l.busy_s == Approx(same->busy_s).epsilon(1e-9));
+      }
     }
   }
+}
+
+TEST_CASE("a_zero3_step_on_one_node_starts_the_flows_of_its_replayed_gpu_only", "[collectives]")
+{
+  // dp 8 on one DGX A100, GPU 0 replayed: of each ring's 8 flows it keeps 7 -> 0 and
+  // 0 -> 1, the only ones crossing the NVLink ports GPU 0's flows use; GPUs 2-6 carry
+  // nothing in the outputs (they mirror GPU 0 and 1). Each of the step's collectives
+  // (16 all-gathers and 8 reduce-scatters, counted from the DAG) starts 6 flows fewer.
+  ExperimentSpec spec = parse_spec("hardware: {node: dgx-a100}\n"
+                                   "model: {layers: 2, hidden: 1024, heads: 16, vocab: 1024, max_seq_len: 512}\n"
+                                   "training: {seq_len: 512, global_batch: 16, micro_batch: 1, zero: 3}\n",
+                                   "test.yaml", "");
+  OpDag dag   = build_workload(spec);
+  RunResult a = replay_in_child(spec.cluster, dag, {"bulk_ring", true, true});
+  RunResult b = replay_in_child(spec.cluster, dag, {"bulk_ring", true, false});
+  std::set<std::string> nvlink;
+  for (const LinkResult& l : a.links)
+    if (l.name.find("nvlink") != std::string::npos)
+      nvlink.insert(l.name);
+  CHECK(nvlink == std::set<std::string>{"node0.gpu0.nvlink.down", "node0.gpu0.nvlink.up", "node0.gpu1.nvlink.down",
+                                        "node0.gpu7.nvlink.up"});
+  CHECK(a.makespan_s == Approx(b.makespan_s).epsilon(1e-12));
+  int64_t collectives = 0;
+  for (size_t v = 0; v < dag.size(); ++v)
+    collectives += dag.op(static_cast<OpId>(v)).kind == OpKind::collective;
+  CHECK(collectives == 24);
+  CHECK(b.activities - a.activities == 6 * collectives);
 }
 
 namespace {

@@ -20,12 +20,14 @@ namespace memwall {
 struct Flow {
   DeviceRef src, dst;
   double bytes = 0;
+  bool operator==(const Flow&) const = default;
 };
 
 struct CollectivePhase {
   std::vector<Flow> flows;
   double delay_s = 0; // runs beside the flows; a phase of only a delay models latency
   int repeat     = 1; // run this many times, each after the last (the steps of a ring)
+  bool operator==(const CollectivePhase&) const = default;
 };
 
 struct CollectiveRequest {
