@@ -32,7 +32,7 @@ void TrainingStepGenerator::alloc_gradients(int b)
   // `buckets_in_flight` buckets still reducing, backward waits for the oldest.
   if (cfg_.zero >= 2) {
     blk.bucket = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::workspace, full,
-                            blk.plan.name + ".mb" + std::to_string(blk.backwards) + ".grad_bucket");
+                            OpName(blk.plan.name + ".mb", static_cast<uint64_t>(blk.backwards), ".grad_bucket"));
     if (static_cast<int64_t>(s.buckets_in_flight.size()) >= cfg_.buckets_in_flight) {
       dag_.depend(dag_.last_alloc_or_free(), s.buckets_in_flight.front());
       s.buckets_in_flight.pop_front();
@@ -63,17 +63,19 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
     return;
   }
   // ZeRO-2/3: this micro-batch's gradient of the block, reduce-scattered at once.
-  const std::string name = blk.plan.name + ".mb" + std::to_string(mb);
+  // "L3.mb17.reduce_scatter": numbered names, so that micro-batches add none to the table.
+  const std::string prefix = blk.plan.name + ".mb";
+  auto name                = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(mb), what); };
   if (s.dp_group >= 0)
     last = dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::reduce_scatter, s.dp_group, full,
-                                  name + ".reduce_scatter"),
+                                  name(".reduce_scatter")),
                     {last});
   StreamKind free_on = StreamKind::comm;
   if (cfg_.offload_optimizer != OffloadTarget::none) {
-    last    = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(full), name + ".grads_d2h", cfg_.offload_pinned), {last});
+    last    = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(full), name(".grads_d2h"), cfg_.offload_pinned), {last});
     free_on = StreamKind::d2h;
   }
-  s.buckets_in_flight.push_back(dag_.free(blk.bucket, s.gpu, free_on, name + ".free_grad_bucket", {last}));
+  s.buckets_in_flight.push_back(dag_.free(blk.bucket, s.gpu, free_on, name(".free_grad_bucket"), {last}));
   blk.grads_ready = last;
 }
 

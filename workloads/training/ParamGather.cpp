@@ -45,17 +45,19 @@ OpId TrainingStepGenerator::gathered(int b)
     size_t k = static_cast<size_t>(cfg_.zero_prefetch);
     OpId after = j >= k + 1 ? gathers_[j - 1 - k].freed : OpDag::none;
     double full = blk.plan.params * weight_bytes_per_param();
-    std::string name = blk.plan.name + ".use" + std::to_string(j);
-    g.buffer = dag_.alloc(s.gpu, StreamKind::gather, s.gpu, MemCategory::workspace, full, name + ".gathered_params", {after});
+    // "L3.use41.all_gather": numbered names, so that uses add none to the table.
+    const std::string prefix = blk.plan.name + ".use";
+    auto name = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(j), what); };
+    g.buffer = dag_.alloc(s.gpu, StreamKind::gather, s.gpu, MemCategory::workspace, full, name(".gathered_params"), {after});
     OpId last = dag_.last_alloc_or_free();
     double shard_bytes = full / static_cast<double>(cfg_.dp);
     if (cfg_.offload_params == OffloadTarget::nvme)
-      last = dag_.add(copy_op(s.gpu, StreamKind::gather, s.nvme, s.host, shard_bytes, name + ".shard_from_nvme"), {last});
+      last = dag_.add(copy_op(s.gpu, StreamKind::gather, s.nvme, s.host, shard_bytes, name(".shard_from_nvme")), {last});
     if (cfg_.offload_params != OffloadTarget::none)
-      last = dag_.add(host_copy_op(s.gpu, StreamKind::gather, s.host, s.gpu, shard_bytes, name + ".shard_h2d", cfg_.offload_pinned), {last});
+      last = dag_.add(host_copy_op(s.gpu, StreamKind::gather, s.host, s.gpu, shard_bytes, name(".shard_h2d"), cfg_.offload_pinned), {last});
     if (s.dp_group >= 0)
       last = dag_.add(collective_op(s.gpu, StreamKind::gather, CollectiveKind::all_gather, s.dp_group, full,
-                                    name + ".all_gather"),
+                                    name(".all_gather")),
                       {last});
     g.ready = last;
   }

@@ -195,8 +195,9 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
   // (scatter_gather_tensors_in_pipeline); under sp the activation is already split.
   double bytes = static_cast<double>(cfg_.micro_batch * cfg_.seq_len) * model_.hidden * shape_.act_bytes /
                  static_cast<double>(cfg_.tp);
-  std::string name = std::string(forward ? "pp.send_act." : "pp.send_grad.") + "vs" + std::to_string(vs) + ".mb" +
-                     std::to_string(mb);
+  // "pp.send_act.vs3.mb17", the micro-batch a number beside its pattern (OpName).
+  OpName name(std::string(forward ? "pp.send_act." : "pp.send_grad.") + "vs" + std::to_string(vs) + ".mb",
+              static_cast<uint64_t>(mb), "");
   inbox[{vs, mb}] = dag_.add(copy_op(s.gpu, StreamKind::p2p, s.gpu, stages_[next % cfg_.pp].gpu, bytes, name),
                              {dag_.stream_tail(s.gpu, StreamKind::compute)});
 }
