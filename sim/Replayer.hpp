@@ -61,7 +61,7 @@ struct ReplayOptions {
   // the summary reads only the peaks.
   bool memory_timelines = true;
   // Unified memory: which categories are managed, hints, driver costs (off when none).
-  UnifiedMemoryConfig memory;
+  UnifiedMemoryConfig memory{};
 };
 
 class Replayer {

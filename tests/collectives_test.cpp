@@ -37,7 +37,7 @@ TEST_CASE("ring_all_reduce_of_s_bytes_over_n_gpus_takes_2_n_minus_1_over_n_s_ove
   for (const char* algorithm : {"ring", "bulk_ring", "auto"}) {
     OpDag dag;
     dag.add(all_reduce(dag.add_group(gpus(1, n)), S));
-    RunResult r = replay_in_child(c, dag, {algorithm, true});
+    RunResult r = replay_in_child(c, dag, {.collective_algorithm = algorithm});
     double expected = 2.0 * (n - 1) / n * S / B + 2 * (n - 1) * alpha; // 4.375 ms + 28 us
     INFO(algorithm);
     CHECK(record(r, "allreduce").end == Approx(expected).epsilon(1e-12));
@@ -57,7 +57,7 @@ TEST_CASE("hierarchical_all_reduce_scatters_in_node_reduces_per_rail_and_gathers
   const double S = 1e9, g = 2, N = 2;
   OpDag dag;
   dag.add(all_reduce(dag.add_group(gpus(2, 2)), S));
-  RunResult r = replay_in_child(c, dag, {"hierarchical", true});
+  RunResult r = replay_in_child(c, dag, {.collective_algorithm = "hierarchical"});
   double intra = (g - 1) * (S / g / 400e9 + 2e-6);          // reduce-scatter, then all-gather
   double inter = 5e-6 + 2 * (N - 1) / N * (S / g) / 25e9;   // bulk ring of the S/g shard per rail
   double extra_latency = (2 * (N - 1) - 1) * 5e-6;           // the ring's other step latencies
@@ -105,7 +105,7 @@ TEST_CASE("folding_collectives_to_what_the_replay_runs_changes_no_time", "[colle
     OpDag dag           = build_workload(spec);
     for (const char* algorithm : {"ring", "bulk_ring", "hierarchical"}) {
       INFO(yaml << algorithm);
-      ReplayOptions folded{algorithm, true, true}, full{algorithm, true, false};
+      ReplayOptions folded{.collective_algorithm = algorithm}, full{.collective_algorithm = algorithm, .fold_collectives = false};
       RunResult a = replay_in_child(spec.cluster, dag, folded);
       RunResult b = replay_in_child(spec.cluster, dag, full);
       REQUIRE(a.ops.size() == b.ops.size());
@@ -140,8 +140,8 @@ TEST_CASE("a_zero3_step_on_one_node_starts_the_flows_of_its_replayed_gpu_only", 
                                    "training: {seq_len: 512, global_batch: 16, micro_batch: 1, zero: 3}\n",
                                    "test.yaml", "");
   OpDag dag   = build_workload(spec);
-  RunResult a = replay_in_child(spec.cluster, dag, {"bulk_ring", true, true});
-  RunResult b = replay_in_child(spec.cluster, dag, {"bulk_ring", true, false});
+  RunResult a = replay_in_child(spec.cluster, dag, {.collective_algorithm = "bulk_ring"});
+  RunResult b = replay_in_child(spec.cluster, dag, {.collective_algorithm = "bulk_ring", .fold_collectives = false});
   std::set<std::string> nvlink;
   for (const LinkResult& l : a.links)
     if (l.name.find("nvlink") != std::string::npos)
@@ -166,7 +166,7 @@ double catalog_all_reduce(const std::string& node, double bytes)
                                    "test.yaml", "");
   OpDag dag;
   dag.add(all_reduce(dag.add_group(gpus(1, 8)), bytes));
-  RunResult r = replay_in_child(spec.cluster, dag, {"auto", true});
+  RunResult r = replay_in_child(spec.cluster, dag, {.collective_algorithm = "auto"});
   return record(r, "allreduce").end;
 }
 
