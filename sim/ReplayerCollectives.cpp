@@ -1,6 +1,7 @@
 // The Replayer's collectives: planning a collective op into phases of flows (its
 // algorithm, the shadow ranks' concurrent groups, NCCL's fitted speed inside a node, the
-// flows left out because nothing the replay runs can see them: FlowFold) and running the phases in turn.
+// flows left out because nothing the replay runs can see them: FlowFold) and running
+// the phases in turn.
 #include "CollectiveTiming.hpp"
 #include "Replayer.hpp"
 
