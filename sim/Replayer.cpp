@@ -79,22 +79,19 @@ void Replayer::keep_records(size_t from, size_t to)
     records_.resize(to);
     return;
   }
-  DeviceRef gpu = summary_gpu_;
+  DeviceRef gpu = intervals_.gpu;
   for (size_t v = from; v < to; ++v) {
     const Op& op = dag_.op(static_cast<OpId>(v));
     if ((op.kind == OpKind::alloc || op.kind == OpKind::free) && op.pool.kind == DeviceKind::gpu &&
         (gpu.node < 0 || op.pool < gpu))
       gpu = op.pool;
   }
-  if (!(gpu == summary_gpu_)) { // what was added belonged to another GPU
-    summary_gpu_   = gpu;
-    intervals_     = StepIntervals{};
-    intervals_.gpu = gpu;
-  }
+  if (!(gpu == intervals_.gpu)) // what was added belonged to another GPU
+    intervals_ = StepIntervals{.gpu = gpu};
   summary_op_.resize(to - base_, 0);
   for (size_t v = from; v < to; ++v) {
-    const Op& op              = dag_.op(static_cast<OpId>(v));
-    summary_op_[v - base_] = summary_gpu_.node >= 0 && intervals_.reads(op.kind, op.device);
+    const Op& op           = dag_.op(static_cast<OpId>(v));
+    summary_op_[v - base_] = gpu.node >= 0 && intervals_.reads(op.kind, op.device);
   }
 }
 

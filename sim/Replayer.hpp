@@ -28,6 +28,7 @@
 
 #include <simgrid/s4u/Activity.hpp>
 
+#include <functional>
 #include <map>
 #include <queue>
 #include <tuple>
@@ -167,6 +168,11 @@ private:
   void start_host_compute(OpId id, const DeviceRef& socket, const Op& op);
   // Where a shadow rank's traffic goes: `d` as seen from `peer` instead of `rep`.
   DeviceRef shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const;
+  // Every route an op's own activities cross, collectives' flows aside: a copy's (and
+  // its shadow ranks'), a pageable copy's pass through host DRAM, host work's DRAM (and
+  // its shadows'), a kernel's HBM. What coalescing claims per stream and what flow
+  // folding watches.
+  void for_each_route(const Op& op, const std::function<void(const DeviceRef&, const DeviceRef&)>& f) const;
   PlannedCollective& planned(const Op& op);
   // Every flow of the collective, its shadow ranks' concurrent groups' included.
   std::vector<CollectivePhase> plan_collective(const Op& op);
@@ -225,8 +231,7 @@ private:
   std::vector<OpRecord> records_;
   std::vector<uint8_t> summary_op_;
   std::unordered_map<OpId, double> summary_start_;
-  StepIntervals intervals_;
-  DeviceRef summary_gpu_{DeviceKind::host, -1, -1};
+  StepIntervals intervals_{.gpu = {DeviceKind::host, -1, -1}}; // no GPU yet
   bool summary_only() const { return options_.summary_records_only && !paging_on(); }
   OpRecord* record(OpId id) { return summary_only() ? nullptr : &records_[id]; }
   // An op's record from its start to its end, or its interval in summary mode.

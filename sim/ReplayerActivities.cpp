@@ -27,6 +27,35 @@ DeviceRef Replayer::shadow_of(const DeviceRef& rep, const DeviceRef& peer, const
   return d;
 }
 
+void Replayer::for_each_route(const Op& op,
+                              const std::function<void(const DeviceRef&, const DeviceRef&)>& f) const
+{
+  switch (op.kind) {
+    case OpKind::copy:
+      f(op.src, op.dst);
+      for (const DeviceRef& peer : dag_.shadows(op.device))
+        f(shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst));
+      if (op.pageable) {
+        const DeviceRef& host = op.src.kind == DeviceKind::host ? op.src : op.dst;
+        f(host, host);
+      }
+      break;
+    case OpKind::host_compute:
+      f(op.device, op.device);
+      for (const DeviceRef& peer : dag_.shadows(op.src)) {
+        DeviceRef socket = shadow_of(op.src, peer, op.device);
+        f(socket, socket);
+      }
+      break;
+    case OpKind::kernel: // kernels of a GPU on two streams, or a copy through its HBM: shared_hbm_
+      f(op.device, op.device);
+      break;
+    case OpKind::collective:
+    case OpKind::alloc:
+    case OpKind::free: break;
+  }
+}
+
 void Replayer::start_kernel(OpId id, const Op& op)
 {
   KernelTiming t  = kernel_timer_(op);

@@ -60,24 +60,17 @@ void Replayer::fold_batch(size_t from, size_t to)
   fold_ = FlowFold{};
   if (!options_.fold_collectives)
     return;
-  // Where the replay runs something: the ops' devices, the ends of copies and of the
-  // shadow ranks' copies and host work, and under unified memory every shadow rank
-  // with its host (their migrations run beside the representative's).
-  auto watch_shadows = [&](const DeviceRef& rep, const DeviceRef& d) {
-    for (const DeviceRef& peer : dag_.shadows(rep))
-      fold_.watch_device(shadow_of(rep, peer, d));
-  };
+  // Where the replay runs something: the ops' devices and the ends of the routes their
+  // own activities cross (copies, the shadow ranks' copies and host work), and under
+  // unified memory every shadow rank with its host (their migrations run beside the
+  // representative's).
   for (size_t v = from; v < to; ++v) {
     const Op& op = dag_.op(static_cast<OpId>(v));
     fold_.watch_device(op.device);
-    if (op.kind == OpKind::copy) {
-      fold_.watch_device(op.src);
-      fold_.watch_device(op.dst);
-      watch_shadows(op.device, op.src);
-      watch_shadows(op.device, op.dst);
-    } else if (op.kind == OpKind::host_compute) {
-      watch_shadows(op.src, op.device);
-    }
+    for_each_route(op, [&](const DeviceRef& a, const DeviceRef& b) {
+      fold_.watch_device(a);
+      fold_.watch_device(b);
+    });
     if (paging_on() && op.device.kind == DeviceKind::gpu) {
       fold_.watch_device(host_of(op.device));
       for (const DeviceRef& peer : dag_.shadows(op.device)) {
@@ -86,7 +79,7 @@ void Replayer::fold_batch(size_t from, size_t to)
       }
     }
   }
-  // The routes those run on (as find_private_ops claims them), then every flow; each
+  // The routes those run on (for_each_route, as coalescing claims them), then every flow; each
   // route once (a step's millions of kernels use a handful), and once more if watched.
   std::vector<uint8_t> added; // per route: 1 added, 2 added as watched
   auto add_route = [&](int route, bool watched) {
@@ -104,41 +97,19 @@ void Replayer::fold_batch(size_t from, size_t to)
   DeviceRef last_kernel_gpu{DeviceKind::nvme, -1, -1};
   for (size_t v = from; v < to; ++v) {
     const Op& op = dag_.op(static_cast<OpId>(v));
-    switch (op.kind) {
-      case OpKind::copy:
-        watch_route(op.src, op.dst);
-        for (const DeviceRef& peer : dag_.shadows(op.device))
-          watch_route(shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst));
-        if (op.pageable) {
-          const DeviceRef& host = op.src.kind == DeviceKind::host ? op.src : op.dst;
-          watch_route(host, host);
-        }
-        break;
-      case OpKind::host_compute:
-        watch_route(op.device, op.device);
-        for (const DeviceRef& peer : dag_.shadows(op.src)) {
-          DeviceRef socket = shadow_of(op.src, peer, op.device);
-          watch_route(socket, socket);
-        }
-        break;
-      case OpKind::kernel:
-        if (!(op.device == last_kernel_gpu)) // a GPU's kernels come in runs
-          watch_route(op.device, op.device);
-        last_kernel_gpu = op.device;
-        break;
-      case OpKind::collective: {
-        CollectiveKey key{op.group, op.collective, op.bytes};
-        if (unfolded_.count(key))
-          break;
+    if (op.kind == OpKind::collective) {
+      CollectiveKey key{op.group, op.collective, op.bytes};
+      if (!unfolded_.count(key)) {
         const auto& phases = unfolded_.emplace(key, plan_collective(op)).first->second;
         for (const CollectivePhase& phase : phases)
           for (const Flow& f : phase.flows)
             add_route(route_index(platform_.host(f.src), platform_.host(f.dst)), fold_.touches(f));
-        break;
       }
-      case OpKind::alloc:
-      case OpKind::free: break;
+    } else if (op.kind != OpKind::kernel || !(op.device == last_kernel_gpu)) { // a GPU's kernels come in runs
+      for_each_route(op, watch_route);
     }
+    if (op.kind == OpKind::kernel)
+      last_kernel_gpu = op.device;
     if (paging_on() && op.device.kind == DeviceKind::gpu) {
       watch_route(op.device, host_of(op.device));
       watch_route(host_of(op.device), op.device);

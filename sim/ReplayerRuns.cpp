@@ -60,34 +60,11 @@ void Replayer::find_private_ops(size_t from, size_t to)
   for (size_t v = from; v < to; ++v) {
     const Op& op = dag_.op(static_cast<OpId>(v));
     int key      = stream_key(op);
-    switch (op.kind) {
-      case OpKind::collective:
-        for (int l : planned(op).links)
-          claim(key, l);
-        break;
-      case OpKind::copy:
-        claim_route(key, op.src, op.dst);
-        for (const DeviceRef& peer : dag_.shadows(op.device))
-          claim_route(key, shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst));
-        if (op.pageable) {
-          const DeviceRef& host = op.src.kind == DeviceKind::host ? op.src : op.dst;
-          claim_route(key, host, host);
-        }
-        break;
-      case OpKind::host_compute:
-        claim_route(key, op.device, op.device);
-        for (const DeviceRef& peer : dag_.shadows(op.src)) {
-          DeviceRef socket = shadow_of(op.src, peer, op.device);
-          claim_route(key, socket, socket);
-        }
-        break;
-      case OpKind::kernel:
-        // Kernels of a GPU on two streams, or a copy through its HBM: shared_hbm_.
-        claim_route(key, op.device, op.device);
-        break;
-      case OpKind::alloc:
-      case OpKind::free: break;
-    }
+    if (op.kind == OpKind::collective)
+      for (int l : planned(op).links)
+        claim(key, l);
+    else
+      for_each_route(op, [&](const DeviceRef& a, const DeviceRef& b) { claim_route(key, a, b); });
   }
   for (size_t v = from; v < to; ++v) {
     const Op& op = dag_.op(static_cast<OpId>(v));

@@ -33,7 +33,7 @@ private:
 struct StepIntervals {
   bool present = false; // filled by the replay; else read the records
   DeviceRef gpu;
-  IntervalUnion compute, comm, copies, paging;
+  IntervalUnion compute{}, comm{}, copies{}, paging{};
 
   // An op of [start, end] that waited `paging_s` on unified memory first: where its
   // time counts, if it counts on `gpu` at all.
