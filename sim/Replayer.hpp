@@ -53,9 +53,9 @@ struct ReplayOptions {
   // nothing outside the run waits on, replay as one timed activity (ReplayerRuns.cpp).
   // The same times, memory and link figures either way; off only to check that.
   bool coalesce = true;
-  // Keep only the records the summary reads (StepReport's breakdown: the ops of the
-  // first GPU that holds memory, and host compute on its node), not one per op: a
-  // --json run or a sweep point needs no more; -o and --trace need every op. Ignored
+  // Keep no record per op, only the intervals StepReport's breakdown reads (the ops
+  // of the first GPU that holds memory, and host compute on its node: StepIntervals):
+  // a --json run or a sweep point needs no more; -o and --trace need every op. Ignored
   // under unified memory, whose stall figures are read from every kernel's record.
   bool summary_records_only = false;
   // Each pool's memory timeline (an event per alloc and free): -o and --trace show it;

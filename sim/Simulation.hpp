@@ -28,7 +28,7 @@ RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options);
 struct SimulateOptions {
   bool progress    = false; // a progress line on stderr while it replays, when stderr is a terminal
   bool coalesce    = true;  // replay private runs of ops as one activity (ReplayOptions::coalesce)
-  bool all_records = true;  // a record per op (-o, --trace); else only the summary's
+  bool all_records = true;  // a record per op (-o, --trace); else only the breakdown's intervals
   bool memory_timelines = true; // every alloc and free in the pools' timelines (-o, --trace, sweeps' record.memory)
 };
 RunResult simulate(const ExperimentSpec& spec, bool in_child, const SimulateOptions& how = {});
