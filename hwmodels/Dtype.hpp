@@ -6,7 +6,7 @@
 
 namespace memwall {
 
-enum class Dtype { fp32, tf32, bf16, fp16, fp8, int8, int4 };
+enum class Dtype : uint8_t { fp32, tf32, bf16, fp16, fp8, int8, int4 };
 
 inline const std::vector<Dtype>& all_dtypes()
 {

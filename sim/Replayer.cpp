@@ -40,19 +40,25 @@ void Replayer::take_new_ops()
     running_acts_.clear();
     private_.clear();
     summary_op_.clear();
+    member_.clear();
     edges_taken_ = 0;
   }
   size_t n = dag_.size();
+  if (dag_.chain_count() > 0 && !summary_only())
+    throw std::logic_error("a DAG with chains replays without records only (OpDag::set_chains)");
   waiting_on_.resize(n - base_);
   running_acts_.resize(n - base_, 0);
   private_.resize(n - base_, 0);
+  member_.resize(n - base_, 0);
+  chain_info_.resize(dag_.chain_count());
+  chain_seen_.resize(dag_.chain_count(), 0);
   keep_records(taken_, n);
   index_batch(n);
-  for (size_t v = taken_; v < n; ++v) {
+  for (size_t v = taken_; v < n; ++v)
     waiting_on_[v - base_] = in_count_[v - batch_];
-    // A GPU whose kernels all run on one stream, and which copies nothing to itself,
-    // never has two users of its HBM at once: its kernels can be single timed activities.
-    const Op& op = dag_.op(static_cast<OpId>(v));
+  // A GPU whose kernels all run on one stream, and which copies nothing to itself,
+  // never has two users of its HBM at once: its kernels can be single timed activities.
+  visit_ops(taken_, n, [&](const Op& op) {
     if (op.kind == OpKind::kernel) {
       auto [it, fresh] = kernel_stream_.try_emplace(op.device, op.stream);
       if (!fresh && it->second != op.stream)
@@ -60,7 +66,7 @@ void Replayer::take_new_ops()
     } else if (op.kind == OpKind::copy && op.src == op.dst) {
       shared_hbm_.insert(op.src);
     }
-  }
+  });
   fold_batch(taken_, n);
   find_private_ops(taken_, n);
   for (size_t v = taken_; v < n; ++v)
@@ -80,18 +86,20 @@ void Replayer::keep_records(size_t from, size_t to)
     return;
   }
   DeviceRef gpu = intervals_.gpu;
-  for (size_t v = from; v < to; ++v) {
-    const Op& op = dag_.op(static_cast<OpId>(v));
+  visit_ops(from, to, [&](const Op& op) {
     if ((op.kind == OpKind::alloc || op.kind == OpKind::free) && op.pool.kind == DeviceKind::gpu &&
         (gpu.node < 0 || op.pool < gpu))
       gpu = op.pool;
-  }
+  });
   if (!(gpu == intervals_.gpu)) // what was added belonged to another GPU
     intervals_ = StepIntervals{.gpu = gpu};
   summary_op_.resize(to - base_, 0);
   for (size_t v = from; v < to; ++v) {
-    const Op& op           = dag_.op(static_cast<OpId>(v));
-    summary_op_[v - base_] = gpu.node >= 0 && intervals_.reads(op.kind, op.device);
+    const Op& op = dag_.op(static_cast<OpId>(v));
+    // A chain's members share its device: whether any of their kinds is read.
+    summary_op_[v - base_] = gpu.node >= 0 && (op.kind == OpKind::chain ? intervals_.reads(OpKind::host_compute, op.device) ||
+                                                                               intervals_.reads(OpKind::kernel, op.device)
+                                                                         : intervals_.reads(op.kind, op.device));
   }
 }
 
@@ -218,9 +226,9 @@ void Replayer::drain_ready()
 
 void Replayer::start(OpId id)
 {
-  if (options_.coalesce && private_[id - base_] && start_run(id))
+  if (options_.coalesce && step_private({id, member_[id - base_]}) && start_run(id))
     return;
-  const Op& op = dag_.op(id);
+  const Op& op = current_op(id);
   double now   = sg4::Engine::get_clock();
   open_record(id, op, now);
   switch (op.kind) {
@@ -245,7 +253,7 @@ void Replayer::start(OpId id)
     case OpKind::collective: {
       CollectiveRun& run = collectives_[id];
       run.plan           = &planned(op);
-      if (private_[id - base_] && !run.plan->timed) {
+      if (step_private({id, member_[id - base_]}) && !run.plan->timed) {
         run.measure = true;
         run.start   = now;
         for (int l : run.plan->links) {
@@ -256,6 +264,7 @@ void Replayer::start(OpId id)
       start_collective_phase(id);
       break;
     }
+    case OpKind::chain: break; // current_op() is one of its members
   }
   if (running_acts_[id - base_] == 0)
     complete(id);
@@ -285,7 +294,7 @@ void Replayer::on_activity_done(size_t index)
     paged->second.own_end = now;
   if (--running_acts_[op - base_] > 0)
     return;
-  if (dag_.op(op).kind == OpKind::collective && start_collective_phase(op))
+  if (current_op(op).kind == OpKind::collective && start_collective_phase(op))
     return;
   if (paged != paged_.end() && start_paging_step(op))
     return;
@@ -296,15 +305,57 @@ void Replayer::on_activity_done(size_t index)
 void Replayer::complete(OpId id, double end)
 {
   double now = sg4::Engine::get_clock();
-  close_record(id, end < 0 ? now : end);
+  close_record(id, current_op(id), end < 0 ? now : end);
   if (!paged_.empty())
     finish_paged_kernel(id);
+  ++ops_done_;
+  const Op& whole = dag_.op(id);
+  if (whole.kind == OpKind::chain && ++member_[id - base_] < dag_.chain(whole.chain).size()) {
+    ready_.push_back(id); // its next member, ready as an op whose one dependency ended
+    return;
+  }
   ++completed_;
   if (progress_)
     progress_->op_done(completed_, dag_.size(), now);
   for (uint32_t k = out_start_[id - batch_]; k < out_start_[id - batch_ + 1]; ++k)
     if (--waiting_on_[out_[k] - base_] == 0)
       ready_.push_back(out_[k]);
+}
+
+const Op& Replayer::step_op(Step s) const
+{
+  const Op& op = dag_.op(s.id);
+  return op.kind == OpKind::chain ? dag_.chain(op.chain)[s.member] : op;
+}
+
+bool Replayer::last_member(Step s) const
+{
+  const Op& op = dag_.op(s.id);
+  return op.kind != OpKind::chain || s.member + 1 == dag_.chain(op.chain).size();
+}
+
+bool Replayer::step_private(Step s) const
+{
+  const Op& op = dag_.op(s.id);
+  if (op.kind != OpKind::chain)
+    return private_[s.id - base_];
+  const ChainInfo& c = chain_info_[op.chain];
+  return c.batch == fold_batch_ && s.member < c.priv.size() && c.priv[s.member];
+}
+
+void Replayer::visit_ops(size_t from, size_t to, const std::function<void(const Op&)>& f)
+{
+  ++visits_;
+  for (size_t v = from; v < to; ++v) {
+    const Op& op = dag_.op(static_cast<OpId>(v));
+    if (op.kind != OpKind::chain) {
+      f(op);
+    } else if (chain_seen_[op.chain] != visits_) {
+      chain_seen_[op.chain] = visits_;
+      for (const Op& m : dag_.chain(op.chain))
+        f(m);
+    }
+  }
 }
 
 MemoryPool& Replayer::pool(const DeviceRef& d)
@@ -338,7 +389,7 @@ RunResult Replayer::collect()
   RunResult r;
   r.makespan_s = sg4::Engine::get_clock();
   r.activities = started_activities_;
-  r.op_count   = static_cast<int64_t>(completed_);
+  r.op_count   = static_cast<int64_t>(ops_done_);
   if (options_.record_ops)
     r.ops = std::move(records_);
   if (summary_only()) {

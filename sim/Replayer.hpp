@@ -116,6 +116,7 @@ private:
     double time = 0;
     uint64_t seq = 0;
     OpId op = 0;
+    const Op* what = nullptr; // the op, or the chain's member (storage that never moves)
     bool operator>(const DueMemoryOp& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
 
@@ -151,6 +152,27 @@ private:
   // to paging; `scale` stretches it (on-demand migration is slower than a copy).
   void start_paging_flow(OpId id, const DeviceRef& gpu, bool to_gpu, double bytes, double scale);
   void finish_paged_kernel(OpId id);
+
+  // Chains (OpDag::end_capture): a chain op runs its members in turn, member_[op]
+  // the one it is at; each member completes as an op whose one successor is the next.
+  // What the replay derives from a chain's members (which may join a run) is derived
+  // once per stored chain and batch, not once per repetition.
+  struct ChainInfo {
+    uint64_t batch = 0;        // fold_batch_ `priv` was derived in
+    std::vector<uint8_t> priv; // per member: private (find_private_ops)
+  };
+  // One step of a stream's work: op `id`, or member `member` of chain op `id`.
+  struct Step {
+    OpId id = 0;
+    uint32_t member = 0;
+  };
+  const Op& step_op(Step s) const;
+  const Op& current_op(OpId id) const { return step_op({id, member_[id - base_]}); }
+  bool step_private(Step s) const;
+  bool last_member(Step s) const;
+  // Calls f for every op of entries [from, to): a chain's members once per stored
+  // chain and call (what it derives holds for every repetition).
+  void visit_ops(size_t from, size_t to, const std::function<void(const Op&)>& f);
 
   void start(OpId id);
   // `end`: the op's end as its record keeps it (a run's prefix sum), the clock if < 0.
@@ -191,7 +213,7 @@ private:
   int stream_key(const Op& op);
   // The op's own time when it runs alone, if known without replaying it; a kernel's
   // timing in `kernel` (its HBM accounting needs it).
-  bool private_duration(OpId id, const Op& op, double& seconds, KernelTiming& kernel);
+  bool private_duration(bool is_private, const Op& op, double& seconds, KernelTiming& kernel);
   bool start_run(OpId head);
   void finish_run(OpId tail);
   void open_record(OpId id, const Op& op, double now);
@@ -235,7 +257,7 @@ private:
   bool summary_only() const { return options_.summary_records_only && !paging_on(); }
   OpRecord* record(OpId id) { return summary_only() ? nullptr : &records_[id]; }
   // An op's record from its start to its end, or its interval in summary mode.
-  void close_record(OpId id, double end);
+  void close_record(OpId id, const Op& op, double end);
   void record_span(OpId id, const Op& op, double start, double end);
   void keep_records(size_t from, size_t to);
   std::vector<OpId> ready_;
@@ -249,10 +271,15 @@ private:
   uint64_t fold_batch_ = 0; // batches folded so far
   std::vector<uint8_t> private_;  // per op (id - base_): may join a coalesced run
   struct RunInFlight {
-    std::vector<OpId> members;
+    std::vector<Step> members;
     double end = 0; // the prefix sum of the members' times
   };
   std::map<OpId, RunInFlight> runs_; // by the run's last op
+  std::vector<uint32_t> member_;      // per op (id - base_): a chain's member it is at
+  std::vector<ChainInfo> chain_info_; // per stored chain
+  std::vector<uint64_t> chain_seen_;  // per stored chain: the visit_ops call that last saw it
+  uint64_t visits_ = 0;
+  size_t ops_done_ = 0; // ops completed, a chain's members each counted
   std::priority_queue<DueMemoryOp, std::vector<DueMemoryOp>, std::greater<>> due_memory_;
   uint64_t due_seq_ = 0;
   std::map<std::pair<DeviceRef, StreamKind>, int> stream_keys_;

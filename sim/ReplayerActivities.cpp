@@ -50,6 +50,10 @@ void Replayer::for_each_route(const Op& op,
     case OpKind::kernel: // kernels of a GPU on two streams, or a copy through its HBM: shared_hbm_
       f(op.device, op.device);
       break;
+    case OpKind::chain:
+      for (const Op& m : dag_.chain(op.chain))
+        for_each_route(m, f);
+      break;
     case OpKind::collective:
     case OpKind::alloc:
     case OpKind::free: break;

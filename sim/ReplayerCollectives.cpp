@@ -64,8 +64,7 @@ void Replayer::fold_batch(size_t from, size_t to)
   // own activities cross (copies, the shadow ranks' copies and host work), and under
   // unified memory every shadow rank with its host (their migrations run beside the
   // representative's).
-  for (size_t v = from; v < to; ++v) {
-    const Op& op = dag_.op(static_cast<OpId>(v));
+  visit_ops(from, to, [&](const Op& op) {
     fold_.watch_device(op.device);
     for_each_route(op, [&](const DeviceRef& a, const DeviceRef& b) {
       fold_.watch_device(a);
@@ -78,7 +77,7 @@ void Replayer::fold_batch(size_t from, size_t to)
         fold_.watch_device(host_of(peer));
       }
     }
-  }
+  });
   // The routes those run on (for_each_route, as coalescing claims them), then every flow; each
   // route once (a step's millions of kernels use a handful), and once more if watched.
   std::vector<uint8_t> added; // per route: 1 added, 2 added as watched
@@ -95,8 +94,7 @@ void Replayer::fold_batch(size_t from, size_t to)
     add_route(route_index(platform_.host(a), platform_.host(b)), true);
   };
   DeviceRef last_kernel_gpu{DeviceKind::nvme, -1, -1};
-  for (size_t v = from; v < to; ++v) {
-    const Op& op = dag_.op(static_cast<OpId>(v));
+  visit_ops(from, to, [&](const Op& op) {
     if (op.kind == OpKind::collective) {
       CollectiveKey key{op.group, op.collective, op.bytes};
       if (!unfolded_.count(key)) {
@@ -118,7 +116,7 @@ void Replayer::fold_batch(size_t from, size_t to)
         watch_route(host_of(peer), peer);
       }
     }
-  }
+  });
 }
 
 std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)

@@ -57,39 +57,51 @@ void Replayer::find_private_ops(size_t from, size_t to)
     for (int l : routes_[route_index(platform_.host(a), platform_.host(b))].links)
       claim(key, l);
   };
-  for (size_t v = from; v < to; ++v) {
-    const Op& op = dag_.op(static_cast<OpId>(v));
-    int key      = stream_key(op);
+  visit_ops(from, to, [&](const Op& op) {
+    int key = stream_key(op);
     if (op.kind == OpKind::collective)
       for (int l : planned(op).links)
         claim(key, l);
     else
       for_each_route(op, [&](const DeviceRef& a, const DeviceRef& b) { claim_route(key, a, b); });
-  }
-  for (size_t v = from; v < to; ++v) {
-    const Op& op = dag_.op(static_cast<OpId>(v));
-    bool mine    = false;
+  });
+  auto mine = [&](const Op& op) {
     switch (op.kind) {
       case OpKind::alloc:
-      case OpKind::free: mine = true; break;
-      case OpKind::kernel: mine = !shared_hbm_.count(op.device); break;
+      case OpKind::free: return true;
+      case OpKind::kernel: return !shared_hbm_.count(op.device);
       case OpKind::collective: {
         int key = stream_key(op);
-        mine    = true;
         for (int l : planned(op).links)
-          mine = mine && owner[l] == key;
-        break;
+          if (owner[l] != key)
+            return false;
+        return true;
       }
       case OpKind::copy:
-      case OpKind::host_compute: break;
+      case OpKind::host_compute:
+      case OpKind::chain: return false;
     }
-    private_[v - base_] = mine;
+    return false;
+  };
+  for (size_t v = from; v < to; ++v) {
+    const Op& op = dag_.op(static_cast<OpId>(v));
+    if (op.kind != OpKind::chain) {
+      private_[v - base_] = mine(op);
+      continue;
+    }
+    ChainInfo& c = chain_info_[op.chain];
+    if (c.batch == fold_batch_)
+      continue;
+    c.batch = fold_batch_;
+    c.priv.clear();
+    for (const Op& m : dag_.chain(op.chain))
+      c.priv.push_back(mine(m));
   }
 }
 
-bool Replayer::private_duration(OpId id, const Op& op, double& seconds, KernelTiming& kernel)
+bool Replayer::private_duration(bool is_private, const Op& op, double& seconds, KernelTiming& kernel)
 {
-  if (!private_[id - base_])
+  if (!is_private)
     return false;
   switch (op.kind) {
     case OpKind::alloc:
@@ -125,13 +137,12 @@ void Replayer::open_record(OpId id, const Op& op, double now)
   rec.flops     = op.flops;
 }
 
-void Replayer::close_record(OpId id, double end)
+void Replayer::close_record(OpId id, const Op& op, double end)
 {
   if (summary_only()) {
     if (!summary_op_[id - base_])
       return;
-    auto it      = summary_start_.find(id);
-    const Op& op = dag_.op(id);
+    auto it = summary_start_.find(id);
     intervals_.add(op.kind, op.stream, op.device, it->second, end, 0);
     summary_start_.erase(it);
     return;
@@ -156,16 +167,16 @@ void Replayer::record_span(OpId id, const Op& op, double start, double end)
 
 bool Replayer::start_run(OpId head)
 {
-  std::vector<OpId> members;
+  std::vector<Step> members;
   std::vector<double> ends;
   std::vector<KernelTiming> timings;
   double now = sg4::Engine::get_clock();
   double t   = now;
-  for (OpId v = head;;) {
-    const Op& op = dag_.op(v);
+  for (Step v{head, member_[head - base_]};;) {
+    const Op& op = step_op(v);
     double d     = 0;
     KernelTiming k;
-    if (!private_duration(v, op, d, k))
+    if (!private_duration(step_private(v), op, d, k))
       break;
     // Allocs and frees at this very instant go op by op, interleaved with other
     // streams' in order of readiness, as without coalescing: at one instant their
@@ -176,33 +187,37 @@ bool Replayer::start_run(OpId head)
     members.push_back(v);
     ends.push_back(t += d);
     timings.push_back(k);
-    uint32_t first = out_start_[v - batch_];
-    if (out_start_[v - batch_ + 1] - first != 1)
+    if (!last_member(v)) { // inside a chain: each member the next one's only dependency
+      ++v.member;
+      continue;
+    }
+    uint32_t first = out_start_[v.id - batch_];
+    if (out_start_[v.id - batch_ + 1] - first != 1)
       break;
     OpId next   = out_[first];
     const Op& n = dag_.op(next);
     if (in_count_[next - batch_] != 1 || n.device != op.device || n.stream != op.stream)
       break;
-    v = next;
+    v = {next, 0};
   }
   if (members.size() < 2)
     return false;
   double begin = now;
   for (size_t i = 0; i < members.size(); ++i) {
-    OpId id      = members[i];
-    const Op& op = dag_.op(id);
+    Step s       = members[i];
+    const Op& op = step_op(s);
     // The last one ends with the run's activity (finish_run).
     if (i + 1 < members.size())
-      record_span(id, op, begin, ends[i]);
+      record_span(s.id, op, begin, ends[i]);
     else
-      open_record(id, op, begin);
+      open_record(s.id, op, begin);
     switch (op.kind) {
       case OpKind::alloc:
       case OpKind::free:
         if (begin == now)
-          apply_memory_op(id, op, begin);
+          apply_memory_op(s.id, op, begin);
         else
-          due_memory_.push({begin, due_seq_++, id});
+          due_memory_.push({begin, due_seq_++, s.id, &op});
         break;
       case OpKind::kernel: account_hbm_alone(op, timings[i]); break;
       case OpKind::collective: {
@@ -217,23 +232,27 @@ bool Replayer::start_run(OpId head)
     }
     begin = ends[i];
   }
-  OpId tail = members.back();
-  start_exec(tail, platform_.timer(), (ends.back() - now) * platform_.timer()->get_speed());
+  Step tail                 = members.back();
+  member_[tail.id - base_]  = tail.member; // what complete() closes
+  start_exec(tail.id, platform_.timer(), (ends.back() - now) * platform_.timer()->get_speed());
   activities_.back().run = true;
-  runs_[tail]            = {std::move(members), ends.back()};
+  runs_[tail.id]         = {std::move(members), ends.back()};
   return true;
 }
 
 void Replayer::finish_run(OpId tail)
 {
   auto it                   = runs_.find(tail);
-  std::vector<OpId> members = std::move(it->second.members);
+  std::vector<Step> members = std::move(it->second.members);
   double end                = it->second.end;
   runs_.erase(it);
   // Inside the run, each op is the only dependency of the next: nothing else to release.
   for (size_t i = 0; i + 1 < members.size(); ++i) {
-    --waiting_on_[members[i + 1] - base_];
-    ++completed_;
+    ++ops_done_;
+    if (last_member(members[i])) {
+      --waiting_on_[members[i + 1].id - base_];
+      ++completed_;
+    }
   }
   complete(tail, end); // the prefix sum, as for the others, not the clock's rounding
 }
@@ -255,7 +274,7 @@ void Replayer::apply_due_memory(double now)
   while (!due_memory_.empty() && due_memory_.top().time <= now) {
     DueMemoryOp d = due_memory_.top();
     due_memory_.pop();
-    apply_memory_op(d.op, dag_.op(d.op), d.time);
+    apply_memory_op(d.op, *d.what, d.time);
   }
 }
 

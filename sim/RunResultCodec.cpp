@@ -7,7 +7,8 @@ NLOHMANN_JSON_SERIALIZE_ENUM(OpKind, {{OpKind::kernel, "kernel"},
                                       {OpKind::collective, "collective"},
                                       {OpKind::host_compute, "host_compute"},
                                       {OpKind::alloc, "alloc"},
-                                      {OpKind::free, "free"}})
+                                      {OpKind::free, "free"},
+                                      {OpKind::chain, "chain"}})
 NLOHMANN_JSON_SERIALIZE_ENUM(StreamKind, {{StreamKind::compute, "compute"},
                                           {StreamKind::h2d, "h2d"},
                                           {StreamKind::d2h, "d2h"},

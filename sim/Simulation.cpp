@@ -14,9 +14,9 @@
 
 namespace memwall {
 
-OpDag build_workload(const ExperimentSpec& spec)
+OpDag build_workload(const ExperimentSpec& spec, bool chains)
 {
-  return TrainingStepGenerator(spec.model, spec.training, spec.cluster).generate();
+  return TrainingStepGenerator(spec.model, spec.training, spec.cluster).generate(chains);
 }
 
 void start_engine()
@@ -101,7 +101,9 @@ RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions
   options.memory               = spec.memory;
   if (spec.serving)
     return child ? in_child([&] { return serve(spec, options); }) : serve(spec, options);
-  OpDag dag = build_workload(spec);
+  // Repeated passes stored once when no output reads each op (unified memory reads
+  // every kernel's own tensors).
+  OpDag dag = build_workload(spec, how.chains && !how.all_records && !spec.memory.enabled());
   RunResult r = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
   r.model_flops_per_step = dag.model_flops();
   r.tokens_per_step    = spec.training.tokens_per_step();

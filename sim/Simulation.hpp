@@ -11,7 +11,8 @@
 
 namespace memwall {
 
-OpDag build_workload(const ExperimentSpec& spec);
+// chains: repeated passes stored once (OpDag::begin_capture).
+OpDag build_workload(const ExperimentSpec& spec, bool chains = false);
 
 // This process's SimGrid Engine, with logging off and the exact settings; the first
 // call creates it, before any platform is built.
@@ -30,6 +31,9 @@ struct SimulateOptions {
   bool coalesce    = true;  // replay private runs of ops as one activity (ReplayOptions::coalesce)
   bool all_records = true;  // a record per op (-o, --trace); else only the breakdown's intervals
   bool memory_timelines = true; // every alloc and free in the pools' timelines (-o, --trace, sweeps' record.memory)
+  // Without records, repeated passes generated and stored once (OpDag chains); off only
+  // to check that the results are the same.
+  bool chains = true;
 };
 RunResult simulate(const ExperimentSpec& spec, bool in_child, const SimulateOptions& how = {});
 

@@ -76,14 +76,19 @@ TEST_CASE("running_out_of_host_memory_mid_replay_is_exit_3_with_one_line", "[rob
   WARN("skipped: AddressSanitizer reserves terabytes of address space, an address-space limit cannot apply");
   return;
 #endif
-  // The 1T example peaks near 0.9 GB; at 600 MB of address space it fails while it
-  // simulates. SimGrid used to print a stack trace per pending activity, and its static
-  // destructors then crashed on the activities left pending (exit 139).
-  CliResult r = run_cli("run " + source_path("examples/megatron-1t-tp8-pp64-384xdgx-a100.yaml"), "ulimit -v 600000;");
+  // The 1T example with -o keeps a record of each of its 4.4 M ops (about 1 GB); at
+  // 600 MB of address space it fails while it simulates. SimGrid used to print a stack
+  // trace per pending activity, and its static destructors then crashed on the
+  // activities left pending (exit 139). (Without -o it stores each repeated pass once
+  // and fits in less than 200 MB.)
+  std::string out = temp_path("oom_mid_replay.h5");
+  CliResult r = run_cli("run " + source_path("examples/megatron-1t-tp8-pp64-384xdgx-a100.yaml") + " -o " + out,
+                        "ulimit -v 600000;");
   INFO(r.err);
   CHECK(r.exit_code == 3);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK_THAT(r.err, Catch::Contains("out of host memory"));
+  CHECK_FALSE(std::filesystem::exists(out)); // no partial output file
 }
 
 TEST_CASE("a_spec_that_is_a_fifo_a_directory_or_a_symlink_loop_is_refused_without_blocking", "[robustness][files]")

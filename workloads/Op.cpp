@@ -20,8 +20,18 @@ const char* op_kind_name(OpKind k)
     case OpKind::host_compute: return "host_compute";
     case OpKind::alloc: return "alloc";
     case OpKind::free: return "free";
+    case OpKind::chain: return "chain";
   }
   return "?";
+}
+
+bool same_work(const Op& a, const Op& b)
+{
+  return a.flops == b.flops && a.model_flops == b.model_flops && a.bytes == b.bytes && a.name == b.name &&
+         a.device == b.device && a.src == b.src && a.dst == b.dst && a.pool == b.pool && a.shape.m == b.shape.m &&
+         a.shape.n == b.shape.n && a.shape.k == b.shape.k && a.group == b.group && a.chain == b.chain &&
+         a.kind == b.kind && a.stream == b.stream && a.phase == b.phase && a.kclass == b.kclass &&
+         a.dtype == b.dtype && a.pageable == b.pageable && a.collective == b.collective && a.category == b.category;
 }
 
 const char* stream_name(StreamKind s)

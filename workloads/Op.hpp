@@ -11,7 +11,9 @@
 
 namespace memwall {
 
-enum class OpKind : uint8_t { kernel, copy, collective, host_compute, alloc, free };
+// chain: a run of one stream's ops stored once and repeated (OpDag::end_capture), such
+// as a pipeline stage's forward of one micro-batch; the op stands for its members in order.
+enum class OpKind : uint8_t { kernel, copy, collective, host_compute, alloc, free, chain };
 // p2p: pipeline sends; gather: ZeRO-3 parameter all-gathers (their own CUDA streams).
 enum class StreamKind : uint8_t { compute, h2d, d2h, comm, host, p2p, gather };
 enum class KernelClass : uint8_t { gemm, attention, elementwise };
@@ -61,6 +63,7 @@ struct Op {
   GemmShape shape;    // kernel of class gemm: its GEMM's shape
   int32_t group  = -1; // collective: index into OpDag::group()
   uint32_t tensor = 0; // alloc / free: pairs a free with its alloc
+  uint32_t chain  = 0; // chain: its members, OpDag::chain(chain)
 
   OpKind kind       = OpKind::kernel;
   StreamKind stream = StreamKind::compute;
@@ -71,6 +74,12 @@ struct Op {
   CollectiveKind collective = CollectiveKind::all_reduce;
   MemCategory category      = MemCategory::other; // alloc / free
 };
+
+static_assert(sizeof(Op) <= 112, "Op grew: millions of them make a large step's DAG");
+
+// The same work: every field but the tensor id (an alloc's or free's id differs in each
+// repetition of a chain, and only unified memory's paging reads it).
+bool same_work(const Op& a, const Op& b);
 
 // A kernel's use of part of a tensor: the bytes [offset, offset + bytes) of tensor
 // `tensor` (an OpDag::alloc id), read or written. Unified memory faults on the pages a

@@ -1,6 +1,7 @@
 #include "OpDag.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace memwall {
 
@@ -9,10 +10,18 @@ OpId OpDag::add(Op op, std::initializer_list<OpId> deps) { return add(std::move(
 OpId OpDag::add(Op op, const std::vector<OpId>& deps)
 {
   auto key = std::make_pair(op.device, op.stream);
-  OpId id  = base_ + static_cast<OpId>(ops_.size());
   op.phase = phase_;
-  ops_.push_back(std::move(op));
-  auto it  = tails_.find(key);
+  OpId id  = 0;
+  if (capturing_) {
+    id = next_tag_++;
+    if (held_.empty())
+      tail_before_ = stream_tail(op.device, op.stream);
+    held_.push_back(std::move(op));
+  } else {
+    id = base_ + static_cast<OpId>(ops_.size());
+    ops_.push_back(std::move(op));
+  }
+  auto it = tails_.find(key);
   if (it != tails_.end()) {
     depend(id, it->second);
     it->second = id;
@@ -26,8 +35,108 @@ OpId OpDag::add(Op op, const std::vector<OpId>& deps)
 
 void OpDag::depend(OpId later, OpId earlier)
 {
+  later   = resolve(later);
+  earlier = resolve(earlier);
   if (later != none && earlier != none && earlier >= base_)
-    edges_.push_back({earlier, later});
+    (capturing_ ? held_edges_ : edges_).push_back({earlier, later});
+}
+
+OpId OpDag::resolve(OpId id) const
+{
+  if (id == none || !(id & captured_bit) || (capturing_ && id >= held_tag_))
+    return id;
+  auto c = std::upper_bound(captures_.begin(), captures_.end(), id,
+                            [](OpId v, const Capture& k) { return v < k.tag; });
+  --c; // the capture whose ids include `id`
+  if (!c->chained)
+    return c->first + (id - c->tag);
+  if (id != c->tag + c->n - 1)
+    throw std::logic_error("op DAG: a dependency on an op inside a chain (OpDag::begin_capture)");
+  return c->first;
+}
+
+const Op& OpDag::captured_op(OpId id) const
+{
+  if (capturing_ && id >= held_tag_)
+    return held_[id - held_tag_];
+  OpId r = resolve(id);
+  return ops_[r - base_];
+}
+
+void OpDag::begin_capture()
+{
+  capturing_ = chains_ && !track_accesses_;
+  held_tag_  = next_tag_;
+  escaped_   = false;
+}
+
+// The held ops form a chain when they share one stream, no id of theirs was handed out
+// as a tail, and their only edges are the stream order, from the stream's earlier tail
+// into the first.
+bool OpDag::chain_ok() const
+{
+  if (held_.size() < 2 || escaped_)
+    return false;
+  for (const Op& op : held_)
+    if (!(op.device == held_.front().device) || op.stream != held_.front().stream || op.kind == OpKind::chain)
+      return false;
+  size_t k = 0;
+  if (tail_before_ != none) {
+    if (held_edges_.empty() || held_edges_[0].earlier != tail_before_ || held_edges_[0].later != held_tag_)
+      return false;
+    k = 1;
+  }
+  if (held_edges_.size() != k + held_.size() - 1)
+    return false;
+  for (size_t i = 1; i < held_.size(); ++i, ++k)
+    if (held_edges_[k].earlier != held_tag_ + i - 1 || held_edges_[k].later != held_tag_ + i)
+      return false;
+  return true;
+}
+
+void OpDag::end_capture(uint64_t key)
+{
+  if (!capturing_)
+    return;
+  OpId first = base_ + static_cast<OpId>(ops_.size());
+  Capture cap{held_tag_, static_cast<uint32_t>(held_.size()), first, chain_ok()};
+  capturing_ = false;
+  if (!cap.chained) {
+    for (Op& op : held_)
+      ops_.push_back(std::move(op));
+  } else {
+    auto [it, fresh] = chain_by_key_.try_emplace(key, static_cast<uint32_t>(chains_store_.size()));
+    const std::vector<Op>* same = fresh ? nullptr : &chains_store_[it->second];
+    bool equal = same && same->size() == held_.size();
+    for (size_t i = 0; equal && i < held_.size(); ++i)
+      equal = same_work((*same)[i], held_[i]);
+    if (!equal) {
+      it->second = static_cast<uint32_t>(chains_store_.size());
+      chains_store_.push_back(held_);
+    }
+    Op c;
+    c.kind   = OpKind::chain;
+    c.device = held_.front().device;
+    c.stream = held_.front().stream;
+    c.phase  = held_.back().phase;
+    c.chain  = it->second;
+    ops_.push_back(c);
+    extra_members_ += held_.size() - 1;
+  }
+  if (cap.n > 0)
+    captures_.push_back(cap);
+  if (cap.chained) {
+    if (tail_before_ != none)
+      edges_.push_back({tail_before_, first});
+  } else {
+    for (const DagEdge& e : held_edges_)
+      edges_.push_back({resolve(e.earlier), resolve(e.later)});
+  }
+  for (auto& [where, tail] : tails_) // a chained stream's tail is its last held op
+    tail = resolve(tail);
+  held_.clear();
+  held_edges_.clear();
+  tail_before_ = none;
 }
 
 void OpDag::forget_ops()
@@ -55,7 +164,14 @@ const std::vector<TensorAccess>& OpDag::accesses(OpId op) const
 double OpDag::model_flops() const
 {
   double total = 0;
-  ops_.for_each([&](const Op& op) { total += op.model_flops * represents(op.device); });
+  ops_.for_each([&](const Op& op) {
+    if (op.kind != OpKind::chain) {
+      total += op.model_flops * represents(op.device);
+      return;
+    }
+    for (const Op& m : chains_store_[op.chain])
+      total += m.model_flops * represents(m.device);
+  });
   return total;
 }
 
@@ -111,10 +227,14 @@ const std::vector<DeviceRef>& OpDag::shadows(const DeviceRef& d) const
   return it == shadows_.end() ? none_ : it->second;
 }
 
-OpId OpDag::stream_tail(const DeviceRef& d, StreamKind s) const
+OpId OpDag::stream_tail(const DeviceRef& d, StreamKind s)
 {
   auto it = tails_.find({d, s});
-  return it == tails_.end() ? none : it->second;
+  if (it == tails_.end())
+    return none;
+  if (capturing_ && it->second >= held_tag_ && it->second != none)
+    escaped_ = true; // whoever asked may depend on it once later ops follow it
+  return it->second;
 }
 
 } // namespace memwall

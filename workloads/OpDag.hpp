@@ -7,6 +7,12 @@
 // edges as one list of (earlier, later) pairs, 8 bytes each. The replay builds the
 // adjacency it walks from that list once (Replayer::take_new_ops).
 //
+// Repeated work is stored once (reuse along time): with chains on, a generator wraps
+// work that may repeat (a pipeline stage's pass over one micro-batch) in begin_capture /
+// end_capture; ops that form a chain (one stream, no edge but stream order) become one
+// chain op, and a chain equal to the last one under the same key shares its stored ops.
+// A DAG of a 1T step's 4.4 M ops holds ~0.2 M entries; the replay runs each member.
+//
 // Symmetric ranks are folded: the DAG holds the ops of representative devices only,
 // and `represents(d)` says how many identical devices d stands for. Collectives still
 // name every member of their group so their flows load every link they cross.
@@ -43,12 +49,32 @@ public:
   // Ops added from now on belong to `p` (a generator's forward, backward, optimizer).
   void set_phase(StepPhase p) { phase_ = p; }
 
+  // Chains (see the header comment). Off by default: a DAG whose every op is a record
+  // (-o, --trace) and one that a test inspects hold their ops one by one.
+  void set_chains(bool on) { chains_ = on; }
+  // Holds back the ops added from now on (a no-op with chains off, or while tensor
+  // accesses are tracked: unified memory reads every op's own tensors). Their ids, as
+  // add() and stream_tail() return them meanwhile, are provisional (captured_bit set)
+  // and stay valid: used later, they name the op's final id, or the chain op for a
+  // chain's last member. A chain's other members cannot be depended on: asking for a
+  // stream's tail while capturing keeps the held ops from forming a chain.
+  void begin_capture();
+  // Adds the held ops: as one chain op when they form a chain, else as they are. `key`
+  // names the work that may repeat.
+  void end_capture(uint64_t key);
+  static constexpr OpId captured_bit = 0x80000000u;
+  // The members of chain op `op` (op.chain), in order.
+  const std::vector<Op>& chain(uint32_t c) const { return chains_store_[c]; }
+  size_t chain_count() const { return chains_store_.size(); }
+  // Ops the DAG stands for, a chain's members each counted (size() counts entries).
+  size_t op_count() const { return size() + extra_members_; }
+
   // Memory: an alloc op on `stream` of `device` for a tensor held in `pool`.
   Tensor alloc(const DeviceRef& device, StreamKind stream, const DeviceRef& pool, MemCategory category, double bytes,
                OpName name, std::initializer_list<OpId> deps = {});
   OpId free(const Tensor& t, const DeviceRef& device, StreamKind stream, OpName name,
             std::initializer_list<OpId> deps = {});
-  OpId last_alloc_or_free() const { return last_memory_op_; }
+  OpId last_alloc_or_free() const { return resolve(last_memory_op_); }
 
   // Which tensors a kernel reads and writes (unified memory, sim/paging). Recorded only
   // once tracking is on, so that a run without managed memory stores nothing per op.
@@ -78,7 +104,12 @@ public:
   // Ids count every op ever added; those before first_id() were forgotten.
   size_t size() const { return base_ + ops_.size(); }
   OpId first_id() const { return base_; }
-  const Op& op(OpId id) const { return ops_[id - base_]; }
+  const Op& op(OpId id) const
+  {
+    if (id & captured_bit) [[unlikely]]
+      return captured_op(id);
+    return ops_[id - base_];
+  }
   // Edges between the ops not forgotten, in the order they were added.
   const std::vector<DagEdge>& edges() const { return edges_; }
   // Drops every op, once all have run: a workload that grows during the replay (a
@@ -88,11 +119,35 @@ public:
   // FLOPs of the held ops that count toward MFU, times the devices each op stands for.
   double model_flops() const;
   // Last op issued on a stream, or nullopt-like max() when the stream is empty.
-  OpId stream_tail(const DeviceRef& d, StreamKind s) const;
+  OpId stream_tail(const DeviceRef& d, StreamKind s);
   static constexpr OpId none = 0xffffffffu;
 
 private:
+  // A capture's provisional ids [tag, tag + n): added as [first, first + n), or as the
+  // one chain op `first`.
+  struct Capture {
+    OpId tag = 0;
+    uint32_t n = 0;
+    OpId first = 0;
+    bool chained = false;
+  };
+  bool chain_ok() const;
+  OpId resolve(OpId id) const; // a provisional id's final one
+  const Op& captured_op(OpId id) const;
+  std::vector<Capture> captures_;
+  OpId next_tag_ = captured_bit;
+  OpId held_tag_ = 0;   // the current capture's first provisional id
+  bool escaped_  = false; // a held op's id was handed out as a stream's tail
   ChunkedVector<Op> ops_;
+  // Capturing: the held ops and the edges they take, ids as add() returned them.
+  bool chains_    = false;
+  bool capturing_ = false;
+  std::vector<Op> held_;
+  std::vector<DagEdge> held_edges_;
+  OpId tail_before_ = none; // the first held op's stream's tail before it
+  std::vector<std::vector<Op>> chains_store_;
+  std::unordered_map<uint64_t, uint32_t> chain_by_key_;
+  size_t extra_members_ = 0;
   std::vector<DagEdge> edges_;
   std::map<std::pair<DeviceRef, StreamKind>, OpId> tails_;
   struct Group {

@@ -47,10 +47,10 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
   if (blk.plan.params <= 0)
     return;
   double full = blk.plan.params * gradient_bytes_per_param();
-  OpId last   = dag_.stream_tail(s.gpu, StreamKind::compute);
+  if (cfg_.zero <= 1 && blk.backwards < cfg_.micro_batches())
+    return; // no_sync: nothing waits on this pass, so it may repeat as a chain (OpDag)
+  OpId last = dag_.stream_tail(s.gpu, StreamKind::compute);
   if (cfg_.zero <= 1) {
-    if (blk.backwards < cfg_.micro_batches())
-      return;
     s.pending_bucket += full;
     s.pending_blocks.push_back(b);
     if (s.pending_bucket >= cfg_.bucket_bytes) {

@@ -52,9 +52,10 @@ double TrainingStepGenerator::shard(double params) const
   return cfg_.zero >= 1 ? params / static_cast<double>(cfg_.dp) : params;
 }
 
-OpDag TrainingStepGenerator::generate()
+OpDag TrainingStepGenerator::generate(bool chains)
 {
   dag_.track_accesses(cfg_.record_tensor_accesses);
+  dag_.set_chains(chains);
   build_stages();
   emit_setup();
   plan_gathers();
@@ -173,12 +174,17 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
   OpId mark  = static_cast<OpId>(dag_.size());
   const auto& blocks = s.chunks[chunk];
   dag_.set_phase(forward ? StepPhase::forward : StepPhase::backward);
+  // Most micro-batches' passes are the same ops as the one before (OpDag::end_capture
+  // stores them once); the first backward (gradients allocated) and the last (buckets
+  // reduced) differ, and ZeRO-2/3's per-micro-batch reductions leave the stream.
+  dag_.begin_capture();
   if (forward)
     for (int b : blocks)
       emit_forward(b, mb);
   else
     for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
       emit_backward(*it, mb);
+  dag_.end_capture(static_cast<uint64_t>(vs) * 2 + (forward ? 1 : 0));
   // The slot's first compute op waits for the activation (or gradient) from the neighbour.
   auto& inbox = forward ? fwd_sent_ : bwd_sent_;
   auto in     = inbox.find({forward ? vs - 1 : vs + 1, mb});

@@ -34,7 +34,9 @@ namespace memwall {
 class TrainingStepGenerator {
 public:
   TrainingStepGenerator(const ModelSpec& model, const TrainingConfig& cfg, const ClusterSpec& cluster);
-  OpDag generate();
+  // chains: repeated passes stored once (OpDag::begin_capture), for a replay that keeps
+  // no record per op; off, every op is its own entry.
+  OpDag generate(bool chains = false);
 
   // Bytes per trainable parameter of each model state, as ZeRO counts them (K = 12 for mixed Adam).
   double weight_bytes_per_param() const;

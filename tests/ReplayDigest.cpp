@@ -1,0 +1,108 @@
+#include "ReplayDigest.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace memwall::test {
+namespace {
+
+bool close(double a, double b, double scale) { return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), scale}); }
+
+} // namespace
+
+Digest digest(const RunResult& r)
+{
+  Digest d;
+  d.makespan   = r.makespan_s;
+  d.activities = r.activities;
+  d.op_count   = r.op_count;
+  for (const OpRecord& o : r.ops)
+    d.ops.insert(d.ops.end(), {o.start, o.end});
+  for (const PoolResult& p : r.pools) {
+    d.pools.insert(d.pools.end(), {p.peak_bytes, p.peak_time, static_cast<double>(p.oom_count)});
+    for (const MemoryEvent& e : p.timeline)
+      d.events.insert(d.events.end(), {e.time, static_cast<double>(e.category), e.total_bytes});
+  }
+  for (const LinkResult& l : r.links) {
+    d.links.insert(d.links.end(), {l.bytes, l.busy_s});
+    d.link_names += l.name + "\n";
+  }
+  return d;
+}
+
+static void put(std::string& out, const std::vector<double>& v)
+{
+  uint64_t n = v.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  out.append(reinterpret_cast<const char*>(v.data()), n * sizeof(double));
+}
+
+static std::vector<double> take(const std::string& in, size_t& at)
+{
+  uint64_t n = 0;
+  std::memcpy(&n, in.data() + at, sizeof n);
+  std::vector<double> v(n);
+  std::memcpy(v.data(), in.data() + at + sizeof n, n * sizeof(double));
+  at += sizeof n + n * sizeof(double);
+  return v;
+}
+
+std::string encode(const Digest& d)
+{
+  std::string out;
+  for (const auto* v : {&d.ops, &d.pools, &d.events, &d.links})
+    put(out, *v);
+  put(out, {d.makespan, static_cast<double>(d.activities), static_cast<double>(d.op_count)});
+  return out + d.link_names;
+}
+
+Digest decode(const std::string& in)
+{
+  Digest d;
+  size_t at = 0;
+  for (auto* v : {&d.ops, &d.pools, &d.events, &d.links})
+    *v = take(in, at);
+  std::vector<double> tail = take(in, at);
+  d.makespan   = tail[0];
+  d.activities = static_cast<int64_t>(tail[1]);
+  d.op_count   = static_cast<int64_t>(tail[2]);
+  d.link_names = in.substr(at);
+  return d;
+}
+
+// How many entries of `a` differ from `b`'s beyond 1e-9 of `scale`.
+static size_t mismatches(const std::vector<double>& a, const std::vector<double>& b, double scale)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    n += !close(a[i], b[i], scale);
+  return n;
+}
+
+// Every figure of `b` (op by op) reproduced by `a` (coalesced). Times are compared
+// to 1e-9 of the makespan, bytes to 1e-9 of themselves.
+void require_same_replay(const Digest& a, const Digest& b)
+{
+  double T = b.makespan;
+  CHECK(close(a.makespan, T, 0));
+  CHECK(a.op_count == b.op_count);
+  if (!a.ops.empty() && !b.ops.empty()) {
+    REQUIRE(a.ops.size() == b.ops.size());
+    CHECK(mismatches(a.ops, b.ops, T) == 0);
+  }
+  REQUIRE(a.pools.size() == b.pools.size());
+  CHECK(mismatches(a.pools, b.pools, 0) == 0);
+  REQUIRE(a.events.size() == b.events.size());
+  CHECK(mismatches(a.events, b.events, T) == 0);
+  CHECK(a.link_names == b.link_names);
+  REQUIRE(a.links.size() == b.links.size());
+  CHECK(mismatches(a.links, b.links, 0) == 0);
+}
+
+void require_same_replay(const RunResult& a, const RunResult& b) { require_same_replay(digest(a), digest(b)); }
+
+
+} // namespace memwall::test
