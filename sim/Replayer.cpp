@@ -360,9 +360,13 @@ void Replayer::visit_ops(size_t from, size_t to, const std::function<void(const 
 
 MemoryPool& Replayer::pool(const DeviceRef& d)
 {
+  if (last_pool_.second && last_pool_.first == d)
+    return *last_pool_.second;
   auto it = pools_.find(d);
-  if (it != pools_.end())
+  if (it != pools_.end()) {
+    last_pool_ = {d, it->second.get()};
     return *it->second;
+  }
   const ClusterSpec& c = platform_.cluster();
   double capacity      = 0;
   std::string hardware;

@@ -158,8 +158,10 @@ private:
   // What the replay derives from a chain's members (which may join a run) is derived
   // once per stored chain and batch, not once per repetition.
   struct ChainInfo {
-    uint64_t batch = 0;        // fold_batch_ `priv` was derived in
+    uint64_t batch = 0;        // fold_batch_ the fields below were derived in
     std::vector<uint8_t> priv; // per member: private (find_private_ops)
+    std::vector<KernelTiming> timing;                // per member: a kernel's
+    std::vector<const PlannedCollective*> plan; // per member: a collective's
   };
   // One step of a stream's work: op `id`, or member `member` of chain op `id`.
   struct Step {
@@ -186,6 +188,7 @@ private:
   // A kernel alone on its HBM runs as one Exec: its bytes and busy time on the HBM link
   // are added here, the figures its flow would have produced.
   void account_hbm_alone(const Op& op, const KernelTiming& t);
+  int hbm_route(const DeviceRef& gpu); // the route of the GPU's HBM link, found once
   void start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst);
   void start_host_compute(OpId id, const DeviceRef& socket, const Op& op);
   // Where a shadow rank's traffic goes: `d` as seen from `peer` instead of `rep`.
@@ -213,7 +216,10 @@ private:
   int stream_key(const Op& op);
   // The op's own time when it runs alone, if known without replaying it; a kernel's
   // timing in `kernel` (its HBM accounting needs it).
-  bool private_duration(bool is_private, const Op& op, double& seconds, KernelTiming& kernel);
+  bool private_duration(bool is_private, const Op& op, double& seconds, KernelTiming& kernel,
+                        const PlannedCollective*& plan);
+  // The same for step `s` of a run: a chain's member from what its ChainInfo keeps.
+  bool step_duration(Step s, const Op& op, double& seconds, KernelTiming& kernel, const PlannedCollective*& plan);
   bool start_run(OpId head);
   void finish_run(OpId tail);
   void open_record(OpId id, const Op& op, double now);
@@ -287,7 +293,10 @@ private:
   struct HostPairHash {
     size_t operator()(const std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>& p) const
     {
-      return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
+      // Pointers share their low and high bits: mix them (identity hashes chained long).
+      uint64_t h = reinterpret_cast<uintptr_t>(p.first) * 0x9E3779B97F4A7C15ull;
+      h ^= reinterpret_cast<uintptr_t>(p.second) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+      return static_cast<size_t>(h ^ (h >> 29));
     }
   };
   std::unordered_map<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>, int, HostPairHash> route_ids_;
@@ -297,6 +306,8 @@ private:
   std::vector<int> link_active_;
   std::vector<double> link_busy_since_, link_busy_, link_bytes_;
   std::map<DeviceRef, std::unique_ptr<MemoryPool>> pools_;
+  std::pair<DeviceRef, MemoryPool*> last_pool_{{DeviceKind::gpu, -1, -1}, nullptr}; // consecutive ops share one
+  std::vector<int> hbm_routes_; // per GPU (node x gpus per node + index), -1 until found
   std::set<DeviceRef> shared_hbm_; // GPUs whose kernels may overlap (see take_new_ops)
   std::map<DeviceRef, StreamKind> kernel_stream_;
   std::unique_ptr<PrefetchPolicy> prefetch_;

@@ -79,8 +79,7 @@ void Replayer::account_hbm_alone(const Op& op, const KernelTiming& t)
 {
   if (op.bytes <= 0)
     return;
-  sg4::Host* host = platform_.host(op.device);
-  for (int l : routes_[route_index(host, host)].links) {
+  for (int l : routes_[hbm_route(op.device)].links) {
     link_bytes_[l] += op.bytes;
     link_busy_[l] += t.overhead_s + t.memory_s(op.bytes);
   }
@@ -139,6 +138,18 @@ void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, d
   c->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
   ++running_acts_[op - base_];
   c->vetoable_start();
+}
+
+int Replayer::hbm_route(const DeviceRef& gpu)
+{
+  size_t i = static_cast<size_t>(gpu.node) * platform_.cluster().gpus_per_node + static_cast<size_t>(gpu.index);
+  if (i >= hbm_routes_.size())
+    hbm_routes_.resize(i + 1, -1);
+  if (hbm_routes_[i] < 0) {
+    sg4::Host* h   = platform_.host(gpu);
+    hbm_routes_[i] = route_index(h, h);
+  }
+  return hbm_routes_[i];
 }
 
 int Replayer::route_index(sg4::Host* src, sg4::Host* dst)

@@ -92,14 +92,42 @@ void Replayer::find_private_ops(size_t from, size_t to)
     ChainInfo& c = chain_info_[op.chain];
     if (c.batch == fold_batch_)
       continue;
+    c       = ChainInfo{};
     c.batch = fold_batch_;
-    c.priv.clear();
-    for (const Op& m : dag_.chain(op.chain))
+    for (const Op& m : dag_.chain(op.chain)) {
       c.priv.push_back(mine(m));
+      c.timing.push_back(m.kind == OpKind::kernel ? kernel_timer_(m) : KernelTiming{});
+      c.plan.push_back(m.kind == OpKind::collective ? &planned(m) : nullptr);
+    }
   }
 }
 
-bool Replayer::private_duration(bool is_private, const Op& op, double& seconds, KernelTiming& kernel)
+bool Replayer::step_duration(Step s, const Op& op, double& seconds, KernelTiming& kernel,
+                             const PlannedCollective*& plan)
+{
+  const Op& whole = dag_.op(s.id);
+  if (whole.kind != OpKind::chain)
+    return private_duration(private_[s.id - base_], op, seconds, kernel, plan);
+  const ChainInfo& c = chain_info_[whole.chain];
+  if (c.batch != fold_batch_ || !c.priv[s.member])
+    return false;
+  switch (op.kind) {
+    case OpKind::alloc:
+    case OpKind::free: seconds = 0; return true;
+    case OpKind::kernel:
+      kernel  = c.timing[s.member];
+      seconds = kernel.total_s(op.bytes);
+      return true;
+    case OpKind::collective:
+      plan    = c.plan[s.member];
+      seconds = plan->duration;
+      return plan->timed;
+    default: return false;
+  }
+}
+
+bool Replayer::private_duration(bool is_private, const Op& op, double& seconds, KernelTiming& kernel,
+                                const PlannedCollective*& plan)
 {
   if (!is_private)
     return false;
@@ -110,11 +138,10 @@ bool Replayer::private_duration(bool is_private, const Op& op, double& seconds, 
       kernel  = kernel_timer_(op);
       seconds = kernel.total_s(op.bytes);
       return true;
-    case OpKind::collective: {
-      const PlannedCollective& p = planned(op);
-      seconds                    = p.duration;
-      return p.timed;
-    }
+    case OpKind::collective:
+      plan    = &planned(op);
+      seconds = plan->duration;
+      return plan->timed;
     default: return false;
   }
 }
@@ -170,13 +197,15 @@ bool Replayer::start_run(OpId head)
   std::vector<Step> members;
   std::vector<double> ends;
   std::vector<KernelTiming> timings;
+  std::vector<const PlannedCollective*> plans;
   double now = sg4::Engine::get_clock();
   double t   = now;
   for (Step v{head, member_[head - base_]};;) {
     const Op& op = step_op(v);
     double d     = 0;
     KernelTiming k;
-    if (!private_duration(step_private(v), op, d, k))
+    const PlannedCollective* plan = nullptr;
+    if (!step_duration(v, op, d, k, plan))
       break;
     // Allocs and frees at this very instant go op by op, interleaved with other
     // streams' in order of readiness, as without coalescing: at one instant their
@@ -187,6 +216,7 @@ bool Replayer::start_run(OpId head)
     members.push_back(v);
     ends.push_back(t += d);
     timings.push_back(k);
+    plans.push_back(plan);
     if (!last_member(v)) { // inside a chain: each member the next one's only dependency
       ++v.member;
       continue;
@@ -221,7 +251,7 @@ bool Replayer::start_run(OpId head)
         break;
       case OpKind::kernel: account_hbm_alone(op, timings[i]); break;
       case OpKind::collective: {
-        const PlannedCollective& p = planned(op);
+        const PlannedCollective& p = *plans[i];
         for (size_t j = 0; j < p.links.size(); ++j) {
           link_bytes_[p.links[j]] += p.link_bytes[j];
           link_busy_[p.links[j]] += p.link_busy[j];

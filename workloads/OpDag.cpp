@@ -21,13 +21,14 @@ OpId OpDag::add(Op op, const std::vector<OpId>& deps)
     id = base_ + static_cast<OpId>(ops_.size());
     ops_.push_back(std::move(op));
   }
-  auto it = tails_.find(key);
-  if (it != tails_.end()) {
-    depend(id, it->second);
-    it->second = id;
-  } else {
-    tails_.emplace(key, id);
-  }
+  // A generator adds runs of ops to one stream: its tail entry is looked up once per run.
+  if (!last_tail_ || last_tail_->first != key)
+    last_tail_ = &*tails_.try_emplace(key, none).first;
+  if (last_tail_->second != none)
+    depend(id, last_tail_->second);
+  last_tail_->second = id;
+  if (capturing_ && (touched_.empty() || touched_.back() != last_tail_))
+    touched_.push_back(last_tail_);
   for (OpId d : deps)
     depend(id, d);
   return id;
@@ -132,8 +133,9 @@ void OpDag::end_capture(uint64_t key)
     for (const DagEdge& e : held_edges_)
       edges_.push_back({resolve(e.earlier), resolve(e.later)});
   }
-  for (auto& [where, tail] : tails_) // a chained stream's tail is its last held op
-    tail = resolve(tail);
+  for (auto t : touched_) // a chained stream's tail is its last held op
+    t->second = resolve(t->second);
+  touched_.clear();
   held_.clear();
   held_edges_.clear();
   tail_before_ = none;
@@ -230,7 +232,7 @@ const std::vector<DeviceRef>& OpDag::shadows(const DeviceRef& d) const
 OpId OpDag::stream_tail(const DeviceRef& d, StreamKind s)
 {
   auto it = tails_.find({d, s});
-  if (it == tails_.end())
+  if (it == tails_.end() || it->second == none)
     return none;
   if (capturing_ && it->second >= held_tag_ && it->second != none)
     escaped_ = true; // whoever asked may depend on it once later ops follow it

@@ -149,7 +149,12 @@ private:
   std::unordered_map<uint64_t, uint32_t> chain_by_key_;
   size_t extra_members_ = 0;
   std::vector<DagEdge> edges_;
-  std::map<std::pair<DeviceRef, StreamKind>, OpId> tails_;
+  using Tails = std::map<std::pair<DeviceRef, StreamKind>, OpId>;
+  Tails tails_;
+  // The stream added to last, and those whose tails a capture moved (map nodes never
+  // move, not even when the DAG does).
+  Tails::value_type* last_tail_ = nullptr;
+  std::vector<Tails::value_type*> touched_;
   struct Group {
     std::vector<DeviceRef> members;
     std::vector<std::vector<DeviceRef>> concurrent;
