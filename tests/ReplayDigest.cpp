@@ -37,7 +37,8 @@ static void put(std::string& out, const std::vector<double>& v)
 {
   uint64_t n = v.size();
   out.append(reinterpret_cast<const char*>(&n), sizeof n);
-  out.append(reinterpret_cast<const char*>(v.data()), n * sizeof(double));
+  if (n > 0) // an empty vector's data() may be null, which append must not see
+    out.append(reinterpret_cast<const char*>(v.data()), n * sizeof(double));
 }
 
 static std::vector<double> take(const std::string& in, size_t& at)
@@ -45,7 +46,8 @@ static std::vector<double> take(const std::string& in, size_t& at)
   uint64_t n = 0;
   std::memcpy(&n, in.data() + at, sizeof n);
   std::vector<double> v(n);
-  std::memcpy(v.data(), in.data() + at + sizeof n, n * sizeof(double));
+  if (n > 0) // memcpy must not see an empty vector's null data()
+    std::memcpy(v.data(), in.data() + at + sizeof n, n * sizeof(double));
   at += sizeof n + n * sizeof(double);
   return v;
 }
