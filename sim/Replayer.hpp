@@ -300,6 +300,13 @@ private:
     }
   };
   std::unordered_map<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>, int, HostPairHash> route_ids_;
+  // In front of route_ids_, a direct-mapped cache: a step's flows use a few hundred
+  // pairs over and over, and a node-based hash map costs a cache miss or two per flow.
+  struct CachedRoute {
+    simgrid::s4u::Host *src = nullptr, *dst = nullptr;
+    int route = -1;
+  };
+  std::vector<CachedRoute> route_cache_ = std::vector<CachedRoute>(4096);
   std::vector<Route> routes_;
   std::vector<simgrid::s4u::Link*> links_;
   std::map<simgrid::s4u::Link*, int> link_ids_;

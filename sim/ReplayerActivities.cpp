@@ -154,9 +154,14 @@ int Replayer::hbm_route(const DeviceRef& gpu)
 
 int Replayer::route_index(sg4::Host* src, sg4::Host* dst)
 {
-  auto key = std::make_pair(src, dst);
-  if (auto it = route_ids_.find(key); it != route_ids_.end())
+  auto key            = std::make_pair(src, dst);
+  CachedRoute& cached = route_cache_[HostPairHash()(key) & (route_cache_.size() - 1)];
+  if (cached.src == src && cached.dst == dst)
+    return cached.route;
+  if (auto it = route_ids_.find(key); it != route_ids_.end()) {
+    cached = {src, dst, it->second};
     return it->second;
+  }
   std::vector<sg4::Link*> links;
   double latency = 0;
   src->route_to(dst, links, &latency);
