@@ -277,8 +277,9 @@ private:
   uint64_t fold_batch_ = 0; // batches folded so far
   std::vector<uint8_t> private_;  // per op (id - base_): may join a coalesced run
   struct RunInFlight {
-    std::vector<Step> members;
-    double end = 0; // the prefix sum of the members' times
+    std::vector<OpId> entries; // ops it completes before its last member
+    size_t members = 0;        // ops and chain members it runs
+    double end     = 0;        // the prefix sum of the members' times
   };
   std::map<OpId, RunInFlight> runs_; // by the run's last op
   std::vector<uint32_t> member_;      // per op (id - base_): a chain's member it is at

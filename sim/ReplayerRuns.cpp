@@ -194,18 +194,48 @@ void Replayer::record_span(OpId id, const Op& op, double start, double end)
 
 bool Replayer::start_run(OpId head)
 {
-  std::vector<Step> members;
-  std::vector<double> ends;
-  std::vector<KernelTiming> timings;
-  std::vector<const PlannedCollective*> plans;
+  // A member is committed (its interval, memory, HBM and link figures, in member order)
+  // once the next one has joined, so that a run of a whole step holds no list of its
+  // members: a run needs two, and the last one's record closes with the run.
+  struct Member {
+    Step step;
+    const Op* op = nullptr;
+    double begin = 0, end = 0;
+    KernelTiming kernel;
+    const PlannedCollective* plan = nullptr;
+  };
   double now = sg4::Engine::get_clock();
   double t   = now;
+  Member pending;
+  size_t count = 0;
+  std::vector<OpId> entries; // ops the run completes before its last member
+  auto account = [&](const Member& m) {
+    switch (m.op->kind) {
+      case OpKind::alloc:
+      case OpKind::free:
+        if (m.begin == now)
+          apply_memory_op(m.step.id, *m.op, m.begin);
+        else
+          due_memory_.push({m.begin, due_seq_++, m.step.id, m.op});
+        break;
+      case OpKind::kernel: account_hbm_alone(*m.op, m.kernel); break;
+      case OpKind::collective:
+        for (size_t j = 0; j < m.plan->links.size(); ++j) {
+          link_bytes_[m.plan->links[j]] += m.plan->link_bytes[j];
+          link_busy_[m.plan->links[j]] += m.plan->link_busy[j];
+        }
+        break;
+      default: break;
+    }
+  };
   for (Step v{head, member_[head - base_]};;) {
     const Op& op = step_op(v);
-    double d     = 0;
-    KernelTiming k;
-    const PlannedCollective* plan = nullptr;
-    if (!step_duration(v, op, d, k, plan))
+    Member m;
+    m.step  = v;
+    m.op    = &op;
+    m.begin = t;
+    double d = 0;
+    if (!step_duration(v, op, d, m.kernel, m.plan))
       break;
     // Allocs and frees at this very instant go op by op, interleaved with other
     // streams' in order of readiness, as without coalescing: at one instant their
@@ -213,10 +243,14 @@ bool Replayer::start_run(OpId head)
     bool memory = op.kind == OpKind::alloc || op.kind == OpKind::free;
     if (memory && t == now)
       break;
-    members.push_back(v);
-    ends.push_back(t += d);
-    timings.push_back(k);
-    plans.push_back(plan);
+    m.end = t += d;
+    if (count++ > 0) {
+      record_span(pending.step.id, *pending.op, pending.begin, pending.end);
+      account(pending);
+      if (last_member(pending.step))
+        entries.push_back(pending.step.id);
+    }
+    pending = m;
     if (!last_member(v)) { // inside a chain: each member the next one's only dependency
       ++v.member;
       continue;
@@ -230,61 +264,31 @@ bool Replayer::start_run(OpId head)
       break;
     v = {next, 0};
   }
-  if (members.size() < 2)
+  if (count < 2)
     return false;
-  double begin = now;
-  for (size_t i = 0; i < members.size(); ++i) {
-    Step s       = members[i];
-    const Op& op = step_op(s);
-    // The last one ends with the run's activity (finish_run).
-    if (i + 1 < members.size())
-      record_span(s.id, op, begin, ends[i]);
-    else
-      open_record(s.id, op, begin);
-    switch (op.kind) {
-      case OpKind::alloc:
-      case OpKind::free:
-        if (begin == now)
-          apply_memory_op(s.id, op, begin);
-        else
-          due_memory_.push({begin, due_seq_++, s.id, &op});
-        break;
-      case OpKind::kernel: account_hbm_alone(op, timings[i]); break;
-      case OpKind::collective: {
-        const PlannedCollective& p = *plans[i];
-        for (size_t j = 0; j < p.links.size(); ++j) {
-          link_bytes_[p.links[j]] += p.link_bytes[j];
-          link_busy_[p.links[j]] += p.link_busy[j];
-        }
-        break;
-      }
-      default: break;
-    }
-    begin = ends[i];
-  }
-  Step tail                 = members.back();
-  member_[tail.id - base_]  = tail.member; // what complete() closes
-  start_exec(tail.id, platform_.timer(), (ends.back() - now) * platform_.timer()->get_speed());
+  // The last one ends with the run's activity (finish_run).
+  open_record(pending.step.id, *pending.op, pending.begin);
+  account(pending);
+  OpId tail                = pending.step.id;
+  member_[tail - base_]    = pending.step.member; // what complete() closes
+  start_exec(tail, platform_.timer(), (pending.end - now) * platform_.timer()->get_speed());
   activities_.back().run = true;
-  runs_[tail.id]         = {std::move(members), ends.back()};
+  runs_[tail]            = {std::move(entries), count, pending.end};
   return true;
 }
 
 void Replayer::finish_run(OpId tail)
 {
-  auto it                   = runs_.find(tail);
-  std::vector<Step> members = std::move(it->second.members);
-  double end                = it->second.end;
+  auto it                  = runs_.find(tail);
+  RunInFlight run          = std::move(it->second);
   runs_.erase(it);
   // Inside the run, each op is the only dependency of the next: nothing else to release.
-  for (size_t i = 0; i + 1 < members.size(); ++i) {
-    ++ops_done_;
-    if (last_member(members[i])) {
-      --waiting_on_[members[i + 1].id - base_];
-      ++completed_;
-    }
+  ops_done_ += run.members - 1;
+  for (OpId e : run.entries) {
+    --waiting_on_[out_[out_start_[e - batch_]] - base_];
+    ++completed_;
   }
-  complete(tail, end); // the prefix sum, as for the others, not the clock's rounding
+  complete(tail, run.end); // the prefix sum, as for the others, not the clock's rounding
 }
 
 void Replayer::apply_memory_op(OpId id, const Op& op, double now)
