@@ -64,7 +64,7 @@ const Scenario scenarios[] = {
     {"megatron-1t, tp8 pp64 dp6, 3072 GPUs", nullptr, "examples/megatron-1t-tp8-pp64-384xdgx-a100.yaml", 3},
     {"llama-2-7b serving 10k requests, 1 A100", nullptr, "examples/llama2-7b-serving-poisson-1xa100.yaml", 3,
      "inference.poisson.requests=10000"},
-    // One run: every op's record is still kept (about 115 kB per request).
+    // One run: it takes some 20 s (per request only its statistics are kept).
     {"llama-2-7b serving 100k requests, 1 A100", nullptr, "examples/llama2-7b-serving-poisson-1xa100.yaml", 1,
      "inference.poisson.requests=100000"},
     {"platform only, 384 x DGX H100", PLATFORM_YAML(384), nullptr, 3, nullptr, true},
