@@ -85,11 +85,42 @@ static size_t mismatches(const std::vector<double>& a, const std::vector<double>
 }
 
 // Every figure of `b` (op by op) reproduced by `a` (coalesced). Times are compared
-// to 1e-9 of the makespan, bytes to 1e-9 of themselves.
+// to 1e-9 of the makespan (never finer than 1e-9 s), bytes to 1e-9 of themselves.
+//
+// Memory events are compared instant by instant: how many, of which categories, and
+// the total after the last. Allocs and frees of different streams at one instant have
+// no physical order; a coalesced run applies its own when the clock reaches them, the
+// op-by-op replay in the order SimGrid ends the activities before them (seen with 4
+// pipeline stages under full recompute: an activation free and a workspace free of
+// one GPU at the same instant, swapped). Peaks are compared exactly (pools).
+static std::vector<double> by_instant(const std::vector<double>& events, double T)
+{
+  std::vector<double> out;
+  for (size_t i = 0; i < events.size();) {
+    size_t j = i;
+    std::vector<double> categories;
+    while (j < events.size() && close(events[j], events[i], T)) {
+      categories.push_back(events[j + 1]);
+      j += 3;
+    }
+    std::sort(categories.begin(), categories.end());
+    out.push_back(events[i]);
+    out.push_back(static_cast<double>(categories.size()));
+    out.insert(out.end(), categories.begin(), categories.end());
+    out.push_back(events[j - 1]); // the total after the instant
+    i = j;
+  }
+  return out;
+}
+
 void require_same_replay(const Digest& a, const Digest& b)
 {
-  double T = b.makespan;
-  CHECK(close(a.makespan, T, 0));
+  // Times inside the step to 1e-9 of the makespan, and never finer than 1e-9 s:
+  // SimGrid's own precision/timing, within which a flow that ends is ended (a tp
+  // all-reduce timed once and reused ended 0.5 ns from where its op-by-op twin did,
+  // in a 0.11 s step of 2 stages, with the makespan equal to 1e-15).
+  double T = std::max(b.makespan, 1.0);
+  CHECK(close(a.makespan, b.makespan, 0));
   CHECK(a.op_count == b.op_count);
   if (!a.ops.empty() && !b.ops.empty()) {
     REQUIRE(a.ops.size() == b.ops.size());
@@ -98,7 +129,9 @@ void require_same_replay(const Digest& a, const Digest& b)
   REQUIRE(a.pools.size() == b.pools.size());
   CHECK(mismatches(a.pools, b.pools, 0) == 0);
   REQUIRE(a.events.size() == b.events.size());
-  CHECK(mismatches(a.events, b.events, T) == 0);
+  std::vector<double> ia = by_instant(a.events, T), ib = by_instant(b.events, T);
+  REQUIRE(ia.size() == ib.size());
+  CHECK(mismatches(ia, ib, T) == 0);
   CHECK(a.link_names == b.link_names);
   REQUIRE(a.links.size() == b.links.size());
   CHECK(mismatches(a.links, b.links, 0) == 0);

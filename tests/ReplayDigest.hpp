@@ -26,7 +26,8 @@ Digest digest(const RunResult& r);
 std::string encode(const Digest& d);
 Digest decode(const std::string& in);
 
-// Every figure of `b` reproduced by `a`: times to 1e-9 of the makespan, bytes to 1e-9
+// Every figure of `b` reproduced by `a`: times to 1e-9 of the makespan (never finer
+// than SimGrid's 1e-9 s), memory events instant by instant, bytes to 1e-9
 // of themselves (Catch2 CHECKs). Records are compared when both kept them.
 void require_same_replay(const Digest& a, const Digest& b);
 void require_same_replay(const RunResult& a, const RunResult& b);

@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
@@ -62,6 +63,41 @@ void require_same_as_without_chains(const ExperimentSpec& spec)
 }
 
 ExperimentSpec spec_of(const std::string& yaml) { return parse_spec(yaml, "test.yaml", ""); }
+
+// `chained` with every chain op expanded into its members is `plain`: the same ops in
+// the same order (tensor ids aside) and the same edges.
+void require_expands_to(const OpDag& chained, const OpDag& plain)
+{
+  REQUIRE(chained.op_count() == plain.size());
+  std::vector<OpId> first(chained.size()); // each entry's first member, as a plain id
+  OpId next = 0;
+  size_t differ = 0;
+  for (OpId e = 0; e < chained.size(); ++e) {
+    first[e]     = next;
+    const Op& op = chained.op(e);
+    if (op.kind != OpKind::chain)
+      differ += !same_work(op, plain.op(next++));
+    else
+      for (const Op& m : chained.chain(op.chain))
+        differ += !same_work(m, plain.op(next++));
+  }
+  CHECK(differ == 0);
+  auto last = [&](OpId e) {
+    const Op& op = chained.op(e);
+    return first[e] + (op.kind == OpKind::chain ? static_cast<OpId>(chained.chain(op.chain).size()) - 1 : 0);
+  };
+  std::vector<std::pair<OpId, OpId>> a, b;
+  for (const DagEdge& x : chained.edges())
+    a.emplace_back(last(x.earlier), first[x.later]);
+  for (OpId e = 0; e < chained.size(); ++e)
+    for (OpId m = first[e]; m < last(e); ++m)
+      a.emplace_back(m, m + 1);
+  for (const DagEdge& x : plain.edges())
+    b.emplace_back(x.earlier, x.later);
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  CHECK(a == b);
+}
 
 } // namespace
 
@@ -191,9 +227,9 @@ TEST_CASE("the_1t_step_holds_a_thirtieth_of_its_ops_as_entries_and_replays_them_
   ExperimentSpec spec = load_spec(source_path("examples/megatron-1t-tp8-pp64-384xdgx-a100.yaml"), {});
   OpDag chained = build_workload(spec, true);
   OpDag plain   = build_workload(spec, false);
-  CHECK(chained.op_count() == plain.size());
   CHECK(chained.size() * 30 < plain.size()); // 138,018 entries for 4,410,707 ops
   CHECK(chained.model_flops() == plain.model_flops());
+  require_expands_to(chained, plain);
   // Both replays coalesced and without records (op by op takes half a minute).
   std::vector<Digest> d = replays(spec, {{.all_records = false, .memory_timelines = false, .chains = true},
                                          {.all_records = false, .memory_timelines = false, .chains = false}});
@@ -294,6 +330,31 @@ TEST_CASE("passes_that_leave_their_stream_are_not_chained", "[chains]")
       backward_chains += dag.chain(static_cast<uint32_t>(c)).back().phase == StepPhase::backward;
     INFO("zero " << zero);
     CHECK(backward_chains == 0);
+    require_same_as_without_chains(spec);
+  }
+}
+
+TEST_CASE("repeated_slots_not_built_again_expand_to_the_dag_built_op_by_op", "[chains]")
+{
+  // Once two steady slots of a stage and direction matched, later ones are added as
+  // the stored chain without being built (repeat_slot); the tensors they would have
+  // allocated are still freed by the backward passes that are built (first, last).
+  for (const char* yaml : {"hardware: {node: dgx-a100, gpus_per_node: 8}\nmodel: {preset: gpt2}\n"
+                           "training: {seq_len: 512, global_batch: 64, micro_batch: 1, pp: 4, recompute: full}\n",
+                           "hardware: {node: dgx-a100, gpus_per_node: 8}\nmodel: {preset: gpt2}\n"
+                           "training: {seq_len: 512, global_batch: 64, micro_batch: 1, pp: 2, tp: 2,\n"
+                           "           pipeline_schedule: gpipe, recompute: selective}\n",
+                           "hardware: {node: dgx-a100, gpus_per_node: 8}\nmodel: {preset: gpt2}\n"
+                           "training: {seq_len: 512, global_batch: 64, micro_batch: 1, pp: 2,\n"
+                           "           pipeline_schedule: interleaved, virtual_stages: 2}\n",
+                           "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                           "training: {seq_len: 512, global_batch: 16, micro_batch: 1}\n"}) {
+    INFO(yaml);
+    ExperimentSpec spec = spec_of(yaml);
+    OpDag chained       = build_workload(spec, true);
+    OpDag plain         = build_workload(spec, false);
+    CHECK(chained.size() * 4 < plain.size());
+    require_expands_to(chained, plain);
     require_same_as_without_chains(spec);
   }
 }

@@ -95,10 +95,10 @@ bool OpDag::chain_ok() const
   return true;
 }
 
-void OpDag::end_capture(uint64_t key)
+bool OpDag::end_capture(uint64_t key)
 {
   if (!capturing_)
-    return;
+    return false;
   OpId first = base_ + static_cast<OpId>(ops_.size());
   Capture cap{held_tag_, static_cast<uint32_t>(held_.size()), first, chain_ok()};
   capturing_ = false;
@@ -139,6 +139,34 @@ void OpDag::end_capture(uint64_t key)
   held_.clear();
   held_edges_.clear();
   tail_before_ = none;
+  return cap.chained;
+}
+
+OpId OpDag::repeat_chain(uint64_t key)
+{
+  uint32_t c            = chain_by_key_.at(key);
+  const std::vector<Op>& m = chains_store_[c];
+  Op op;
+  op.kind   = OpKind::chain;
+  op.device = m.front().device;
+  op.stream = m.front().stream;
+  op.phase  = m.back().phase;
+  op.chain  = c;
+  OpId id   = add(std::move(op));
+  extra_members_ += m.size() - 1;
+  for (size_t i = m.size(); i-- > 0;)
+    if (m[i].kind == OpKind::alloc || m[i].kind == OpKind::free) {
+      last_memory_op_ = i + 1 == m.size() ? id : inside_chain;
+      break;
+    }
+  return id;
+}
+
+OpId OpDag::last_alloc_or_free() const
+{
+  if (last_memory_op_ == inside_chain)
+    throw std::logic_error("op DAG: the last alloc or free is inside a chain (OpDag::repeat_chain)");
+  return resolve(last_memory_op_);
 }
 
 void OpDag::forget_ops()

@@ -60,8 +60,11 @@ public:
   // stream's tail while capturing keeps the held ops from forming a chain.
   void begin_capture();
   // Adds the held ops: as one chain op when they form a chain, else as they are. `key`
-  // names the work that may repeat.
-  void end_capture(uint64_t key);
+  // names the work that may repeat. True when they formed a chain.
+  bool end_capture(uint64_t key);
+  // Adds one more chain op of the chain last stored under `key`, as if its ops had been
+  // captured again (a generator that knows the work repeats skips building it).
+  OpId repeat_chain(uint64_t key);
   static constexpr OpId captured_bit = 0x80000000u;
   // The members of chain op `op` (op.chain), in order.
   const std::vector<Op>& chain(uint32_t c) const { return chains_store_[c]; }
@@ -74,7 +77,7 @@ public:
                OpName name, std::initializer_list<OpId> deps = {});
   OpId free(const Tensor& t, const DeviceRef& device, StreamKind stream, OpName name,
             std::initializer_list<OpId> deps = {});
-  OpId last_alloc_or_free() const { return resolve(last_memory_op_); }
+  OpId last_alloc_or_free() const;
 
   // Which tensors a kernel reads and writes (unified memory, sim/paging). Recorded only
   // once tracking is on, so that a run without managed memory stores nothing per op.
@@ -148,6 +151,8 @@ private:
   std::vector<std::vector<Op>> chains_store_;
   std::unordered_map<uint64_t, uint32_t> chain_by_key_;
   size_t extra_members_ = 0;
+  // last_memory_op_ when the last alloc or free is inside a repeated chain, not its end.
+  static constexpr OpId inside_chain = none - 1;
   std::vector<DagEdge> edges_;
   using Tails = std::map<std::pair<DeviceRef, StreamKind>, OpId>;
   Tails tails_;

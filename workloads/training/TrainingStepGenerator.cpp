@@ -177,14 +177,34 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
   // Most micro-batches' passes are the same ops as the one before (OpDag::end_capture
   // stores them once); the first backward (gradients allocated) and the last (buckets
   // reduced) differ, and ZeRO-2/3's per-micro-batch reductions leave the stream.
-  dag_.begin_capture();
-  if (forward)
-    for (int b : blocks)
-      emit_forward(b, mb);
-  else
-    for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
-      emit_backward(*it, mb);
-  dag_.end_capture(static_cast<uint64_t>(vs) * 2 + (forward ? 1 : 0));
+  uint64_t key       = static_cast<uint64_t>(vs) * 2 + (forward ? 1 : 0);
+  bool steady        = steady_slot(stage, chunk, forward);
+  SlotRepeat& repeat = repeats_[key];
+  if (steady && repeat.verified) {
+    repeat_slot(stage, mb, chunk, forward, key);
+  } else {
+    size_t stored = dag_.chain_count();
+    dag_.begin_capture();
+    if (forward)
+      for (int b : blocks)
+        emit_forward(b, mb);
+    else
+      for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
+        emit_backward(*it, mb);
+    bool chained       = dag_.end_capture(key);
+    bool same          = chained && dag_.chain_count() == stored; // equal to the last under the key
+    repeat.verified    = steady && repeat.last_steady && same;
+    repeat.last_steady = steady && chained;
+    if (repeat.verified && forward) {
+      repeat.saved.clear();
+      repeat.checkpoints.clear();
+      for (int b : blocks) {
+        repeat.saved.push_back(saved_[{b, mb}]);
+        auto c = checkpoints_.find({b, mb});
+        repeat.checkpoints.push_back(c == checkpoints_.end() ? Tensor{} : c->second);
+      }
+    }
+  }
   // The slot's first compute op waits for the activation (or gradient) from the neighbour.
   auto& inbox = forward ? fwd_sent_ : bwd_sent_;
   auto in     = inbox.find({forward ? vs - 1 : vs + 1, mb});
@@ -206,6 +226,39 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
               static_cast<uint64_t>(mb), "");
   inbox[{vs, mb}] = dag_.add(copy_op(s.gpu, StreamKind::p2p, s.gpu, stages_[next % cfg_.pp].gpu, bytes, name),
                              {dag_.stream_tail(s.gpu, StreamKind::compute)});
+}
+
+bool TrainingStepGenerator::steady_slot(int stage, int64_t chunk, bool forward) const
+{
+  if (dag_.tracks_accesses() || cfg_.zero >= 2)
+    return false;
+  if (forward)
+    return true;
+  for (int b : stages_[stage].chunks[chunk]) {
+    int64_t done = blocks_[b].backwards;
+    if (done == 0 || done + 1 >= cfg_.micro_batches())
+      return false;
+  }
+  return true;
+}
+
+void TrainingStepGenerator::repeat_slot(int stage, int64_t mb, int64_t chunk, bool forward, uint64_t key)
+{
+  const auto& blocks       = stages_[stage].chunks[chunk];
+  const SlotRepeat& repeat = repeats_.at(key);
+  for (size_t j = 0; j < blocks.size(); ++j) {
+    int b = blocks[j];
+    if (forward) {
+      saved_[{b, mb}] = repeat.saved[j];
+      if (repeat.checkpoints[j].id != 0)
+        checkpoints_[{b, mb}] = repeat.checkpoints[j];
+    } else {
+      saved_.erase({b, mb});
+      checkpoints_.erase({b, mb});
+      blocks_[b].backwards++;
+    }
+  }
+  dag_.repeat_chain(key);
 }
 
 const OpName& TrainingStepGenerator::name(int b, size_t i, Role role)

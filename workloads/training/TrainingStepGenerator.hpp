@@ -82,6 +82,14 @@ private:
   void emit_setup();
   void emit_pipeline();
   void emit_slot(int stage, int64_t microbatch, int64_t chunk, bool forward);
+  // Reuse along time (OpDag chains). A steady slot changes no state but its micro-batch's
+  // own tensors: any forward, and a backward that is neither a block's first (gradients
+  // allocated) nor its last (buckets reduced), without ZeRO-2/3's per-micro-batch work.
+  // Once two steady slots of a virtual stage and direction in a row were captured as
+  // the same chain, later ones are not built: repeat_slot adds the chain again and
+  // keeps the tensors' bookkeeping as building them would.
+  bool steady_slot(int stage, int64_t chunk, bool forward) const;
+  void repeat_slot(int stage, int64_t microbatch, int64_t chunk, bool forward, uint64_t key);
   void emit_forward(int b, int64_t mb);
   void emit_backward(int b, int64_t mb);
   void emit_recompute(int b, int64_t mb, bool selective_only);
@@ -127,6 +135,13 @@ private:
   std::map<std::pair<int, int64_t>, std::vector<Tensor>> saved_; // (block, micro-batch) -> per kernel
   std::map<std::pair<int, int64_t>, Tensor> checkpoints_;         // full recompute: kept layer inputs
   std::map<std::pair<int64_t, int64_t>, OpId> fwd_sent_, bwd_sent_; // (virtual stage, micro-batch) -> send
+  struct SlotRepeat {
+    bool last_steady = false; // the last slot captured under the key was steady
+    bool verified    = false; // and matched the steady one before it: repeat from now on
+    std::vector<std::vector<Tensor>> saved; // forward: its blocks' saved tensors, in chunk order
+    std::vector<Tensor> checkpoints;        // forward: its blocks' kept inputs (full recompute)
+  };
+  std::map<uint64_t, SlotRepeat> repeats_; // by OpDag chain key
   // ZeRO-3: blocks in order of use over the whole step, and the gathers emitted so far.
   std::vector<int> uses_;
   std::vector<Gather> gathers_;
