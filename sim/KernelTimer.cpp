@@ -16,13 +16,17 @@ size_t KernelTimer::KeyHash::operator()(const Key& k) const
   return h;
 }
 
-const KernelTiming& KernelTimer::operator()(const Op& op)
+KernelTiming KernelTimer::operator()(const Op& op)
 {
   Key key{op.flops, op.bytes, op.shape, op.kclass, op.dtype};
   auto it = known_.find(key);
-  if (it == known_.end())
-    it = known_.emplace(key, kernel_timing(gpu_, op)).first;
-  return it->second;
+  if (it != known_.end())
+    return it->second;
+  // A serving run's kernels change shape with every batch: forget them all now and
+  // then, so that the table stays small (and fast) however long the run.
+  if (known_.size() >= max_known)
+    known_.clear();
+  return known_.emplace(key, kernel_timing(gpu_, op)).first->second;
 }
 
 } // namespace memwall

@@ -13,7 +13,8 @@ namespace memwall {
 class KernelTimer {
 public:
   explicit KernelTimer(GpuSpec gpu) : gpu_(std::move(gpu)) {}
-  const KernelTiming& operator()(const Op& op);
+  // By value: the table may be cleared by the next call.
+  KernelTiming operator()(const Op& op);
 
 private:
   // What kernel_timing reads of an op.
@@ -33,6 +34,7 @@ private:
   };
   GpuSpec gpu_; // a copy: the timer may outlive the spec it was made from
   std::unordered_map<Key, KernelTiming, KeyHash> known_;
+  static constexpr size_t max_known = 1 << 16;
 };
 
 } // namespace memwall

@@ -343,21 +343,6 @@ bool Replayer::step_private(Step s) const
   return c.batch == fold_batch_ && s.member < c.priv.size() && c.priv[s.member];
 }
 
-void Replayer::visit_ops(size_t from, size_t to, const std::function<void(const Op&)>& f)
-{
-  ++visits_;
-  for (size_t v = from; v < to; ++v) {
-    const Op& op = dag_.op(static_cast<OpId>(v));
-    if (op.kind != OpKind::chain) {
-      f(op);
-    } else if (chain_seen_[op.chain] != visits_) {
-      chain_seen_[op.chain] = visits_;
-      for (const Op& m : dag_.chain(op.chain))
-        f(m);
-    }
-  }
-}
-
 MemoryPool& Replayer::pool(const DeviceRef& d)
 {
   if (last_pool_.second && last_pool_.first == d)

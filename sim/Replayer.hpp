@@ -173,8 +173,23 @@ private:
   bool step_private(Step s) const;
   bool last_member(Step s) const;
   // Calls f for every op of entries [from, to): a chain's members once per stored
-  // chain and call (what it derives holds for every repetition).
-  void visit_ops(size_t from, size_t to, const std::function<void(const Op&)>& f);
+  // chain and call (what it derives holds for every repetition). A template, so that
+  // a serving run's per-iteration passes over its ops stay inlined loops.
+  template <typename F>
+  void visit_ops(size_t from, size_t to, F&& f)
+  {
+    ++visits_;
+    for (size_t v = from; v < to; ++v) {
+      const Op& op = dag_.op(static_cast<OpId>(v));
+      if (op.kind != OpKind::chain) {
+        f(op);
+      } else if (chain_seen_[op.chain] != visits_) {
+        chain_seen_[op.chain] = visits_;
+        for (const Op& m : dag_.chain(op.chain))
+          f(m);
+      }
+    }
+  }
 
   void start(OpId id);
   // `end`: the op's end as its record keeps it (a run's prefix sum), the clock if < 0.
