@@ -322,27 +322,6 @@ void Replayer::complete(OpId id, double end)
       ready_.push_back(out_[k]);
 }
 
-const Op& Replayer::step_op(Step s) const
-{
-  const Op& op = dag_.op(s.id);
-  return op.kind == OpKind::chain ? dag_.chain(op.chain)[s.member] : op;
-}
-
-bool Replayer::last_member(Step s) const
-{
-  const Op& op = dag_.op(s.id);
-  return op.kind != OpKind::chain || s.member + 1 == dag_.chain(op.chain).size();
-}
-
-bool Replayer::step_private(Step s) const
-{
-  const Op& op = dag_.op(s.id);
-  if (op.kind != OpKind::chain)
-    return private_[s.id - base_];
-  const ChainInfo& c = chain_info_[op.chain];
-  return c.batch == fold_batch_ && s.member < c.priv.size() && c.priv[s.member];
-}
-
 MemoryPool& Replayer::pool(const DeviceRef& d)
 {
   if (last_pool_.second && last_pool_.first == d)

@@ -229,11 +229,9 @@ private:
   // Which of ops [from, to) may join a run: their resources are their stream's alone.
   void find_private_ops(size_t from, size_t to);
   int stream_key(const Op& op);
-  // The op's own time when it runs alone, if known without replaying it; a kernel's
-  // timing in `kernel` (its HBM accounting needs it).
-  bool private_duration(bool is_private, const Op& op, double& seconds, KernelTiming& kernel,
-                        const PlannedCollective*& plan);
-  // The same for step `s` of a run: a chain's member from what its ChainInfo keeps.
+  // Step `s`'s own time when it runs alone, if known without replaying it (it is
+  // private, and a collective was timed); a kernel's timing in `kernel` (its HBM
+  // accounting needs it), a collective's plan in `plan` (its link figures).
   bool step_duration(Step s, const Op& op, double& seconds, KernelTiming& kernel, const PlannedCollective*& plan);
   bool start_run(OpId head);
   void finish_run(OpId tail);

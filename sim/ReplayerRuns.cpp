@@ -19,6 +19,9 @@
 // that ends at that time), so memory timelines stay in time order; a run neither
 // starts with one nor holds one at its start time (their order among other streams'
 // events of that instant is the op-by-op replay's).
+//
+// A run walks steps: ops, and the members of chain ops (OpDag::end_capture), whose
+// privacy, kernel timings and collective plans are derived once per stored chain.
 #include "KernelTiming.hpp"
 #include "Replayer.hpp"
 #include "ReplayProgress.hpp"
@@ -102,44 +105,44 @@ void Replayer::find_private_ops(size_t from, size_t to)
   }
 }
 
+const Op& Replayer::step_op(Step s) const
+{
+  const Op& op = dag_.op(s.id);
+  return op.kind == OpKind::chain ? dag_.chain(op.chain)[s.member] : op;
+}
+
+bool Replayer::last_member(Step s) const
+{
+  const Op& op = dag_.op(s.id);
+  return op.kind != OpKind::chain || s.member + 1 == dag_.chain(op.chain).size();
+}
+
+bool Replayer::step_private(Step s) const
+{
+  const Op& op = dag_.op(s.id);
+  if (op.kind != OpKind::chain)
+    return private_[s.id - base_];
+  const ChainInfo& c = chain_info_[op.chain];
+  return c.batch == fold_batch_ && s.member < c.priv.size() && c.priv[s.member];
+}
+
 bool Replayer::step_duration(Step s, const Op& op, double& seconds, KernelTiming& kernel,
                              const PlannedCollective*& plan)
 {
-  const Op& whole = dag_.op(s.id);
-  if (whole.kind != OpKind::chain)
-    return private_duration(private_[s.id - base_], op, seconds, kernel, plan);
-  const ChainInfo& c = chain_info_[whole.chain];
-  if (c.batch != fold_batch_ || !c.priv[s.member])
+  if (!step_private(s))
     return false;
+  // A chain's member reads what its ChainInfo keeps; an op works it out.
+  const Op& whole     = dag_.op(s.id);
+  const ChainInfo* c  = whole.kind == OpKind::chain ? &chain_info_[whole.chain] : nullptr;
   switch (op.kind) {
     case OpKind::alloc:
     case OpKind::free: seconds = 0; return true;
     case OpKind::kernel:
-      kernel  = c.timing[s.member];
+      kernel  = c ? c->timing[s.member] : kernel_timer_(op);
       seconds = kernel.total_s(op.bytes);
       return true;
     case OpKind::collective:
-      plan    = c.plan[s.member];
-      seconds = plan->duration;
-      return plan->timed;
-    default: return false;
-  }
-}
-
-bool Replayer::private_duration(bool is_private, const Op& op, double& seconds, KernelTiming& kernel,
-                                const PlannedCollective*& plan)
-{
-  if (!is_private)
-    return false;
-  switch (op.kind) {
-    case OpKind::alloc:
-    case OpKind::free: seconds = 0; return true;
-    case OpKind::kernel:
-      kernel  = kernel_timer_(op);
-      seconds = kernel.total_s(op.bytes);
-      return true;
-    case OpKind::collective:
-      plan    = &planned(op);
+      plan    = c ? c->plan[s.member] : &planned(op);
       seconds = plan->duration;
       return plan->timed;
     default: return false;

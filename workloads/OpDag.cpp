@@ -115,13 +115,7 @@ bool OpDag::end_capture(uint64_t key)
       it->second = static_cast<uint32_t>(chains_store_.size());
       chains_store_.push_back(held_);
     }
-    Op c;
-    c.kind   = OpKind::chain;
-    c.device = held_.front().device;
-    c.stream = held_.front().stream;
-    c.phase  = held_.back().phase;
-    c.chain  = it->second;
-    ops_.push_back(c);
+    ops_.push_back(chain_entry(it->second));
     extra_members_ += held_.size() - 1;
   }
   if (cap.n > 0)
@@ -142,9 +136,8 @@ bool OpDag::end_capture(uint64_t key)
   return cap.chained;
 }
 
-OpId OpDag::repeat_chain(uint64_t key)
+Op OpDag::chain_entry(uint32_t c) const
 {
-  uint32_t c            = chain_by_key_.at(key);
   const std::vector<Op>& m = chains_store_[c];
   Op op;
   op.kind   = OpKind::chain;
@@ -152,7 +145,14 @@ OpId OpDag::repeat_chain(uint64_t key)
   op.stream = m.front().stream;
   op.phase  = m.back().phase;
   op.chain  = c;
-  OpId id   = add(std::move(op));
+  return op;
+}
+
+OpId OpDag::repeat_chain(uint64_t key)
+{
+  uint32_t c               = chain_by_key_.at(key);
+  const std::vector<Op>& m = chains_store_[c];
+  OpId id                  = add(chain_entry(c));
   extra_members_ += m.size() - 1;
   for (size_t i = m.size(); i-- > 0;)
     if (m[i].kind == OpKind::alloc || m[i].kind == OpKind::free) {
@@ -262,7 +262,7 @@ OpId OpDag::stream_tail(const DeviceRef& d, StreamKind s)
   auto it = tails_.find({d, s});
   if (it == tails_.end() || it->second == none)
     return none;
-  if (capturing_ && it->second >= held_tag_ && it->second != none)
+  if (capturing_ && it->second >= held_tag_)
     escaped_ = true; // whoever asked may depend on it once later ops follow it
   return it->second;
 }

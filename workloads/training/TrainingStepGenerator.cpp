@@ -172,39 +172,16 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
   Stage& s   = stages_[stage];
   int64_t vs = chunk * cfg_.pp + stage;
   OpId mark  = static_cast<OpId>(dag_.size());
-  const auto& blocks = s.chunks[chunk];
   dag_.set_phase(forward ? StepPhase::forward : StepPhase::backward);
   // Most micro-batches' passes are the same ops as the one before (OpDag::end_capture
   // stores them once); the first backward (gradients allocated) and the last (buckets
   // reduced) differ, and ZeRO-2/3's per-micro-batch reductions leave the stream.
-  uint64_t key       = static_cast<uint64_t>(vs) * 2 + (forward ? 1 : 0);
-  bool steady        = steady_slot(stage, chunk, forward);
-  SlotRepeat& repeat = repeats_[key];
-  if (steady && repeat.verified) {
+  uint64_t key = static_cast<uint64_t>(vs) * 2 + (forward ? 1 : 0);
+  bool steady  = steady_slot(stage, chunk, forward);
+  if (steady && repeats_[key].verified)
     repeat_slot(stage, mb, chunk, forward, key);
-  } else {
-    size_t stored = dag_.chain_count();
-    dag_.begin_capture();
-    if (forward)
-      for (int b : blocks)
-        emit_forward(b, mb);
-    else
-      for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
-        emit_backward(*it, mb);
-    bool chained       = dag_.end_capture(key);
-    bool same          = chained && dag_.chain_count() == stored; // equal to the last under the key
-    repeat.verified    = steady && repeat.last_steady && same;
-    repeat.last_steady = steady && chained;
-    if (repeat.verified && forward) {
-      repeat.saved.clear();
-      repeat.checkpoints.clear();
-      for (int b : blocks) {
-        repeat.saved.push_back(saved_[{b, mb}]);
-        auto c = checkpoints_.find({b, mb});
-        repeat.checkpoints.push_back(c == checkpoints_.end() ? Tensor{} : c->second);
-      }
-    }
-  }
+  else
+    capture_slot(stage, mb, chunk, forward, key, steady);
   // The slot's first compute op waits for the activation (or gradient) from the neighbour.
   auto& inbox = forward ? fwd_sent_ : bwd_sent_;
   auto in     = inbox.find({forward ? vs - 1 : vs + 1, mb});
@@ -240,6 +217,33 @@ bool TrainingStepGenerator::steady_slot(int stage, int64_t chunk, bool forward) 
       return false;
   }
   return true;
+}
+
+void TrainingStepGenerator::capture_slot(int stage, int64_t mb, int64_t chunk, bool forward, uint64_t key, bool steady)
+{
+  const auto& blocks = stages_[stage].chunks[chunk];
+  SlotRepeat& repeat = repeats_[key];
+  size_t stored      = dag_.chain_count();
+  dag_.begin_capture();
+  if (forward)
+    for (int b : blocks)
+      emit_forward(b, mb);
+  else
+    for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
+      emit_backward(*it, mb);
+  bool chained       = dag_.end_capture(key);
+  bool same          = chained && dag_.chain_count() == stored; // equal to the last under the key
+  repeat.verified    = steady && repeat.last_steady && same;
+  repeat.last_steady = steady && chained;
+  if (repeat.verified && forward) {
+    repeat.saved.clear();
+    repeat.checkpoints.clear();
+    for (int b : blocks) {
+      repeat.saved.push_back(saved_[{b, mb}]);
+      auto c = checkpoints_.find({b, mb});
+      repeat.checkpoints.push_back(c == checkpoints_.end() ? Tensor{} : c->second);
+    }
+  }
 }
 
 void TrainingStepGenerator::repeat_slot(int stage, int64_t mb, int64_t chunk, bool forward, uint64_t key)

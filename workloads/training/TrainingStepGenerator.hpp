@@ -89,6 +89,8 @@ private:
   // the same chain, later ones are not built: repeat_slot adds the chain again and
   // keeps the tensors' bookkeeping as building them would.
   bool steady_slot(int stage, int64_t chunk, bool forward) const;
+  // Builds the slot's ops inside an OpDag capture, and notes whether it verified a repeat.
+  void capture_slot(int stage, int64_t microbatch, int64_t chunk, bool forward, uint64_t key, bool steady);
   void repeat_slot(int stage, int64_t microbatch, int64_t chunk, bool forward, uint64_t key);
   void emit_forward(int b, int64_t mb);
   void emit_backward(int b, int64_t mb);
