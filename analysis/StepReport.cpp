@@ -287,6 +287,10 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
   char line[512];
   const bool serving = j.contains("ttft_s");
   const bool fitted  = j["fits"].get<bool>();
+  // A recorded trace replayed: no model, so no tokens or model FLOPs to report, and the
+  // time its GPU waits is the host's, not a pipeline's.
+  const bool recorded = !serving && j["model_flops_per_step"].get<double>() == 0 &&
+                        !(j["tokens_per_s"].is_number() && j["tokens_per_s"].get<double>() > 0);
   os << title << "\n\n";
   if (!fitted) {
     const auto& d = j["did_not_fit"];
@@ -302,10 +306,18 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
   } else {
     std::snprintf(line, sizeof line, "  step time      %s\n", format_duration(j["step_time_s"].get<double>()).c_str());
     os << line;
-    std::snprintf(line, sizeof line, "  throughput     %s\n", format_si(j["tokens_per_s"].get<double>(), "tokens/s").c_str());
-    os << line;
+    if (!recorded) {
+      std::snprintf(line, sizeof line, "  throughput     %s\n", format_si(j["tokens_per_s"].get<double>(), "tokens/s").c_str());
+      os << line;
+    }
   }
-  if (fitted) {
+  if (fitted && recorded) {
+    const auto& b = j["breakdown_s"];
+    std::snprintf(line, sizeof line, "  time spent     compute %s, exposed comm %s, GPU idle %s\n",
+                  format_duration(b["compute"].get<double>()).c_str(), format_duration(b["exposed_comm"].get<double>()).c_str(),
+                  format_duration(b["pipeline_bubble"].get<double>()).c_str());
+    os << line;
+  } else if (fitted) {
     std::snprintf(line, sizeof line, "  model FLOPs    %s per %s, MFU %.1f %%\n",
                   format_si(j["model_flops_per_step"].get<double>(), "FLOP").c_str(), serving ? "run" : "step",
                   100 * j["mfu"].get<double>());

@@ -11,6 +11,7 @@ packages=(
   catch2
   libyaml-cpp-dev
   nlohmann-json3-dev
+  zlib1g-dev                        # gzip-compressed PyTorch profiler traces (workload.trace)
   python3-h5py python3-matplotlib   # memwall plot (analysis/plot_results.py) and tests reading results
   python3-pandas                    # the README's snippets that read results files
   libopenmpi-dev openmpi-bin        # mpirun -n N memwall sweep (optional at build time: MEMWALL_MPI)

@@ -9,6 +9,7 @@ size_t KernelTimer::KeyHash::operator()(const Key& k) const
   size_t h = std::hash<double>()(k.flops);
   auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
   mix(std::hash<double>()(k.bytes));
+  mix(std::hash<double>()(k.seconds));
   mix(k.shape.m);
   mix(k.shape.n);
   mix(k.shape.k);
@@ -18,7 +19,7 @@ size_t KernelTimer::KeyHash::operator()(const Key& k) const
 
 KernelTiming KernelTimer::operator()(const Op& op)
 {
-  Key key{op.flops, op.bytes, op.shape, op.kclass, op.dtype};
+  Key key{op.flops, op.bytes, op.seconds, op.shape, op.kclass, op.dtype};
   auto it = known_.find(key);
   if (it != known_.end())
     return it->second;

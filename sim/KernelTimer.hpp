@@ -19,13 +19,13 @@ public:
 private:
   // What kernel_timing reads of an op.
   struct Key {
-    double flops = 0, bytes = 0;
+    double flops = 0, bytes = 0, seconds = 0;
     GemmShape shape;
     KernelClass kclass = KernelClass::gemm;
     Dtype dtype        = Dtype::bf16;
     bool operator==(const Key& o) const
     {
-      return flops == o.flops && bytes == o.bytes && shape.m == o.shape.m && shape.n == o.shape.n &&
+      return flops == o.flops && bytes == o.bytes && seconds == o.seconds && shape.m == o.shape.m && shape.n == o.shape.n &&
              shape.k == o.shape.k && kclass == o.kclass && dtype == o.dtype;
     }
   };

@@ -59,7 +59,7 @@ void Replayer::take_new_ops()
   // A GPU whose kernels all run on one stream, and which copies nothing to itself,
   // never has two users of its HBM at once: its kernels can be single timed activities.
   visit_ops(taken_, n, [&](const Op& op) {
-    if (op.kind == OpKind::kernel) {
+    if (op.kind == OpKind::kernel && op.seconds <= 0) { // a measured kernel's time is all its own
       auto [it, fresh] = kernel_stream_.try_emplace(op.device, op.stream);
       if (!fresh && it->second != op.stream)
         shared_hbm_.insert(op.device);
@@ -242,7 +242,7 @@ void Replayer::start(OpId id)
       break;
     case OpKind::host_compute:
       start_host_compute(id, op.device, op);
-      for (const DeviceRef& peer : dag_.shadows(op.src))
+      for (const DeviceRef& peer : op.seconds > 0 ? std::vector<DeviceRef>{} : dag_.shadows(op.src))
         start_host_compute(id, shadow_of(op.src, peer, op.device), op);
       break;
     case OpKind::copy:

@@ -198,6 +198,7 @@ private:
   // `payload`: what the flow transfers in time, when it differs from the bytes it
   // accounts to the links (default: the bytes).
   void start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes, double payload = -1);
+  void start_delay(OpId op, double seconds); // on the timer: shares nothing
   void start_exec(OpId op, simgrid::s4u::Host* host, double work);
   void start_kernel(OpId id, const Op& op);
   // A kernel alone on its HBM runs as one Exec: its bytes and busy time on the HBM link

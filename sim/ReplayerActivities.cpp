@@ -41,6 +41,8 @@ void Replayer::for_each_route(const Op& op,
       }
       break;
     case OpKind::host_compute:
+      if (op.seconds > 0) // a recorded stretch of host time: a delay, no DRAM
+        break;
       f(op.device, op.device);
       for (const DeviceRef& peer : dag_.shadows(op.src)) {
         DeviceRef socket = shadow_of(op.src, peer, op.device);
@@ -48,7 +50,8 @@ void Replayer::for_each_route(const Op& op,
       }
       break;
     case OpKind::kernel: // kernels of a GPU on two streams, or a copy through its HBM: shared_hbm_
-      f(op.device, op.device);
+      if (op.seconds <= 0)
+        f(op.device, op.device);
       break;
     case OpKind::chain:
       for (const Op& m : dag_.chain(op.chain))
@@ -62,6 +65,10 @@ void Replayer::for_each_route(const Op& op,
 
 void Replayer::start_kernel(OpId id, const Op& op)
 {
+  if (op.seconds > 0) { // measured (an imported trace): its time as recorded, sharing nothing
+    start_delay(id, op.seconds);
+    return;
+  }
   KernelTiming t  = kernel_timer_(op);
   sg4::Host* host = platform_.host(op.device);
   if (!shared_hbm_.count(op.device)) {
@@ -77,7 +84,7 @@ void Replayer::start_kernel(OpId id, const Op& op)
 
 void Replayer::account_hbm_alone(const Op& op, const KernelTiming& t)
 {
-  if (op.bytes <= 0)
+  if (op.bytes <= 0 || op.seconds > 0) // a measured op's bytes were moved where it was recorded
     return;
   for (int l : routes_[hbm_route(op.device)].links) {
     link_bytes_[l] += op.bytes;
@@ -103,8 +110,17 @@ void Replayer::start_copy(OpId id, const Op& op, const DeviceRef& src, const Dev
 
 void Replayer::start_host_compute(OpId id, const DeviceRef& socket, const Op& op)
 {
+  if (op.seconds > 0) {
+    start_delay(id, op.seconds);
+    return;
+  }
   start_exec(id, platform_.host(socket), op.flops);
   start_flow(id, socket, socket, op.bytes);
+}
+
+void Replayer::start_delay(OpId op, double seconds)
+{
+  start_exec(op, platform_.timer(), seconds * platform_.timer()->get_speed());
 }
 
 void Replayer::start_exec(OpId op, sg4::Host* host, double work)

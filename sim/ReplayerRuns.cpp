@@ -72,7 +72,8 @@ void Replayer::find_private_ops(size_t from, size_t to)
     switch (op.kind) {
       case OpKind::alloc:
       case OpKind::free: return true;
-      case OpKind::kernel: return !shared_hbm_.count(op.device);
+      case OpKind::kernel: return op.seconds > 0 || !shared_hbm_.count(op.device);
+      case OpKind::host_compute: return op.seconds > 0;
       case OpKind::collective: {
         int key = stream_key(op);
         for (int l : planned(op).links)
@@ -81,7 +82,6 @@ void Replayer::find_private_ops(size_t from, size_t to)
         return true;
       }
       case OpKind::copy:
-      case OpKind::host_compute:
       case OpKind::chain: return false;
     }
     return false;
@@ -141,6 +141,7 @@ bool Replayer::step_duration(Step s, const Op& op, double& seconds, KernelTiming
       kernel  = c ? c->timing[s.member] : kernel_timer_(op);
       seconds = kernel.total_s(op.bytes);
       return true;
+    case OpKind::host_compute: seconds = op.seconds; return op.seconds > 0;
     case OpKind::collective:
       plan    = c ? c->plan[s.member] : &planned(op);
       seconds = plan->duration;

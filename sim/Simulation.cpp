@@ -5,6 +5,7 @@
 #include "StderrCapture.hpp"
 #include "TrainingStepGenerator.hpp"
 #include "inference/ServingDriver.hpp"
+#include "trace/TraceImporter.hpp"
 
 #include <simgrid/s4u.hpp>
 #include <xbt/log.h>
@@ -101,6 +102,15 @@ RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions
   options.memory               = spec.memory;
   if (spec.serving)
     return child ? in_child([&] { return serve(spec, options); }) : serve(spec, options);
+  if (!spec.traces.empty()) {
+    std::vector<KinetoTrace> traces;
+    for (const std::string& f : spec.traces)
+      traces.push_back(read_kineto_trace(f));
+    OpDag dag   = import_traces(traces, spec.cluster);
+    RunResult r = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
+    r.gpus      = spec.cluster.total_gpus();
+    return r;
+  }
   // Repeated passes stored once when no output reads each op (unified memory reads
   // every kernel's own tensors).
   OpDag dag = build_workload(spec, how.chains && !how.all_records && !spec.memory.enabled());

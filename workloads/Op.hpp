@@ -47,14 +47,18 @@ struct GemmShape {
 };
 GemmShape gemm_shape(double m, double n, double k);
 
-// Fields ordered by size, so that the millions of ops of a large step pack without
-// padding (112 bytes, not 136).
+// Fields ordered by size, so that the ops of a large step pack without padding (120
+// bytes, not 144). Repeated passes are stored once (OpDag chains), so the 1T step holds
+// 138,018 of them, not 4.4 M.
 struct Op {
   // kernel / host_compute
   double flops       = 0;
   double model_flops = 0; // part of `flops` that counts toward MFU (recomputation does not)
   // kernel / host_compute: memory traffic; copy / collective / alloc / free: size
   double bytes = 0;
+  // kernel / host_compute: the time it took where it was recorded (an imported trace),
+  // run as it is; 0 when the hardware models time the op.
+  double seconds = 0;
   OpName name; // "L3.fwd.qkv", "ddp.bucket2.allreduce", ...
 
   DeviceRef device; // where the op is issued (its stream's device)
@@ -75,7 +79,7 @@ struct Op {
   MemCategory category      = MemCategory::other; // alloc / free
 };
 
-static_assert(sizeof(Op) <= 112, "Op grew: millions of them make a large step's DAG");
+static_assert(sizeof(Op) <= 120, "Op grew: a serving iteration or an unrepeated step holds millions");
 
 // The same work: every field but the tensor id (an alloc's or free's id differs in each
 // repetition of a chain, and only unified memory's paging reads it).

@@ -25,6 +25,10 @@ std::string hardware_description(const ExperimentSpec& s)
 
 std::string experiment_title(const ExperimentSpec& s)
 {
+  if (!s.traces.empty())
+    return "memwall: replaying " + s.traces.front() +
+           (s.traces.size() > 1 ? " and " + std::to_string(s.traces.size() - 1) + " more rank traces" : "") + " on " +
+           hardware_description(s) + "\n  kernels, copies and host gaps as recorded";
   if (s.serving) {
     const InferenceConfig& c = s.inference;
     std::string src = c.source == "trace"   ? "trace " + c.trace_path

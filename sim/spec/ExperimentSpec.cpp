@@ -5,6 +5,9 @@
 #include "MemoryReader.hpp"
 #include "ModelReader.hpp"
 
+#include <glob.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -66,6 +69,52 @@ void check_memory_against_offload(const ExperimentSpec& spec, ParamReader& memor
   }
 }
 
+// workload.trace: a path, a glob or a list of them, each resolved against the spec's
+// folder; the files in the order given (a glob's sorted), one per rank.
+std::vector<std::string> read_trace_paths(ParamReader& workload, const std::string& spec_dir)
+{
+  YAML::Node n = workload.take("trace", "path, glob or list of them",
+                               "PyTorch profiler traces (Chrome trace JSON, .json or .json.gz), one per rank", "");
+  std::vector<std::string> patterns;
+  if (n.IsDefined() && n.IsScalar())
+    patterns.push_back(n.Scalar());
+  else if (n.IsDefined() && n.IsSequence())
+    for (const YAML::Node& e : n) {
+      if (!e.IsScalar())
+        workload.fail("trace", "each entry is a path or a glob");
+      patterns.push_back(e.Scalar());
+    }
+  else
+    workload.fail("trace", "expected a path, a glob or a list of them (e.g. trace: rank-*.json.gz)");
+  workload.finish();
+  if (patterns.empty())
+    workload.fail("trace", "the list is empty; name at least one trace");
+  std::vector<std::string> files;
+  for (const std::string& p : patterns) {
+    std::string full = std::filesystem::path(p).is_absolute() || spec_dir.empty()
+                           ? p
+                           : (std::filesystem::path(spec_dir) / p).string();
+    if (full.find_first_of("*?[") == std::string::npos) {
+      files.push_back(full);
+      continue;
+    }
+    glob_t g{};
+    int rc = ::glob(full.c_str(), 0, nullptr, &g);
+    std::vector<std::string> found;
+    if (rc == 0)
+      for (size_t i = 0; i < g.gl_pathc; ++i)
+        found.push_back(g.gl_pathv[i]);
+    globfree(&g);
+    if (found.empty())
+      workload.fail("trace", "no file matches '" + p + "'");
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  if (files.size() > 100000)
+    workload.fail("trace", std::to_string(files.size()) + " files; at most 100,000 ranks");
+  return files;
+}
+
 } // namespace
 
 ExperimentSpec load_spec(const std::string& path, const std::vector<std::string>& overrides)
@@ -93,8 +142,19 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
   spec.file = file;
   spec.text = overrides.empty() ? yaml_text : YAML::Dump(root) + "\n";
   ParamReader top(root, file, "", overridden);
+  if (top.has("workload")) {
+    if (top.has("model") || top.has("training") || top.has("inference") || top.has("memory"))
+      throw InputError(file + ": a spec with `workload` (a recorded trace) takes only the section hardware besides it");
+    ParamReader hw = top.section("hardware", "the cluster: node preset, node count, network", "");
+    spec.cluster   = read_hardware_section(hw, spec.collective_algorithm);
+    ParamReader workload = top.section("workload", "a recorded workload to replay instead of a generated step");
+    spec.traces          = read_trace_paths(workload, spec_dir);
+    top.finish();
+    return spec;
+  }
   if (!top.has("hardware") || !top.has("model") || top.has("training") == top.has("inference"))
-    throw InputError(file + ": a spec needs the sections hardware, model, and one of training or inference");
+    throw InputError(file + ": a spec needs the sections hardware, model, and one of training or inference "
+                            "(or hardware and workload)");
   ParamReader hw = top.section("hardware", "the cluster: node preset, node count, network", "");
   spec.cluster   = read_hardware_section(hw, spec.collective_algorithm);
   ParamReader model = top.section("model", "the transformer: preset, hf_config or explicit shape", "");

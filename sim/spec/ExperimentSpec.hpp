@@ -1,6 +1,6 @@
 #pragma once
 // An experiment spec (YAML): sections `hardware`, `model`, `training` or `inference`, and
-// optionally `memory`. Every key is
+// optionally `memory`; or `hardware` and `workload` (a recorded trace). Every key is
 // read with its description and default (see `memwall list params`); unknown keys,
 // wrong types and impossible layouts are InputErrors naming file, line and key.
 #include "ClusterSpec.hpp"
@@ -24,6 +24,9 @@ struct ExperimentSpec {
   InferenceConfig inference;
   std::string collective_algorithm = "auto";
   UnifiedMemoryConfig memory; // `memory`: explicit, or unified for some or all categories
+  // `workload.trace`: PyTorch profiler traces to replay instead of a generated step,
+  // one per rank, resolved against the spec's folder and expanded (globs).
+  std::vector<std::string> traces;
 };
 
 // `overrides` are "a.b.c=value" strings from --set; value is parsed as YAML.

@@ -16,9 +16,10 @@ const std::vector<ParamDoc>& spec_param_docs()
                "(defaults)", "");
     parse_spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\ninference: {poisson: {}}\n",
                "(defaults)", "");
+    parse_spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nworkload: {trace: rank0.json.gz}\n", "(defaults)", "");
     std::vector<ParamDoc> out;
     for (const auto& d : param_docs())
-      for (const char* section : {"hardware", "model", "training", "inference", "memory"})
+      for (const char* section : {"hardware", "model", "training", "inference", "memory", "workload"})
         if (d.path.rfind(section, 0) == 0)
           out.push_back(d);
     param_docs() = std::move(saved);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Mutation fuzzer of memwall's command line: specs, --set values, sweep specs, request
-traces and HDF5 results files, each mutated from a valid seed and fed to the binary.
+traces, PyTorch profiler traces and HDF5 results files, each mutated from a valid seed and fed to the binary.
 
 Every case must end with exit code 0, 2 (bad input) or 3 (runtime failure), within the
 time limit, with exactly one line on stderr when it fails, and without leaving an
@@ -14,6 +14,7 @@ The same seed gives the same cases. Standard library only.
 """
 import argparse
 import concurrent.futures
+import gzip
 import os
 import random
 import shutil
@@ -52,6 +53,36 @@ SPEC_SEEDS = {
                    "training: {seq_len: 128, global_batch: 4, micro_batch: 1}\n",
 }
 TRACE_SEED = "arrival_time,prompt_tokens,output_tokens\n0.0,32,8\n0.05,64,4\n0.1,16,16\n"
+# A PyTorch profiler trace in little: a launch and its kernel, an H2D copy, an NCCL kernel
+# on its own stream after a cudaStreamWaitEvent, a synchronise and allocator events.
+KINETO_SEED = """{"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size": 2},
+ "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}],
+ "traceEvents": [
+  {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 100.5,
+   "args": {"Device Type": 1, "Device Id": 0, "Addr": 4096, "Bytes": 1048576, "Total Allocated": 3145728, "Total Reserved": 4194304}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 101.25, "dur": 4.5,
+   "args": {"correlation": 7}},
+  {"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": 108.0, "dur": 50.125,
+   "args": {"device": 0, "stream": 7, "correlation": 7, "grid": [64, 1, 1], "block": [256, 1, 1]}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": 110, "dur": 3,
+   "args": {"correlation": 8}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 0, "tid": 7, "ts": 160, "dur": 10,
+   "args": {"device": 0, "stream": 7, "correlation": 8, "bytes": 262144}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamWaitEvent", "pid": 1, "tid": 1, "ts": 115, "dur": 1,
+   "args": {"correlation": 9}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 117, "dur": 5,
+   "args": {"correlation": 10}},
+  {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+   "pid": 0, "tid": 20, "ts": 171, "dur": 30,
+   "args": {"device": 0, "stream": 20, "correlation": 10, "Collective name": "allreduce", "In msg nelems": 65536,
+            "Out msg nelems": 65536, "Group size": 2, "dtype": "Float", "Process Group Ranks": "[0, 1]"}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": 125, "dur": 80,
+   "args": {"correlation": 11}},
+  {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 206,
+   "args": {"Device Type": 1, "Device Id": 0, "Addr": 4096, "Bytes": -1048576, "Total Allocated": 2097152, "Total Reserved": 4194304}}
+ ]}
+"""
+KINETO_SPEC = "hardware: {node: dgx-a100, gpus_per_node: 1}\nworkload: {trace: rank0.json}\n"
 SWEEP_SEED = ("spec:\n  hardware: {node: desktop-4070}\n  model: {preset: gpt2}\n"
               "  training: {seq_len: 128, global_batch: 4, micro_batch: 1}\n"
               "grid:\n  training.micro_batch: [1, 2]\nfilter: \"micro_batch < 4\"\n"
@@ -132,8 +163,17 @@ class Case:
 
 
 def make_case(rng, n, h5_seeds, params):
-    kind = rng.choice(["spec", "spec", "spec", "set", "sweep", "trace", "hdf5"])
+    kind = rng.choice(["spec", "spec", "spec", "set", "sweep", "trace", "kineto", "hdf5"])
     name = "%05d-%s" % (n, kind)
+    if kind == "kineto":
+        trace = mutate_text(rng, KINETO_SEED) if rng.random() < 0.8 else KINETO_SEED
+        files = {"spec.yaml": KINETO_SPEC if rng.random() < 0.8 else mutate_text(rng, KINETO_SPEC),
+                 "rank0.json": trace}
+        if rng.random() < 0.3:  # gzip, whole or cut short
+            data = gzip.compress(trace.encode())
+            files["rank0.json"] = data if rng.random() < 0.5 else data[:rng.randrange(1, len(data))]
+        args = ["run", "spec.yaml", "-o", "out.h5", "--trace", "out.json"] + (["--json"] if rng.random() < 0.3 else [])
+        return Case(name, files, args, ["out.h5", "out.json"])
     if kind in ("spec", "set", "trace"):
         seed = rng.choice(sorted(SPEC_SEEDS)) if kind != "trace" else "serve_trace.yaml"
         spec = SPEC_SEEDS[seed]

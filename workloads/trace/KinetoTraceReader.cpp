@@ -1,0 +1,349 @@
+// Streaming reader of Kineto traces: nlohmann's SAX interface over a gzip stream, so a
+// trace is never held whole, only the events memwall keeps (KinetoTrace.hpp).
+#include "GzipInput.hpp"
+#include "InputError.hpp"
+#include "KinetoTrace.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <istream>
+
+namespace memwall {
+namespace {
+
+// One JSON scalar as the SAX callbacks deliver it.
+struct Scalar {
+  enum class Kind { none, integer, real, text } kind = Kind::none;
+  int64_t i = 0;
+  double d  = 0;
+  std::string s; // text, or a real's digits as written
+};
+
+// Times beyond +-4e15 us (127 years) are refused, so that differences and sums of two
+// stay inside int64 nanoseconds.
+constexpr int64_t largest_time_us = 4'000'000'000'000'000;
+
+// Microseconds as written ("4458676522690.655", "1669783687464300") to integer ns,
+// without passing the whole value through a double.
+bool to_ns(const Scalar& v, int64_t& ns)
+{
+  if (v.kind == Scalar::Kind::integer) {
+    if (v.i > largest_time_us || v.i < -largest_time_us)
+      return false;
+    ns = v.i * 1000;
+    return true;
+  }
+  if (v.kind != Scalar::Kind::real || !std::isfinite(v.d) || std::fabs(v.d) > static_cast<double>(largest_time_us))
+    return false;
+  const std::string& t = v.s;
+  size_t dot = t.find('.');
+  bool plain = dot != std::string::npos && t.find_first_of("eE") == std::string::npos && dot > 0;
+  if (!plain) {
+    ns = std::llround(v.d * 1000);
+    return true;
+  }
+  int64_t whole = 0;
+  bool negative = t[0] == '-';
+  for (size_t k = negative ? 1 : 0; k < dot; ++k)
+    whole = whole * 10 + (t[k] - '0');
+  int64_t frac = 0;
+  int digits   = 0;
+  for (size_t k = dot + 1; k < t.size() && digits < 3; ++k, ++digits)
+    frac = frac * 10 + (t[k] - '0');
+  for (; digits < 3; ++digits)
+    frac *= 10;
+  ns = whole * 1000 + frac;
+  if (negative)
+    ns = -ns;
+  return true;
+}
+
+int64_t to_int(const Scalar& v)
+{
+  if (v.kind == Scalar::Kind::integer)
+    return v.i;
+  if (v.kind == Scalar::Kind::real && std::isfinite(v.d) && std::fabs(v.d) < 9.2e18)
+    return static_cast<int64_t>(v.d);
+  if (v.kind == Scalar::Kind::text) { // pid / tid may be strings ("Spans")
+    try {
+      return std::stoll(v.s);
+    } catch (...) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+TraceCall::Kind call_kind(const std::string& name)
+{
+  if (name.find("Synchronize") != std::string::npos)
+    return TraceCall::Kind::sync;
+  if (name == "cudaMemcpy" || name == "cudaMemset" || name == "cudaMemcpy2D")
+    return TraceCall::Kind::launch_and_sync;
+  if (name == "cudaStreamWaitEvent" || name == "cuStreamWaitEvent")
+    return TraceCall::Kind::wait_event;
+  if (name.rfind("cudaLaunch", 0) == 0 || name.rfind("cuLaunch", 0) == 0 || name.rfind("cudaMemcpy", 0) == 0 ||
+      name.rfind("cudaMemset", 0) == 0 || name.rfind("cuMemcpy", 0) == 0 || name.rfind("cuMemset", 0) == 0)
+    return TraceCall::Kind::launch;
+  return TraceCall::Kind::other;
+}
+
+// "[0, 1]" -> {0, 1}
+std::vector<int> rank_list(const std::string& s)
+{
+  std::vector<int> out;
+  int64_t v     = 0;
+  bool in_digit = false;
+  for (char c : s) {
+    if (c >= '0' && c <= '9') {
+      v        = in_digit ? v * 10 + (c - '0') : (c - '0');
+      in_digit = true;
+      if (v > 1'000'000'000)
+        return {};
+    } else {
+      if (in_digit)
+        out.push_back(static_cast<int>(v));
+      in_digit = false;
+    }
+  }
+  if (in_digit)
+    out.push_back(static_cast<int>(v));
+  return out;
+}
+
+class TraceSax : public nlohmann::json_sax<nlohmann::json> {
+public:
+  explicit TraceSax(KinetoTrace& out) : out_(out) {}
+
+  bool null() override { return put({}); }
+  bool boolean(bool b) override { return put({Scalar::Kind::integer, b ? 1 : 0, 0, {}}); }
+  bool number_integer(number_integer_t v) override { return put({Scalar::Kind::integer, v, 0, {}}); }
+  bool number_unsigned(number_unsigned_t v) override
+  {
+    Scalar s{Scalar::Kind::integer, static_cast<int64_t>(v), 0, {}};
+    if (v > static_cast<number_unsigned_t>(INT64_MAX))
+      s = {Scalar::Kind::real, 0, static_cast<double>(v), std::to_string(v)};
+    return put(s);
+  }
+  bool number_float(number_float_t v, const string_t& s) override { return put({Scalar::Kind::real, 0, v, s}); }
+  bool string(string_t& s) override { return put({Scalar::Kind::text, 0, 0, std::move(s)}); }
+  bool binary(binary_t&) override { return put({}); }
+
+  bool start_object(std::size_t) override
+  {
+    ++depth_;
+    if (depth_ == 1)
+      root_object_ = true;
+    if (depth_ == 3 && top_ == "traceEvents")
+      event_ = Event{};
+    return true;
+  }
+  bool end_object() override
+  {
+    if (depth_ == 3 && top_ == "traceEvents")
+      keep_event();
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override
+  {
+    ++depth_;
+    if (depth_ == 2 && top_ == "traceEvents")
+      saw_events_ = true;
+    return true;
+  }
+  bool end_array() override
+  {
+    --depth_;
+    return true;
+  }
+  bool key(string_t& k) override
+  {
+    if (depth_ == 1)
+      top_ = k;
+    else if (depth_ == 2 || depth_ == 3)
+      key2_[depth_ - 2] = k;
+    else if (depth_ == 4)
+      arg_ = k;
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override
+  {
+    throw InputError(out_.file + ": not a JSON trace (at byte " + std::to_string(position) + ": " +
+                     ex.what() + ")");
+  }
+
+  bool root_object() const { return root_object_; }
+  bool saw_events() const { return saw_events_; }
+
+private:
+  struct Event {
+    std::string ph, cat, name;
+    int64_t tid = 0, ts_ns = 0, dur_ns = 0;
+    bool has_ts = false;
+    // args
+    int64_t device = -1, stream = -1, correlation = -1;
+    double bytes    = 0;
+    TraceCollective coll;
+    bool is_collective = false;
+    TraceMemoryEvent mem;
+  };
+
+  bool in_args() const { return top_ == "traceEvents" && key2_[1] == "args"; }
+
+  bool put(Scalar v)
+  {
+    if (depth_ == 0) // a bare scalar document
+      return true;
+    if (top_ == "traceEvents") {
+      if (depth_ == 3)
+        event_field(v);
+      else if (depth_ == 4 && key2_[1] == "args")
+        arg_field(v);
+      return true;
+    }
+    if (top_ == "distributedInfo" && depth_ == 2) {
+      if (key2_[0] == "rank")
+        out_.rank = static_cast<int>(std::clamp<int64_t>(to_int(v), 0, 1 << 30));
+      else if (key2_[0] == "world_size")
+        out_.world_size = static_cast<int>(std::clamp<int64_t>(to_int(v), 1, 1 << 30));
+    }
+    if (top_ == "deviceProperties" && depth_ == 3 && key2_[1] == "name" && out_.gpu_name.empty() &&
+        v.kind == Scalar::Kind::text)
+      out_.gpu_name = v.s;
+    return true;
+  }
+
+  void event_field(const Scalar& v)
+  {
+    const std::string& k = key2_[1];
+    if (k == "ph" && v.kind == Scalar::Kind::text)
+      event_.ph = v.s;
+    else if (k == "cat" && v.kind == Scalar::Kind::text)
+      event_.cat = v.s;
+    else if (k == "name" && v.kind == Scalar::Kind::text)
+      event_.name = v.s;
+    else if (k == "tid")
+      event_.tid = to_int(v);
+    else if (k == "ts")
+      event_.has_ts = to_ns(v, event_.ts_ns);
+    else if (k == "dur")
+      to_ns(v, event_.dur_ns);
+  }
+
+  void arg_field(const Scalar& v)
+  {
+    const std::string& a = arg_;
+    if (a == "device")
+      event_.device = to_int(v);
+    else if (a == "stream")
+      event_.stream = to_int(v);
+    else if (a == "correlation")
+      event_.correlation = to_int(v);
+    else if (a == "bytes")
+      event_.bytes = static_cast<double>(to_int(v));
+    else if (a == "Collective name" && v.kind == Scalar::Kind::text) {
+      event_.coll.name     = v.s;
+      event_.is_collective = true;
+    } else if (a == "In msg nelems" || a == "In msg size")
+      event_.coll.in_elements = to_int(v);
+    else if (a == "Out msg nelems" || a == "Out msg size")
+      event_.coll.out_elements = to_int(v);
+    else if (a == "Group size")
+      event_.coll.group_size = static_cast<int>(std::clamp<int64_t>(to_int(v), 0, 1 << 30));
+    else if (a == "dtype" && v.kind == Scalar::Kind::text)
+      event_.coll.dtype = v.s;
+    else if (a == "Process Group Ranks" && v.kind == Scalar::Kind::text)
+      event_.coll.ranks = rank_list(v.s);
+    else if (a == "Device Type")
+      event_.mem.device_type = static_cast<int>(to_int(v));
+    else if (a == "Device Id")
+      event_.mem.device_id = static_cast<int>(std::clamp<int64_t>(to_int(v), -1, 1 << 20));
+    else if (a == "Addr")
+      event_.mem.addr = static_cast<uint64_t>(to_int(v));
+    else if (a == "Bytes")
+      event_.mem.bytes = to_int(v);
+    else if (a == "Total Allocated")
+      event_.mem.total_allocated = to_int(v);
+    else if (a == "Total Reserved")
+      event_.mem.total_reserved = to_int(v);
+  }
+
+  void keep_event()
+  {
+    Event& e = event_;
+    key2_[1].clear();
+    if (!e.has_ts)
+      return;
+    if (e.ph == "i" && e.name == "[memory]") {
+      e.mem.ts_ns = e.ts_ns;
+      e.mem.tid   = e.tid;
+      out_.memory.push_back(e.mem);
+      return;
+    }
+    if (e.ph != "X" || e.dur_ns < 0)
+      return;
+    if (e.cat == "kernel" || e.cat == "gpu_memcpy" || e.cat == "gpu_memset") {
+      if (e.device < 0 || e.stream < 0)
+        return;
+      TraceGpuOp op;
+      op.kind = e.cat == "kernel" ? TraceGpuOp::Kind::kernel
+              : e.cat == "gpu_memcpy" ? TraceGpuOp::Kind::memcpy : TraceGpuOp::Kind::memset;
+      op.start_ns    = e.ts_ns;
+      op.dur_ns      = e.dur_ns;
+      op.device      = static_cast<int>(std::clamp<int64_t>(e.device, 0, 1 << 20));
+      op.stream      = e.stream;
+      op.correlation = e.correlation;
+      op.bytes       = e.bytes;
+      op.name        = std::move(e.name);
+      if (e.is_collective || op.name.rfind("ncclKernel", 0) == 0 || op.name.rfind("ncclDevKernel", 0) == 0) {
+        op.collective = static_cast<int>(out_.collectives.size());
+        out_.collectives.push_back(std::move(e.coll));
+      }
+      out_.gpu_ops.push_back(std::move(op));
+    } else if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") {
+      TraceCall c;
+      c.kind        = call_kind(e.name);
+      c.start_ns    = e.ts_ns;
+      c.dur_ns      = e.dur_ns;
+      c.tid         = e.tid;
+      c.correlation = e.correlation;
+      c.name        = std::move(e.name);
+      out_.calls.push_back(std::move(c));
+    }
+  }
+
+  KinetoTrace& out_;
+  int depth_ = 0;
+  bool root_object_ = false, saw_events_ = false;
+  std::string top_;    // key at depth 1
+  std::string key2_[2]; // keys at depths 2 and 3
+  std::string arg_;    // key inside an event's args
+  Event event_;
+};
+
+} // namespace
+
+KinetoTrace read_kineto_trace(const std::string& path)
+{
+  KinetoTrace t;
+  t.file = path;
+  GzipInput in(path, "trace");
+  std::istream stream(&in);
+  TraceSax sax(t);
+  nlohmann::json::sax_parse(stream, &sax);
+  if (!sax.root_object() || !sax.saw_events())
+    throw InputError(path + ": not a PyTorch profiler trace (a JSON object with a traceEvents list)");
+  if (t.gpu_ops.empty())
+    throw InputError(path + ": the trace holds no GPU activity (no kernel, gpu_memcpy or gpu_memset events); "
+                            "record it with ProfilerActivity.CUDA");
+  // Kineto writes allocator events grouped by thread, not in time order; their totals
+  // only add up in time order (equal times: as written).
+  std::stable_sort(t.memory.begin(), t.memory.end(),
+                   [](const TraceMemoryEvent& a, const TraceMemoryEvent& b) { return a.ts_ns < b.ts_ns; });
+  return t;
+}
+
+} // namespace memwall

@@ -1,0 +1,322 @@
+#include "TraceImporter.hpp"
+
+#include "InputError.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace memwall {
+namespace {
+
+constexpr double ns = 1e-9;
+// A dependency the recording contradicts by less than this is still taken (the trace's
+// clocks of host and GPU are aligned to about a microsecond).
+constexpr int64_t clock_slack_ns = 2000;
+
+KernelClass kernel_class(const std::string& name)
+{
+  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  if (has("gemm") || has("Gemm") || has("cutlass") || has("xmma") || has("_h884") || has("_s884") ||
+      has("_h1688") || has("_s1688") || has("_h16816") || has("_s16816"))
+    return KernelClass::gemm;
+  if (has("flash") || has("fmha") || has("attention") || has("Attention"))
+    return KernelClass::attention;
+  return KernelClass::elementwise;
+}
+
+// The CUDA streams of one GPU of a trace as memwall's streams: the busiest non-NCCL
+// stream is `compute`, NCCL's streams `comm` first, the others by first use.
+std::map<int64_t, StreamKind> map_streams(const KinetoTrace& t, int device)
+{
+  std::map<int64_t, size_t> count;
+  std::map<int64_t, bool> nccl;
+  std::vector<int64_t> order;
+  for (const TraceGpuOp& g : t.gpu_ops) {
+    if (g.device != device)
+      continue;
+    if (count[g.stream]++ == 0)
+      order.push_back(g.stream);
+    nccl[g.stream] = nccl[g.stream] || g.collective >= 0;
+  }
+  std::vector<StreamKind> free_kinds{StreamKind::compute, StreamKind::comm, StreamKind::h2d,
+                                     StreamKind::d2h,     StreamKind::p2p,  StreamKind::gather};
+  std::map<int64_t, StreamKind> out;
+  auto take = [&](int64_t s, StreamKind preferred) {
+    auto it = std::find(free_kinds.begin(), free_kinds.end(), preferred);
+    if (it == free_kinds.end())
+      it = free_kinds.begin();
+    if (it == free_kinds.end())
+      throw InputError(t.file + ": GPU " + std::to_string(device) + " uses " + std::to_string(count.size()) +
+                       " CUDA streams; memwall replays at most 6 per GPU");
+    out[s] = *it;
+    free_kinds.erase(it);
+  };
+  int64_t busiest = -1;
+  for (int64_t s : order)
+    if (!nccl[s] && (busiest < 0 || count[s] > count[busiest]))
+      busiest = s;
+  if (busiest >= 0)
+    take(busiest, StreamKind::compute);
+  for (int64_t s : order)
+    if (nccl[s])
+      take(s, StreamKind::comm);
+  for (int64_t s : order)
+    if (!out.count(s))
+      take(s, StreamKind::h2d);
+  return out;
+}
+
+// Builds one rank's ops (see the header for the rules).
+class RankImporter {
+public:
+  RankImporter(const KinetoTrace& t, OpDag& dag, const std::map<int, DeviceRef>& gpus)
+      : t_(t), dag_(dag), gpus_(gpus)
+  {
+    for (const auto& [dev, gpu] : gpus)
+      streams_[dev] = map_streams(t, dev);
+  }
+
+  void run()
+  {
+    origin_ = INT64_MAX;
+    for (const TraceGpuOp& g : t_.gpu_ops)
+      origin_ = std::min(origin_, g.start_ns);
+    for (const TraceCall& c : t_.calls)
+      origin_ = std::min(origin_, c.start_ns);
+    for (const TraceMemoryEvent& m : t_.memory)
+      if (cuda_memory(m))
+        origin_ = std::min(origin_, m.ts_ns);
+    cpu_ns_ = origin_;
+    index_launches();
+    allocate_before_trace();
+    for (const Item& it : timeline())
+      switch (it.type) {
+        case Item::call: on_call(t_.calls[it.index]); break;
+        case Item::memory: on_memory(t_.memory[it.index]); break;
+        case Item::orphan: on_orphan(it.index); break;
+      }
+    // The host's work after its last launch (a final synchronise, the step's Python).
+    int64_t last = cpu_ns_;
+    for (const TraceCall& c : t_.calls)
+      last = std::max(last, c.start_ns + c.dur_ns);
+    if (last > cpu_ns_)
+      host_until(last);
+  }
+
+private:
+  struct Item {
+    enum Type : uint8_t { memory, call, orphan } type; // memory first at equal times
+    int64_t time;
+    uint32_t index;
+  };
+  struct Launched {
+    OpId id;
+    int64_t end_ns;
+  };
+
+  bool cuda_memory(const TraceMemoryEvent& m) const { return m.device_type == 1 && gpus_.count(m.device_id); }
+
+  void index_launches()
+  {
+    std::unordered_map<int64_t, uint32_t> call_of;
+    for (uint32_t i = 0; i < t_.calls.size(); ++i)
+      if (t_.calls[i].correlation >= 0)
+        call_of.emplace(t_.calls[i].correlation, i);
+    launched_by_.assign(t_.calls.size(), {});
+    for (uint32_t g = 0; g < t_.gpu_ops.size(); ++g) {
+      auto it = call_of.find(t_.gpu_ops[g].correlation);
+      if (it == call_of.end())
+        orphans_.push_back(g);
+      else
+        launched_by_[it->second].push_back(g);
+    }
+    for (auto& v : launched_by_)
+      std::sort(v.begin(), v.end(), [&](uint32_t a, uint32_t b) { return t_.gpu_ops[a].start_ns < t_.gpu_ops[b].start_ns; });
+  }
+
+  std::vector<Item> timeline() const
+  {
+    std::vector<Item> items;
+    items.reserve(t_.calls.size() + t_.memory.size() + orphans_.size());
+    for (uint32_t i = 0; i < t_.calls.size(); ++i)
+      items.push_back({Item::call, t_.calls[i].start_ns, i});
+    for (uint32_t i = 0; i < t_.memory.size(); ++i)
+      if (cuda_memory(t_.memory[i]))
+        items.push_back({Item::memory, t_.memory[i].ts_ns, i});
+    for (uint32_t g : orphans_)
+      items.push_back({Item::orphan, t_.gpu_ops[g].start_ns, g});
+    std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.time < b.time; });
+    return items;
+  }
+
+  // The host step ending at `time` (the time since the host's last step), and the
+  // waits a synchronising call left for it.
+  OpId host_until(int64_t time)
+  {
+    if (time <= cpu_ns_ && waits_.empty() && host_ != OpDag::none)
+      return host_;
+    Op op;
+    op.kind    = OpKind::host_compute;
+    op.device  = first_gpu();
+    op.stream  = StreamKind::host;
+    op.name    = "host";
+    op.seconds = std::max<int64_t>(time - cpu_ns_, 1) * ns; // a step takes at least 1 ns
+    host_      = dag_.add(op, waits_);
+    waits_.clear();
+    cpu_ns_ = std::max(cpu_ns_, time);
+    return host_;
+  }
+
+  const DeviceRef& first_gpu() const { return gpus_.begin()->second; }
+
+  void on_call(const TraceCall& c)
+  {
+    switch (c.kind) {
+      case TraceCall::Kind::launch:
+      case TraceCall::Kind::launch_and_sync: {
+        OpId host = host_until(c.start_ns + c.dur_ns);
+        for (uint32_t g : launched_by_[&c - t_.calls.data()])
+          add_gpu_op(g, host);
+        if (c.kind == TraceCall::Kind::launch_and_sync)
+          synchronise(c);
+        break;
+      }
+      case TraceCall::Kind::sync: synchronise(c); break;
+      case TraceCall::Kind::wait_event: wait_pending_ = true; break;
+      case TraceCall::Kind::other: break;
+    }
+  }
+
+  // The host reached the call at its start and went on when it returned: it waits for
+  // every stream's latest op that had ended by then.
+  void synchronise(const TraceCall& c)
+  {
+    host_until(c.start_ns);
+    int64_t returned = c.start_ns + c.dur_ns + clock_slack_ns;
+    for (auto& [key, ops] : launched_) {
+      auto it = std::upper_bound(ops.begin(), ops.end(), returned,
+                                 [](int64_t t, const Launched& l) { return t < l.end_ns; });
+      // ops end in launch order on one stream: the last one ended by `returned`
+      if (it != ops.begin())
+        waits_.push_back(std::prev(it)->id);
+    }
+    cpu_ns_ = std::max(cpu_ns_, c.start_ns + c.dur_ns);
+  }
+
+  void on_orphan(uint32_t g) { add_gpu_op(g, host_until(t_.gpu_ops[g].start_ns)); }
+
+  void add_gpu_op(uint32_t index, OpId host)
+  {
+    const TraceGpuOp& g = t_.gpu_ops[index];
+    Op op;
+    op.kind    = OpKind::kernel;
+    op.device  = gpus_.at(g.device);
+    op.stream  = streams_.at(g.device).at(g.stream);
+    op.name    = g.name;
+    op.seconds = std::max<int64_t>(g.dur_ns, 1) * ns;
+    op.bytes   = g.bytes;
+    op.kclass  = g.kind == TraceGpuOp::Kind::kernel ? kernel_class(g.name) : KernelClass::elementwise;
+    std::vector<OpId> deps{host};
+    auto key = std::make_pair(g.device, g.stream);
+    if (wait_pending_) {
+      // Which event it waits for an old trace does not say: the other streams' latest
+      // ops, where the recording shows they had ended when this op began.
+      for (auto& [other, ops] : launched_)
+        if (other.first == g.device && other != key && !ops.empty() &&
+            ops.back().end_ns <= g.start_ns + clock_slack_ns)
+          deps.push_back(ops.back().id);
+      wait_pending_ = false;
+    }
+    OpId id = dag_.add(op, deps);
+    std::vector<Launched>& mine = launched_[key];
+    int64_t end = g.start_ns + g.dur_ns;
+    if (!mine.empty()) // keep ends sorted (they are on one stream; clocks may jitter)
+      end = std::max(end, mine.back().end_ns);
+    mine.push_back({id, end});
+  }
+
+  void allocate_before_trace()
+  {
+    std::map<int, bool> seen;
+    for (const TraceMemoryEvent& m : t_.memory) {
+      if (!cuda_memory(m) || seen[m.device_id])
+        continue;
+      seen[m.device_id] = true;
+      int64_t before = m.total_allocated - m.bytes;
+      if (before <= 0)
+        continue;
+      const DeviceRef& gpu = gpus_.at(m.device_id);
+      before_[m.device_id] = dag_.alloc(gpu, StreamKind::host, gpu, MemCategory::other, static_cast<double>(before),
+                                        "allocated before the trace");
+      before_left_[m.device_id] = before;
+    }
+  }
+
+  void on_memory(const TraceMemoryEvent& m)
+  {
+    host_until(m.ts_ns);
+    const DeviceRef& gpu = gpus_.at(m.device_id);
+    auto& live = live_[m.device_id];
+    if (m.bytes > 0) {
+      live[m.addr] = dag_.alloc(gpu, StreamKind::host, gpu, MemCategory::other, static_cast<double>(m.bytes), "alloc");
+      return;
+    }
+    if (m.bytes == 0)
+      return;
+    auto it = live.find(m.addr);
+    if (it != live.end()) {
+      dag_.free(it->second, gpu, StreamKind::host, "free");
+      live.erase(it);
+      return;
+    }
+    // A block allocated before the trace began.
+    int64_t size = -m.bytes;
+    auto b = before_.find(m.device_id);
+    if (b == before_.end() || before_left_[m.device_id] < size)
+      return;
+    Tensor part = b->second;
+    part.bytes  = static_cast<double>(size);
+    before_left_[m.device_id] -= size;
+    dag_.free(part, gpu, StreamKind::host, "free");
+  }
+
+  const KinetoTrace& t_;
+  OpDag& dag_;
+  const std::map<int, DeviceRef>& gpus_;
+  std::map<int, std::map<int64_t, StreamKind>> streams_;
+  std::vector<std::vector<uint32_t>> launched_by_; // per call: the GPU ops it launched
+  std::vector<uint32_t> orphans_;                   // GPU ops no call launched
+  std::map<std::pair<int, int64_t>, std::vector<Launched>> launched_; // per (device, stream)
+  std::map<int, std::unordered_map<uint64_t, Tensor>> live_;
+  std::map<int, Tensor> before_;
+  std::map<int, int64_t> before_left_;
+  std::vector<OpId> waits_;
+  bool wait_pending_ = false;
+  int64_t origin_ = 0, cpu_ns_ = 0;
+  OpId host_ = OpDag::none;
+};
+
+} // namespace
+
+OpDag import_traces(const std::vector<KinetoTrace>& traces, const ClusterSpec& cluster)
+{
+  OpDag dag;
+  int next = 0;
+  for (const KinetoTrace& t : traces) {
+    std::map<int, DeviceRef> gpus;
+    for (const TraceGpuOp& g : t.gpu_ops)
+      gpus.emplace(g.device, DeviceRef{});
+    for (auto& [dev, ref] : gpus) {
+      if (next >= cluster.total_gpus())
+        throw InputError(t.file + ": the traces use more GPUs than the cluster's " +
+                         std::to_string(cluster.total_gpus()) + " (hardware.nodes x hardware.gpus_per_node)");
+      ref = {DeviceKind::gpu, next / cluster.gpus_per_node, next % cluster.gpus_per_node};
+      ++next;
+    }
+    RankImporter(t, dag, gpus).run();
+  }
+  return dag;
+}
+
+} // namespace memwall

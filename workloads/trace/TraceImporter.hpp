@@ -1,0 +1,31 @@
+#pragma once
+// Turns PyTorch profiler traces (one per rank) into an op DAG that replays them.
+//
+// What becomes what:
+//   GPU kernels, memcpys, memsets   ops on their GPU and stream, timed as recorded
+//   CUDA runtime calls              the host's issue order: each launch is a host step
+//                                   (the time since the host's previous step, kept as
+//                                   a fixed delay: CPU-bound stretches stay) the GPU
+//                                   op depends on
+//   cudaStreamWaitEvent             the next op launched waits for the other streams'
+//                                   latest ops (an old trace names no event), kept only
+//                                   where the recording agrees (they ended before it began)
+//   synchronising calls             the host waits for the ops they waited for in the
+//                                   recording (every stream's latest op that had ended
+//                                   when the call returned)
+//   [memory] events                 allocations and frees on their GPU in the host's
+//                                   order; what was allocated before the trace started
+//                                   (its first "Total Allocated" less that event) is one
+//                                   allocation at the start
+// Each rank's file is one GPU of the cluster, in the order given (a file holding several
+// devices takes as many). A rank's threads are merged into one issue order (PyTorch's
+// main and autograd threads take turns).
+#include "ClusterSpec.hpp"
+#include "KinetoTrace.hpp"
+#include "OpDag.hpp"
+
+namespace memwall {
+
+OpDag import_traces(const std::vector<KinetoTrace>& traces, const ClusterSpec& cluster);
+
+} // namespace memwall
