@@ -224,6 +224,19 @@ nlohmann::ordered_json report_json(const RunResult& r)
   j["paging"] = paging_json(r);
   if (r.serving.present)
     add_serving_json(j, r);
+  if (r.recorded.present) {
+    const RecordedKernels& k = r.recorded;
+    nlohmann::ordered_json classes = nlohmann::ordered_json::object();
+    for (const auto& [name, c] : k.classes)
+      classes[name] = {{"kernels", c.kernels}, {"recorded_s", c.recorded_s}, {"replayed_s", c.replayed_s},
+                       {"speedup", c.replayed_s > 0 ? c.recorded_s / c.replayed_s : 0.0}};
+    j["trace"] = {{"recorded_on", k.recorded_on},
+                  {"replayed_on", k.replayed_on},
+                  {"kernel_classes", classes},
+                  {"collectives", k.collectives},
+                  {"collectives_recorded_s", k.collectives_recorded_s},
+                  {"unclassified_kernel_time_s", k.unclassified_kernel_time_s}};
+  }
   return j;
 }
 
@@ -366,8 +379,26 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
       os << line;
     }
   }
-  os << "\n  busiest links\n";
+  if (j.contains("trace")) {
+    const auto& t = j["trace"];
+    std::snprintf(line, sizeof line, "\n  kernels by class, recorded on %s, replayed on %s (each alone on its GPU)\n",
+                  t["recorded_on"].get<std::string>().c_str(), t["replayed_on"].get<std::string>().c_str());
+    os << line;
+    for (const auto& [name, c] : t["kernel_classes"].items()) {
+      std::snprintf(line, sizeof line, "  %-12s %7lld kernels  %10s recorded  %10s replayed  x%.2f\n", name.c_str(),
+                    c["kernels"].get<long long>(), format_duration(c["recorded_s"].get<double>()).c_str(),
+                    format_duration(c["replayed_s"].get<double>()).c_str(), c["speedup"].get<double>());
+      os << line;
+    }
+    if (t["collectives"].get<int64_t>() > 0) {
+      std::snprintf(line, sizeof line, "  %-12s %7lld NCCL kernels, %s recorded, timed by the collective model\n", "collectives",
+                    t["collectives"].get<long long>(), format_duration(t["collectives_recorded_s"].get<double>()).c_str());
+      os << line;
+    }
+  }
   const auto& links = j["links"];
+  if (!links.empty())
+    os << "\n  busiest links\n";
   for (size_t i = 0; i < links.size() && i < 6; ++i) {
     const auto& l = links[i];
     std::snprintf(line, sizeof line, "  %-34s %5.1f %% of %s, %s moved\n", l["name"].get<std::string>().c_str(),

@@ -5,6 +5,7 @@
 #include "KernelTiming.hpp"
 
 #include <cstddef>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 
@@ -13,6 +14,12 @@ namespace memwall {
 class KernelTimer {
 public:
   explicit KernelTimer(GpuSpec gpu) : gpu_(std::move(gpu)) {}
+  // Kernels with a recorded time (Op::seconds) were recorded on `recorded_on`: moved to
+  // `gpu` by recorded_kernel_timing. Without it they run as recorded.
+  KernelTimer(GpuSpec gpu, const GpuSpec* recorded_on)
+      : gpu_(std::move(gpu)), recorded_on_(recorded_on ? std::make_unique<GpuSpec>(*recorded_on) : nullptr)
+  {
+  }
   // By value: the table may be cleared by the next call.
   KernelTiming operator()(const Op& op);
 
@@ -33,6 +40,7 @@ private:
     size_t operator()(const Key& k) const;
   };
   GpuSpec gpu_; // a copy: the timer may outlive the spec it was made from
+  std::unique_ptr<GpuSpec> recorded_on_;
   std::unordered_map<Key, KernelTiming, KeyHash> known_;
   static constexpr size_t max_known = 1 << 16;
 };

@@ -13,12 +13,36 @@ double estimated_rate(const GpuSpec& g, const Op& op)
   switch (op.kclass) {
     case KernelClass::gemm: return g.peak(op.dtype) * g.matmul_efficiency;
     case KernelClass::attention: return g.peak(op.dtype) * g.attention_efficiency;
-    case KernelClass::elementwise: return g.peak(Dtype::fp32) * 0.5;
+    case KernelClass::elementwise:
+    case KernelClass::other: return g.peak(Dtype::fp32) * 0.5;
   }
   return g.peak(Dtype::fp32);
 }
 
 } // namespace
+
+KernelTiming recorded_kernel_timing(const GpuSpec& from, const GpuSpec& to, const Op& op)
+{
+  KernelTiming t;
+  if (from.id == to.id) {
+    t.compute_s = op.seconds;
+    return t;
+  }
+  // The first kernel_overhead_s of a kernel is launch and tail, which scale with the
+  // GPUs' overheads; a kernel shorter than that is all overhead.
+  double fixed  = std::min(op.seconds, from.kernel_overhead_s);
+  double body   = op.seconds - fixed;
+  bool compute  = op.kclass == KernelClass::gemm || op.kclass == KernelClass::attention;
+  double efficiency_from = op.kclass == KernelClass::attention ? from.attention_efficiency : from.matmul_efficiency;
+  double efficiency_to   = op.kclass == KernelClass::attention ? to.attention_efficiency : to.matmul_efficiency;
+  double rate_from = compute ? from.peak(op.dtype) * efficiency_from : from.hbm_achievable_bw;
+  double rate_to   = compute ? to.peak(op.dtype) * efficiency_to : to.hbm_achievable_bw;
+  if (compute && rate_to <= 0) // a format the target lacks (fp8 on an A100): what a job would fall back to
+    rate_to = (to.supports(Dtype::fp16) ? to.peak(Dtype::fp16) : to.peak(Dtype::fp32)) * efficiency_to;
+  t.overhead_s = from.kernel_overhead_s > 0 ? fixed * to.kernel_overhead_s / from.kernel_overhead_s : fixed;
+  t.compute_s  = rate_from > 0 && rate_to > 0 ? body * rate_from / rate_to : body;
+  return t;
+}
 
 double KernelTiming::total_s(double bytes) const { return overhead_s + std::max(compute_s, memory_s(bytes)); }
 

@@ -18,7 +18,7 @@ Replayer* current = nullptr; // the one replay of this process (one Engine per p
 
 Replayer::Replayer(const OpDag& dag, const Platform& platform, ReplayOptions options)
     : dag_(dag), platform_(platform), options_(std::move(options)), collective_(collective_registry().make(options_.collective_algorithm)),
-      kernel_timer_(platform.cluster().node.gpu)
+      kernel_timer_(platform.cluster().node.gpu, options_.recorded_on.get())
 {
   if (paging_on())
     prefetch_ = prefetch_registry().make(options_.memory.prefetch);

@@ -63,6 +63,8 @@ struct ReplayOptions {
   bool memory_timelines = true;
   // Unified memory: which categories are managed, hints, driver costs (off when none).
   UnifiedMemoryConfig memory{};
+  // The GPU a recorded trace's kernel times were measured on (null: as recorded).
+  std::shared_ptr<const GpuSpec> recorded_on{};
 };
 
 class Replayer {

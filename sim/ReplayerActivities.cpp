@@ -65,8 +65,8 @@ void Replayer::for_each_route(const Op& op,
 
 void Replayer::start_kernel(OpId id, const Op& op)
 {
-  if (op.seconds > 0) { // measured (an imported trace): its time as recorded, sharing nothing
-    start_delay(id, op.seconds);
+  if (op.seconds > 0) { // recorded (an imported trace): its time there, moved to this GPU; shares nothing
+    start_delay(id, kernel_timer_(op).total_s(0));
     return;
   }
   KernelTiming t  = kernel_timer_(op);

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <string>
+#include <map>
 #include <vector>
 
 namespace memwall {
@@ -91,6 +92,23 @@ struct LinkResult {
   double busy_s    = 0;
 };
 
+// A replayed trace's GPU kernels by class (gemm, attention, elementwise, other): how
+// many, their time where they were recorded and on the GPU replayed (each alone on it);
+// its NCCL collectives, whose replayed time is the collective model's.
+struct RecordedClass {
+  int64_t kernels   = 0;
+  double recorded_s = 0, replayed_s = 0;
+};
+struct RecordedKernels {
+  bool present = false;
+  std::string recorded_on, replayed_on; // GPU preset ids
+  std::map<std::string, RecordedClass> classes;
+  int64_t collectives = 0;
+  double collectives_recorded_s = 0;
+  // Kernels whose name said neither compute- nor memory-bound: timed as memory-bound.
+  double unclassified_kernel_time_s = 0;
+};
+
 struct RunResult {
   double makespan_s = 0;
   // From the workload and hardware, for throughput and MFU (filled by Simulation).
@@ -104,6 +122,7 @@ struct RunResult {
   std::vector<LinkResult> links;
   std::vector<PagingResult> paging; // GPUs with managed memory; empty without
   ServingStats serving; // inference runs: requests, KV cache over time
+  RecordedKernels recorded; // a replayed trace (workload.trace)
   int64_t activities = 0; // SimGrid activities the replay started (what its cost grows with)
   int64_t op_count   = 0; // ops replayed, whether or not `ops` keeps their records
 };

@@ -48,6 +48,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServingStats, present, requests, kv, iteratio
                                    kv_capacity_tokens, kv_bytes_per_token, kv_budget_bytes, kv_offloaded_fraction,
                                    kv_offload_place)
 
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RecordedClass, kernels, recorded_s, replayed_s)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RecordedKernels, present, recorded_on, replayed_on, classes, collectives,
+                                   collectives_recorded_s, unclassified_kernel_time_s)
+
 void to_json(nlohmann::json& j, const IntervalUnion& u) { j = u.intervals(); }
 void from_json(const nlohmann::json& j, IntervalUnion& u)
 {
@@ -69,6 +73,7 @@ void to_json(nlohmann::json& j, const RunResult& r)
                      {"links", r.links},
                      {"paging", r.paging},
                      {"serving", r.serving},
+                     {"recorded", r.recorded},
                      {"activities", r.activities},
                      {"op_count", r.op_count}};
 }
@@ -88,6 +93,8 @@ void from_json(const nlohmann::json& j, RunResult& r)
   if (j.contains("paging")) // absent from results written before unified memory
     j.at("paging").get_to(r.paging);
   j.at("serving").get_to(r.serving);
+  if (j.contains("recorded")) // absent from results written before trace replay
+    j.at("recorded").get_to(r.recorded);
   if (j.contains("activities"))
     j.at("activities").get_to(r.activities);
   if (j.contains("op_count"))

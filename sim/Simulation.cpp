@@ -1,6 +1,8 @@
 #include "Simulation.hpp"
 
+#include "Catalog.hpp"
 #include "ChildPool.hpp"
+#include "KernelTimer.hpp"
 #include "InputError.hpp"
 #include "StderrCapture.hpp"
 #include "TrainingStepGenerator.hpp"
@@ -91,6 +93,82 @@ RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options)
   return r;
 }
 
+// The replayed trace's kernels by class: recorded time, and time on the replayed GPU
+// by the same rule the replay uses (KernelTimer). NCCL's kernels are counted apart,
+// whether they run as recorded or as collectives.
+static RecordedKernels recorded_kernels(const OpDag& dag, const GpuSpec& from, const GpuSpec& to)
+{
+  RecordedKernels k;
+  k.present     = true;
+  k.recorded_on = from.id;
+  k.replayed_on = to.id;
+  KernelTimer timer(to, &from);
+  static const char* names[] = {"gemm", "attention", "elementwise", "other"};
+  for (OpId id = dag.first_id(); id < dag.size(); ++id) {
+    const Op& op = dag.op(id);
+    if (op.seconds <= 0)
+      continue;
+    if (op.kind == OpKind::collective || (op.kind == OpKind::kernel && op.name.str().rfind("nccl", 0) == 0)) {
+      k.collectives++;
+      k.collectives_recorded_s += op.seconds;
+    } else if (op.kind == OpKind::kernel) {
+      RecordedClass& c = k.classes[names[static_cast<int>(op.kclass)]];
+      double replayed  = timer(op).total_s(0);
+      c.kernels++;
+      c.recorded_s += op.seconds;
+      c.replayed_s += replayed;
+      if (op.kclass == KernelClass::other)
+        k.unclassified_kernel_time_s += replayed;
+    }
+  }
+  return k;
+}
+
+// The catalog GPU a trace was recorded on: workload.recorded_on, else the preset whose
+// id its deviceProperties name spells ("Tesla V100-SXM2-32GB" -> v100-sxm2-32gb).
+static GpuSpec recorded_gpu(const ExperimentSpec& spec, const std::vector<KinetoTrace>& traces)
+{
+  for (const KinetoTrace& t : traces)
+    if (t.gpu_name != traces.front().gpu_name)
+      throw InputError(t.file + ": ranks disagree: recorded on '" + t.gpu_name + "', " + traces.front().file +
+                       " on '" + traces.front().gpu_name + "'");
+  if (!spec.trace_recorded_on.empty())
+    return gpu_preset(spec.trace_recorded_on);
+  std::string id;
+  for (char c : traces.front().gpu_name)
+    id += c == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* vendor : {"nvidia-", "tesla-"})
+    if (id.rfind(vendor, 0) == 0)
+      id = id.substr(std::string(vendor).size());
+  for (const std::string& known : gpu_preset_ids())
+    if (known == id)
+      return gpu_preset(known);
+  if (traces.front().gpu_name.empty())
+    throw InputError(traces.front().file + ": the trace does not say which GPU it was recorded on "
+                                           "(no deviceProperties); name it with workload.recorded_on");
+  throw InputError(traces.front().file + ": recorded on '" + traces.front().gpu_name +
+                   "', which is not a GPU preset; name the closest with workload.recorded_on "
+                   "(see `memwall list gpus`)");
+}
+
+RunResult replay_traces(const ExperimentSpec& spec, bool child, ReplayOptions options)
+{
+  std::vector<KinetoTrace> traces;
+  for (const std::string& f : spec.traces)
+    traces.push_back(read_kineto_trace(f));
+  GpuSpec recorded = recorded_gpu(spec, traces);
+  TraceImport how;
+  how.ranks       = spec.trace_ranks;
+  how.as_recorded = recorded.id == spec.cluster.node.gpu.id &&
+                    (spec.trace_ranks == 0 || spec.trace_ranks == static_cast<int>(traces.size()));
+  options.recorded_on = std::make_shared<const GpuSpec>(recorded);
+  OpDag dag   = import_traces(traces, spec.cluster, how);
+  RunResult r = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
+  r.gpus      = spec.cluster.total_gpus();
+  r.recorded  = recorded_kernels(dag, recorded, spec.cluster.node.gpu);
+  return r;
+}
+
 RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions& how)
 {
   ReplayOptions options;
@@ -102,15 +180,8 @@ RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions
   options.memory               = spec.memory;
   if (spec.serving)
     return child ? in_child([&] { return serve(spec, options); }) : serve(spec, options);
-  if (!spec.traces.empty()) {
-    std::vector<KinetoTrace> traces;
-    for (const std::string& f : spec.traces)
-      traces.push_back(read_kineto_trace(f));
-    OpDag dag   = import_traces(traces, spec.cluster);
-    RunResult r = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
-    r.gpus      = spec.cluster.total_gpus();
-    return r;
-  }
+  if (!spec.traces.empty())
+    return replay_traces(spec, child, options);
   // Repeated passes stored once when no output reads each op (unified memory reads
   // every kernel's own tensors).
   OpDag dag = build_workload(spec, how.chains && !how.all_records && !spec.memory.enabled());

@@ -1,7 +1,10 @@
 // Replaying real PyTorch profiler traces (tests/data/traces, MIT): on the GPU they were
 // recorded on, a trace must reproduce itself. The expected figures are read from the
 // trace here with a plain JSON parse, independently of memwall's streaming reader.
+#include "Catalog.hpp"
+#include "KernelTiming.hpp"
 #include "Simulation.hpp"
+#include "StepReport.hpp"
 #include "TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -10,6 +13,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 using namespace memwall;
 using memwall::test::refused;
@@ -69,10 +73,16 @@ struct Replayed {
   double peak     = 0;
 };
 
-Replayed replayed(const std::string& hardware, const std::string& trace)
+std::string trace_spec(const std::string& hardware, const std::string& trace, const std::string& more = "")
 {
-  std::string spec = temp_path("trace_" + trace + ".yaml");
-  write_file(spec, "hardware: " + hardware + "\nworkload:\n  trace: " + source_path("tests/data/traces/" + trace) + "\n");
+  std::string spec = temp_path("trace_" + trace + std::to_string(std::hash<std::string>()(hardware + more)) + ".yaml");
+  write_file(spec, "hardware: " + hardware + "\nworkload:\n  trace: " + source_path("tests/data/traces/" + trace) + "\n" + more);
+  return spec;
+}
+
+Replayed replayed(const std::string& hardware, const std::string& trace, const std::string& more = "")
+{
+  std::string spec = trace_spec(hardware, trace, more);
   RunResult r = simulate(load_spec(spec), /*in_child=*/true, {});
   Replayed out;
   for (const OpRecord& op : r.ops)
@@ -84,10 +94,11 @@ Replayed replayed(const std::string& hardware, const std::string& trace)
   return out;
 }
 
-void check_reproduces(const std::string& hardware, const std::string& trace, size_t streams)
+void check_reproduces(const std::string& hardware, const std::string& trace, size_t streams,
+                      const std::string& more = "")
 {
   Recorded want = recorded(gunzip_json(source_path("tests/data/traces/" + trace)));
-  Replayed got  = replayed(hardware, trace);
+  Replayed got  = replayed(hardware, trace, more);
   REQUIRE(want.busy.size() == streams);
   REQUIRE(got.busy.size() == streams);
   // Busy time per stream within 3 % (streams matched by their busy time: the busiest
@@ -124,7 +135,9 @@ TEST_CASE("a_trace_with_allocator_events_reproduces_its_peak_allocated_bytes_exa
 
 TEST_CASE("an_a100_trace_with_nccl_reproduces_its_compute_and_nccl_streams", "[trace]")
 {
-  check_reproduces("{node: dgx-a100, gpus_per_node: 1}", "a100-2rank-nccl.json.gz", 2);
+  // "NVIDIA A100-PG509-200" is no preset's name: the spec says which one it is.
+  check_reproduces("{node: {preset: dgx-a100, gpu: a100-sxm4-40gb}, gpus_per_node: 1}", "a100-2rank-nccl.json.gz", 2,
+                   "  recorded_on: a100-sxm4-40gb\n");
 }
 
 TEST_CASE("a_trace_spec_refuses_bad_traces_with_one_line", "[trace][errors]")
@@ -162,5 +175,128 @@ TEST_CASE("a_trace_spec_refuses_bad_traces_with_one_line", "[trace][errors]")
   // Two GPUs' traces on a cluster of one GPU.
   std::string t = source_path("tests/data/traces/v100-1rank.json.gz");
   CHECK_THAT(refused("trace_too_many_ranks", hw + "workload: {trace: [" + t + ", " + t + "]}\n"),
-             Catch::Contains("more GPUs than the cluster's 1"));
+             Catch::Contains("workload.ranks (2) is more than the cluster's 1 GPUs"));
+}
+
+TEST_CASE("a_recorded_kernel_moves_to_another_gpu_by_what_bounds_its_class", "[trace][retarget]")
+{
+  // Catalog: V100 SXM2 fp32 15.7 TFLOP/s x matmul efficiency 0.70 = 10.99 TFLOP/s, HBM
+  // 790 GB/s; A100 80GB fp32 19.5 TFLOP/s x 0.75 = 14.625 TFLOP/s, HBM 1,700 GB/s; both
+  // 4 us of launch and tail per kernel.
+  GpuSpec v100 = gpu_preset("v100-sxm2-32gb"), a100 = gpu_preset("a100-sxm4-80gb");
+  REQUIRE(v100.kernel_overhead_s == 4e-6);
+  REQUIRE(a100.kernel_overhead_s == 4e-6);
+  Op gemm;
+  gemm.kclass  = KernelClass::gemm;
+  gemm.dtype   = Dtype::fp32;
+  gemm.seconds = 100e-6;
+  // 4 us + 96 us x 10.99 / 14.625
+  CHECK(recorded_kernel_timing(v100, a100, gemm).total_s(0) == Approx(4e-6 + 96e-6 * (15.7 * 0.70) / (19.5 * 0.75)));
+  Op copy      = gemm;
+  copy.kclass  = KernelClass::elementwise;
+  copy.seconds = 50e-6; // 4 us + 46 us x 790 / 1700 = 25.38 us
+  CHECK(recorded_kernel_timing(v100, a100, copy).total_s(0) == Approx(4e-6 + 46e-6 * 790.0 / 1700.0));
+  Op tiny      = copy;
+  tiny.seconds = 2e-6; // all launch and tail: the same on a GPU with the same overhead
+  CHECK(recorded_kernel_timing(v100, a100, tiny).total_s(0) == Approx(2e-6));
+  // On the GPU it was recorded on, exactly as recorded.
+  CHECK(recorded_kernel_timing(v100, v100, gemm).total_s(0) == gemm.seconds);
+}
+
+TEST_CASE("a_v100_trace_replayed_on_a100_and_h100_speeds_up_as_its_kernel_classes_explain", "[trace][retarget]")
+{
+  auto run = [](const std::string& node) {
+    return report_json(simulate(load_spec(trace_spec("{node: " + node + ", gpus_per_node: 1}", "v100-1rank.json.gz")),
+                                /*in_child=*/true, {}));
+  };
+  auto v100 = run("{preset: dgx-a100, gpu: v100-sxm2-32gb}"), a100 = run("dgx-a100"), h100 = run("dgx-h100");
+  CHECK(a100["trace"]["recorded_on"] == "v100-sxm2-32gb");
+  CHECK(a100["trace"]["replayed_on"] == "a100-sxm4-80gb");
+  // Every GPU activity of the trace (4,350 kernels, 1,600 memcpys, 145 memsets; no
+  // NCCL) is in one class.
+  int64_t kernels = 0;
+  for (const auto& [name, c] : a100["trace"]["kernel_classes"].items())
+    kernels += c["kernels"].get<int64_t>();
+  CHECK(kernels == 4350 + 1600 + 145);
+  // Each class speeds up by no more than the ratio of what bounds it (the launch and
+  // tail part does not scale) and no less than 1: fp32 GEMMs and convolutions by
+  // 19.5 x 0.75 / (15.7 x 0.70) = 1.331 on an A100, 67 x 0.75 / (15.7 x 0.70) on an
+  // H100; memory-bound kernels by 1,700 / 790 = 2.15 and 3,000 / 790 (catalog HBM).
+  GpuSpec v = gpu_preset("v100-sxm2-32gb"), a = gpu_preset("a100-sxm4-80gb"), h = gpu_preset("h100-sxm-80gb");
+  auto bound = [&](const GpuSpec& to, const std::string& cls) {
+    return cls == "gemm" ? to.peak(Dtype::fp32) * to.matmul_efficiency / (v.peak(Dtype::fp32) * v.matmul_efficiency)
+                         : to.hbm_achievable_bw / v.hbm_achievable_bw;
+  };
+  for (const auto& [target, j] : {std::pair{&a, &a100}, std::pair{&h, &h100}})
+    for (const std::string cls : {"gemm", "elementwise"}) {
+      INFO(target->id << " " << cls);
+      double speedup = (*j)["trace"]["kernel_classes"][cls]["speedup"].get<double>();
+      CHECK(speedup > 1.0);
+      CHECK(speedup <= bound(*target, cls) * (1 + 1e-12));
+      CHECK(speedup > 0.8 * bound(*target, cls)); // most of the time is past the launch part
+    }
+  // The step: faster on the A100, faster again on the H100, but not by the kernels'
+  // ratio alone: the host's gaps (CPU-bound stretches) stay.
+  double t_v = v100["step_time_s"].get<double>(), t_a = a100["step_time_s"].get<double>(),
+         t_h = h100["step_time_s"].get<double>();
+  CHECK(t_a < t_v);
+  CHECK(t_h < t_a);
+  CHECK(t_v / t_h < h100["trace"]["kernel_classes"]["gemm"]["speedup"].get<double>());
+}
+
+TEST_CASE("a_two_rank_nccl_trace_scaled_to_eight_ranks_spends_longer_in_its_all_reduces", "[trace][scale]")
+{
+  // The a100 trace's 21 all-reduces on one DGX A100 (NVLink), as 2 ranks and as 8
+  // data-parallel ranks. A ring all-reduce moves 2 (n - 1) / n of its buffer over each
+  // GPU's link: 1.0 x for 2 ranks, 1.75 x for 8; latency terms grow less. Same bytes.
+  auto collectives = [](int ranks) {
+    std::string spec = trace_spec("{node: dgx-a100, gpus_per_node: 8}", "a100-2rank-nccl.json.gz",
+                                  "  recorded_on: a100-sxm4-40gb\n  ranks: " + std::to_string(ranks) + "\n");
+    RunResult r = simulate(load_spec(spec), /*in_child=*/true, {});
+    double seconds = 0, bytes = 0;
+    int count = 0;
+    for (const OpRecord& op : r.ops)
+      if (op.kind == OpKind::collective) {
+        seconds += op.end - op.start;
+        bytes += op.bytes;
+        ++count;
+      }
+    return std::tuple{seconds, bytes, count};
+  };
+  // Bytes by hand from the trace: each NCCL kernel's "In msg nelems" x 4 B (Float) or
+  // 8 B (Long): 15 all-reduces and 6 broadcasts, each of its whole buffer.
+  double want_bytes = 0;
+  int want_count    = 0;
+  nlohmann::json trace = gunzip_json(source_path("tests/data/traces/a100-2rank-nccl.json.gz"));
+  for (const auto& e : trace["traceEvents"])
+    if (e.value("cat", "") == "kernel" && e["args"].contains("Collective name")) {
+      want_bytes += (e["args"]["dtype"] == "Long" ? 8.0 : 4.0) * e["args"]["In msg nelems"].get<double>();
+      ++want_count;
+    }
+  auto [t2, b2, n2] = collectives(2);
+  auto [t8, b8, n8] = collectives(8);
+  CHECK(n2 == want_count);
+  CHECK(n8 == want_count);
+  CHECK(b2 == want_bytes);
+  CHECK(b8 == want_bytes);
+  CHECK(t8 > 1.3 * t2);
+  CHECK(t8 <= 1.75 * t2);
+}
+
+TEST_CASE("traces_that_disagree_or_do_not_fit_the_layout_are_refused", "[trace][errors]")
+{
+  const std::string hw  = "hardware: {node: dgx-a100, gpus_per_node: 2}\n";
+  std::string v1        = source_path("tests/data/traces/v100-1rank.json.gz");
+  std::string a1        = source_path("tests/data/traces/a100-2rank-nccl.json.gz");
+  CHECK_THAT(refused("trace_disagree", hw + "workload: {trace: [" + v1 + ", " + a1 + "]}\n"),
+             Catch::Contains("ranks disagree: recorded on 'NVIDIA A100-PG509-200'"));
+  CHECK_THAT(refused("trace_unknown_gpu", hw + "workload: {trace: " + a1 + "}\n"),
+             Catch::Contains("'NVIDIA A100-PG509-200', which is not a GPU preset; name the closest with "
+                             "workload.recorded_on"));
+  CHECK_THAT(refused("trace_bad_preset", hw + "workload: {trace: " + a1 + ", recorded_on: a100-pg509}\n"),
+             Catch::Contains("a100-pg509"));
+  CHECK_THAT(refused("trace_ranks_not_multiple", hw + "workload: {trace: [" + v1 + ", " + v1 + "], ranks: 3}\n"),
+             Catch::Contains("workload.ranks (3) must be a multiple of the number of traces (2)"));
+  CHECK_THAT(refused("trace_ranks_too_many", hw + "workload: {trace: " + v1 + ", ranks: 4}\n"),
+             Catch::Contains("workload.ranks (4) is more than the cluster's 2 GPUs"));
 }

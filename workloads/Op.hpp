@@ -16,7 +16,9 @@ namespace memwall {
 enum class OpKind : uint8_t { kernel, copy, collective, host_compute, alloc, free, chain };
 // p2p: pipeline sends; gather: ZeRO-3 parameter all-gathers (their own CUDA streams).
 enum class StreamKind : uint8_t { compute, h2d, d2h, comm, host, p2p, gather };
-enum class KernelClass : uint8_t { gemm, attention, elementwise };
+// other: a recorded kernel (an imported trace) whose name says neither; timed as
+// memory-bound, and counted apart.
+enum class KernelClass : uint8_t { gemm, attention, elementwise, other };
 // The part of a step an op belongs to, for timelines and plots (the replay ignores it).
 enum class StepPhase : uint8_t { setup, forward, backward, optimizer, serving };
 enum class CollectiveKind : uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };

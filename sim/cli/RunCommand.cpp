@@ -28,7 +28,7 @@ std::string experiment_title(const ExperimentSpec& s)
   if (!s.traces.empty())
     return "memwall: replaying " + s.traces.front() +
            (s.traces.size() > 1 ? " and " + std::to_string(s.traces.size() - 1) + " more rank traces" : "") + " on " +
-           hardware_description(s) + "\n  kernels, copies and host gaps as recorded";
+           hardware_description(s) + "\n  GPU work and host gaps from the trace, kernel times moved to this GPU by class (below)";
   if (s.serving) {
     const InferenceConfig& c = s.inference;
     std::string src = c.source == "trace"   ? "trace " + c.trace_path

@@ -1,4 +1,5 @@
 #include "ExperimentSpec.hpp"
+#include "Catalog.hpp"
 #include "TextFile.hpp"
 
 #include "HardwareReader.hpp"
@@ -86,7 +87,6 @@ std::vector<std::string> read_trace_paths(ParamReader& workload, const std::stri
     }
   else
     workload.fail("trace", "expected a path, a glob or a list of them (e.g. trace: rank-*.json.gz)");
-  workload.finish();
   if (patterns.empty())
     workload.fail("trace", "the list is empty; name at least one trace");
   std::vector<std::string> files;
@@ -148,7 +148,15 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
     ParamReader hw = top.section("hardware", "the cluster: node preset, node count, network", "");
     spec.cluster   = read_hardware_section(hw, spec.collective_algorithm);
     ParamReader workload = top.section("workload", "a recorded workload to replay instead of a generated step");
-    spec.traces          = read_trace_paths(workload, spec_dir);
+    spec.trace_ranks     = static_cast<int>(workload.integer(
+        "ranks", 0, "ranks to replay: the traces' own (one per file), or more as data-parallel replicas of them, "
+                    "their NCCL collectives resized to the new group", 0, "one per trace", 1'000'000));
+    spec.trace_recorded_on = workload.text(
+        "recorded_on", "", "GPU preset the traces were recorded on; by default the one their deviceProperties name");
+    if (!spec.trace_recorded_on.empty())
+      gpu_preset(spec.trace_recorded_on, workload.location("recorded_on"));
+    spec.traces = read_trace_paths(workload, spec_dir);
+    workload.finish();
     top.finish();
     return spec;
   }

@@ -27,6 +27,8 @@ struct ExperimentSpec {
   // `workload.trace`: PyTorch profiler traces to replay instead of a generated step,
   // one per rank, resolved against the spec's folder and expanded (globs).
   std::vector<std::string> traces;
+  int trace_ranks = 0;          // workload.ranks: 0 = one per trace
+  std::string trace_recorded_on; // workload.recorded_on: a GPU preset id, "" = from the trace
 };
 
 // `overrides` are "a.b.c=value" strings from --set; value is parsed as YAML.

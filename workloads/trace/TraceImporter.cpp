@@ -14,15 +14,80 @@ constexpr double ns = 1e-9;
 // clocks of host and GPU are aligned to about a microsecond).
 constexpr int64_t clock_slack_ns = 2000;
 
-KernelClass kernel_class(const std::string& name)
+// What a kernel is, from its name alone (traces without record_shapes give no more):
+// GEMMs and convolutions (cuBLAS, CUTLASS, cuDNN's implicit GEMMs) and attention are
+// compute-bound at the format their name says; PyTorch's elementwise, reduction,
+// normalisation, copy and layout kernels memory-bound; the rest `other`.
+struct KernelKind {
+  KernelClass kclass = KernelClass::other;
+  Dtype dtype        = Dtype::fp32;
+};
+
+KernelKind kernel_kind(const std::string& name)
 {
   auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
-  if (has("gemm") || has("Gemm") || has("cutlass") || has("xmma") || has("_h884") || has("_s884") ||
-      has("_h1688") || has("_s1688") || has("_h16816") || has("_s16816"))
-    return KernelClass::gemm;
-  if (has("flash") || has("fmha") || has("attention") || has("Attention"))
-    return KernelClass::attention;
-  return KernelClass::elementwise;
+  auto any = [&](std::initializer_list<const char*> l) {
+    for (const char* s : l)
+      if (has(s))
+        return true;
+    return false;
+  };
+  KernelKind k;
+  if (name.rfind("nccl", 0) == 0) // kept as a kernel only where NCCL runs as recorded
+    return k;
+  if (any({"tf32", "s1688", "s16816", "tensorop_s"}))
+    k.dtype = Dtype::tf32;
+  else if (any({"bf16", "BFloat16"}))
+    k.dtype = Dtype::bf16;
+  else if (any({"h884", "h1688", "h16816", "hmma", "fp16", "f16f16", "Half", "__half"}))
+    k.dtype = Dtype::fp16;
+  else if (any({"e4m3", "e5m2", "fp8"}))
+    k.dtype = Dtype::fp8;
+  if (any({"flash", "fmha", "attention", "Attention", "sdpa"}))
+    k.kclass = KernelClass::attention;
+  else if (any({"gemm", "Gemm", "GEMM", "cutlass", "xmma", "scudnn", "dgrad", "wgrad", "fprop", "conv", "Conv",
+                "winograd", "h884", "s884", "1688", "16816", "hmma"}))
+    k.kclass = KernelClass::gemm;
+  else if (any({"elementwise", "reduce", "Reduce", "bn_", "batch_norm", "norm", "Norm", "softmax", "Softmax",
+                "nchwTo", "nhwcTo", "copy", "Copy", "fill", "Fill", "index", "Index", "cat_", "Cat", "scatter",
+                "gather", "embedding", "Embedding", "adam", "Adam", "multi_tensor", "pool", "Pool", "transpose",
+                "dropout", "Dropout", "relu", "gelu", "silu", "Memcpy", "Memset", "unrolled", "vectorized"}))
+    k.kclass = KernelClass::elementwise;
+  return k;
+}
+
+// NCCL's "Collective name" as memwall's collective; false for what it does not model.
+bool collective_kind(const std::string& name, CollectiveKind& kind)
+{
+  std::string n;
+  for (char c : name)
+    if (c != '_' && c != ' ')
+      n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (n == "allreduce")
+    kind = CollectiveKind::all_reduce;
+  else if (n == "allgather" || n == "allgatherbase" || n == "broadcast") // a ring broadcast moves what an all-gather does
+    kind = CollectiveKind::all_gather;
+  else if (n == "reducescatter" || n == "reducescatterbase")
+    kind = CollectiveKind::reduce_scatter;
+  else if (n == "alltoall" || n == "alltoallv" || n == "alltoallbase")
+    kind = CollectiveKind::all_to_all;
+  else
+    return false;
+  return true;
+}
+
+double element_bytes(const std::string& dtype)
+{
+  std::string d;
+  for (char c : dtype)
+    d += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (d == "double" || d == "long" || d == "int64" || d == "float64")
+    return 8;
+  if (d == "half" || d == "bfloat16" || d == "float16" || d == "short" || d == "int16")
+    return 2;
+  if (d == "byte" || d == "char" || d == "bool" || d == "uint8" || d == "int8" || d.rfind("float8", 0) == 0)
+    return 1;
+  return 4; // Float, Int
 }
 
 // The CUDA streams of one GPU of a trace as memwall's streams: the busiest non-NCCL
@@ -70,12 +135,14 @@ std::map<int64_t, StreamKind> map_streams(const KinetoTrace& t, int device)
 // Builds one rank's ops (see the header for the rules).
 class RankImporter {
 public:
-  RankImporter(const KinetoTrace& t, OpDag& dag, const std::map<int, DeviceRef>& gpus)
-      : t_(t), dag_(dag), gpus_(gpus)
+  RankImporter(const KinetoTrace& t, OpDag& dag, const std::map<int, DeviceRef>& gpus, const TraceImport& how,
+               std::vector<OpId>& collectives, bool leads)
+      : t_(t), dag_(dag), gpus_(gpus), how_(how), collectives_(collectives), leads_(leads)
   {
     for (const auto& [dev, gpu] : gpus)
       streams_[dev] = map_streams(t, dev);
   }
+  size_t collectives_seen() const { return next_collective_; }
 
   void run()
   {
@@ -206,9 +273,11 @@ private:
 
   void on_orphan(uint32_t g) { add_gpu_op(g, host_until(t_.gpu_ops[g].start_ns)); }
 
-  void add_gpu_op(uint32_t index, OpId host)
+  // The op a GPU activity becomes: a kernel with its recorded time; replayed elsewhere
+  // than where it was recorded, a host copy over the links and an NCCL kernel as the
+  // collective on the modelled topology.
+  Op gpu_op(const TraceGpuOp& g, std::vector<OpId>& deps)
   {
-    const TraceGpuOp& g = t_.gpu_ops[index];
     Op op;
     op.kind    = OpKind::kernel;
     op.device  = gpus_.at(g.device);
@@ -216,8 +285,52 @@ private:
     op.name    = g.name;
     op.seconds = std::max<int64_t>(g.dur_ns, 1) * ns;
     op.bytes   = g.bytes;
-    op.kclass  = g.kind == TraceGpuOp::Kind::kernel ? kernel_class(g.name) : KernelClass::elementwise;
+    KernelKind k = g.kind == TraceGpuOp::Kind::kernel ? kernel_kind(g.name) : KernelKind{KernelClass::elementwise};
+    op.kclass    = k.kclass;
+    op.dtype     = k.dtype;
+    if (how_.as_recorded)
+      return op;
+    bool h2d = g.name.find("HtoD") != std::string::npos, d2h = g.name.find("DtoH") != std::string::npos;
+    if (g.kind == TraceGpuOp::Kind::memcpy && (h2d || d2h) && g.bytes > 0) {
+      DeviceRef host{DeviceKind::host, op.device.node, how_.cluster->node.socket_of_gpu(op.device.index)};
+      bool pinned = g.name.find("Pageable") == std::string::npos;
+      Op copy = host_copy_op(op.device, op.stream, h2d ? host : op.device, h2d ? op.device : host, g.bytes, op.name, pinned);
+      copy.seconds = 0;
+      return copy;
+    }
+    CollectiveKind kind{};
+    if (g.collective < 0 || !collective_kind(t_.collectives[g.collective].name, kind))
+      return op;
+    size_t k_th = next_collective_++;
+    if (!leads_) { // the rank that leads runs it; here it only waits for it
+      if (k_th >= collectives_.size())
+        throw InputError(t_.file + ": ranks disagree: this rank runs more NCCL collectives (" +
+                         std::to_string(k_th + 1) + "+) than the first trace's " + std::to_string(collectives_.size()));
+      deps.push_back(collectives_[k_th]);
+      op.seconds = ns;
+      op.kclass  = KernelClass::other;
+      return op;
+    }
+    const TraceCollective& c = t_.collectives[g.collective];
+    double size = element_bytes(c.dtype);
+    int n       = how_.ranks;
+    // memwall's sizes: all-reduce (and all-to-all, broadcast) its buffer; all-gather its
+    // output and reduce-scatter its input, n times the per-rank part, so they grow with
+    // the group.
+    bool per_rank = (kind == CollectiveKind::all_gather && c.name.find("roadcast") == std::string::npos) ||
+                    kind == CollectiveKind::reduce_scatter;
+    double bytes = per_rank ? static_cast<double>(std::min(c.in_elements, c.out_elements)) * size * n
+                            : static_cast<double>(c.in_elements) * size;
+    Op coll     = collective_op(op.device, op.stream, kind, how_.group, bytes, op.name);
+    coll.seconds = op.seconds; // what it took where it was recorded, for the report only
+    return coll;
+  }
+
+  void add_gpu_op(uint32_t index, OpId host)
+  {
+    const TraceGpuOp& g = t_.gpu_ops[index];
     std::vector<OpId> deps{host};
+    Op op = gpu_op(g, deps);
     auto key = std::make_pair(g.device, g.stream);
     if (wait_pending_) {
       // Which event it waits for an old trace does not say: the other streams' latest
@@ -229,6 +342,8 @@ private:
       wait_pending_ = false;
     }
     OpId id = dag_.add(op, deps);
+    if (leads_ && op.kind == OpKind::collective)
+      collectives_.push_back(id);
     std::vector<Launched>& mine = launched_[key];
     int64_t end = g.start_ns + g.dur_ns;
     if (!mine.empty()) // keep ends sorted (they are on one stream; clocks may jitter)
@@ -251,6 +366,12 @@ private:
                                         "allocated before the trace");
       before_left_[m.device_id] = before;
     }
+    // A GPU the allocator said nothing of still has its memory reported (as 0 B), and
+    // is the one the step's breakdown reads.
+    for (const auto& [dev, gpu] : gpus_)
+      if (!seen[dev])
+        dag_.alloc(gpu, StreamKind::host, gpu, MemCategory::other, 0,
+                   "no allocator events in the trace (record with profile_memory=True)");
   }
 
   void on_memory(const TraceMemoryEvent& m)
@@ -284,6 +405,10 @@ private:
   const KinetoTrace& t_;
   OpDag& dag_;
   const std::map<int, DeviceRef>& gpus_;
+  const TraceImport& how_;
+  std::vector<OpId>& collectives_; // the leading rank's collectives, in order
+  bool leads_;
+  size_t next_collective_ = 0;
   std::map<int, std::map<int64_t, StreamKind>> streams_;
   std::vector<std::vector<uint32_t>> launched_by_; // per call: the GPU ops it launched
   std::vector<uint32_t> orphans_;                   // GPU ops no call launched
@@ -299,9 +424,26 @@ private:
 
 } // namespace
 
-OpDag import_traces(const std::vector<KinetoTrace>& traces, const ClusterSpec& cluster)
+OpDag import_traces(const std::vector<KinetoTrace>& traces, const ClusterSpec& cluster, TraceImport how)
 {
   OpDag dag;
+  how.cluster = &cluster;
+  if (how.ranks <= 0)
+    how.ranks = static_cast<int>(traces.size());
+  if (how.ranks % static_cast<int>(traces.size()) != 0)
+    throw InputError(traces.front().file + ": workload.ranks (" + std::to_string(how.ranks) +
+                     ") must be a multiple of the number of traces (" + std::to_string(traces.size()) + ")");
+  if (how.ranks > cluster.total_gpus())
+    throw InputError(traces.front().file + ": workload.ranks (" + std::to_string(how.ranks) +
+                     ") is more than the cluster's " + std::to_string(cluster.total_gpus()) +
+                     " GPUs (hardware.nodes x hardware.gpus_per_node)");
+  // Rank r on the cluster's GPU r; the collectives span all ranks (data parallelism).
+  std::vector<DeviceRef> all;
+  for (int r = 0; r < how.ranks; ++r)
+    all.push_back({DeviceKind::gpu, r / cluster.gpus_per_node, r % cluster.gpus_per_node});
+  how.group = dag.add_group(all);
+  std::vector<OpId> collectives;
+  size_t expected = 0;
   int next = 0;
   for (const KinetoTrace& t : traces) {
     std::map<int, DeviceRef> gpus;
@@ -314,7 +456,15 @@ OpDag import_traces(const std::vector<KinetoTrace>& traces, const ClusterSpec& c
       ref = {DeviceKind::gpu, next / cluster.gpus_per_node, next % cluster.gpus_per_node};
       ++next;
     }
-    RankImporter(t, dag, gpus).run();
+    RankImporter rank(t, dag, gpus, how, collectives, &t == &traces.front());
+    rank.run();
+    if (&t == &traces.front())
+      expected = collectives.size();
+    else if (!how.as_recorded && rank.collectives_seen() != expected)
+      throw InputError(t.file + ": ranks disagree: " + std::to_string(rank.collectives_seen()) +
+                       " NCCL collectives here, " + std::to_string(expected) + " in " + traces.front().file);
+    for (const auto& [dev, gpu] : gpus)
+      dag.set_represents(gpu, how.ranks / static_cast<int>(traces.size()));
   }
   return dag;
 }

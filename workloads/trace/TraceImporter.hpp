@@ -26,6 +26,18 @@
 
 namespace memwall {
 
-OpDag import_traces(const std::vector<KinetoTrace>& traces, const ClusterSpec& cluster);
+struct TraceImport {
+  // Replayed where it was recorded, with as many ranks: every GPU activity keeps its
+  // recorded time. Otherwise host copies run over the modelled links and NCCL kernels
+  // become collectives of all `ranks` on the modelled topology (the first trace's rank
+  // runs each; the others wait for it).
+  bool as_recorded = true;
+  int ranks        = 0; // 0: one per trace; more: data-parallel replicas of them
+  // Set by import_traces.
+  const ClusterSpec* cluster = nullptr;
+  int32_t group              = -1;
+};
+
+OpDag import_traces(const std::vector<KinetoTrace>& traces, const ClusterSpec& cluster, TraceImport how = {});
 
 } // namespace memwall
