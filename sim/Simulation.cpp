@@ -99,7 +99,6 @@ RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options)
 static RecordedKernels recorded_kernels(const OpDag& dag, const GpuSpec& from, const GpuSpec& to)
 {
   RecordedKernels k;
-  k.present     = true;
   k.recorded_on = from.id;
   k.replayed_on = to.id;
   KernelTimer timer(to, &from);
@@ -121,6 +120,7 @@ static RecordedKernels recorded_kernels(const OpDag& dag, const GpuSpec& from, c
         k.unclassified_kernel_time_s += replayed;
     }
   }
+  k.present = !k.classes.empty() || k.collectives > 0; // an exported step's ops are all modelled
   return k;
 }
 
@@ -156,7 +156,10 @@ RunResult replay_traces(const ExperimentSpec& spec, bool child, ReplayOptions op
   std::vector<KinetoTrace> traces;
   for (const std::string& f : spec.traces)
     traces.push_back(read_kineto_trace(f));
-  GpuSpec recorded = recorded_gpu(spec, traces);
+  bool exported = false; // memwall's own ops (`memwall export`): modelled, on any GPU
+  for (const KinetoTrace& t : traces)
+    exported = exported || !t.memwall_ops.empty();
+  GpuSpec recorded = exported ? spec.cluster.node.gpu : recorded_gpu(spec, traces);
   TraceImport how;
   how.ranks       = spec.trace_ranks;
   how.as_recorded = recorded.id == spec.cluster.node.gpu.id &&
@@ -166,7 +169,35 @@ RunResult replay_traces(const ExperimentSpec& spec, bool child, ReplayOptions op
   RunResult r = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
   r.gpus      = spec.cluster.total_gpus();
   r.recorded  = recorded_kernels(dag, recorded, spec.cluster.node.gpu);
+  r.model_flops_per_step = dag.model_flops(); // an exported step's kernels carry theirs
+  for (const KinetoTrace& t : traces) { // and its section says what a step is
+    const nlohmann::json step = t.memwall_dag.is_object() ? t.memwall_dag.value("step", nlohmann::json()) : nlohmann::json();
+    if (!step.is_object())
+      continue;
+    if (step.contains("tokens_per_step") && step["tokens_per_step"].is_number() && step["tokens_per_step"].get<double>() >= 0)
+      r.tokens_per_step = step["tokens_per_step"].get<double>();
+    if (step.contains("precision") && step["precision"].is_string())
+      if (auto d = dtype_from_name(step["precision"].get<std::string>()))
+        r.peak_flops_per_gpu = spec.cluster.node.gpu.peak(*d);
+  }
   return r;
+}
+
+ReplayedStep replay_step(const ExperimentSpec& spec)
+{
+  if (spec.serving)
+    throw InputError(spec.file + ": export writes a training step; a serving run makes its ops as it runs "
+                                 "and is not exported (yet)");
+  if (!spec.traces.empty())
+    throw InputError(spec.file + ": this spec replays a trace already; export a training spec");
+  if (spec.memory.enabled())
+    throw InputError(spec.file + ": the memory section (unified memory) is not exported (yet): its tensor "
+                                 "accesses have no place in a trace");
+  ReplayOptions options;
+  options.collective_algorithm = spec.collective_algorithm;
+  ReplayedStep s{build_workload(spec, /*chains=*/false), {}};
+  s.result = replay(spec.cluster, s.dag, options);
+  return s;
 }
 
 RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions& how)

@@ -37,4 +37,13 @@ struct SimulateOptions {
 };
 RunResult simulate(const ExperimentSpec& spec, bool in_child, const SimulateOptions& how = {});
 
+// A training spec's step, op by op, and its replay with a record per op (in this
+// process): what `memwall export` writes. InputError for what it cannot export yet
+// (serving runs, unified memory, a spec that replays a trace).
+struct ReplayedStep {
+  OpDag dag;
+  RunResult result;
+};
+ReplayedStep replay_step(const ExperimentSpec& spec);
+
 } // namespace memwall

@@ -92,6 +92,7 @@ public:
   // run each of its collectives at the same time (their flows load their own links).
   int32_t add_group(std::vector<DeviceRef> members, std::vector<std::vector<DeviceRef>> concurrent = {});
   const std::vector<DeviceRef>& group(int32_t g) const { return groups_.at(g).members; }
+  size_t group_count() const { return groups_.size(); }
   const std::vector<std::vector<DeviceRef>>& concurrent_groups(int32_t g) const { return groups_.at(g).concurrent; }
 
   void set_represents(const DeviceRef& d, int count) { represents_[d] = count; }

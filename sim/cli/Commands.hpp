@@ -15,6 +15,7 @@ int report_command(const std::vector<std::string>& args);
 int plot_command(const std::vector<std::string>& args);
 int advise_command(const std::vector<std::string>& args);
 int calibrate_command(const std::vector<std::string>& args);
+int export_command(const std::vector<std::string>& args);
 
 // Parses a command's options with one positional argument (`positional`); prints the
 // help and returns false for --help.

@@ -37,6 +37,9 @@ const std::map<std::string, Command>& commands()
                   "memwall advise SPEC.yaml [--set KEY=VALUE]... [--json]",
                   memwall::advise_command}},
       {"list", {"list presets and parameters: memwall list gpus|nodes|models|params|collectives|schedules|schedulers|kv-managers|remedies|importers", memwall::list_command}},
+      {"export", {"write a training step's replayed op DAG as PyTorch profiler traces (Perfetto, HTA; replayable "
+                  "with workload.trace): memwall export SPEC.yaml -o STEP.json.gz [--set KEY=VALUE]...",
+                  memwall::export_command}},
       {"calibrate", {"measure a GPU, import published measurements, fit and check hardware profiles: "
                      "memwall calibrate measure|import|fit|check ...",
                      memwall::calibrate_command}},

@@ -82,6 +82,8 @@ KINETO_SEED = """{"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size
    "args": {"Device Type": 1, "Device Id": 0, "Addr": 4096, "Bytes": -1048576, "Total Allocated": 2097152, "Total Reserved": 4194304}}
  ]}
 """
+EXPORT_SPEC = ("hardware: {node: desktop-4070}\nmodel: {layers: 2, hidden: 128, heads: 2, vocab: 1000}\n"
+               "training: {seq_len: 64, global_batch: 2, micro_batch: 1}\n")
 KINETO_SPEC = "hardware: {node: dgx-a100, gpus_per_node: 1}\nworkload: {trace: rank0.json}\n"
 SWEEP_SEED = ("spec:\n  hardware: {node: desktop-4070}\n  model: {preset: gpt2}\n"
               "  training: {seq_len: 128, global_batch: 4, micro_batch: 1}\n"
@@ -166,7 +168,8 @@ def make_case(rng, n, h5_seeds, params):
     kind = rng.choice(["spec", "spec", "spec", "set", "sweep", "trace", "kineto", "hdf5"])
     name = "%05d-%s" % (n, kind)
     if kind == "kineto":
-        trace = mutate_text(rng, KINETO_SEED) if rng.random() < 0.8 else KINETO_SEED
+        seed = KINETO_SEED if rng.random() < 0.6 else h5_seeds["step.json"].decode()
+        trace = mutate_text(rng, seed) if rng.random() < 0.8 else seed
         files = {"spec.yaml": KINETO_SPEC if rng.random() < 0.8 else mutate_text(rng, KINETO_SPEC),
                  "rank0.json": trace}
         if rng.random() < 0.3:  # gzip, whole or cut short
@@ -197,7 +200,7 @@ def make_case(rng, n, h5_seeds, params):
         if rng.random() < 0.5:
             args.append("--dry-run")
         return Case(name, files, args, ["results.h5"], created_outputs_ok=True)
-    seed = rng.choice(sorted(h5_seeds))
+    seed = rng.choice(sorted(n for n in h5_seeds if n.endswith(".h5")))
     files = {"in.h5": mutate_binary(rng, h5_seeds[seed])}
     choice = rng.randrange(3)
     if choice == 0:
@@ -262,7 +265,11 @@ def seed_hdf5(binary):
         subprocess.run([binary, "run", "spec.yaml", "-o", "run.h5"], cwd=work, check=True, capture_output=True)
         subprocess.run([binary, "sweep", "sweep.yaml", "-o", "sweep.h5", "-j", "1"], cwd=work, check=True,
                        capture_output=True)
-        return {n: open(os.path.join(work, n), "rb").read() for n in ("run.h5", "sweep.h5")}
+        # A step memwall exported (the trace format with args.memwall), to damage too.
+        with open(os.path.join(work, "tiny.yaml"), "w") as f:
+            f.write(EXPORT_SPEC)
+        subprocess.run([binary, "export", "tiny.yaml", "-o", "step.json"], cwd=work, check=True, capture_output=True)
+        return {n: open(os.path.join(work, n), "rb").read() for n in ("run.h5", "sweep.h5", "step.json")}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

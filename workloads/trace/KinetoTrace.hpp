@@ -4,6 +4,8 @@
 // runtime calls that launched or waited for them, and the caching allocator's events.
 // Times are integer nanoseconds on the trace's clock (its `ts` are microseconds with
 // three decimals: a double would lose the last digit at today's epoch offsets).
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,6 +62,10 @@ struct KinetoTrace {
   std::vector<TraceCall> calls;
   std::vector<TraceMemoryEvent> memory;
   std::vector<TraceCollective> collectives;
+  // A trace memwall exported (`memwall export`): each event's op (args.memwall, with
+  // its id and dependencies) and the DAG's groups and ranks (top-level "memwall").
+  std::vector<nlohmann::json> memwall_ops;
+  nlohmann::json memwall_dag;
 };
 
 // Reads a trace (gzip or plain JSON), streaming: memory grows with the GPU activities,

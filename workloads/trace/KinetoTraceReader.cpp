@@ -117,23 +117,36 @@ class TraceSax : public nlohmann::json_sax<nlohmann::json> {
 public:
   explicit TraceSax(KinetoTrace& out) : out_(out) {}
 
-  bool null() override { return put({}); }
-  bool boolean(bool b) override { return put({Scalar::Kind::integer, b ? 1 : 0, 0, {}}); }
-  bool number_integer(number_integer_t v) override { return put({Scalar::Kind::integer, v, 0, {}}); }
+  bool null() override { return capturing() ? dom_value(nullptr) : put({}); }
+  bool boolean(bool b) override { return capturing() ? dom_value(b) : put({Scalar::Kind::integer, b ? 1 : 0, 0, {}}); }
+  bool number_integer(number_integer_t v) override
+  {
+    return capturing() ? dom_value(v) : put({Scalar::Kind::integer, v, 0, {}});
+  }
   bool number_unsigned(number_unsigned_t v) override
   {
+    if (capturing())
+      return dom_value(v);
     Scalar s{Scalar::Kind::integer, static_cast<int64_t>(v), 0, {}};
     if (v > static_cast<number_unsigned_t>(INT64_MAX))
       s = {Scalar::Kind::real, 0, static_cast<double>(v), std::to_string(v)};
     return put(s);
   }
-  bool number_float(number_float_t v, const string_t& s) override { return put({Scalar::Kind::real, 0, v, s}); }
-  bool string(string_t& s) override { return put({Scalar::Kind::text, 0, 0, std::move(s)}); }
-  bool binary(binary_t&) override { return put({}); }
+  bool number_float(number_float_t v, const string_t& s) override
+  {
+    return capturing() ? dom_value(v) : put({Scalar::Kind::real, 0, v, s});
+  }
+  bool string(string_t& s) override
+  {
+    return capturing() ? dom_value(std::move(s)) : put({Scalar::Kind::text, 0, 0, std::move(s)});
+  }
+  bool binary(binary_t&) override { return capturing() ? dom_value(nullptr) : put({}); }
 
   bool start_object(std::size_t) override
   {
     ++depth_;
+    if (capturing() || (depth_ == 5 && in_args() && arg_ == "memwall") || (depth_ == 2 && top_ == "memwall"))
+      return dom_open(nlohmann::json::object());
     if (depth_ == 1)
       root_object_ = true;
     if (depth_ == 3 && top_ == "traceEvents")
@@ -142,6 +155,8 @@ public:
   }
   bool end_object() override
   {
+    if (capturing())
+      return dom_close();
     if (depth_ == 3 && top_ == "traceEvents")
       keep_event();
     --depth_;
@@ -150,18 +165,24 @@ public:
   bool start_array(std::size_t) override
   {
     ++depth_;
+    if (capturing())
+      return dom_open(nlohmann::json::array());
     if (depth_ == 2 && top_ == "traceEvents")
       saw_events_ = true;
     return true;
   }
   bool end_array() override
   {
+    if (capturing())
+      return dom_close();
     --depth_;
     return true;
   }
   bool key(string_t& k) override
   {
-    if (depth_ == 1)
+    if (capturing())
+      dom_key_ = k;
+    else if (depth_ == 1)
       top_ = k;
     else if (depth_ == 2 || depth_ == 3)
       key2_[depth_ - 2] = k;
@@ -189,9 +210,54 @@ private:
     TraceCollective coll;
     bool is_collective = false;
     TraceMemoryEvent mem;
+    nlohmann::json memwall; // args.memwall of an exported trace
   };
 
   bool in_args() const { return top_ == "traceEvents" && key2_[1] == "args"; }
+
+  // A subtree kept whole (an event's args.memwall, the top-level "memwall"): the open
+  // containers along the path, innermost last (a parent is appended to only once its
+  // open child is closed, so the pointers stay valid).
+  bool capturing() const { return !dom_.empty(); }
+  bool dom_value(nlohmann::json v)
+  {
+    nlohmann::json& top = *dom_.back();
+    if (top.is_array())
+      top.push_back(std::move(v));
+    else
+      top[dom_key_] = std::move(v);
+    return true;
+  }
+  bool dom_open(nlohmann::json v)
+  {
+    if (dom_.empty()) {
+      captured_ = std::move(v);
+      dom_.push_back(&captured_);
+      return true;
+    }
+    nlohmann::json& top = *dom_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      dom_.push_back(&top.back());
+    } else {
+      nlohmann::json& child = top[dom_key_];
+      child                 = std::move(v);
+      dom_.push_back(&child);
+    }
+    return true;
+  }
+  bool dom_close()
+  {
+    dom_.pop_back();
+    --depth_;
+    if (dom_.empty()) {
+      if (depth_ == 1) // the top-level "memwall"
+        out_.memwall_dag = std::move(captured_);
+      else
+        event_.memwall = std::move(captured_);
+    }
+    return true;
+  }
 
   bool put(Scalar v)
   {
@@ -275,6 +341,8 @@ private:
   {
     Event& e = event_;
     key2_[1].clear();
+    if (!e.memwall.is_null())
+      out_.memwall_ops.push_back(std::move(e.memwall));
     if (!e.has_ts)
       return;
     if (e.ph == "i" && e.name == "[memory]") {
@@ -322,6 +390,9 @@ private:
   std::string key2_[2]; // keys at depths 2 and 3
   std::string arg_;    // key inside an event's args
   Event event_;
+  std::vector<nlohmann::json*> dom_;
+  nlohmann::json captured_;
+  std::string dom_key_;
 };
 
 } // namespace
