@@ -8,11 +8,16 @@
 //   Megatron 1T, tp 8 x pp 64 x dp 6 on 384 DGX A100 = 3,072 GPUs (examples/)
 //   Llama-2-7B serving 10,000 and 100,000 Poisson requests on one A100-80GB (examples/, requests raised)
 //   the platform alone of 384, 1,536 (12,288 GPUs) and 3,072 DGX H100 nodes: how its build grows
+//   a synthetic PyTorch profiler trace of 1,000,000 kernels (2.5 M events, gzip): read and
+//   imported alone, and replayed (workload.trace)
 // Each run is a fresh process (one SimGrid Engine per process) doing the whole
 // pipeline: spec, DAG, platform, replay. Prints the median of 5 runs (3 for the
 // examples). `bench_simulation NAME-SUBSTRING` runs the matching scenarios only.
 #include "Platform.hpp"
 #include "Simulation.hpp"
+#include "trace/TraceImporter.hpp"
+
+#include <zlib.h>
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -40,7 +45,78 @@ struct Scenario {
   int runs;
   const char* set = nullptr; // a --set override
   bool platform_only = false; // time building the spec's platform, nothing else
+  bool import_only   = false; // time reading and importing the spec's traces, nothing else
+  bool on_trace      = false; // the spec replays the synthetic trace (yaml unused)
 };
+
+// A Kineto trace of `kernels` kernels on one GPU, written once: each launched by a
+// cudaLaunchKernel 8 us after the last (5-50 us kernels: partly host-bound), an NCCL
+// all-reduce on a second stream after a cudaStreamWaitEvent every 50, an allocation and
+// its free every 4, as torch.profiler writes them (2.5 events per kernel).
+std::string synthetic_trace(int kernels)
+{
+  std::string path = "/tmp/memwall-bench-trace-" + std::to_string(kernels) + ".json.gz";
+  if (access(path.c_str(), R_OK) == 0)
+    return path;
+  std::string tmp = path + ".part";
+  gzFile f        = gzopen(tmp.c_str(), "wb1");
+  std::string out = R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}],)"
+                    R"( "distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [)";
+  char line[512];
+  double host = 1000, gpu = 1000;
+  long long allocated = 8LL << 30;
+  for (int k = 0; k < kernels; ++k) {
+    bool nccl   = k % 50 == 49;
+    double dur  = 5 + static_cast<double>(static_cast<long long>(k) * 7919 % 46);
+    int corr    = k + 1;
+    if (nccl) {
+      std::snprintf(line, sizeof line,
+                    R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamWaitEvent", "pid": 1, "tid": 1, "ts": %.3f, "dur": 1.0, "args": {"correlation": %d}},)",
+                    host, 10000000 + k);
+      out += line;
+      host += 2;
+    }
+    std::snprintf(line, sizeof line,
+                  R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": %.3f, "dur": 4.0, "args": {"correlation": %d}},)",
+                  host, corr);
+    out += line;
+    gpu = std::max(gpu, host + 6);
+    std::snprintf(line, sizeof line,
+                  R"({"ph": "X", "cat": "kernel", "name": "%s", "pid": 0, "tid": %d, "ts": %.3f, "dur": %.3f, "args": {"device": 0, "stream": %d, "correlation": %d, "grid": [128, 1, 1], "block": [256, 1, 1]%s}},)",
+                  nccl ? "ncclKernel_AllReduce_RING_LL_Sum_float" : "void at::native::vectorized_elementwise_kernel<4>",
+                  nccl ? 20 : 7, gpu, dur, nccl ? 20 : 7, corr,
+                  nccl ? R"(, "Collective name": "allreduce", "In msg nelems": 1048576, "Out msg nelems": 1048576, "Group size": 2, "dtype": "Float")" : "");
+    out += line;
+    gpu += dur;
+    host += 8;
+    if (k % 4 == 0) {
+      long long bytes = 1 << 20;
+      for (int sign : {1, -1}) {
+        allocated += sign * bytes;
+        std::snprintf(line, sizeof line,
+                      R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": %.3f, "args": {"Device Type": 1, "Device Id": 0, "Addr": %lld, "Bytes": %lld, "Total Allocated": %lld, "Total Reserved": 17179869184}},)",
+                      host + (sign > 0 ? 1 : 5), 4096LL * (k + 1), sign * bytes, allocated);
+        out += line;
+      }
+    }
+    if (out.size() > (1 << 22)) {
+      gzwrite(f, out.data(), static_cast<unsigned>(out.size()));
+      out.clear();
+    }
+  }
+  out += R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": )" +
+         std::to_string(host) + R"(, "dur": 1.0, "args": {"correlation": 0}}]})";
+  gzwrite(f, out.data(), static_cast<unsigned>(out.size()));
+  gzclose(f);
+  std::rename(tmp.c_str(), path.c_str());
+  return path;
+}
+
+constexpr int trace_kernels = 1'000'000;
+std::string trace_yaml()
+{
+  return "hardware: {node: dgx-a100, gpus_per_node: 1}\nworkload: {trace: " + synthetic_trace(trace_kernels) + "}\n";
+}
 
 const Scenario scenarios[] = {
     {"gpt2-xl (1.5B), dp 8, 1 x DGX A100",
@@ -70,6 +146,8 @@ const Scenario scenarios[] = {
     {"platform only, 384 x DGX H100", PLATFORM_YAML(384), nullptr, 3, nullptr, true},
     {"platform only, 1536 x DGX H100 (12,288 GPUs)", PLATFORM_YAML(1536), nullptr, 3, nullptr, true},
     {"platform only, 3072 x DGX H100", PLATFORM_YAML(3072), nullptr, 3, nullptr, true},
+    {"trace import only, 1M kernels (2.5M events)", nullptr, nullptr, 3, nullptr, false, true, true},
+    {"trace replay, 1M kernels (2.5M events)", nullptr, nullptr, 3, nullptr, false, false, true},
 };
 
 struct Sample {
@@ -93,10 +171,16 @@ Sample run_once(const Scenario& s)
     std::vector<std::string> set;
     if (s.set)
       set.push_back(s.set);
-    ExperimentSpec spec = s.file ? load_spec(std::string(MEMWALL_SOURCE_DIR) + "/" + s.file, set)
-                                 : parse_spec(s.yaml, "bench", "");
+    ExperimentSpec spec = s.file       ? load_spec(std::string(MEMWALL_SOURCE_DIR) + "/" + s.file, set)
+                          : s.on_trace ? parse_spec(trace_yaml(), "bench", "")
+                                       : parse_spec(s.yaml, "bench", "");
     RunResult r;
-    if (s.platform_only) {
+    if (s.import_only) {
+      std::vector<KinetoTrace> traces;
+      for (const std::string& f : spec.traces)
+        traces.push_back(read_kineto_trace(f));
+      r.op_count = static_cast<int64_t>(import_traces(traces, spec.cluster).op_count());
+    } else if (s.platform_only) {
       start_engine();
       Platform platform(spec.cluster);
     } else // as `memwall run --json` does: no record per op, no memory timeline
@@ -128,6 +212,8 @@ int main(int argc, char** argv)
   for (const auto& s : scenarios) {
     if (argc > 1 && std::string(s.name).find(argv[1]) == std::string::npos)
       continue;
+    if (s.on_trace)
+      synthetic_trace(trace_kernels); // written once, outside the timing
     std::vector<Sample> samples;
     for (int i = 0; i < s.runs; ++i)
       samples.push_back(run_once(s));

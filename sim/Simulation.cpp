@@ -153,27 +153,32 @@ static GpuSpec recorded_gpu(const ExperimentSpec& spec, const std::vector<Kineto
 
 RunResult replay_traces(const ExperimentSpec& spec, bool child, ReplayOptions options)
 {
-  std::vector<KinetoTrace> traces;
-  for (const std::string& f : spec.traces)
-    traces.push_back(read_kineto_trace(f));
-  bool exported = false; // memwall's own ops (`memwall export`): modelled, on any GPU
-  for (const KinetoTrace& t : traces)
-    exported = exported || !t.memwall_ops.empty();
-  GpuSpec recorded = exported ? spec.cluster.node.gpu : recorded_gpu(spec, traces);
-  TraceImport how;
-  how.ranks       = spec.trace_ranks;
-  how.as_recorded = recorded.id == spec.cluster.node.gpu.id &&
-                    (spec.trace_ranks == 0 || spec.trace_ranks == static_cast<int>(traces.size()));
+  GpuSpec recorded;
+  nlohmann::json step; // an exported step's tokens and precision
+  // The traces are let go before the replay: a large one is most of the memory.
+  OpDag dag = [&] {
+    std::vector<KinetoTrace> traces;
+    for (const std::string& f : spec.traces)
+      traces.push_back(read_kineto_trace(f));
+    bool exported = false; // memwall's own ops (`memwall export`): modelled, on any GPU
+    for (const KinetoTrace& t : traces) {
+      exported = exported || !t.memwall_ops.empty();
+      if (t.memwall_dag.is_object() && t.memwall_dag.contains("step"))
+        step = t.memwall_dag["step"];
+    }
+    recorded = exported ? spec.cluster.node.gpu : recorded_gpu(spec, traces);
+    TraceImport how;
+    how.ranks       = spec.trace_ranks;
+    how.as_recorded = recorded.id == spec.cluster.node.gpu.id &&
+                      (spec.trace_ranks == 0 || spec.trace_ranks == static_cast<int>(traces.size()));
+    return import_traces(traces, spec.cluster, how);
+  }();
   options.recorded_on = std::make_shared<const GpuSpec>(recorded);
-  OpDag dag   = import_traces(traces, spec.cluster, how);
   RunResult r = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
   r.gpus      = spec.cluster.total_gpus();
   r.recorded  = recorded_kernels(dag, recorded, spec.cluster.node.gpu);
   r.model_flops_per_step = dag.model_flops(); // an exported step's kernels carry theirs
-  for (const KinetoTrace& t : traces) { // and its section says what a step is
-    const nlohmann::json step = t.memwall_dag.is_object() ? t.memwall_dag.value("step", nlohmann::json()) : nlohmann::json();
-    if (!step.is_object())
-      continue;
+  if (step.is_object()) {                     // and its section says what a step is
     if (step.contains("tokens_per_step") && step["tokens_per_step"].is_number() && step["tokens_per_step"].get<double>() >= 0)
       r.tokens_per_step = step["tokens_per_step"].get<double>();
     if (step.contains("precision") && step["precision"].is_string())

@@ -29,7 +29,7 @@ struct TraceGpuOp {
   int64_t stream = 0;
   int64_t correlation = -1; // links to its TraceCall
   double bytes = 0;         // memcpy / memset
-  std::string name;         // kernel name, or "Memcpy HtoD (Pinned -> Device)", ...
+  uint32_t name = 0;        // KinetoTrace::names: kernel name, or "Memcpy HtoD (Pinned -> Device)", ...
   int collective = -1;      // index into KinetoTrace::collectives for NCCL kernels
 };
 
@@ -39,7 +39,6 @@ struct TraceCall {
   int64_t start_ns = 0, dur_ns = 0;
   int64_t tid = 0;
   int64_t correlation = -1;
-  std::string name;
 };
 
 // One `[memory]` instant event of the caching allocator: an allocation (bytes > 0) or
@@ -58,6 +57,7 @@ struct KinetoTrace {
   std::string file;
   int rank = 0, world_size = 1; // distributedInfo; 0 and 1 without it
   std::string gpu_name;         // deviceProperties[0].name, "" when absent
+  std::vector<std::string> names; // the GPU activities' distinct names (a million kernels have a few hundred)
   std::vector<TraceGpuOp> gpu_ops;
   std::vector<TraceCall> calls;
   std::vector<TraceMemoryEvent> memory;

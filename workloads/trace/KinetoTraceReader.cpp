@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <istream>
+#include <unordered_map>
 
 namespace memwall {
 namespace {
@@ -365,8 +366,12 @@ private:
       op.stream      = e.stream;
       op.correlation = e.correlation;
       op.bytes       = e.bytes;
-      op.name        = std::move(e.name);
-      if (e.is_collective || op.name.rfind("ncclKernel", 0) == 0 || op.name.rfind("ncclDevKernel", 0) == 0) {
+      bool nccl      = e.name.rfind("ncclKernel", 0) == 0 || e.name.rfind("ncclDevKernel", 0) == 0;
+      auto [it, fresh] = name_ids_.try_emplace(std::move(e.name), static_cast<uint32_t>(out_.names.size()));
+      if (fresh)
+        out_.names.push_back(it->first);
+      op.name = it->second;
+      if (e.is_collective || nccl) {
         op.collective = static_cast<int>(out_.collectives.size());
         out_.collectives.push_back(std::move(e.coll));
       }
@@ -378,7 +383,6 @@ private:
       c.dur_ns      = e.dur_ns;
       c.tid         = e.tid;
       c.correlation = e.correlation;
-      c.name        = std::move(e.name);
       out_.calls.push_back(std::move(c));
     }
   }
@@ -390,6 +394,7 @@ private:
   std::string key2_[2]; // keys at depths 2 and 3
   std::string arg_;    // key inside an event's args
   Event event_;
+  std::unordered_map<std::string, uint32_t> name_ids_;
   std::vector<nlohmann::json*> dom_;
   nlohmann::json captured_;
   std::string dom_key_;

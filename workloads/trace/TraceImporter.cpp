@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 namespace memwall {
@@ -228,7 +229,8 @@ private:
     op.kind    = OpKind::host_compute;
     op.device  = first_gpu();
     op.stream  = StreamKind::host;
-    op.name    = "host";
+    static const OpName host_step("host");
+    op.name    = host_step;
     op.seconds = std::max<int64_t>(time - cpu_ns_, 1) * ns; // a step takes at least 1 ns
     host_      = dag_.add(op, waits_);
     waits_.clear();
@@ -277,24 +279,42 @@ private:
   // The op a GPU activity becomes: a kernel with its recorded time; replayed elsewhere
   // than where it was recorded, a host copy over the links and an NCCL kernel as the
   // collective on the modelled topology.
+  // What each distinct name is, worked out once.
+  struct Named {
+    OpName name;
+    KernelKind kind;
+  };
+  const Named& named(const TraceGpuOp& g)
+  {
+    if (named_.size() < t_.names.size())
+      named_.resize(t_.names.size());
+    std::optional<Named>& n = named_[g.name];
+    if (!n) {
+      const std::string& s = t_.names[g.name];
+      n = Named{OpName(s), g.kind == TraceGpuOp::Kind::kernel ? kernel_kind(s) : KernelKind{KernelClass::elementwise}};
+    }
+    return *n;
+  }
+
   Op gpu_op(const TraceGpuOp& g, std::vector<OpId>& deps)
   {
+    const Named& known = named(g);
     Op op;
     op.kind    = OpKind::kernel;
     op.device  = gpus_.at(g.device);
     op.stream  = streams_.at(g.device).at(g.stream);
-    op.name    = g.name;
+    op.name    = known.name;
     op.seconds = std::max<int64_t>(g.dur_ns, 1) * ns;
     op.bytes   = g.bytes;
-    KernelKind k = g.kind == TraceGpuOp::Kind::kernel ? kernel_kind(g.name) : KernelKind{KernelClass::elementwise};
-    op.kclass    = k.kclass;
-    op.dtype     = k.dtype;
+    op.kclass  = known.kind.kclass;
+    op.dtype   = known.kind.dtype;
     if (how_.as_recorded)
       return op;
-    bool h2d = g.name.find("HtoD") != std::string::npos, d2h = g.name.find("DtoH") != std::string::npos;
+    const std::string& name = t_.names[g.name];
+    bool h2d = name.find("HtoD") != std::string::npos, d2h = name.find("DtoH") != std::string::npos;
     if (g.kind == TraceGpuOp::Kind::memcpy && (h2d || d2h) && g.bytes > 0) {
       DeviceRef host{DeviceKind::host, op.device.node, how_.cluster->node.socket_of_gpu(op.device.index)};
-      bool pinned = g.name.find("Pageable") == std::string::npos;
+      bool pinned = name.find("Pageable") == std::string::npos;
       Op copy = host_copy_op(op.device, op.stream, h2d ? host : op.device, h2d ? op.device : host, g.bytes, op.name, pinned);
       copy.seconds = 0;
       return copy;
@@ -410,6 +430,7 @@ private:
   std::vector<OpId>& collectives_; // the leading rank's collectives, in order
   bool leads_;
   size_t next_collective_ = 0;
+  std::vector<std::optional<Named>> named_; // per KinetoTrace::names
   std::map<int, std::map<int64_t, StreamKind>> streams_;
   std::vector<std::vector<uint32_t>> launched_by_; // per call: the GPU ops it launched
   std::vector<uint32_t> orphans_;                   // GPU ops no call launched
