@@ -388,3 +388,38 @@ TEST_CASE("an_exported_trace_with_a_broken_op_is_refused_naming_the_op", "[trace
     CHECK_THAT(refused("exported_" + b.name, hw + "workload: {trace: " + f + "}\n"), Catch::Contains(b.says));
   }
 }
+
+TEST_CASE("an_allocation_takes_its_category_from_the_cpu_op_it_was_made_in", "[trace][memory]")
+{
+  // Four allocations, none freed, so all four are held at the end (the peak):
+  //   1 MiB inside AccumulateGrad (inside a backward op)  -> gradients
+  //   2 MiB inside Optimizer.step#Adam.step              -> optimizer
+  //   4 MiB inside aten::linear                           -> activations
+  //   8 MiB outside every op                              -> other
+  auto mem = [](double ts, long long bytes, long long total) {
+    return R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": )" +
+           std::to_string(ts) + R"(, "args": {"Device Type": 1, "Device Id": 0, "Addr": )" + std::to_string(ts * 10) +
+           R"(, "Bytes": )" + std::to_string(bytes) + R"(, "Total Allocated": )" + std::to_string(total) + "}},";
+  };
+  auto op = [](const std::string& name, double ts, double dur) {
+    return R"({"ph": "X", "cat": "cpu_op", "name": ")" + name + R"(", "pid": 1, "tid": 1, "ts": )" +
+           std::to_string(ts) + R"(, "dur": )" + std::to_string(dur) + "},";
+  };
+  const long long MiB = 1 << 20;
+  std::string events = op("autograd::engine::evaluate_function: AddmmBackward0", 10, 30) +
+                       op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 20, 5) +
+                       mem(22, MiB, MiB) + op("Optimizer.step#Adam.step", 50, 10) + mem(55, 2 * MiB, 3 * MiB) +
+                       op("aten::linear", 70, 10) + mem(75, 4 * MiB, 7 * MiB) + mem(90, 8 * MiB, 15 * MiB) +
+                       R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 100, "dur": 5,)"
+                       R"( "args": {"device": 0, "stream": 7}})";
+  std::string trace = temp_path("scoped_memory.json");
+  write_file(trace, R"({"deviceProperties": [{"name": "NVIDIA A100-SXM4-80GB"}], "traceEvents": [)" + events + "]}");
+  auto j = memwall::test::run_json("scoped_memory", "hardware: {node: dgx-a100, gpus_per_node: 1}\nworkload: {trace: " +
+                                                        trace + "}\n");
+  const auto& peak = j["devices"][0]["peak_by_category"];
+  CHECK(peak["gradients"] == 1.0 * MiB);
+  CHECK(peak["optimizer"] == 2.0 * MiB);
+  CHECK(peak["activations"] == 4.0 * MiB);
+  CHECK(peak["other"] == 8.0 * MiB);
+  CHECK(j["max_peak_bytes"] == 15.0 * MiB);
+}

@@ -41,6 +41,14 @@ struct TraceCall {
   int64_t correlation = -1;
 };
 
+// A CPU op or annotation ("aten::linear", "Optimizer.step#Adam.step", ...): the scope
+// an allocation happened in says what it holds.
+struct TraceCpuOp {
+  int64_t start_ns = 0, dur_ns = 0;
+  int64_t tid  = 0;
+  uint32_t name = 0; // KinetoTrace::names
+};
+
 // One `[memory]` instant event of the caching allocator: an allocation (bytes > 0) or
 // a free (bytes < 0) at `addr`, and the device's totals right after it.
 struct TraceMemoryEvent {
@@ -60,6 +68,7 @@ struct KinetoTrace {
   std::vector<std::string> names; // the GPU activities' distinct names (a million kernels have a few hundred)
   std::vector<TraceGpuOp> gpu_ops;
   std::vector<TraceCall> calls;
+  std::vector<TraceCpuOp> cpu_ops; // sorted by thread, then start
   std::vector<TraceMemoryEvent> memory;
   std::vector<TraceCollective> collectives;
   // A trace memwall exported (`memwall export`): each event's op (args.memwall, with

@@ -367,15 +367,14 @@ private:
       op.correlation = e.correlation;
       op.bytes       = e.bytes;
       bool nccl      = e.name.rfind("ncclKernel", 0) == 0 || e.name.rfind("ncclDevKernel", 0) == 0;
-      auto [it, fresh] = name_ids_.try_emplace(std::move(e.name), static_cast<uint32_t>(out_.names.size()));
-      if (fresh)
-        out_.names.push_back(it->first);
-      op.name = it->second;
+      op.name        = name_id(std::move(e.name));
       if (e.is_collective || nccl) {
         op.collective = static_cast<int>(out_.collectives.size());
         out_.collectives.push_back(std::move(e.coll));
       }
       out_.gpu_ops.push_back(std::move(op));
+    } else if (e.cat == "cpu_op" || e.cat == "user_annotation") {
+      out_.cpu_ops.push_back({e.ts_ns, e.dur_ns, e.tid, name_id(std::move(e.name))});
     } else if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") {
       TraceCall c;
       c.kind        = call_kind(e.name);
@@ -385,6 +384,14 @@ private:
       c.correlation = e.correlation;
       out_.calls.push_back(std::move(c));
     }
+  }
+
+  uint32_t name_id(std::string name)
+  {
+    auto [it, fresh] = name_ids_.try_emplace(std::move(name), static_cast<uint32_t>(out_.names.size()));
+    if (fresh)
+      out_.names.push_back(it->first);
+    return it->second;
   }
 
   KinetoTrace& out_;
@@ -419,6 +426,10 @@ KinetoTrace read_kineto_trace(const std::string& path)
   // only add up in time order (equal times: as written).
   std::stable_sort(t.memory.begin(), t.memory.end(),
                    [](const TraceMemoryEvent& a, const TraceMemoryEvent& b) { return a.ts_ns < b.ts_ns; });
+  // Enclosing ops first at equal starts, so that each thread's ops nest as a stack.
+  std::sort(t.cpu_ops.begin(), t.cpu_ops.end(), [](const TraceCpuOp& a, const TraceCpuOp& b) {
+    return a.tid != b.tid ? a.tid < b.tid : a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns > b.dur_ns;
+  });
   return t;
 }
 

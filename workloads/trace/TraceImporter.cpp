@@ -92,6 +92,23 @@ double element_bytes(const std::string& dtype)
   return 4; // Float, Int
 }
 
+// What an allocation holds, from the CPU ops it was made in (innermost first): the
+// optimizer's step its states and temporaries, gradient accumulation and DDP's buckets
+// gradients, any other op (forward or backward) activations, outside every op `other`.
+MemCategory scope_category(const std::vector<const std::string*>& scope)
+{
+  for (auto it = scope.rbegin(); it != scope.rend(); ++it) {
+    const std::string& n = **it;
+    if (n.find("Optimizer.step") != std::string::npos || n.find("optimizer") != std::string::npos ||
+        n.find("Optimizer.zero_grad") != std::string::npos)
+      return MemCategory::optimizer;
+    if (n.find("AccumulateGrad") != std::string::npos || n.find("Reducer") != std::string::npos ||
+        n.find("DistributedDataParallel") != std::string::npos || n.find("nccl:") != std::string::npos)
+      return MemCategory::gradients;
+  }
+  return scope.empty() ? MemCategory::other : MemCategory::activations;
+}
+
 // The CUDA streams of one GPU of a trace as memwall's streams: the busiest non-NCCL
 // stream is `compute`, NCCL's streams `comm` first, the others by first use.
 std::map<int64_t, StreamKind> map_streams(const KinetoTrace& t, int device)
@@ -395,13 +412,40 @@ private:
                    "no allocator events in the trace (record with profile_memory=True)");
   }
 
+  // The CPU ops on `tid` open at `ts` (memory events come in time order: each thread's
+  // stack is walked forward once).
+  std::vector<const std::string*> scope_at(int64_t tid, int64_t ts)
+  {
+    Scope& s = scopes_[tid];
+    if (!s.ready) {
+      auto lo = std::lower_bound(t_.cpu_ops.begin(), t_.cpu_ops.end(), tid,
+                                 [](const TraceCpuOp& o, int64_t t) { return o.tid < t; });
+      s.next  = static_cast<size_t>(lo - t_.cpu_ops.begin());
+      s.ready = true;
+    }
+    while (s.next < t_.cpu_ops.size() && t_.cpu_ops[s.next].tid == tid && t_.cpu_ops[s.next].start_ns <= ts) {
+      const TraceCpuOp& o = t_.cpu_ops[s.next++];
+      while (!s.open.empty() && s.open.back()->start_ns + s.open.back()->dur_ns <= o.start_ns)
+        s.open.pop_back();
+      s.open.push_back(&o);
+    }
+    while (!s.open.empty() && s.open.back()->start_ns + s.open.back()->dur_ns < ts)
+      s.open.pop_back();
+    std::vector<const std::string*> names;
+    for (const TraceCpuOp* o : s.open)
+      if (o->start_ns + o->dur_ns >= ts)
+        names.push_back(&t_.names[o->name]);
+    return names;
+  }
+
   void on_memory(const TraceMemoryEvent& m)
   {
     host_until(m.ts_ns);
     const DeviceRef& gpu = gpus_.at(m.device_id);
     auto& live = live_[m.device_id];
     if (m.bytes > 0) {
-      live[m.addr] = dag_.alloc(gpu, StreamKind::host, gpu, MemCategory::other, static_cast<double>(m.bytes), "alloc");
+      MemCategory c = scope_category(scope_at(m.tid, m.ts_ns));
+      live[m.addr]  = dag_.alloc(gpu, StreamKind::host, gpu, c, static_cast<double>(m.bytes), "alloc");
       return;
     }
     if (m.bytes == 0)
@@ -431,6 +475,12 @@ private:
   bool leads_;
   size_t next_collective_ = 0;
   std::vector<std::optional<Named>> named_; // per KinetoTrace::names
+  struct Scope {
+    bool ready  = false;
+    size_t next = 0;                     // the thread's next op in KinetoTrace::cpu_ops
+    std::vector<const TraceCpuOp*> open; // its ops open at the last event, outermost first
+  };
+  std::map<int64_t, Scope> scopes_;
   std::map<int, std::map<int64_t, StreamKind>> streams_;
   std::vector<std::vector<uint32_t>> launched_by_; // per call: the GPU ops it launched
   std::vector<uint32_t> orphans_;                   // GPU ops no call launched

@@ -14,7 +14,8 @@
 //                                   recording (every stream's latest op that had ended
 //                                   when the call returned)
 //   [memory] events                 allocations and frees on their GPU in the host's
-//                                   order; what was allocated before the trace started
+//                                   order, their category from the CPU ops they were
+//                                   made in; what was allocated before the trace started
 //                                   (its first "Total Allocated" less that event) is one
 //                                   allocation at the start
 // Each rank's file is one GPU of the cluster, in the order given (a file holding several
