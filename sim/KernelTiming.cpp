@@ -21,6 +21,21 @@ double estimated_rate(const GpuSpec& g, const Op& op)
 
 } // namespace
 
+// A GPU's launch-and-tail time and the bandwidth a memory-bound kernel of `bytes`
+// streams at: its fitted profile's elementwise curve where it has one (measured), else
+// the catalog's kernel_overhead_s and hbm_achievable_bw.
+static double launch_s(const GpuSpec& g)
+{
+  const GpuProfile* p = g.profile.get();
+  return p && !p->elementwise.empty() ? p->elementwise.regimes.front().latency_s : g.kernel_overhead_s;
+}
+
+static double streaming_bw(const GpuSpec& g, double bytes)
+{
+  const GpuProfile* p = g.profile.get();
+  return p && !p->elementwise.empty() ? p->elementwise.bandwidth(bytes) : g.hbm_achievable_bw;
+}
+
 KernelTiming recorded_kernel_timing(const GpuSpec& from, const GpuSpec& to, const Op& op)
 {
   KernelTiming t;
@@ -28,19 +43,26 @@ KernelTiming recorded_kernel_timing(const GpuSpec& from, const GpuSpec& to, cons
     t.compute_s = op.seconds;
     return t;
   }
-  // The first kernel_overhead_s of a kernel is launch and tail, which scale with the
-  // GPUs' overheads; a kernel shorter than that is all overhead.
-  double fixed  = std::min(op.seconds, from.kernel_overhead_s);
-  double body   = op.seconds - fixed;
-  bool compute  = op.kclass == KernelClass::gemm || op.kclass == KernelClass::attention;
-  double efficiency_from = op.kclass == KernelClass::attention ? from.attention_efficiency : from.matmul_efficiency;
-  double efficiency_to   = op.kclass == KernelClass::attention ? to.attention_efficiency : to.matmul_efficiency;
-  double rate_from = compute ? from.peak(op.dtype) * efficiency_from : from.hbm_achievable_bw;
-  double rate_to   = compute ? to.peak(op.dtype) * efficiency_to : to.hbm_achievable_bw;
-  if (compute && rate_to <= 0) // a format the target lacks (fp8 on an A100): what a job would fall back to
-    rate_to = (to.supports(Dtype::fp16) ? to.peak(Dtype::fp16) : to.peak(Dtype::fp32)) * efficiency_to;
-  t.overhead_s = from.kernel_overhead_s > 0 ? fixed * to.kernel_overhead_s / from.kernel_overhead_s : fixed;
-  t.compute_s  = rate_from > 0 && rate_to > 0 ? body * rate_from / rate_to : body;
+  // The first launch_s of a kernel is launch and tail; a kernel shorter than that is
+  // all of it.
+  double launch_from = launch_s(from), launch_to = launch_s(to);
+  double fixed       = std::min(op.seconds, launch_from);
+  double body        = op.seconds - fixed;
+  t.overhead_s       = launch_from > 0 ? fixed * launch_to / launch_from : fixed;
+  if (op.kclass == KernelClass::gemm || op.kclass == KernelClass::attention) {
+    bool attention  = op.kclass == KernelClass::attention;
+    double rate_from = from.peak(op.dtype) * (attention ? from.attention_efficiency : from.matmul_efficiency);
+    double rate_to   = to.peak(op.dtype) * (attention ? to.attention_efficiency : to.matmul_efficiency);
+    if (rate_to <= 0) // a format the target lacks (fp8 on an A100): what a job would fall back to
+      rate_to = (to.supports(Dtype::fp16) ? to.peak(Dtype::fp16) : to.peak(Dtype::fp32)) *
+                (attention ? to.attention_efficiency : to.matmul_efficiency);
+    t.compute_s = rate_from > 0 && rate_to > 0 ? body * rate_from / rate_to : body;
+    return t;
+  }
+  // Memory-bound: the bytes it moved at the source's rate, at the target's.
+  double bytes = body * streaming_bw(from, body * from.hbm_achievable_bw);
+  double bw_to = streaming_bw(to, bytes);
+  t.compute_s  = bw_to > 0 ? bytes / bw_to : body;
   return t;
 }
 

@@ -25,11 +25,14 @@ struct KernelTiming {
 KernelTiming kernel_timing(const GpuSpec& g, const Op& op);
 
 // A kernel recorded on `from` (Op::seconds) as it would run on `to`: as recorded on the
-// same GPU. Else its first kernel_overhead_s (launch and tail; all of a shorter kernel)
-// scales by the ratio of the GPUs' overheads, and the rest by what bounds its class:
-// compute (gemm, attention) by the ratio of peak FLOP/s at its dtype times the class's
-// efficiency, memory-bound kernels (elementwise, other) by the ratio of achievable HBM
-// bandwidth. A format the target lacks runs at its fp16 (else fp32) rate.
+// same GPU. Else its launch-and-tail part (all of a shorter kernel) scales by the ratio
+// of the GPUs' launch times, and the rest by what bounds its class: compute (gemm,
+// attention) by the ratio of peak FLOP/s at its dtype times the class's efficiency;
+// memory-bound kernels (elementwise, other) move the bytes they moved at the source's
+// streaming bandwidth at the target's. Launch time and streaming bandwidth come from a
+// GPU's fitted profile (its elementwise curve) where it has one, else from the catalog
+// (kernel_overhead_s, hbm_achievable_bw). A format the target lacks runs at its fp16
+// (else fp32) rate.
 KernelTiming recorded_kernel_timing(const GpuSpec& from, const GpuSpec& to, const Op& op);
 
 } // namespace memwall

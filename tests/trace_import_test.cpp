@@ -181,25 +181,28 @@ TEST_CASE("a_trace_spec_refuses_bad_traces_with_one_line", "[trace][errors]")
 
 TEST_CASE("a_recorded_kernel_moves_to_another_gpu_by_what_bounds_its_class", "[trace][retarget]")
 {
-  // Catalog: V100 SXM2 fp32 15.7 TFLOP/s x matmul efficiency 0.70 = 10.99 TFLOP/s, HBM
-  // 790 GB/s; A100 80GB fp32 19.5 TFLOP/s x 0.75 = 14.625 TFLOP/s, HBM 1,700 GB/s; both
-  // 4 us of launch and tail per kernel.
+  // V100 SXM2 (catalog, no profile): fp32 15.7 TFLOP/s x matmul efficiency 0.70 = 10.99
+  // TFLOP/s, HBM 790 GB/s, 4 us of launch and tail per kernel. A100 80GB: fp32 19.5
+  // TFLOP/s x 0.75 = 14.625 TFLOP/s; its fitted profile (hwmodels/catalog/profiles/
+  // a100-sxm4-80gb.yaml, elementwise) launches in 2.5848 us and streams at 1,276.7 GB/s.
   GpuSpec v100 = gpu_preset("v100-sxm2-32gb"), a100 = gpu_preset("a100-sxm4-80gb");
   REQUIRE(v100.kernel_overhead_s == 4e-6);
-  REQUIRE(a100.kernel_overhead_s == 4e-6);
+  REQUIRE(a100.profile);
+  const double launch = 2.5848404879705158e-06, bw = 1276667036841.7864;
   Op gemm;
   gemm.kclass  = KernelClass::gemm;
   gemm.dtype   = Dtype::fp32;
   gemm.seconds = 100e-6;
-  // 4 us + 96 us x 10.99 / 14.625
-  CHECK(recorded_kernel_timing(v100, a100, gemm).total_s(0) == Approx(4e-6 + 96e-6 * (15.7 * 0.70) / (19.5 * 0.75)));
+  // launch 4 us -> 2.58 us; 96 us x 10.99 / 14.625
+  CHECK(recorded_kernel_timing(v100, a100, gemm).total_s(0) ==
+        Approx(launch + 96e-6 * (15.7 * 0.70) / (19.5 * 0.75)).epsilon(1e-12));
   Op copy      = gemm;
   copy.kclass  = KernelClass::elementwise;
-  copy.seconds = 50e-6; // 4 us + 46 us x 790 / 1700 = 25.38 us
-  CHECK(recorded_kernel_timing(v100, a100, copy).total_s(0) == Approx(4e-6 + 46e-6 * 790.0 / 1700.0));
+  copy.seconds = 50e-6; // 46 us at 790 GB/s = 36.3 MB, at 1,276.7 GB/s: 28.5 us
+  CHECK(recorded_kernel_timing(v100, a100, copy).total_s(0) == Approx(launch + 46e-6 * 790e9 / bw).epsilon(1e-12));
   Op tiny      = copy;
-  tiny.seconds = 2e-6; // all launch and tail: the same on a GPU with the same overhead
-  CHECK(recorded_kernel_timing(v100, a100, tiny).total_s(0) == Approx(2e-6));
+  tiny.seconds = 2e-6; // all launch and tail: by the ratio of launch times
+  CHECK(recorded_kernel_timing(v100, a100, tiny).total_s(0) == Approx(2e-6 * launch / 4e-6).epsilon(1e-12));
   // On the GPU it was recorded on, exactly as recorded.
   CHECK(recorded_kernel_timing(v100, v100, gemm).total_s(0) == gemm.seconds);
 }
@@ -219,14 +222,19 @@ TEST_CASE("a_v100_trace_replayed_on_a100_and_h100_speeds_up_as_its_kernel_classe
   for (const auto& [name, c] : a100["trace"]["kernel_classes"].items())
     kernels += c["kernels"].get<int64_t>();
   CHECK(kernels == 4350 + 1600 + 145);
-  // Each class speeds up by no more than the ratio of what bounds it (the launch and
-  // tail part does not scale) and no less than 1: fp32 GEMMs and convolutions by
-  // 19.5 x 0.75 / (15.7 x 0.70) = 1.331 on an A100, 67 x 0.75 / (15.7 x 0.70) on an
-  // H100; memory-bound kernels by 1,700 / 790 = 2.15 and 3,000 / 790 (catalog HBM).
+  // Each class speeds up by about the ratio of what bounds it, the launch part moving by
+  // the ratio of launch times (4 us on the V100; 2.58 and 1.91 us in the A100's and
+  // H100's fitted profiles): fp32 GEMMs and convolutions by 19.5 x 0.75 / (15.7 x 0.70)
+  // = 1.331 on an A100, 67 x 0.75 / (15.7 x 0.70) = 4.57 on an H100; memory-bound
+  // kernels by the profiles' streaming bandwidth over the V100's 790 GB/s: 1,276.7 /
+  // 790 = 1.62 and 2,353.2 / 790 = 2.98.
   GpuSpec v = gpu_preset("v100-sxm2-32gb"), a = gpu_preset("a100-sxm4-80gb"), h = gpu_preset("h100-sxm-80gb");
   auto bound = [&](const GpuSpec& to, const std::string& cls) {
-    return cls == "gemm" ? to.peak(Dtype::fp32) * to.matmul_efficiency / (v.peak(Dtype::fp32) * v.matmul_efficiency)
-                         : to.hbm_achievable_bw / v.hbm_achievable_bw;
+    double launch = to.profile->elementwise.regimes.front().latency_s / v.kernel_overhead_s;
+    double body   = cls == "gemm"
+                        ? to.peak(Dtype::fp32) * to.matmul_efficiency / (v.peak(Dtype::fp32) * v.matmul_efficiency)
+                        : to.profile->elementwise.bandwidth(1e9) / v.hbm_achievable_bw;
+    return std::max(body, 1 / launch); // neither part speeds up more than this
   };
   for (const auto& [target, j] : {std::pair{&a, &a100}, std::pair{&h, &h100}})
     for (const std::string cls : {"gemm", "elementwise"}) {
