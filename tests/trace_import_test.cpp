@@ -431,3 +431,44 @@ TEST_CASE("an_allocation_takes_its_category_from_the_cpu_op_it_was_made_in", "[t
   CHECK(peak["other"] == 8.0 * MiB);
   CHECK(j["max_peak_bytes"] == 15.0 * MiB);
 }
+
+TEST_CASE("a_stream_wait_named_by_a_cuda_sync_event_waits_for_the_recorded_op_only", "[trace]")
+{
+  // Kineto's cuda_sync events (enable_cuda_sync_events) name what a stream waits for.
+  // Launched in this order: A on stream 7 (t = 10..110 us), cudaEventRecord (corr 2),
+  // B on stream 7 (110..310), cudaStreamWaitEvent (corr 4) for that event on stream 20,
+  // C on stream 20. C waits for A only: it starts when A ends, at 110 us from A's
+  // start, not after B. (Without the cuda_sync event the wait would be guessed, and a
+  // guess the recording contradicts, B, dropped: C would start at its launch.)
+  auto call = [](const char* name, double ts, int corr) {
+    return std::string(R"({"ph": "X", "cat": "cuda_runtime", "name": ")") + name +
+           R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(ts) + R"(, "dur": 1, "args": {"correlation": )" +
+           std::to_string(corr) + "}},";
+  };
+  auto kernel = [](const char* name, int stream, double ts, double dur, int corr) {
+    return std::string(R"({"ph": "X", "cat": "kernel", "name": ")") + name + R"(", "pid": 0, "tid": )" +
+           std::to_string(stream) + R"(, "ts": )" + std::to_string(ts) + R"(, "dur": )" + std::to_string(dur) +
+           R"(, "args": {"device": 0, "stream": )" + std::to_string(stream) + R"(, "correlation": )" +
+           std::to_string(corr) + "}},";
+  };
+  std::string events =
+      call("cudaLaunchKernel", 1, 1) + kernel("A", 7, 10, 100, 1) + call("cudaEventRecord", 3, 2) +
+      call("cudaLaunchKernel", 5, 3) + kernel("B", 7, 110, 200, 3) + call("cudaStreamWaitEvent", 7, 4) +
+      R"({"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 20, "ts": 8, "dur": 0,)"
+      R"( "args": {"cuda_sync_kind": "Stream Wait Event", "stream": 20, "correlation": 4, "device": 0,)"
+      R"( "wait_on_stream": 7, "wait_on_cuda_event_record_corr_id": 2}},)" +
+      call("cudaLaunchKernel", 9, 5) + R"({"ph": "X", "cat": "kernel", "name": "C", "pid": 0, "tid": 20, "ts": 111,)"
+                                        R"( "dur": 50, "args": {"device": 0, "stream": 20, "correlation": 5}})";
+  std::string trace = temp_path("cuda_sync.json");
+  write_file(trace, R"({"deviceProperties": [{"name": "NVIDIA A100-SXM4-80GB"}], "traceEvents": [)" + events + "]}");
+  std::string spec = temp_path("cuda_sync.yaml");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nworkload: {trace: " + trace + "}\n");
+  RunResult r = simulate(load_spec(spec), /*in_child=*/true, {});
+  std::map<std::string, const OpRecord*> by_name;
+  for (const OpRecord& op : r.ops)
+    by_name[op.name] = &op;
+  REQUIRE(by_name.count("A"));
+  REQUIRE(by_name.count("C"));
+  CHECK(by_name["C"]->start == Approx(by_name["A"]->end).margin(1e-12));
+  CHECK(by_name["C"]->start < by_name["B"]->end);
+}

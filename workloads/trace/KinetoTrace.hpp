@@ -34,11 +34,21 @@ struct TraceGpuOp {
 };
 
 struct TraceCall {
-  enum class Kind : uint8_t { launch, sync, launch_and_sync, wait_event, other };
+  enum class Kind : uint8_t { launch, sync, launch_and_sync, wait_event, event_record, other };
   Kind kind = Kind::other;
   int64_t start_ns = 0, dur_ns = 0;
   int64_t tid = 0;
   int64_t correlation = -1;
+};
+
+// A stream's wait for an event, as traces with CUDA sync events record it (Kineto's
+// "cuda_sync" events, torch.profiler's enable_cuda_sync_events): the ops issued on
+// `stream` after the cudaStreamWaitEvent call `call_correlation` wait for what
+// `wait_on_stream` had been given when the cudaEventRecord call `record_correlation` ran.
+struct TraceStreamWait {
+  int device = 0;
+  int64_t stream = 0, wait_on_stream = -1;
+  int64_t call_correlation = -1, record_correlation = -1;
 };
 
 // A CPU op or annotation ("aten::linear", "Optimizer.step#Adam.step", ...): the scope
@@ -69,6 +79,7 @@ struct KinetoTrace {
   std::vector<TraceGpuOp> gpu_ops;
   std::vector<TraceCall> calls;
   std::vector<TraceCpuOp> cpu_ops; // sorted by thread, then start
+  std::vector<TraceStreamWait> stream_waits;
   std::vector<TraceMemoryEvent> memory;
   std::vector<TraceCollective> collectives;
   // A trace memwall exported (`memwall export`): each event's op (args.memwall, with

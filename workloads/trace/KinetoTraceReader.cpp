@@ -85,6 +85,8 @@ TraceCall::Kind call_kind(const std::string& name)
     return TraceCall::Kind::launch_and_sync;
   if (name == "cudaStreamWaitEvent" || name == "cuStreamWaitEvent")
     return TraceCall::Kind::wait_event;
+  if (name == "cudaEventRecord" || name == "cuEventRecord" || name == "cudaEventRecordWithFlags")
+    return TraceCall::Kind::event_record;
   if (name.rfind("cudaLaunch", 0) == 0 || name.rfind("cuLaunch", 0) == 0 || name.rfind("cudaMemcpy", 0) == 0 ||
       name.rfind("cudaMemset", 0) == 0 || name.rfind("cuMemcpy", 0) == 0 || name.rfind("cuMemset", 0) == 0)
     return TraceCall::Kind::launch;
@@ -212,6 +214,7 @@ private:
     bool is_collective = false;
     TraceMemoryEvent mem;
     nlohmann::json memwall; // args.memwall of an exported trace
+    int64_t wait_on_stream = -1, record_correlation = -1; // cuda_sync
   };
 
   bool in_args() const { return top_ == "traceEvents" && key2_[1] == "args"; }
@@ -324,6 +327,10 @@ private:
       event_.coll.dtype = v.s;
     else if (a == "Process Group Ranks" && v.kind == Scalar::Kind::text)
       event_.coll.ranks = rank_list(v.s);
+    else if (a == "wait_on_stream")
+      event_.wait_on_stream = to_int(v);
+    else if (a == "wait_on_cuda_event_record_corr_id")
+      event_.record_correlation = to_int(v);
     else if (a == "Device Type")
       event_.mem.device_type = static_cast<int>(to_int(v));
     else if (a == "Device Id")
@@ -373,6 +380,13 @@ private:
         out_.collectives.push_back(std::move(e.coll));
       }
       out_.gpu_ops.push_back(std::move(op));
+    } else if (e.cat == "cuda_sync") {
+      // A stream waiting for another's event; host synchronisations (Event Sync,
+      // Stream Sync, Context Sync) are read from the runtime calls' recorded times.
+      if (e.wait_on_stream >= 0 && e.record_correlation >= 0 && e.stream >= 0 && e.device >= 0 &&
+          e.name.find("Wait") != std::string::npos)
+        out_.stream_waits.push_back({static_cast<int>(std::clamp<int64_t>(e.device, 0, 1 << 20)), e.stream,
+                                     e.wait_on_stream, e.correlation, e.record_correlation});
     } else if (e.cat == "cpu_op" || e.cat == "user_annotation") {
       out_.cpu_ops.push_back({e.ts_ns, e.dur_ns, e.tid, name_id(std::move(e.name))});
     } else if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") {

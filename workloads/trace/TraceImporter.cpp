@@ -174,6 +174,8 @@ public:
       if (cuda_memory(m))
         origin_ = std::min(origin_, m.ts_ns);
     cpu_ns_ = origin_;
+    for (const TraceStreamWait& w : t_.stream_waits)
+      waits_by_call_.emplace(w.call_correlation, &w);
     index_launches();
     allocate_before_trace();
     for (const Item& it : timeline())
@@ -270,7 +272,32 @@ private:
         break;
       }
       case TraceCall::Kind::sync: synchronise(c); break;
-      case TraceCall::Kind::wait_event: wait_pending_ = true; break;
+      case TraceCall::Kind::wait_event: {
+        auto it = waits_by_call_.find(c.correlation);
+        if (it == waits_by_call_.end()) {
+          wait_pending_ = true; // which event: inferred at the next launch
+          break;
+        }
+        // Named by the trace: the waiting stream's next op waits for what the other
+        // stream had been given when the event was recorded.
+        const TraceStreamWait& w = *it->second;
+        auto rec                 = recorded_tails_.find(w.record_correlation);
+        if (rec == recorded_tails_.end())
+          break;
+        auto tail = rec->second.find({w.device, w.wait_on_stream});
+        if (tail != rec->second.end())
+          stream_waits_[{w.device, w.stream}].push_back(tail->second);
+        break;
+      }
+      case TraceCall::Kind::event_record: {
+        // What every stream had been given by now (the event's stream is named by the
+        // wait that uses it).
+        auto& tails = recorded_tails_[c.correlation];
+        for (const auto& [key, ops] : launched_)
+          if (!ops.empty())
+            tails[key] = ops.back().id;
+        break;
+      }
       case TraceCall::Kind::other: break;
     }
   }
@@ -370,6 +397,10 @@ private:
     std::vector<OpId> deps{host};
     Op op = gpu_op(g, deps);
     auto key = std::make_pair(g.device, g.stream);
+    if (auto w = stream_waits_.find(key); w != stream_waits_.end()) {
+      deps.insert(deps.end(), w->second.begin(), w->second.end());
+      stream_waits_.erase(w);
+    }
     if (wait_pending_) {
       // Which event it waits for an old trace does not say: the other streams' latest
       // ops, where the recording shows they had ended when this op began.
@@ -481,6 +512,12 @@ private:
     std::vector<const TraceCpuOp*> open; // its ops open at the last event, outermost first
   };
   std::map<int64_t, Scope> scopes_;
+  // Stream waits the trace names (cuda_sync events): by their cudaStreamWaitEvent call;
+  // each cudaEventRecord call's view of every stream's last op; the waits the next op of
+  // a stream takes.
+  std::unordered_map<int64_t, const TraceStreamWait*> waits_by_call_;
+  std::unordered_map<int64_t, std::map<std::pair<int, int64_t>, OpId>> recorded_tails_;
+  std::map<std::pair<int, int64_t>, std::vector<OpId>> stream_waits_;
   std::map<int, std::map<int64_t, StreamKind>> streams_;
   std::vector<std::vector<uint32_t>> launched_by_; // per call: the GPU ops it launched
   std::vector<uint32_t> orphans_;                   // GPU ops no call launched

@@ -7,9 +7,12 @@
 //                                   (the time since the host's previous step, kept as
 //                                   a fixed delay: CPU-bound stretches stay) the GPU
 //                                   op depends on
-//   cudaStreamWaitEvent             the next op launched waits for the other streams'
-//                                   latest ops (an old trace names no event), kept only
-//                                   where the recording agrees (they ended before it began)
+//   cudaStreamWaitEvent             with a cuda_sync event naming it: the waiting stream's
+//                                   next op waits for the op the other stream had last
+//                                   been given at the cudaEventRecord; without (older
+//                                   traces): the next op launched waits for the other
+//                                   streams' latest ops, kept only where the recording
+//                                   agrees (they ended before it began)
 //   synchronising calls             the host waits for the ops they waited for in the
 //                                   recording (every stream's latest op that had ended
 //                                   when the call returned)
