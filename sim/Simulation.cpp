@@ -169,8 +169,10 @@ RunResult replay_traces(const ExperimentSpec& spec, bool child, ReplayOptions op
     recorded = exported ? spec.cluster.node.gpu : recorded_gpu(spec, traces);
     TraceImport how;
     how.ranks       = spec.trace_ranks;
-    how.as_recorded = recorded.id == spec.cluster.node.gpu.id &&
-                      (spec.trace_ranks == 0 || spec.trace_ranks == static_cast<int>(traces.size()));
+    int world = static_cast<int>(traces.size());
+    for (const KinetoTrace& t : traces)
+      world = std::max(world, t.world_size);
+    how.as_recorded = recorded.id == spec.cluster.node.gpu.id && (spec.trace_ranks == 0 || spec.trace_ranks == world);
     return import_traces(traces, spec.cluster, how);
   }();
   options.recorded_on = std::make_shared<const GpuSpec>(recorded);

@@ -176,7 +176,7 @@ TEST_CASE("a_trace_spec_refuses_bad_traces_with_one_line", "[trace][errors]")
   // Two GPUs' traces on a cluster of one GPU.
   std::string t = source_path("tests/data/traces/v100-1rank.json.gz");
   CHECK_THAT(refused("trace_too_many_ranks", hw + "workload: {trace: [" + t + ", " + t + "]}\n"),
-             Catch::Contains("workload.ranks (2) is more than the cluster's 1 GPUs"));
+             Catch::Contains("the job's 2 ranks (one per trace, or its recorded world_size) is more than the cluster's 1 GPUs"));
 }
 
 TEST_CASE("a_recorded_kernel_moves_to_another_gpu_by_what_bounds_its_class", "[trace][retarget]")
@@ -471,4 +471,37 @@ TEST_CASE("a_stream_wait_named_by_a_cuda_sync_event_waits_for_the_recorded_op_on
   REQUIRE(by_name.count("C"));
   CHECK(by_name["C"]->start == Approx(by_name["A"]->end).margin(1e-12));
   CHECK(by_name["C"]->start < by_name["B"]->end);
+}
+
+TEST_CASE("an_nccl_subgroup_runs_over_its_own_ranks_and_the_world_over_all", "[trace][scale]")
+{
+  // Rank 3 of 8 (one DGX H100; recorded on an A100, so NCCL is modelled) runs two
+  // all-reduces of 64 MiB: one in its tensor-parallel pair [2, 3], one over all 8. A ring
+  // moves 2 (n - 1) / n of the buffer over each GPU's NVLink: 1.0 x for the pair,
+  // 1.75 x for the world; the world's all-reduce takes longer, by at most 1.75 x.
+  auto allreduce = [](int corr, double ts, const std::string& ranks) {
+    return R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": )" +
+           std::to_string(ts) + R"(, "dur": 1, "args": {"correlation": )" + std::to_string(corr) + "}}," +
+           R"({"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float", "pid": 0, "tid": 20, "ts": )" +
+           std::to_string(ts + 5) + R"(, "dur": 900, "args": {"device": 3, "stream": 20, "correlation": )" +
+           std::to_string(corr) + R"(, "Collective name": "allreduce", "In msg nelems": 16777216, "Out msg nelems": 16777216,)"
+                                  R"( "dtype": "Float", "Group size": )" +
+           std::to_string(std::count(ranks.begin(), ranks.end(), ',') + 1) + R"(, "Process Group Ranks": ")" + ranks + "\"}}";
+  };
+  std::string trace = temp_path("subgroup.json");
+  write_file(trace, R"({"deviceProperties": [{"name": "NVIDIA A100-SXM4-80GB"}], "distributedInfo": {"rank": 3, "world_size": 8},)"
+                    R"( "traceEvents": [)" + allreduce(1, 10, "[2, 3]") + "," + allreduce(2, 1000, "[0, 1, 2, 3, 4, 5, 6, 7]") + "]}");
+  std::string spec = temp_path("subgroup.yaml");
+  write_file(spec, "hardware: {node: dgx-h100, gpus_per_node: 8}\nworkload: {trace: " + trace + "}\n");
+  RunResult r = simulate(load_spec(spec), /*in_child=*/true, {});
+  std::vector<const OpRecord*> c;
+  for (const OpRecord& op : r.ops)
+    if (op.kind == OpKind::collective)
+      c.push_back(&op);
+  REQUIRE(c.size() == 2);
+  CHECK(c[0]->bytes == 64.0 * (1 << 20));
+  CHECK(c[1]->bytes == 64.0 * (1 << 20));
+  double pair = c[0]->end - c[0]->start, world = c[1]->end - c[1]->start;
+  CHECK(world > 1.3 * pair);
+  CHECK(world <= 1.75 * pair);
 }

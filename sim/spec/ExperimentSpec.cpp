@@ -149,8 +149,9 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
     spec.cluster   = read_hardware_section(hw, spec.collective_algorithm);
     ParamReader workload = top.section("workload", "a recorded workload to replay instead of a generated step");
     spec.trace_ranks     = static_cast<int>(workload.integer(
-        "ranks", 0, "ranks to replay: the traces' own (one per file), or more as data-parallel replicas of them, "
-                    "their NCCL collectives resized to the new group", 0, "one per trace", 1'000'000));
+        "ranks", 0, "ranks to replay: the job's recorded world_size, or more as data-parallel replicas of the "
+                    "traced ranks, their NCCL collectives resized to the new group", 0, "the recorded world_size",
+        1'000'000));
     spec.trace_recorded_on = workload.text(
         "recorded_on", "", "GPU preset the traces were recorded on; by default the one their deviceProperties name");
     if (!spec.trace_recorded_on.empty())

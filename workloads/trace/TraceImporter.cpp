@@ -377,8 +377,14 @@ private:
       return op;
     }
     const TraceCollective& c = t_.collectives[g.collective];
-    double size = element_bytes(c.dtype);
-    int n       = how_.ranks;
+    double size   = element_bytes(c.dtype);
+    int n         = how_.ranks;
+    int32_t group = how_.group;
+    int members   = c.ranks.empty() ? c.group_size : static_cast<int>(c.ranks.size());
+    if (members > 0 && members < t_.world_size) { // a subgroup (tensor parallelism): as recorded
+      group = subgroup(c, op.device, members);
+      n     = members;
+    }
     // memwall's sizes: all-reduce (and all-to-all, broadcast) its buffer; all-gather its
     // output and reduce-scatter its input, n times the per-rank part, so they grow with
     // the group.
@@ -386,9 +392,42 @@ private:
                     kind == CollectiveKind::reduce_scatter;
     double bytes = per_rank ? static_cast<double>(std::min(c.in_elements, c.out_elements)) * size * n
                             : static_cast<double>(c.in_elements) * size;
-    Op coll     = collective_op(op.device, op.stream, kind, how_.group, bytes, op.name);
+    Op coll     = collective_op(op.device, op.stream, kind, group, bytes, op.name);
     coll.seconds = op.seconds; // what it took where it was recorded, for the report only
     return coll;
+  }
+
+  // The GPUs of a process group smaller than the world: its ranks placed as they sit
+  // around this rank's (rank r on the GPU this rank's is on, plus r - this rank), where
+  // the trace lists them and they fit; else the `members` consecutive GPUs holding this
+  // one (Megatron's tensor-parallel groups).
+  int32_t subgroup(const TraceCollective& c, const DeviceRef& mine, int members)
+  {
+    const ClusterSpec& cl = *how_.cluster;
+    int slot              = mine.node * cl.gpus_per_node + mine.index;
+    std::vector<int> slots;
+    for (int r : c.ranks) {
+      int s = slot + r - t_.rank;
+      if (s < 0 || s >= cl.total_gpus()) {
+        slots.clear();
+        break;
+      }
+      slots.push_back(s);
+    }
+    if (slots.empty() || std::find(slots.begin(), slots.end(), slot) == slots.end()) {
+      slots.clear();
+      int base = slot - slot % members;
+      for (int s = base; s < base + members && s < cl.total_gpus(); ++s)
+        slots.push_back(s);
+    }
+    auto [it, fresh] = subgroups_.try_emplace(slots, -1);
+    if (fresh) {
+      std::vector<DeviceRef> devices;
+      for (int s : slots)
+        devices.push_back({DeviceKind::gpu, s / cl.gpus_per_node, s % cl.gpus_per_node});
+      it->second = dag_.add_group(std::move(devices));
+    }
+    return it->second;
   }
 
   void add_gpu_op(uint32_t index, OpId host)
@@ -512,6 +551,7 @@ private:
     std::vector<const TraceCpuOp*> open; // its ops open at the last event, outermost first
   };
   std::map<int64_t, Scope> scopes_;
+  std::map<std::vector<int>, int32_t> subgroups_; // GPU slots -> OpDag group
   // Stream waits the trace names (cuda_sync events): by their cudaStreamWaitEvent call;
   // each cudaEventRecord call's view of every stream's last op; the waits the next op of
   // a stream takes.
@@ -649,15 +689,21 @@ OpDag import_traces(const std::vector<KinetoTrace>& traces, const ClusterSpec& c
       return import_exported(traces, cluster);
   OpDag dag;
   how.cluster = &cluster;
-  if (how.ranks <= 0)
-    how.ranks = static_cast<int>(traces.size());
-  if (how.ranks % static_cast<int>(traces.size()) != 0)
+  int files = static_cast<int>(traces.size()), world = files;
+  for (const KinetoTrace& t : traces)
+    world = std::max(world, t.world_size);
+  bool given = how.ranks > 0;
+  if (!given) // as recorded no collective is modelled: only the traced GPUs are needed
+    how.ranks = how.as_recorded || world % files != 0 ? files : world;
+  if (given && how.ranks % files != 0)
     throw InputError(traces.front().file + ": workload.ranks (" + std::to_string(how.ranks) +
-                     ") must be a multiple of the number of traces (" + std::to_string(traces.size()) + ")");
+                     ") must be a multiple of the number of traces (" + std::to_string(files) + ")");
   if (how.ranks > cluster.total_gpus())
-    throw InputError(traces.front().file + ": workload.ranks (" + std::to_string(how.ranks) +
-                     ") is more than the cluster's " + std::to_string(cluster.total_gpus()) +
-                     " GPUs (hardware.nodes x hardware.gpus_per_node)");
+    throw InputError(traces.front().file + ": " +
+                     (given ? "workload.ranks (" + std::to_string(how.ranks) + ")"
+                            : "the job's " + std::to_string(how.ranks) + " ranks (one per trace, or its recorded world_size)") +
+                     " is more than the cluster's " + std::to_string(cluster.total_gpus()) +
+                     " GPUs (hardware.nodes x hardware.gpus_per_node)" + (given ? "" : "; or set workload.ranks"));
   // Rank r on the cluster's GPU r; the collectives span all ranks (data parallelism).
   std::vector<DeviceRef> all;
   for (int r = 0; r < how.ranks; ++r)

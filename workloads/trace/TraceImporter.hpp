@@ -36,7 +36,7 @@ struct TraceImport {
   // become collectives of all `ranks` on the modelled topology (the first trace's rank
   // runs each; the others wait for it).
   bool as_recorded = true;
-  int ranks        = 0; // 0: one per trace; more: data-parallel replicas of them
+  int ranks        = 0; // 0: the recorded world_size (one per trace as recorded); more: data-parallel replicas
   // Set by import_traces.
   const ClusterSpec* cluster = nullptr;
   int32_t group              = -1;
