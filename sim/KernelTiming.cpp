@@ -50,12 +50,12 @@ KernelTiming recorded_kernel_timing(const GpuSpec& from, const GpuSpec& to, cons
   double body        = op.seconds - fixed;
   t.overhead_s       = launch_from > 0 ? fixed * launch_to / launch_from : fixed;
   if (op.kclass == KernelClass::gemm || op.kclass == KernelClass::attention) {
-    bool attention  = op.kclass == KernelClass::attention;
+    bool attention   = op.kclass == KernelClass::attention;
+    double eff_to    = attention ? to.attention_efficiency : to.matmul_efficiency;
     double rate_from = from.peak(op.dtype) * (attention ? from.attention_efficiency : from.matmul_efficiency);
-    double rate_to   = to.peak(op.dtype) * (attention ? to.attention_efficiency : to.matmul_efficiency);
-    if (rate_to <= 0) // a format the target lacks (fp8 on an A100): what a job would fall back to
-      rate_to = (to.supports(Dtype::fp16) ? to.peak(Dtype::fp16) : to.peak(Dtype::fp32)) *
-                (attention ? to.attention_efficiency : to.matmul_efficiency);
+    // A format the target lacks (fp8 on an A100) runs at what a job would fall back to.
+    Dtype on_to      = to.supports(op.dtype) ? op.dtype : to.supports(Dtype::fp16) ? Dtype::fp16 : Dtype::fp32;
+    double rate_to   = to.peak(on_to) * eff_to;
     t.compute_s = rate_from > 0 && rate_to > 0 ? body * rate_from / rate_to : body;
     return t;
   }

@@ -242,8 +242,9 @@ void Replayer::start(OpId id)
       break;
     case OpKind::host_compute:
       start_host_compute(id, op.device, op);
-      for (const DeviceRef& peer : op.seconds > 0 ? std::vector<DeviceRef>{} : dag_.shadows(op.src))
-        start_host_compute(id, shadow_of(op.src, peer, op.device), op);
+      if (op.seconds <= 0) // a recorded host delay has no shadow ranks' work beside it
+        for (const DeviceRef& peer : dag_.shadows(op.src))
+          start_host_compute(id, shadow_of(op.src, peer, op.device), op);
       break;
     case OpKind::copy:
       start_copy(id, op, op.src, op.dst);

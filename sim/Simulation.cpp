@@ -151,7 +151,7 @@ static GpuSpec recorded_gpu(const ExperimentSpec& spec, const std::vector<Kineto
                    "(see `memwall list gpus`)");
 }
 
-RunResult replay_traces(const ExperimentSpec& spec, bool child, ReplayOptions options)
+static RunResult replay_traces(const ExperimentSpec& spec, bool child, ReplayOptions options)
 {
   GpuSpec recorded;
   nlohmann::json step; // an exported step's tokens and precision
@@ -168,11 +168,8 @@ RunResult replay_traces(const ExperimentSpec& spec, bool child, ReplayOptions op
     }
     recorded = exported ? spec.cluster.node.gpu : recorded_gpu(spec, traces);
     TraceImport how;
-    how.ranks       = spec.trace_ranks;
-    int world = static_cast<int>(traces.size());
-    for (const KinetoTrace& t : traces)
-      world = std::max(world, t.world_size);
-    how.as_recorded = recorded.id == spec.cluster.node.gpu.id && (spec.trace_ranks == 0 || spec.trace_ranks == world);
+    how.ranks    = spec.trace_ranks;
+    how.same_gpu = recorded.id == spec.cluster.node.gpu.id;
     return import_traces(traces, spec.cluster, how);
   }();
   options.recorded_on = std::make_shared<const GpuSpec>(recorded);

@@ -449,7 +449,8 @@ OpDag import_traces(const std::vector<KinetoTrace>& traces, const ClusterSpec& c
   int files = static_cast<int>(traces.size()), world = files;
   for (const KinetoTrace& t : traces)
     world = std::max(world, t.world_size);
-  bool given = how.ranks > 0;
+  bool given      = how.ranks > 0;
+  how.as_recorded = how.same_gpu && (!given || how.ranks == world);
   if (!given) // as recorded no collective is modelled: only the traced GPUs are needed
     how.ranks = how.as_recorded || world % files != 0 ? files : world;
   if (given && how.ranks % files != 0)

@@ -31,13 +31,13 @@
 namespace memwall {
 
 struct TraceImport {
-  // Replayed where it was recorded, with as many ranks: every GPU activity keeps its
-  // recorded time. Otherwise host copies run over the modelled links and NCCL kernels
-  // become collectives of all `ranks` on the modelled topology (the first trace's rank
-  // runs each; the others wait for it).
-  bool as_recorded = true;
-  int ranks        = 0; // 0: the recorded world_size (one per trace as recorded); more: data-parallel replicas
-  // Set by import_traces.
+  bool same_gpu = true; // replayed on the GPU the traces were recorded on
+  int ranks     = 0;    // 0: the recorded world_size (one per trace as recorded); more: data-parallel replicas
+  // Set by import_traces. As recorded (on the same GPU, with the recorded world_size):
+  // every GPU activity keeps its recorded time. Otherwise host copies run over the
+  // modelled links and NCCL kernels become collectives of all `ranks` on the modelled
+  // topology (the first trace's rank runs each; the others wait for it).
+  bool as_recorded           = true;
   const ClusterSpec* cluster = nullptr;
   int32_t group              = -1;
 };
