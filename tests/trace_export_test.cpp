@@ -1,0 +1,107 @@
+// `memwall export`: a training step written as PyTorch profiler traces and read back
+// with workload.trace is the same DAG, so the same replay; what cannot be exported, and
+// an exported file damaged by hand, are refused with one line.
+#include "Simulation.hpp"
+#include "StepReport.hpp"
+#include "TestHelpers.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace memwall;
+using memwall::test::refused;
+using memwall::test::source_path;
+using memwall::test::temp_path;
+using memwall::test::write_file;
+
+TEST_CASE("an_exported_step_replays_from_its_trace_to_the_same_step_time_and_peak_memory", "[trace][export]")
+{
+  // `memwall export` writes the step's ops (one file per GPU that runs them) with every
+  // field, id and dependency; read back with workload.trace they are the same DAG, so
+  // the replay is the same: one GPU, data parallelism, ZeRO offload to the CPU (copies,
+  // host Adam), ZeRO-3 across 4 DGX H100 (collectives, folded ranks), 64 GPUs over 8
+  // nodes, an inline node, and tp 8 x pp 8 interleaved (pipeline sends, 8 files).
+  for (const std::string example :
+       {"gpt2-1gpu-a100", "gpt2-xl-dp8-dgx-a100", "llama2-13b-zero-offload-4x4090", "llama2-70b-zero3-4xdgx-h100",
+        "llama2-7b-dp64-8xdgx-h100", "inline-node-4x-l40s", "gpt3-175b-tp8-pp8-interleaved-8xdgx-a100"}) {
+    INFO(example);
+    std::string spec = source_path("examples/" + example + ".yaml");
+    std::string out  = temp_path("export_" + example + ".json.gz");
+    auto cli         = memwall::test::run_cli("export " + spec + " -o " + out);
+    REQUIRE(cli.exit_code == 0);
+    std::vector<std::string> files;
+    for (size_t a = 0, b; (b = cli.out.find('\n', a)) != std::string::npos; a = b + 1)
+      files.push_back(cli.out.substr(a, b - a));
+    REQUIRE(!files.empty());
+    // The same hardware section, the exported files as the workload.
+    std::string hardware = memwall::test::read_file(spec);
+    nlohmann::json direct = report_json(simulate(load_spec(spec), /*in_child=*/true, {}));
+    std::string reimport  = temp_path("reimport_" + example + ".yaml");
+    std::string list;
+    for (const std::string& f : files)
+      list += (list.empty() ? "" : ", ") + f;
+    ExperimentSpec original = load_spec(spec);
+    write_file(reimport, "hardware:\n" + hardware.substr(hardware.find("hardware:") + 9,
+                                                          hardware.find("\nmodel:") - hardware.find("hardware:") - 9) +
+                             "\nworkload: {trace: [" + list + "]}\n");
+    nlohmann::json again = report_json(simulate(load_spec(reimport), /*in_child=*/true, {}));
+    CHECK(again["step_time_s"].get<double>() == Approx(direct["step_time_s"].get<double>()).epsilon(1e-9));
+    CHECK(again["max_peak_bytes"].get<double>() == Approx(direct["max_peak_bytes"].get<double>()).epsilon(1e-9));
+    CHECK(again["mfu"].get<double>() == Approx(direct["mfu"].get<double>()).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("export_refuses_what_it_cannot_write_with_one_line", "[trace][export][errors]")
+{
+  auto refused_export = [](const std::string& name, const std::string& yaml, const std::string& out) {
+    std::string spec = temp_path(name + ".yaml");
+    write_file(spec, yaml);
+    auto r = memwall::test::run_cli("export " + spec + " -o " + temp_path(out));
+    CHECK(r.exit_code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_FALSE(std::filesystem::exists(temp_path(out)));
+    return r.err;
+  };
+  CHECK_THAT(refused_export("export_serving", memwall::test::small_serving_spec, "serve.json.gz"),
+             Catch::Contains("a serving run makes its ops as it runs"));
+  CHECK_THAT(refused_export("export_not_json", memwall::test::small_training_spec, "step.h5"),
+             Catch::Contains("name the output .json or .json.gz"));
+  CHECK_THAT(refused_export("export_unified",
+                            memwall::test::small_training_spec + "memory: {mode: unified}\n", "unified.json"),
+             Catch::Contains("not exported (yet)"));
+}
+
+TEST_CASE("an_exported_trace_with_a_broken_op_is_refused_naming_the_op", "[trace][export][errors]")
+{
+  const std::string hw = "hardware: {node: dgx-a100, gpus_per_node: 1}\n";
+  auto trace = [](const std::string& ops) {
+    return R"({"memwall": {"version": 1, "groups": [], "represents": [], "shadows": []}, "traceEvents": [)" + ops +
+           "]}";
+  };
+  auto kernel = [](int id, const std::string& extra) {
+    return R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 1, "args": {"device": 0, "stream": 0,
+               "memwall": {"id": )" +
+           std::to_string(id) + R"(, "kind": "kernel", "stream": "compute", "phase": "forward",
+               "device": ["gpu", 0, 0], "kclass": "gemm", "dtype": "bf16", "flops": 1e9)" + extra + "}}}";
+  };
+  struct Bad {
+    std::string name, events, says;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"dep_forward", kernel(0, R"(, "deps": [1])") + "," + kernel(1, ""), "op 0: args.memwall.deps lists ids of earlier ops"},
+           {"id_gap", kernel(0, "") + "," + kernel(2, ""), "op 2: ids must run 0, 1, 2"},
+           {"bad_enum", kernel(0, R"(, "kclass": "matmul")"), "kclass 'matmul' is not one of gemm, attention"},
+           {"off_cluster", kernel(0, R"(, "device": ["gpu", 3, 0])"), "device node3.gpu0 is not in the cluster"},
+           {"negative", kernel(0, R"(, "flops": -5)"), "args.memwall.flops must be a finite number >= 0"},
+       }) {
+    INFO(b.name);
+    std::string f = temp_path("exported_" + b.name + ".json");
+    write_file(f, trace(b.events));
+    CHECK_THAT(refused("exported_" + b.name, hw + "workload: {trace: " + f + "}\n"), Catch::Contains(b.says));
+  }
+}
