@@ -120,7 +120,7 @@ TEST_CASE("data_parallel_step_all_reduces_every_gradient_byte_once_in_buckets_of
   ExperimentSpec sp = spec("hardware: {node: dgx-a100}\nmodel: {preset: gpt2-medium}\n"
                            "training: {seq_len: 1024, global_batch: 32, micro_batch: 2}\n");
   OpDag dag = build_workload(sp);
-  const double cap = 25.0 * 1024 * 1024, layer = 2.0 * sp.model.layer_params();
+  const double cap = 25.0 * 1024 * 1024, layer = 2.0 * sp.model.layer_params(0);
   std::vector<double> buckets;
   for (OpId v = 0; v < dag.size(); ++v)
     if (dag.op(v).kind == OpKind::collective)

@@ -4,15 +4,89 @@
 #include "InputLimits.hpp"
 #include "ModelPresets.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <tuple>
 
 namespace memwall {
+namespace {
+
+// Mixture-of-experts keys: a dense model gives none but num_experts: 0.
+void read_moe(ParamReader& r, ModelSpec& m)
+{
+  MoeSpec& e = m.moe;
+  e.experts = r.integer("num_experts", e.experts, "routed experts per MoE layer (0: a dense model)", 0, "",
+                        limits::experts);
+  const bool moe = e.experts > 0;
+  auto key = [&](const char* k, int64_t def, const char* desc, int64_t min, int64_t max) {
+    int64_t v = r.integer(k, def, desc, min, "", max);
+    if (!moe && r.has(k))
+      r.fail(k, std::string(k) + " is a mixture-of-experts key; the model has no experts (set num_experts)");
+    return v;
+  };
+  e.top_k          = key("experts_per_token", moe ? std::max<int64_t>(e.top_k, 1) : 0,
+                         "experts each token is routed to (top-k)", 0, limits::experts);
+  e.shared_experts = key("shared_experts", e.shared_experts, "experts every token goes through", 0, limits::experts);
+  e.expert_ffn     = key("moe_ffn_hidden", moe && e.expert_ffn == 0 ? m.ffn_hidden : e.expert_ffn,
+                         "inner size of one routed expert; default ffn_hidden", 0, limits::width);
+  e.shared_ffn     = key("shared_ffn_hidden", e.shared_ffn > 0 ? e.shared_ffn : e.expert_ffn,
+                         "inner size of one shared expert; default moe_ffn_hidden", 0, limits::width);
+  e.first_k_dense  = key("first_k_dense", e.first_k_dense, "leading layers with a dense MLP", 0, limits::layers);
+  e.layer_freq     = key("moe_layer_freq", e.layer_freq, "after those, every n-th layer is MoE", 1, limits::layers);
+  e.capacity_factor = r.number("capacity_factor", e.capacity_factor,
+                               "tokens an expert takes, as a multiple of an even share; more are dropped (0: dropless)",
+                               0.0, 1e3);
+  e.hot_expert_tokens = r.number("hot_expert_tokens", e.hot_expert_tokens,
+                                 "share of the tokens routed to the busiest expert (0: an even k / num_experts)", 0.0,
+                                 1.0);
+  for (const char* k : {"capacity_factor", "hot_expert_tokens"})
+    if (!moe && r.has(k))
+      r.fail(k, std::string(k) + " is a mixture-of-experts key; the model has no experts (set num_experts)");
+  if (!moe)
+    return;
+  if (e.top_k < 1 || e.top_k > e.experts)
+    r.fail("experts_per_token", "experts_per_token = " + std::to_string(e.top_k) + " must be 1.." +
+                                    std::to_string(e.experts) + " (num_experts)");
+  if (e.expert_ffn < 1)
+    r.fail("moe_ffn_hidden", "an MoE model needs moe_ffn_hidden >= 1");
+  if (e.first_k_dense >= m.layers)
+    r.fail("first_k_dense", "first_k_dense = " + std::to_string(e.first_k_dense) + " leaves no MoE layer of " +
+                                std::to_string(m.layers));
+  double even = static_cast<double>(e.top_k) / static_cast<double>(e.experts);
+  if (e.hot_expert_tokens > 0 && e.hot_expert_tokens < even)
+    r.fail("hot_expert_tokens", "hot_expert_tokens = " + std::to_string(e.hot_expert_tokens) +
+                                    " is below the even share experts_per_token / num_experts = " + std::to_string(even));
+}
+
+// Multi-head latent attention: all of kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim
+// and v_head_dim, or none.
+void read_mla(ParamReader& r, ModelSpec& m)
+{
+  MlaSpec& a = m.mla;
+  a.kv_lora_rank = r.integer("kv_lora_rank", a.kv_lora_rank,
+                             "multi-head latent attention: width of the compressed KV latent (0: not MLA)", 0, "",
+                             limits::width);
+  const bool mla = a.kv_lora_rank > 0;
+  auto key = [&](const char* k, int64_t def, const char* desc) {
+    int64_t v = r.integer(k, def, desc, 0, "", limits::width);
+    if (!mla && r.has(k))
+      r.fail(k, std::string(k) + " is a multi-head latent attention key; set kv_lora_rank");
+    return v;
+  };
+  a.q_lora_rank      = key("q_lora_rank", a.q_lora_rank, "MLA: width of the query bottleneck (0: none)");
+  a.qk_rope_head_dim = key("qk_rope_head_dim", a.qk_rope_head_dim, "MLA: rotary part of each query and key head");
+  a.qk_nope_head_dim = key("qk_nope_head_dim", a.qk_nope_head_dim, "MLA: non-rotary part of each query and key head");
+  a.v_head_dim       = key("v_head_dim", a.v_head_dim, "MLA: size of each value head");
+  if (mla && (a.qk_nope_head_dim < 1 || a.v_head_dim < 1))
+    r.fail("kv_lora_rank", "multi-head latent attention needs qk_nope_head_dim and v_head_dim >= 1");
+}
+
+} // namespace
 
 ModelSpec read_model_section(ParamReader& r, const std::string& spec_dir)
 {
   std::string preset = r.text("preset", "", "model preset id (see `memwall list models`)");
-  std::string hf     = r.text("hf_config", "", "path to a HuggingFace config.json (llama, mistral, gpt2, opt, gpt_neox)");
+  std::string hf     = r.text("hf_config", "", "path to a HuggingFace config.json (see `memwall list models` for the model types read)");
   if (!preset.empty() && !hf.empty())
     r.fail("hf_config", "give either preset or hf_config, not both");
   ModelSpec m;
@@ -51,20 +125,34 @@ ModelSpec read_model_section(ParamReader& r, const std::string& spec_dir)
   m.mlp = mlp == "swiglu" ? MlpKind::swiglu : MlpKind::gelu;
   m.dropout = r.flag("dropout", m.dropout, "dropout layers whose masks are saved for backward");
   m.tied_embeddings = r.flag("tied_embeddings", m.tied_embeddings, "LM head shares the token embedding");
+  m.head_dim_override = r.integer("head_dim", m.head_dim_override, "size of one attention head", 0,
+                                  "hidden / heads", limits::width);
+  m.sliding_window = r.integer("sliding_window", m.sliding_window,
+                               "tokens a windowed layer attends to (0: every layer sees the whole context)", 0, "",
+                               limits::tokens);
+  m.global_every = r.integer("global_every", m.global_every,
+                             "with sliding_window: every n-th layer attends globally (0: none)", 0, "", limits::layers);
+  read_moe(r, m);
+  read_mla(r, m);
   // A HuggingFace config's sizes did not pass through the reads above: same limits.
   for (auto [key, v, max] : {std::tuple{"layers", m.layers, limits::layers}, {"hidden", m.hidden, limits::width},
                              {"heads", m.heads, limits::heads}, {"kv_heads", m.kv_heads, limits::heads},
                              {"ffn_hidden", m.ffn_hidden, limits::width}, {"vocab", m.vocab, limits::vocab},
-                             {"max_seq_len", m.max_seq_len, limits::tokens}})
+                             {"max_seq_len", m.max_seq_len, limits::tokens}, {"num_experts", m.moe.experts, limits::experts},
+                             {"moe_ffn_hidden", m.moe.expert_ffn, limits::width}})
     if (v > max)
       r.fail(r.has("hf_config") ? "hf_config" : key, std::string(key) + " = " + std::to_string(v) +
                                                          " exceeds the limit of " + std::to_string(max));
-  if (m.hidden % m.heads != 0)
-    r.fail("heads", std::to_string(m.heads) + " heads do not divide hidden size " + std::to_string(m.hidden));
+  if (m.head_dim_override == 0 && m.hidden % m.heads != 0)
+    r.fail("heads", std::to_string(m.heads) + " heads do not divide hidden size " + std::to_string(m.hidden) +
+                        " (give head_dim for a head size of its own)");
   if (m.heads % m.kv_heads != 0)
     r.fail("kv_heads", std::to_string(m.kv_heads) + " kv_heads do not divide " + std::to_string(m.heads) + " heads");
-  if (r.has("layers") || r.has("hidden") || r.has("heads") || r.has("ffn_hidden") || r.has("vocab"))
-    m.published_params = 0; // a modified preset no longer has a published size
+  for (const char* k : {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "num_experts",
+                        "experts_per_token", "shared_experts", "moe_ffn_hidden", "shared_ffn_hidden", "first_k_dense", "moe_layer_freq",
+                        "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"})
+    if (r.has(k))
+      m.published_params = m.published_active = 0; // a modified preset no longer has a published size
   r.finish();
   return m;
 }

@@ -1,5 +1,6 @@
 #include "Catalog.hpp"
 #include "Commands.hpp"
+#include "HfConfigReader.hpp"
 #include "ModelPresets.hpp"
 #include "Quantity.hpp"
 #include "PipelineSchedule.hpp"
@@ -52,14 +53,21 @@ int list_nodes()
 
 int list_models()
 {
-  std::printf("%-14s %-8s %7s %7s %6s %6s %7s %7s %12s\n", "id", "family", "layers", "hidden", "heads", "kv", "ffn",
-              "vocab", "parameters");
+  std::printf("%-16s %-12s %7s %7s %6s %6s %7s %7s %9s %10s %10s\n", "id", "family", "layers", "hidden", "heads", "kv",
+              "ffn", "vocab", "experts", "parameters", "active");
   for (const auto& id : model_preset_ids()) {
     ModelSpec m = model_preset(id);
-    std::printf("%-14s %-8s %7lld %7lld %6lld %6lld %7lld %7lld %12s\n", id.c_str(), m.family.c_str(),
+    std::string experts = m.moe.enabled() ? std::to_string(m.moe.top_k) + "/" + std::to_string(m.moe.experts) : "-";
+    if (m.moe.shared_experts > 0)
+      experts += "+" + std::to_string(m.moe.shared_experts);
+    std::printf("%-16s %-12s %7lld %7lld %6lld %6lld %7lld %7lld %9s %10s %10s\n", id.c_str(), m.family.c_str(),
                 (long long)m.layers, (long long)m.hidden, (long long)m.heads, (long long)m.kv_heads,
-                (long long)m.ffn_hidden, (long long)m.vocab, format_si(m.total_params(), "").c_str());
+                (long long)(m.moe.enabled() ? m.moe.expert_ffn : m.ffn_hidden), (long long)m.vocab, experts.c_str(),
+                format_si(m.total_params(), "").c_str(), format_si(m.active_params(), "").c_str());
   }
+  std::printf("\nexperts: routed per token / routed (+ shared); ffn: one expert's for MoE models.\n"
+              "model.hf_config reads a HuggingFace config.json of model_type %s.\n",
+              join(hf_model_types()).c_str());
   return 0;
 }
 

@@ -88,10 +88,9 @@ KernelPlan residual_add(const std::string& name, const ModelSpec& m, double elem
 
 // A linear layer's bias gradient: the output gradient summed over tokens, its own
 // kernel in backward (runs beside the GEMM's, listed after it in forward order).
-void bias_grad(std::vector<KernelPlan>& ks, const ModelSpec& m, const std::string& gemm_name, double out_elems,
-               double e)
+void bias_grad(std::vector<KernelPlan>& ks, bool bias, const std::string& gemm_name, double out_elems, double e)
 {
-  if (m.biases)
+  if (bias)
     ks.push_back(backward_only(gemm_name + ".bias_grad", out_elems * e, out_elems));
 }
 
@@ -154,7 +153,7 @@ BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_
   b.layer = true;
   // Norm weights are replicated on every tp rank; the rest is split.
   double norms  = 2 * m.norm_params();
-  double params = (m.layer_params() - norms) / t + norms;
+  double params = (m.layer_params(layer) - norms) / t + norms;
   if (s.lora.enabled) {
     b.frozen_params = params;
     double rk = static_cast<double>(s.lora.rank);
@@ -175,7 +174,7 @@ BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_
   ks.push_back(backward_only("ln1.grad_sum", 3 * stream * e, stream));
   ks.push_back(pointwise("ln1", stream, stream, 8, s, T * h * e / r));       // LN input: 2sbh
   ks.push_back(gemm("qkv", T, h, (h + 2 * kv) / t, s, T * h * e / r + T * (h + 2 * kv) * e / t)); // input 2sbh; Q, K, V 6sbh/t
-  bias_grad(ks, m, "qkv", T * (h + 2 * kv) / t, e);
+  bias_grad(ks, m.qkv_bias, "qkv", T * (h + 2 * kv) / t, e);
   if (!m.learned_positions) { // rotary on Q and K, in place
     KernelPlan rope = pointwise("attn.rope", T * (h + kv) / t, T * (h + kv) / t, 6, s, 0);
     rope.bwd_bytes  = rope.fwd_bytes; // the gradient rotated back, in place
@@ -183,17 +182,17 @@ BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_
   }
   attention(ks, m, s, T);
   ks.push_back(gemm("proj", T, h / t, h, s, T * h * e / t));                        // projection input: 2sbh/t
-  bias_grad(ks, m, "proj", stream, e);
+  bias_grad(ks, m.proj_bias, "proj", stream, e);
   ks.push_back(residual_add("attn.residual", m, stream, e));                        // dropout mask: sbh
   ks.push_back(backward_only("ln2.grad_sum", 3 * stream * e, stream));
   ks.push_back(pointwise("ln2", stream, stream, 8, s, T * h * e / r));              // LN input: 2sbh
   double up_out = m.mlp == MlpKind::swiglu ? 2 * f : f;
   ks.push_back(gemm("mlp.up", T, h, up_out / t, s, T * h * e / r));                 // MLP input: 2sbh
-  bias_grad(ks, m, "mlp.up", T * up_out / t, e);
+  bias_grad(ks, m.mlp_bias, "mlp.up", T * up_out / t, e);
   // GELU saves its input (8sbh/t at f = 4h); SwiGLU saves gate and up projections.
   ks.push_back(pointwise("mlp.act", T * up_out / t, T * f / t, 8, s, T * up_out * e / t));
   ks.push_back(gemm("mlp.down", T, f / t, h, s, T * f * e / t));                    // down input: 8sbh/t
-  bias_grad(ks, m, "mlp.down", stream, e);
+  bias_grad(ks, m.mlp_bias, "mlp.down", stream, e);
   ks.push_back(residual_add("mlp.residual", m, stream, e));                         // dropout mask: sbh
   tp_pair(ks[index_of(ks, "ln1")], ks[index_of(ks, "qkv")], ks[index_of(ks, "proj")], T * h * e, s);
   tp_pair(ks[index_of(ks, "ln2")], ks[index_of(ks, "mlp.up")], ks[index_of(ks, "mlp.down")], T * h * e, s);
