@@ -97,6 +97,27 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
   }
 }
 
+// Expert parallelism (Megatron-Core): ep consecutive dp ranks each hold experts / ep
+// experts; with tp > 1 Megatron requires sequence parallelism around the MoE layers.
+void check_experts(ParamReader& r, const TrainingConfig& t, const ModelSpec& m)
+{
+  if (!m.moe.enabled()) {
+    if (t.ep > 1)
+      r.fail("ep", "expert parallelism needs a mixture-of-experts model (model.num_experts > 0)");
+    return;
+  }
+  if (m.moe.experts % t.ep != 0)
+    r.fail("ep", "ep = " + str(t.ep) + " does not divide the model's " + str(m.moe.experts) + " experts");
+  if (t.dp % t.ep != 0)
+    r.fail("ep", "ep = " + str(t.ep) + " does not divide dp = " + str(t.dp) + " (expert-parallel ranks are data-parallel ranks)");
+  if (t.tp > 1 && !t.sp)
+    r.fail("sp", "mixture-of-experts layers with tp > 1 need sp: true (Megatron-Core requires sequence parallelism)");
+  if (t.lora.enabled)
+    r.fail("lora", "LoRA on a mixture-of-experts model is not supported");
+  if (t.zero == 3 && t.ep > 1)
+    r.fail("zero", "ZeRO-3 with expert parallelism is not supported; use zero <= 2 (Megatron's distributed optimizer is ZeRO-1)");
+}
+
 void check_memory_options(ParamReader& r, const TrainingConfig& t)
 {
   if (t.zero == 3 && t.pp > 1)
@@ -130,6 +151,8 @@ std::string describe_training(const TrainingConfig& t)
   static const char* recomputes[] = {"none", "selective", "full"};
   static const char* targets[]    = {"none", "cpu", "nvme"};
   std::string s = "tp " + str(t.tp) + (t.sp ? " (sp)" : "") + " x pp " + str(t.pp) + " x dp " + str(t.dp);
+  if (t.ep > 1)
+    s += " (ep " + str(t.ep) + ")";
   if (t.pp > 1)
     s += ", " + t.pipeline_schedule + (t.virtual_stages > 1 ? " v=" + str(t.virtual_stages) : "");
   s += ", ZeRO-" + std::to_string(t.zero) + ", " + dtype_name(t.precision) + ", " +
@@ -156,6 +179,7 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   t.pp = r.integer("pp", 1, "pipeline-parallel stages", 1);
   bool dp_given = r.has("dp");
   t.dp = r.integer("dp", 0, "data-parallel replicas", 1, "GPUs / (tp x pp)");
+  t.ep = r.integer("ep", 1, "expert-parallel degree: experts split over this many data-parallel ranks (MoE)", 1);
   t.sp = r.flag("sp", false, "sequence parallelism: all-gather/reduce-scatter instead of all-reduce, norms split by tp");
   t.zero = static_cast<int>(
       r.integer("zero", 0, "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0, "", 3));
@@ -190,6 +214,7 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
     t.dp = std::max<int64_t>(1, gpus / (t.tp * t.pp));
   check_layout(r, t, gpus, model, dp_given);
   check_memory_options(r, t);
+  check_experts(r, t, model);
   r.finish();
   return t;
 }

@@ -31,6 +31,7 @@ struct TrainingConfig {
   int64_t tp           = 1;  // tensor-parallel ranks per layer (Megatron)
   int64_t pp           = 1;  // pipeline stages
   int64_t dp           = 1;  // data-parallel replicas
+  int64_t ep           = 1;  // expert-parallel ranks (MoE): a subgroup of the dp ranks
   bool sp              = false; // sequence parallelism inside the tp group
   int zero             = 0;  // ZeRO stage 0..3
   int64_t zero_prefetch = 1; // ZeRO-3: layers whose parameters are gathered ahead of use

@@ -13,23 +13,49 @@ using namespace kernels;
 constexpr double nf4_bytes_per_weight = 4.127 / 8;
 
 
-// The attention core of one tp rank: a/t heads. Q, K and V are saved by the QKV GEMM.
-void attention(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepShape& s, double T)
+// Per-token widths of one tp rank's attention tensors: queries, keys, values (as the
+// core reads them) and the context it writes (the projection's input).
+struct AttnWidths {
+  double q = 0, k = 0, v = 0, out = 0;
+  double window = 1; // share of the s x s query-key pairs a sliding window keeps
+};
+
+AttnWidths attn_widths(const ModelSpec& m, const StepShape& s, int64_t layer)
 {
-  double h = m.hidden / tp(s), kv = m.kv_dim() / tp(s), e = s.act_bytes;
+  AttnWidths w;
+  double t = tp(s);
+  w.q   = m.q_dim() / t;
+  w.out = m.attn_out_dim() / t;
+  if (m.mla.enabled()) { // K and V rebuilt per head from the latent (DeepSeek-V2 §2.1.2)
+    w.k = m.heads * m.mla.qk_head_dim() / t;
+    w.v = w.out;
+  } else {
+    w.k = w.v = m.kv_dim() / t;
+  }
+  if (m.windowed_layer(layer))
+    w.window = std::min(1.0, static_cast<double>(m.sliding_window) / static_cast<double>(s.seq_len));
+  return w;
+}
+
+// The attention core of one tp rank: a/t heads. Q, K and V are saved by the GEMMs that
+// make them.
+void attention(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepShape& s, double T, const AttnWidths& w)
+{
+  double e = s.act_bytes;
   double b = s.micro_batch, sq = s.seq_len, a = m.heads / tp(s);
-  double core_flops = 2 * b * sq * sq * h; // QK^T and AV each (Narayanan et al. 2021)
+  // QK^T and AV each 2 b s^2 x width (Narayanan et al. 2021); a window keeps s x w pairs.
+  double qk_flops = 2 * b * sq * sq * w.q * w.window, av_flops = 2 * b * sq * sq * w.out * w.window;
   if (s.flash) {
     KernelPlan k;
     k.name        = "attn";
     k.kclass      = KernelClass::attention;
     k.dtype       = s.attn_dtype;
-    k.fwd_flops   = 2 * core_flops;
-    k.fwd_bytes   = T * (2 * h + 2 * kv) * e;
+    k.fwd_flops   = qk_flops + av_flops;
+    k.fwd_bytes   = T * (w.q + w.k + w.v + w.out) * e;
     // Flash backward recomputes QK^T: 5 s x s products instead of 4 (model FLOPs count 4).
     k.bwd_flops       = 2.5 * k.fwd_flops;
     k.bwd_model_flops = 2 * k.fwd_flops;
-    k.bwd_bytes       = 2 * k.fwd_bytes + T * h * e;
+    k.bwd_bytes       = 2 * k.fwd_bytes + T * w.out * e;
     k.saved_bytes     = b * a * sq * 4; // fp32 log-sum-exp per head and token
     ks.push_back(k);
     return;
@@ -39,9 +65,9 @@ void attention(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepShape&
   qk.name = "attn.qk";
   qk.kclass = KernelClass::attention;
   qk.dtype = s.attn_dtype;
-  qk.fwd_flops = core_flops;
-  qk.fwd_bytes = T * (h + kv) * e + scores * e;
-  qk.bwd_flops = qk.bwd_model_flops = 2 * core_flops;
+  qk.fwd_flops = qk_flops;
+  qk.fwd_bytes = T * (w.q + w.k) * e + scores * e;
+  qk.bwd_flops = qk.bwd_model_flops = 2 * qk_flops;
   qk.bwd_bytes = 2 * qk.fwd_bytes;
   qk.selective = true;
   ks.push_back(qk);
@@ -57,70 +83,18 @@ void attention(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepShape&
   av.name = "attn.av";
   av.kclass = KernelClass::attention;
   av.dtype = s.attn_dtype;
-  av.fwd_flops = core_flops;
-  av.fwd_bytes = scores * e + T * kv * e + T * h * e;
-  av.bwd_flops = av.bwd_model_flops = 2 * core_flops;
+  av.fwd_flops = av_flops;
+  av.fwd_bytes = scores * e + T * w.v * e + T * w.out * e;
+  av.bwd_flops = av.bwd_model_flops = 2 * av_flops;
   av.bwd_bytes = 2 * av.fwd_bytes;
   av.selective = true;
   ks.push_back(av);
   // The context [b, a/t, s, d] made contiguous as [s, b, h/t] for the projection: a copy
   // each way, recomputed with the attention core.
-  KernelPlan permute = forward_only("attn.context_permute", 2 * T * h * e, 0);
+  KernelPlan permute = forward_only("attn.context_permute", 2 * T * w.out * e, 0);
   permute.bwd_bytes  = permute.fwd_bytes;
   permute.selective  = true;
   ks.push_back(permute);
-}
-
-// The residual add after the projection and after the MLP: with dropout, Megatron's
-// fused bias-dropout-add (read branch and residual, write sum and a 1-byte mask; its
-// backward reads gradient and mask); without, a plain add whose backward is free.
-KernelPlan residual_add(const std::string& name, const ModelSpec& m, double elems, double e)
-{
-  KernelPlan k = forward_only(name, 3 * elems * e, elems);
-  if (m.dropout) {
-    k.fwd_bytes += elems;
-    k.bwd_bytes   = (2 * e + 1) * elems;
-    k.bwd_flops   = elems;
-    k.saved_bytes = elems;
-  }
-  return k;
-}
-
-// A linear layer's bias gradient: the output gradient summed over tokens, its own
-// kernel in backward (runs beside the GEMM's, listed after it in forward order).
-void bias_grad(std::vector<KernelPlan>& ks, bool bias, const std::string& gemm_name, double out_elems, double e)
-{
-  if (bias)
-    ks.push_back(backward_only(gemm_name + ".bias_grad", out_elems * e, out_elems));
-}
-
-// Megatron's f/g operators around a column-split ... row-split pair. Without sequence
-// parallelism: all-reduce after the row-split GEMM in forward and after the column-split
-// GEMM's input gradient in backward. With it: all-gather before the column-split GEMM
-// (again in backward, since only the split input is saved) and reduce-scatter after the
-// row-split one, and the transposes in backward.
-void tp_pair(KernelPlan& norm, KernelPlan& column, KernelPlan& row, double full_act, const StepShape& s)
-{
-  if (s.tp == 1)
-    return;
-  if (!s.sp) {
-    row.fwd_after     = {CollectiveKind::all_reduce, full_act};
-    column.bwd_after  = {CollectiveKind::all_reduce, full_act};
-    return;
-  }
-  norm.fwd_after    = {CollectiveKind::all_gather, full_act};
-  row.fwd_after     = {CollectiveKind::reduce_scatter, full_act};
-  row.bwd_before    = {CollectiveKind::all_gather, full_act};
-  column.bwd_before = {CollectiveKind::all_gather, full_act};
-  column.bwd_after  = {CollectiveKind::reduce_scatter, full_act};
-}
-
-size_t index_of(const std::vector<KernelPlan>& ks, const std::string& name)
-{
-  for (size_t i = 0; i < ks.size(); ++i)
-    if (ks[i].name == name)
-      return i;
-  return ks.size();
 }
 
 } // namespace
@@ -131,6 +105,7 @@ StepShape step_shape(const TrainingConfig& cfg)
   s.micro_batch  = cfg.micro_batch;
   s.seq_len      = cfg.seq_len;
   s.tp           = cfg.tp;
+  s.ep           = cfg.ep;
   s.sp           = cfg.sp;
   // fp8 training (Transformer Engine) keeps bf16 activations and weights and casts each
   // GEMM's operands to fp8; attention runs in bf16.
@@ -144,6 +119,85 @@ StepShape step_shape(const TrainingConfig& cfg)
   return s;
 }
 
+namespace {
+
+// The attention half of a layer: norm, Q/K/V (or MLA's projections), core, output
+// projection, residual add.
+void attention_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, int64_t layer, double T)
+{
+  double h = m.hidden, e = s.act_bytes, t = tp(s), r = rep_div(s);
+  const AttnWidths w = attn_widths(m, s, layer);
+  auto& ks = b.kernels;
+  // Backward sums the gradients of the two consumers of each residual-stream tensor
+  // (its norm and the residual add): read 2, write 1. Listed before the norm, so it runs
+  // after the norm's backward.
+  const double stream = T * h / r;
+  ks.push_back(backward_only("ln1.grad_sum", 3 * stream * e, stream));
+  ks.push_back(pointwise("ln1", stream, stream, 8, s, T * h * e / r)); // LN input: 2sbh
+  std::string column = "qkv";
+  if (m.mla.enabled()) {
+    // DeepSeek-V2 §2.1: the down-projections (and their norms) are replicated on every
+    // tp rank, the up-projections split by heads; the shared rotary key comes with the
+    // KV latent. Each GEMM saves its input.
+    const MlaSpec& a = m.mla;
+    double ql = a.q_lora_rank, kvl = a.kv_lora_rank, rope = a.qk_rope_head_dim;
+    if (ql > 0) {
+      column = "attn.q_down";
+      ks.push_back(gemm("attn.q_down", T, h, ql, s, T * h * e / r));
+      ks.push_back(pointwise("attn.q_norm", T * ql, T * ql, 8, s, T * ql * e));
+      ks.push_back(gemm("attn.q_up", T, ql, w.q, s, T * ql * e));
+    } else {
+      column = "attn.q";
+      ks.push_back(gemm("attn.q", T, h, w.q, s, T * h * e / r));
+    }
+    ks.push_back(gemm("attn.kv_down", T, h, kvl + rope, s, 0)); // the same input as the queries'
+    ks.push_back(pointwise("attn.kv_norm", T * kvl, T * kvl, 8, s, T * kvl * e));
+    ks.push_back(gemm("attn.kv_up", T, kvl, w.k - m.heads * rope / t + w.v, s, T * kvl * e + T * (w.q + w.k + w.v) * e));
+  } else {
+    ks.push_back(gemm("qkv", T, h, w.q + 2 * w.k, s, T * h * e / r + T * (w.q + 2 * w.k) * e)); // input 2sbh; Q, K, V 6sbh/t
+    bias_grad(ks, m.qkv_bias, "qkv", T * (w.q + 2 * w.k), e);
+  }
+  if (m.qk_norm) // a norm over each head of Q and K (Qwen3, Gemma 3), saving its input
+    ks.push_back(pointwise("attn.qk_norm", T * (w.q + w.k), T * (w.q + w.k), 8, s, T * (w.q + w.k) * e));
+  if (!m.learned_positions) { // rotary on Q and K, in place
+    double rotated = m.mla.enabled() ? T * (m.heads * m.mla.qk_rope_head_dim / t + m.mla.qk_rope_head_dim)
+                                     : T * (w.q + w.k);
+    KernelPlan rope = pointwise("attn.rope", rotated, rotated, 6, s, 0);
+    rope.bwd_bytes  = rope.fwd_bytes; // the gradient rotated back, in place
+    ks.push_back(rope);
+  }
+  attention(ks, m, s, T, w);
+  ks.push_back(gemm("proj", T, w.out, h, s, T * w.out * e)); // projection input: 2sbh/t
+  bias_grad(ks, m.proj_bias, "proj", stream, e);
+  if (m.norms_per_layer == 4) // Gemma 2/3: a norm on the attention output before the residual
+    ks.push_back(pointwise("attn.post_ln", stream, stream, 8, s, stream * e));
+  ks.push_back(residual_add("attn.residual", m, stream, e)); // dropout mask: sbh
+  tp_pair(ks[index_of(ks, "ln1")], ks[index_of(ks, column)], ks[index_of(ks, "proj")], T * h * e, s);
+}
+
+// The dense MLP half: norm, up (gate and up for gated MLPs), activation, down, residual.
+void dense_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T)
+{
+  double h = m.hidden, f = m.ffn_hidden, e = s.act_bytes, t = tp(s), r = rep_div(s);
+  auto& ks = b.kernels;
+  const double stream = T * h / r;
+  ks.push_back(backward_only("ln2.grad_sum", 3 * stream * e, stream));
+  ks.push_back(pointwise("ln2", stream, stream, 8, s, T * h * e / r)); // LN input: 2sbh
+  double up_out = m.mlp == MlpKind::swiglu ? 2 * f : f;
+  ks.push_back(gemm("mlp.up", T, h, up_out / t, s, T * h * e / r)); // MLP input: 2sbh
+  bias_grad(ks, m.mlp_bias, "mlp.up", T * up_out / t, e);
+  // GELU saves its input (8sbh/t at f = 4h); SwiGLU saves gate and up projections.
+  ks.push_back(pointwise("mlp.act", T * up_out / t, T * f / t, 8, s, T * up_out * e / t));
+  ks.push_back(gemm("mlp.down", T, f / t, h, s, T * f * e / t)); // down input: 8sbh/t
+  bias_grad(ks, m.mlp_bias, "mlp.down", stream, e);
+  if (m.norms_per_layer == 4)
+    ks.push_back(pointwise("mlp.post_ln", stream, stream, 8, s, stream * e));
+  ks.push_back(residual_add("mlp.residual", m, stream, e)); // dropout mask: sbh
+  tp_pair(ks[index_of(ks, "ln2")], ks[index_of(ks, "mlp.up")], ks[index_of(ks, "mlp.down")], T * h * e, s);
+}
+
+} // namespace
+
 BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_t layer)
 {
   double T = static_cast<double>(s.micro_batch) * s.seq_len;
@@ -151,9 +205,19 @@ BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_
   BlockPlan b;
   b.name  = "L" + std::to_string(layer);
   b.layer = true;
-  // Norm weights are replicated on every tp rank; the rest is split.
-  double norms  = 2 * m.norm_params();
-  double params = (m.layer_params(layer) - norms) / t + norms;
+  // Norm weights and the router are replicated on every tp rank; the rest is split, and
+  // routed experts spread over the ep ranks too.
+  const bool moe = m.moe_layer(layer);
+  double replicated = m.layer_norm_params() + (moe ? m.router_params() : 0.0);
+  if (m.mla.enabled()) // the down-projections and the latents' norms
+    replicated += m.hidden * (m.mla.q_lora_rank + m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) +
+                  m.mla.q_lora_rank + m.mla.kv_lora_rank;
+  double experts = moe ? m.moe.experts * m.expert_params() : 0.0;
+  double params  = (m.layer_params(layer) - replicated - experts) / t + replicated;
+  if (moe) {
+    b.expert_params = static_cast<double>(m.moe.experts / s.ep) * m.expert_params() / t;
+    params += b.expert_params;
+  }
   if (s.lora.enabled) {
     b.frozen_params = params;
     double rk = static_cast<double>(s.lora.rank);
@@ -166,38 +230,18 @@ BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_
     b.params = params;
   }
   b.input_bytes = T * h * e / r;
-  auto& ks = b.kernels;
-  // Backward sums the gradients of the two consumers of each residual-stream tensor
-  // (its norm and the residual add): read 2, write 1. Listed before the norm, so it runs
-  // after the norm's backward.
-  const double stream = T * h / r;
-  ks.push_back(backward_only("ln1.grad_sum", 3 * stream * e, stream));
-  ks.push_back(pointwise("ln1", stream, stream, 8, s, T * h * e / r));       // LN input: 2sbh
-  ks.push_back(gemm("qkv", T, h, (h + 2 * kv) / t, s, T * h * e / r + T * (h + 2 * kv) * e / t)); // input 2sbh; Q, K, V 6sbh/t
-  bias_grad(ks, m.qkv_bias, "qkv", T * (h + 2 * kv) / t, e);
-  if (!m.learned_positions) { // rotary on Q and K, in place
-    KernelPlan rope = pointwise("attn.rope", T * (h + kv) / t, T * (h + kv) / t, 6, s, 0);
-    rope.bwd_bytes  = rope.fwd_bytes; // the gradient rotated back, in place
-    ks.push_back(rope);
+  attention_half(b, m, s, layer, T);
+  double widest = h;
+  for (const KernelPlan& k : b.kernels)
+    if (k.kclass == KernelClass::gemm)
+      widest = std::max(widest, static_cast<double>(k.shape.n));
+  if (moe) {
+    moe_mlp_half(b, m, s, T);
+  } else {
+    dense_mlp_half(b, m, s, T);
+    widest = std::max(widest, (m.mlp == MlpKind::swiglu ? 2 * f : f) / t);
   }
-  attention(ks, m, s, T);
-  ks.push_back(gemm("proj", T, h / t, h, s, T * h * e / t));                        // projection input: 2sbh/t
-  bias_grad(ks, m.proj_bias, "proj", stream, e);
-  ks.push_back(residual_add("attn.residual", m, stream, e));                        // dropout mask: sbh
-  ks.push_back(backward_only("ln2.grad_sum", 3 * stream * e, stream));
-  ks.push_back(pointwise("ln2", stream, stream, 8, s, T * h * e / r));              // LN input: 2sbh
-  double up_out = m.mlp == MlpKind::swiglu ? 2 * f : f;
-  ks.push_back(gemm("mlp.up", T, h, up_out / t, s, T * h * e / r));                 // MLP input: 2sbh
-  bias_grad(ks, m.mlp_bias, "mlp.up", T * up_out / t, e);
-  // GELU saves its input (8sbh/t at f = 4h); SwiGLU saves gate and up projections.
-  ks.push_back(pointwise("mlp.act", T * up_out / t, T * f / t, 8, s, T * up_out * e / t));
-  ks.push_back(gemm("mlp.down", T, f / t, h, s, T * f * e / t));                    // down input: 8sbh/t
-  bias_grad(ks, m.mlp_bias, "mlp.down", stream, e);
-  ks.push_back(residual_add("mlp.residual", m, stream, e));                         // dropout mask: sbh
-  tp_pair(ks[index_of(ks, "ln1")], ks[index_of(ks, "qkv")], ks[index_of(ks, "proj")], T * h * e, s);
-  tp_pair(ks[index_of(ks, "ln2")], ks[index_of(ks, "mlp.up")], ks[index_of(ks, "mlp.down")], T * h * e, s);
-  double widest = std::max({(h + 2 * kv) / t, up_out / t, h});
-  b.backward_workspace = 2 * T * widest * e;
+  b.backward_workspace = std::max(b.backward_workspace, 2 * T * widest * e);
   if (!s.flash)
     b.backward_workspace += static_cast<double>(s.micro_batch) * m.heads / t * s.seq_len * s.seq_len * e;
   return b;

@@ -18,10 +18,12 @@
 
 namespace memwall {
 
-// A tensor-parallel collective among the tp group; bytes == 0 means none.
+// A collective among the tp group (or, for an MoE layer's all-to-alls, the ep group)
+// between kernels on the compute stream; bytes == 0 means none.
 struct TpComm {
   CollectiveKind kind = CollectiveKind::all_reduce;
   double bytes        = 0;
+  bool ep_group       = false;
 };
 
 struct KernelPlan {
@@ -48,6 +50,7 @@ struct BlockPlan {
   bool layer = false;              // a transformer layer: what recompute applies to
   double params        = 0;        // trainable parameters held by one tp rank
   double frozen_params = 0;        // frozen (LoRA base) parameters held by one tp rank
+  double expert_params = 0;        // part of params in this rank's routed experts: reduced over the edp group
   std::vector<KernelPlan> kernels; // forward order
   double backward_workspace = 0;   // activation gradients alive during the block's backward
   double input_bytes = 0;          // the block's input: what full recompute keeps, what a stage sends
@@ -57,6 +60,7 @@ struct StepShape {
   int64_t micro_batch = 1;
   int64_t seq_len     = 1;
   int64_t tp          = 1;
+  int64_t ep          = 1;
   bool sp             = false;
   double act_bytes    = 2;   // bytes per activation element (2 for 16-bit and fp8 training, 4 for fp32)
   double weight_bytes = 2;   // bytes per trainable weight element read by kernels

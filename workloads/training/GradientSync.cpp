@@ -6,6 +6,8 @@
 //           in a workspace bucket, reduce-scattered into the shard and freed (DeepSpeed's
 //           ipg buckets), here one bucket per block.
 // With the optimizer offloaded the reduced shard goes D2H into fp32 host gradients.
+// Under expert parallelism the routed experts' gradients are reduced apart, among the
+// dp / ep ranks that hold the same experts (Megatron-Core's expert-data-parallel group).
 #include "TrainingStepGenerator.hpp"
 
 namespace memwall {
@@ -22,11 +24,11 @@ void TrainingStepGenerator::alloc_gradients(int b)
     if (cfg_.zero <= 1)
       blk.grads = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::gradients, full, blk.plan.name + ".grads");
     else if (!offload)
-      blk.grads = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::gradients, shard(full),
+      blk.grads = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::gradients, shard(b, full),
                              blk.plan.name + ".grad_shard");
     if (offload) // fp32 gradient shard in host DRAM, for every rank on the socket
       blk.host_grads = dag_.alloc(s.gpu, StreamKind::compute, s.host, MemCategory::gradients,
-                                  4.0 * shard(blk.plan.params) * host_share(s, false), blk.plan.name + ".host_grads");
+                                  4.0 * shard(b, blk.plan.params) * host_share(s, false), blk.plan.name + ".host_grads");
   }
   // ZeRO-2/3: the block's full gradient of this micro-batch is built in a bucket; with
   // `buckets_in_flight` buckets still reducing, backward waits for the oldest.
@@ -50,15 +52,22 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
   if (cfg_.zero <= 1 && blk.backwards < cfg_.micro_batches())
     return; // no_sync: nothing waits on this pass, so it may repeat as a chain (OpDag)
   OpId last = dag_.stream_tail(s.gpu, StreamKind::compute);
+  auto [dense, experts] = dense_and_experts(b, full);
   if (cfg_.zero <= 1) {
-    s.pending_bucket += full;
-    s.pending_blocks.push_back(b);
-    if (s.pending_bucket >= cfg_.bucket_bytes) {
-      if (cfg_.overlap_grad_reduce)
-        emit_bucket(blk.stage, s.pending_bucket, s.pending_blocks, last, static_cast<int>(s.deferred_buckets.size()));
-      s.deferred_buckets.push_back({cfg_.overlap_grad_reduce ? 0.0 : s.pending_bucket, s.pending_blocks});
-      s.pending_bucket = 0;
-      s.pending_blocks.clear();
+    const double parts[2] = {dense, experts};
+    for (size_t l = 0; l < s.lanes.size(); ++l) {
+      BucketLane& lane = s.lanes[l];
+      if (parts[l] <= 0)
+        continue;
+      lane.pending += parts[l];
+      lane.pending_blocks.push_back(b);
+      if (lane.pending >= cfg_.bucket_bytes) {
+        if (cfg_.overlap_grad_reduce)
+          emit_bucket(blk.stage, lane, lane.pending, lane.pending_blocks, last, static_cast<int>(lane.deferred.size()));
+        lane.deferred.push_back({cfg_.overlap_grad_reduce ? 0.0 : lane.pending, lane.pending_blocks});
+        lane.pending = 0;
+        lane.pending_blocks.clear();
+      }
     }
     return;
   }
@@ -66,32 +75,40 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
   // "L3.mb17.reduce_scatter": numbered names, so that micro-batches add none to the table.
   const std::string prefix = blk.plan.name + ".mb";
   auto name                = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(mb), what); };
-  if (s.dp_group >= 0)
-    last = dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::reduce_scatter, s.dp_group, full,
+  if (s.dp_group >= 0 && dense > 0)
+    last = dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::reduce_scatter, s.dp_group, dense,
                                   name(".reduce_scatter")),
+                    {last});
+  if (s.lanes[1].group >= 0 && experts > 0)
+    last = dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::reduce_scatter, s.lanes[1].group, experts,
+                                  name(".experts.reduce_scatter")),
                     {last});
   StreamKind free_on = StreamKind::comm;
   if (cfg_.offload_optimizer != OffloadTarget::none) {
-    last    = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(full), name(".grads_d2h"), cfg_.offload_pinned), {last});
+    last    = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(b, full), name(".grads_d2h"), cfg_.offload_pinned), {last});
     free_on = StreamKind::d2h;
   }
   s.buckets_in_flight.push_back(dag_.free(blk.bucket, s.gpu, free_on, name(".free_grad_bucket"), {last}));
   blk.grads_ready = last;
 }
 
-void TrainingStepGenerator::emit_bucket(int stage, double bytes, const std::vector<int>& blocks, OpId after, int index)
+void TrainingStepGenerator::emit_bucket(int stage, const BucketLane& lane, double bytes, const std::vector<int>& blocks,
+                                        OpId after, int index)
 {
   Stage& s = stages_[stage];
   std::string name = (cfg_.pp > 1 ? "stage" + std::to_string(stage) + "." : std::string()) +
-                     (cfg_.zero == 0 ? "ddp" : "zero1") + ".bucket" + std::to_string(index);
+                     (cfg_.zero == 0 ? "ddp" : "zero1") + (lane.experts ? ".expert_bucket" : ".bucket") +
+                     std::to_string(index);
   OpId last = after;
-  if (s.dp_group >= 0) {
+  if (lane.group >= 0) {
     CollectiveKind kind = cfg_.zero == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
-    last = dag_.add(collective_op(s.gpu, StreamKind::comm, kind, s.dp_group, bytes, name + "." + collective_name(kind)),
+    last = dag_.add(collective_op(s.gpu, StreamKind::comm, kind, lane.group, bytes, name + "." + collective_name(kind)),
                     {after});
   }
+  // Offload: this rank's shard of the bucket (the experts' shard is ep times larger).
+  double host = shard(bytes) * (lane.experts ? static_cast<double>(cfg_.ep) : 1.0);
   if (cfg_.offload_optimizer != OffloadTarget::none)
-    last = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(bytes), name + ".grads_d2h", cfg_.offload_pinned), {last});
+    last = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, host, name + ".grads_d2h", cfg_.offload_pinned), {last});
   for (int b : blocks)
     blocks_[b].grads_ready = last;
 }
@@ -104,16 +121,18 @@ void TrainingStepGenerator::flush_buckets()
     Stage& s = stages_[p];
     // Without overlap every bucket waits for the end of backward; sizes stay the same.
     OpId end = dag_.stream_tail(s.gpu, StreamKind::compute);
-    int index = 0;
-    for (auto& [bytes, blocks] : s.deferred_buckets) {
-      if (bytes > 0)
-        emit_bucket(static_cast<int>(p), bytes, blocks, end, index);
-      ++index;
+    for (BucketLane& lane : s.lanes) {
+      int index = 0;
+      for (auto& [bytes, blocks] : lane.deferred) {
+        if (bytes > 0)
+          emit_bucket(static_cast<int>(p), lane, bytes, blocks, end, index);
+        ++index;
+      }
+      if (lane.pending > 0)
+        emit_bucket(static_cast<int>(p), lane, lane.pending, lane.pending_blocks, end, index);
+      lane.pending = 0;
+      lane.pending_blocks.clear();
     }
-    if (s.pending_bucket > 0)
-      emit_bucket(static_cast<int>(p), s.pending_bucket, s.pending_blocks, end, index);
-    s.pending_bucket = 0;
-    s.pending_blocks.clear();
   }
 }
 

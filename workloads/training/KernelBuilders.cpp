@@ -76,6 +76,58 @@ KernelPlan dropout(const std::string& name, double elems, const StepShape& s, do
   return k;
 }
 
+// The residual add after the projection and after the MLP: with dropout, Megatron's
+// fused bias-dropout-add (read branch and residual, write sum and a 1-byte mask; its
+// backward reads gradient and mask); without, a plain add whose backward is free.
+KernelPlan residual_add(const std::string& name, const ModelSpec& m, double elems, double e)
+{
+  KernelPlan k = forward_only(name, 3 * elems * e, elems);
+  if (m.dropout) {
+    k.fwd_bytes += elems;
+    k.bwd_bytes   = (2 * e + 1) * elems;
+    k.bwd_flops   = elems;
+    k.saved_bytes = elems;
+  }
+  return k;
+}
+
+// A linear layer's bias gradient: the output gradient summed over tokens, its own
+// kernel in backward (runs beside the GEMM's, listed after it in forward order).
+void bias_grad(std::vector<KernelPlan>& ks, bool bias, const std::string& gemm_name, double out_elems, double e)
+{
+  if (bias)
+    ks.push_back(backward_only(gemm_name + ".bias_grad", out_elems * e, out_elems));
+}
+
+// Megatron's f/g operators around a column-split ... row-split pair. Without sequence
+// parallelism: all-reduce after the row-split GEMM in forward and after the column-split
+// GEMM's input gradient in backward. With it: all-gather before the column-split GEMM
+// (again in backward, since only the split input is saved) and reduce-scatter after the
+// row-split one, and the transposes in backward.
+void tp_pair(KernelPlan& norm, KernelPlan& column, KernelPlan& row, double full_act, const StepShape& s)
+{
+  if (s.tp == 1)
+    return;
+  if (!s.sp) {
+    row.fwd_after     = {CollectiveKind::all_reduce, full_act};
+    column.bwd_after  = {CollectiveKind::all_reduce, full_act};
+    return;
+  }
+  norm.fwd_after    = {CollectiveKind::all_gather, full_act};
+  row.fwd_after     = {CollectiveKind::reduce_scatter, full_act};
+  row.bwd_before    = {CollectiveKind::all_gather, full_act};
+  column.bwd_before = {CollectiveKind::all_gather, full_act};
+  column.bwd_after  = {CollectiveKind::reduce_scatter, full_act};
+}
+
+size_t index_of(const std::vector<KernelPlan>& ks, const std::string& name)
+{
+  for (size_t i = 0; i < ks.size(); ++i)
+    if (ks[i].name == name)
+      return i;
+  return ks.size();
+}
+
 KernelPlan forward_only(const std::string& name, double bytes, double flops)
 {
   KernelPlan k = memory_bound(name);

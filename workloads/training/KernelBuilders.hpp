@@ -25,4 +25,20 @@ KernelPlan dropout(const std::string& name, double elems, const StepShape& s, do
 KernelPlan forward_only(const std::string& name, double bytes, double flops);
 KernelPlan backward_only(const std::string& name, double bytes, double flops);
 
+// The residual add after attention and after the MLP (Megatron's fused bias-dropout-add
+// when the model has dropout).
+KernelPlan residual_add(const std::string& name, const ModelSpec& m, double elems, double e);
+
+// A linear layer's bias gradient in backward, when it has a bias.
+void bias_grad(std::vector<KernelPlan>& ks, bool bias, const std::string& gemm_name, double out_elems, double e);
+
+// Megatron's tensor-parallel collectives around a column-split ... row-split GEMM pair.
+void tp_pair(KernelPlan& norm, KernelPlan& column, KernelPlan& row, double full_act, const StepShape& s);
+
+size_t index_of(const std::vector<KernelPlan>& ks, const std::string& name);
+
+// The mixture-of-experts half of a layer (MoeKernels.cpp): norm, router, dispatch
+// all-to-all, the rank's experts, combine all-to-all, shared experts, residual.
+void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T);
+
 } // namespace memwall::kernels

@@ -52,7 +52,7 @@ void TrainingStepGenerator::emit_gpu_step(int b)
   //   zero the gradient buffer for the next step (write).
   Block& blk = blocks_[b];
   Stage& s   = stage_of(b);
-  double n   = shard(blk.plan.params);
+  double n   = shard(b, blk.plan.params);
   double g   = gradient_bytes_per_param();
   const std::string prefix = blk.plan.name + ".";
   OpId last = blk.grads_ready;
@@ -83,10 +83,16 @@ void TrainingStepGenerator::gather_updated_weights(int b, OpId after)
   // ZeRO-1/2 keep full weights on every rank: each rank's updated shard goes to all.
   // ZeRO-3 keeps only the shard; ZeRO-0 updated the full weights everywhere.
   Stage& s = stage_of(b);
-  if ((cfg_.zero == 1 || cfg_.zero == 2) && s.dp_group >= 0)
-    dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::all_gather, s.dp_group,
-                           blocks_[b].plan.params * weight_bytes_per_param(),
+  if (cfg_.zero != 1 && cfg_.zero != 2)
+    return;
+  auto [dense, experts] = dense_and_experts(b, blocks_[b].plan.params * weight_bytes_per_param());
+  if (s.dp_group >= 0 && dense > 0)
+    dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::all_gather, s.dp_group, dense,
                            blocks_[b].plan.name + ".updated_weights.all_gather"),
+             {after});
+  if (s.lanes[1].group >= 0 && experts > 0) // the experts' owners: the edp group
+    dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::all_gather, s.lanes[1].group, experts,
+                           blocks_[b].plan.name + ".updated_expert_weights.all_gather"),
              {after});
 }
 
@@ -111,7 +117,7 @@ void TrainingStepGenerator::emit_offloaded_step(int b, bool first)
 {
   Block& blk  = blocks_[b];
   Stage& s    = stage_of(b);
-  double n    = shard(blk.plan.params);
+  double n    = shard(b, blk.plan.params);
   double ob   = optimizer_bytes_per_param();
   double wb   = weight_bytes_per_param();
   bool nvme   = cfg_.offload_optimizer == OffloadTarget::nvme;

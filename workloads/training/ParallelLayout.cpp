@@ -4,8 +4,8 @@
 
 namespace memwall {
 
-ParallelLayout::ParallelLayout(int64_t tp, int64_t pp, int64_t dp, int gpus_per_node)
-    : tp_(tp), pp_(pp), dp_(dp), gpus_per_node_(gpus_per_node)
+ParallelLayout::ParallelLayout(int64_t tp, int64_t pp, int64_t dp, int gpus_per_node, int64_t ep)
+    : tp_(tp), pp_(pp), dp_(dp), ep_(ep), gpus_per_node_(gpus_per_node)
 {
 }
 
@@ -57,6 +57,49 @@ std::vector<std::vector<DeviceRef>> ParallelLayout::peer_tp_groups(int64_t stage
 std::vector<std::vector<DeviceRef>> ParallelLayout::peer_dp_groups(int64_t stage) const
 {
   return groups_on_node(stage, tp_, &ParallelLayout::dp_group_of); // dp group t holds ranks (t, d)
+}
+
+std::vector<DeviceRef> ParallelLayout::ep_group_of(int64_t t, int64_t k, int64_t stage) const
+{
+  std::vector<DeviceRef> g;
+  for (int64_t i = 0; i < ep_; ++i)
+    g.push_back(device(t, k * ep_ + i, stage));
+  return g;
+}
+
+std::vector<DeviceRef> ParallelLayout::edp_group_of(int64_t t, int64_t i, int64_t stage) const
+{
+  std::vector<DeviceRef> g;
+  for (int64_t k = 0; k < dp_ / ep_; ++k)
+    g.push_back(device(t, k * ep_ + i, stage));
+  return g;
+}
+
+std::vector<std::vector<DeviceRef>> ParallelLayout::peer_groups(
+    int64_t stage, int64_t outer, int64_t inner,
+    std::vector<DeviceRef> (ParallelLayout::*group_of)(int64_t, int64_t, int64_t) const) const
+{
+  std::vector<std::vector<DeviceRef>> groups;
+  int node = representative(stage).node;
+  for (int64_t t = 0; t < outer; ++t)
+    for (int64_t i = 0; i < inner; ++i) {
+      if (t == 0 && i == 0)
+        continue;
+      std::vector<DeviceRef> g = (this->*group_of)(t, i, stage);
+      if (std::any_of(g.begin(), g.end(), [&](const DeviceRef& d) { return d.node == node; }))
+        groups.push_back(std::move(g));
+    }
+  return groups;
+}
+
+std::vector<std::vector<DeviceRef>> ParallelLayout::peer_ep_groups(int64_t stage) const
+{
+  return peer_groups(stage, tp_, dp_ / ep_, &ParallelLayout::ep_group_of);
+}
+
+std::vector<std::vector<DeviceRef>> ParallelLayout::peer_edp_groups(int64_t stage) const
+{
+  return peer_groups(stage, tp_, ep_, &ParallelLayout::edp_group_of);
 }
 
 std::vector<DeviceRef> ParallelLayout::node_peers(int64_t stage) const

@@ -3,6 +3,10 @@
 // ranks vary fastest (so a tp group stays inside a node), then data-parallel, then
 // pipeline stages:   global rank = t + tp * (d + dp * p),   node = rank / gpus_per_node.
 //
+// Expert parallelism splits the data-parallel ranks further (Megatron-Core's order
+// tp, ep, dp): the ep group of a rank is `ep` consecutive dp ranks, and its expert
+// gradients are reduced among the dp / ep ranks that hold the same experts (edp).
+//
 // One representative per pipeline stage, (t, d) = (0, 0), stands for the tp x dp
 // identical ranks of its stage (symmetric-rank folding). Its peers on the same node
 // share that node's PCIe switches, DRAM, NVMe and NICs, so the replay repeats their
@@ -16,7 +20,7 @@ namespace memwall {
 
 class ParallelLayout {
 public:
-  ParallelLayout(int64_t tp, int64_t pp, int64_t dp, int gpus_per_node);
+  ParallelLayout(int64_t tp, int64_t pp, int64_t dp, int gpus_per_node, int64_t ep = 1);
 
   DeviceRef device(int64_t t, int64_t d, int64_t p) const;
   DeviceRef representative(int64_t stage) const { return device(0, 0, stage); }
@@ -26,6 +30,11 @@ public:
   // they run the same collective at the same time on their own ports.
   std::vector<std::vector<DeviceRef>> peer_tp_groups(int64_t stage) const;
   std::vector<std::vector<DeviceRef>> peer_dp_groups(int64_t stage) const;
+  // Expert parallelism: the representative's ep and edp groups, and those of its node peers.
+  std::vector<DeviceRef> ep_group(int64_t stage) const { return ep_group_of(0, 0, stage); }
+  std::vector<DeviceRef> edp_group(int64_t stage) const { return edp_group_of(0, 0, stage); }
+  std::vector<std::vector<DeviceRef>> peer_ep_groups(int64_t stage) const;
+  std::vector<std::vector<DeviceRef>> peer_edp_groups(int64_t stage) const;
   // The other ranks of `stage` on the representative's node.
   std::vector<DeviceRef> node_peers(int64_t stage) const;
   int64_t ranks_per_stage() const { return tp_ * dp_; }
@@ -33,10 +42,15 @@ public:
 private:
   std::vector<DeviceRef> tp_group_of(int64_t d, int64_t stage) const;
   std::vector<DeviceRef> dp_group_of(int64_t t, int64_t stage) const;
+  std::vector<DeviceRef> ep_group_of(int64_t t, int64_t k, int64_t stage) const;  // dp ranks k*ep .. k*ep+ep-1
+  std::vector<DeviceRef> edp_group_of(int64_t t, int64_t i, int64_t stage) const; // dp ranks i, i+ep, ...
+  std::vector<std::vector<DeviceRef>> peer_groups(
+      int64_t stage, int64_t outer, int64_t inner,
+      std::vector<DeviceRef> (ParallelLayout::*group_of)(int64_t, int64_t, int64_t) const) const;
   std::vector<std::vector<DeviceRef>> groups_on_node(
       int64_t stage, int64_t count, std::vector<DeviceRef> (ParallelLayout::*group_of)(int64_t, int64_t) const) const;
 
-  int64_t tp_, pp_, dp_;
+  int64_t tp_, pp_, dp_, ep_;
   int gpus_per_node_;
 };
 

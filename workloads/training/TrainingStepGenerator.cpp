@@ -8,7 +8,7 @@ namespace memwall {
 
 TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const TrainingConfig& cfg,
                                              const ClusterSpec& cluster)
-    : model_(model), cfg_(cfg), cluster_(cluster), layout_(cfg.tp, cfg.pp, cfg.dp, cluster.gpus_per_node),
+    : model_(model), cfg_(cfg), cluster_(cluster), layout_(cfg.tp, cfg.pp, cfg.dp, cluster.gpus_per_node, cfg.ep),
       shape_(step_shape(cfg))
 {
   shape_.weight_bytes = weight_bytes_per_param();
@@ -52,6 +52,21 @@ double TrainingStepGenerator::shard(double params) const
   return cfg_.zero >= 1 ? params / static_cast<double>(cfg_.dp) : params;
 }
 
+std::pair<double, double> TrainingStepGenerator::dense_and_experts(int b, double full) const
+{
+  const BlockPlan& p = blocks_[b].plan;
+  if (cfg_.ep <= 1 || p.expert_params <= 0 || p.params <= 0)
+    return {full, 0.0};
+  double experts = full * p.expert_params / p.params;
+  return {full - experts, experts};
+}
+
+double TrainingStepGenerator::shard(int b, double full) const
+{
+  auto [dense, experts] = dense_and_experts(b, full);
+  return shard(dense) + shard(experts) * static_cast<double>(cfg_.ep);
+}
+
 OpDag TrainingStepGenerator::generate(bool chains)
 {
   dag_.track_accesses(cfg_.record_tensor_accesses);
@@ -86,6 +101,13 @@ void TrainingStepGenerator::build_stages()
       s.tp_group = dag_.add_group(layout_.tp_group(p), layout_.peer_tp_groups(p));
     if (cfg_.dp > 1)
       s.dp_group = dag_.add_group(layout_.dp_group(p), layout_.peer_dp_groups(p));
+    if (cfg_.ep > 1)
+      s.ep_group = dag_.add_group(layout_.ep_group(p), layout_.peer_ep_groups(p));
+    if (cfg_.ep > 1 && cfg_.dp > cfg_.ep)
+      s.edp_group = dag_.add_group(layout_.edp_group(p), layout_.peer_edp_groups(p));
+    s.lanes[0].group = s.dp_group;
+    s.lanes[1].group = cfg_.ep > 1 ? s.edp_group : s.dp_group;
+    s.lanes[1].experts = true;
     s.chunks.resize(static_cast<size_t>(cfg_.virtual_stages));
     stages_.push_back(std::move(s));
   }
@@ -130,7 +152,8 @@ void TrainingStepGenerator::emit_setup()
                         b.plan.name + ".weight_shard");
     else
       b.weights = place(s, OffloadTarget::none, MemCategory::weights, weights, b.plan.name + ".weights");
-    b.states = place(s, cfg_.offload_optimizer, MemCategory::optimizer, shard(b.plan.params) * optimizer_bytes_per_param(),
+    int index = static_cast<int>(&b - blocks_.data());
+    b.states  = place(s, cfg_.offload_optimizer, MemCategory::optimizer, shard(index, b.plan.params) * optimizer_bytes_per_param(),
           b.plan.name + ".optimizer_states");
   }
 }
@@ -302,10 +325,11 @@ OpId TrainingStepGenerator::kernel(const DeviceRef& gpu, const OpName& name, con
 void TrainingStepGenerator::tp_collective(int b, size_t i, Role role, const TpComm& c)
 {
   const Stage& s = stage_of(b);
-  if (c.bytes <= 0 || s.tp_group < 0)
+  int32_t group  = c.ep_group ? s.ep_group : s.tp_group;
+  if (c.bytes <= 0 || group < 0)
     return;
-  // Megatron's tp collectives block the compute stream.
-  dag_.add(collective_op(s.gpu, StreamKind::compute, c.kind, s.tp_group, c.bytes, name(b, i, role)));
+  // Megatron's tp collectives (and MoE all-to-alls) block the compute stream.
+  dag_.add(collective_op(s.gpu, StreamKind::compute, c.kind, group, c.bytes, name(b, i, role)));
 }
 
 void TrainingStepGenerator::emit_forward(int b, int64_t mb)

@@ -61,15 +61,23 @@ private:
   };
   // The ops a block's kernel i gives rise to, each with its own name.
   enum class Role : uint8_t { fwd, fwd_saved, fwd_tp, rc, rc_saved, rc_tp, bwd, bwd_tp_in, bwd_tp, bwd_free_saved };
+  // DDP / ZeRO-1 gradient buckets of one reduction group: the dp group, or for routed
+  // experts' gradients under expert parallelism the edp group.
+  struct BucketLane {
+    int32_t group = -1;
+    bool experts  = false;
+    double pending = 0;
+    std::vector<int> pending_blocks;
+    std::vector<std::pair<double, std::vector<int>>> deferred; // when overlap is off
+  };
   struct Stage {
     DeviceRef gpu, host, nvme;
     int32_t tp_group = -1, dp_group = -1;
+    int32_t ep_group = -1, edp_group = -1; // expert parallelism
     int shadows_on_socket = 1, shadows_on_node = 1; // ranks sharing the host's DRAM / the node's NVMe
     std::vector<std::vector<int>> chunks;            // block indices per chunk, forward order
-    double pending_bucket = 0;
+    std::array<BucketLane, 2> lanes;    // dense gradients, routed experts' gradients
     std::deque<OpId> buckets_in_flight; // ZeRO-2/3: frees of the buckets still reducing
-    std::vector<int> pending_blocks;
-    std::vector<std::pair<double, std::vector<int>>> deferred_buckets; // when overlap is off
   };
   struct Gather {
     Tensor buffer;
@@ -102,7 +110,7 @@ private:
   // GradientSync.cpp
   void alloc_gradients(int b);
   void reduce_gradients(int b, int64_t mb);
-  void emit_bucket(int stage, double bytes, const std::vector<int>& blocks, OpId after, int index);
+  void emit_bucket(int stage, const BucketLane& lane, double bytes, const std::vector<int>& blocks, OpId after, int index);
   void flush_buckets();
   // OptimizerStep.cpp
   void emit_optimizer();
@@ -122,6 +130,12 @@ private:
   void release_gather();
 
   double shard(double params) const;            // optimizer (and ZeRO-2/3 gradient) shard of a tp rank's params
+  // The same for a quantity `full` in proportion to block b's parameters: routed
+  // experts' part sharded over the edp group (dp / ep ranks), the rest over dp.
+  double shard(int b, double full) const;
+  // `full` split in proportion to block b's dense and routed-expert parameters (all
+  // dense without expert parallelism, where the edp group is the dp group).
+  std::pair<double, double> dense_and_experts(int b, double full) const;
   double host_share(const Stage& s, bool nvme) const;
   DeviceRef state_pool(const Stage& s, OffloadTarget t) const;
   Stage& stage_of(int b) { return stages_[blocks_[b].stage]; }

@@ -1,0 +1,146 @@
+// Mixture-of-experts training: the FLOPs, all-to-all bytes, load imbalance and memory
+// of MoE layers under expert parallelism, against hand calculations written out
+// (Shazeer et al. 2017; Fedus et al. 2022; Megatron-Core's all-to-all dispatcher).
+#include "Simulation.hpp"
+#include "TestHelpers.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace memwall;
+using namespace memwall::test;
+
+namespace {
+
+OpDag workload(const std::string& yaml) { return build_workload(parse_spec(yaml, "test.yaml", "")); }
+
+// Sum of `what` (flops or bytes) over the ops whose names start with `prefix`.
+double sum(const OpDag& dag, const std::string& prefix, OpKind kind, bool flops)
+{
+  double total = 0;
+  for (OpId id = dag.first_id(); id < dag.size(); ++id) {
+    const Op& op = dag.op(id);
+    if (op.kind == kind && op.name.str().rfind(prefix, 0) == 0)
+      total += flops ? op.flops : op.bytes;
+  }
+  return total;
+}
+
+// h 512, 8 experts of inner size 1024 (SwiGLU: 3 matrices), top-2, one layer.
+const std::string moe_model = "model: {layers: 1, hidden: 512, heads: 8, vocab: 1024, max_seq_len: 1024, mlp: swiglu, "
+                              "num_experts: 8, experts_per_token: 2, moe_ffn_hidden: 1024";
+
+std::string spec(const std::string& hardware, const std::string& model_extra, const std::string& training)
+{
+  return "hardware: " + hardware + "\n" + moe_model + model_extra + "}\ntraining: {seq_len: 1024, " + training + "}\n";
+}
+
+} // namespace
+
+TEST_CASE("moe_layer_forward_flops_per_token_are_k_experts_and_the_router", "[moe]")
+{
+  OpDag dag = workload(spec("{node: dgx-h100, gpus_per_node: 1}", "", "global_batch: 1, micro_batch: 1"));
+  const double T = 1024, h = 512, f = 1024, E = 8, k = 2;
+  // Per token: router h x E; each of k experts gate+up (h x 2f) and down (f x h); 2 FLOPs per MAC.
+  const double router = 2 * h * E, expert = 2 * h * 2 * f + 2 * f * h;
+  CHECK(sum(dag, "L0.fwd.moe.router", OpKind::kernel, true) == Approx(T * router));
+  CHECK(sum(dag, "L0.fwd.moe.experts.up", OpKind::kernel, true) + sum(dag, "L0.fwd.moe.experts.down", OpKind::kernel, true) ==
+        Approx(T * k * expert));
+  // Against the same model made dense with one MLP of inner size k x f: equal GEMM FLOPs.
+  OpDag dense = workload("hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {layers: 1, hidden: 512, heads: 8, "
+                         "vocab: 1024, max_seq_len: 1024, mlp: swiglu, ffn_hidden: 2048}\n"
+                         "training: {seq_len: 1024, global_batch: 1, micro_batch: 1}\n");
+  CHECK(sum(dense, "L0.fwd.mlp.up", OpKind::kernel, true) + sum(dense, "L0.fwd.mlp.down", OpKind::kernel, true) ==
+        Approx(T * k * expert));
+}
+
+TEST_CASE("each_all_to_all_of_a_layer_carries_tokens_times_k_times_hidden_bytes", "[moe]")
+{
+  // ep 8 on one DGX H100: each rank dispatches its T tokens' k copies (bf16) and gets them back.
+  OpDag dag = workload(spec("{node: dgx-h100}", "", "global_batch: 8, micro_batch: 1, ep: 8"));
+  const double T = 1024, h = 512, k = 2, e = 2;
+  CHECK(sum(dag, "L0.fwd.moe.permute", OpKind::collective, false) == T * k * h * e);
+  CHECK(sum(dag, "L0.fwd.moe.unsort", OpKind::collective, false) == T * k * h * e);
+  // Backward: the gradients go the same ways.
+  CHECK(sum(dag, "L0.bwd.moe.", OpKind::collective, false) == 2 * T * k * h * e);
+}
+
+TEST_CASE("an_all_to_all_sends_ep_minus_1_over_ep_of_each_ranks_buffer_at_once", "[moe][collectives]")
+{
+  // 8 GPUs on an NVSwitch at B = 400 GB/s, 2 us per hop: each GPU sends S/8 to each of 7
+  // peers at once on its port, 7/8 S in all, and receives as much.
+  const int n = 8;
+  const double S = 1e9, B = 400e9, alpha = 2e-6;
+  ClusterSpec c = hand_cluster(n, GpuFabric::nvswitch, 2);
+  OpDag dag;
+  std::vector<DeviceRef> g;
+  for (int i = 0; i < n; ++i)
+    g.push_back({DeviceKind::gpu, 0, i});
+  dag.add(collective_op({DeviceKind::gpu, 0, 0}, StreamKind::comm, CollectiveKind::all_to_all, dag.add_group(g), S, "a2a"));
+  RunResult r = replay_in_child(c, dag, {.collective_algorithm = "ring"});
+  CHECK(record(r, "a2a").end == Approx((n - 1.0) / n * S / B + alpha).epsilon(1e-9));
+}
+
+TEST_CASE("a_hot_expert_with_10_percent_more_tokens_makes_its_rank_compute_10_percent_more", "[moe]")
+{
+  // Even routing: each of 8 experts gets k/E = 25 % of the tokens. Hot: the busiest
+  // expert gets 27.5 %, 10 % more; with one expert per rank its rank computes 1.1 x
+  // T k / ... = 2.2 T pairs instead of 2 T, and receives 10 % more in each all-to-all.
+  const std::string even = spec("{node: dgx-h100}", "", "global_batch: 8, micro_batch: 1, ep: 8");
+  const std::string hot  = spec("{node: dgx-h100}", ", hot_expert_tokens: 0.275", "global_batch: 8, micro_batch: 1, ep: 8");
+  OpDag a = workload(even), b = workload(hot);
+  for (const char* p : {"L0.fwd.moe.experts.up", "L0.fwd.moe.experts.down", "L0.bwd.moe.experts.up"})
+    CHECK(sum(b, p, OpKind::kernel, true) == Approx(1.1 * sum(a, p, OpKind::kernel, true)));
+  CHECK(sum(b, "L0.fwd.moe.permute", OpKind::collective, false) ==
+        Approx(1.1 * sum(a, "L0.fwd.moe.permute", OpKind::collective, false)));
+  // Replayed: the layer slows by the hot rank's extra work. Its expert GEMMs and the
+  // all-to-alls take longer; nothing else changes.
+  auto js = [](const std::string& y) { return run_json("moe-hot", y); };
+  nlohmann::json ja = js(even), jb = js(hot);
+  double ta = ja["step_time_s"].get<double>(), tb = jb["step_time_s"].get<double>();
+  CHECK(tb > ta);
+  RunResult ra = simulate(parse_spec(even, "even.yaml", ""), true), rb = simulate(parse_spec(hot, "hot.yaml", ""), true);
+  double extra = 0;
+  for (const char* op : {"L0.fwd.moe.experts.up", "L0.fwd.moe.experts.down", "L0.fwd.moe.experts.act",
+                         "L0.fwd.moe.permute.tp", "L0.fwd.moe.unsort.tp", "L0.fwd.moe.sort", "L0.fwd.moe.unsort"}) {
+    const OpRecord &x = record(ra, op), &y = record(rb, op);
+    extra += (y.end - y.start) - (x.end - x.start);
+  }
+  const OpRecord &la = record(ra, "L0.fwd.mlp.residual"), &lb = record(rb, "L0.fwd.mlp.residual");
+  // The forward reaches the layer's last kernel later by exactly the extra time of the
+  // hot rank's MoE ops (one stream: they run one after another).
+  CHECK(lb.end - la.end == Approx(extra).epsilon(1e-9));
+  CHECK(extra > 0);
+}
+
+TEST_CASE("expert_parallelism_keeps_one_share_of_the_experts_and_all_of_the_rest_per_gpu", "[moe][memory]")
+{
+  // 8 experts over ep 8: one expert of the layer per GPU, attention, norms and router whole.
+  nlohmann::json j = run_json("moe-weights", spec("{node: dgx-h100}", "", "global_batch: 8, micro_batch: 1, ep: 8, zero: 1"));
+  const double h = 512, f = 1024, V = 1024;
+  const double attention = 4 * h * h + 4 * h /* qkv and proj biases: 3h + h */;
+  const double layer_dense = attention + 2 * (2 * h) /* two layer norms */ + 8 * h /* router */;
+  const double embed = V * h + 1024 * h /* learned positions */, final_norm = 2 * h;
+  double weights = (layer_dense + 3 * h * f /* one expert, no biases */ + embed + final_norm) * 2; // bf16
+  CHECK(j["devices"][0]["peak_by_category"]["weights"].get<double>() == Approx(weights));
+}
+
+TEST_CASE("impossible_expert_layouts_are_refused_with_one_line", "[moe][errors]")
+{
+  // ep must divide the experts and the dp ranks; MoE keys need experts; ep needs an MoE model.
+  CHECK_THAT(refused("moe-ep3", spec("{node: dgx-h100, gpus_per_node: 6}", "", "global_batch: 6, ep: 3")),
+             Catch::Contains("training.ep") && Catch::Contains("does not divide the model's 8 experts"));
+  CHECK_THAT(refused("moe-ep-dp", spec("{node: dgx-h100, gpus_per_node: 4}", "", "global_batch: 4, ep: 8")),
+             Catch::Contains("does not divide dp = 4"));
+  CHECK_THAT(refused("moe-dense-key", "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: gpt2, "
+                                      "experts_per_token: 2}\ntraining: {seq_len: 128}\n"),
+             Catch::Contains("model.experts_per_token") && Catch::Contains("the model has no experts"));
+  CHECK_THAT(refused("moe-dense-ep", "hardware: {node: dgx-h100}\nmodel: {preset: gpt2}\ntraining: {seq_len: 128, ep: 2}\n"),
+             Catch::Contains("expert parallelism needs a mixture-of-experts model"));
+  CHECK_THAT(refused("moe-topk", "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: mixtral-8x7b, "
+                                  "experts_per_token: 9}\ntraining: {seq_len: 128}\n"),
+             Catch::Contains("must be 1..8"));
+  CHECK_THAT(refused("moe-hot", spec("{node: dgx-h100, gpus_per_node: 1}", ", hot_expert_tokens: 0.1", "global_batch: 1")),
+             Catch::Contains("below the even share"));
+  CHECK_THAT(refused("moe-tp-no-sp", spec("{node: dgx-h100}", "", "global_batch: 4, tp: 2, ep: 4")),
+             Catch::Contains("need sp: true"));
+}

@@ -1,0 +1,25 @@
+#pragma once
+// How the tokens of an expert-parallel group spread over its ranks' experts. The
+// all-to-alls wait for every rank, so the busiest rank sets an MoE layer's pace: the
+// one holding the hottest expert.
+//
+// Per token of a rank, the group's ep ranks route ep x top_k token-expert pairs. The
+// hottest expert is sent hot_expert_tokens x ep of them (default: an even top_k /
+// experts share), the other experts share the rest evenly. With a capacity factor c an
+// expert takes at most c x ep x top_k / experts pairs and drops the rest (Fedus et al.
+// 2022, §2.1); dropless routing (c = 0) computes them all.
+#include "ModelSpec.hpp"
+
+#include <cstdint>
+
+namespace memwall {
+
+struct ExpertLoad {
+  double local_experts = 0; // routed experts each rank holds: experts / ep
+  double busiest_pairs = 0; // pairs the busiest rank computes, per token of a rank (top_k when even)
+  double dropped_share = 0; // share of all pairs dropped by the capacity limit
+};
+
+ExpertLoad expert_load(const MoeSpec& moe, int64_t ep);
+
+} // namespace memwall
