@@ -124,6 +124,7 @@ std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
   CollectiveRequest req;
   req.kind    = op.collective;
   req.bytes   = op.bytes;
+  req.switched_nodes = platform_.cluster().node.fabric == GpuFabric::nvswitch;
   req.latency = [this](const DeviceRef& a, const DeviceRef& b) {
     return routes_[route_index(platform_.host(a), platform_.host(b))].latency;
   };

@@ -3,6 +3,9 @@
 // (Shazeer et al. 2017; Fedus et al. 2022; Megatron-Core's all-to-all dispatcher).
 #include "Simulation.hpp"
 #include "TestHelpers.hpp"
+#include "collective/impl/RingSteps.hpp"
+
+#include <map>
 
 #include <catch2/catch.hpp>
 
@@ -143,4 +146,76 @@ TEST_CASE("impossible_expert_layouts_are_refused_with_one_line", "[moe][errors]"
              Catch::Contains("below the even share"));
   CHECK_THAT(refused("moe-tp-no-sp", spec("{node: dgx-h100}", "", "global_batch: 4, tp: 2, ep: 4")),
              Catch::Contains("need sp: true"));
+}
+
+TEST_CASE("a_folded_all_to_all_loads_every_port_as_the_pairwise_one", "[moe][collectives]")
+{
+  // 3 nodes x 4 GPUs: the pairwise plan sends S/12 between every pair. Per GPU that is
+  // 3 S/12 to its node peers and 8 S/12 to other nodes, and as much in; per node 32 S/12
+  // out and in over the network. The folded plan must give each the same bytes.
+  std::vector<DeviceRef> g;
+  for (int n = 0; n < 3; ++n)
+    for (int i = 0; i < 4; ++i)
+      g.push_back({DeviceKind::gpu, n, i});
+  const double S = 12e6;
+  auto loads = [&](const CollectivePhase& p) {
+    std::map<std::string, double> l;
+    for (const Flow& f : p.flows) {
+      bool cross = f.src.node != f.dst.node;
+      l["out" + std::string(cross ? "x" : "i") + std::to_string(f.src.node) + "." + std::to_string(f.src.index)] += f.bytes;
+      l["in" + std::string(cross ? "x" : "i") + std::to_string(f.dst.node) + "." + std::to_string(f.dst.index)] += f.bytes;
+      if (cross) {
+        l["node_out" + std::to_string(f.src.node)] += f.bytes;
+        l["node_in" + std::to_string(f.dst.node)] += f.bytes;
+      }
+    }
+    return l;
+  };
+  CollectivePhase folded = all_to_all_phase(g, S, true), pairwise = all_to_all_phase(g, S, false);
+  CHECK(pairwise.flows.size() == 12 * 11);
+  CHECK(folded.flows.size() == 2 * 12);
+  std::map<std::string, double> a = loads(folded), b = loads(pairwise);
+  REQUIRE(a.size() == b.size());
+  for (const auto& [k, v] : b) {
+    INFO(k);
+    CHECK(a[k] == Approx(v));
+  }
+  CHECK(b["outx0.0"] == Approx(8 * S / 12));
+  CHECK(b["node_out1"] == Approx(32 * S / 12));
+  // A group that is not whole nodes' worth of the same GPUs keeps the pairwise flows.
+  std::vector<DeviceRef> ragged(g.begin(), g.begin() + 6);
+  CHECK(all_to_all_phase(ragged, S, true).flows.size() == 6 * 5);
+}
+
+TEST_CASE("an_uneven_pipeline_puts_the_named_layers_on_the_first_and_last_stages", "[moe][layout]")
+{
+  // 61 layers over 16 stages (DeepSeek-V3): 3 first, 2 last, 56 / 14 = 4 on the others.
+  TrainingConfig t;
+  t.pp = 16;
+  t.first_stage_layers = 3;
+  t.last_stage_layers  = 2;
+  std::vector<int64_t> split = t.stage_layers(61);
+  REQUIRE(split.size() == 16);
+  CHECK(split.front() == 3);
+  CHECK(split.back() == 2);
+  for (size_t s = 1; s + 1 < split.size(); ++s)
+    CHECK(split[s] == 4);
+  t.last_stage_layers = 3; // 55 over 14 stages does not split
+  CHECK(t.stage_layers(61).empty());
+  CHECK_THAT(refused("uneven", "hardware: {node: dgx-h100, nodes: 2}\nmodel: {preset: gpt2}\n"
+                               "training: {seq_len: 128, pp: 4, global_batch: 16, first_stage_layers: 2}\n"),
+             Catch::Contains("training.first_stage_layers") && Catch::Contains("do not split evenly over the other 3 stages"));
+  // The blocks land where the split says: the first stage's GPU runs L0-L2 only.
+  OpDag dag = workload("hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: gpt2}\n"
+                       "training: {seq_len: 128, pp: 4, global_batch: 4, first_stage_layers: 3, last_stage_layers: 1}\n");
+  std::map<std::string, int> layer_gpu;
+  for (OpId id = dag.first_id(); id < dag.size(); ++id) {
+    const Op& op = dag.op(id);
+    if (op.kind == OpKind::kernel && op.name.str().find(".fwd.ln1") != std::string::npos)
+      layer_gpu[op.name.str().substr(0, op.name.str().find('.'))] = op.device.index;
+  }
+  CHECK(layer_gpu["L2"] == 0);
+  CHECK(layer_gpu["L3"] == 1);  // (12 - 3 - 1) / 2 = 4 layers on stages 1 and 2
+  CHECK(layer_gpu["L10"] == 2);
+  CHECK(layer_gpu["L11"] == 3);
 }

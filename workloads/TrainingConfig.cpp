@@ -70,19 +70,29 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
   if (dp_given && t.gpus() != gpus)
     r.fail("dp", "tp x pp x dp = " + str(t.tp) + " x " + str(t.pp) + " x " + str(t.dp) + " = " + str(t.gpus()) +
                      " but the hardware has " + str(gpus) + " GPUs");
-  if (m.layers % (t.pp * t.virtual_stages) != 0)
+  bool uneven = t.first_stage_layers > 0 || t.last_stage_layers > 0;
+  if (uneven && (t.pp < 2 || t.virtual_stages > 1))
+    r.fail(t.first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers",
+           "an uneven pipeline needs pp >= 2 and virtual_stages: 1");
+  if (uneven && t.stage_layers(m.layers).empty())
+    r.fail(t.first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers",
+           "the model's " + str(m.layers) + " layers less the first and last stages' do not split evenly over the other " +
+               str(t.pp - (t.first_stage_layers > 0) - (t.last_stage_layers > 0)) + " stages");
+  if (!uneven && m.layers % (t.pp * t.virtual_stages) != 0)
     r.fail(t.virtual_stages > 1 ? "virtual_stages" : "pp",
            "pp x virtual_stages = " + str(t.pp * t.virtual_stages) + " does not divide the model's " + str(m.layers) +
-               " layers");
+               " layers (an uneven pipeline: first_stage_layers, last_stage_layers)");
   if (t.sp && t.tp == 1)
     r.fail("sp", "sequence parallelism splits activations over the tp group: it needs tp > 1");
   if (t.global_batch % (t.micro_batch * t.dp) != 0)
     r.fail("global_batch", "global_batch " + str(t.global_batch) + " is not a multiple of micro_batch x dp = " +
                                str(t.micro_batch * t.dp));
-  int64_t passes = t.micro_batches() * (m.layers / t.pp);
+  std::vector<int64_t> split = t.stage_layers(m.layers);
+  int64_t per_stage = split.empty() ? m.layers / t.pp : *std::max_element(split.begin(), split.end()) * t.virtual_stages;
+  int64_t passes = t.micro_batches() * per_stage;
   if (passes > limits::layer_passes)
     r.fail("global_batch", "each GPU would replay " + str(passes) + " layer passes per step (" + str(t.micro_batches()) +
-                               " micro-batches x " + str(m.layers / t.pp) + " layers), more than the limit " +
+                               " micro-batches x " + str(per_stage) + " layers), more than the limit " +
                                str(limits::layer_passes) + "; raise micro_batch or lower global_batch");
   if (t.pipeline_schedule == "interleaved") {
     if (t.virtual_stages < 2)
@@ -140,6 +150,24 @@ void check_memory_options(ParamReader& r, const TrainingConfig& t)
 
 } // namespace
 
+std::vector<int64_t> TrainingConfig::stage_layers(int64_t layers) const
+{
+  int64_t stages = pp * virtual_stages;
+  if (first_stage_layers == 0 && last_stage_layers == 0)
+    return layers % stages == 0 ? std::vector<int64_t>(static_cast<size_t>(stages), layers / stages)
+                                : std::vector<int64_t>{};
+  int64_t middle = pp - (first_stage_layers > 0 ? 1 : 0) - (last_stage_layers > 0 ? 1 : 0);
+  int64_t rest   = layers - first_stage_layers - last_stage_layers;
+  if (virtual_stages != 1 || rest < middle || (middle == 0 ? rest != 0 : rest % middle != 0))
+    return {};
+  std::vector<int64_t> v(static_cast<size_t>(pp), middle > 0 ? rest / middle : 0);
+  if (first_stage_layers > 0)
+    v.front() = first_stage_layers;
+  if (last_stage_layers > 0)
+    v.back() = last_stage_layers;
+  return v;
+}
+
 bool LoraConfig::targets_kernel(const std::string& gemm) const
 {
   return enabled && std::find(targets.begin(), targets.end(), gemm) != targets.end();
@@ -187,6 +215,12 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   t.pipeline_schedule = r.choice("pipeline_schedule", "1f1b", pipeline_schedule_registry().names(),
                                  "pipeline schedule (see `memwall list schedules`)");
   t.virtual_stages = r.integer("virtual_stages", 1, "model chunks per pipeline stage (interleaved schedule)", 1);
+  t.first_stage_layers = r.integer("first_stage_layers", 0,
+                                   "layers of the first pipeline stage, the rest split evenly (0: an even split)", 0,
+                                   "", limits::layers);
+  t.last_stage_layers = r.integer("last_stage_layers", 0,
+                                  "layers of the last pipeline stage, the rest split evenly (0: an even split)", 0, "",
+                                  limits::layers);
   std::string rc = r.choice("recompute", "none", {"none", "selective", "full"},
                             "activation recomputation: selective (attention core) or full (keep layer inputs only)");
   t.recompute = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;

@@ -37,6 +37,10 @@ struct TrainingConfig {
   int64_t zero_prefetch = 1; // ZeRO-3: layers whose parameters are gathered ahead of use
   std::string pipeline_schedule = "1f1b";
   int64_t virtual_stages = 1; // model chunks per pipeline stage (interleaved schedule)
+  // Uneven pipelines (Megatron's --decoder-first/last-pipeline-num-layers): layers of
+  // the first and last stage, the rest split evenly; 0: an even split.
+  int64_t first_stage_layers = 0;
+  int64_t last_stage_layers  = 0;
   Recompute recompute  = Recompute::none;
   Dtype precision      = Dtype::bf16; // compute dtype; anything but fp32 keeps fp32 master weights
   Optimizer optimizer  = Optimizer::adam;
@@ -59,6 +63,9 @@ struct TrainingConfig {
   bool mixed_precision() const { return precision != Dtype::fp32; }
   int64_t micro_batches() const { return global_batch / (micro_batch * dp); }
   int64_t gpus() const { return tp * pp * dp; }
+  // Layers of each virtual stage (chunk * pp + stage), in order; empty when they do not
+  // split as asked (read_training_section refuses that).
+  std::vector<int64_t> stage_layers(int64_t layers) const;
   double tokens_per_step() const { return static_cast<double>(global_batch) * static_cast<double>(seq_len); }
 };
 

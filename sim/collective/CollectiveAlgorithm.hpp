@@ -36,6 +36,9 @@ struct CollectiveRequest {
   double bytes = 0; // all-reduce: buffer; all-gather: output; reduce-scatter: input
   // Latency of the route between two devices (one hop of a step).
   std::function<double(const DeviceRef&, const DeviceRef&)> latency;
+  // GPUs of a node reach each other through a switch (NVSwitch): every intra-node route
+  // is alike, which lets an all-to-all be folded by symmetry (all_to_all_phase).
+  bool switched_nodes = false;
 };
 
 class CollectiveAlgorithm {

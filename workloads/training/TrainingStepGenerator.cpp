@@ -12,10 +12,11 @@ TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const Train
       shape_(step_shape(cfg))
 {
   shape_.weight_bytes = weight_bytes_per_param();
-  // Virtual stage vs = chunk * pp + stage holds layers [vs * per, (vs + 1) * per); the
-  // embedding goes with the first virtual stage, the head with the last.
+  // Virtual stage vs = chunk * pp + stage holds the next cfg.stage_layers()[vs] layers
+  // (an even split unless first/last_stage_layers say otherwise); the embedding goes
+  // with the first virtual stage, the head with the last.
   int64_t virtual_stages = cfg.pp * cfg.virtual_stages;
-  int64_t per            = model.layers / virtual_stages;
+  std::vector<int64_t> split = cfg.stage_layers(model.layers);
   auto add = [&](BlockPlan plan, int64_t vs) {
     Block b;
     b.plan  = std::move(plan);
@@ -24,8 +25,13 @@ TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const Train
     blocks_.push_back(std::move(b));
   };
   add(embedding_block(model, shape_), 0);
-  for (int64_t l = 0; l < model.layers; ++l)
-    add(transformer_layer_block(model, shape_, l), l / per);
+  int64_t vs = 0, left = split.empty() ? model.layers : split[0];
+  for (int64_t l = 0; l < model.layers; ++l) {
+    while (left == 0 && vs + 1 < virtual_stages)
+      left = split[static_cast<size_t>(++vs)];
+    add(transformer_layer_block(model, shape_, l), vs);
+    --left;
+  }
   add(head_block(model, shape_), virtual_stages - 1);
 }
 

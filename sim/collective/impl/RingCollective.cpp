@@ -3,7 +3,7 @@
 // takes 2(n-1)/n * S/B + 2(n-1) latencies (Patarasuk & Yuan 2009), and the steps share
 // links with whatever else runs. Exact: one phase of n flows repeated 2(n-1) times,
 // of which the replay starts only those that can touch a replayed node (a 384-GPU ring
-// step: 9 flows). all_to_all is one phase of n(n-1) pairwise flows; send_recv one flow.
+// step: 9 flows). all_to_all is one phase of flows (all_to_all_phase); send_recv one flow.
 #include "RingSteps.hpp"
 
 namespace memwall {
@@ -23,12 +23,7 @@ public:
       return phases;
     }
     if (r.kind == CollectiveKind::all_to_all) {
-      CollectivePhase p;
-      for (const auto& a : g)
-        for (const auto& b : g)
-          if (a != b)
-            p.flows.push_back({a, b, r.bytes / static_cast<double>(n)});
-      phases.push_back(std::move(p));
+      phases.push_back(all_to_all_phase(g, r.bytes, r.switched_nodes));
       return phases;
     }
     CollectivePhase step = ring_step(g, ring_chunk(r.kind, n, r.bytes));
