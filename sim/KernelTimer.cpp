@@ -12,7 +12,7 @@ size_t KernelTimer::KeyHash::operator()(const Key& k) const
   mix(std::hash<double>()(k.seconds));
   mix(k.shape.m);
   mix(k.shape.n);
-  mix(k.shape.k);
+  mix(k.shape.k | static_cast<size_t>(k.shape.groups()) << 32);
   mix(static_cast<size_t>(k.kclass) << 8 | static_cast<size_t>(k.dtype));
   return h;
 }

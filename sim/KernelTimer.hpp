@@ -33,7 +33,7 @@ private:
     bool operator==(const Key& o) const
     {
       return flops == o.flops && bytes == o.bytes && seconds == o.seconds && shape.m == o.shape.m && shape.n == o.shape.n &&
-             shape.k == o.shape.k && kclass == o.kclass && dtype == o.dtype;
+             shape.k == o.shape.k && shape.groups() == o.shape.groups() && kclass == o.kclass && dtype == o.dtype;
     }
   };
   struct KeyHash {

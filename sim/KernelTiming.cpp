@@ -92,11 +92,13 @@ KernelTiming kernel_timing(const GpuSpec& g, const Op& op)
   }
   if (op.kclass == KernelClass::gemm && op.shape.known()) {
     if (const GemmModel* m = p->gemm_model(op.dtype, g.peak(op.dtype))) {
-      double one = 2.0 * op.shape.m * op.shape.n * op.shape.k;
-      // The op may stand for several GEMMs of this shape (backward: input and weight
-      // gradients); each is a launch.
+      // One launch: a GEMM, or a grouped GEMM of `groups` of this shape.
+      double groups = op.shape.groups();
+      double one    = 2.0 * op.shape.m * op.shape.n * op.shape.k * groups;
+      // The op may stand for several launches of this shape (backward: input and
+      // weight gradients).
       double launches = std::max(1.0, std::round(op.flops / one));
-      double body     = m->time(op.shape.m, op.shape.n, op.shape.k) - m->launch_s;
+      double body     = m->time(op.shape.m, op.shape.n, op.shape.k, groups) - m->launch_s;
       t.overhead_s    = launches * m->launch_s;
       t.compute_s     = body > 0 ? op.flops / (one / body) : 0.0;
     }

@@ -170,6 +170,8 @@ void check(ParamReader& r, const InferenceConfig& c, int64_t gpus, const ModelSp
     r.fail("max_model_len", str(c.max_model_len) + " exceeds the model's context of " + str(m.max_seq_len) + " tokens");
   if (c.shared_prefix > 0 && c.kv_manager != "paged")
     r.fail("shared_prefix", "sharing a prefix's KV needs kv_manager: paged");
+  if (c.cpu_attention && m.mla.enabled())
+    r.fail("offload", "attention: cpu is not modelled for multi-head latent attention (its KV is a compressed latent)");
   if (c.cpu_attention && (c.kv_off.cpu <= 0 || c.kv_off.nvme > 0))
     r.fail("offload", "attention: cpu computes attention where the KV cache lives, so it needs kv: cpu with no KV on "
                       "NVMe (the KV is " +

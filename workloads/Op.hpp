@@ -42,12 +42,19 @@ const char* phase_name(StepPhase p);
 
 // The main GEMM of a kernel (C[m x n] = A[m x k] B[k x n]); all 0 when not a GEMM.
 // A calibrated profile times GEMMs by shape; the op's flops may cover several GEMMs of
-// about this shape (a backward's input and weight gradients).
+// about this shape (a backward's input and weight gradients). A grouped GEMM (the
+// experts of an MoE layer) runs `groups` GEMMs of this shape in one launch, their
+// tiles scheduled together. Packed into 12 bytes (Op's size): k below 2^24 (a width's
+// limit is 10^7), up to 256 groups (more are counted as 256).
 struct GemmShape {
-  uint32_t m = 0, n = 0, k = 0;
+  uint32_t m = 0, n = 0;
+  uint32_t k : 24 = 0;
+  uint32_t groups_less_one : 8 = 0;
   bool known() const { return m > 0 && n > 0 && k > 0; }
+  uint32_t groups() const { return groups_less_one + 1u; }
 };
-GemmShape gemm_shape(double m, double n, double k);
+static_assert(sizeof(GemmShape) == 12);
+GemmShape gemm_shape(double m, double n, double k, double groups = 1);
 
 // Fields ordered by size, so that the ops of a large step pack without padding (120
 // bytes, not 144). Repeated passes are stored once (OpDag chains), so the 1T step holds

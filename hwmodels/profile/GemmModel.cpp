@@ -16,7 +16,7 @@ constexpr double splits[] = {1, 2, 4, 8, 16};
 
 } // namespace
 
-double GemmModel::compute_time(double m, double n, double k) const
+double GemmModel::compute_time(double m, double n, double k, double groups) const
 {
   if (m <= 0 || n <= 0 || k <= 0 || peak_flops <= 0)
     return 0;
@@ -26,7 +26,7 @@ double GemmModel::compute_time(double m, double n, double k) const
     double area = t.m * t.n;
     double eff  = area >= 128 * 128 ? 1.0 : area >= 64 * 128 ? small_tile_efficiency
                                                              : small_tile_efficiency * small_tile_efficiency;
-    double count = std::ceil(m / t.m) * std::ceil(n / t.n);
+    double count = groups * std::ceil(m / t.m) * std::ceil(n / t.n);
     for (double s : splits) {
       double waves = std::ceil(count * s / sms);
       best = std::min(best, waves * 2 * area * (std::ceil(k / s) + k_overhead) / (per_sm * eff));
@@ -35,10 +35,10 @@ double GemmModel::compute_time(double m, double n, double k) const
   return best;
 }
 
-double GemmModel::time(double m, double n, double k) const
+double GemmModel::time(double m, double n, double k, double groups) const
 {
-  double c   = compute_time(m, n, k);
-  double mem = bandwidth > 0 ? element_bytes * (m * k + k * n + m * n) / bandwidth : 0.0;
+  double c   = compute_time(m, n, k, groups);
+  double mem = bandwidth > 0 ? groups * element_bytes * (m * k + k * n + m * n) / bandwidth : 0.0;
   double hi  = std::max(c, mem);
   if (hi <= 0)
     return launch_s;

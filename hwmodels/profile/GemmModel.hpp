@@ -31,9 +31,10 @@ struct GemmModel {
   double blend         = 2;   // p-norm exponent combining compute and memory
   double k_overhead    = 64;  // prologue/epilogue of a tile, in K iterations
 
-  double time(double m, double n, double k) const;
+  // `groups` GEMMs of this shape in one launch (a grouped GEMM): their tiles share the waves.
+  double time(double m, double n, double k, double groups = 1) const;
   // Compute-only part (no launch, no memory term): the wave-quantised tile time.
-  double compute_time(double m, double n, double k) const;
+  double compute_time(double m, double n, double k, double groups = 1) const;
 };
 
 } // namespace memwall

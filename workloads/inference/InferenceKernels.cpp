@@ -1,6 +1,7 @@
 #include "InferenceKernels.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace memwall {
 
@@ -8,24 +9,62 @@ InferenceKernels::InferenceKernels(const ModelSpec& m, const InferenceConfig& c)
 {
   tp_       = static_cast<double>(c.tp);
   h_        = static_cast<double>(m.hidden);
-  q_dim_    = static_cast<double>(m.heads / c.tp * m.head_dim());
-  kv_dim_   = static_cast<double>(c.kv_heads_per_rank(m) * m.head_dim());
+  double heads = static_cast<double>(m.heads / c.tp);
+  if (m.mla.enabled()) {
+    double latent = static_cast<double>(m.mla.kv_lora_rank), rope = static_cast<double>(m.mla.qk_rope_head_dim);
+    q_dim_      = heads * (latent + rope); // queries absorbed into the latent space
+    kv_elems_   = latent + rope;           // not split: every tp rank caches the whole latent
+    pair_flops_ = 2 * heads * (2 * latent + rope);
+  } else {
+    q_dim_      = heads * static_cast<double>(m.head_dim());
+    kv_elems_   = 2.0 * static_cast<double>(c.kv_heads_per_rank(m) * m.head_dim());
+    pair_flops_ = 4 * q_dim_;
+  }
   ffn_      = static_cast<double>(m.ffn_hidden) / tp_;
   vocab_    = static_cast<double>(m.vocab) / tp_;
   e_        = c.act_bytes();
   wb_       = c.weight_bytes();
   kvb_      = c.kv_bytes();
   mlp_mats_ = m.mlp == MlpKind::swiglu ? 3 : 2;
+  moe_share_ = m.moe.enabled() ? static_cast<double>(m.moe_layers()) / static_cast<double>(m.layers) : 0.0;
 }
 
 double InferenceKernels::kv_bytes_per_token() const
 {
-  return 2.0 * static_cast<double>(m_.layers) * kv_dim_ * kvb_;
+  return static_cast<double>(m_.layers) * kv_elems_ * kvb_;
+}
+
+double InferenceKernels::attention_weights() const
+{
+  if (!m_.mla.enabled())
+    return h_ * (q_dim_ + kv_elems_) + q_dim_ * h_;
+  // Down-projections replicated on every rank, up-projections and output split by heads.
+  const MlaSpec& a = m_.mla;
+  double heads = static_cast<double>(m_.heads) / tp_;
+  double ql = static_cast<double>(a.q_lora_rank), kvl = static_cast<double>(a.kv_lora_rank);
+  double q_in = ql > 0 ? ql : h_;
+  return (ql > 0 ? h_ * ql : 0.0) + q_in * heads * static_cast<double>(a.qk_head_dim()) +
+         h_ * (kvl + static_cast<double>(a.qk_rope_head_dim)) +
+         kvl * heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim) + heads * static_cast<double>(a.v_head_dim) * h_;
+}
+
+double InferenceKernels::experts_touched(double tokens) const
+{
+  double E = static_cast<double>(m_.moe.experts), k = static_cast<double>(m_.moe.top_k);
+  return E * (1.0 - std::pow(1.0 - k / E, tokens));
 }
 
 double InferenceKernels::layer_weight_bytes() const
 {
-  return (h_ * (q_dim_ + 2 * kv_dim_) + q_dim_ * h_ + mlp_mats_ * h_ * ffn_) * wb_;
+  double dense = mlp_mats_ * h_ * ffn_;
+  double moe   = 0;
+  if (m_.moe.enabled()) {
+    const MoeSpec& x = m_.moe;
+    moe = static_cast<double>(x.experts) * mlp_mats_ * h_ * static_cast<double>(x.expert_ffn) / tp_ +
+          static_cast<double>(x.shared_experts) * mlp_mats_ * h_ * static_cast<double>(x.shared_ffn) / tp_ +
+          h_ * static_cast<double>(x.experts);
+  }
+  return (attention_weights() + (1 - moe_share_) * dense + moe_share_ * moe) * wb_;
 }
 
 double InferenceKernels::weight_bytes() const
@@ -40,7 +79,10 @@ double InferenceKernels::activation_bytes(int64_t tokens, int64_t seqs, int64_t 
   double t = static_cast<double>(tokens);
   // Residual stream, qkv output and the MLP's intermediate are alive together at most;
   // logits of the sampled rows in fp32.
-  double bytes = t * e_ * (2 * h_ + q_dim_ + 2 * kv_dim_ + (mlp_mats_ - 1) * ffn_) + static_cast<double>(seqs) * vocab_ * 4;
+  double inner = moe_share_ < 1 ? ffn_ : 0.0; // the MLP's widest intermediate per token
+  if (m_.moe.enabled())
+    inner = std::max(inner, static_cast<double>(m_.moe.top_k * m_.moe.expert_ffn) / tp_);
+  double bytes = t * e_ * (2 * h_ + q_dim_ + kv_elems_ + (mlp_mats_ - 1) * inner) + static_cast<double>(seqs) * vocab_ * 4;
   if (!c_.flash_attention)
     bytes += t * static_cast<double>(m_.heads / c_.tp) * static_cast<double>(longest_context) * e_;
   return bytes;
@@ -66,6 +108,30 @@ KernelCost InferenceKernels::gemm(const std::string& name, double tokens, double
   return k;
 }
 
+KernelCost InferenceKernels::mlp(double T) const
+{
+  KernelCost dense = gemm("mlp", T, h_, mlp_mats_ * ffn_);
+  dense.bytes += (mlp_mats_ - 1) * T * ffn_ * e_ + T * h_ * e_ + 2 * T * h_ * e_; // second GEMM's in/out, norm
+  dense.flops = 2 * T * mlp_mats_ * h_ * ffn_;
+  if (!m_.moe.enabled())
+    return dense;
+  // Router, the routed pairs through their experts' GEMMs, the shared experts.
+  const MoeSpec& x = m_.moe;
+  double fe = static_cast<double>(x.expert_ffn) / tp_, fs = static_cast<double>(x.shared_experts * x.shared_ffn) / tp_;
+  double E = static_cast<double>(x.experts), pairs = T * static_cast<double>(x.top_k), touched = experts_touched(T);
+  KernelCost moe = gemm("mlp", pairs, h_, mlp_mats_ * fe);
+  moe.flops = 2 * T * h_ * E + 2 * pairs * mlp_mats_ * h_ * fe + 2 * T * mlp_mats_ * h_ * fs;
+  moe.bytes = (touched * mlp_mats_ * h_ * fe + h_ * E + mlp_mats_ * h_ * fs) * wb_ +
+              (pairs * (2 * h_ + mlp_mats_ * fe) + T * (4 * h_ + mlp_mats_ * fs)) * e_ + T * E * 4;
+  moe.shape = gemm_shape(pairs / std::max(touched, 1.0), mlp_mats_ * fe, h_, std::max(touched, 1.0));
+  if (moe_share_ >= 1)
+    return moe;
+  KernelCost mean = moe_share_ >= 0.5 ? moe : dense;
+  mean.flops = (1 - moe_share_) * dense.flops + moe_share_ * moe.flops;
+  mean.bytes = (1 - moe_share_) * dense.bytes + moe_share_ * moe.bytes;
+  return mean;
+}
+
 IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
 {
   IterationKernels it;
@@ -85,24 +151,22 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   }
   it.tokens = static_cast<int64_t>(T);
   LayerKernels& L = it.layer;
-  L.qkv = gemm("qkv", T, h_, q_dim_ + 2 * kv_dim_);
+  L.qkv = gemm("qkv", T, h_, (attention_weights() - q_dim_ * h_) / h_); // every weight but the output projection's
   L.qkv.bytes += 2 * T * h_ * e_; // input norm
   L.attn.name   = "attn";
   L.attn.kclass = KernelClass::attention;
   L.attn.dtype  = c_.act_dtype;
   // QK^T and AV: 2 FLOPs per multiply-add, head_dim per query-key pair and head.
-  L.attn.flops    = 4 * pairs * q_dim_;
-  L.kv_read_bytes = kv_tokens * 2 * kv_dim_ * kvb_;
+  L.attn.flops    = pair_flops_ * pairs;
+  L.kv_read_bytes = kv_tokens * kv_elems_ * kvb_;
   L.cached_pairs    = cached_pairs;
-  L.cached_kv_bytes = cached * 2 * kv_dim_ * kvb_;
+  L.cached_kv_bytes = cached * kv_elems_ * kvb_;
   L.cached_queries  = cached_q;
-  L.attn.bytes    = L.kv_read_bytes + T * 2 * kv_dim_ * kvb_ + 2 * T * q_dim_ * e_;
+  L.attn.bytes    = L.kv_read_bytes + T * kv_elems_ * kvb_ + 2 * T * q_dim_ * e_;
   if (!c_.flash_attention) // scores written, read by softmax, probabilities written and read
     L.attn.bytes += 4 * scores * static_cast<double>(m_.heads / c_.tp) * e_;
   L.proj = gemm("proj", T, q_dim_, h_);
-  L.mlp  = gemm("mlp", T, h_, mlp_mats_ * ffn_);
-  L.mlp.bytes += (mlp_mats_ - 1) * T * ffn_ * e_ + T * h_ * e_ + 2 * T * h_ * e_; // second GEMM's in/out, norm
-  L.mlp.flops = 2 * T * mlp_mats_ * h_ * ffn_;
+  L.mlp  = mlp(T);
   if (c_.tp > 1)
     L.allreduce_bytes = T * h_ * e_;
   it.embed.name   = "embed";

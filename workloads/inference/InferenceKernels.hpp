@@ -7,7 +7,17 @@
 // Per layer: qkv (with the input norm), the attention core (reads the KV of every
 // sequence, writes the new tokens' KV), proj, and the MLP (with the second norm).
 // Norms and residual adds are fused into the neighbouring GEMMs as inference engines
-// do. The GEMMs read the weights once per iteration whatever the batch: that is why a
+// do.
+//
+// Mixture-of-experts layers: the MLP is the router, the experts the batch's tokens are
+// routed to (a GEMM reads the weights of each expert some token picked: for T tokens
+// and even routing E (1 - (1 - k/E)^T) of the E experts, all of them for a large batch,
+// few in a small decode) and the shared experts. Multi-head latent attention caches
+// (kv_lora_rank + qk_rope_head_dim) elements per token and layer, the same on every tp
+// rank, and attends in the latent space (DeepSeek-V2 §2.1.3, weights absorbed):
+// 2 (2 kv_lora_rank + qk_rope_head_dim) FLOPs per query-key pair and head. A model
+// whose layers differ (DeepSeek-V3's dense first layers) is costed as its mean layer:
+// the iteration's totals are exact, each layer's share is the average. The GEMMs read the weights once per iteration whatever the batch: that is why a
 // small-batch decode is bound by HBM bandwidth and a prefill by FLOPs.
 #include "InferenceConfig.hpp"
 #include "ModelSpec.hpp"
@@ -60,11 +70,13 @@ public:
   IterationKernels plan(const std::vector<SeqWork>& batch) const;
 
   // KV bytes one token takes on one rank, over all layers: 2 (K and V) x layers x
-  // KV heads per rank x head_dim x bytes (Kwon et al. 2023).
+  // KV heads per rank x head_dim x bytes (Kwon et al. 2023); MLA: its latent and rotary key.
   double kv_bytes_per_token() const;
-  double layer_weight_bytes() const; // one layer's weights on one rank
+  double layer_weight_bytes() const; // one layer's weights on one rank (the mean layer)
+  // Experts of one MoE layer the tokens of an iteration are routed to (even routing).
+  double experts_touched(double tokens) const;
   double query_width() const { return q_dim_; }   // query heads x head_dim on one rank
-  double kv_width() const { return kv_dim_; }     // KV heads x head_dim on one rank
+  double kv_width() const { return kv_elems_ / 2; } // K (or V) elements per token on one rank
   double activation_element_bytes() const { return e_; }
   double weight_bytes() const;       // all of one rank's weights
   // Largest activation workspace an iteration of `tokens` tokens over `seqs` sequences needs.
@@ -80,10 +92,14 @@ public:
 
 private:
   KernelCost gemm(const std::string& name, double tokens, double in, double out) const;
+  KernelCost mlp(double tokens) const;            // the mean layer's MLP (dense and MoE layers in proportion)
+  double attention_weights() const;               // QKV (MLA: its projections) and output, one rank
 
   ModelSpec m_;
   InferenceConfig c_;
-  double tp_, h_, q_dim_, kv_dim_, ffn_, vocab_, e_, wb_, kvb_;
+  double tp_, h_, q_dim_, kv_elems_, ffn_, vocab_, e_, wb_, kvb_;
+  double pair_flops_;   // attention FLOPs per query-key pair on one rank
+  double moe_share_;    // MoE layers / layers
   int mlp_mats_;
 };
 

@@ -101,7 +101,8 @@ nlohmann::json op_to_json(const Op& op)
       j["kclass"] = kclass_name(op.kclass);
       j["dtype"]  = dtype_name(op.dtype);
       if (op.shape.known())
-        j["shape"] = {op.shape.m, op.shape.n, op.shape.k};
+        j["shape"] = op.shape.groups() > 1 ? nlohmann::json{op.shape.m, op.shape.n, uint32_t(op.shape.k), op.shape.groups()}
+                                           : nlohmann::json{op.shape.m, op.shape.n, uint32_t(op.shape.k)};
       if (op.kind == OpKind::host_compute)
         j["src"] = device_to_json(op.src);
       break;
@@ -146,9 +147,13 @@ Op op_from_json(const nlohmann::json& j, const std::string& where)
       op.dtype  = by_name(j, "dtype", 7, dtype_text, where);
       if (j.contains("shape")) {
         const auto& s = j["shape"];
-        if (!s.is_array() || s.size() != 3 || !s[0].is_number() || !s[1].is_number() || !s[2].is_number())
-          throw InputError(where + ": args.memwall.shape is [m, n, k]");
-        op.shape = gemm_shape(s[0].get<double>(), s[1].get<double>(), s[2].get<double>());
+        bool ok = s.is_array() && (s.size() == 3 || s.size() == 4);
+        for (size_t i = 0; ok && i < s.size(); ++i)
+          ok = s[i].is_number();
+        if (!ok)
+          throw InputError(where + ": args.memwall.shape is [m, n, k] or [m, n, k, groups]");
+        op.shape = gemm_shape(s[0].get<double>(), s[1].get<double>(), s[2].get<double>(),
+                              s.size() == 4 ? s[3].get<double>() : 1.0);
       }
       if (op.kind == OpKind::host_compute)
         op.src = device_from_json(j.value("src", nlohmann::json()), where);

@@ -26,7 +26,7 @@ KernelPlan grouped_gemm(const std::string& name, double pairs, double in, double
   double more  = (experts - 1) * in * out * s.weight_bytes;
   k.fwd_bytes += more;
   k.bwd_bytes += 3 * more;
-  k.shape = gemm_shape(pairs / experts, out, in); // one expert's share of the pairs
+  k.shape = gemm_shape(pairs / experts, out, in, experts); // each expert's share of the pairs, one launch
   return k;
 }
 

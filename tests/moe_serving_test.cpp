@@ -1,0 +1,47 @@
+// Serving mixture-of-experts and multi-head latent attention models: the weights a
+// decode reads, the KV cache MLA keeps, against hand calculations.
+#include "ModelPresets.hpp"
+#include "TestHelpers.hpp"
+#include "inference/InferenceKernels.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace memwall;
+using namespace memwall::test;
+
+TEST_CASE("a_decode_of_one_token_reads_only_its_k_experts_weights", "[moe][inference]")
+{
+  // Qwen3-30B-A3B in fp16: h 2048, 128 experts of inner size 768 (3 matrices), top-8.
+  ModelSpec m = model_preset("qwen3-30b-a3b");
+  InferenceConfig c;
+  InferenceKernels k(m, c);
+  const double h = 2048, f = 768, E = 128, K = 8, e = 2;
+  CHECK(k.experts_touched(1) == Approx(K));
+  // 1 - (1 - 8/128)^T of the experts: 64 tokens touch 98.4 % of them.
+  CHECK(k.experts_touched(64) == Approx(E * (1 - std::pow(1 - K / E, 64))));
+  IterationKernels one = k.plan({{1, 100, true}});
+  // Weights read: 8 experts' 3 h f, the router h E; activations of 8 pairs and the token.
+  double weights = (K * 3 * h * f + h * E) * e;
+  double acts    = (K * (2 * h + 3 * f) + 4 * h) * e + E * 4;
+  CHECK(one.layer.mlp.bytes == Approx(weights + acts));
+  // FLOPs: the router and k experts, 2 per multiply-add.
+  CHECK(one.layer.mlp.flops == Approx(2 * h * E + 2 * K * 3 * h * f));
+  // The mean layer holds every expert.
+  CHECK(k.layer_weight_bytes() / e == Approx(m.attention_params() - 2 * 128 /* q/k norms: not read by GEMMs */ +
+                                             E * 3 * h * f + h * E).epsilon(1e-9));
+}
+
+TEST_CASE("mla_caches_576_elements_per_token_and_layer_on_every_tp_rank", "[mla][inference]")
+{
+  // DeepSeek-V3: kv_lora_rank 512 + qk_rope_head_dim 64 in bf16 over 61 layers =
+  // 70,272 bytes per token, against 2 x 128 heads x 128 x 2 x 61 = 3,997,696 for MHA.
+  ModelSpec m = model_preset("deepseek-v3");
+  for (int64_t tp : {1, 8}) {
+    InferenceConfig c;
+    c.tp = tp;
+    c.kv_dtype = c.act_dtype = c.weight_dtype = Dtype::bf16;
+    CHECK(InferenceKernels(m, c).kv_bytes_per_token() == 61.0 * 576 * 2);
+  }
+}
