@@ -1,5 +1,7 @@
 #include "TestHelpers.hpp"
 
+#include "Simulation.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -124,6 +126,22 @@ std::string refused(const std::string& name, const std::string& yaml, const std:
   CHECK_FALSE(std::filesystem::exists(h5));
   CHECK_FALSE(std::filesystem::exists(tr));
   return r.err;
+}
+
+OpDag spec_workload(const std::string& yaml) { return build_workload(parse_spec(yaml, "test.yaml", "")); }
+
+double op_sum(const OpDag& dag, const std::string& prefix, OpKind kind, bool flops)
+{
+  double total = 0;
+  for (OpId id = dag.first_id(); id < dag.size(); ++id) {
+    const Op& op = dag.op(id);
+    const std::string name = op.name.str();
+    bool match = name.rfind(prefix, 0) == 0 &&
+                 (prefix.back() == '.' || name.size() == prefix.size() || name[prefix.size()] == '.');
+    if (op.kind == kind && match)
+      total += flops ? op.flops : op.bytes;
+  }
+  return total;
 }
 
 } // namespace memwall::test

@@ -11,6 +11,12 @@
 
 namespace memwall::test {
 
+// The op DAG of a spec given as YAML text.
+OpDag spec_workload(const std::string& yaml);
+// FLOPs (or bytes) of the ops of `kind` named `prefix` or `prefix.*` (`prefix.` and
+// more: every op whose name starts with it).
+double op_sum(const OpDag& dag, const std::string& prefix, OpKind kind, bool flops);
+
 // A node of `gpus` identical GPUs with round numbers; see the definition for them.
 ClusterSpec hand_cluster(int gpus, GpuFabric fabric, int gpus_per_switch);
 

@@ -14,20 +14,6 @@ using namespace memwall::test;
 
 namespace {
 
-OpDag workload(const std::string& yaml) { return build_workload(parse_spec(yaml, "test.yaml", "")); }
-
-// Sum of `what` (flops or bytes) over the ops whose names start with `prefix`.
-double sum(const OpDag& dag, const std::string& prefix, OpKind kind, bool flops)
-{
-  double total = 0;
-  for (OpId id = dag.first_id(); id < dag.size(); ++id) {
-    const Op& op = dag.op(id);
-    if (op.kind == kind && op.name.str().rfind(prefix, 0) == 0)
-      total += flops ? op.flops : op.bytes;
-  }
-  return total;
-}
-
 // h 512, 8 experts of inner size 1024 (SwiGLU: 3 matrices), top-2, one layer.
 const std::string moe_model = "model: {layers: 1, hidden: 512, heads: 8, vocab: 1024, max_seq_len: 1024, mlp: swiglu, "
                               "num_experts: 8, experts_per_token: 2, moe_ffn_hidden: 1024";
@@ -41,30 +27,30 @@ std::string spec(const std::string& hardware, const std::string& model_extra, co
 
 TEST_CASE("moe_layer_forward_flops_per_token_are_k_experts_and_the_router", "[moe]")
 {
-  OpDag dag = workload(spec("{node: dgx-h100, gpus_per_node: 1}", "", "global_batch: 1, micro_batch: 1"));
+  OpDag dag = spec_workload(spec("{node: dgx-h100, gpus_per_node: 1}", "", "global_batch: 1, micro_batch: 1"));
   const double T = 1024, h = 512, f = 1024, E = 8, k = 2;
   // Per token: router h x E; each of k experts gate+up (h x 2f) and down (f x h); 2 FLOPs per MAC.
   const double router = 2 * h * E, expert = 2 * h * 2 * f + 2 * f * h;
-  CHECK(sum(dag, "L0.fwd.moe.router", OpKind::kernel, true) == Approx(T * router));
-  CHECK(sum(dag, "L0.fwd.moe.experts.up", OpKind::kernel, true) + sum(dag, "L0.fwd.moe.experts.down", OpKind::kernel, true) ==
+  CHECK(op_sum(dag, "L0.fwd.moe.router", OpKind::kernel, true) == Approx(T * router));
+  CHECK(op_sum(dag, "L0.fwd.moe.experts.up", OpKind::kernel, true) + op_sum(dag, "L0.fwd.moe.experts.down", OpKind::kernel, true) ==
         Approx(T * k * expert));
   // Against the same model made dense with one MLP of inner size k x f: equal GEMM FLOPs.
-  OpDag dense = workload("hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {layers: 1, hidden: 512, heads: 8, "
+  OpDag dense = spec_workload("hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {layers: 1, hidden: 512, heads: 8, "
                          "vocab: 1024, max_seq_len: 1024, mlp: swiglu, ffn_hidden: 2048}\n"
                          "training: {seq_len: 1024, global_batch: 1, micro_batch: 1}\n");
-  CHECK(sum(dense, "L0.fwd.mlp.up", OpKind::kernel, true) + sum(dense, "L0.fwd.mlp.down", OpKind::kernel, true) ==
+  CHECK(op_sum(dense, "L0.fwd.mlp.up", OpKind::kernel, true) + op_sum(dense, "L0.fwd.mlp.down", OpKind::kernel, true) ==
         Approx(T * k * expert));
 }
 
 TEST_CASE("each_all_to_all_of_a_layer_carries_tokens_times_k_times_hidden_bytes", "[moe]")
 {
   // ep 8 on one DGX H100: each rank dispatches its T tokens' k copies (bf16) and gets them back.
-  OpDag dag = workload(spec("{node: dgx-h100}", "", "global_batch: 8, micro_batch: 1, ep: 8"));
+  OpDag dag = spec_workload(spec("{node: dgx-h100}", "", "global_batch: 8, micro_batch: 1, ep: 8"));
   const double T = 1024, h = 512, k = 2, e = 2;
-  CHECK(sum(dag, "L0.fwd.moe.permute", OpKind::collective, false) == T * k * h * e);
-  CHECK(sum(dag, "L0.fwd.moe.unsort", OpKind::collective, false) == T * k * h * e);
+  CHECK(op_sum(dag, "L0.fwd.moe.permute", OpKind::collective, false) == T * k * h * e);
+  CHECK(op_sum(dag, "L0.fwd.moe.unsort", OpKind::collective, false) == T * k * h * e);
   // Backward: the gradients go the same ways.
-  CHECK(sum(dag, "L0.bwd.moe.", OpKind::collective, false) == 2 * T * k * h * e);
+  CHECK(op_sum(dag, "L0.bwd.moe.", OpKind::collective, false) == 2 * T * k * h * e);
 }
 
 TEST_CASE("an_all_to_all_sends_ep_minus_1_over_ep_of_each_ranks_buffer_at_once", "[moe][collectives]")
@@ -90,11 +76,11 @@ TEST_CASE("a_hot_expert_with_10_percent_more_tokens_makes_its_rank_compute_10_pe
   // T k / ... = 2.2 T pairs instead of 2 T, and receives 10 % more in each all-to-all.
   const std::string even = spec("{node: dgx-h100}", "", "global_batch: 8, micro_batch: 1, ep: 8");
   const std::string hot  = spec("{node: dgx-h100}", ", hot_expert_tokens: 0.275", "global_batch: 8, micro_batch: 1, ep: 8");
-  OpDag a = workload(even), b = workload(hot);
+  OpDag a = spec_workload(even), b = spec_workload(hot);
   for (const char* p : {"L0.fwd.moe.experts.up", "L0.fwd.moe.experts.down", "L0.bwd.moe.experts.up"})
-    CHECK(sum(b, p, OpKind::kernel, true) == Approx(1.1 * sum(a, p, OpKind::kernel, true)));
-  CHECK(sum(b, "L0.fwd.moe.permute", OpKind::collective, false) ==
-        Approx(1.1 * sum(a, "L0.fwd.moe.permute", OpKind::collective, false)));
+    CHECK(op_sum(b, p, OpKind::kernel, true) == Approx(1.1 * op_sum(a, p, OpKind::kernel, true)));
+  CHECK(op_sum(b, "L0.fwd.moe.permute", OpKind::collective, false) ==
+        Approx(1.1 * op_sum(a, "L0.fwd.moe.permute", OpKind::collective, false)));
   // Replayed: the layer slows by the hot rank's extra work. Its expert GEMMs and the
   // all-to-alls take longer; nothing else changes.
   auto js = [](const std::string& y) { return run_json("moe-hot", y); };
@@ -206,7 +192,7 @@ TEST_CASE("an_uneven_pipeline_puts_the_named_layers_on_the_first_and_last_stages
                                "training: {seq_len: 128, pp: 4, global_batch: 16, first_stage_layers: 2}\n"),
              Catch::Contains("training.first_stage_layers") && Catch::Contains("do not split evenly over the other 3 stages"));
   // The blocks land where the split says: the first stage's GPU runs L0-L2 only.
-  OpDag dag = workload("hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: gpt2}\n"
+  OpDag dag = spec_workload("hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: gpt2}\n"
                        "training: {seq_len: 128, pp: 4, global_batch: 4, first_stage_layers: 3, last_stage_layers: 1}\n");
   std::map<std::string, int> layer_gpu;
   for (OpId id = dag.first_id(); id < dag.size(); ++id) {

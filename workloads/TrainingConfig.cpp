@@ -65,11 +65,17 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
 {
   if (m.heads % t.tp != 0)
     r.fail("tp", "tp = " + str(t.tp) + " does not divide the model's " + str(m.heads) + " attention heads");
-  if (t.tp * t.pp > gpus || gpus % (t.tp * t.pp) != 0)
-    r.fail(t.pp > 1 ? "pp" : "tp", "tp x pp = " + str(t.tp * t.pp) + " does not divide the " + str(gpus) + " GPUs");
+  if (t.tp * t.pp * t.cp > gpus || gpus % (t.tp * t.pp * t.cp) != 0)
+    r.fail(t.cp > 1 ? "cp" : t.pp > 1 ? "pp" : "tp",
+           (t.cp > 1 ? "tp x pp x cp = " : "tp x pp = ") + str(t.tp * t.pp * t.cp) + " does not divide the " +
+               str(gpus) + " GPUs");
   if (dp_given && t.gpus() != gpus)
-    r.fail("dp", "tp x pp x dp = " + str(t.tp) + " x " + str(t.pp) + " x " + str(t.dp) + " = " + str(t.gpus()) +
+    r.fail("dp", "tp x pp x " + std::string(t.cp > 1 ? "cp x " : "") + "dp = " + str(t.tp) + " x " + str(t.pp) +
+                     (t.cp > 1 ? " x " + str(t.cp) : std::string()) + " x " + str(t.dp) + " = " + str(t.gpus()) +
                      " but the hardware has " + str(gpus) + " GPUs");
+  if (t.seq_len % t.cp != 0)
+    r.fail("cp", "cp = " + str(t.cp) + " does not divide seq_len " + str(t.seq_len) +
+                     " (each context-parallel rank holds seq_len / cp tokens)");
   bool uneven = t.first_stage_layers > 0 || t.last_stage_layers > 0;
   if (uneven && (t.pp < 2 || t.virtual_stages > 1))
     r.fail(t.first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers",
@@ -118,8 +124,9 @@ void check_experts(ParamReader& r, const TrainingConfig& t, const ModelSpec& m)
   }
   if (m.moe.experts % t.ep != 0)
     r.fail("ep", "ep = " + str(t.ep) + " does not divide the model's " + str(m.moe.experts) + " experts");
-  if (t.dp % t.ep != 0)
-    r.fail("ep", "ep = " + str(t.ep) + " does not divide dp = " + str(t.dp) + " (expert-parallel ranks are data-parallel ranks)");
+  if (t.replicas() % t.ep != 0)
+    r.fail("ep", "ep = " + str(t.ep) + " does not divide " + (t.cp > 1 ? "cp x dp = " : "dp = ") + str(t.replicas()) +
+                     " (expert-parallel ranks are data-parallel ranks)");
   if (t.tp > 1 && !t.sp)
     r.fail("sp", "mixture-of-experts layers with tp > 1 need sp: true (Megatron-Core requires sequence parallelism)");
   if (t.lora.enabled)
@@ -178,7 +185,8 @@ std::string describe_training(const TrainingConfig& t)
   static const char* optimizers[] = {"adam", "adam8bit", "sgd", "adafactor"};
   static const char* recomputes[] = {"none", "selective", "full"};
   static const char* targets[]    = {"none", "cpu", "nvme"};
-  std::string s = "tp " + str(t.tp) + (t.sp ? " (sp)" : "") + " x pp " + str(t.pp) + " x dp " + str(t.dp);
+  std::string s = "tp " + str(t.tp) + (t.sp ? " (sp)" : "") + " x pp " + str(t.pp) +
+                  (t.cp > 1 ? " x cp " + str(t.cp) : std::string()) + " x dp " + str(t.dp);
   if (t.ep > 1)
     s += " (ep " + str(t.ep) + ")";
   if (t.pp > 1)
@@ -206,7 +214,9 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   t.tp = r.integer("tp", 1, "tensor-parallel degree (Megatron column/row split of attention and MLP)", 1);
   t.pp = r.integer("pp", 1, "pipeline-parallel stages", 1);
   bool dp_given = r.has("dp");
-  t.dp = r.integer("dp", 0, "data-parallel replicas", 1, "GPUs / (tp x pp)");
+  t.dp = r.integer("dp", 0, "data-parallel replicas", 1, "GPUs / (tp x pp x cp)");
+  t.cp = r.integer("cp", 1, "context-parallel degree: each sequence split over this many ranks, K and V all-gathered "
+                           "for attention (long context)", 1);
   t.ep = r.integer("ep", 1, "expert-parallel degree: experts split over this many data-parallel ranks (MoE)", 1);
   t.sp = r.flag("sp", false, "sequence parallelism: all-gather/reduce-scatter instead of all-reduce, norms split by tp");
   t.zero = static_cast<int>(
@@ -245,7 +255,7 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   if (t.seq_len > model.max_seq_len)
     r.fail("seq_len", str(t.seq_len) + " exceeds the model's max_seq_len " + str(model.max_seq_len));
   if (!dp_given)
-    t.dp = std::max<int64_t>(1, gpus / (t.tp * t.pp));
+    t.dp = std::max<int64_t>(1, gpus / (t.tp * t.pp * t.cp));
   check_layout(r, t, gpus, model, dp_given);
   check_memory_options(r, t);
   check_experts(r, t, model);

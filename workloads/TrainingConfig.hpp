@@ -31,7 +31,8 @@ struct TrainingConfig {
   int64_t tp           = 1;  // tensor-parallel ranks per layer (Megatron)
   int64_t pp           = 1;  // pipeline stages
   int64_t dp           = 1;  // data-parallel replicas
-  int64_t ep           = 1;  // expert-parallel ranks (MoE): a subgroup of the dp ranks
+  int64_t ep           = 1;  // expert-parallel ranks (MoE): a subgroup of the cp x dp ranks
+  int64_t cp           = 1;  // context-parallel ranks: each holds seq_len / cp tokens of every sequence
   bool sp              = false; // sequence parallelism inside the tp group
   int zero             = 0;  // ZeRO stage 0..3
   int64_t zero_prefetch = 1; // ZeRO-3: layers whose parameters are gathered ahead of use
@@ -62,7 +63,10 @@ struct TrainingConfig {
 
   bool mixed_precision() const { return precision != Dtype::fp32; }
   int64_t micro_batches() const { return global_batch / (micro_batch * dp); }
-  int64_t gpus() const { return tp * pp * dp; }
+  int64_t gpus() const { return tp * pp * cp * dp; }
+  // Ranks holding the same parameters of a stage: gradients are reduced (and ZeRO shards
+  // taken) over all of them (Megatron-Core's data-parallel group with context parallelism).
+  int64_t replicas() const { return cp * dp; }
   // Layers of each virtual stage (chunk * pp + stage), in order; empty when they do not
   // split as asked (read_training_section refuses that).
   std::vector<int64_t> stage_layers(int64_t layers) const;

@@ -33,40 +33,56 @@ AttnWidths attn_widths(const ModelSpec& m, const StepShape& s, int64_t layer)
     w.k = w.v = m.kv_dim() / t;
   }
   if (m.windowed_layer(layer))
-    w.window = std::min(1.0, static_cast<double>(m.sliding_window) / static_cast<double>(s.seq_len));
+    w.window = std::min(1.0, static_cast<double>(m.sliding_window) / static_cast<double>(s.kv_seq));
   return w;
 }
 
 // The attention core of one tp rank: a/t heads. Q, K and V are saved by the GEMMs that
-// make them.
+// make them. Under context parallelism the rank's s/cp queries attend over all s keys:
+// K and V are all-gathered from the cp group before it, again before its backward (the
+// other ranks' K and V are not kept, as ring attention passes them round again), and
+// their gradients reduce-scattered after it (Liu et al. 2023; Megatron-Core's context
+// parallelism moves the same bytes in cp - 1 ring steps).
 void attention(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepShape& s, double T, const AttnWidths& w)
 {
   double e = s.act_bytes;
-  double b = s.micro_batch, sq = s.seq_len, a = m.heads / tp(s);
+  double b = s.micro_batch, sq = s.seq_len, sk = s.kv_seq, a = m.heads / tp(s);
+  double Tk = b * sk; // keys and values the core reads
   // QK^T and AV each 2 b s^2 x width (Narayanan et al. 2021); a window keeps s x w pairs.
-  double qk_flops = 2 * b * sq * sq * w.q * w.window, av_flops = 2 * b * sq * sq * w.out * w.window;
+  double qk_flops = 2 * b * sq * sk * w.q * w.window, av_flops = 2 * b * sq * sk * w.out * w.window;
+  double gathered = s.cp > 1 ? Tk * (w.k + w.v) * e : 0.0;
+  if (s.cp > 1)
+    ks.back().fwd_after = {CollectiveKind::all_gather, gathered, CommGroup::cp};
+  const TpComm kv_again{CollectiveKind::all_gather, gathered, CommGroup::cp};
+  const TpComm kv_grads{CollectiveKind::reduce_scatter, gathered, CommGroup::cp};
   if (s.flash) {
     KernelPlan k;
     k.name        = "attn";
     k.kclass      = KernelClass::attention;
     k.dtype       = s.attn_dtype;
     k.fwd_flops   = qk_flops + av_flops;
-    k.fwd_bytes   = T * (w.q + w.k + w.v + w.out) * e;
+    k.fwd_bytes   = T * (w.q + w.out) * e + Tk * (w.k + w.v) * e;
     // Flash backward recomputes QK^T: 5 s x s products instead of 4 (model FLOPs count 4).
     k.bwd_flops       = 2.5 * k.fwd_flops;
     k.bwd_model_flops = 2 * k.fwd_flops;
     k.bwd_bytes       = 2 * k.fwd_bytes + T * w.out * e;
     k.saved_bytes     = b * a * sq * 4; // fp32 log-sum-exp per head and token
+    if (s.cp > 1) {
+      k.bwd_before = kv_again;
+      k.bwd_after  = kv_grads;
+    }
     ks.push_back(k);
     return;
   }
-  double scores = b * a * sq * sq; // elements of the s x s attention matrices of a/t heads
+  double scores = b * a * sq * sk; // elements of the s x s attention matrices of a/t heads
   KernelPlan qk;
   qk.name = "attn.qk";
   qk.kclass = KernelClass::attention;
   qk.dtype = s.attn_dtype;
   qk.fwd_flops = qk_flops;
-  qk.fwd_bytes = T * (w.q + w.k) * e + scores * e;
+  qk.fwd_bytes = T * w.q * e + Tk * w.k * e + scores * e;
+  if (s.cp > 1) // the backward of the core runs from av back to qk
+    qk.bwd_after = kv_grads;
   qk.bwd_flops = qk.bwd_model_flops = 2 * qk_flops;
   qk.bwd_bytes = 2 * qk.fwd_bytes;
   qk.selective = true;
@@ -84,8 +100,10 @@ void attention(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepShape&
   av.kclass = KernelClass::attention;
   av.dtype = s.attn_dtype;
   av.fwd_flops = av_flops;
-  av.fwd_bytes = scores * e + T * w.v * e + T * w.out * e;
+  av.fwd_bytes = scores * e + Tk * w.v * e + T * w.out * e;
   av.bwd_flops = av.bwd_model_flops = 2 * av_flops;
+  if (s.cp > 1)
+    av.bwd_before = kv_again;
   av.bwd_bytes = 2 * av.fwd_bytes;
   av.selective = true;
   ks.push_back(av);
@@ -103,7 +121,9 @@ StepShape step_shape(const TrainingConfig& cfg)
 {
   StepShape s;
   s.micro_batch  = cfg.micro_batch;
-  s.seq_len      = cfg.seq_len;
+  s.seq_len      = cfg.seq_len / cfg.cp;
+  s.kv_seq       = cfg.seq_len;
+  s.cp           = cfg.cp;
   s.tp           = cfg.tp;
   s.ep           = cfg.ep;
   s.sp           = cfg.sp;
@@ -243,7 +263,7 @@ BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_
   }
   b.backward_workspace = std::max(b.backward_workspace, 2 * T * widest * e);
   if (!s.flash)
-    b.backward_workspace += static_cast<double>(s.micro_batch) * m.heads / t * s.seq_len * s.seq_len * e;
+    b.backward_workspace += static_cast<double>(s.micro_batch) * m.heads / t * s.seq_len * s.kv_seq * e;
   return b;
 }
 

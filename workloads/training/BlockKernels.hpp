@@ -18,12 +18,14 @@
 
 namespace memwall {
 
-// A collective among the tp group (or, for an MoE layer's all-to-alls, the ep group)
-// between kernels on the compute stream; bytes == 0 means none.
+// A collective between kernels on the compute stream among the tp group, the ep group
+// (an MoE layer's all-to-alls) or the cp group (context parallelism's K and V);
+// bytes == 0 means none.
+enum class CommGroup : uint8_t { tp, ep, cp };
 struct TpComm {
   CollectiveKind kind = CollectiveKind::all_reduce;
   double bytes        = 0;
-  bool ep_group       = false;
+  CommGroup group     = CommGroup::tp;
 };
 
 struct KernelPlan {
@@ -58,7 +60,9 @@ struct BlockPlan {
 
 struct StepShape {
   int64_t micro_batch = 1;
-  int64_t seq_len     = 1;
+  int64_t seq_len     = 1;   // tokens of a sequence on this rank: seq_len / cp
+  int64_t kv_seq      = 1;   // keys each query attends over: the whole sequence
+  int64_t cp          = 1;
   int64_t tp          = 1;
   int64_t ep          = 1;
   bool sp             = false;

@@ -4,8 +4,8 @@
 
 namespace memwall {
 
-ParallelLayout::ParallelLayout(int64_t tp, int64_t pp, int64_t dp, int gpus_per_node, int64_t ep)
-    : tp_(tp), pp_(pp), dp_(dp), ep_(ep), gpus_per_node_(gpus_per_node)
+ParallelLayout::ParallelLayout(int64_t tp, int64_t pp, int64_t dp, int gpus_per_node, int64_t ep, int64_t cp)
+    : tp_(tp), pp_(pp), dp_(dp), ep_(ep), cp_(cp), gpus_per_node_(gpus_per_node)
 {
 }
 
@@ -59,11 +59,11 @@ std::vector<std::vector<DeviceRef>> ParallelLayout::peer_dp_groups(int64_t stage
   return groups_on_node(stage, tp_, &ParallelLayout::dp_group_of); // dp group t holds ranks (t, d)
 }
 
-std::vector<DeviceRef> ParallelLayout::ep_group_of(int64_t t, int64_t k, int64_t stage) const
+std::vector<DeviceRef> ParallelLayout::span_of(int64_t size, int64_t t, int64_t k, int64_t stage) const
 {
   std::vector<DeviceRef> g;
-  for (int64_t i = 0; i < ep_; ++i)
-    g.push_back(device(t, k * ep_ + i, stage));
+  for (int64_t i = 0; i < size; ++i)
+    g.push_back(device(t, k * size + i, stage));
   return g;
 }
 
@@ -95,6 +95,11 @@ std::vector<std::vector<DeviceRef>> ParallelLayout::peer_groups(
 std::vector<std::vector<DeviceRef>> ParallelLayout::peer_ep_groups(int64_t stage) const
 {
   return peer_groups(stage, tp_, dp_ / ep_, &ParallelLayout::ep_group_of);
+}
+
+std::vector<std::vector<DeviceRef>> ParallelLayout::peer_cp_groups(int64_t stage) const
+{
+  return peer_groups(stage, tp_, dp_ / cp_, &ParallelLayout::cp_group_of);
 }
 
 std::vector<std::vector<DeviceRef>> ParallelLayout::peer_edp_groups(int64_t stage) const

@@ -3,6 +3,11 @@
 // ranks vary fastest (so a tp group stays inside a node), then data-parallel, then
 // pipeline stages:   global rank = t + tp * (d + dp * p),   node = rank / gpus_per_node.
 //
+// Context parallelism (cp) and expert parallelism split the data-parallel ranks further
+// (Megatron-Core's order tp, cp, ep, dp): here `dp` counts all cp x dp replicas of the
+// parameters, the cp group of a rank is `cp` consecutive ones, its ep group `ep`
+// consecutive ones.
+//
 // Expert parallelism splits the data-parallel ranks further (Megatron-Core's order
 // tp, ep, dp): the ep group of a rank is `ep` consecutive dp ranks, and its expert
 // gradients are reduced among the dp / ep ranks that hold the same experts (edp).
@@ -20,7 +25,7 @@ namespace memwall {
 
 class ParallelLayout {
 public:
-  ParallelLayout(int64_t tp, int64_t pp, int64_t dp, int gpus_per_node, int64_t ep = 1);
+  ParallelLayout(int64_t tp, int64_t pp, int64_t dp, int gpus_per_node, int64_t ep = 1, int64_t cp = 1);
 
   DeviceRef device(int64_t t, int64_t d, int64_t p) const;
   DeviceRef representative(int64_t stage) const { return device(0, 0, stage); }
@@ -35,6 +40,9 @@ public:
   std::vector<DeviceRef> edp_group(int64_t stage) const { return edp_group_of(0, 0, stage); }
   std::vector<std::vector<DeviceRef>> peer_ep_groups(int64_t stage) const;
   std::vector<std::vector<DeviceRef>> peer_edp_groups(int64_t stage) const;
+  // Context parallelism: the representative's cp group and those of its node peers.
+  std::vector<DeviceRef> cp_group(int64_t stage) const { return cp_group_of(0, 0, stage); }
+  std::vector<std::vector<DeviceRef>> peer_cp_groups(int64_t stage) const;
   // The other ranks of `stage` on the representative's node.
   std::vector<DeviceRef> node_peers(int64_t stage) const;
   int64_t ranks_per_stage() const { return tp_ * dp_; }
@@ -42,7 +50,9 @@ public:
 private:
   std::vector<DeviceRef> tp_group_of(int64_t d, int64_t stage) const;
   std::vector<DeviceRef> dp_group_of(int64_t t, int64_t stage) const;
-  std::vector<DeviceRef> ep_group_of(int64_t t, int64_t k, int64_t stage) const;  // dp ranks k*ep .. k*ep+ep-1
+  std::vector<DeviceRef> span_of(int64_t size, int64_t t, int64_t k, int64_t stage) const; // dp ranks k*size .. +size-1
+  std::vector<DeviceRef> ep_group_of(int64_t t, int64_t k, int64_t stage) const { return span_of(ep_, t, k, stage); }
+  std::vector<DeviceRef> cp_group_of(int64_t t, int64_t k, int64_t stage) const { return span_of(cp_, t, k, stage); }
   std::vector<DeviceRef> edp_group_of(int64_t t, int64_t i, int64_t stage) const; // dp ranks i, i+ep, ...
   std::vector<std::vector<DeviceRef>> peer_groups(
       int64_t stage, int64_t outer, int64_t inner,
@@ -50,7 +60,7 @@ private:
   std::vector<std::vector<DeviceRef>> groups_on_node(
       int64_t stage, int64_t count, std::vector<DeviceRef> (ParallelLayout::*group_of)(int64_t, int64_t) const) const;
 
-  int64_t tp_, pp_, dp_, ep_;
+  int64_t tp_, pp_, dp_, ep_, cp_;
   int gpus_per_node_;
 };
 

@@ -50,7 +50,7 @@ OpId TrainingStepGenerator::gathered(int b)
     auto name = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(j), what); };
     g.buffer = dag_.alloc(s.gpu, StreamKind::gather, s.gpu, MemCategory::workspace, full, name(".gathered_params"), {after});
     OpId last = dag_.last_alloc_or_free();
-    double shard_bytes = full / static_cast<double>(cfg_.dp);
+    double shard_bytes = full / static_cast<double>(cfg_.replicas());
     if (cfg_.offload_params == OffloadTarget::nvme)
       last = dag_.add(copy_op(s.gpu, StreamKind::gather, s.nvme, s.host, shard_bytes, name(".shard_from_nvme")), {last});
     if (cfg_.offload_params != OffloadTarget::none)

@@ -8,7 +8,7 @@ namespace memwall {
 
 TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const TrainingConfig& cfg,
                                              const ClusterSpec& cluster)
-    : model_(model), cfg_(cfg), cluster_(cluster), layout_(cfg.tp, cfg.pp, cfg.dp, cluster.gpus_per_node, cfg.ep),
+    : model_(model), cfg_(cfg), cluster_(cluster), layout_(cfg.tp, cfg.pp, cfg.replicas(), cluster.gpus_per_node, cfg.ep, cfg.cp),
       shape_(step_shape(cfg))
 {
   shape_.weight_bytes = weight_bytes_per_param();
@@ -55,7 +55,7 @@ double TrainingStepGenerator::optimizer_bytes_per_param() const
 
 double TrainingStepGenerator::shard(double params) const
 {
-  return cfg_.zero >= 1 ? params / static_cast<double>(cfg_.dp) : params;
+  return cfg_.zero >= 1 ? params / static_cast<double>(cfg_.replicas()) : params;
 }
 
 std::pair<double, double> TrainingStepGenerator::dense_and_experts(int b, double full) const
@@ -105,11 +105,13 @@ void TrainingStepGenerator::build_stages()
     dag_.set_shadows(s.gpu, peers);
     if (cfg_.tp > 1)
       s.tp_group = dag_.add_group(layout_.tp_group(p), layout_.peer_tp_groups(p));
-    if (cfg_.dp > 1)
+    if (cfg_.replicas() > 1)
       s.dp_group = dag_.add_group(layout_.dp_group(p), layout_.peer_dp_groups(p));
     if (cfg_.ep > 1)
       s.ep_group = dag_.add_group(layout_.ep_group(p), layout_.peer_ep_groups(p));
-    if (cfg_.ep > 1 && cfg_.dp > cfg_.ep)
+    if (cfg_.cp > 1)
+      s.cp_group = dag_.add_group(layout_.cp_group(p), layout_.peer_cp_groups(p));
+    if (cfg_.ep > 1 && cfg_.replicas() > cfg_.ep)
       s.edp_group = dag_.add_group(layout_.edp_group(p), layout_.peer_edp_groups(p));
     s.lanes[0].group = s.dp_group;
     s.lanes[1].group = cfg_.ep > 1 ? s.edp_group : s.dp_group;
@@ -154,7 +156,7 @@ void TrainingStepGenerator::emit_setup()
       continue;
     double weights = b.plan.params * weight_bytes_per_param();
     if (cfg_.zero == 3)
-      b.weights = place(s, cfg_.offload_params, MemCategory::weights, weights / static_cast<double>(cfg_.dp),
+      b.weights = place(s, cfg_.offload_params, MemCategory::weights, weights / static_cast<double>(cfg_.replicas()),
                         b.plan.name + ".weight_shard");
     else
       b.weights = place(s, OffloadTarget::none, MemCategory::weights, weights, b.plan.name + ".weights");
@@ -331,7 +333,7 @@ OpId TrainingStepGenerator::kernel(const DeviceRef& gpu, const OpName& name, con
 void TrainingStepGenerator::tp_collective(int b, size_t i, Role role, const TpComm& c)
 {
   const Stage& s = stage_of(b);
-  int32_t group  = c.ep_group ? s.ep_group : s.tp_group;
+  int32_t group  = c.group == CommGroup::ep ? s.ep_group : c.group == CommGroup::cp ? s.cp_group : s.tp_group;
   if (c.bytes <= 0 || group < 0)
     return;
   // Megatron's tp collectives (and MoE all-to-alls) block the compute stream.
