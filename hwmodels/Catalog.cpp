@@ -183,7 +183,7 @@ NodeSpec read_node(ParamReader& r, const NodeSpec* base)
   if (n.fabric == GpuFabric::nvswitch && n.gpu.nvlink_bw <= 0)
     r.fail("fabric", "nvswitch needs a GPU with nvlink_bw > 0");
   n.nvlink_latency_s = r.quantity("nvlink_latency_s", K::seconds, n.nvlink_latency_s, "NVLink hop latency");
-  n.sockets = static_cast<int>(r.integer("sockets", n.sockets, "CPU sockets", 1, "", 16));
+  n.sockets = static_cast<int>(r.integer("sockets", n.sockets, "CPU sockets (a rack: one per CPU)", 1, "", 1024));
   n.cpu_flops_per_socket = r.quantity("cpu_flops_per_socket", K::flop_rate, n.cpu_flops_per_socket, "fp32 peak per socket");
   n.dram_bytes = q(r, "dram_bytes", K::bytes, b ? &b->dram_bytes : nullptr, "host memory of the node");
   n.dram_bw_per_socket = r.quantity("dram_bw_per_socket", K::rate, n.dram_bw_per_socket, "achievable DRAM bandwidth per socket");
@@ -194,7 +194,7 @@ NodeSpec read_node(ParamReader& r, const NodeSpec* base)
   n.gpus_per_pcie_switch = static_cast<int>(r.integer("gpus_per_pcie_switch", n.gpus_per_pcie_switch, "GPUs sharing one PCIe switch uplink", 1, "", 1024));
   n.pcie_uplink_bw = r.quantity("pcie_uplink_bw", K::rate, n.pcie_uplink_bw, "PCIe switch uplink bandwidth per direction");
   n.pcie_latency_s = r.quantity("pcie_latency_s", K::seconds, n.pcie_latency_s, "PCIe hop latency");
-  n.nics           = static_cast<int>(r.integer("nics", n.nics, "InfiniBand NICs for compute traffic", 0, "", 64));
+  n.nics           = static_cast<int>(r.integer("nics", n.nics, "InfiniBand NICs for compute traffic", 0, "", 1024));
   n.nic_bw         = r.quantity("nic_bw", K::rate, n.nic_bw, "bandwidth per NIC per direction");
   n.nic_latency_s  = r.quantity("nic_latency_s", K::seconds, n.nic_latency_s, "NIC latency");
   n.nvme_bytes     = r.quantity("nvme_bytes", K::bytes, n.nvme_bytes, "local NVMe capacity");

@@ -6,12 +6,14 @@
 
 namespace memwall {
 
-enum class Dtype : uint8_t { fp32, tf32, bf16, fp16, fp8, int8, int4 };
+// fp4: NVFP4 (Blackwell) or MXFP4 (OCP; AMD CDNA 4): 4-bit e2m1 elements with a shared
+// 8-bit scale per block of 16 (NVFP4) or 32 (MXFP4); stored at NVFP4's 4.5 bits.
+enum class Dtype : uint8_t { fp32, tf32, bf16, fp16, fp8, int8, int4, fp4 };
 
 inline const std::vector<Dtype>& all_dtypes()
 {
   static const std::vector<Dtype> all{Dtype::fp32, Dtype::tf32, Dtype::bf16, Dtype::fp16,
-                                      Dtype::fp8,  Dtype::int8, Dtype::int4};
+                                      Dtype::fp8,  Dtype::int8, Dtype::int4, Dtype::fp4};
   return all;
 }
 
@@ -25,6 +27,7 @@ inline const char* dtype_name(Dtype d)
     case Dtype::fp8: return "fp8";
     case Dtype::int8: return "int8";
     case Dtype::int4: return "int4";
+    case Dtype::fp4: return "fp4";
   }
   return "?";
 }
@@ -48,6 +51,7 @@ inline double dtype_bytes(Dtype d)
     case Dtype::fp8:
     case Dtype::int8: return 1.0;
     case Dtype::int4: return 0.5;
+    case Dtype::fp4: return 4.5 / 8;
   }
   return 4.0;
 }

@@ -45,3 +45,24 @@ TEST_CASE("mla_caches_576_elements_per_token_and_layer_on_every_tp_rank", "[mla]
     CHECK(InferenceKernels(m, c).kv_bytes_per_token() == 61.0 * 576 * 2);
   }
 }
+
+TEST_CASE("expert_parallel_serving_moves_whole_experts_not_their_slices", "[moe][inference]")
+{
+  // Mixtral-8x7B on tp 4: split by tensor, each GPU holds a quarter of all 8 experts and
+  // computes a quarter of every pair; spread (ep 4), each holds 2 whole experts and
+  // computes the pairs routed to them, an even quarter. Same weights, FLOPs and bytes
+  // per GPU; the expert GEMMs are 4 times wider and get a quarter of the pairs each.
+  ModelSpec m = model_preset("mixtral-8x7b");
+  InferenceConfig split, spread;
+  split.tp = spread.tp = 4;
+  spread.ep = 4;
+  InferenceKernels a(m, split), b(m, spread);
+  CHECK(a.layer_weight_bytes() == Approx(b.layer_weight_bytes()));
+  IterationKernels ia = a.plan({{512, 0, true}}), ib = b.plan({{512, 0, true}});
+  CHECK(ia.layer.mlp.flops == Approx(ib.layer.mlp.flops));
+  CHECK(ia.layer.mlp.shape.n * 4 == ib.layer.mlp.shape.n);
+  CHECK(ib.layer.mlp.shape.groups() == 2); // 512 tokens touch all 8 experts: 2 per GPU
+  CHECK_THAT(refused("ep-not-tp", "hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: mixtral-8x7b}\n"
+                                  "inference: {tp: 4, ep: 2, poisson: {rate: 50, requests: 10, seed: 5, prompt_len: 64, output_len: 8}}\n"),
+             Catch::Contains("inference.ep") && Catch::Contains("must be 1 or tp = 4"));
+}

@@ -156,6 +156,13 @@ void check(ParamReader& r, const InferenceConfig& c, int64_t gpus, const ModelSp
   if (c.kv_heads_ok(m) == false)
     r.fail("tp", "tp = " + str(c.tp) + " and the model's " + str(m.kv_heads) +
                      " KV heads must divide one another (KV heads are split, or replicated when fewer than tp)");
+  if (c.ep > 1 && !m.moe.enabled())
+    r.fail("ep", "expert parallelism needs a mixture-of-experts model (model.num_experts > 0)");
+  if (c.ep > 1 && c.ep != c.tp)
+    r.fail("ep", "ep = " + str(c.ep) + " must be 1 or tp = " + str(c.tp) +
+                     " (experts spread over the GPUs of the replica, attention split by tp)");
+  if (c.ep > 1 && m.moe.experts % c.ep != 0)
+    r.fail("ep", "ep = " + str(c.ep) + " does not divide the model's " + str(m.moe.experts) + " experts");
   if (c.tp != gpus)
     r.fail("tp", "one model replica runs on tp = " + str(c.tp) + " GPUs but the hardware has " + str(gpus) +
                      "; set hardware.gpus_per_node (and nodes) to the GPUs it uses");
@@ -203,7 +210,8 @@ bool InferenceConfig::kv_heads_ok(const ModelSpec& m) const
 std::string describe_inference(const InferenceConfig& c)
 {
   std::string s = std::string(dtype_name(c.weight_dtype)) + " weights, " + dtype_name(c.kv_dtype) + " KV, tp " +
-                  str(c.tp) + ", " + c.scheduler + " batching (max " + str(c.max_num_seqs) + " seqs" +
+                  str(c.tp) + (c.ep > 1 ? " (experts spread, ep " + str(c.ep) + ")" : std::string()) + ", " +
+                  c.scheduler + " batching (max " + str(c.max_num_seqs) + " seqs" +
                   (c.chunked_prefill ? ", chunked prefill" : "") + "), " + c.kv_manager + " KV";
   if (c.kv_manager == "paged")
     s += " (block " + str(c.block_size) + ", preempt by " + c.preemption + ")";
@@ -232,8 +240,13 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
   InferenceConfig c;
   c.requests = read_requests(r, c, spec_dir);
   c.tp = r.integer("tp", 1, "tensor-parallel degree (Megatron split, 2 all-reduces per layer); = the GPUs used", 1);
-  std::string w = r.choice("weight_dtype", "fp16", {"fp16", "bf16", "fp8", "int8", "int4"},
-                           "weight precision; int8/int4 are weight-only (dequantized inside the GEMM)");
+  c.ep = r.integer("ep", 1,
+                   "MoE: experts spread whole over this many of the tp GPUs instead of split by tensor (1 or tp; vLLM's "
+                   "enable_expert_parallel)",
+                   1);
+  std::string w = r.choice("weight_dtype", "fp16", {"fp16", "bf16", "fp8", "int8", "int4", "fp4"},
+                           "weight precision; int8/int4 are weight-only (dequantized inside the GEMM); fp4 "
+                           "(NVFP4/MXFP4) runs fp4 GEMMs where the GPU has fp4 tensor cores, else weight-only");
   c.weight_dtype = *dtype_from_name(w);
   c.act_dtype    = c.weight_dtype == Dtype::bf16 ? Dtype::bf16 : Dtype::fp16;
   std::string kv = r.choice("kv_dtype", "auto", {"auto", "fp16", "bf16", "fp8", "int8"},

@@ -31,6 +31,7 @@ struct InferenceConfig {
   std::string trace_path;        // as opened (relative paths resolved against the spec)
   std::vector<Request> requests;
   int64_t tp             = 1;
+  int64_t ep             = 1; // MoE: experts spread whole over the tp GPUs (1: each expert split by tp)
   Dtype weight_dtype     = Dtype::fp16; // int8 / int4: weight-only, dequantized in the GEMM
   Dtype kv_dtype         = Dtype::fp16;
   Dtype act_dtype        = Dtype::fp16; // activations and the GEMMs' compute dtype (fp8: fp8 GEMMs)
@@ -70,7 +71,15 @@ struct InferenceConfig {
   double act_bytes() const { return act_dtype == Dtype::fp8 ? 2.0 : dtype_bytes(act_dtype); }
   // The dtype the GEMMs run at: fp8 weights run fp8 GEMMs, weight-only int8/int4 run at
   // the activation precision after dequantization.
-  Dtype gemm_dtype() const { return weight_dtype == Dtype::fp8 ? Dtype::fp8 : act_dtype; }
+  Dtype gemm_dtype() const
+  {
+    if (weight_dtype == Dtype::fp4 && fp4_compute)
+      return Dtype::fp4;
+    return weight_dtype == Dtype::fp8 ? Dtype::fp8 : act_dtype;
+  }
+  // The GPU has fp4 tensor cores (Blackwell, CDNA 4): fp4 weights run fp4 GEMMs (W4A4, as
+  // TensorRT-LLM's NVFP4); elsewhere they are dequantized like int4 (gpt-oss's MXFP4 on Hopper).
+  bool fp4_compute = false;
   // KV heads are split over tp ranks, or replicated when there are fewer than tp.
   bool kv_heads_ok(const ModelSpec& m) const;
   int64_t kv_heads_per_rank(const ModelSpec& m) const { return m.kv_heads >= tp ? m.kv_heads / tp : 1; }

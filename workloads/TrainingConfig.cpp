@@ -65,7 +65,9 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
 {
   if (m.heads % t.tp != 0)
     r.fail("tp", "tp = " + str(t.tp) + " does not divide the model's " + str(m.heads) + " attention heads");
-  if (t.tp * t.pp * t.cp > gpus || gpus % (t.tp * t.pp * t.cp) != 0)
+  // In double first: tp, pp and cp of up to 10^9 each overflow an int64 product.
+  if (static_cast<double>(t.tp) * static_cast<double>(t.pp) * static_cast<double>(t.cp) > static_cast<double>(gpus) ||
+      gpus % (t.tp * t.pp * t.cp) != 0)
     r.fail(t.cp > 1 ? "cp" : t.pp > 1 ? "pp" : "tp",
            (t.cp > 1 ? "tp x pp x cp = " : "tp x pp = ") + str(t.tp * t.pp * t.cp) + " does not divide the " +
                str(gpus) + " GPUs");
@@ -216,8 +218,9 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   bool dp_given = r.has("dp");
   t.dp = r.integer("dp", 0, "data-parallel replicas", 1, "GPUs / (tp x pp x cp)");
   t.cp = r.integer("cp", 1, "context-parallel degree: each sequence split over this many ranks, K and V all-gathered "
-                           "for attention (long context)", 1);
-  t.ep = r.integer("ep", 1, "expert-parallel degree: experts split over this many data-parallel ranks (MoE)", 1);
+                           "for attention (long context)", 1, "", limits::tokens);
+  t.ep = r.integer("ep", 1, "expert-parallel degree: experts split over this many data-parallel ranks (MoE)", 1, "",
+                   limits::experts);
   t.sp = r.flag("sp", false, "sequence parallelism: all-gather/reduce-scatter instead of all-reduce, norms split by tp");
   t.zero = static_cast<int>(
       r.integer("zero", 0, "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0, "", 3));

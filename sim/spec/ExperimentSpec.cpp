@@ -179,6 +179,7 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
     spec.inference.managed_weights        = spec.memory.is_managed(MemCategory::weights);
     spec.inference.managed_activations    = spec.memory.is_managed(MemCategory::activations);
     spec.inference.managed_kv             = spec.memory.is_managed(MemCategory::kv_cache);
+    spec.inference.fp4_compute            = gpu.supports(Dtype::fp4);
     top.finish();
     check_memory_against_offload(spec, memory);
     for (Dtype d : {spec.inference.act_dtype, spec.inference.gemm_dtype()})

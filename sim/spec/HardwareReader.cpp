@@ -46,7 +46,7 @@ ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algori
   ParamReader net = r.section("network", "scale-out network and collectives");
   c.oversubscription = net.number("oversubscription", 1.0, "core oversubscription; 1 = non-blocking fabric", 1.0, 1000);
   c.switch_latency_s = net.quantity("switch_latency_s", QuantityKind::seconds, c.switch_latency_s, "IB switch latency");
-  c.node.nics    = static_cast<int>(net.integer("nics", c.node.nics, "NICs per node for compute traffic", 0, "", 64));
+  c.node.nics    = static_cast<int>(net.integer("nics", c.node.nics, "NICs per node for compute traffic", 0, "", 1024));
   c.node.nic_bw  = net.quantity("nic_bw", QuantityKind::rate, c.node.nic_bw, "bandwidth per NIC per direction");
   c.node.nic_latency_s = net.quantity("nic_latency_s", QuantityKind::seconds, c.node.nic_latency_s, "NIC latency");
   collective_algorithm = net.choice("collective_algorithm", "auto", collective_registry().names(),

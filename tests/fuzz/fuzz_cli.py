@@ -51,6 +51,15 @@ SPEC_SEEDS = {
     "custom.yaml": "hardware:\n  node:\n    name: box\n    gpu: {preset: rtx-4090, memory_bytes: 24e9}\n    gpus: 2\n"
                    "    dram_bytes: 64e9\nmodel: {layers: 4, hidden: 256, heads: 4, vocab: 1000}\n"
                    "training: {seq_len: 128, global_batch: 4, micro_batch: 1}\n",
+    "moe_train.yaml": "hardware: {node: dgx-h100, gpus_per_node: 8}\n"
+                      "model: {layers: 4, hidden: 256, heads: 4, vocab: 1000, mlp: swiglu, num_experts: 8, "
+                      "experts_per_token: 2, shared_experts: 1, moe_ffn_hidden: 128, first_k_dense: 1, "
+                      "kv_lora_rank: 64, q_lora_rank: 96, qk_rope_head_dim: 16, qk_nope_head_dim: 32, v_head_dim: 32, "
+                      "hot_expert_tokens: 0.3}\n"
+                      "training: {seq_len: 256, global_batch: 4, micro_batch: 1, pp: 2, ep: 2, cp: 2, "
+                      "first_stage_layers: 1, last_stage_layers: 3, zero: 1}\n",
+    "moe_serve.yaml": "hardware: {node: dgx-h100, gpus_per_node: 2}\nmodel: {preset: mixtral-8x7b, layers: 2}\n"
+                      "inference: {tp: 2, ep: 2, poisson: {rate: 20, requests: 6, prompt_len: 64, output_len: 8}}\n",
 }
 TRACE_SEED = "arrival_time,prompt_tokens,output_tokens\n0.0,32,8\n0.05,64,4\n0.1,16,16\n"
 # A PyTorch profiler trace in little: a launch and its kernel, an H2D copy, an NCCL kernel

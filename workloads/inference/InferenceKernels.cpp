@@ -60,7 +60,7 @@ double InferenceKernels::layer_weight_bytes() const
   double moe   = 0;
   if (m_.moe.enabled()) {
     const MoeSpec& x = m_.moe;
-    moe = static_cast<double>(x.experts) * mlp_mats_ * h_ * static_cast<double>(x.expert_ffn) / tp_ +
+    moe = static_cast<double>(x.experts) * mlp_mats_ * h_ * static_cast<double>(x.expert_ffn) / tp_ + // E/ep whole or E split by tp
           static_cast<double>(x.shared_experts) * mlp_mats_ * h_ * static_cast<double>(x.shared_ffn) / tp_ +
           h_ * static_cast<double>(x.experts);
   }
@@ -116,9 +116,12 @@ KernelCost InferenceKernels::mlp(double T) const
   if (!m_.moe.enabled())
     return dense;
   // Router, the routed pairs through their experts' GEMMs, the shared experts.
+  // Expert parallelism: each GPU holds E / ep whole experts and computes the pairs routed
+  // to them (an even 1 / ep of all), the results summed by the layer's all-reduce.
   const MoeSpec& x = m_.moe;
-  double fe = static_cast<double>(x.expert_ffn) / tp_, fs = static_cast<double>(x.shared_experts * x.shared_ffn) / tp_;
-  double E = static_cast<double>(x.experts), pairs = T * static_cast<double>(x.top_k), touched = experts_touched(T);
+  const double ep = static_cast<double>(c_.ep), split = tp_ / ep; // tensor split of an expert
+  double fe = static_cast<double>(x.expert_ffn) / split, fs = static_cast<double>(x.shared_experts * x.shared_ffn) / tp_;
+  double E = static_cast<double>(x.experts), pairs = T * static_cast<double>(x.top_k) / ep, touched = experts_touched(T) / ep;
   KernelCost moe = gemm("mlp", pairs, h_, mlp_mats_ * fe);
   moe.flops = 2 * T * h_ * E + 2 * pairs * mlp_mats_ * h_ * fe + 2 * T * mlp_mats_ * h_ * fs;
   moe.bytes = (touched * mlp_mats_ * h_ * fe + h_ * E + mlp_mats_ * h_ * fs) * wb_ +

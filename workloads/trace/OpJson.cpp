@@ -144,7 +144,7 @@ Op op_from_json(const nlohmann::json& j, const std::string& where)
     case OpKind::kernel:
     case OpKind::host_compute:
       op.kclass = by_name(j, "kclass", 4, kclass_name, where);
-      op.dtype  = by_name(j, "dtype", 7, dtype_text, where);
+      op.dtype  = by_name(j, "dtype", static_cast<int>(all_dtypes().size()), dtype_text, where);
       if (j.contains("shape")) {
         const auto& s = j["shape"];
         bool ok = s.is_array() && (s.size() == 3 || s.size() == 4);
