@@ -1,6 +1,7 @@
 // Mixture-of-experts training: the FLOPs, all-to-all bytes, load imbalance and memory
 // of MoE layers under expert parallelism, against hand calculations written out
 // (Shazeer et al. 2017; Fedus et al. 2022; Megatron-Core's all-to-all dispatcher).
+#include "ExpertLoad.hpp"
 #include "Simulation.hpp"
 #include "TestHelpers.hpp"
 #include "collective/impl/RingSteps.hpp"
@@ -204,4 +205,25 @@ TEST_CASE("an_uneven_pipeline_puts_the_named_layers_on_the_first_and_last_stages
   CHECK(layer_gpu["L3"] == 1);  // (12 - 3 - 1) / 2 = 4 layers on stages 1 and 2
   CHECK(layer_gpu["L10"] == 2);
   CHECK(layer_gpu["L11"] == 3);
+}
+
+TEST_CASE("a_capacity_factor_caps_the_hot_expert_and_drops_its_excess", "[moe]")
+{
+  // 8 experts, top-2, ep 4 (2 experts per rank). Per token of a rank the group routes
+  // 4 x 2 = 8 pairs; the hot expert is sent 0.4 x 4 = 1.6 of them, the other 7 share
+  // 6.4 (0.914 each). Dropless: the hot rank computes 1.6 + 0.914 = 2.514.
+  MoeSpec moe;
+  moe.experts = 8;
+  moe.top_k = 2;
+  moe.hot_expert_tokens = 0.4;
+  ExpertLoad dropless = expert_load(moe, 4);
+  CHECK(dropless.local_experts == 2);
+  CHECK(dropless.busiest_pairs == Approx(1.6 + 6.4 / 7));
+  CHECK(dropless.dropped_share == 0);
+  // Capacity factor 1.25: each expert takes at most 1.25 x 8 / 8 = 1.25 pairs; the hot
+  // one drops 0.35 of its 1.6, 0.35 / 8 = 4.4 % of all pairs.
+  moe.capacity_factor = 1.25;
+  ExpertLoad capped = expert_load(moe, 4);
+  CHECK(capped.busiest_pairs == Approx(1.25 + 6.4 / 7));
+  CHECK(capped.dropped_share == Approx(0.35 / 8));
 }
