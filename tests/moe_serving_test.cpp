@@ -66,3 +66,20 @@ TEST_CASE("expert_parallel_serving_moves_whole_experts_not_their_slices", "[moe]
                                   "inference: {tp: 4, ep: 2, poisson: {rate: 50, requests: 10, seed: 5, prompt_len: 64, output_len: 8}}\n"),
              Catch::Contains("inference.ep") && Catch::Contains("must be 1 or tp = 4"));
 }
+
+TEST_CASE("a_sliding_window_layer_attends_to_its_window_only", "[inference][window]")
+{
+  // gpt-oss-120b: every other layer attends to the last 128 tokens. A decode at context
+  // 10,000 (query position 10,001): the full layers see 10,001 keys, the windowed 128;
+  // the mean layer 5,064.5. Its KV read: 10,001 and 128 tokens, the same way.
+  ModelSpec m = model_preset("gpt-oss-120b");
+  InferenceConfig c;
+  InferenceKernels k(m, c);
+  IterationKernels it = k.plan({{1, 10000, true}});
+  const double heads = 64, head_dim = 64, kv_per_token = 2 * 8 * 64 * 2; // K and V of 8 heads, fp16
+  CHECK(it.layer.attn.flops == Approx(4 * heads * head_dim * (0.5 * 10001 + 0.5 * 128)));
+  CHECK(it.layer.kv_read_bytes == Approx((0.5 * 10001 + 0.5 * 128) * kv_per_token));
+  // A prefill of 100 tokens from scratch: positions 1..100 see min(p, 128) = p keys.
+  IterationKernels pre = k.plan({{100, 0, true}});
+  CHECK(pre.layer.attn.flops == Approx(4 * heads * head_dim * 5050));
+}

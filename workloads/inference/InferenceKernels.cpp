@@ -140,8 +140,26 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   IterationKernels it;
   double T = 0, sampled = 0, pairs = 0, kv_tokens = 0, scores = 0, cached_pairs = 0, cached = 0, cached_q = 0;
   int64_t longest = 0;
+  // Sliding-window layers: the query at position p sees min(p, window) keys.
+  const double window = static_cast<double>(m_.sliding_window);
+  double windowed_share = 0, pairs_w = 0, kv_tokens_w = 0;
+  if (window > 0) {
+    for (int64_t l = 0; l < m_.layers; ++l)
+      windowed_share += m_.windowed_layer(l) ? 1.0 : 0.0;
+    windowed_share /= static_cast<double>(m_.layers);
+  }
   for (const SeqWork& w : batch) {
     double q = static_cast<double>(w.tokens), c = static_cast<double>(w.context);
+    if (window > 0) {
+      double p0 = c + 1, p1 = c + q; // positions of the first and last query
+      if (p1 <= window)
+        pairs_w += (p0 + p1) * q / 2;
+      else if (p0 >= window)
+        pairs_w += q * window;
+      else
+        pairs_w += (p0 + window) * (window - p0 + 1) / 2 + (p1 - window) * window;
+      kv_tokens_w += std::min(c + q, q - 1 + window);
+    }
     T += q;
     cached_pairs += q * c;
     cached += c;
@@ -160,8 +178,9 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   L.attn.kclass = KernelClass::attention;
   L.attn.dtype  = c_.act_dtype;
   // QK^T and AV: 2 FLOPs per multiply-add, head_dim per query-key pair and head.
-  L.attn.flops    = pair_flops_ * pairs;
-  L.kv_read_bytes = kv_tokens * kv_elems_ * kvb_;
+  // The mean layer: windowed layers in proportion.
+  L.attn.flops    = pair_flops_ * ((1 - windowed_share) * pairs + windowed_share * pairs_w);
+  L.kv_read_bytes = ((1 - windowed_share) * kv_tokens + windowed_share * kv_tokens_w) * kv_elems_ * kvb_;
   L.cached_pairs    = cached_pairs;
   L.cached_kv_bytes = cached * kv_elems_ * kvb_;
   L.cached_queries  = cached_q;
