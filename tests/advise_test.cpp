@@ -136,3 +136,19 @@ TEST_CASE("a_spec_that_fits_needs_no_remedy_and_a_broken_one_is_refused", "[advi
   CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
   CHECK_THAT(bad.err, Catch::Contains("micro_bach"));
 }
+
+TEST_CASE("a_model_parallel_split_of_an_moe_job_keeps_ep_within_the_new_data_parallel_ranks", "[advise][moe]")
+{
+  // Mixtral 8x7B with ep 8 on 8 GPUs and plain Adam does not fit (each GPU keeps its
+  // expert's 16 bytes per parameter). A tp 2 split leaves 4 data-parallel ranks: ep must
+  // shrink to 4 and tp needs sequence parallelism, or the try is an invalid spec.
+  json a = advise_json(source_path("examples/mixtral-8x7b-ep8-dgx-h100.yaml") + " --set training.optimizer=adam");
+  const json& split = remedy(a, "model-parallel-split");
+  REQUIRE(!split["tries"].empty());
+  for (const json& t : split["tries"]) {
+    INFO(t["change"]);
+    CHECK(t["ran"] == true);
+  }
+  CHECK(split["tries"][0]["overrides"] ==
+        json::array({"training.tp=2", "training.pp=1", "training.dp=4", "training.ep=4", "training.sp=true"}));
+}

@@ -1,7 +1,11 @@
 // A different tensor x pipeline split of the same GPUs: each GPU holds 1/(tp pp) of the
 // layers' weights, gradients and optimizer states, at the price of tp all-reduces
-// inside a node and pipeline bubbles.
+// inside a node and pipeline bubbles. Context parallelism stays as it is; expert
+// parallelism shrinks to what the new data-parallel ranks hold (an MoE layer under tp
+// needs sequence parallelism).
 #include "advise/Remedy.hpp"
+
+#include <numeric>
 
 namespace memwall {
 namespace {
@@ -16,15 +20,23 @@ public:
     const int64_t gpus      = t.gpus();
     std::vector<RemedyTry> out;
     // More model parallelism, least first; tp stays inside a node.
-    for (int64_t factor = 2; factor <= gpus / (t.tp * t.pp); factor *= 2) {
+    for (int64_t factor = 2; factor <= gpus / (t.tp * t.pp * t.cp); factor *= 2) {
       for (int64_t tp_factor = factor; tp_factor >= 1; tp_factor /= 2) {
         int64_t tp = t.tp * tp_factor, pp = t.pp * (factor / tp_factor);
-        if (tp > spec.cluster.gpus_per_node || gpus % (tp * pp) != 0)
+        if (tp > spec.cluster.gpus_per_node || gpus % (tp * pp * t.cp) != 0)
           continue;
-        out.push_back({"tp " + std::to_string(tp) + " x pp " + std::to_string(pp) + " x dp " +
-                           std::to_string(gpus / (tp * pp)),
-                       {"training.tp=" + std::to_string(tp), "training.pp=" + std::to_string(pp),
-                        "training.dp=" + std::to_string(gpus / (tp * pp))}});
+        const int64_t dp = gpus / (tp * pp * t.cp);
+        RemedyTry r{"tp " + std::to_string(tp) + " x pp " + std::to_string(pp) + " x dp " + std::to_string(dp),
+                    {"training.tp=" + std::to_string(tp), "training.pp=" + std::to_string(pp),
+                     "training.dp=" + std::to_string(dp)}};
+        if (t.ep > 1) {
+          const int64_t ep = std::gcd(t.ep, t.cp * dp);
+          r.change += " (ep " + std::to_string(ep) + ")";
+          r.overrides.push_back("training.ep=" + std::to_string(ep));
+        }
+        if (tp > 1 && spec.model.moe.enabled())
+          r.overrides.push_back("training.sp=true");
+        out.push_back(std::move(r));
         if (out.size() >= 6)
           return out;
       }
