@@ -227,3 +227,17 @@ TEST_CASE("a_capacity_factor_caps_the_hot_expert_and_drops_its_excess", "[moe]")
   CHECK(capped.busiest_pairs == Approx(1.25 + 6.4 / 7));
   CHECK(capped.dropped_share == Approx(0.35 / 8));
 }
+
+TEST_CASE("the_run_title_states_the_routing_the_replay_assumed", "[moe][outputs]")
+{
+  // hot 0.4 of 8 experts top-2 at ep 4, capacity 1.25: 1.25 + 6.4/7 = 2.164 pairs per
+  // token on the busiest GPU against an even 2 (1.08x), 0.35 / 8 = 4.4 % dropped.
+  std::string yaml = spec("{node: dgx-h100, gpus_per_node: 4}", ", hot_expert_tokens: 0.4, capacity_factor: 1.25",
+                          "global_batch: 4, micro_batch: 1, ep: 4");
+  std::string path = temp_path("moe-title.yaml");
+  write_file(path, yaml);
+  CliResult r = run_cli("run " + path);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("experts 8 routed, top 2; 2 per GPU on ep 4; busiest GPU 1.08x an even share, "
+                                    "4.4 % of token-expert pairs dropped"));
+}

@@ -1,6 +1,7 @@
 #include "ExpertLoad.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace memwall {
 
@@ -18,6 +19,27 @@ ExpertLoad expert_load(const MoeSpec& moe, int64_t ep)
   l.busiest_pairs = hot_kept + (l.local_experts - 1) * other_kept;
   l.dropped_share = ((hot - hot_kept) + (E - 1) * (other - other_kept)) / pairs;
   return l;
+}
+
+std::string describe_expert_load(const MoeSpec& moe, int64_t ep, bool even_only)
+{
+  MoeSpec routed = moe;
+  if (even_only)
+    routed.hot_expert_tokens = routed.capacity_factor = 0;
+  ExpertLoad l = expert_load(routed, ep);
+  char head[160], tail[96];
+  std::snprintf(head, sizeof head, "experts %lld routed, top %lld%s; %g per GPU on ep %lld; ",
+                static_cast<long long>(moe.experts), static_cast<long long>(moe.top_k),
+                moe.shared_experts > 0 ? ", with shared experts" : "", l.local_experts, static_cast<long long>(ep));
+  if (l.dropped_share > 0)
+    std::snprintf(tail, sizeof tail, "busiest GPU %.2fx an even share, %.1f %% of token-expert pairs dropped",
+                  l.busiest_pairs / static_cast<double>(moe.top_k), l.dropped_share * 100);
+  else if (even_only)
+    std::snprintf(tail, sizeof tail, "routed evenly");
+  else
+    std::snprintf(tail, sizeof tail, "busiest GPU %.2fx an even share, no tokens dropped",
+                  l.busiest_pairs / static_cast<double>(moe.top_k));
+  return std::string(head) + tail;
 }
 
 } // namespace memwall

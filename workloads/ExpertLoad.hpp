@@ -11,6 +11,7 @@
 #include "ModelSpec.hpp"
 
 #include <cstdint>
+#include <string>
 
 namespace memwall {
 
@@ -21,5 +22,10 @@ struct ExpertLoad {
 };
 
 ExpertLoad expert_load(const MoeSpec& moe, int64_t ep);
+
+// "experts 256 routed, top 8, +1 shared; 4 per GPU on ep 64; busiest GPU 1.00x an even
+// share, no tokens dropped": the routing a run assumes, for its title. Serving routes
+// evenly (`even_only`: hot_expert_tokens and capacity_factor apply to training).
+std::string describe_expert_load(const MoeSpec& moe, int64_t ep, bool even_only = false);
 
 } // namespace memwall

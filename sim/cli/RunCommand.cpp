@@ -2,6 +2,7 @@
 #include "Commands.hpp"
 #include "AtomicOutput.hpp"
 #include "Hdf5Writer.hpp"
+#include "ExpertLoad.hpp"
 #include "InputError.hpp"
 #include "Simulation.hpp"
 #include "StepReport.hpp"
@@ -35,12 +36,14 @@ std::string experiment_title(const ExperimentSpec& s)
                       : c.source == "batch" ? "fixed batch"
                                             : "Poisson arrivals";
     return "memwall: serving " + s.model.name + " on " + hardware_description(s) + "\n  " +
-           std::to_string(c.requests.size()) + " requests (" + src + ")\n  " + describe_inference(c);
+           std::to_string(c.requests.size()) + " requests (" + src + ")\n  " + describe_inference(c) +
+           (s.model.moe.enabled() ? "\n  " + describe_expert_load(s.model.moe, c.ep, true) : std::string());
   }
   const TrainingConfig& t = s.training;
   return "memwall: training " + s.model.name + " on " + hardware_description(s) + "\n  seq " + std::to_string(t.seq_len) +
          ", global batch " + std::to_string(t.global_batch) + ", micro batch " + std::to_string(t.micro_batch) + " (" +
-         std::to_string(t.micro_batches()) + " per step)\n  " + describe_training(t);
+         std::to_string(t.micro_batches()) + " per step)\n  " + describe_training(t) +
+         (s.model.moe.enabled() ? "\n  " + describe_expert_load(s.model.moe, t.ep) : std::string());
 }
 
 bool parse_options(const std::vector<std::string>& args, const po::options_description& opts, const char* positional,
