@@ -71,3 +71,15 @@ TEST_CASE("a_cp_that_does_not_divide_the_sequence_is_refused", "[cp][errors]")
                                 "training: {seq_len: 1024, global_batch: 1, cp: 8}\n"),
              Catch::Contains("tp x pp x cp = 8 does not divide the 4 GPUs"));
 }
+
+TEST_CASE("a_pipeline_stage_under_cp_sends_only_its_share_of_the_sequence", "[cp]")
+{
+  // pp 2 x cp 2 on 4 GPUs, one micro-batch of 8,192 tokens: each rank's activation
+  // holds its 4,096 tokens x h 1024 x 2 bytes = 8 MiB, and that is what it sends on.
+  std::string yaml = "hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {layers: 2, hidden: 1024, heads: 8, "
+                     "kv_heads: 2, vocab: 4096, max_seq_len: 8192, mlp: swiglu, dropout: false}\n"
+                     "training: {seq_len: 8192, global_batch: 1, micro_batch: 1, pp: 2, cp: 2}\n";
+  OpDag dag = spec_workload(yaml);
+  CHECK(op_sum(dag, "pp.send_act.", OpKind::copy, false) == 4096.0 * 1024 * 2);
+  CHECK(op_sum(dag, "pp.send_grad.", OpKind::copy, false) == 4096.0 * 1024 * 2);
+}

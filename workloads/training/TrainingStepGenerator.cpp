@@ -226,8 +226,9 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
   if (next < 0 || next >= cfg_.pp * cfg_.virtual_stages)
     return;
   // Megatron sends 1/t of the activation from each tp rank and all-gathers it on arrival
-  // (scatter_gather_tensors_in_pipeline); under sp the activation is already split.
-  double bytes = static_cast<double>(cfg_.micro_batch * cfg_.seq_len) * model_.hidden * shape_.act_bytes /
+  // (scatter_gather_tensors_in_pipeline); under sp the activation is already split. A
+  // context-parallel rank holds seq_len / cp tokens (shape_.seq_len) and sends those.
+  double bytes = static_cast<double>(cfg_.micro_batch * shape_.seq_len) * model_.hidden * shape_.act_bytes /
                  static_cast<double>(cfg_.tp);
   // "pp.send_act.vs3.mb17", the micro-batch a number beside its pattern (OpName).
   OpName name(std::string(forward ? "pp.send_act." : "pp.send_grad.") + "vs" + std::to_string(vs) + ".mb",
