@@ -1,9 +1,5 @@
 #include "TrainingStepGenerator.hpp"
 
-#include "PipelineSchedule.hpp"
-
-#include <stdexcept>
-
 namespace memwall {
 
 TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const TrainingConfig& cfg,
@@ -111,10 +107,12 @@ void TrainingStepGenerator::build_stages()
       s.ep_group = dag_.add_group(layout_.ep_group(p), layout_.peer_ep_groups(p));
     if (cfg_.cp > 1)
       s.cp_group = dag_.add_group(layout_.cp_group(p), layout_.peer_cp_groups(p));
-    if (cfg_.ep > 1 && cfg_.replicas() > cfg_.ep)
-      s.edp_group = dag_.add_group(layout_.edp_group(p), layout_.peer_edp_groups(p));
-    s.lanes[0].group = s.dp_group;
-    s.lanes[1].group = cfg_.ep > 1 ? s.edp_group : s.dp_group;
+    // Routed experts' gradients: among the replicas holding the same experts (none when
+    // ep spans all of them); without expert parallelism, the dp group.
+    s.lanes[0].group   = s.dp_group;
+    s.lanes[1].group   = cfg_.ep == 1 ? s.dp_group
+                         : cfg_.replicas() > cfg_.ep ? dag_.add_group(layout_.edp_group(p), layout_.peer_edp_groups(p))
+                                                     : -1;
     s.lanes[1].experts = true;
     s.chunks.resize(static_cast<size_t>(cfg_.virtual_stages));
     stages_.push_back(std::move(s));
@@ -147,7 +145,8 @@ void TrainingStepGenerator::emit_setup()
       bytes *= host_share(s, where == OffloadTarget::nvme);
     return dag_.alloc(s.gpu, StreamKind::compute, pool, c, bytes, name);
   };
-  for (auto& b : blocks_) {
+  for (size_t index = 0; index < blocks_.size(); ++index) {
+    Block& b = blocks_[index];
     Stage& s = stages_[b.stage];
     if (b.plan.frozen_params > 0)
       dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::weights, b.plan.frozen_params * shape_.frozen_weight_bytes,
@@ -160,141 +159,10 @@ void TrainingStepGenerator::emit_setup()
                         b.plan.name + ".weight_shard");
     else
       b.weights = place(s, OffloadTarget::none, MemCategory::weights, weights, b.plan.name + ".weights");
-    int index = static_cast<int>(&b - blocks_.data());
-    b.states  = place(s, cfg_.offload_optimizer, MemCategory::optimizer, shard(index, b.plan.params) * optimizer_bytes_per_param(),
-          b.plan.name + ".optimizer_states");
+    b.states = place(s, cfg_.offload_optimizer, MemCategory::optimizer,
+                     shard(static_cast<int>(index), b.plan.params) * optimizer_bytes_per_param(),
+                     b.plan.name + ".optimizer_states");
   }
-}
-
-void TrainingStepGenerator::emit_pipeline()
-{
-  auto schedule = pipeline_schedule_registry().make(cfg_.pipeline_schedule);
-  int64_t m     = cfg_.micro_batches();
-  std::vector<std::vector<PipelineSlot>> order;
-  for (int64_t p = 0; p < cfg_.pp; ++p)
-    order.push_back(schedule->order(p, cfg_.pp, cfg_.virtual_stages, m));
-  // Emit stage by stage, each as far as its cross-stage inputs have been emitted, so
-  // every dependency exists before the op that waits on it.
-  std::vector<size_t> pos(order.size(), 0);
-  int64_t last_vs = cfg_.pp * cfg_.virtual_stages - 1;
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (size_t p = 0; p < order.size(); ++p) {
-      while (pos[p] < order[p].size()) {
-        const PipelineSlot& s = order[p][pos[p]];
-        int64_t vs = s.chunk * cfg_.pp + static_cast<int64_t>(p);
-        bool ready = s.forward ? (vs == 0 || fwd_sent_.count({vs - 1, s.microbatch}))
-                               : (vs == last_vs || bwd_sent_.count({vs + 1, s.microbatch}));
-        if (!ready)
-          break;
-        emit_slot(static_cast<int>(p), s.microbatch, s.chunk, s.forward);
-        ++pos[p];
-        progress = true;
-      }
-    }
-  }
-  for (size_t p = 0; p < order.size(); ++p)
-    if (pos[p] != order[p].size())
-      throw std::logic_error("pipeline schedule '" + cfg_.pipeline_schedule + "' deadlocks at stage " + std::to_string(p));
-}
-
-void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool forward)
-{
-  Stage& s   = stages_[stage];
-  int64_t vs = chunk * cfg_.pp + stage;
-  OpId mark  = static_cast<OpId>(dag_.size());
-  dag_.set_phase(forward ? StepPhase::forward : StepPhase::backward);
-  // Most micro-batches' passes are the same ops as the one before (OpDag::end_capture
-  // stores them once); the first backward (gradients allocated) and the last (buckets
-  // reduced) differ, and ZeRO-2/3's per-micro-batch reductions leave the stream.
-  uint64_t key = static_cast<uint64_t>(vs) * 2 + (forward ? 1 : 0);
-  bool steady  = steady_slot(stage, chunk, forward);
-  if (steady && repeats_[key].verified)
-    repeat_slot(stage, mb, chunk, forward, key);
-  else
-    capture_slot(stage, mb, chunk, forward, key, steady);
-  // The slot's first compute op waits for the activation (or gradient) from the neighbour.
-  auto& inbox = forward ? fwd_sent_ : bwd_sent_;
-  auto in     = inbox.find({forward ? vs - 1 : vs + 1, mb});
-  if (in != inbox.end())
-    for (OpId v = mark; v < dag_.size(); ++v)
-      if (dag_.op(v).device == s.gpu && dag_.op(v).stream == StreamKind::compute) {
-        dag_.depend(v, in->second);
-        break;
-      }
-  int64_t next = forward ? vs + 1 : vs - 1;
-  if (next < 0 || next >= cfg_.pp * cfg_.virtual_stages)
-    return;
-  // Megatron sends 1/t of the activation from each tp rank and all-gathers it on arrival
-  // (scatter_gather_tensors_in_pipeline); under sp the activation is already split. A
-  // context-parallel rank holds seq_len / cp tokens (shape_.seq_len) and sends those.
-  double bytes = static_cast<double>(cfg_.micro_batch * shape_.seq_len) * model_.hidden * shape_.act_bytes /
-                 static_cast<double>(cfg_.tp);
-  // "pp.send_act.vs3.mb17", the micro-batch a number beside its pattern (OpName).
-  OpName name(std::string(forward ? "pp.send_act." : "pp.send_grad.") + "vs" + std::to_string(vs) + ".mb",
-              static_cast<uint64_t>(mb), "");
-  inbox[{vs, mb}] = dag_.add(copy_op(s.gpu, StreamKind::p2p, s.gpu, stages_[next % cfg_.pp].gpu, bytes, name),
-                             {dag_.stream_tail(s.gpu, StreamKind::compute)});
-}
-
-bool TrainingStepGenerator::steady_slot(int stage, int64_t chunk, bool forward) const
-{
-  if (dag_.tracks_accesses() || cfg_.zero >= 2)
-    return false;
-  if (forward)
-    return true;
-  for (int b : stages_[stage].chunks[chunk]) {
-    int64_t done = blocks_[b].backwards;
-    if (done == 0 || done + 1 >= cfg_.micro_batches())
-      return false;
-  }
-  return true;
-}
-
-void TrainingStepGenerator::capture_slot(int stage, int64_t mb, int64_t chunk, bool forward, uint64_t key, bool steady)
-{
-  const auto& blocks = stages_[stage].chunks[chunk];
-  SlotRepeat& repeat = repeats_[key];
-  size_t stored      = dag_.chain_count();
-  dag_.begin_capture();
-  if (forward)
-    for (int b : blocks)
-      emit_forward(b, mb);
-  else
-    for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
-      emit_backward(*it, mb);
-  bool chained       = dag_.end_capture(key);
-  bool same          = chained && dag_.chain_count() == stored; // equal to the last under the key
-  repeat.verified    = steady && repeat.last_steady && same;
-  repeat.last_steady = steady && chained;
-  if (repeat.verified && forward) {
-    repeat.saved.clear();
-    repeat.checkpoints.clear();
-    for (int b : blocks) {
-      repeat.saved.push_back(saved_[{b, mb}]);
-      auto c = checkpoints_.find({b, mb});
-      repeat.checkpoints.push_back(c == checkpoints_.end() ? Tensor{} : c->second);
-    }
-  }
-}
-
-void TrainingStepGenerator::repeat_slot(int stage, int64_t mb, int64_t chunk, bool forward, uint64_t key)
-{
-  const auto& blocks       = stages_[stage].chunks[chunk];
-  const SlotRepeat& repeat = repeats_.at(key);
-  for (size_t j = 0; j < blocks.size(); ++j) {
-    int b = blocks[j];
-    if (forward) {
-      saved_[{b, mb}] = repeat.saved[j];
-      if (repeat.checkpoints[j].id != 0)
-        checkpoints_[{b, mb}] = repeat.checkpoints[j];
-    } else {
-      saved_.erase({b, mb});
-      checkpoints_.erase({b, mb});
-      blocks_[b].backwards++;
-    }
-  }
-  dag_.repeat_chain(key);
 }
 
 const OpName& TrainingStepGenerator::name(int b, size_t i, Role role)

@@ -16,8 +16,8 @@
 //   optimizer  per block on the GPU, or on the CPU socket with gradients D2H and
 //              updated parameters H2D (ZeRO-Offload), states streamed from NVMe (ZeRO-Infinity).
 //
-// Implementation files: TrainingStepGenerator.cpp (setup, pipeline, blocks),
-// GradientSync.cpp (buckets, reductions), OptimizerStep.cpp, ParamGather.cpp (ZeRO-3).
+// Implementation files: TrainingStepGenerator.cpp (setup, blocks), PipelineSlots.cpp
+// (schedule order, stage-to-stage sends, repeated slots), GradientSync.cpp (buckets, reductions), OptimizerStep.cpp, ParamGather.cpp (ZeRO-3).
 #include "BlockKernels.hpp"
 #include "ClusterSpec.hpp"
 #include "OpDag.hpp"
@@ -73,8 +73,8 @@ private:
   struct Stage {
     DeviceRef gpu, host, nvme;
     int32_t tp_group = -1, dp_group = -1;
-    int32_t ep_group = -1, edp_group = -1; // expert parallelism
-    int32_t cp_group = -1;                 // context parallelism
+    int32_t ep_group = -1; // expert parallelism (the edp group is lanes[1].group)
+    int32_t cp_group = -1; // context parallelism
     int shadows_on_socket = 1, shadows_on_node = 1; // ranks sharing the host's DRAM / the node's NVMe
     std::vector<std::vector<int>> chunks;            // block indices per chunk, forward order
     std::array<BucketLane, 2> lanes;    // dense gradients, routed experts' gradients
@@ -89,6 +89,7 @@ private:
   // TrainingStepGenerator.cpp
   void build_stages();
   void emit_setup();
+  // PipelineSlots.cpp
   void emit_pipeline();
   void emit_slot(int stage, int64_t microbatch, int64_t chunk, bool forward);
   // Reuse along time (OpDag chains). A steady slot changes no state but its micro-batch's
@@ -101,6 +102,7 @@ private:
   // Builds the slot's ops inside an OpDag capture, and notes whether it verified a repeat.
   void capture_slot(int stage, int64_t microbatch, int64_t chunk, bool forward, uint64_t key, bool steady);
   void repeat_slot(int stage, int64_t microbatch, int64_t chunk, bool forward, uint64_t key);
+  // TrainingStepGenerator.cpp
   void emit_forward(int b, int64_t mb);
   void emit_backward(int b, int64_t mb);
   void emit_recompute(int b, int64_t mb, bool selective_only);
