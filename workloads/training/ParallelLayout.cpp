@@ -23,26 +23,26 @@ std::vector<DeviceRef> ParallelLayout::tp_group_of(int64_t d, int64_t stage) con
   return g;
 }
 
-std::vector<DeviceRef> ParallelLayout::dp_group_of(int64_t t, int64_t stage) const
+std::vector<DeviceRef> ParallelLayout::strided(int64_t t, int64_t first, int64_t stride, int64_t count,
+                                               int64_t stage) const
 {
   std::vector<DeviceRef> g;
-  for (int64_t d = 0; d < dp_; ++d)
-    g.push_back(device(t, d, stage));
+  for (int64_t j = 0; j < count; ++j)
+    g.push_back(device(t, first + j * stride, stage));
   return g;
 }
 
 std::vector<DeviceRef> ParallelLayout::tp_group(int64_t stage) const { return tp_group_of(0, stage); }
 
-std::vector<DeviceRef> ParallelLayout::dp_group(int64_t stage) const { return dp_group_of(0, stage); }
+std::vector<DeviceRef> ParallelLayout::dp_group(int64_t stage) const { return strided(0, 0, 1, dp_, stage); }
 
-std::vector<std::vector<DeviceRef>> ParallelLayout::groups_on_node(
-    int64_t stage, int64_t count, std::vector<DeviceRef> (ParallelLayout::*group_of)(int64_t, int64_t) const) const
+std::vector<std::vector<DeviceRef>> ParallelLayout::on_node(
+    int64_t stage, int64_t count, const std::function<std::vector<DeviceRef>(int64_t)>& group) const
 {
-  // Groups 1..count-1 (group 0 is the representative's) with a member on its node.
   std::vector<std::vector<DeviceRef>> groups;
   int node = representative(stage).node;
   for (int64_t i = 1; i < count; ++i) {
-    std::vector<DeviceRef> g = (this->*group_of)(i, stage);
+    std::vector<DeviceRef> g = group(i);
     if (std::any_of(g.begin(), g.end(), [&](const DeviceRef& d) { return d.node == node; }))
       groups.push_back(std::move(g));
   }
@@ -51,60 +51,25 @@ std::vector<std::vector<DeviceRef>> ParallelLayout::groups_on_node(
 
 std::vector<std::vector<DeviceRef>> ParallelLayout::peer_tp_groups(int64_t stage) const
 {
-  return groups_on_node(stage, dp_, &ParallelLayout::tp_group_of); // tp group d holds ranks (t, d)
+  return on_node(stage, dp_, [&](int64_t d) { return tp_group_of(d, stage); }); // tp group d holds ranks (t, d)
 }
 
 std::vector<std::vector<DeviceRef>> ParallelLayout::peer_dp_groups(int64_t stage) const
 {
-  return groups_on_node(stage, tp_, &ParallelLayout::dp_group_of); // dp group t holds ranks (t, d)
+  return on_node(stage, tp_, [&](int64_t t) { return strided(t, 0, 1, dp_, stage); }); // dp group t: ranks (t, d)
 }
 
-std::vector<DeviceRef> ParallelLayout::span_of(int64_t size, int64_t t, int64_t k, int64_t stage) const
+std::vector<std::vector<DeviceRef>> ParallelLayout::peer_spans(int64_t size, int64_t stage) const
 {
-  std::vector<DeviceRef> g;
-  for (int64_t i = 0; i < size; ++i)
-    g.push_back(device(t, k * size + i, stage));
-  return g;
-}
-
-std::vector<DeviceRef> ParallelLayout::edp_group_of(int64_t t, int64_t i, int64_t stage) const
-{
-  std::vector<DeviceRef> g;
-  for (int64_t k = 0; k < dp_ / ep_; ++k)
-    g.push_back(device(t, k * ep_ + i, stage));
-  return g;
-}
-
-std::vector<std::vector<DeviceRef>> ParallelLayout::peer_groups(
-    int64_t stage, int64_t outer, int64_t inner,
-    std::vector<DeviceRef> (ParallelLayout::*group_of)(int64_t, int64_t, int64_t) const) const
-{
-  std::vector<std::vector<DeviceRef>> groups;
-  int node = representative(stage).node;
-  for (int64_t t = 0; t < outer; ++t)
-    for (int64_t i = 0; i < inner; ++i) {
-      if (t == 0 && i == 0)
-        continue;
-      std::vector<DeviceRef> g = (this->*group_of)(t, i, stage);
-      if (std::any_of(g.begin(), g.end(), [&](const DeviceRef& d) { return d.node == node; }))
-        groups.push_back(std::move(g));
-    }
-  return groups;
-}
-
-std::vector<std::vector<DeviceRef>> ParallelLayout::peer_ep_groups(int64_t stage) const
-{
-  return peer_groups(stage, tp_, dp_ / ep_, &ParallelLayout::ep_group_of);
-}
-
-std::vector<std::vector<DeviceRef>> ParallelLayout::peer_cp_groups(int64_t stage) const
-{
-  return peer_groups(stage, tp_, dp_ / cp_, &ParallelLayout::cp_group_of);
+  // Span i = t * (dp / size) + k holds ranks (t, k size .. k size + size - 1).
+  const int64_t spans = dp_ / size;
+  return on_node(stage, tp_ * spans, [&](int64_t i) { return strided(i / spans, (i % spans) * size, 1, size, stage); });
 }
 
 std::vector<std::vector<DeviceRef>> ParallelLayout::peer_edp_groups(int64_t stage) const
 {
-  return peer_groups(stage, tp_, ep_, &ParallelLayout::edp_group_of);
+  // Group i = t * ep + j holds ranks (t, j), (t, j + ep), ...
+  return on_node(stage, tp_ * ep_, [&](int64_t i) { return strided(i / ep_, i % ep_, ep_, dp_ / ep_, stage); });
 }
 
 std::vector<DeviceRef> ParallelLayout::node_peers(int64_t stage) const

@@ -19,6 +19,7 @@
 #include "DeviceRef.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace memwall {
@@ -36,29 +37,27 @@ public:
   std::vector<std::vector<DeviceRef>> peer_tp_groups(int64_t stage) const;
   std::vector<std::vector<DeviceRef>> peer_dp_groups(int64_t stage) const;
   // Expert parallelism: the representative's ep and edp groups, and those of its node peers.
-  std::vector<DeviceRef> ep_group(int64_t stage) const { return ep_group_of(0, 0, stage); }
-  std::vector<DeviceRef> edp_group(int64_t stage) const { return edp_group_of(0, 0, stage); }
-  std::vector<std::vector<DeviceRef>> peer_ep_groups(int64_t stage) const;
+  std::vector<DeviceRef> ep_group(int64_t stage) const { return strided(0, 0, 1, ep_, stage); }
+  std::vector<DeviceRef> edp_group(int64_t stage) const { return strided(0, 0, ep_, dp_ / ep_, stage); }
+  std::vector<std::vector<DeviceRef>> peer_ep_groups(int64_t stage) const { return peer_spans(ep_, stage); }
   std::vector<std::vector<DeviceRef>> peer_edp_groups(int64_t stage) const;
   // Context parallelism: the representative's cp group and those of its node peers.
-  std::vector<DeviceRef> cp_group(int64_t stage) const { return cp_group_of(0, 0, stage); }
-  std::vector<std::vector<DeviceRef>> peer_cp_groups(int64_t stage) const;
+  std::vector<DeviceRef> cp_group(int64_t stage) const { return strided(0, 0, 1, cp_, stage); }
+  std::vector<std::vector<DeviceRef>> peer_cp_groups(int64_t stage) const { return peer_spans(cp_, stage); }
   // The other ranks of `stage` on the representative's node.
   std::vector<DeviceRef> node_peers(int64_t stage) const;
   int64_t ranks_per_stage() const { return tp_ * dp_; }
 
 private:
   std::vector<DeviceRef> tp_group_of(int64_t d, int64_t stage) const;
-  std::vector<DeviceRef> dp_group_of(int64_t t, int64_t stage) const;
-  std::vector<DeviceRef> span_of(int64_t size, int64_t t, int64_t k, int64_t stage) const; // dp ranks k*size .. +size-1
-  std::vector<DeviceRef> ep_group_of(int64_t t, int64_t k, int64_t stage) const { return span_of(ep_, t, k, stage); }
-  std::vector<DeviceRef> cp_group_of(int64_t t, int64_t k, int64_t stage) const { return span_of(cp_, t, k, stage); }
-  std::vector<DeviceRef> edp_group_of(int64_t t, int64_t i, int64_t stage) const; // dp ranks i, i+ep, ...
-  std::vector<std::vector<DeviceRef>> peer_groups(
-      int64_t stage, int64_t outer, int64_t inner,
-      std::vector<DeviceRef> (ParallelLayout::*group_of)(int64_t, int64_t, int64_t) const) const;
-  std::vector<std::vector<DeviceRef>> groups_on_node(
-      int64_t stage, int64_t count, std::vector<DeviceRef> (ParallelLayout::*group_of)(int64_t, int64_t) const) const;
+  // Ranks (t, first + j stride) of `stage`, j < count: a dp group (stride 1, all of dp),
+  // a span of consecutive dp ranks (an ep or cp group) or a strided one (edp).
+  std::vector<DeviceRef> strided(int64_t t, int64_t first, int64_t stride, int64_t count, int64_t stage) const;
+  // The spans of `size` consecutive dp ranks of every tp index but the representative's.
+  std::vector<std::vector<DeviceRef>> peer_spans(int64_t size, int64_t stage) const;
+  // Groups 1 .. count-1 of `group` (group 0 is the representative's) with a member on its node.
+  std::vector<std::vector<DeviceRef>> on_node(int64_t stage, int64_t count,
+                                              const std::function<std::vector<DeviceRef>(int64_t)>& group) const;
 
   int64_t tp_, pp_, dp_, ep_, cp_;
   int gpus_per_node_;
