@@ -16,12 +16,7 @@ double ModelSpec::attention_params() const
   double q = static_cast<double>(q_dim()), o = static_cast<double>(attn_out_dim());
   double w = 0, b = 0;
   if (mla.enabled()) {
-    // DeepSeek-V2 §2.1: W^DQ, W^UQ (with the latent's norm), W^DKV with the shared
-    // rotary key W^KR, the latent's norm, W^UK and W^UV, W^O.
-    double ql = static_cast<double>(mla.q_lora_rank), kvl = static_cast<double>(mla.kv_lora_rank);
-    double rope = static_cast<double>(mla.qk_rope_head_dim);
-    double up_kv = static_cast<double>(heads) * (mla.qk_nope_head_dim + mla.v_head_dim);
-    w = (ql > 0 ? h * ql + ql + ql * q : h * q) + h * (kvl + rope) + kvl + kvl * up_kv + o * h;
+    w = mla_down_params() + mla_norm_params() + mla_up_params();
   } else {
     double kv = static_cast<double>(kv_dim());
     w = h * q + 2 * h * kv + o * h; // Q, K and V, output projection
@@ -32,6 +27,24 @@ double ModelSpec::attention_params() const
   if (attention_sinks)
     w += static_cast<double>(heads);
   return w + b;
+}
+
+// DeepSeek-V2 §2.1: W^DQ and W^DKV with the shared rotary key W^KR; the latents' norms;
+// W^UQ (or W^Q without a query bottleneck), W^UK and W^UV, W^O.
+double ModelSpec::mla_down_params() const
+{
+  double h = static_cast<double>(hidden), ql = static_cast<double>(mla.q_lora_rank);
+  return (ql > 0 ? h * ql : 0.0) + h * static_cast<double>(mla.kv_lora_rank + mla.qk_rope_head_dim);
+}
+
+double ModelSpec::mla_norm_params() const { return static_cast<double>(mla.q_lora_rank + mla.kv_lora_rank); }
+
+double ModelSpec::mla_up_params() const
+{
+  double h = static_cast<double>(hidden), ql = static_cast<double>(mla.q_lora_rank);
+  double up_kv = static_cast<double>(heads) * static_cast<double>(mla.qk_nope_head_dim + mla.v_head_dim);
+  return (ql > 0 ? ql : h) * static_cast<double>(q_dim()) + static_cast<double>(mla.kv_lora_rank) * up_kv +
+         static_cast<double>(attn_out_dim()) * h;
 }
 
 namespace {

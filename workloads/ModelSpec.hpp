@@ -106,6 +106,11 @@ struct ModelSpec {
   int64_t moe_layers() const;
   double norm_params() const { return norm == NormKind::layernorm ? 2.0 * hidden : 1.0 * hidden; }
   double attention_params() const;
+  // MLA's parts: the down-projections (with the shared rotary key) and the latents' norms,
+  // which every tp rank holds whole, and the up- and output projections, split by heads.
+  double mla_down_params() const;
+  double mla_norm_params() const;
+  double mla_up_params() const;
   double mlp_params() const;                        // the dense MLP
   double expert_params() const;                     // one routed expert
   double shared_expert_params() const;              // all shared experts together

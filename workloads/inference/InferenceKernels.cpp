@@ -39,13 +39,7 @@ double InferenceKernels::attention_weights() const
   if (!m_.mla.enabled())
     return h_ * (q_dim_ + kv_elems_) + q_dim_ * h_;
   // Down-projections replicated on every rank, up-projections and output split by heads.
-  const MlaSpec& a = m_.mla;
-  double heads = static_cast<double>(m_.heads) / tp_;
-  double ql = static_cast<double>(a.q_lora_rank), kvl = static_cast<double>(a.kv_lora_rank);
-  double q_in = ql > 0 ? ql : h_;
-  return (ql > 0 ? h_ * ql : 0.0) + q_in * heads * static_cast<double>(a.qk_head_dim()) +
-         h_ * (kvl + static_cast<double>(a.qk_rope_head_dim)) +
-         kvl * heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim) + heads * static_cast<double>(a.v_head_dim) * h_;
+  return m_.mla_down_params() + m_.mla_up_params() / tp_;
 }
 
 double InferenceKernels::experts_touched(double tokens) const

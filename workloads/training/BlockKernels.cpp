@@ -229,9 +229,8 @@ BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_
   // routed experts spread over the ep ranks too.
   const bool moe = m.moe_layer(layer);
   double replicated = m.layer_norm_params() + (moe ? m.router_params() : 0.0);
-  if (m.mla.enabled()) // the down-projections and the latents' norms
-    replicated += m.hidden * (m.mla.q_lora_rank + m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) +
-                  m.mla.q_lora_rank + m.mla.kv_lora_rank;
+  if (m.mla.enabled())
+    replicated += m.mla_down_params() + m.mla_norm_params();
   double experts = moe ? m.moe.experts * m.expert_params() : 0.0;
   double params  = (m.layer_params(layer) - replicated - experts) / t + replicated;
   if (moe) {
