@@ -10,6 +10,14 @@ int64_t ModelSpec::moe_layers() const
   return n;
 }
 
+int64_t ModelSpec::windowed_layers() const
+{
+  int64_t n = 0;
+  for (int64_t l = 0; l < layers; ++l)
+    n += windowed_layer(l) ? 1 : 0;
+  return n;
+}
+
 double ModelSpec::attention_params() const
 {
   double h = static_cast<double>(hidden);

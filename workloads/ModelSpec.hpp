@@ -104,6 +104,7 @@ struct ModelSpec {
     return moe.enabled() && layer >= moe.first_k_dense && (layer - moe.first_k_dense) % moe.layer_freq == 0;
   }
   int64_t moe_layers() const;
+  int64_t windowed_layers() const;
   double norm_params() const { return norm == NormKind::layernorm ? 2.0 * hidden : 1.0 * hidden; }
   double attention_params() const;
   // MLA's parts: the down-projections (with the shared rotary key) and the latents' norms,

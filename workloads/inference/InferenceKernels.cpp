@@ -27,6 +27,7 @@ InferenceKernels::InferenceKernels(const ModelSpec& m, const InferenceConfig& c)
   kvb_      = c.kv_bytes();
   mlp_mats_ = m.mlp == MlpKind::swiglu ? 3 : 2;
   moe_share_ = m.moe.enabled() ? static_cast<double>(m.moe_layers()) / static_cast<double>(m.layers) : 0.0;
+  windowed_share_ = static_cast<double>(m.windowed_layers()) / static_cast<double>(m.layers);
 }
 
 double InferenceKernels::kv_bytes_per_token() const
@@ -136,12 +137,7 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   int64_t longest = 0;
   // Sliding-window layers: the query at position p sees min(p, window) keys.
   const double window = static_cast<double>(m_.sliding_window);
-  double windowed_share = 0, pairs_w = 0, kv_tokens_w = 0;
-  if (window > 0) {
-    for (int64_t l = 0; l < m_.layers; ++l)
-      windowed_share += m_.windowed_layer(l) ? 1.0 : 0.0;
-    windowed_share /= static_cast<double>(m_.layers);
-  }
+  double pairs_w = 0, kv_tokens_w = 0;
   for (const SeqWork& w : batch) {
     double q = static_cast<double>(w.tokens), c = static_cast<double>(w.context);
     if (window > 0) {
@@ -173,8 +169,8 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   L.attn.dtype  = c_.act_dtype;
   // QK^T and AV: 2 FLOPs per multiply-add, head_dim per query-key pair and head.
   // The mean layer: windowed layers in proportion.
-  L.attn.flops    = pair_flops_ * ((1 - windowed_share) * pairs + windowed_share * pairs_w);
-  L.kv_read_bytes = ((1 - windowed_share) * kv_tokens + windowed_share * kv_tokens_w) * kv_elems_ * kvb_;
+  L.attn.flops    = pair_flops_ * ((1 - windowed_share_) * pairs + windowed_share_ * pairs_w);
+  L.kv_read_bytes = ((1 - windowed_share_) * kv_tokens + windowed_share_ * kv_tokens_w) * kv_elems_ * kvb_;
   L.cached_pairs    = cached_pairs;
   L.cached_kv_bytes = cached * kv_elems_ * kvb_;
   L.cached_queries  = cached_q;

@@ -99,7 +99,8 @@ private:
   InferenceConfig c_;
   double tp_, h_, q_dim_, kv_elems_, ffn_, vocab_, e_, wb_, kvb_;
   double pair_flops_;   // attention FLOPs per query-key pair on one rank
-  double moe_share_;    // MoE layers / layers
+  double moe_share_;      // MoE layers / layers
+  double windowed_share_; // sliding-window layers / layers
   int mlp_mats_;
 };
 
