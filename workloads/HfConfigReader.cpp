@@ -57,18 +57,26 @@ private:
   std::string path_;
 };
 
-// The decoder every Llama descendant shares: rotary positions, RMSNorm, gated MLP, no
-// biases, no dropout.
-void llama_base(const HfConfig& c, ModelSpec& m)
+// The sizes under the key names transformers' newer classes share; KV heads (and a
+// head size of its own) only where the class has grouped-query attention.
+void decoder_sizes(const HfConfig& c, ModelSpec& m, const char* ffn_key, int64_t positions, bool gqa)
 {
   m.layers = c.integer("num_hidden_layers");
   m.hidden = c.integer("hidden_size");
   m.heads = c.integer("num_attention_heads");
-  m.kv_heads = c.integer_or("num_key_value_heads", m.heads);
-  m.head_dim_override = c.integer_or("head_dim", 0);
-  m.ffn_hidden = c.integer("intermediate_size");
+  m.kv_heads = gqa ? c.integer_or("num_key_value_heads", m.heads) : m.heads;
+  if (gqa)
+    m.head_dim_override = c.integer_or("head_dim", 0);
+  m.ffn_hidden = c.integer(ffn_key);
   m.vocab = c.integer("vocab_size");
-  m.max_seq_len = c.integer_or("max_position_embeddings", 4096);
+  m.max_seq_len = c.integer_or("max_position_embeddings", positions);
+}
+
+// The decoder every Llama descendant shares: rotary positions, RMSNorm, gated MLP, no
+// biases, no dropout.
+void llama_base(const HfConfig& c, ModelSpec& m)
+{
+  decoder_sizes(c, m, "intermediate_size", 4096, true);
   m.mlp = MlpKind::swiglu;
   m.norm = NormKind::rmsnorm;
   m.learned_positions = false;
@@ -224,26 +232,14 @@ void read_gpt2(const HfConfig& c, ModelSpec& m)
 
 void read_opt(const HfConfig& c, ModelSpec& m)
 {
-  m.layers = c.integer("num_hidden_layers");
-  m.hidden = c.integer("hidden_size");
-  m.heads = c.integer("num_attention_heads");
-  m.kv_heads = m.heads;
-  m.ffn_hidden = c.integer("ffn_dim");
-  m.vocab = c.integer("vocab_size");
-  m.max_seq_len = c.integer_or("max_position_embeddings", 2048);
+  decoder_sizes(c, m, "ffn_dim", 2048, false);
   m.position_offset = 2;
   m.tied_embeddings = c.flag_or("tie_word_embeddings", true);
 }
 
 void read_gpt_neox(const HfConfig& c, ModelSpec& m)
 {
-  m.layers = c.integer("num_hidden_layers");
-  m.hidden = c.integer("hidden_size");
-  m.heads = c.integer("num_attention_heads");
-  m.kv_heads = m.heads;
-  m.ffn_hidden = c.integer("intermediate_size");
-  m.vocab = c.integer("vocab_size");
-  m.max_seq_len = c.integer_or("max_position_embeddings", 2048);
+  decoder_sizes(c, m, "intermediate_size", 2048, false);
   m.learned_positions = false;
   m.tied_embeddings = c.flag_or("tie_word_embeddings", false);
 }
