@@ -27,19 +27,16 @@ std::string describe_expert_load(const MoeSpec& moe, int64_t ep, bool even_only)
   if (even_only)
     routed.hot_expert_tokens = routed.capacity_factor = 0;
   ExpertLoad l = expert_load(routed, ep);
-  char head[160], tail[96];
+  char head[160], busiest[64], dropped[64];
   std::snprintf(head, sizeof head, "experts %lld routed, top %lld%s; %g per GPU on ep %lld; ",
                 static_cast<long long>(moe.experts), static_cast<long long>(moe.top_k),
                 moe.shared_experts > 0 ? ", with shared experts" : "", l.local_experts, static_cast<long long>(ep));
-  if (l.dropped_share > 0)
-    std::snprintf(tail, sizeof tail, "busiest GPU %.2fx an even share, %.1f %% of token-expert pairs dropped",
-                  l.busiest_pairs / static_cast<double>(moe.top_k), l.dropped_share * 100);
-  else if (even_only)
-    std::snprintf(tail, sizeof tail, "routed evenly");
-  else
-    std::snprintf(tail, sizeof tail, "busiest GPU %.2fx an even share, no tokens dropped",
-                  l.busiest_pairs / static_cast<double>(moe.top_k));
-  return std::string(head) + tail;
+  if (even_only)
+    return std::string(head) + "routed evenly";
+  std::snprintf(busiest, sizeof busiest, "busiest GPU %.2fx an even share, ",
+                l.busiest_pairs / static_cast<double>(moe.top_k));
+  std::snprintf(dropped, sizeof dropped, "%.1f %% of token-expert pairs dropped", l.dropped_share * 100);
+  return std::string(head) + busiest + (l.dropped_share > 0 ? dropped : "no tokens dropped");
 }
 
 } // namespace memwall

@@ -71,8 +71,7 @@ void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T
             s);
   }
   // Router: replicated weights, fp32 scores kept for the gate's backward.
-  KernelPlan router = gemm("moe.router", Tr, h, E, s, Tr * h * e);
-  ks.push_back(router);
+  ks.push_back(gemm("moe.router", Tr, h, E, s, Tr * h * e));
   ks.push_back(pointwise("moe.topk", Tr * E, Tr * E, 10, s, Tr * E * 4));
   const TpComm a2a{CollectiveKind::all_to_all, sent * h * e, CommGroup::ep};
   KernelPlan permute = shuffle("moe.permute", Tr * k, h, s, Tr * k * 4); // int32 routing map
