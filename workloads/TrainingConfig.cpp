@@ -79,10 +79,11 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
     r.fail("cp", "cp = " + str(t.cp) + " does not divide seq_len " + str(t.seq_len) +
                      " (each context-parallel rank holds seq_len / cp tokens)");
   bool uneven = t.first_stage_layers > 0 || t.last_stage_layers > 0;
+  const std::vector<int64_t> split = t.stage_layers(m.layers);
   if (uneven && (t.pp < 2 || t.virtual_stages > 1))
     r.fail(t.first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers",
            "an uneven pipeline needs pp >= 2 and virtual_stages: 1");
-  if (uneven && t.stage_layers(m.layers).empty())
+  if (uneven && split.empty())
     r.fail(t.first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers",
            "the model's " + str(m.layers) + " layers less the first and last stages' do not split evenly over the other " +
                str(t.pp - (t.first_stage_layers > 0) - (t.last_stage_layers > 0)) + " stages");
@@ -95,7 +96,6 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
   if (t.global_batch % (t.micro_batch * t.dp) != 0)
     r.fail("global_batch", "global_batch " + str(t.global_batch) + " is not a multiple of micro_batch x dp = " +
                                str(t.micro_batch * t.dp));
-  std::vector<int64_t> split = t.stage_layers(m.layers);
   int64_t per_stage = split.empty() ? m.layers / t.pp : *std::max_element(split.begin(), split.end()) * t.virtual_stages;
   int64_t passes = t.micro_batches() * per_stage;
   if (passes > limits::layer_passes)

@@ -52,9 +52,9 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
   if (cfg_.zero <= 1 && blk.backwards < cfg_.micro_batches())
     return; // no_sync: nothing waits on this pass, so it may repeat as a chain (OpDag)
   OpId last = dag_.stream_tail(s.gpu, StreamKind::compute);
-  auto [dense, experts] = dense_and_experts(b, full);
+  auto [dense, experts]   = dense_and_experts(b, full);
+  const double parts[2]   = {dense, experts}; // per lane: dense gradients, routed experts'
   if (cfg_.zero <= 1) {
-    const double parts[2] = {dense, experts};
     for (size_t l = 0; l < s.lanes.size(); ++l) {
       BucketLane& lane = s.lanes[l];
       if (parts[l] <= 0)
@@ -75,14 +75,11 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
   // "L3.mb17.reduce_scatter": numbered names, so that micro-batches add none to the table.
   const std::string prefix = blk.plan.name + ".mb";
   auto name                = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(mb), what); };
-  if (s.dp_group >= 0 && dense > 0)
-    last = dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::reduce_scatter, s.dp_group, dense,
-                                  name(".reduce_scatter")),
-                    {last});
-  if (s.lanes[1].group >= 0 && experts > 0)
-    last = dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::reduce_scatter, s.lanes[1].group, experts,
-                                  name(".experts.reduce_scatter")),
-                    {last});
+  for (size_t l = 0; l < s.lanes.size(); ++l)
+    if (s.lanes[l].group >= 0 && parts[l] > 0)
+      last = dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::reduce_scatter, s.lanes[l].group, parts[l],
+                                    name(s.lanes[l].experts ? ".experts.reduce_scatter" : ".reduce_scatter")),
+                      {last});
   StreamKind free_on = StreamKind::comm;
   if (cfg_.offload_optimizer != OffloadTarget::none) {
     last    = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(b, full), name(".grads_d2h"), cfg_.offload_pinned), {last});

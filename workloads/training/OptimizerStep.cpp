@@ -85,15 +85,15 @@ void TrainingStepGenerator::gather_updated_weights(int b, OpId after)
   Stage& s = stage_of(b);
   if (cfg_.zero != 1 && cfg_.zero != 2)
     return;
-  auto [dense, experts] = dense_and_experts(b, blocks_[b].plan.params * weight_bytes_per_param());
-  if (s.dp_group >= 0 && dense > 0)
-    dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::all_gather, s.dp_group, dense,
-                           blocks_[b].plan.name + ".updated_weights.all_gather"),
-             {after});
-  if (s.lanes[1].group >= 0 && experts > 0) // the experts' owners: the edp group
-    dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::all_gather, s.lanes[1].group, experts,
-                           blocks_[b].plan.name + ".updated_expert_weights.all_gather"),
-             {after});
+  // Dense weights among the dp group, routed experts' among their owners (the edp group).
+  auto [dense, experts]   = dense_and_experts(b, blocks_[b].plan.params * weight_bytes_per_param());
+  const double parts[2]   = {dense, experts};
+  for (size_t l = 0; l < s.lanes.size(); ++l)
+    if (s.lanes[l].group >= 0 && parts[l] > 0)
+      dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::all_gather, s.lanes[l].group, parts[l],
+                             blocks_[b].plan.name +
+                                 (s.lanes[l].experts ? ".updated_expert_weights.all_gather" : ".updated_weights.all_gather")),
+               {after});
 }
 
 // A host-stream no-op after the gradients of every block of the stage are in host memory.
