@@ -3,6 +3,7 @@
 #include "ModelPresets.hpp"
 #include "TestHelpers.hpp"
 #include "inference/InferenceKernels.hpp"
+#include "inference/kv/KvManager.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -64,7 +65,7 @@ TEST_CASE("expert_parallel_serving_moves_whole_experts_not_their_slices", "[moe]
   CHECK(ib.layer.mlp.shape.groups() == 2); // 512 tokens touch all 8 experts: 2 per GPU
   CHECK_THAT(refused("ep-not-tp", "hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: mixtral-8x7b}\n"
                                   "inference: {tp: 4, ep: 2, poisson: {rate: 50, requests: 10, seed: 5, prompt_len: 64, output_len: 8}}\n"),
-             Catch::Contains("inference.ep") && Catch::Contains("must be 1 or tp = 4"));
+             Catch::Contains("inference.ep") && Catch::Contains("must be 1 or a multiple of tp = 4"));
 }
 
 TEST_CASE("a_sliding_window_layer_attends_to_its_window_only", "[inference][window]")
@@ -82,4 +83,85 @@ TEST_CASE("a_sliding_window_layer_attends_to_its_window_only", "[inference][wind
   // A prefill of 100 tokens from scratch: positions 1..100 see min(p, 128) = p keys.
   IterationKernels pre = k.plan({{100, 0, true}});
   CHECK(pre.layer.attn.flops == Approx(4 * heads * head_dim * 5050));
+}
+
+TEST_CASE("attention_data_parallel_sends_each_moe_layers_tokens_to_their_experts_and_back", "[moe][inference][a2a]")
+{
+  // Mixtral-8x7B (h 4096, 32 MoE layers, top-2) on 4 GPUs of a DGX H100, tp 1, ep 4: 4
+  // attention data-parallel groups. A fixed batch of 8 prompts of 16 tokens and 2
+  // output tokens runs 2 iterations: the prefill of 128 tokens (it samples the first
+  // token) and a decode of 8. Each MoE layer dispatches and combines by all-to-all; a
+  // GPU receives an even quarter of the T x 2 token-expert pairs, a buffer of
+  // T x 2 / 4 x 4096 x 2 bytes, of which it sends 3/4 to the other 3 GPUs each way:
+  //   32 layers x 2 all-to-alls x (128 + 8) x 2 / 4 x 4096 x 2 x 3/4 = 26,738,688 bytes
+  // through its NVLink port, up and down alike. Nothing else crosses NVLink (tp 1).
+  nlohmann::json j = run_json("ep4-dp-attention", "hardware: {node: dgx-h100, gpus_per_node: 4}\n"
+                                                  "model: {preset: mixtral-8x7b}\n"
+                                                  "inference: {tp: 1, ep: 4, batch: 8, prompt_len: 16, output_len: 2}\n");
+  const double expected = 32.0 * 2 * (128 + 8) * 2 / 4 * 4096 * 2 * 3 / 4;
+  CHECK(expected == 26738688.0);
+  int seen = 0;
+  for (const auto& l : j["links"]) {
+    std::string name = l["name"];
+    if (name.find("nvlink") != std::string::npos) {
+      CHECK(l["bytes"].get<double>() == Approx(expected).epsilon(1e-12));
+      ++seen;
+    }
+  }
+  CHECK(seen >= 2);
+  CHECK(j["iterations"] == 2);
+  CHECK(j["requests_completed"] == 8);
+}
+
+TEST_CASE("an_attention_data_parallel_group_runs_its_share_of_the_batch_and_its_experts_all_pairs_share",
+          "[moe][inference][a2a]")
+{
+  // Qwen3-30B-A3B (h 2048, 128 experts of 768, top-8), 16 decodes at context 1,000.
+  // ep 4 over 4 groups of tp 1: the representative attends for 4 sequences (a quarter of
+  // ep 1's attention), holds 32 whole experts (a quarter of the expert weights) and
+  // computes a quarter of the 16 x 8 = 128 pairs: 32 pairs, 4 x 2048 x 2 bytes each in
+  // the dispatch buffer.
+  ModelSpec m = model_preset("qwen3-30b-a3b");
+  InferenceConfig one, four;
+  four.ep = 4;
+  CHECK(four.attention_dp() == 4);
+  CHECK(four.replica_gpus() == 4);
+  InferenceKernels a(m, one), b(m, four);
+  std::vector<SeqWork> batch(16, SeqWork{1, 1000, true});
+  IterationKernels ia = a.plan(batch), ib = b.plan(batch);
+  CHECK(ib.tokens == 4);
+  CHECK(ib.layer.attn.flops == Approx(ia.layer.attn.flops / 4));
+  CHECK(ib.layer.kv_read_bytes == Approx(ia.layer.kv_read_bytes / 4));
+  CHECK(ib.layer.qkv.flops == Approx(ia.layer.qkv.flops / 4));
+  const double h = 2048, f = 768, E = 128, e = 2;
+  CHECK(ib.layer.dispatch_bytes == Approx(16.0 * 8 / 4 * h * e));
+  // Router on 4 tokens, 32 pairs through whole experts (3 matrices of h x f).
+  CHECK(ib.layer.mlp.flops == Approx(2 * 4 * h * E + 2 * 32 * 3 * h * f));
+  double expert_weights_one = E * 3 * h * f * e;
+  CHECK(a.layer_weight_bytes() - b.layer_weight_bytes() == Approx(expert_weights_one * 3 / 4));
+}
+
+TEST_CASE("pooled_attention_data_parallel_kv_keeps_a_sequence_in_one_group_and_a_prefix_in_each", "[inference][kv][a2a]")
+{
+  // 4 groups of 1,000 slots each (blocks of 16: 992 usable each, 3,968 pooled). A
+  // sequence may take one group's 992 at most; a shared prefix of 64 tokens is held by
+  // every group: 256 slots once the first sequence joins it.
+  KvManagerParams p;
+  p.capacity_tokens = 992;
+  p.max_model_len   = 4096;
+  p.block_size      = 16;
+  p.shared_prefix   = 64;
+  p.groups          = 4;
+  auto kv = kv_manager_registry().make("paged", p);
+  CHECK(kv->capacity() == 3968);
+  CHECK(kv->sequence_capacity() == 992);
+  Sequence s;
+  s.req.prompt_tokens = 100;
+  REQUIRE(kv->reserve(s, 100));
+  CHECK(kv->reserved() == 48 /* 36 own tokens in 3 blocks */ + 4 * 64);
+  kv->release(s);
+  CHECK(kv->reserved() == 0);
+  CHECK_THAT(refused("ep-gpus", "hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: mixtral-8x7b}\n"
+                                "inference: {tp: 2, ep: 8, batch: 2, prompt_len: 16, output_len: 2}\n"),
+             Catch::Contains("inference.ep") && Catch::Contains("ep = 8 GPUs but the hardware has 4"));
 }

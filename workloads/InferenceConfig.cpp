@@ -158,14 +158,15 @@ void check(ParamReader& r, const InferenceConfig& c, int64_t gpus, const ModelSp
                      " KV heads must divide one another (KV heads are split, or replicated when fewer than tp)");
   if (c.ep > 1 && !m.moe.enabled())
     r.fail("ep", "expert parallelism needs a mixture-of-experts model (model.num_experts > 0)");
-  if (c.ep > 1 && c.ep != c.tp)
-    r.fail("ep", "ep = " + str(c.ep) + " must be 1 or tp = " + str(c.tp) +
-                     " (experts spread over the GPUs of the replica, attention split by tp)");
+  if (c.ep > 1 && c.ep % c.tp != 0)
+    r.fail("ep", "ep = " + str(c.ep) + " must be 1 or a multiple of tp = " + str(c.tp) +
+                     " (tp: experts spread over the tp GPUs; tp x d: over d attention data-parallel groups of tp GPUs)");
   if (c.ep > 1 && m.moe.experts % c.ep != 0)
     r.fail("ep", "ep = " + str(c.ep) + " does not divide the model's " + str(m.moe.experts) + " experts");
-  if (c.tp != gpus)
-    r.fail("tp", "one model replica runs on tp = " + str(c.tp) + " GPUs but the hardware has " + str(gpus) +
-                     "; set hardware.gpus_per_node (and nodes) to the GPUs it uses");
+  if (c.replica_gpus() != gpus && c.ep % c.tp == 0)
+    r.fail(c.attention_dp() > 1 ? "ep" : "tp",
+           "one model replica runs on " + std::string(c.attention_dp() > 1 ? "ep = " + str(c.ep) : "tp = " + str(c.tp)) +
+               " GPUs but the hardware has " + str(gpus) + "; set hardware.gpus_per_node (and nodes) to the GPUs it uses");
   if (!c.chunked_prefill && c.max_num_batched_tokens < c.max_model_len)
     r.fail("max_num_batched_tokens", str(c.max_num_batched_tokens) + " is below max_model_len " + str(c.max_model_len) +
                                          ": a long prompt could never be scheduled; raise it or set chunked_prefill: true");
@@ -207,11 +208,26 @@ bool InferenceConfig::kv_heads_ok(const ModelSpec& m) const
   return m.kv_heads % tp == 0 || tp % m.kv_heads == 0;
 }
 
+namespace {
+
+// " (experts spread, ep 8)" or " x 8 attention data-parallel groups, experts spread over ep 16 by all-to-all"
+std::string expert_layout(const InferenceConfig& c)
+{
+  if (c.ep <= 1)
+    return "";
+  if (c.attention_dp() == 1)
+    return " (experts spread, ep " + str(c.ep) + ")";
+  return " x " + str(c.attention_dp()) + " attention data-parallel groups, experts spread over ep " + str(c.ep) +
+         " by all-to-all";
+}
+
+} // namespace
+
 std::string describe_inference(const InferenceConfig& c)
 {
   std::string s = std::string(dtype_name(c.weight_dtype)) + " weights, " + dtype_name(c.kv_dtype) + " KV, tp " +
-                  str(c.tp) + (c.ep > 1 ? " (experts spread, ep " + str(c.ep) + ")" : std::string()) + ", " +
-                  c.scheduler + " batching (max " + str(c.max_num_seqs) + " seqs" +
+                  str(c.tp) + expert_layout(c) + ", " +
+                  c.scheduler + " batching (max " + str(c.max_num_seqs) + " seqs" + (c.attention_dp() > 1 ? " per group" : "") +
                   (c.chunked_prefill ? ", chunked prefill" : "") + "), " + c.kv_manager + " KV";
   if (c.kv_manager == "paged")
     s += " (block " + str(c.block_size) + ", preempt by " + c.preemption + ")";
@@ -241,8 +257,10 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
   c.requests = read_requests(r, c, spec_dir);
   c.tp = r.integer("tp", 1, "tensor-parallel degree (Megatron split, 2 all-reduces per layer); = the GPUs used", 1);
   c.ep = r.integer("ep", 1,
-                   "MoE: experts spread whole over this many of the tp GPUs instead of split by tensor (1 or tp; vLLM's "
-                   "enable_expert_parallel)",
+                   "MoE: experts spread whole over this many GPUs instead of split by tensor (vLLM's "
+                   "enable_expert_parallel). 1; tp: over the replica's tp GPUs, outputs summed by the tp all-reduce; "
+                   "tp x d: the replica is d attention data-parallel groups of tp GPUs, each with its own batch and KV "
+                   "cache, whose MoE layers dispatch and combine tokens by all-to-all over the ep GPUs",
                    1);
   std::string w = r.choice("weight_dtype", "fp16", {"fp16", "bf16", "fp8", "int8", "int4", "fp4"},
                            "weight precision; int8/int4 are weight-only (dequantized inside the GEMM); fp4 "
@@ -261,9 +279,9 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
   c.scheduler = r.choice("scheduler", sched_default, batch_scheduler_registry().names(),
                          "batching: static (a batch runs to its longest output) or continuous (vLLM); "
                          "see `memwall list schedulers`");
-  c.max_num_seqs = r.integer("max_num_seqs", 256, "most sequences in one iteration", 1, "", limits::requests);
+  c.max_num_seqs = r.integer("max_num_seqs", 256, "most sequences in one iteration (of each attention data-parallel group)", 1, "", limits::requests);
   c.chunked_prefill = r.flag("chunked_prefill", false, "split prefills into chunks mixed with decodes");
-  c.max_num_batched_tokens = r.integer("max_num_batched_tokens", 0, "most tokens in one iteration", 1,
+  c.max_num_batched_tokens = r.integer("max_num_batched_tokens", 0, "most tokens in one iteration (of each attention data-parallel group)", 1,
                                        "512 with chunked prefill, else max(max_model_len, 2048)", limits::tokens);
   if (!r.has("max_num_batched_tokens"))
     c.max_num_batched_tokens = c.chunked_prefill ? 512 : std::max<int64_t>(c.max_model_len, 2048);

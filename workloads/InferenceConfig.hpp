@@ -31,7 +31,10 @@ struct InferenceConfig {
   std::string trace_path;        // as opened (relative paths resolved against the spec)
   std::vector<Request> requests;
   int64_t tp             = 1;
-  int64_t ep             = 1; // MoE: experts spread whole over the tp GPUs (1: each expert split by tp)
+  // MoE: the GPUs the experts are spread over, whole (1: each expert split by tp). ep = tp
+  // spreads them over the replica's tp GPUs; ep = tp x d makes the replica d attention
+  // data-parallel groups of tp GPUs whose MoE layers dispatch tokens by all-to-all.
+  int64_t ep             = 1;
   Dtype weight_dtype     = Dtype::fp16; // int8 / int4: weight-only, dequantized in the GEMM
   Dtype kv_dtype         = Dtype::fp16;
   Dtype act_dtype        = Dtype::fp16; // activations and the GEMMs' compute dtype (fp8: fp8 GEMMs)
@@ -80,6 +83,11 @@ struct InferenceConfig {
   // The GPU has fp4 tensor cores (Blackwell, CDNA 4): fp4 weights run fp4 GEMMs (W4A4, as
   // TensorRT-LLM's NVFP4); elsewhere they are dequantized like int4 (gpt-oss's MXFP4 on Hopper).
   bool fp4_compute = false;
+  // Attention data-parallel groups in the replica (vLLM's data_parallel_size with expert
+  // parallelism, SGLang's DP attention): each runs its own batch of sequences with its
+  // own KV cache, and all meet in every MoE layer's all-to-alls.
+  int64_t attention_dp() const { return ep > tp ? ep / tp : 1; }
+  int64_t replica_gpus() const { return tp * attention_dp(); }
   // KV heads are split over tp ranks, or replicated when there are fewer than tp.
   bool kv_heads_ok(const ModelSpec& m) const;
   int64_t kv_heads_per_rank(const ModelSpec& m) const { return m.kv_heads >= tp ? m.kv_heads / tp : 1; }
@@ -88,7 +96,8 @@ struct InferenceConfig {
 // "fp16 weights, fp16 KV, tp 1, continuous batching (max 256 seqs), paged KV (block 16)"
 std::string describe_inference(const InferenceConfig& c);
 
-// `gpus` is the number of GPUs the hardware section provides (one model replica: = tp);
+// `gpus` is the number of GPUs the hardware section provides (one model replica: tp, or ep
+// when the experts are spread over attention data-parallel groups);
 // `spec_dir` resolves a relative trace path.
 InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const ModelSpec& model, const std::string& spec_dir);
 

@@ -8,6 +8,8 @@ namespace memwall {
 InferenceKernels::InferenceKernels(const ModelSpec& m, const InferenceConfig& c) : m_(m), c_(c)
 {
   tp_       = static_cast<double>(c.tp);
+  dp_       = static_cast<double>(c.attention_dp());
+  expert_div_ = static_cast<double>(std::max(c.tp, c.ep));
   h_        = static_cast<double>(m.hidden);
   double heads = static_cast<double>(m.heads / c.tp);
   if (m.mla.enabled()) {
@@ -55,7 +57,7 @@ double InferenceKernels::layer_weight_bytes() const
   double moe   = 0;
   if (m_.moe.enabled()) {
     const MoeSpec& x = m_.moe;
-    moe = static_cast<double>(x.experts) * mlp_mats_ * h_ * static_cast<double>(x.expert_ffn) / tp_ + // E/ep whole or E split by tp
+    moe = static_cast<double>(x.experts) * mlp_mats_ * h_ * static_cast<double>(x.expert_ffn) / expert_div_ + // E/ep whole or E split by tp
           static_cast<double>(x.shared_experts) * mlp_mats_ * h_ * static_cast<double>(x.shared_ffn) / tp_ +
           h_ * static_cast<double>(x.experts);
   }
@@ -103,7 +105,7 @@ KernelCost InferenceKernels::gemm(const std::string& name, double tokens, double
   return k;
 }
 
-KernelCost InferenceKernels::mlp(double T) const
+KernelCost InferenceKernels::mlp(double T, double routed) const
 {
   KernelCost dense = gemm("mlp", T, h_, mlp_mats_ * ffn_);
   dense.bytes += (mlp_mats_ - 1) * T * ffn_ * e_ + T * h_ * e_ + 2 * T * h_ * e_; // second GEMM's in/out, norm
@@ -112,11 +114,13 @@ KernelCost InferenceKernels::mlp(double T) const
     return dense;
   // Router, the routed pairs through their experts' GEMMs, the shared experts.
   // Expert parallelism: each GPU holds E / ep whole experts and computes the pairs routed
-  // to them (an even 1 / ep of all), the results summed by the layer's all-reduce.
+  // to them (an even 1 / ep of all): summed by the layer's all-reduce (ep = tp) or sent
+  // back by all-to-all (attention data parallelism).
   const MoeSpec& x = m_.moe;
-  const double ep = static_cast<double>(c_.ep), split = tp_ / ep; // tensor split of an expert
+  const double ep = static_cast<double>(c_.ep), split = c_.ep > 1 ? 1.0 : tp_; // tensor split of an expert
   double fe = static_cast<double>(x.expert_ffn) / split, fs = static_cast<double>(x.shared_experts * x.shared_ffn) / tp_;
-  double E = static_cast<double>(x.experts), pairs = T * static_cast<double>(x.top_k) / ep, touched = experts_touched(T) / ep;
+  double E = static_cast<double>(x.experts), pairs = routed * static_cast<double>(x.top_k) / ep,
+         touched = experts_touched(routed) / ep;
   KernelCost moe = gemm("mlp", pairs, h_, mlp_mats_ * fe);
   moe.flops = 2 * T * h_ * E + 2 * pairs * mlp_mats_ * h_ * fe + 2 * T * mlp_mats_ * h_ * fs;
   moe.bytes = (touched * mlp_mats_ * h_ * fe + h_ * E + mlp_mats_ * h_ * fs) * wb_ +
@@ -160,7 +164,12 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
     scores += q * (c + q);
     longest = std::max(longest, w.context + w.tokens);
   }
-  it.tokens = static_cast<int64_t>(T);
+  // Attention data parallelism: the rank's group runs a d-th of the replica's batch; the
+  // experts see every group's tokens.
+  const double routed = T;
+  for (double* x : {&T, &sampled, &pairs, &kv_tokens, &scores, &cached_pairs, &cached, &cached_q, &pairs_w, &kv_tokens_w})
+    *x /= dp_;
+  it.tokens = static_cast<int64_t>(std::ceil(T));
   LayerKernels& L = it.layer;
   L.qkv = gemm("qkv", T, h_, (attention_weights() - q_dim_ * h_) / h_); // every weight but the output projection's
   L.qkv.bytes += 2 * T * h_ * e_; // input norm
@@ -178,9 +187,14 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   if (!c_.flash_attention) // scores written, read by softmax, probabilities written and read
     L.attn.bytes += 4 * scores * static_cast<double>(m_.heads / c_.tp) * e_;
   L.proj = gemm("proj", T, q_dim_, h_);
-  L.mlp  = mlp(T);
+  L.mlp  = mlp(T, routed);
   if (c_.tp > 1)
     L.allreduce_bytes = T * h_ * e_;
+  if (dp_ > 1) {
+    L.dispatch_bytes = routed * static_cast<double>(m_.moe.top_k) / static_cast<double>(c_.ep) * h_ * e_;
+    if (c_.tp > 1)
+      L.moe_gather_bytes = T * h_ * e_;
+  }
   it.embed.name   = "embed";
   it.embed.kclass = KernelClass::elementwise;
   it.embed.dtype  = Dtype::fp32;
@@ -191,7 +205,7 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   it.head.bytes   = h_ * vocab_ * e_ + sampled * (h_ * e_ + vocab_ * 4);
   if (c_.tp > 1)
     it.logits_gather_bytes = sampled * static_cast<double>(m_.vocab) * 4;
-  it.activation_bytes = activation_bytes(it.tokens, static_cast<int64_t>(sampled), longest);
+  it.activation_bytes = activation_bytes(it.tokens, static_cast<int64_t>(std::ceil(sampled)), longest);
   return it;
 }
 

@@ -17,8 +17,16 @@
 // rank, and attends in the latent space (DeepSeek-V2 §2.1.3, weights absorbed):
 // 2 (2 kv_lora_rank + qk_rope_head_dim) FLOPs per query-key pair and head. A model
 // whose layers differ (DeepSeek-V3's dense first layers) is costed as its mean layer:
-// the iteration's totals are exact, each layer's share is the average. The GEMMs read the weights once per iteration whatever the batch: that is why a
-// small-batch decode is bound by HBM bandwidth and a prefill by FLOPs.
+// the iteration's totals are exact, each layer's share is the average. The GEMMs read
+// the weights once per iteration whatever the batch: that is why a small-batch decode is
+// bound by HBM bandwidth and a prefill by FLOPs.
+//
+// Attention data parallelism (ep = tp x d, d > 1): the batch planned is the replica's,
+// spread evenly over its d groups; the representative rank runs attention, dense layers,
+// the router and shared experts for a d-th of it, and the routed experts it holds (E / ep
+// whole ones) for its ep-th of all the replica's token-expert pairs, which reach it and
+// go back by all-to-all (each tp rank of a group dispatches a tp-th of the group's tokens,
+// then the group all-gathers them: the sequence-parallel form, no token sent twice).
 #include "InferenceConfig.hpp"
 #include "ModelSpec.hpp"
 #include "Op.hpp"
@@ -46,6 +54,11 @@ struct KernelCost {
 struct LayerKernels {
   KernelCost qkv, attn, proj, mlp;
   double allreduce_bytes = 0; // after proj and after the MLP when tp > 1
+  // Attention data parallelism: the buffer each GPU holds in the dispatch all-to-all (and
+  // again in the combine), its received token-expert pairs x hidden x bytes, and what its
+  // tp group all-gathers after the combine (tp > 1).
+  double dispatch_bytes   = 0;
+  double moe_gather_bytes = 0;
   double kv_read_bytes   = 0; // KV of the batch's context read by attention
   // The part of attention over KV already cached (decodes, later prefill chunks): what
   // CPU attention (FlexGen's cpu_cache_compute) takes off the GPU when that KV lives in
@@ -60,7 +73,7 @@ struct IterationKernels {
   LayerKernels layer;          // the same for every layer
   double logits_gather_bytes = 0; // tp > 1: vocabulary-parallel logits all-gathered
   double activation_bytes    = 0; // peak workspace of the iteration
-  int64_t tokens             = 0;
+  int64_t tokens             = 0; // the representative rank's (its group's share when d > 1)
 };
 
 class InferenceKernels {
@@ -92,12 +105,15 @@ public:
 
 private:
   KernelCost gemm(const std::string& name, double tokens, double in, double out) const;
-  KernelCost mlp(double tokens) const;            // the mean layer's MLP (dense and MoE layers in proportion)
+  // The mean layer's MLP (dense and MoE layers in proportion) for the rank's `tokens`,
+  // its routed experts taking their share of the `routed` tokens of all ep GPUs' groups.
+  KernelCost mlp(double tokens, double routed) const;
   double attention_weights() const;               // QKV (MLA: its projections) and output, one rank
 
   ModelSpec m_;
   InferenceConfig c_;
-  double tp_, h_, q_dim_, kv_elems_, ffn_, vocab_, e_, wb_, kvb_;
+  double tp_, dp_, expert_div_; // tp; attention data-parallel groups; GPUs one expert layer is spread over
+  double h_, q_dim_, kv_elems_, ffn_, vocab_, e_, wb_, kvb_;
   double pair_flops_;   // attention FLOPs per query-key pair on one rank
   double moe_share_;      // MoE layers / layers
   double windowed_share_; // sliding-window layers / layers

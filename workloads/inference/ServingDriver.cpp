@@ -12,12 +12,20 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
   gpu_  = DeviceRef{DeviceKind::gpu, 0, 0};
   host_ = DeviceRef{DeviceKind::host, 0, node.socket_of_gpu(0)};
   nvme_ = DeviceRef{DeviceKind::nvme, 0, 0};
-  // The tp ranks in Megatron order; those on the representative's node (its shadows)
-  // share its NVMe, those on its socket also its DRAM.
-  for (int64_t r = 0; r < cfg_.tp; ++r) {
+  // The replica's ranks in Megatron order (the first tp are the representative's group);
+  // those on the representative's node (its shadows) share its NVMe, those on its socket
+  // also its DRAM.
+  for (int64_t r = 0; r < cfg_.replica_gpus(); ++r) {
     DeviceRef d{DeviceKind::gpu, static_cast<int32_t>(r / cluster_.gpus_per_node),
                 static_cast<int32_t>(r % cluster_.gpus_per_node)};
-    tp_members_.push_back(d);
+    if (r < cfg_.tp)
+      tp_members_.push_back(d);
+    else if (cfg_.tp > 1) { // the other attention data-parallel groups' tp ranks
+      size_t g = static_cast<size_t>(r / cfg_.tp) - 1;
+      other_tp_groups_.resize(std::max(other_tp_groups_.size(), g + 1));
+      other_tp_groups_[g].push_back(d);
+    }
+    ep_members_.push_back(d);
     if (r > 0 && d.node == 0) {
       node_peers_.push_back(d);
       if (node.socket_of_gpu(d.index) == host_.index)
@@ -29,11 +37,16 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
     s.req = r;
     st_.seqs.push_back(s);
   }
-  st_.limits.max_num_seqs           = cfg_.max_num_seqs;
-  st_.limits.max_num_batched_tokens = cfg_.max_num_batched_tokens;
+  // Attention data-parallel groups are scheduled as one pool of d times each group's
+  // limits and KV, the sequences spread evenly over them (vLLM's DP load balancer); a
+  // sequence still lives on one group, so it must fit in one group's KV.
+  const int64_t groups              = cfg_.attention_dp();
+  st_.limits.max_num_seqs           = cfg_.max_num_seqs * groups;
+  st_.limits.max_num_batched_tokens = cfg_.max_num_batched_tokens * groups;
   st_.limits.chunked_prefill        = cfg_.chunked_prefill;
   st_.limits.swap                   = cfg_.preemption == "swap";
-  st_.limits.swap_tokens = static_cast<int64_t>(cfg_.swap_space / std::max(kernels_.kv_bytes_per_token(), 1.0));
+  st_.limits.swap_tokens =
+      static_cast<int64_t>(cfg_.swap_space / std::max(kernels_.kv_bytes_per_token(), 1.0)) * groups;
 
   KvManagerParams p;
   double per_token     = kernels_.kv_bytes_per_token();
@@ -51,6 +64,7 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
     tokens = std::min(tokens, std::max(room, 0.0) / (per_token * share * sharing));
   }
   p.capacity_tokens = static_cast<int64_t>(std::floor(std::min(tokens, 1e15)));
+  p.groups          = groups;
   p.max_model_len   = cfg_.max_model_len;
   p.block_size      = cfg_.block_size;
   p.shared_prefix   = cfg_.shared_prefix;
@@ -100,10 +114,12 @@ double ServingDriver::kv_budget_bytes() const
 void ServingDriver::setup()
 {
   dag_.track_accesses(cfg_.record_tensor_accesses);
-  dag_.set_represents(gpu_, static_cast<int>(cfg_.tp));
+  dag_.set_represents(gpu_, static_cast<int>(cfg_.replica_gpus()));
   dag_.set_shadows(gpu_, node_peers_);
   if (cfg_.tp > 1)
-    tp_group_ = dag_.add_group(tp_members_);
+    tp_group_ = dag_.add_group(tp_members_, other_tp_groups_); // the other groups' all-reduces run beside
+  if (cfg_.attention_dp() > 1)
+    ep_group_ = dag_.add_group(ep_members_);
   const GpuSpec& g = cluster_.node.gpu;
   if (g.context_bytes > 0)
     dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::context, g.context_bytes, "cuda_context");
@@ -139,8 +155,9 @@ void ServingDriver::account_iteration(double now)
   double per_token = kernels_.kv_bytes_per_token();
   KvSample k;
   k.time           = now;
-  k.used_bytes     = static_cast<double>(kv_->stored_tokens(st_)) * per_token;
-  k.reserved_bytes = static_cast<double>(kv_->reserved()) * per_token;
+  double groups    = static_cast<double>(cfg_.attention_dp()); // per GPU: its group's even share
+  k.used_bytes     = static_cast<double>(kv_->stored_tokens(st_)) * per_token / groups;
+  k.reserved_bytes = static_cast<double>(kv_->reserved()) * per_token / groups;
   k.running        = static_cast<int64_t>(st_.running.size());
   stats_.kv.push_back(k);
   current_ = Iteration{};

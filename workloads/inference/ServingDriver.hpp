@@ -12,8 +12,10 @@
 //             batch's KV streamed (NVMe ->) host -> GPU on their own streams one layer
 //             ahead (two staging buffers), new KV written back D2H.
 //
-// One GPU stands for the tp ranks of the replica (they run the same kernels); the other
-// ranks on its node repeat its copies, so PCIe switches and DRAM carry everyone's load.
+// One GPU stands for the ranks of the replica (they run the same kernels: the tp ranks,
+// and with attention data parallelism (ep = tp x d) the d groups, each given an even
+// share of the batch); the other ranks on its node repeat its copies, so PCIe switches
+// and DRAM carry everyone's load.
 // Implementation files: ServingDriver.cpp (setup, sequences, statistics),
 // ServingIteration.cpp (the ops of an iteration), ServingTouches.cpp (what kernels touch).
 #include "ClusterSpec.hpp"
@@ -89,8 +91,9 @@ private:
   double kv_gpu_bytes_ = 0;      // the GPU's KV bytes the slabs hold
   static constexpr double kv_slab_bytes = 64.0 * 1024 * 1024;
   DeviceRef gpu_, host_, nvme_;
-  int32_t tp_group_ = -1;
-  std::vector<DeviceRef> tp_members_, node_peers_;
+  int32_t tp_group_ = -1, ep_group_ = -1; // ep: attention data parallelism's all-to-all group
+  std::vector<DeviceRef> tp_members_, ep_members_, node_peers_;
+  std::vector<std::vector<DeviceRef>> other_tp_groups_;
   int ranks_on_socket_ = 1; // tp ranks sharing the representative's DRAM (itself included)
   bool started_     = false;
   Iteration current_;

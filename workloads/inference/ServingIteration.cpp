@@ -10,7 +10,9 @@ Tensor bytes_of(const DeviceRef& pool, MemCategory c, double bytes) { return Ten
 
 void ServingDriver::emit_kv_changes(const Iteration& it)
 {
-  double per_token = kernels_.kv_bytes_per_token();
+  // The pool's slots and swaps spread evenly over the attention data-parallel groups:
+  // the representative GPU holds a group's share.
+  double per_token = kernels_.kv_bytes_per_token() / static_cast<double>(cfg_.attention_dp());
   double off       = cfg_.kv_off.total();
   std::vector<OpId> after;
   // Swap-outs copy the victims' KV to host memory before their slots are reused.
@@ -242,7 +244,22 @@ void ServingDriver::emit_layer_part(const IterationKernels& k, int64_t layer, co
     if (cfg_.kv_off.nvme > 0)
       dag_.add(copy_op(gpu_, StreamKind::d2h, host_, nvme_, kv_new * cfg_.kv_off.nvme, L + ".kv.write"));
   }
-  if (tp_group_ >= 0) {
+  if (ep_group_ >= 0 && model_.moe_layer(layer)) {
+    // Attention data parallelism: the tokens go to their experts' GPUs and back by
+    // all-to-all; the tp group all-gathers what its ranks got back.
+    touch_layer(emit_kernel(k.layer.proj, L + ".proj", {cpu_out}), k.layer, layer, k.layer.proj, 2);
+    if (tp_group_ >= 0)
+      dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes,
+                             L + ".attn.allreduce"));
+    dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_to_all, ep_group_, k.layer.dispatch_bytes,
+                           L + ".moe.dispatch"));
+    touch_layer(emit_kernel(k.layer.mlp, L + ".mlp"), k.layer, layer, k.layer.mlp, 3);
+    dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_to_all, ep_group_, k.layer.dispatch_bytes,
+                           L + ".moe.combine"));
+    if (tp_group_ >= 0)
+      dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_gather, tp_group_, k.layer.moe_gather_bytes,
+                             L + ".moe.gather"));
+  } else if (tp_group_ >= 0) {
     touch_layer(emit_kernel(k.layer.proj, L + ".proj", {cpu_out}), k.layer, layer, k.layer.proj, 2);
     dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes,
                            L + ".attn.allreduce"));

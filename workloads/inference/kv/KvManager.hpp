@@ -17,7 +17,10 @@
 namespace memwall {
 
 struct KvManagerParams {
-  int64_t capacity_tokens = 0; // slots the KV budget holds
+  int64_t capacity_tokens = 0; // slots the KV budget holds (of one group)
+  // Attention data-parallel groups pooled in one manager: capacity is groups x the
+  // group's, a sequence must fit in one group's, a shared prefix is held by each group.
+  int64_t groups          = 1;
   int64_t max_model_len   = 0;
   int64_t block_size      = 16;
   int64_t shared_prefix   = 0; // tokens every prompt starts with
@@ -39,9 +42,10 @@ public:
   // Token states actually stored, counting shared ones once.
   virtual int64_t stored_tokens(const ServingState& st) const;
 
-  int64_t capacity() const { return p_.capacity_tokens; }
+  int64_t capacity() const { return p_.capacity_tokens * p_.groups; }
+  int64_t sequence_capacity() const { return p_.capacity_tokens; } // the most one sequence may take
   int64_t reserved() const { return reserved_; }
-  int64_t free_slots() const { return p_.capacity_tokens - reserved_; }
+  int64_t free_slots() const { return capacity() - reserved_; }
 
 protected:
   KvManagerParams p_;

@@ -46,7 +46,7 @@ void BatchScheduler::preempt(ServingState& st, KvManager& kv, int victim, Iterat
 bool BatchScheduler::reject_if_too_long(ServingState& st, const KvManager& kv, Iteration& it)
 {
   Sequence& q = st.seqs[st.waiting.front()];
-  if (kv.slots_for(q.req.prompt_tokens + q.req.output_tokens) <= kv.capacity())
+  if (kv.slots_for(q.req.prompt_tokens + q.req.output_tokens) <= kv.sequence_capacity())
     return false;
   q.rejected = true;
   q.state    = SeqState::finished;

@@ -1,7 +1,8 @@
 // `paged` (Kwon et al., SOSP'23): KV in blocks of block_size tokens, taken one at a time
 // as a sequence grows, so at most block_size - 1 slots per sequence are unused. The full
 // blocks of a system prompt that every request starts with (`shared_prefix`) are held
-// once, reference-counted, and their KV is not computed again while they are resident.
+// once (by each attention data-parallel group), reference-counted, and their KV is not
+// computed again while they are resident.
 #include "KvManager.hpp"
 
 #include <algorithm>
@@ -25,7 +26,7 @@ public:
     if (joins || s.shares_prefix) {
       shared = prefix_blocks_ * p_.block_size;
       if (joins && prefix_users_ == 0)
-        new_prefix = shared;
+        new_prefix = shared * p_.groups;
     }
     int64_t own  = blocks(std::max<int64_t>(tokens - shared, 0)) * p_.block_size;
     int64_t need = own - s.kv_slots + new_prefix;
@@ -49,7 +50,7 @@ public:
     if (s.shares_prefix) {
       s.shares_prefix = false;
       if (--prefix_users_ == 0)
-        reserved_ -= prefix_blocks_ * p_.block_size;
+        reserved_ -= prefix_blocks_ * p_.block_size * p_.groups;
     }
   }
 
@@ -67,7 +68,7 @@ public:
     for (int s : st.running)
       if (st.seqs[s].shares_prefix)
         n -= std::min(shared, st.seqs[s].computed);
-    return n + (prefix_users_ > 0 ? shared : 0);
+    return n + (prefix_users_ > 0 ? shared * p_.groups : 0);
   }
 
 private:
