@@ -47,6 +47,29 @@ TEST_CASE("mla_caches_576_elements_per_token_and_layer_on_every_tp_rank", "[mla]
   }
 }
 
+TEST_CASE("mla_serving_gemms_read_the_attention_weights_once_with_the_output_projection_heads_x_v_head_dim_wide",
+          "[mla][inference]")
+{
+  // DeepSeek-V3 (h 7168, 128 heads, v_head_dim 128). The output projection maps the
+  // heads' values back: 128 x 128 x 7168 = 117,440,512 weights at tp 1, a tp-th at tp 8;
+  // the other GEMMs (the query and KV down- and up-projections, W^UK and W^UV absorbed)
+  // read the rest of the layer's attention weights. Before, the output projection was
+  // taken as heads x (kv_lora_rank + rope) wide: 528M weights, more than the whole layer
+  // holds, and the other GEMMs came out negative.
+  ModelSpec m = model_preset("deepseek-v3");
+  for (int64_t tp : {1, 8}) {
+    InferenceConfig c;
+    c.tp = tp;
+    InferenceKernels k(m, c);
+    IterationKernels it = k.plan({{4, 100, true}});
+    const double T = 4, out = 128.0 * 128 * 7168 / static_cast<double>(tp);
+    CHECK(it.layer.proj.flops == Approx(2 * T * out));
+    double weights = m.mla_down_params() + m.mla_up_params() / static_cast<double>(tp);
+    CHECK(it.layer.qkv.flops > 0);
+    CHECK(it.layer.qkv.flops + it.layer.proj.flops == Approx(2 * T * weights));
+  }
+}
+
 TEST_CASE("expert_parallel_serving_moves_whole_experts_not_their_slices", "[moe][inference]")
 {
   // Mixtral-8x7B on tp 4: split by tensor, each GPU holds a quarter of all 8 experts and

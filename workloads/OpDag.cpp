@@ -9,6 +9,11 @@ OpId OpDag::add(Op op, std::initializer_list<OpId> deps) { return add(std::move(
 
 OpId OpDag::add(Op op, const std::vector<OpId>& deps)
 {
+  // A generator's arithmetic gone wrong (a negative width, 0/0) would replay as an op
+  // ending before it starts; stop at the op instead of printing a wrong step time.
+  if (!(op.flops >= 0) || !(op.bytes >= 0))
+    throw std::logic_error("op " + op.name.str() + ": negative or NaN work (" + std::to_string(op.flops) + " FLOPs, " +
+                           std::to_string(op.bytes) + " bytes)");
   auto key = std::make_pair(op.device, op.stream);
   op.phase = phase_;
   OpId id  = 0;

@@ -22,6 +22,7 @@ InferenceKernels::InferenceKernels(const ModelSpec& m, const InferenceConfig& c)
     kv_elems_   = 2.0 * static_cast<double>(c.kv_heads_per_rank(m) * m.head_dim());
     pair_flops_ = 4 * q_dim_;
   }
+  out_dim_  = static_cast<double>(m.attn_out_dim()) / tp_; // MLA: heads x v_head_dim, not the latent queries
   ffn_      = static_cast<double>(m.ffn_hidden) / tp_;
   vocab_    = static_cast<double>(m.vocab) / tp_;
   e_        = c.act_bytes();
@@ -171,7 +172,7 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
     *x /= dp_;
   it.tokens = static_cast<int64_t>(std::ceil(T));
   LayerKernels& L = it.layer;
-  L.qkv = gemm("qkv", T, h_, (attention_weights() - q_dim_ * h_) / h_); // every weight but the output projection's
+  L.qkv = gemm("qkv", T, h_, (attention_weights() - out_dim_ * h_) / h_); // every weight but the output projection's
   L.qkv.bytes += 2 * T * h_ * e_; // input norm
   L.attn.name   = "attn";
   L.attn.kclass = KernelClass::attention;
@@ -186,7 +187,7 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   L.attn.bytes    = L.kv_read_bytes + T * kv_elems_ * kvb_ + 2 * T * q_dim_ * e_;
   if (!c_.flash_attention) // scores written, read by softmax, probabilities written and read
     L.attn.bytes += 4 * scores * static_cast<double>(m_.heads / c_.tp) * e_;
-  L.proj = gemm("proj", T, q_dim_, h_);
+  L.proj = gemm("proj", T, out_dim_, h_);
   L.mlp  = mlp(T, routed);
   if (c_.tp > 1)
     L.allreduce_bytes = T * h_ * e_;

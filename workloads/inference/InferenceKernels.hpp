@@ -113,7 +113,7 @@ private:
   ModelSpec m_;
   InferenceConfig c_;
   double tp_, dp_, expert_div_; // tp; attention data-parallel groups; GPUs one expert layer is spread over
-  double h_, q_dim_, kv_elems_, ffn_, vocab_, e_, wb_, kvb_;
+  double h_, out_dim_, q_dim_, kv_elems_, ffn_, vocab_, e_, wb_, kvb_;
   double pair_flops_;   // attention FLOPs per query-key pair on one rank
   double moe_share_;      // MoE layers / layers
   double windowed_share_; // sliding-window layers / layers
