@@ -120,7 +120,7 @@ TEST_CASE("impossible_expert_layouts_are_refused_with_one_line", "[moe][errors]"
   CHECK_THAT(refused("moe-ep3", spec("{node: dgx-h100, gpus_per_node: 6}", "", "global_batch: 6, ep: 3")),
              Catch::Contains("training.ep") && Catch::Contains("does not divide the model's 8 experts"));
   CHECK_THAT(refused("moe-ep-dp", spec("{node: dgx-h100, gpus_per_node: 4}", "", "global_batch: 4, ep: 8")),
-             Catch::Contains("does not divide dp = 4"));
+             Catch::Contains("does not divide the 4 ranks of a pipeline stage (tp x dp = 1 x 4)"));
   CHECK_THAT(refused("moe-dense-key", "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: gpt2, "
                                       "experts_per_token: 2}\ntraining: {seq_len: 128}\n"),
              Catch::Contains("model.experts_per_token") && Catch::Contains("the model has no experts"));

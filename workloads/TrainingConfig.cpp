@@ -115,25 +115,33 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
   }
 }
 
-// Expert parallelism (Megatron-Core): ep consecutive dp ranks each hold experts / ep
-// experts; with tp > 1 Megatron requires sequence parallelism around the MoE layers.
+// Expert parallelism (Megatron-Core's MoE folding): each rank of an ep group holds
+// experts / ep experts, each split over etp ranks; with tp > 1 Megatron requires
+// sequence parallelism around the MoE layers.
 void check_experts(ParamReader& r, const TrainingConfig& t, const ModelSpec& m)
 {
   if (!m.moe.enabled()) {
     if (t.ep > 1)
       r.fail("ep", "expert parallelism needs a mixture-of-experts model (model.num_experts > 0)");
+    if (r.has("etp"))
+      r.fail("etp", "expert-tensor parallelism needs a mixture-of-experts model (model.num_experts > 0)");
     return;
   }
   if (m.moe.experts % t.ep != 0)
     r.fail("ep", "ep = " + str(t.ep) + " does not divide the model's " + str(m.moe.experts) + " experts");
-  if (t.replicas() % t.ep != 0)
-    r.fail("ep", "ep = " + str(t.ep) + " does not divide " + (t.cp > 1 ? "cp x dp = " : "dp = ") + str(t.replicas()) +
-                     " (expert-parallel ranks are data-parallel ranks)");
+  if (t.tp % t.etp != 0)
+    r.fail("etp", "etp = " + str(t.etp) + " must divide tp = " + str(t.tp) +
+                      " (an expert's slices are gathered over ranks that share a micro-batch)");
+  const int64_t ranks = t.tp * t.replicas(); // of one pipeline stage
+  if (ranks % (t.etp * t.ep) != 0)
+    r.fail("ep", "etp x ep = " + str(t.etp) + " x " + str(t.ep) + " does not divide the " + str(ranks) +
+                     " ranks of a pipeline stage (tp x " + (t.cp > 1 ? "cp x dp" : "dp") + " = " + str(t.tp) + " x " +
+                     str(t.replicas()) + "): MoE layers fold them as etp x ep x edp");
   if (t.tp > 1 && !t.sp)
     r.fail("sp", "mixture-of-experts layers with tp > 1 need sp: true (Megatron-Core requires sequence parallelism)");
   if (t.lora.enabled)
     r.fail("lora", "LoRA on a mixture-of-experts model is not supported");
-  if (t.zero == 3 && t.ep > 1)
+  if (t.zero == 3 && (t.ep > 1 || t.etp != t.tp))
     r.fail("zero", "ZeRO-3 with expert parallelism is not supported; use zero <= 2 (Megatron's distributed optimizer is ZeRO-1)");
 }
 
@@ -189,8 +197,8 @@ std::string describe_training(const TrainingConfig& t)
   static const char* targets[]    = {"none", "cpu", "nvme"};
   std::string s = "tp " + str(t.tp) + (t.sp ? " (sp)" : "") + " x pp " + str(t.pp) +
                   (t.cp > 1 ? " x cp " + str(t.cp) : std::string()) + " x dp " + str(t.dp);
-  if (t.ep > 1)
-    s += " (ep " + str(t.ep) + ")";
+  if (t.ep > 1 || t.etp != t.tp)
+    s += " (ep " + str(t.ep) + (t.etp != t.tp ? ", etp " + str(t.etp) : std::string()) + ")";
   if (t.pp > 1)
     s += ", " + t.pipeline_schedule + (t.virtual_stages > 1 ? " v=" + str(t.virtual_stages) : "");
   s += ", ZeRO-" + std::to_string(t.zero) + ", " + dtype_name(t.precision) + ", " +
@@ -219,8 +227,14 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   t.dp = r.integer("dp", 0, "data-parallel replicas", 1, "GPUs / (tp x pp x cp)");
   t.cp = r.integer("cp", 1, "context-parallel degree: each sequence split over this many ranks, K and V all-gathered "
                            "for attention (long context)", 1, "", limits::tokens);
-  t.ep = r.integer("ep", 1, "expert-parallel degree: experts split over this many data-parallel ranks (MoE)", 1, "",
-                   limits::experts);
+  t.ep = r.integer("ep", 1,
+                   "expert-parallel degree: routed experts spread over this many ranks (MoE); with etp = tp they are "
+                   "data-parallel ranks, with a smaller etp the group runs across the tp ranks too",
+                   1, "", limits::experts);
+  t.etp = r.integer("etp", t.tp,
+                    "expert-tensor-parallel degree: each routed expert split over this many ranks (Megatron-Core's "
+                    "expert_tensor_parallel_size; 1: experts whole, no tp collectives around them)",
+                    1, "tp", limits::experts);
   t.sp = r.flag("sp", false, "sequence parallelism: all-gather/reduce-scatter instead of all-reduce, norms split by tp");
   t.zero = static_cast<int>(
       r.integer("zero", 0, "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0, "", 3));

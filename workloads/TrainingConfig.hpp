@@ -31,7 +31,8 @@ struct TrainingConfig {
   int64_t tp           = 1;  // tensor-parallel ranks per layer (Megatron)
   int64_t pp           = 1;  // pipeline stages
   int64_t dp           = 1;  // data-parallel replicas
-  int64_t ep           = 1;  // expert-parallel ranks (MoE): a subgroup of the cp x dp ranks
+  int64_t ep           = 1;  // expert-parallel ranks (MoE), folded over the tp x cp x dp ranks
+  int64_t etp          = 1;  // expert-tensor-parallel ranks: each routed expert split this many ways (default tp)
   int64_t cp           = 1;  // context-parallel ranks: each holds seq_len / cp tokens of every sequence
   bool sp              = false; // sequence parallelism inside the tp group
   int zero             = 0;  // ZeRO stage 0..3
@@ -70,6 +71,12 @@ struct TrainingConfig {
   // Layers of each virtual stage (chunk * pp + stage), in order; empty when they do not
   // split as asked (read_training_section refuses that).
   std::vector<int64_t> stage_layers(int64_t layers) const;
+  // MoE layers fold the ranks differently from the dense ones (ep > 1, or experts not
+  // split like the rest): routed experts' gradients then go over their own (edp) group.
+  bool experts_folded() const { return ep > 1 || etp != tp; }
+  // A routed expert's ZeRO shard over the edp = tp x cp x dp / (etp x ep) ranks holding
+  // it, relative to a dense parameter's over the cp x dp replicas.
+  double expert_shard_scale() const { return static_cast<double>(ep * etp) / static_cast<double>(tp); }
   double tokens_per_step() const { return static_cast<double>(global_batch) * static_cast<double>(seq_len); }
 };
 

@@ -126,6 +126,7 @@ StepShape step_shape(const TrainingConfig& cfg)
   s.cp           = cfg.cp;
   s.tp           = cfg.tp;
   s.ep           = cfg.ep;
+  s.etp          = cfg.etp;
   s.sp           = cfg.sp;
   // fp8 training (Transformer Engine) keeps bf16 activations and weights and casts each
   // GEMM's operands to fp8; attention runs in bf16.
@@ -234,7 +235,7 @@ BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_
   double experts = moe ? m.moe.experts * m.expert_params() : 0.0;
   double params  = (m.layer_params(layer) - replicated - experts) / t + replicated;
   if (moe) {
-    b.expert_params = static_cast<double>(m.moe.experts / s.ep) * m.expert_params() / t;
+    b.expert_params = static_cast<double>(m.moe.experts / s.ep) * m.expert_params() / static_cast<double>(s.etp);
     params += b.expert_params;
   }
   if (s.lora.enabled) {

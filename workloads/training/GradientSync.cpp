@@ -102,8 +102,8 @@ void TrainingStepGenerator::emit_bucket(int stage, const BucketLane& lane, doubl
     last = dag_.add(collective_op(s.gpu, StreamKind::comm, kind, lane.group, bytes, name + "." + collective_name(kind)),
                     {after});
   }
-  // Offload: this rank's shard of the bucket (the experts' shard is ep times larger).
-  double host = shard(bytes) * (lane.experts ? static_cast<double>(cfg_.ep) : 1.0);
+  // Offload: this rank's shard of the bucket (the experts' over their edp group).
+  double host = shard(bytes) * (lane.experts ? cfg_.expert_shard_scale() : 1.0);
   if (cfg_.offload_optimizer != OffloadTarget::none)
     last = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, host, name + ".grads_d2h", cfg_.offload_pinned), {last});
   for (int b : blocks)

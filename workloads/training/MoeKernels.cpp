@@ -2,12 +2,15 @@
 // (Megatron-Core's all-to-all token dispatcher; Shazeer et al. 2017, Lepikhin et al. 2021):
 //
 //   ln2 -> [shared experts] -> router -> top-k -> permute == all-to-all ==> sort
-//       -> (tp all-gather) -> experts.up -> act -> experts.down -> (tp reduce-scatter)
+//       -> (etp all-gather) -> experts.up -> act -> experts.down -> (etp reduce-scatter)
 //       -> unsort == all-to-all ==> unpermute (weighted sum of the k outputs) -> residual
 //
 // Each rank dispatches its T/tp tokens' top_k copies to the ranks holding their experts
 // and gets back as many: an all-to-all of T/tp x top_k x h elements among the ep ranks,
-// (ep-1)/ep of them leaving the GPU, each way. The busiest rank (ExpertLoad) receives
+// (ep-1)/ep of them leaving the GPU, each way. Each expert is split over etp ranks
+// (default tp), which all-gather the pairs they received before the experts' GEMMs and
+// reduce-scatter the outputs after; with etp = 1 the experts are whole and there is no
+// collective but the all-to-alls. The busiest rank (ExpertLoad) receives
 // and computes more when routing is uneven; it sets the pace, so it is the one modelled.
 // Its experts run as one grouped GEMM: all their weights read, FLOPs for the pairs it
 // received. Activations are saved for routed pairs only.
@@ -54,13 +57,13 @@ void shared_experts(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepS
 void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T)
 {
   const MoeSpec& moe = m.moe;
-  double h = m.hidden, e = s.act_bytes, t = tp(s), r = rep_div(s);
+  double h = m.hidden, e = s.act_bytes, t = static_cast<double>(s.etp), r = rep_div(s);
   double E = static_cast<double>(moe.experts), k = static_cast<double>(moe.top_k);
   double fe = static_cast<double>(moe.expert_ffn), up = m.mlp == MlpKind::swiglu ? 2 * fe : fe;
   const ExpertLoad load = expert_load(moe, s.ep);
   const double Tr    = T / r;                       // tokens this tp rank routes
   const double sent  = Tr * load.busiest_pairs;     // pairs it receives from its ep group
-  const double pairs = T * load.busiest_pairs;      // pairs it computes (all tp ranks' after the gather)
+  const double pairs = sent * t;                    // pairs it computes (its etp group's after the gather)
   auto& ks = b.kernels;
   const double stream = T * h / r;
   ks.push_back(backward_only("ln2.grad_sum", 3 * stream * e, stream));
@@ -79,18 +82,18 @@ void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T
   permute.bwd_before = a2a;
   ks.push_back(permute);
   KernelPlan sort = shuffle("moe.sort", sent, h, s, 0); // received pairs grouped by local expert
-  if (s.tp > 1) {
-    sort.fwd_after  = {CollectiveKind::all_gather, pairs * h * e};
-    sort.bwd_before = {CollectiveKind::reduce_scatter, pairs * h * e};
+  if (s.etp > 1) {
+    sort.fwd_after  = {CollectiveKind::all_gather, pairs * h * e, CommGroup::etp};
+    sort.bwd_before = {CollectiveKind::reduce_scatter, pairs * h * e, CommGroup::etp};
   }
   ks.push_back(sort);
   double local = load.local_experts;
   ks.push_back(grouped_gemm("moe.experts.up", pairs, h, up / t, local, s, pairs * h * e));
   ks.push_back(pointwise("moe.experts.act", pairs * up / t, pairs * fe / t, 8, s, pairs * up * e / t));
   KernelPlan down = grouped_gemm("moe.experts.down", pairs, fe / t, h, local, s, pairs * fe * e / t);
-  if (s.tp > 1) {
-    down.fwd_after  = {CollectiveKind::reduce_scatter, pairs * h * e};
-    down.bwd_before = {CollectiveKind::all_gather, pairs * h * e};
+  if (s.etp > 1) {
+    down.fwd_after  = {CollectiveKind::reduce_scatter, pairs * h * e, CommGroup::etp};
+    down.bwd_before = {CollectiveKind::all_gather, pairs * h * e, CommGroup::etp};
   }
   ks.push_back(down);
   KernelPlan unsort = shuffle("moe.unsort", sent, h, s, 0);

@@ -4,8 +4,8 @@
 
 namespace memwall {
 
-ParallelLayout::ParallelLayout(int64_t tp, int64_t pp, int64_t dp, int gpus_per_node, int64_t ep, int64_t cp)
-    : tp_(tp), pp_(pp), dp_(dp), ep_(ep), cp_(cp), gpus_per_node_(gpus_per_node)
+ParallelLayout::ParallelLayout(const TrainingConfig& cfg, int gpus_per_node)
+    : tp_(cfg.tp), pp_(cfg.pp), dp_(cfg.replicas()), ep_(cfg.ep), etp_(cfg.etp), cp_(cfg.cp), gpus_per_node_(gpus_per_node)
 {
 }
 
@@ -66,10 +66,36 @@ std::vector<std::vector<DeviceRef>> ParallelLayout::peer_spans(int64_t size, int
   return on_node(stage, tp_ * spans, [&](int64_t i) { return strided(i / spans, (i % spans) * size, 1, size, stage); });
 }
 
+std::vector<DeviceRef> ParallelLayout::expert_group(int64_t first, int64_t stride, int64_t count, int64_t stage) const
+{
+  std::vector<DeviceRef> g;
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t r = first + j * stride;
+    g.push_back(device(r % tp_, r / tp_, stage));
+  }
+  return g;
+}
+
+std::vector<std::vector<DeviceRef>> ParallelLayout::peer_etp_groups(int64_t stage) const
+{
+  // Group i holds ranks i etp .. i etp + etp - 1.
+  return on_node(stage, tp_ * dp_ / etp_, [&](int64_t i) { return expert_group(i * etp_, 1, etp_, stage); });
+}
+
+std::vector<std::vector<DeviceRef>> ParallelLayout::peer_ep_groups(int64_t stage) const
+{
+  // Group i = et * edp + k holds ranks et + etp (e + ep k), e < ep (with etp = tp: the
+  // span of ep consecutive dp ranks k ep .. of tp index et).
+  const int64_t n = edp();
+  return on_node(stage, etp_ * n,
+                 [&](int64_t i) { return expert_group(i / n + etp_ * ep_ * (i % n), etp_, ep_, stage); });
+}
+
 std::vector<std::vector<DeviceRef>> ParallelLayout::peer_edp_groups(int64_t stage) const
 {
-  // Group i = t * ep + j holds ranks (t, j), (t, j + ep), ...
-  return on_node(stage, tp_ * ep_, [&](int64_t i) { return strided(i / ep_, i % ep_, ep_, dp_ / ep_, stage); });
+  // Group i = et * ep + e holds ranks et + etp (e + ep k), k < edp.
+  return on_node(stage, etp_ * ep_,
+                 [&](int64_t i) { return expert_group(i / ep_ + etp_ * (i % ep_), etp_ * ep_, edp(), stage); });
 }
 
 std::vector<DeviceRef> ParallelLayout::node_peers(int64_t stage) const

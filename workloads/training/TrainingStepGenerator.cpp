@@ -4,7 +4,7 @@ namespace memwall {
 
 TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const TrainingConfig& cfg,
                                              const ClusterSpec& cluster)
-    : model_(model), cfg_(cfg), cluster_(cluster), layout_(cfg.tp, cfg.pp, cfg.replicas(), cluster.gpus_per_node, cfg.ep, cfg.cp),
+    : model_(model), cfg_(cfg), cluster_(cluster), layout_(cfg, cluster.gpus_per_node),
       shape_(step_shape(cfg))
 {
   shape_.weight_bytes = weight_bytes_per_param();
@@ -57,7 +57,7 @@ double TrainingStepGenerator::shard(double params) const
 std::pair<double, double> TrainingStepGenerator::dense_and_experts(int b, double full) const
 {
   const BlockPlan& p = blocks_[b].plan;
-  if (cfg_.ep <= 1 || p.expert_params <= 0 || p.params <= 0)
+  if (!cfg_.experts_folded() || p.expert_params <= 0 || p.params <= 0)
     return {full, 0.0};
   double experts = full * p.expert_params / p.params;
   return {full - experts, experts};
@@ -66,7 +66,7 @@ std::pair<double, double> TrainingStepGenerator::dense_and_experts(int b, double
 double TrainingStepGenerator::shard(int b, double full) const
 {
   auto [dense, experts] = dense_and_experts(b, full);
-  return shard(dense) + shard(experts) * static_cast<double>(cfg_.ep);
+  return shard(dense) + shard(experts) * cfg_.expert_shard_scale();
 }
 
 OpDag TrainingStepGenerator::generate(bool chains)
@@ -105,14 +105,16 @@ void TrainingStepGenerator::build_stages()
       s.dp_group = dag_.add_group(layout_.dp_group(p), layout_.peer_dp_groups(p));
     if (cfg_.ep > 1)
       s.ep_group = dag_.add_group(layout_.ep_group(p), layout_.peer_ep_groups(p));
+    if (cfg_.etp > 1)
+      s.etp_group = cfg_.etp == cfg_.tp ? s.tp_group : dag_.add_group(layout_.etp_group(p), layout_.peer_etp_groups(p));
     if (cfg_.cp > 1)
       s.cp_group = dag_.add_group(layout_.cp_group(p), layout_.peer_cp_groups(p));
-    // Routed experts' gradients: among the replicas holding the same experts (none when
-    // ep spans all of them); without expert parallelism, the dp group.
+    // Routed experts' gradients: among the ranks holding the same expert shard (none when
+    // etp x ep spans all of them); without MoE folding, the dp group.
     s.lanes[0].group   = s.dp_group;
-    s.lanes[1].group   = cfg_.ep == 1 ? s.dp_group
-                         : cfg_.replicas() > cfg_.ep ? dag_.add_group(layout_.edp_group(p), layout_.peer_edp_groups(p))
-                                                     : -1;
+    s.lanes[1].group   = !cfg_.experts_folded() ? s.dp_group
+                         : layout_.edp() > 1    ? dag_.add_group(layout_.edp_group(p), layout_.peer_edp_groups(p))
+                                                : -1;
     s.lanes[1].experts = true;
     s.chunks.resize(static_cast<size_t>(cfg_.virtual_stages));
     stages_.push_back(std::move(s));
@@ -202,7 +204,10 @@ OpId TrainingStepGenerator::kernel(const DeviceRef& gpu, const OpName& name, con
 void TrainingStepGenerator::tp_collective(int b, size_t i, Role role, const TpComm& c)
 {
   const Stage& s = stage_of(b);
-  int32_t group  = c.group == CommGroup::ep ? s.ep_group : c.group == CommGroup::cp ? s.cp_group : s.tp_group;
+  int32_t group  = c.group == CommGroup::ep    ? s.ep_group
+                   : c.group == CommGroup::cp  ? s.cp_group
+                   : c.group == CommGroup::etp ? s.etp_group
+                                               : s.tp_group;
   if (c.bytes <= 0 || group < 0)
     return;
   // Megatron's tp collectives (and MoE all-to-alls) block the compute stream.

@@ -1,8 +1,9 @@
 // A different tensor x pipeline split of the same GPUs: each GPU holds 1/(tp pp) of the
 // layers' weights, gradients and optimizer states, at the price of tp all-reduces
 // inside a node and pipeline bubbles. Context parallelism stays as it is; expert
-// parallelism shrinks to what the new data-parallel ranks hold (an MoE layer under tp
-// needs sequence parallelism).
+// parallelism shrinks to what the new ranks of a stage can fold (an MoE layer under tp
+// needs sequence parallelism). An etp other than tp stays (it divides every larger tp);
+// etp = tp is taken as the default, which follows tp.
 #include "advise/Remedy.hpp"
 
 #include <numeric>
@@ -30,7 +31,8 @@ public:
                     {"training.tp=" + std::to_string(tp), "training.pp=" + std::to_string(pp),
                      "training.dp=" + std::to_string(dp)}};
         if (t.ep > 1) {
-          const int64_t ep = std::gcd(t.ep, t.cp * dp);
+          const int64_t etp = t.etp == t.tp ? tp : t.etp;
+          const int64_t ep  = std::gcd(t.ep, tp * t.cp * dp / etp);
           r.change += " (ep " + std::to_string(ep) + ")";
           r.overrides.push_back("training.ep=" + std::to_string(ep));
         }
