@@ -188,3 +188,30 @@ TEST_CASE("pooled_attention_data_parallel_kv_keeps_a_sequence_in_one_group_and_a
                                 "inference: {tp: 2, ep: 8, batch: 2, prompt_len: 16, output_len: 2}\n"),
              Catch::Contains("inference.ep") && Catch::Contains("ep = 8 GPUs but the hardware has 4"));
 }
+
+TEST_CASE("sliding_window_layers_keep_only_their_windows_kv", "[inference][window][kv]")
+{
+  // Half of a layer stack windowed at 128 tokens, paged in blocks of 16 (vLLM's hybrid
+  // KV cache manager frees the blocks behind a window). 10,000 tokens hold 625 blocks in
+  // the full layers and 128 / 16 + 1 = 9 in the windowed ones: 10,000 - 0.5 x (10,000 -
+  // 144) = 5,072 slots of a whole token's KV. Within the window nothing is saved.
+  KvManagerParams p;
+  p.capacity_tokens = 1 << 20;
+  p.max_model_len   = 1 << 20;
+  p.windowed_share  = 0.5;
+  p.window          = 128;
+  auto paged = kv_manager_registry().make("paged", p);
+  CHECK(paged->slots_for(10000) == 5072);
+  CHECK(paged->slots_for(100) == 112);
+  CHECK(paged->held(10000) == 10000 - (10000 - 128) / 2); // token states stored
+  // gpt-oss-120b (18 of 36 layers windowed at 128; 36 x 2 x 8 KV heads x 64 x 2 bytes =
+  // 73,728 bytes per token in fp16) served one 10,000-token prompt: after the prefill it
+  // holds room for 10,001 tokens, 10,016 in the full layers' blocks and 144 in the
+  // windowed: 10,016 - 0.5 x 9,872 = 5,080 slots, half what full attention would hold.
+  nlohmann::json j = run_json("gpt-oss-window", "hardware: {node: dgx-h100, gpus_per_node: 1}\n"
+                                                "model: {preset: gpt-oss-120b}\n"
+                                                "inference: {weight_dtype: fp4, batch: 1, prompt_len: 10000, output_len: 1}\n");
+  CHECK(j["kv_cache"]["bytes_per_token"] == 73728.0);
+  CHECK(j["kv_cache"]["peak_reserved_bytes"].get<double>() == 5080.0 * 73728);
+  CHECK(j["devices"][0]["peak_by_category"]["kv_cache"].get<double>() == 5080.0 * 73728);
+}

@@ -65,6 +65,10 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
   }
   p.capacity_tokens = static_cast<int64_t>(std::floor(std::min(tokens, 1e15)));
   p.groups          = groups;
+  if (!model_.mla.enabled()) { // every layer's KV is as wide: the windowed layers' share is their count's
+    p.windowed_share = static_cast<double>(model_.windowed_layers()) / static_cast<double>(model_.layers);
+    p.window         = model_.sliding_window;
+  }
   p.max_model_len   = cfg_.max_model_len;
   p.block_size      = cfg_.block_size;
   p.shared_prefix   = cfg_.shared_prefix;

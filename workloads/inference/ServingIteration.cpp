@@ -17,7 +17,7 @@ void ServingDriver::emit_kv_changes(const Iteration& it)
   std::vector<OpId> after;
   // Swap-outs copy the victims' KV to host memory before their slots are reused.
   for (int s : it.swapped_out) {
-    double bytes = static_cast<double>(st_.seqs[s].computed) * per_token * (1 - off);
+    double bytes = static_cast<double>(kv_->held(st_.seqs[s].computed)) * per_token * (1 - off);
     dag_.alloc(gpu_, StreamKind::d2h, host_, MemCategory::kv_cache, bytes * ranks_on_socket_, "kv.swap_space");
     after.push_back(dag_.add(copy_op(gpu_, StreamKind::d2h, gpu_, host_, bytes, "kv.swap_out")));
   }
@@ -44,7 +44,7 @@ void ServingDriver::emit_kv_changes(const Iteration& it)
   }
   kv_slots_ = now_slots;
   for (int s : it.swapped_in) {
-    double bytes = static_cast<double>(st_.seqs[s].computed) * per_token * (1 - off);
+    double bytes = static_cast<double>(kv_->held(st_.seqs[s].computed)) * per_token * (1 - off);
     OpId copy = dag_.add(copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes, "kv.swap_in"),
                          {after.empty() ? OpDag::none : after.back()});
     after.push_back(dag_.free(bytes_of(host_, MemCategory::kv_cache, bytes * ranks_on_socket_), gpu_, StreamKind::h2d,

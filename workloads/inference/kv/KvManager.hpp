@@ -24,6 +24,11 @@ struct KvManagerParams {
   int64_t max_model_len   = 0;
   int64_t block_size      = 16;
   int64_t shared_prefix   = 0; // tokens every prompt starts with
+  // Sliding-window layers (vLLM's hybrid KV cache manager, TensorRT-LLM's cyclic KV):
+  // their share of a token's KV bytes and their window. They keep only a sequence's
+  // last `window` tokens, so a longer sequence holds less than a slot per token.
+  double windowed_share = 0;
+  int64_t window        = 0;
 };
 
 class KvManager {
@@ -41,6 +46,10 @@ public:
   virtual int64_t cached_prefix(const Sequence&) const { return 0; }
   // Token states actually stored, counting shared ones once.
   virtual int64_t stored_tokens(const ServingState& st) const;
+  // Slots the KV of `tokens` tokens takes when held in `granule`-token blocks: a slot
+  // per token, less the windowed layers' share of the tokens behind their window (a
+  // block-granular window keeps the block it straddles too).
+  int64_t held(int64_t tokens, int64_t granule = 1) const;
 
   int64_t capacity() const { return p_.capacity_tokens * p_.groups; }
   int64_t sequence_capacity() const { return p_.capacity_tokens; } // the most one sequence may take

@@ -28,11 +28,11 @@ void BatchScheduler::preempt(ServingState& st, KvManager& kv, int victim, Iterat
   Sequence& v = st.seqs[victim];
   ++v.preemptions;
   leave(st, victim);
-  bool swap = st.limits.swap && st.swap_used + v.computed <= st.limits.swap_tokens;
+  bool swap = st.limits.swap && st.swap_used + kv.held(v.computed) <= st.limits.swap_tokens;
   kv.release(v);
   if (swap) {
     v.state = SeqState::swapped;
-    st.swap_used += v.computed;
+    st.swap_used += kv.held(v.computed);
     st.swapped.push_back(victim);
     it.swapped_out.push_back(victim);
     return;

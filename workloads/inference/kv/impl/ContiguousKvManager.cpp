@@ -25,7 +25,8 @@ public:
     return true;
   }
 
-  int64_t slots_for(int64_t tokens) const override { return std::max(p_.max_model_len, tokens); }
+  // Sliding-window layers keep a ring buffer of their window (TensorRT-LLM's cyclic KV).
+  int64_t slots_for(int64_t tokens) const override { return held(std::max(p_.max_model_len, tokens)); }
 
   void release(Sequence& s) override
   {

@@ -28,7 +28,7 @@ public:
       if (joins && prefix_users_ == 0)
         new_prefix = shared * p_.groups;
     }
-    int64_t own  = blocks(std::max<int64_t>(tokens - shared, 0)) * p_.block_size;
+    int64_t own  = held(std::max<int64_t>(tokens - shared, 0), p_.block_size);
     int64_t need = own - s.kv_slots + new_prefix;
     if (need <= 0)
       return true;
@@ -54,7 +54,7 @@ public:
     }
   }
 
-  int64_t slots_for(int64_t tokens) const override { return blocks(tokens) * p_.block_size; }
+  int64_t slots_for(int64_t tokens) const override { return held(tokens, p_.block_size); }
 
   int64_t cached_prefix(const Sequence&) const override
   {

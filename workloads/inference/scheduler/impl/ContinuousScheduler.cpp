@@ -102,7 +102,7 @@ private:
       if (!kv.reserve(q, q.computed + 1))
         break;
       st.swapped.pop_front();
-      st.swap_used -= q.computed;
+      st.swap_used -= kv.held(q.computed);
       q.state = SeqState::running;
       st.running.push_back(s);
       it.swapped_in.push_back(s);
