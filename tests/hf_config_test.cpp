@@ -78,6 +78,12 @@ TEST_CASE("deepseek_v3_counts_mla_shared_and_routed_experts_as_its_report", "[mo
   CHECK(std::abs(m.total_params() - 671e9) / 671e9 < 0.005);
   CHECK(m.active_params() == Approx(37.55e9).epsilon(0.001));
   CHECK(std::abs(m.active_params() - 37e9) / 37e9 < 0.016);
+  // Node-limited routing (report §2.1.2; config n_group 8, topk_group 4), preset and
+  // config alike.
+  for (const ModelSpec& x : {m, fixture("DeepSeek-V3")}) {
+    CHECK(x.moe.expert_groups == 8);
+    CHECK(x.moe.groups_per_token == 4);
+  }
 }
 
 TEST_CASE("moe_presets_match_their_published_active_counts_to_the_digits_given", "[models][moe]")

@@ -207,6 +207,11 @@ void read_deepseek_v3(const HfConfig& c, ModelSpec& m)
   m.moe.layer_freq     = c.integer_or("moe_layer_freq", 1);
   // The aux-loss-free balancing keeps a learned bias per expert (e_score_correction_bias).
   m.moe.router_bias = c.has("topk_method") && c.raw("topk_method") == "noaux_tc";
+  // Group-limited routing (node-limited in training): n_group groups, topk_group per token.
+  if (c.integer_or("n_group", 1) > 1) {
+    m.moe.expert_groups    = c.integer("n_group");
+    m.moe.groups_per_token = c.integer_or("topk_group", m.moe.expert_groups);
+  }
 }
 
 void read_gpt_oss(const HfConfig& c, ModelSpec& m)

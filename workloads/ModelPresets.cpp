@@ -75,6 +75,8 @@ ModelSpec deepseek_v3()
   m.moe.expert_ffn = m.moe.shared_ffn = 2048;
   m.moe.first_k_dense = 3;
   m.moe.router_bias = true; // aux-loss-free balancing's per-expert bias
+  m.moe.expert_groups    = 8; // node-limited routing: a token's 8 experts from 4 of 8 groups
+  m.moe.groups_per_token = 4;
   return m;
 }
 

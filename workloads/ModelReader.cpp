@@ -39,6 +39,12 @@ void read_moe(ParamReader& r, ModelSpec& m)
   e.hot_expert_tokens = r.number("hot_expert_tokens", e.hot_expert_tokens,
                                  "share of the tokens routed to the busiest expert (0: an even k / num_experts)", 0.0,
                                  1.0);
+  e.expert_groups    = key("expert_groups", e.expert_groups,
+                            "group-limited routing: groups the experts are split into (DeepSeek's n_group; 0: none)", 0,
+                            limits::experts);
+  e.groups_per_token = key("groups_per_token", e.groups_per_token,
+                           "group-limited routing: groups a token's experts may come from (DeepSeek's topk_group)", 0,
+                           limits::experts);
   for (const char* k : {"capacity_factor", "hot_expert_tokens"})
     if (!moe && r.has(k))
       r.fail(k, std::string(k) + " is a mixture-of-experts key; the model has no experts (set num_experts)");
@@ -52,6 +58,14 @@ void read_moe(ParamReader& r, ModelSpec& m)
   if (e.first_k_dense >= m.layers)
     r.fail("first_k_dense", "first_k_dense = " + std::to_string(e.first_k_dense) + " leaves no MoE layer of " +
                                 std::to_string(m.layers));
+  if (e.expert_groups > 0 && (e.experts % e.expert_groups != 0 || e.groups_per_token < 1 ||
+                              e.groups_per_token > e.expert_groups ||
+                              e.top_k > e.groups_per_token * (e.experts / e.expert_groups)))
+    r.fail("expert_groups", "expert_groups = " + std::to_string(e.expert_groups) + " must divide the " +
+                                std::to_string(e.experts) + " experts, with groups_per_token in 1..expert_groups " +
+                                "holding at least experts_per_token experts");
+  if (e.expert_groups == 0 && e.groups_per_token > 0)
+    r.fail("groups_per_token", "groups_per_token needs expert_groups");
   double even = static_cast<double>(e.top_k) / static_cast<double>(e.experts);
   if (e.hot_expert_tokens > 0 && e.hot_expert_tokens < even)
     r.fail("hot_expert_tokens", "hot_expert_tokens = " + std::to_string(e.hot_expert_tokens) +

@@ -29,6 +29,10 @@ struct MoeSpec {
   // the share of all tokens the busiest expert is sent (0: an even top_k / experts).
   double capacity_factor   = 0;
   double hot_expert_tokens = 0;
+  // Group-limited routing (DeepSeek-V3 §2.1.2, "node-limited"): the experts form
+  // expert_groups groups and a token's experts come from groups_per_token of them (0: no limit).
+  int64_t expert_groups    = 0;
+  int64_t groups_per_token = 0;
 
   bool enabled() const { return experts > 0; }
 };

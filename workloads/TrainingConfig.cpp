@@ -2,6 +2,7 @@
 
 #include "InputLimits.hpp"
 #include "PipelineSchedule.hpp"
+#include "TokenDispatcher.hpp"
 
 #include <algorithm>
 
@@ -123,8 +124,9 @@ void check_experts(ParamReader& r, const TrainingConfig& t, const ModelSpec& m)
   if (!m.moe.enabled()) {
     if (t.ep > 1)
       r.fail("ep", "expert parallelism needs a mixture-of-experts model (model.num_experts > 0)");
-    if (r.has("etp"))
-      r.fail("etp", "expert-tensor parallelism needs a mixture-of-experts model (model.num_experts > 0)");
+    for (const char* k : {"etp", "moe_dispatcher"})
+      if (r.has(k))
+        r.fail(k, std::string(k) + " needs a mixture-of-experts model (model.num_experts > 0)");
     return;
   }
   if (m.moe.experts % t.ep != 0)
@@ -235,6 +237,9 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
                     "expert-tensor-parallel degree: each routed expert split over this many ranks (Megatron-Core's "
                     "expert_tensor_parallel_size; 1: experts whole, no tp collectives around them)",
                     1, "tp", limits::experts);
+  t.moe_dispatcher = r.choice("moe_dispatcher", "alltoall", token_dispatcher_registry().names(),
+                              "how an MoE layer's tokens reach their experts' GPUs and come back; see `memwall list "
+                              "dispatchers`");
   t.sp = r.flag("sp", false, "sequence parallelism: all-gather/reduce-scatter instead of all-reduce, norms split by tp");
   t.zero = static_cast<int>(
       r.integer("zero", 0, "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0, "", 3));

@@ -33,6 +33,7 @@ struct TrainingConfig {
   int64_t dp           = 1;  // data-parallel replicas
   int64_t ep           = 1;  // expert-parallel ranks (MoE), folded over the tp x cp x dp ranks
   int64_t etp          = 1;  // expert-tensor-parallel ranks: each routed expert split this many ways (default tp)
+  std::string moe_dispatcher = "alltoall"; // how tokens reach their experts (TokenDispatcher registry)
   int64_t cp           = 1;  // context-parallel ranks: each holds seq_len / cp tokens of every sequence
   bool sp              = false; // sequence parallelism inside the tp group
   int zero             = 0;  // ZeRO stage 0..3

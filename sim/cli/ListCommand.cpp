@@ -4,6 +4,7 @@
 #include "ModelPresets.hpp"
 #include "Quantity.hpp"
 #include "PipelineSchedule.hpp"
+#include "TokenDispatcher.hpp"
 #include "kv/KvManager.hpp"
 #include "scheduler/BatchScheduler.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
@@ -112,6 +113,7 @@ int list_command(const std::vector<std::string>& args)
                                                                {"params", list_params},
                                                                {"collectives", list_registry(collective_registry())},
                                                                {"schedules", list_registry(pipeline_schedule_registry())},
+                                                               {"dispatchers", list_registry(token_dispatcher_registry())},
                                                                {"schedulers", list_registry(batch_scheduler_registry())},
                                                                {"kv-managers", list_registry(kv_manager_registry())},
                                                                {"remedies", list_remedies},
@@ -120,7 +122,8 @@ int list_command(const std::vector<std::string>& args)
                                                                {"prefetch-policies", list_registry(prefetch_registry())}};
   if (args.size() != 1 || !what.count(args[0]))
     throw InputError(
-        "list: expected one of gpus, nodes, models, params, collectives, schedules, schedulers, kv-managers, remedies, "
+        "list: expected one of gpus, nodes, models, params, collectives, schedules, dispatchers, schedulers, kv-managers, "
+        "remedies, "
         "importers, eviction-policies, prefetch-policies");
   return what.at(args[0])();
 }

@@ -127,6 +127,7 @@ StepShape step_shape(const TrainingConfig& cfg)
   s.tp           = cfg.tp;
   s.ep           = cfg.ep;
   s.etp          = cfg.etp;
+  s.moe_dispatcher = cfg.moe_dispatcher;
   s.sp           = cfg.sp;
   // fp8 training (Transformer Engine) keeps bf16 activations and weights and casts each
   // GEMM's operands to fp8; attention runs in bf16.

@@ -19,9 +19,10 @@
 namespace memwall {
 
 // A collective between kernels on the compute stream among the tp group, the ep group
-// (an MoE layer's all-to-alls), the cp group (context parallelism's K and V) or the etp
-// group (the ranks sharing a routed expert's slices); bytes == 0 means none.
-enum class CommGroup : uint8_t { tp, ep, cp, etp };
+// (an MoE layer's all-to-alls), the cp group (context parallelism's K and V), the etp
+// group (the ranks sharing a routed expert's slices) or the ep ranks of the rank's node
+// (a two-hop dispatcher's NVLink hop); bytes == 0 means none.
+enum class CommGroup : uint8_t { tp, ep, cp, etp, ep_node };
 struct TpComm {
   CollectiveKind kind = CollectiveKind::all_reduce;
   double bytes        = 0;
@@ -66,6 +67,8 @@ struct StepShape {
   int64_t tp          = 1;
   int64_t ep          = 1;
   int64_t etp         = 1;   // ranks each routed expert is split over (Megatron-Core's expert tensor parallelism)
+  int64_t ep_nodes    = 1;   // nodes the ep group spans, as many ranks on each (1: inside a node or uneven)
+  std::string moe_dispatcher = "alltoall";
   bool sp             = false;
   double act_bytes    = 2;   // bytes per activation element (2 for 16-bit and fp8 training, 4 for fp32)
   double weight_bytes = 2;   // bytes per trainable weight element read by kernels

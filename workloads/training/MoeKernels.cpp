@@ -16,6 +16,7 @@
 // received. Activations are saved for routed pairs only.
 #include "ExpertLoad.hpp"
 #include "KernelBuilders.hpp"
+#include "TokenDispatcher.hpp"
 
 namespace memwall::kernels {
 namespace {
@@ -76,11 +77,26 @@ void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T
   // Router: replicated weights, fp32 scores kept for the gate's backward.
   ks.push_back(gemm("moe.router", Tr, h, E, s, Tr * h * e));
   ks.push_back(pointwise("moe.topk", Tr * E, Tr * E, 10, s, Tr * E * 4));
-  const TpComm a2a{CollectiveKind::all_to_all, sent * h * e, CommGroup::ep};
+  // The dispatcher's hops (TokenDispatcher): the first after the permute, a second (a
+  // node's NVLink forwarding) after the forwarding rank rearranges what it received;
+  // the combine runs them back, the forwarding rank summing its node's outputs between.
+  const DispatchShape shape{moe, Tr, h * e, load.busiest_pairs, s.ep, s.ep_nodes};
+  const std::vector<DispatchHop> hops = token_dispatcher_registry().make(s.moe_dispatcher)->hops(shape);
+  auto a2a = [&](const DispatchHop& hop) {
+    return TpComm{CollectiveKind::all_to_all, hop.bytes,
+                  hop.group == DispatchGroup::ep_node ? CommGroup::ep_node : CommGroup::ep};
+  };
+  const double forwarded = hops.front().bytes / (h * e); // rows a forwarding rank receives
   KernelPlan permute = shuffle("moe.permute", Tr * k, h, s, Tr * k * 4); // int32 routing map
-  permute.fwd_after  = a2a;
-  permute.bwd_before = a2a;
+  permute.fwd_after  = a2a(hops.front());
+  permute.bwd_before = permute.fwd_after;
   ks.push_back(permute);
+  if (hops.size() > 1) {
+    KernelPlan forward = shuffle("moe.forward", forwarded, h, s, 0);
+    forward.fwd_after  = a2a(hops.back());
+    forward.bwd_before = forward.fwd_after;
+    ks.push_back(forward);
+  }
   KernelPlan sort = shuffle("moe.sort", sent, h, s, 0); // received pairs grouped by local expert
   if (s.etp > 1) {
     sort.fwd_after  = {CollectiveKind::all_gather, pairs * h * e, CommGroup::etp};
@@ -97,9 +113,15 @@ void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T
   }
   ks.push_back(down);
   KernelPlan unsort = shuffle("moe.unsort", sent, h, s, 0);
-  unsort.fwd_after  = a2a;
-  unsort.bwd_before = a2a;
+  unsort.fwd_after  = a2a(hops.back());
+  unsort.bwd_before = unsort.fwd_after;
   ks.push_back(unsort);
+  if (hops.size() > 1) {
+    KernelPlan reduce = shuffle("moe.reduce", forwarded, h, s, 0);
+    reduce.fwd_after  = a2a(hops.front());
+    reduce.bwd_before = reduce.fwd_after;
+    ks.push_back(reduce);
+  }
   // The k outputs of each token weighted by its gates and summed; the outputs are kept
   // for the gates' gradient.
   KernelPlan combine = pointwise("moe.unpermute", Tr * k * h, Tr * h, 2, s, Tr * k * h * e);

@@ -1,6 +1,7 @@
 #include "ParallelLayout.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace memwall {
 
@@ -96,6 +97,45 @@ std::vector<std::vector<DeviceRef>> ParallelLayout::peer_edp_groups(int64_t stag
   // Group i = et * ep + e holds ranks et + etp (e + ep k), k < edp.
   return on_node(stage, etp_ * ep_,
                  [&](int64_t i) { return expert_group(i / ep_ + etp_ * (i % ep_), etp_ * ep_, edp(), stage); });
+}
+
+namespace {
+
+std::vector<DeviceRef> on_node_of(const std::vector<DeviceRef>& group, int node)
+{
+  std::vector<DeviceRef> out;
+  for (const DeviceRef& d : group)
+    if (d.node == node)
+      out.push_back(d);
+  return out;
+}
+
+} // namespace
+
+std::vector<DeviceRef> ParallelLayout::ep_node_group(int64_t stage) const
+{
+  return on_node_of(ep_group(stage), representative(stage).node);
+}
+
+std::vector<std::vector<DeviceRef>> ParallelLayout::peer_ep_node_groups(int64_t stage) const
+{
+  std::vector<std::vector<DeviceRef>> out;
+  for (const auto& g : peer_ep_groups(stage))
+    if (auto here = on_node_of(g, representative(stage).node); !here.empty())
+      out.push_back(std::move(here));
+  return out;
+}
+
+int64_t ParallelLayout::ep_nodes() const
+{
+  std::vector<DeviceRef> g = ep_group(0);
+  std::map<int, int64_t> per_node;
+  for (const DeviceRef& d : g)
+    ++per_node[d.node];
+  for (const auto& [node, count] : per_node)
+    if (count != per_node.begin()->second)
+      return 1;
+  return static_cast<int64_t>(per_node.size());
 }
 
 std::vector<DeviceRef> ParallelLayout::node_peers(int64_t stage) const

@@ -49,6 +49,12 @@ public:
   std::vector<std::vector<DeviceRef>> peer_ep_groups(int64_t stage) const;
   std::vector<std::vector<DeviceRef>> peer_edp_groups(int64_t stage) const;
   int64_t edp() const { return tp_ * dp_ / (etp_ * ep_); }
+  // The ep ranks on the representative's node (a two-hop dispatcher's NVLink hop), the
+  // same of the node peers' ep groups, and the nodes an ep group spans when it has as
+  // many ranks on each (else 1).
+  std::vector<DeviceRef> ep_node_group(int64_t stage) const;
+  std::vector<std::vector<DeviceRef>> peer_ep_node_groups(int64_t stage) const;
+  int64_t ep_nodes() const;
   // Context parallelism: the representative's cp group and those of its node peers.
   std::vector<DeviceRef> cp_group(int64_t stage) const { return strided(0, 0, 1, cp_, stage); }
   std::vector<std::vector<DeviceRef>> peer_cp_groups(int64_t stage) const { return peer_spans(cp_, stage); }

@@ -8,6 +8,7 @@ TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const Train
       shape_(step_shape(cfg))
 {
   shape_.weight_bytes = weight_bytes_per_param();
+  shape_.ep_nodes     = cfg.ep > 1 ? layout_.ep_nodes() : 1;
   // Virtual stage vs = chunk * pp + stage holds the next cfg.stage_layers()[vs] layers
   // (an even split unless first/last_stage_layers say otherwise); the embedding goes
   // with the first virtual stage, the head with the last.
@@ -105,6 +106,8 @@ void TrainingStepGenerator::build_stages()
       s.dp_group = dag_.add_group(layout_.dp_group(p), layout_.peer_dp_groups(p));
     if (cfg_.ep > 1)
       s.ep_group = dag_.add_group(layout_.ep_group(p), layout_.peer_ep_groups(p));
+    if (cfg_.ep > shape_.ep_nodes && shape_.ep_nodes > 1)
+      s.ep_node_group = dag_.add_group(layout_.ep_node_group(p), layout_.peer_ep_node_groups(p));
     if (cfg_.etp > 1)
       s.etp_group = cfg_.etp == cfg_.tp ? s.tp_group : dag_.add_group(layout_.etp_group(p), layout_.peer_etp_groups(p));
     if (cfg_.cp > 1)
@@ -207,6 +210,7 @@ void TrainingStepGenerator::tp_collective(int b, size_t i, Role role, const TpCo
   int32_t group  = c.group == CommGroup::ep    ? s.ep_group
                    : c.group == CommGroup::cp  ? s.cp_group
                    : c.group == CommGroup::etp ? s.etp_group
+                   : c.group == CommGroup::ep_node ? s.ep_node_group
                                                : s.tp_group;
   if (c.bytes <= 0 || group < 0)
     return;

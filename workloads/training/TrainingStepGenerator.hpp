@@ -74,6 +74,7 @@ private:
     DeviceRef gpu, host, nvme;
     int32_t tp_group = -1, dp_group = -1;
     int32_t ep_group = -1; // expert parallelism (the edp group is lanes[1].group)
+    int32_t ep_node_group = -1; // the ep ranks on the node (a two-hop dispatcher's NVLink hop)
     int32_t etp_group = -1; // expert tensor parallelism (the tp group when etp = tp)
     int32_t cp_group = -1; // context parallelism
     int shadows_on_socket = 1, shadows_on_node = 1; // ranks sharing the host's DRAM / the node's NVMe

@@ -1,0 +1,11 @@
+#include "TokenDispatcher.hpp"
+
+namespace memwall {
+
+Registry<TokenDispatcherFactory>& token_dispatcher_registry()
+{
+  static Registry<TokenDispatcherFactory> registry("MoE token dispatcher", "training.moe_dispatcher", "dispatchers");
+  return registry;
+}
+
+} // namespace memwall

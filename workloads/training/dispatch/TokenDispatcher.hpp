@@ -1,0 +1,51 @@
+#pragma once
+// How an MoE layer's tokens travel to the ranks holding their experts and back: the
+// hops of the dispatch, each a collective among some of the ep group's ranks; the
+// combine takes them in reverse. One interface, implementations in impl/ registered by
+// name and chosen by `training.moe_dispatcher`:
+//   alltoall  Megatron-Core's all-to-all dispatcher: every token-expert pair sent on
+//             its own, one all-to-all over the ep group;
+//   deepep    DeepEP's normal kernels (DeepSeek-V3 §3.2.2): a token crosses to each
+//             node holding one of its experts once, then is forwarded over NVLink to
+//             those experts' GPUs; with group-limited routing it touches at most
+//             groups_per_token nodes.
+#include "ModelSpec.hpp"
+#include "Registry.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace memwall {
+
+// Which ranks a hop's collective spans.
+enum class DispatchGroup : uint8_t {
+  ep,      // the whole ep group
+  ep_node, // the ep ranks on this rank's node
+};
+
+struct DispatchHop {
+  DispatchGroup group = DispatchGroup::ep;
+  double bytes        = 0; // the buffer each rank holds in the all-to-all
+};
+
+struct DispatchShape {
+  MoeSpec moe;
+  double tokens        = 0; // tokens one rank routes (T / tp under sequence parallelism)
+  double row_bytes     = 0; // one token's hidden state: hidden x bytes per element
+  double busiest_pairs = 0; // token-expert pairs the busiest rank receives per token of a rank
+  int64_t ep           = 1;
+  int64_t ep_nodes     = 1; // nodes the ep group spans, as many ranks on each (1: inside one node)
+};
+
+class TokenDispatcher {
+public:
+  virtual ~TokenDispatcher() = default;
+  virtual std::vector<DispatchHop> hops(const DispatchShape& s) const = 0;
+};
+
+using TokenDispatcherFactory = std::function<std::unique_ptr<TokenDispatcher>()>;
+Registry<TokenDispatcherFactory>& token_dispatcher_registry();
+
+} // namespace memwall

@@ -1,0 +1,22 @@
+// `alltoall` (Megatron-Core's MoEAlltoAllTokenDispatcher): each of a rank's token-expert
+// pairs goes to the rank holding the expert, one all-to-all over the ep group whose
+// buffer is the pairs the busiest rank receives.
+#include "TokenDispatcher.hpp"
+
+namespace memwall {
+namespace {
+
+class AllToAllDispatcher : public TokenDispatcher {
+public:
+  std::vector<DispatchHop> hops(const DispatchShape& s) const override
+  {
+    return {{DispatchGroup::ep, s.tokens * s.busiest_pairs * s.row_bytes}};
+  }
+};
+
+const bool registered = token_dispatcher_registry().add(
+    "alltoall", "every token-expert pair sent on its own: one all-to-all over the ep group (Megatron-Core)",
+    [] { return std::make_unique<AllToAllDispatcher>(); });
+
+} // namespace
+} // namespace memwall
