@@ -158,6 +158,14 @@ TEST_CASE("an_attention_data_parallel_group_runs_its_share_of_the_batch_and_its_
   CHECK(ib.layer.qkv.flops == Approx(ia.layer.qkv.flops / 4));
   const double h = 2048, f = 768, E = 128, e = 2;
   CHECK(ib.layer.dispatch_bytes == Approx(16.0 * 8 / 4 * h * e));
+  CHECK(ib.layer.combine_bytes == ib.layer.dispatch_bytes);
+  // FP8 weights run FP8 GEMMs: the tokens go out in FP8 (1 byte and a 4-byte scale per
+  // 128 elements) and come back in 16 bits.
+  InferenceConfig f8 = four;
+  f8.weight_dtype    = Dtype::fp8;
+  IterationKernels i8 = InferenceKernels(m, f8).plan(batch);
+  CHECK(i8.layer.dispatch_bytes == Approx(32 * h * 1.03125));
+  CHECK(i8.layer.combine_bytes == Approx(32 * h * e));
   // Router on 4 tokens, 32 pairs through whole experts (3 matrices of h x f).
   CHECK(ib.layer.mlp.flops == Approx(2 * 4 * h * E + 2 * 32 * 3 * h * f));
   double expert_weights_one = E * 3 * h * f * e;

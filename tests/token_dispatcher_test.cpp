@@ -37,7 +37,7 @@ TEST_CASE("deepep_sends_a_deepseek_token_to_4_nodes_once_where_alltoall_sends_it
   ModelSpec m = model_preset("deepseek-v3");
   REQUIRE(m.moe.expert_groups == 8);
   REQUIRE(m.moe.groups_per_token == 4);
-  DispatchShape s{m.moe, 4096, 7168 * 2.0, 8, 64, 8};
+  DispatchShape s{m.moe, 4096, 7168 * 2.0, 7168 * 2.0, 8, 64, 8};
   std::vector<DispatchHop> a = hops("alltoall", s), d = hops("deepep", s);
   REQUIRE(a.size() == 1);
   CHECK(a[0].bytes == 4096 * 8 * 7168 * 2.0);
@@ -46,6 +46,16 @@ TEST_CASE("deepep_sends_a_deepseek_token_to_4_nodes_once_where_alltoall_sends_it
   CHECK(d[0].bytes == Approx(4096 * 4 * 7168 * 2.0));
   CHECK(d[1].group == DispatchGroup::ep_node);
   CHECK(d[1].bytes == 4096 * 8 * 7168 * 2.0);
+  // FP8 experts (DeepSeek's training): tokens go out in FP8 with a 4-byte scale per 128
+  // elements, 1.03125 bytes each, and come back in BF16; the alltoall dispatcher sends
+  // 16 bits both ways.
+  DispatchShape fp8 = s;
+  fp8.fp8_row_bytes = 7168 * 1.03125;
+  std::vector<DispatchHop> q = hops("deepep", fp8);
+  CHECK(q[0].dispatch_bytes == Approx(4096 * 4 * 7168 * 1.03125));
+  CHECK(q[0].bytes == Approx(4096 * 4 * 7168 * 2.0));
+  CHECK(q[1].dispatch_bytes == Approx(4096 * 8 * 7168 * 1.03125));
+  CHECK(hops("alltoall", fp8)[0].dispatch_bytes == a[0].bytes);
   s.moe.expert_groups = s.moe.groups_per_token = 0;
   CHECK(hops("deepep", s)[0].bytes == Approx(4096 * 5.294652 * 7168 * 2.0).epsilon(1e-6));
   // Inside one node there is nothing to deduplicate: the alltoall dispatcher's one hop.
@@ -69,6 +79,13 @@ TEST_CASE("a_two_hop_dispatch_replays_its_rdma_and_nvlink_all_to_alls_each_way",
   CHECK(op_sum(grouped, "L0.fwd.moe.permute", OpKind::collective, false) == T * row);
   // The backward sends the gradients the same ways: both hops twice more.
   CHECK(op_sum(grouped, "L0.bwd.moe.", OpKind::collective, false) == 2 * (T * row + T * 2 * row));
+  // In FP8 the dispatch direction (the forward's dispatch, the backward's gradient of
+  // the combine) carries 1.03125 bytes per element, the combine direction 2.
+  OpDag fp8 = spec_workload(spec(", expert_groups: 2, groups_per_token: 1", "deepep, precision: fp8"));
+  CHECK(op_sum(fp8, "L0.fwd.moe.permute", OpKind::collective, false) == Approx(T * 512 * 1.03125));
+  CHECK(op_sum(fp8, "L0.fwd.moe.reduce", OpKind::collective, false) == Approx(T * row));
+  CHECK(op_sum(fp8, "L0.bwd.moe.", OpKind::collective, false) ==
+        Approx((T + 2 * T) * 512 * 1.03125 + (T + 2 * T) * row));
   // The alltoall dispatcher: one all-to-all of the pairs each way.
   OpDag a2a = spec_workload(spec("", "alltoall"));
   CHECK(op_sum(a2a, "L0.fwd.moe.permute", OpKind::collective, false) == T * 2 * row);

@@ -192,7 +192,9 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   if (c_.tp > 1)
     L.allreduce_bytes = T * h_ * e_;
   if (dp_ > 1) {
-    L.dispatch_bytes = routed * static_cast<double>(m_.moe.top_k) / static_cast<double>(c_.ep) * h_ * e_;
+    const double pairs = routed * static_cast<double>(m_.moe.top_k) / static_cast<double>(c_.ep);
+    L.combine_bytes    = pairs * h_ * e_;
+    L.dispatch_bytes   = c_.gemm_dtype() == Dtype::fp8 ? pairs * h_ * (1 + 4.0 / 128) : L.combine_bytes;
     if (c_.tp > 1)
       L.moe_gather_bytes = T * h_ * e_;
   }

@@ -54,10 +54,12 @@ struct KernelCost {
 struct LayerKernels {
   KernelCost qkv, attn, proj, mlp;
   double allreduce_bytes = 0; // after proj and after the MLP when tp > 1
-  // Attention data parallelism: the buffer each GPU holds in the dispatch all-to-all (and
-  // again in the combine), its received token-expert pairs x hidden x bytes, and what its
-  // tp group all-gathers after the combine (tp > 1).
+  // Attention data parallelism: the buffer each GPU holds in the dispatch all-to-all and
+  // in the combine, its received token-expert pairs x hidden x bytes (dispatched in FP8
+  // with a 4-byte scale per 128 elements when the GEMMs run in FP8, as DeepEP does), and
+  // what its tp group all-gathers after the combine (tp > 1).
   double dispatch_bytes   = 0;
+  double combine_bytes    = 0;
   double moe_gather_bytes = 0;
   double kv_read_bytes   = 0; // KV of the batch's context read by attention
   // The part of attention over KV already cached (decodes, later prefill chunks): what

@@ -254,7 +254,7 @@ void ServingDriver::emit_layer_part(const IterationKernels& k, int64_t layer, co
     dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_to_all, ep_group_, k.layer.dispatch_bytes,
                            L + ".moe.dispatch"));
     touch_layer(emit_kernel(k.layer.mlp, L + ".mlp"), k.layer, layer, k.layer.mlp, 3);
-    dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_to_all, ep_group_, k.layer.dispatch_bytes,
+    dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_to_all, ep_group_, k.layer.combine_bytes,
                            L + ".moe.combine"));
     if (tp_group_ >= 0)
       dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_gather, tp_group_, k.layer.moe_gather_bytes,

@@ -80,21 +80,23 @@ void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T
   // The dispatcher's hops (TokenDispatcher): the first after the permute, a second (a
   // node's NVLink forwarding) after the forwarding rank rearranges what it received;
   // the combine runs them back, the forwarding rank summing its node's outputs between.
-  const DispatchShape shape{moe, Tr, h * e, load.busiest_pairs, s.ep, s.ep_nodes};
+  const double fp8_row = s.gemm_dtype == Dtype::fp8 ? h * (1 + 4.0 / 128) : h * e;
+  const DispatchShape shape{moe, Tr, h * e, fp8_row, load.busiest_pairs, s.ep, s.ep_nodes};
   const std::vector<DispatchHop> hops = token_dispatcher_registry().make(s.moe_dispatcher)->hops(shape);
-  auto a2a = [&](const DispatchHop& hop) {
-    return TpComm{CollectiveKind::all_to_all, hop.bytes,
+  // Toward the experts (the forward dispatch, the combine's gradient) and back.
+  auto a2a = [&](const DispatchHop& hop, bool out) {
+    return TpComm{CollectiveKind::all_to_all, out ? hop.dispatch_bytes : hop.bytes,
                   hop.group == DispatchGroup::ep_node ? CommGroup::ep_node : CommGroup::ep};
   };
   const double forwarded = hops.front().bytes / (h * e); // rows a forwarding rank receives
   KernelPlan permute = shuffle("moe.permute", Tr * k, h, s, Tr * k * 4); // int32 routing map
-  permute.fwd_after  = a2a(hops.front());
-  permute.bwd_before = permute.fwd_after;
+  permute.fwd_after  = a2a(hops.front(), true);
+  permute.bwd_before = a2a(hops.front(), false);
   ks.push_back(permute);
   if (hops.size() > 1) {
     KernelPlan forward = shuffle("moe.forward", forwarded, h, s, 0);
-    forward.fwd_after  = a2a(hops.back());
-    forward.bwd_before = forward.fwd_after;
+    forward.fwd_after  = a2a(hops.back(), true);
+    forward.bwd_before = a2a(hops.back(), false);
     ks.push_back(forward);
   }
   KernelPlan sort = shuffle("moe.sort", sent, h, s, 0); // received pairs grouped by local expert
@@ -113,13 +115,13 @@ void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T
   }
   ks.push_back(down);
   KernelPlan unsort = shuffle("moe.unsort", sent, h, s, 0);
-  unsort.fwd_after  = a2a(hops.back());
-  unsort.bwd_before = unsort.fwd_after;
+  unsort.fwd_after  = a2a(hops.back(), false);
+  unsort.bwd_before = a2a(hops.back(), true);
   ks.push_back(unsort);
   if (hops.size() > 1) {
     KernelPlan reduce = shuffle("moe.reduce", forwarded, h, s, 0);
-    reduce.fwd_after  = a2a(hops.front());
-    reduce.bwd_before = reduce.fwd_after;
+    reduce.fwd_after  = a2a(hops.front(), false);
+    reduce.bwd_before = a2a(hops.front(), true);
     ks.push_back(reduce);
   }
   // The k outputs of each token weighted by its gates and summed; the outputs are kept

@@ -8,7 +8,8 @@
 //   deepep    DeepEP's normal kernels (DeepSeek-V3 §3.2.2): a token crosses to each
 //             node holding one of its experts once, then is forwarded over NVLink to
 //             those experts' GPUs; with group-limited routing it touches at most
-//             groups_per_token nodes.
+//             groups_per_token nodes. Tokens go out in FP8 when the experts compute
+//             in FP8 and come back in 16 bits (§3.3.2).
 #include "ModelSpec.hpp"
 #include "Registry.hpp"
 
@@ -26,14 +27,18 @@ enum class DispatchGroup : uint8_t {
 };
 
 struct DispatchHop {
-  DispatchGroup group = DispatchGroup::ep;
-  double bytes        = 0; // the buffer each rank holds in the all-to-all
+  DispatchGroup group   = DispatchGroup::ep;
+  double bytes          = 0; // the buffer each rank holds in the all-to-all, combine direction
+  double dispatch_bytes = 0; // the same toward the experts (FP8 where the dispatcher quantizes)
 };
 
 struct DispatchShape {
   MoeSpec moe;
   double tokens        = 0; // tokens one rank routes (T / tp under sequence parallelism)
   double row_bytes     = 0; // one token's hidden state: hidden x bytes per element
+  // The same in FP8 with a 32-bit scale per 128 elements (1.03125 bytes each) when the
+  // experts' GEMMs run in FP8, else row_bytes; for a dispatcher that quantizes.
+  double fp8_row_bytes = 0;
   double busiest_pairs = 0; // token-expert pairs the busiest rank receives per token of a rank
   int64_t ep           = 1;
   int64_t ep_nodes     = 1; // nodes the ep group spans, as many ranks on each (1: inside one node)

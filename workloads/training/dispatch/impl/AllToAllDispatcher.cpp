@@ -10,7 +10,8 @@ class AllToAllDispatcher : public TokenDispatcher {
 public:
   std::vector<DispatchHop> hops(const DispatchShape& s) const override
   {
-    return {{DispatchGroup::ep, s.tokens * s.busiest_pairs * s.row_bytes}};
+    const double bytes = s.tokens * s.busiest_pairs * s.row_bytes;
+    return {{DispatchGroup::ep, bytes, bytes}};
   }
 };
 

@@ -12,7 +12,8 @@
 // with group-limited routing (G groups, each token picking g of them, whole groups per
 // node) the same over groups: M = n (1 - C(G - G/n, g) / C(G, g)); DeepSeek-V3, 8 groups
 // on 8 nodes, g = 4: M = 4, where the alltoall dispatcher sends 8 x 7/8 = 7 rows across.
-// Inside one node it is the alltoall dispatcher.
+// Inside one node it is the alltoall dispatcher. Toward the experts in FP8 when they
+// compute in FP8 (DeepSeek-V3 §3.3.2; DeepEP's FP8 dispatch), back in 16 bits.
 #include "TokenDispatcher.hpp"
 
 #include <algorithm>
@@ -33,9 +34,9 @@ class DeepEpDispatcher : public TokenDispatcher {
 public:
   std::vector<DispatchHop> hops(const DispatchShape& s) const override
   {
-    const double pairs = s.tokens * s.busiest_pairs * s.row_bytes;
+    const double pairs = s.tokens * s.busiest_pairs, out = s.fp8_row_bytes / s.row_bytes;
     if (s.ep_nodes <= 1)
-      return {{DispatchGroup::ep, pairs}};
+      return {{DispatchGroup::ep, pairs * s.row_bytes, pairs * s.fp8_row_bytes}};
     const MoeSpec& m = s.moe;
     const double n = static_cast<double>(s.ep_nodes), k = static_cast<double>(m.top_k);
     double touched = nodes_touched(static_cast<double>(m.experts), static_cast<double>(m.experts) / n, k, n);
@@ -45,9 +46,9 @@ public:
     }
     // Uneven routing loads the busiest rank's node in proportion.
     const double rows = s.tokens * touched * (s.busiest_pairs / k) * s.row_bytes;
-    std::vector<DispatchHop> h{{DispatchGroup::ep, rows}};
+    std::vector<DispatchHop> h{{DispatchGroup::ep, rows, rows * out}};
     if (s.ep > s.ep_nodes) // more than one ep rank per node: forward over NVLink
-      h.push_back({DispatchGroup::ep_node, pairs});
+      h.push_back({DispatchGroup::ep_node, pairs * s.row_bytes, pairs * s.fp8_row_bytes});
     return h;
   }
 };
