@@ -60,6 +60,14 @@ SPEC_SEEDS = {
                       "first_stage_layers: 1, last_stage_layers: 3, zero: 1}\n",
     "moe_serve.yaml": "hardware: {node: dgx-h100, gpus_per_node: 2}\nmodel: {preset: mixtral-8x7b, layers: 2}\n"
                       "inference: {tp: 2, ep: 2, poisson: {rate: 20, requests: 6, prompt_len: 64, output_len: 8}}\n",
+    "moe_fold.yaml": "hardware: {node: dgx-h100, gpus_per_node: 4, nodes: 2}\n"
+                     "model: {layers: 2, hidden: 256, heads: 4, vocab: 1000, mlp: swiglu, num_experts: 8, "
+                     "experts_per_token: 2, moe_ffn_hidden: 128, expert_groups: 2, groups_per_token: 1}\n"
+                     "training: {seq_len: 256, global_batch: 8, micro_batch: 1, tp: 2, sp: true, ep: 8, etp: 1, "
+                     "moe_dispatcher: deepep, precision: fp8, zero: 1}\n",
+    "moe_serve_dp.yaml": "hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: qwen3-30b-a3b, layers: 2}\n"
+                         "inference: {tp: 1, ep: 4, weight_dtype: fp8, max_num_seqs: 4, "
+                         "poisson: {rate: 20, requests: 8, prompt_len: 64, output_len: 8}}\n",
 }
 TRACE_SEED = "arrival_time,prompt_tokens,output_tokens\n0.0,32,8\n0.05,64,4\n0.1,16,16\n"
 # A PyTorch profiler trace in little: a launch and its kernel, an H2D copy, an NCCL kernel
