@@ -222,6 +222,10 @@ nlohmann::ordered_json report_json(const RunResult& r)
                       {"offload_stall", timed(b.offload_stall)},
                       {"paging_stall", timed(b.paging_stall)}};
   j["paging"] = paging_json(r);
+  if (r.moe.present) // the routing assumed: sweeps over capacity_factor or hot_expert_tokens read it
+    j["moe"] = {{"experts_per_gpu", r.moe.experts_per_gpu},
+                {"busiest_gpu_share", r.moe.busiest_share},
+                {"dropped_share", r.moe.dropped_share}};
   if (r.serving.present)
     add_serving_json(j, r);
   if (r.recorded.present) {

@@ -69,8 +69,8 @@ SweepRow result_row(const RunResult& r, const ExperimentSpec& spec)
   return row;
 }
 
-// Every column a point's results can have: those of a serving run with a GPU, a host
-// and an NVMe device and a link (training runs have a subset).
+// Every column a point's results can have: those of a serving run of an MoE model with
+// a GPU, a host and an NVMe device and a link (training runs have a subset).
 std::vector<std::string> result_column_names()
 {
   RunResult r;
@@ -81,6 +81,7 @@ std::vector<std::string> result_column_names()
   }
   r.links.push_back(LinkResult{});
   r.serving.present = true;
+  r.moe.present     = true;
   SweepRow row = result_row(r, ExperimentSpec{});
   std::vector<std::string> names{"index", "status", "error"}; // the file's own columns
   for (const auto& [k, v] : row.numbers)

@@ -109,6 +109,16 @@ struct RecordedKernels {
   double unclassified_kernel_time_s = 0;
 };
 
+// The routing a mixture-of-experts run assumed (ExpertLoad): routed experts per GPU, the
+// busiest GPU's token-expert pairs as a multiple of an even share, and the share of all
+// pairs dropped at the capacity factor. Serving routes evenly.
+struct MoeRouting {
+  bool present           = false;
+  double experts_per_gpu = 0;
+  double busiest_share   = 0;
+  double dropped_share   = 0;
+};
+
 struct RunResult {
   double makespan_s = 0;
   // From the workload and hardware, for throughput and MFU (filled by Simulation).
@@ -123,6 +133,7 @@ struct RunResult {
   std::vector<PagingResult> paging; // GPUs with managed memory; empty without
   ServingStats serving; // inference runs: requests, KV cache over time
   RecordedKernels recorded; // a replayed trace (workload.trace)
+  MoeRouting moe;           // MoE models
   int64_t activities = 0; // SimGrid activities the replay started (what its cost grows with)
   int64_t op_count   = 0; // ops replayed, whether or not `ops` keeps their records
 };

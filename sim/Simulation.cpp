@@ -1,5 +1,7 @@
 #include "Simulation.hpp"
 
+#include "ExpertLoad.hpp"
+
 #include "Catalog.hpp"
 #include "ChildPool.hpp"
 #include "KernelTimer.hpp"
@@ -204,6 +206,23 @@ ReplayedStep replay_step(const ExperimentSpec& spec)
   return s;
 }
 
+// What the run assumed of an MoE model's routing (serving routes evenly).
+static MoeRouting moe_routing(const ExperimentSpec& spec)
+{
+  MoeRouting m;
+  if (!spec.model.moe.enabled())
+    return m;
+  MoeSpec routed = spec.model.moe;
+  if (spec.serving)
+    routed.hot_expert_tokens = routed.capacity_factor = 0;
+  ExpertLoad l      = expert_load(routed, spec.serving ? spec.inference.ep : spec.training.ep);
+  m.present         = true;
+  m.experts_per_gpu = l.local_experts;
+  m.busiest_share   = l.busiest_pairs / static_cast<double>(routed.top_k);
+  m.dropped_share   = l.dropped_share;
+  return m;
+}
+
 RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions& how)
 {
   ReplayOptions options;
@@ -213,8 +232,11 @@ RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions
   options.collective_algorithm = spec.collective_algorithm;
   options.progress             = how.progress;
   options.memory               = spec.memory;
-  if (spec.serving)
-    return child ? in_child([&] { return serve(spec, options); }) : serve(spec, options);
+  if (spec.serving) {
+    RunResult r = child ? in_child([&] { return serve(spec, options); }) : serve(spec, options);
+    r.moe       = moe_routing(spec);
+    return r;
+  }
   if (!spec.traces.empty())
     return replay_traces(spec, child, options);
   // Repeated passes stored once when no output reads each op (unified memory reads
@@ -225,6 +247,7 @@ RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions
   r.tokens_per_step    = spec.training.tokens_per_step();
   r.gpus               = spec.cluster.total_gpus();
   r.peak_flops_per_gpu = spec.cluster.node.gpu.peak(spec.training.precision);
+  r.moe                = moe_routing(spec);
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include "TestHelpers.hpp"
 #include "collective/impl/RingSteps.hpp"
 
+#include <filesystem>
 #include <map>
 
 #include <catch2/catch.hpp>
@@ -240,4 +241,28 @@ TEST_CASE("the_run_title_states_the_routing_the_replay_assumed", "[moe][outputs]
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("experts 8 routed, top 2; 2 per GPU on ep 4; busiest GPU 1.08x an even share, "
                                     "4.4 % of token-expert pairs dropped"));
+}
+
+TEST_CASE("the_json_summary_states_the_busiest_gpus_share_and_the_dropped_pairs", "[moe][outputs]")
+{
+  // As a_capacity_factor_caps_the_hot_expert_and_drops_its_excess: ep 4, the hot expert
+  // sent 40 % of the tokens, capacity factor 1.25. The busiest GPU computes 1.25 +
+  // 6.4 / 7 pairs per token against an even 2: 1.0821x; 0.35 / 8 = 4.375 % dropped.
+  nlohmann::json j = run_json("moe-summary", spec("{node: dgx-h100, gpus_per_node: 4}",
+                                                  ", hot_expert_tokens: 0.4, capacity_factor: 1.25",
+                                                  "global_batch: 4, micro_batch: 1, ep: 4"));
+  CHECK(j["moe"]["experts_per_gpu"] == 2.0);
+  CHECK(j["moe"]["busiest_gpu_share"].get<double>() == Approx((1.25 + 6.4 / 7) / 2));
+  CHECK(j["moe"]["dropped_share"].get<double>() == Approx(0.35 / 8));
+  // A dense model has no such key.
+  CHECK_FALSE(run_json("dense-summary", small_training_spec).contains("moe"));
+  // A sweep over the capacity factor can name the column in a metric.
+  std::string sweep = temp_path("moe-sweep.yaml"), h5 = temp_path("moe-sweep.h5");
+  std::filesystem::remove(h5);
+  write_file(sweep, "spec:\n  hardware: {node: dgx-h100, gpus_per_node: 4}\n  " + moe_model +
+                        ", hot_expert_tokens: 0.4}\n  training: {seq_len: 1024, global_batch: 4, ep: 4}\n"
+                        "grid:\n  model.capacity_factor: [0, 1.25]\nmetrics:\n  dropped_pct: moe.dropped_share * 100\n");
+  CliResult r = run_cli("sweep " + sweep + " -o " + h5);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(run_cli("report " + h5).out, Catch::Contains("4.375"));
 }
