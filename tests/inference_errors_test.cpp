@@ -71,6 +71,19 @@ TEST_CASE("a_fixed_batch_longer_than_the_context_is_refused", "[errors][inferenc
   CHECK_THAT(err, Catch::Contains("inference.prompt_len") && Catch::Contains("exceed the context of 4096"));
 }
 
+TEST_CASE("a_replica_on_fewer_or_more_gpus_than_the_hardware_gives_is_refused", "[errors][inference]")
+{
+  // One replica runs on tp GPUs (ep when experts spread over attention data-parallel
+  // groups): the hardware section gives exactly those. tp 2 on one GPU, and a dense tp 2
+  // on 4 GPUs, which ran unrefused while the check was skipped whenever ep (1) was no
+  // multiple of tp.
+  CHECK_THAT(refused_inference("tp_over", "tp: 2, batch: 1"),
+             Catch::Contains("inference.tp") && Catch::Contains("tp = 2 GPUs but the hardware has 1"));
+  CHECK_THAT(refused("tp_under", "hardware: {node: dgx-a100, gpus_per_node: 4}\nmodel: {preset: gpt2}\n"
+                                 "inference: {tp: 2, batch: 1, prompt_len: 16, output_len: 2}\n"),
+             Catch::Contains("inference.tp") && Catch::Contains("tp = 2 GPUs but the hardware has 4"));
+}
+
 TEST_CASE("a_kv_block_size_of_zero_is_refused", "[errors][inference]")
 {
   std::string err = refused_inference("block_zero", "batch: 1, block_size: 0");

@@ -163,7 +163,7 @@ void check(ParamReader& r, const InferenceConfig& c, int64_t gpus, const ModelSp
                      " (tp: experts spread over the tp GPUs; tp x d: over d attention data-parallel groups of tp GPUs)");
   if (c.ep > 1 && m.moe.experts % c.ep != 0)
     r.fail("ep", "ep = " + str(c.ep) + " does not divide the model's " + str(m.moe.experts) + " experts");
-  if (c.replica_gpus() != gpus && c.ep % c.tp == 0)
+  if (c.replica_gpus() != gpus)
     r.fail(c.attention_dp() > 1 ? "ep" : "tp",
            "one model replica runs on " + std::string(c.attention_dp() > 1 ? "ep = " + str(c.ep) : "tp = " + str(c.tp)) +
                " GPUs but the hardware has " + str(gpus) + "; set hardware.gpus_per_node (and nodes) to the GPUs it uses");
