@@ -40,6 +40,10 @@ inline std::optional<Dtype> dtype_from_name(const std::string& s)
   return std::nullopt;
 }
 
+// FP8 as MoE dispatchers send activations (DeepEP; DeepSeek-V3 §3.3.2): a byte per
+// element and a 32-bit scale per 128 elements.
+constexpr double fp8_block_scaled_bytes = 1 + 4.0 / 128;
+
 // Storage size of one element in bytes (tf32 is stored as fp32).
 inline double dtype_bytes(Dtype d)
 {

@@ -1,9 +1,8 @@
 #include "Simulation.hpp"
 
-#include "ExpertLoad.hpp"
-
 #include "Catalog.hpp"
 #include "ChildPool.hpp"
+#include "ExpertLoad.hpp"
 #include "KernelTimer.hpp"
 #include "InputError.hpp"
 #include "StderrCapture.hpp"
@@ -212,13 +211,10 @@ static MoeRouting moe_routing(const ExperimentSpec& spec)
   MoeRouting m;
   if (!spec.model.moe.enabled())
     return m;
-  MoeSpec routed = spec.model.moe;
-  if (spec.serving)
-    routed.hot_expert_tokens = routed.capacity_factor = 0;
-  ExpertLoad l      = expert_load(routed, spec.serving ? spec.inference.ep : spec.training.ep);
+  ExpertLoad l      = expert_load(spec.model.moe, spec.serving ? spec.inference.ep : spec.training.ep, spec.serving);
   m.present         = true;
   m.experts_per_gpu = l.local_experts;
-  m.busiest_share   = l.busiest_pairs / static_cast<double>(routed.top_k);
+  m.busiest_share   = l.busiest_share;
   m.dropped_share   = l.dropped_share;
   return m;
 }

@@ -18,10 +18,13 @@ namespace memwall {
 struct ExpertLoad {
   double local_experts = 0; // routed experts each rank holds: experts / ep
   double busiest_pairs = 0; // pairs the busiest rank computes, per token of a rank (top_k when even)
+  double busiest_share = 0; // the same as a multiple of an even share: busiest_pairs / top_k
   double dropped_share = 0; // share of all pairs dropped by the capacity limit
 };
 
-ExpertLoad expert_load(const MoeSpec& moe, int64_t ep);
+// `even_only`: routed evenly whatever hot_expert_tokens and capacity_factor say (serving,
+// where they do not apply).
+ExpertLoad expert_load(const MoeSpec& moe, int64_t ep, bool even_only = false);
 
 // "experts 256 routed, top 8, +1 shared; 4 per GPU on ep 64; busiest GPU 1.00x an even
 // share, no tokens dropped": the routing a run assumes, for its title. Serving routes

@@ -41,7 +41,7 @@ double InferenceKernels::kv_bytes_per_token() const
 double InferenceKernels::attention_weights() const
 {
   if (!m_.mla.enabled())
-    return h_ * (q_dim_ + kv_elems_) + q_dim_ * h_;
+    return h_ * (q_dim_ + kv_elems_) + out_dim_ * h_;
   // Down-projections replicated on every rank, up-projections and output split by heads.
   return m_.mla_down_params() + m_.mla_up_params() / tp_;
 }
@@ -194,7 +194,7 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   if (dp_ > 1) {
     const double pairs = routed * static_cast<double>(m_.moe.top_k) / static_cast<double>(c_.ep);
     L.combine_bytes    = pairs * h_ * e_;
-    L.dispatch_bytes   = c_.gemm_dtype() == Dtype::fp8 ? pairs * h_ * (1 + 4.0 / 128) : L.combine_bytes;
+    L.dispatch_bytes   = c_.gemm_dtype() == Dtype::fp8 ? pairs * h_ * fp8_block_scaled_bytes : L.combine_bytes;
     if (c_.tp > 1)
       L.moe_gather_bytes = T * h_ * e_;
   }

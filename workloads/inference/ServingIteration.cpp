@@ -244,33 +244,30 @@ void ServingDriver::emit_layer_part(const IterationKernels& k, int64_t layer, co
     if (cfg_.kv_off.nvme > 0)
       dag_.add(copy_op(gpu_, StreamKind::d2h, host_, nvme_, kv_new * cfg_.kv_off.nvme, L + ".kv.write"));
   }
-  if (ep_group_ >= 0 && model_.moe_layer(layer)) {
-    // Attention data parallelism: the tokens go to their experts' GPUs and back by
-    // all-to-all; the tp group all-gathers what its ranks got back.
-    touch_layer(emit_kernel(k.layer.proj, L + ".proj", {cpu_out}), k.layer, layer, k.layer.proj, 2);
-    if (tp_group_ >= 0)
-      dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes,
-                             L + ".attn.allreduce"));
-    dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_to_all, ep_group_, k.layer.dispatch_bytes,
-                           L + ".moe.dispatch"));
-    touch_layer(emit_kernel(k.layer.mlp, L + ".mlp"), k.layer, layer, k.layer.mlp, 3);
-    dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_to_all, ep_group_, k.layer.combine_bytes,
-                           L + ".moe.combine"));
-    if (tp_group_ >= 0)
-      dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_gather, tp_group_, k.layer.moe_gather_bytes,
-                             L + ".moe.gather"));
-  } else if (tp_group_ >= 0) {
-    touch_layer(emit_kernel(k.layer.proj, L + ".proj", {cpu_out}), k.layer, layer, k.layer.proj, 2);
-    dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes,
-                           L + ".attn.allreduce"));
-    touch_layer(emit_kernel(k.layer.mlp, L + ".mlp"), k.layer, layer, k.layer.mlp, 3);
-    dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes,
-                           L + ".mlp.allreduce"));
-  } else {
+  // Attention data parallelism: an MoE layer's tokens go to their experts' GPUs and back
+  // by all-to-all, and the tp group all-gathers what its ranks got back.
+  const bool all_to_all = ep_group_ >= 0 && model_.moe_layer(layer);
+  if (!all_to_all && tp_group_ < 0) {
     KernelCost out = k.layer.mlp; // proj, norm and MLP back to back: one launch
     out.flops += k.layer.proj.flops;
     out.bytes += k.layer.proj.bytes;
     touch_layer(emit_kernel(out, L + ".out", {cpu_out}), k.layer, layer, out, 4);
+    return;
+  }
+  auto collective = [&](CollectiveKind kind, int32_t group, double bytes, const char* what) {
+    if (group >= 0)
+      dag_.add(collective_op(gpu_, StreamKind::compute, kind, group, bytes, L + what));
+  };
+  touch_layer(emit_kernel(k.layer.proj, L + ".proj", {cpu_out}), k.layer, layer, k.layer.proj, 2);
+  collective(CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes, ".attn.allreduce");
+  if (all_to_all)
+    collective(CollectiveKind::all_to_all, ep_group_, k.layer.dispatch_bytes, ".moe.dispatch");
+  touch_layer(emit_kernel(k.layer.mlp, L + ".mlp"), k.layer, layer, k.layer.mlp, 3);
+  if (all_to_all) {
+    collective(CollectiveKind::all_to_all, ep_group_, k.layer.combine_bytes, ".moe.combine");
+    collective(CollectiveKind::all_gather, tp_group_, k.layer.moe_gather_bytes, ".moe.gather");
+  } else {
+    collective(CollectiveKind::all_reduce, tp_group_, k.layer.allreduce_bytes, ".mlp.allreduce");
   }
 }
 

@@ -80,7 +80,7 @@ void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T
   // The dispatcher's hops (TokenDispatcher): the first after the permute, a second (a
   // node's NVLink forwarding) after the forwarding rank rearranges what it received;
   // the combine runs them back, the forwarding rank summing its node's outputs between.
-  const double fp8_row = s.gemm_dtype == Dtype::fp8 ? h * (1 + 4.0 / 128) : h * e;
+  const double fp8_row = s.gemm_dtype == Dtype::fp8 ? h * fp8_block_scaled_bytes : h * e;
   const DispatchShape shape{moe, Tr, h * e, fp8_row, load.busiest_pairs, s.ep, s.ep_nodes};
   const std::vector<DispatchHop> hops = token_dispatcher_registry().make(s.moe_dispatcher)->hops(shape);
   // Toward the experts (the forward dispatch, the combine's gradient) and back.

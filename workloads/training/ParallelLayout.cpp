@@ -16,26 +16,19 @@ DeviceRef ParallelLayout::device(int64_t t, int64_t d, int64_t p) const
   return DeviceRef{DeviceKind::gpu, static_cast<int>(rank / gpus_per_node_), static_cast<int>(rank % gpus_per_node_)};
 }
 
-std::vector<DeviceRef> ParallelLayout::tp_group_of(int64_t d, int64_t stage) const
+std::vector<DeviceRef> ParallelLayout::ranks(int64_t first, int64_t stride, int64_t count, int64_t stage) const
 {
   std::vector<DeviceRef> g;
-  for (int64_t t = 0; t < tp_; ++t)
-    g.push_back(device(t, d, stage));
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t r = first + j * stride;
+    g.push_back(device(r % tp_, r / tp_, stage));
+  }
   return g;
 }
 
-std::vector<DeviceRef> ParallelLayout::strided(int64_t t, int64_t first, int64_t stride, int64_t count,
-                                               int64_t stage) const
-{
-  std::vector<DeviceRef> g;
-  for (int64_t j = 0; j < count; ++j)
-    g.push_back(device(t, first + j * stride, stage));
-  return g;
-}
+std::vector<DeviceRef> ParallelLayout::tp_group(int64_t stage) const { return ranks(0, 1, tp_, stage); }
 
-std::vector<DeviceRef> ParallelLayout::tp_group(int64_t stage) const { return tp_group_of(0, stage); }
-
-std::vector<DeviceRef> ParallelLayout::dp_group(int64_t stage) const { return strided(0, 0, 1, dp_, stage); }
+std::vector<DeviceRef> ParallelLayout::dp_group(int64_t stage) const { return ranks(0, tp_, dp_, stage); }
 
 std::vector<std::vector<DeviceRef>> ParallelLayout::on_node(
     int64_t stage, int64_t count, const std::function<std::vector<DeviceRef>(int64_t)>& group) const
@@ -52,35 +45,26 @@ std::vector<std::vector<DeviceRef>> ParallelLayout::on_node(
 
 std::vector<std::vector<DeviceRef>> ParallelLayout::peer_tp_groups(int64_t stage) const
 {
-  return on_node(stage, dp_, [&](int64_t d) { return tp_group_of(d, stage); }); // tp group d holds ranks (t, d)
+  return on_node(stage, dp_, [&](int64_t d) { return ranks(tp_ * d, 1, tp_, stage); }); // tp group d: ranks (t, d)
 }
 
 std::vector<std::vector<DeviceRef>> ParallelLayout::peer_dp_groups(int64_t stage) const
 {
-  return on_node(stage, tp_, [&](int64_t t) { return strided(t, 0, 1, dp_, stage); }); // dp group t: ranks (t, d)
+  return on_node(stage, tp_, [&](int64_t t) { return ranks(t, tp_, dp_, stage); }); // dp group t: ranks (t, d)
 }
 
 std::vector<std::vector<DeviceRef>> ParallelLayout::peer_spans(int64_t size, int64_t stage) const
 {
   // Span i = t * (dp / size) + k holds ranks (t, k size .. k size + size - 1).
   const int64_t spans = dp_ / size;
-  return on_node(stage, tp_ * spans, [&](int64_t i) { return strided(i / spans, (i % spans) * size, 1, size, stage); });
-}
-
-std::vector<DeviceRef> ParallelLayout::expert_group(int64_t first, int64_t stride, int64_t count, int64_t stage) const
-{
-  std::vector<DeviceRef> g;
-  for (int64_t j = 0; j < count; ++j) {
-    int64_t r = first + j * stride;
-    g.push_back(device(r % tp_, r / tp_, stage));
-  }
-  return g;
+  return on_node(stage, tp_ * spans,
+                 [&](int64_t i) { return ranks(i / spans + tp_ * (i % spans) * size, tp_, size, stage); });
 }
 
 std::vector<std::vector<DeviceRef>> ParallelLayout::peer_etp_groups(int64_t stage) const
 {
   // Group i holds ranks i etp .. i etp + etp - 1.
-  return on_node(stage, tp_ * dp_ / etp_, [&](int64_t i) { return expert_group(i * etp_, 1, etp_, stage); });
+  return on_node(stage, tp_ * dp_ / etp_, [&](int64_t i) { return ranks(i * etp_, 1, etp_, stage); });
 }
 
 std::vector<std::vector<DeviceRef>> ParallelLayout::peer_ep_groups(int64_t stage) const
@@ -89,14 +73,14 @@ std::vector<std::vector<DeviceRef>> ParallelLayout::peer_ep_groups(int64_t stage
   // span of ep consecutive dp ranks k ep .. of tp index et).
   const int64_t n = edp();
   return on_node(stage, etp_ * n,
-                 [&](int64_t i) { return expert_group(i / n + etp_ * ep_ * (i % n), etp_, ep_, stage); });
+                 [&](int64_t i) { return ranks(i / n + etp_ * ep_ * (i % n), etp_, ep_, stage); });
 }
 
 std::vector<std::vector<DeviceRef>> ParallelLayout::peer_edp_groups(int64_t stage) const
 {
   // Group i = et * ep + e holds ranks et + etp (e + ep k), k < edp.
   return on_node(stage, etp_ * ep_,
-                 [&](int64_t i) { return expert_group(i / ep_ + etp_ * (i % ep_), etp_ * ep_, edp(), stage); });
+                 [&](int64_t i) { return ranks(i / ep_ + etp_ * (i % ep_), etp_ * ep_, edp(), stage); });
 }
 
 namespace {

@@ -42,9 +42,9 @@ public:
   std::vector<std::vector<DeviceRef>> peer_tp_groups(int64_t stage) const;
   std::vector<std::vector<DeviceRef>> peer_dp_groups(int64_t stage) const;
   // MoE folding: the representative's etp, ep and edp groups, and those of its node peers.
-  std::vector<DeviceRef> etp_group(int64_t stage) const { return expert_group(0, 1, etp_, stage); }
-  std::vector<DeviceRef> ep_group(int64_t stage) const { return expert_group(0, etp_, ep_, stage); }
-  std::vector<DeviceRef> edp_group(int64_t stage) const { return expert_group(0, etp_ * ep_, edp(), stage); }
+  std::vector<DeviceRef> etp_group(int64_t stage) const { return ranks(0, 1, etp_, stage); }
+  std::vector<DeviceRef> ep_group(int64_t stage) const { return ranks(0, etp_, ep_, stage); }
+  std::vector<DeviceRef> edp_group(int64_t stage) const { return ranks(0, etp_ * ep_, edp(), stage); }
   std::vector<std::vector<DeviceRef>> peer_etp_groups(int64_t stage) const;
   std::vector<std::vector<DeviceRef>> peer_ep_groups(int64_t stage) const;
   std::vector<std::vector<DeviceRef>> peer_edp_groups(int64_t stage) const;
@@ -56,21 +56,19 @@ public:
   std::vector<std::vector<DeviceRef>> peer_ep_node_groups(int64_t stage) const;
   int64_t ep_nodes() const;
   // Context parallelism: the representative's cp group and those of its node peers.
-  std::vector<DeviceRef> cp_group(int64_t stage) const { return strided(0, 0, 1, cp_, stage); }
+  std::vector<DeviceRef> cp_group(int64_t stage) const { return ranks(0, tp_, cp_, stage); }
   std::vector<std::vector<DeviceRef>> peer_cp_groups(int64_t stage) const { return peer_spans(cp_, stage); }
   // The other ranks of `stage` on the representative's node.
   std::vector<DeviceRef> node_peers(int64_t stage) const;
   int64_t ranks_per_stage() const { return tp_ * dp_; }
 
 private:
-  std::vector<DeviceRef> tp_group_of(int64_t d, int64_t stage) const;
-  // Ranks (t, first + j stride) of `stage`, j < count: a dp group (stride 1, all of dp),
-  // a span of consecutive dp ranks (an ep or cp group) or a strided one (edp).
-  std::vector<DeviceRef> strided(int64_t t, int64_t first, int64_t stride, int64_t count, int64_t stage) const;
+  // Ranks first + j stride of `stage`, j < count, in stage-rank order r = t + tp d: every
+  // group is one (a tp group: stride 1; a dp or cp group: stride tp; the MoE groups:
+  // strides of etp).
+  std::vector<DeviceRef> ranks(int64_t first, int64_t stride, int64_t count, int64_t stage) const;
   // The spans of `size` consecutive dp ranks of every tp index but the representative's.
   std::vector<std::vector<DeviceRef>> peer_spans(int64_t size, int64_t stage) const;
-  // Stage ranks first + j stride, j < count (r = t + tp d).
-  std::vector<DeviceRef> expert_group(int64_t first, int64_t stride, int64_t count, int64_t stage) const;
   // Groups 1 .. count-1 of `group` (group 0 is the representative's) with a member on its node.
   std::vector<std::vector<DeviceRef>> on_node(int64_t stage, int64_t count,
                                               const std::function<std::vector<DeviceRef>(int64_t)>& group) const;

@@ -26,7 +26,7 @@ public:
     if (joins || s.shares_prefix) {
       shared = prefix_blocks_ * p_.block_size;
       if (joins && prefix_users_ == 0)
-        new_prefix = shared * p_.groups;
+        new_prefix = prefix_slots();
     }
     int64_t own  = held(std::max<int64_t>(tokens - shared, 0), p_.block_size);
     int64_t need = own - s.kv_slots + new_prefix;
@@ -50,7 +50,7 @@ public:
     if (s.shares_prefix) {
       s.shares_prefix = false;
       if (--prefix_users_ == 0)
-        reserved_ -= prefix_blocks_ * p_.block_size * p_.groups;
+        reserved_ -= prefix_slots();
     }
   }
 
@@ -68,11 +68,12 @@ public:
     for (int s : st.running)
       if (st.seqs[s].shares_prefix)
         n -= std::min(shared, st.seqs[s].computed);
-    return n + (prefix_users_ > 0 ? shared * p_.groups : 0);
+    return n + (prefix_users_ > 0 ? prefix_slots() : 0);
   }
 
 private:
-  int64_t blocks(int64_t tokens) const { return (tokens + p_.block_size - 1) / p_.block_size; }
+  // The shared prefix's slots: its full blocks, held by every group.
+  int64_t prefix_slots() const { return prefix_blocks_ * p_.block_size * p_.groups; }
 
   int64_t prefix_blocks_ = 0;
   int64_t prefix_users_  = 0;
