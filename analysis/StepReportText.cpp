@@ -1,0 +1,165 @@
+// The readable summary and the CSV rows of a run (StepReport.hpp), rendered from its
+// --json object so that a run file's stored summary reads the same as a fresh run.
+#include "StepReport.hpp"
+
+#include "Quantity.hpp"
+#include "ServingReport.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+namespace memwall {
+
+std::string report_text(const RunResult& r, const std::string& title) { return report_text(report_json(r), title); }
+
+namespace {
+
+void csv_rows(const nlohmann::ordered_json& v, const std::string& key, std::string& out)
+{
+  if (v.is_object()) {
+    for (const auto& [k, x] : v.items())
+      csv_rows(x, key.empty() ? k : key + "." + k, out);
+  } else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      const auto& x = v[i];
+      std::string name = x.is_object() && x.contains("name") && x["name"].is_string() ? x["name"].get<std::string>()
+                                                                                      : std::to_string(i);
+      csv_rows(x, key + "." + name, out);
+    }
+  } else {
+    if (!v.is_string()) { // numbers, true/false, null as JSON writes them
+      out += key + "," + v.dump() + "\n";
+      return;
+    }
+    std::string q = "\"";
+    for (char c : v.get<std::string>())
+      q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    out += key + "," + q + "\"\n";
+  }
+}
+
+} // namespace
+
+std::string report_csv(const nlohmann::ordered_json& j)
+{
+  std::string out = "key,value\n";
+  csv_rows(j, "", out);
+  return out;
+}
+
+std::string report_text(const nlohmann::ordered_json& j, const std::string& title)
+{
+  std::ostringstream os;
+  char line[512];
+  const bool serving = j.contains("ttft_s");
+  const bool fitted  = j["fits"].get<bool>();
+  // A recorded trace replayed: no model, so no tokens or model FLOPs to report, and the
+  // time its GPU waits is the host's, not a pipeline's.
+  const bool recorded = !serving && j["model_flops_per_step"].get<double>() == 0 &&
+                        !(j["tokens_per_s"].is_number() && j["tokens_per_s"].get<double>() > 0);
+  os << title << "\n\n";
+  if (!fitted) {
+    const auto& d = j["did_not_fit"];
+    std::snprintf(line, sizeof line, "  DID NOT FIT    on %s, %s: %s over; no time or throughput to report\n",
+                  d["device"].get<std::string>().c_str(), d["what"].get<std::string>().c_str(),
+                  format_gib(d["overflow_bytes"].get<double>()).c_str());
+    os << line;
+    if (serving)
+      os << serving_text(j);
+  } else if (serving) {
+    std::snprintf(line, sizeof line, "  run time       %s (simulated)\n", format_duration(j["step_time_s"].get<double>()).c_str());
+    os << line << serving_text(j);
+  } else {
+    std::snprintf(line, sizeof line, "  step time      %s\n", format_duration(j["step_time_s"].get<double>()).c_str());
+    os << line;
+    if (!recorded) {
+      std::snprintf(line, sizeof line, "  throughput     %s\n", format_si(j["tokens_per_s"].get<double>(), "tokens/s").c_str());
+      os << line;
+    }
+  }
+  if (fitted && recorded) {
+    const auto& b = j["breakdown_s"];
+    std::snprintf(line, sizeof line, "  time spent     compute %s, exposed comm %s, GPU idle %s\n",
+                  format_duration(b["compute"].get<double>()).c_str(), format_duration(b["exposed_comm"].get<double>()).c_str(),
+                  format_duration(b["pipeline_bubble"].get<double>()).c_str());
+    os << line;
+  } else if (fitted) {
+    std::snprintf(line, sizeof line, "  model FLOPs    %s per %s, MFU %.1f %%\n",
+                  format_si(j["model_flops_per_step"].get<double>(), "FLOP").c_str(), serving ? "run" : "step",
+                  100 * j["mfu"].get<double>());
+    os << line;
+    const auto& b = j["breakdown_s"];
+    std::snprintf(line, sizeof line,
+                  "  time spent     compute %s, exposed comm %s, pipeline bubble %s, offload stall %s\n",
+                  format_duration(b["compute"].get<double>()).c_str(), format_duration(b["exposed_comm"].get<double>()).c_str(),
+                  format_duration(b["pipeline_bubble"].get<double>()).c_str(),
+                  format_duration(b["offload_stall"].get<double>()).c_str());
+    os << line;
+  }
+  if (j.contains("paging")) {
+    const auto& p = j["paging"];
+    double moved  = p["migrated_h2d_bytes"].get<double>() + p["migrated_d2h_bytes"].get<double>() +
+                   p["remote_bytes"].get<double>();
+    if (moved > 0) {
+      std::string stall = fitted ? format_duration(j["breakdown_s"]["paging_stall"].get<double>()) + " stalled; " : "";
+      std::snprintf(line, sizeof line, "  paging         %s%lld faults in %lld batches, %s in, %s evicted, %s read remotely\n",
+                    stall.c_str(), static_cast<long long>(p["faults"].get<int64_t>()),
+                    static_cast<long long>(p["fault_batches"].get<int64_t>()),
+                    format_gib(p["migrated_h2d_bytes"].get<double>()).c_str(),
+                    format_gib(p["migrated_d2h_bytes"].get<double>()).c_str(),
+                    format_gib(p["remote_bytes"].get<double>()).c_str());
+      os << line;
+    }
+  }
+  os << "\n  memory (peak per device, by category at the peak instant)\n";
+  for (const auto& d : j["devices"]) {
+    const auto& oom = d["oom"];
+    std::snprintf(line, sizeof line, "  %-14s x%-4d %-18s %10s of %10s  %s\n", d["name"].get<std::string>().c_str(),
+                  d["count"].get<int>(), d["hardware"].get<std::string>().c_str(),
+                  format_gib(d["peak_bytes"].get<double>()).c_str(), format_gib(d["capacity_bytes"].get<double>()).c_str(),
+                  oom.is_null() ? "fits" : "OUT OF MEMORY");
+    os << line;
+    std::string parts;
+    for (const auto& [cat, bytes] : d["peak_by_category"].items())
+      if (bytes.get<double>() > 0)
+        parts += (parts.empty() ? "" : ", ") + cat + " " + format_gib(bytes.get<double>());
+    os << "      " << parts << "\n";
+    if (!oom.is_null()) {
+      std::snprintf(line, sizeof line, "      first OOM at %.4f s in %s: asked %s with %s free (%lld failing allocations)\n",
+                    oom["time_s"].get<double>(), oom["op"].get<std::string>().c_str(),
+                    format_gib(oom["requested_bytes"].get<double>()).c_str(),
+                    format_gib(oom["free_bytes"].get<double>()).c_str(), oom["count"].get<long long>());
+      os << line;
+    }
+  }
+  if (j.contains("trace")) {
+    const auto& t = j["trace"];
+    std::snprintf(line, sizeof line, "\n  kernels by class, recorded on %s, replayed on %s (each alone on its GPU)\n",
+                  t["recorded_on"].get<std::string>().c_str(), t["replayed_on"].get<std::string>().c_str());
+    os << line;
+    for (const auto& [name, c] : t["kernel_classes"].items()) {
+      std::snprintf(line, sizeof line, "  %-12s %7lld kernels  %10s recorded  %10s replayed  x%.2f\n", name.c_str(),
+                    c["kernels"].get<long long>(), format_duration(c["recorded_s"].get<double>()).c_str(),
+                    format_duration(c["replayed_s"].get<double>()).c_str(), c["speedup"].get<double>());
+      os << line;
+    }
+    if (t["collectives"].get<int64_t>() > 0) {
+      std::snprintf(line, sizeof line, "  %-12s %7lld NCCL kernels, %s recorded, timed by the collective model\n", "collectives",
+                    t["collectives"].get<long long>(), format_duration(t["collectives_recorded_s"].get<double>()).c_str());
+      os << line;
+    }
+  }
+  const auto& links = j["links"];
+  if (!links.empty())
+    os << "\n  busiest links\n";
+  for (size_t i = 0; i < links.size() && i < 6; ++i) {
+    const auto& l = links[i];
+    std::snprintf(line, sizeof line, "  %-34s %5.1f %% of %s, %s moved\n", l["name"].get<std::string>().c_str(),
+                  100 * l["utilization"].get<double>(), format_si(l["bandwidth"].get<double>(), "B/s").c_str(),
+                  format_si(l["bytes"].get<double>(), "B").c_str());
+    os << line;
+  }
+  return os.str();
+}
+
+} // namespace memwall
