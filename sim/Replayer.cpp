@@ -159,7 +159,9 @@ RunResult Replayer::run()
   sg4::Engine* engine = sg4::Engine::get_instance();
   ReplayProgress progress(options_.progress);
   progress_ = &progress;
+  mirror_orbits();
   replay_loop(engine);
+  restore_links();
   progress_ = nullptr;
   if (completed_ != dag_.size())
     throw std::runtime_error(stall_message());
@@ -367,6 +369,8 @@ RunResult Replayer::collect()
   }
   for (auto& [d, p] : pools_)
     r.pools.push_back(p->take_result());
+  if (orbits_)
+    orbits_->mirror(link_bytes_, link_busy_);
   for (size_t l = 0; l < links_.size(); ++l) {
     if (link_bytes_[l] <= 0)
       continue;

@@ -22,6 +22,7 @@
 #include "StepIntervals.hpp"
 #include "StepSource.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
+#include "OrbitFold.hpp"
 #include "collective/FlowFold.hpp"
 #include "paging/ManagedMemory.hpp"
 #include "paging/PrefetchPolicy.hpp"
@@ -53,6 +54,10 @@ struct ReplayOptions {
   // nothing outside the run waits on, replay as one timed activity (ReplayerRuns.cpp).
   // The same times, memory and link figures either way; off only to check that.
   bool coalesce = true;
+  // Shadow ranks' flows that are images of one another under the node's GPU rotation
+  // run as one where nothing breaks the symmetry (OrbitFold.hpp). The same times, memory
+  // and link figures either way; off only to check that.
+  bool mirror_orbits = true;
   // Keep no record per op, only the intervals StepReport's breakdown reads (the ops
   // of the first GPU that holds memory, and host compute on its node: StepIntervals):
   // a --json run or a sweep point needs no more; -o and --trace need every op. Ignored
@@ -225,6 +230,13 @@ private:
   const std::vector<int>& flow_links(const Flow& f);
   // NCCL's fitted efficiency and latency inside an NVSwitch node (CollectiveTiming.hpp).
   void calibrate_collective(const Op& op, const std::vector<DeviceRef>& group, std::vector<CollectivePhase>& phases);
+  // Before a replay of one batch: which flows run for their whole orbit (OrbitFold.hpp),
+  // and the capacity their shared links then run at (restored by restore_links).
+  void mirror_orbits();
+  bool has_full_shadows(const DeviceRef& d) const;
+  void add_collective_orbits(const PlannedCollective& plan);
+  std::vector<int> orbit_routes(const DeviceRef& src, const DeviceRef& dst);
+  void restore_links();
   bool start_collective_phase(OpId id);
   void measure_collective(CollectiveRun& run);
 
@@ -290,6 +302,8 @@ private:
   // The batch's collectives unfolded, and which of their flows can matter.
   std::map<CollectiveKey, std::vector<CollectivePhase>> unfolded_;
   FlowFold fold_;
+  std::unique_ptr<OrbitFold> orbits_; // null: every flow runs
+  std::vector<std::pair<simgrid::s4u::Link*, double>> scaled_links_; // and their own bandwidth
   uint64_t fold_batch_ = 0; // batches folded so far
   std::vector<uint8_t> private_;  // per op (id - base_): may join a coalesced run
   struct RunInFlight {

@@ -141,6 +141,8 @@ void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, d
   sg4::Host* from = platform_.host(src);
   sg4::Host* to   = platform_.host(dst);
   int r           = route_index(from, to);
+  if (orbits_ && orbits_->role(r) == OrbitFold::Role::image)
+    return; // its orbit's canonical image runs for it
   double now      = sg4::Engine::get_clock();
   for (int l : routes_[r].links) {
     if (link_active_[l]++ == 0)

@@ -223,6 +223,7 @@ RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions
 {
   ReplayOptions options;
   options.coalesce             = how.coalesce;
+  options.mirror_orbits        = how.mirror_orbits;
   options.summary_records_only = !how.all_records;
   options.memory_timelines     = how.memory_timelines;
   options.collective_algorithm = spec.collective_algorithm;

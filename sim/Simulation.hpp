@@ -34,6 +34,7 @@ struct SimulateOptions {
   // Without records, repeated passes generated and stored once (OpDag chains); off only
   // to check that the results are the same.
   bool chains = true;
+  bool mirror_orbits = true; // shadow ranks' symmetric flows run as one (ReplayOptions::mirror_orbits)
 };
 RunResult simulate(const ExperimentSpec& spec, bool in_child, const SimulateOptions& how = {});
 

@@ -1,5 +1,7 @@
 #include "ReplayDigest.hpp"
 
+#include "ChildPool.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,6 +14,18 @@ namespace {
 bool close(double a, double b, double scale) { return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), scale}); }
 
 } // namespace
+
+std::vector<Digest> replays(const ExperimentSpec& spec, const std::vector<SimulateOptions>& hows)
+{
+  std::vector<Digest> out(hows.size());
+  run_in_children(
+      hows.size(), 2, [&](size_t i) { return encode(digest(simulate(spec, false, hows[i]))); },
+      [&](size_t i, const ChildOutcome& o) {
+        REQUIRE(o.kind == ChildOutcome::Kind::result);
+        out[i] = decode(o.data);
+      });
+  return out;
+}
 
 Digest digest(const RunResult& r)
 {

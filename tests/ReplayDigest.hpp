@@ -5,6 +5,7 @@
 // back in a moment where a whole RunResult of a million op records takes a minute to
 // encode.
 #include "RunResult.hpp"
+#include "Simulation.hpp"
 
 #include <string>
 #include <vector>
@@ -23,6 +24,8 @@ struct Digest {
 };
 
 Digest digest(const RunResult& r);
+// The digest of simulate(spec) with each of `hows`, each replayed in a child, two at a time.
+std::vector<Digest> replays(const ExperimentSpec& spec, const std::vector<SimulateOptions>& hows);
 std::string encode(const Digest& d);
 Digest decode(const std::string& in);
 

@@ -19,17 +19,11 @@ using namespace memwall::test;
 
 namespace {
 
-// Both replays of a spec, side by side in two children.
+// Both replays of a spec (coalesced, then op by op), side by side in two children.
 std::pair<Digest, Digest> both_replays(const ExperimentSpec& spec)
 {
-  std::string out[2];
-  run_in_children(
-      2, 2, [&](size_t i) { return encode(digest(simulate(spec, false, {false, i == 0}))); },
-      [&](size_t i, const ChildOutcome& o) {
-        REQUIRE(o.kind == ChildOutcome::Kind::result);
-        out[i] = o.data;
-      });
-  return {decode(out[0]), decode(out[1])};
+  std::vector<Digest> d = replays(spec, {{.coalesce = true}, {.coalesce = false}});
+  return {d[0], d[1]};
 }
 
 RunResult replay_dag(const ClusterSpec& c, const OpDag& dag, bool coalesce)

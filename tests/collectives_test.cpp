@@ -105,7 +105,9 @@ TEST_CASE("folding_collectives_to_what_the_replay_runs_changes_no_time", "[colle
     OpDag dag           = build_workload(spec);
     for (const char* algorithm : {"ring", "bulk_ring", "hierarchical"}) {
       INFO(yaml << algorithm);
-      ReplayOptions folded{.collective_algorithm = algorithm}, full{.collective_algorithm = algorithm, .fold_collectives = false};
+      // Mirrored orbits (OrbitFold.hpp) off in both: this counts what folding alone leaves out.
+      ReplayOptions folded{.collective_algorithm = algorithm, .mirror_orbits = false},
+          full{.collective_algorithm = algorithm, .fold_collectives = false, .mirror_orbits = false};
       RunResult a = replay_in_child(spec.cluster, dag, folded);
       RunResult b = replay_in_child(spec.cluster, dag, full);
       REQUIRE(a.ops.size() == b.ops.size());
@@ -140,8 +142,10 @@ TEST_CASE("a_zero3_step_on_one_node_starts_the_flows_of_its_replayed_gpu_only", 
                                    "training: {seq_len: 512, global_batch: 16, micro_batch: 1, zero: 3}\n",
                                    "test.yaml", "");
   OpDag dag   = build_workload(spec);
-  RunResult a = replay_in_child(spec.cluster, dag, {.collective_algorithm = "bulk_ring"});
-  RunResult b = replay_in_child(spec.cluster, dag, {.collective_algorithm = "bulk_ring", .fold_collectives = false});
+  // Mirrored orbits (OrbitFold.hpp) off in both: the unfolded rings would run as one flow.
+  RunResult a = replay_in_child(spec.cluster, dag, {.collective_algorithm = "bulk_ring", .mirror_orbits = false});
+  RunResult b = replay_in_child(spec.cluster, dag,
+                                {.collective_algorithm = "bulk_ring", .fold_collectives = false, .mirror_orbits = false});
   std::set<std::string> nvlink;
   for (const LinkResult& l : a.links)
     if (l.name.find("nvlink") != std::string::npos)

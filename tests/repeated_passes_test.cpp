@@ -32,18 +32,6 @@ void add_pass(OpDag& dag, double bytes)
 }
 
 // The replays of `spec` with each of `hows`, side by side in children.
-std::vector<Digest> replays(const ExperimentSpec& spec, const std::vector<SimulateOptions>& hows)
-{
-  std::vector<Digest> out(hows.size());
-  run_in_children(
-      hows.size(), 2, [&](size_t i) { return encode(digest(simulate(spec, false, hows[i]))); },
-      [&](size_t i, const ChildOutcome& o) {
-        REQUIRE(o.kind == ChildOutcome::Kind::result);
-        out[i] = decode(o.data);
-      });
-  return out;
-}
-
 // Chains change nothing the replay does: against the same replay without them, the
 // same activities and the same figures to the bit; against op by op, the same figures.
 void require_same_as_without_chains(const ExperimentSpec& spec)
