@@ -249,6 +249,8 @@ void Replayer::start(OpId id)
           start_host_compute(id, shadow_of(op.src, peer, op.device), op);
       break;
     case OpKind::copy:
+      if (start_mirrored_copy(id, op))
+        break;
       start_copy(id, op, op.src, op.dst);
       for (const DeviceRef& peer : dag_.shadows(op.device))
         start_copy(id, op, shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst));

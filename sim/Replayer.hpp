@@ -237,6 +237,9 @@ private:
   void add_collective_orbits(const PlannedCollective& plan);
   std::vector<int> orbit_routes(const DeviceRef& src, const DeviceRef& dst);
   void restore_links();
+  // A copy whose orbit is mirrored: its canonical image alone (the others would be
+  // left out one by one). False when it is not.
+  bool start_mirrored_copy(OpId id, const Op& op);
   bool start_collective_phase(OpId id);
   void measure_collective(CollectiveRun& run);
 

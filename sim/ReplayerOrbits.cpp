@@ -124,6 +124,19 @@ void Replayer::mirror_orbits()
   }
 }
 
+bool Replayer::start_mirrored_copy(OpId id, const Op& op)
+{
+  if (!orbits_ || op.src.kind != DeviceKind::gpu || op.dst.kind != DeviceKind::gpu || op.pageable)
+    return false;
+  int n = platform_.cluster().gpus_per_node;
+  DeviceRef src{DeviceKind::gpu, op.src.node, 0};
+  DeviceRef dst{DeviceKind::gpu, op.dst.node, ((op.dst.index - op.src.index) % n + n) % n};
+  if (orbits_->role(route_index(platform_.host(src), platform_.host(dst))) != OrbitFold::Role::canonical)
+    return false;
+  start_copy(id, op, src, dst);
+  return true;
+}
+
 void Replayer::restore_links()
 {
   for (auto& [link, bandwidth] : scaled_links_)

@@ -199,13 +199,26 @@ const std::vector<TensorAccess>& OpDag::accesses(OpId op) const
 double OpDag::model_flops() const
 {
   double total = 0;
+  // Millions of ops, most without model FLOPs, a few devices: look each device up once
+  // per run of its ops, not once per op.
+  DeviceRef last{DeviceKind::nvme, -1, -1};
+  int times = 1;
+  auto add = [&](const Op& op) {
+    if (op.model_flops == 0)
+      return;
+    if (!(op.device == last)) {
+      last  = op.device;
+      times = represents(op.device);
+    }
+    total += op.model_flops * times;
+  };
   ops_.for_each([&](const Op& op) {
     if (op.kind != OpKind::chain) {
-      total += op.model_flops * represents(op.device);
+      add(op);
       return;
     }
     for (const Op& m : chains_store_[op.chain])
-      total += m.model_flops * represents(m.device);
+      add(m);
   });
   return total;
 }
