@@ -49,8 +49,11 @@ Platform::Platform(const ClusterSpec& cluster) : cluster_(cluster)
   //           /          |            \        one up/down link per node
   //      node0          node1   ...   nodeN-1   (full zones, see build_node)
   auto* star = sg4::create_star_zone("cluster");
-  timer_     = star->create_host("timer", 1.0);
-  timer_->set_core_count(1 << 20); // delays never share a core
+  // Made before the nodes are attached: a host's name is checked against every zone.
+  for (int k = 0; k < timer_hosts; ++k) {
+    timers_.push_back(star->create_host(k == 0 ? "timer" : "timer" + std::to_string(k), 1.0));
+    timers_.back()->set_core_count(1 << 20); // delays never share a core
+  }
   nodes_.resize(cluster_.nodes);
   for (int n = 0; n < cluster_.nodes; ++n)
     create_node_links(n, star);

@@ -25,12 +25,19 @@ public:
   // Speed of every GPU host: kernels are given work = seconds x this (see Replayer).
   static constexpr double gpu_host_speed = 1e12;
 
+  // Delays running at once on one timer host cost SimGrid an update of each of them at
+  // every start and end there (the Megatron 1T step keeps ~200 coalesced runs in
+  // flight): this many timers, one per stream up to it.
+  static constexpr int timer_hosts = 256;
+
   explicit Platform(const ClusterSpec& cluster);
 
   const ClusterSpec& cluster() const { return cluster_; }
   simgrid::s4u::Host* host(const DeviceRef& d) const;
-  // A host with many cores that runs pure delays (latency terms) without sharing.
-  simgrid::s4u::Host* timer() const { return timer_; }
+  // Hosts with many cores that run pure delays (latency terms, coalesced runs) without
+  // sharing. SimGrid updates every action of a host's CPU whenever one starts or ends
+  // there, so delays are spread over several (`slot`: the caller's stream, say).
+  simgrid::s4u::Host* timer(size_t slot = 0) const { return timers_[slot % timers_.size()]; }
   // Nominal bandwidth of a link by SimGrid name, for utilization figures.
   double link_bandwidth(const std::string& name) const;
 
@@ -70,7 +77,7 @@ private:
 
   ClusterSpec cluster_;
   std::vector<NodeParts> nodes_;
-  simgrid::s4u::Host* timer_ = nullptr;
+  std::vector<simgrid::s4u::Host*> timers_;
   std::map<std::string, double> bandwidth_;
 };
 

@@ -210,7 +210,7 @@ void Replayer::replay_loop(sg4::Engine* engine)
     if (d.kind == StepDecision::Kind::done && ready_.empty())
       break;
     if (d.kind == StepDecision::Kind::wait && d.wake_at > sg4::Engine::get_clock())
-      start_exec(OpDag::none, platform_.timer(), (d.wake_at - sg4::Engine::get_clock()) * platform_.timer()->get_speed());
+      start_delay(OpDag::none, d.wake_at - sg4::Engine::get_clock());
   }
 }
 

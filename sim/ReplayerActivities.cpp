@@ -104,7 +104,7 @@ void Replayer::start_copy(OpId id, const Op& op, const DeviceRef& src, const Dev
   if (!op.pageable || !host_gpu || op.bytes <= 0)
     return;
   const DeviceRef& host = src.kind == DeviceKind::host ? src : dst;
-  start_exec(id, platform_.timer(), op.bytes / platform_.cluster().node.pageable_copy_bw * platform_.timer()->get_speed());
+  start_delay(id, op.bytes / platform_.cluster().node.pageable_copy_bw);
   start_flow(id, host, host, 2 * op.bytes);
 }
 
@@ -120,7 +120,8 @@ void Replayer::start_host_compute(OpId id, const DeviceRef& socket, const Op& op
 
 void Replayer::start_delay(OpId op, double seconds)
 {
-  start_exec(op, platform_.timer(), seconds * platform_.timer()->get_speed());
+  sg4::Host* timer = platform_.timer(op == OpDag::none ? 0 : static_cast<size_t>(stream_key(current_op(op))));
+  start_exec(op, timer, seconds * timer->get_speed());
 }
 
 void Replayer::start_exec(OpId op, sg4::Host* host, double work)

@@ -174,7 +174,7 @@ bool Replayer::start_collective_phase(OpId id)
     for (const Flow& f : phase.flows)
       start_flow(id, f.src, f.dst, f.bytes);
     if (phase.delay_s > 0)
-      start_exec(id, platform_.timer(), phase.delay_s * platform_.timer()->get_speed());
+      start_delay(id, phase.delay_s);
     if (running_acts_[id - base_] > 0)
       return true;
   }

@@ -205,7 +205,7 @@ bool Replayer::start_paging_step(OpId id)
   const Op& op        = dag_.op(id);
   switch (s.kind) {
     case PagingStep::Kind::driver:
-      start_exec(id, platform_.timer(), s.amount * platform_.timer()->get_speed());
+      start_delay(id, s.amount);
       activities_.back().paging = true;
       break;
     case PagingStep::Kind::evict: start_paging_flow(id, op.device, false, s.amount, s.scale); break;

@@ -275,7 +275,7 @@ bool Replayer::start_run(OpId head)
   account(pending);
   OpId tail                = pending.step.id;
   member_[tail - base_]    = pending.step.member; // what complete() closes
-  start_exec(tail, platform_.timer(), (pending.end - now) * platform_.timer()->get_speed());
+  start_delay(tail, pending.end - now);
   activities_.back().run = true;
   runs_[tail]            = {std::move(entries), count, pending.end};
   return true;
