@@ -233,7 +233,9 @@ private:
   // Before a replay of one batch: which flows run for their whole orbit (OrbitFold.hpp),
   // and the capacity their shared links then run at (restored by restore_links).
   void mirror_orbits();
-  bool has_full_shadows(const DeviceRef& d) const;
+  // GPU i of a block of orbit_block_ GPUs turned by k inside its block.
+  DeviceRef turned(const DeviceRef& gpu, int k) const;
+  void add_copy_orbit(const Op& op);
   void add_collective_orbits(const PlannedCollective& plan);
   std::vector<int> orbit_routes(const DeviceRef& src, const DeviceRef& dst);
   void restore_links();
@@ -306,6 +308,7 @@ private:
   std::map<CollectiveKey, std::vector<CollectivePhase>> unfolded_;
   FlowFold fold_;
   std::unique_ptr<OrbitFold> orbits_; // null: every flow runs
+  int orbit_block_ = 0;                // GPUs a rotation turns: a representative and its shadows
   std::vector<std::pair<simgrid::s4u::Link*, double>> scaled_links_; // and their own bandwidth
   uint64_t fold_batch_ = 0; // batches folded so far
   std::vector<uint8_t> private_;  // per op (id - base_): may join a coalesced run

@@ -13,64 +13,76 @@
 
 namespace memwall {
 
-bool Replayer::has_full_shadows(const DeviceRef& d) const
+DeviceRef Replayer::turned(const DeviceRef& gpu, int k) const
 {
-  int n = platform_.cluster().gpus_per_node;
-  if (d.kind != DeviceKind::gpu)
-    return false;
-  const std::vector<DeviceRef>& peers = dag_.shadows(d);
-  if (static_cast<int>(peers.size()) != n - 1)
-    return false;
-  std::vector<uint8_t> seen(n, 0);
-  seen[d.index] = 1;
-  for (const DeviceRef& p : peers) {
-    if (p.kind != DeviceKind::gpu || p.index < 0 || p.index >= n || seen[p.index])
-      return false;
-    seen[p.index] = 1;
-  }
-  return true;
+  int b    = orbit_block_;
+  int base = gpu.index - gpu.index % b;
+  return {DeviceKind::gpu, gpu.node, base + ((gpu.index - base + k) % b + b) % b};
 }
 
-// The routes of src -> dst turned by each rotation of the GPU indices, the image whose
-// source is GPU 0 first.
+// The routes of src -> dst turned by each rotation of its blocks, the image whose source
+// is its block's first GPU first.
 std::vector<int> Replayer::orbit_routes(const DeviceRef& src, const DeviceRef& dst)
 {
-  int n = platform_.cluster().gpus_per_node;
-  std::vector<int> routes(n);
-  for (int k = 0; k < n; ++k) {
-    int shift = n - src.index + k;
-    DeviceRef a{DeviceKind::gpu, src.node, (src.index + shift) % n};
-    DeviceRef b{DeviceKind::gpu, dst.node, (dst.index + shift) % n};
-    routes[k] = route_index(platform_.host(a), platform_.host(b));
+  int b = orbit_block_;
+  std::vector<int> routes(b);
+  for (int k = 0; k < b; ++k) {
+    int shift = k - src.index % b;
+    routes[k] = route_index(platform_.host(turned(src, shift)), platform_.host(turned(dst, shift)));
   }
   return routes;
 }
 
-// A phase's flows, grouped by their canonical image: an orbit where every source GPU
-// index sends it equally often, foreign otherwise.
+// A copy from a GPU and its shadows: an orbit when the flows it starts (Replayer::start)
+// are exactly the turns of its own, foreign otherwise.
+void Replayer::add_copy_orbit(const Op& op)
+{
+  auto foreign = [&](const DeviceRef& a, const DeviceRef& b) {
+    orbits_->add_foreign(route_index(platform_.host(a), platform_.host(b)));
+  };
+  const std::vector<DeviceRef>& peers = dag_.shadows(op.device);
+  bool gpus = op.src.kind == DeviceKind::gpu && op.dst.kind == DeviceKind::gpu && op.device.kind == DeviceKind::gpu;
+  if (!gpus || static_cast<int>(peers.size()) + 1 != orbit_block_) {
+    for_each_route(op, foreign);
+    return;
+  }
+  std::set<std::pair<DeviceRef, DeviceRef>> started{{op.src, op.dst}}, turns;
+  for (const DeviceRef& peer : peers)
+    started.emplace(shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst));
+  for (int k = 0; k < orbit_block_; ++k)
+    turns.emplace(turned(op.src, k), turned(op.dst, k));
+  if (started != turns) {
+    for_each_route(op, foreign);
+    return;
+  }
+  orbits_->add_orbit(orbit_routes(op.src, op.dst));
+}
+
+// A phase's flows, grouped by their canonical image: an orbit where every offset in the
+// source's block sends it equally often, foreign otherwise.
 void Replayer::add_collective_orbits(const PlannedCollective& plan)
 {
-  int n = platform_.cluster().gpus_per_node;
+  int b = orbit_block_;
   for (const CollectivePhase& phase : plan.phases) {
-    std::map<std::tuple<int, DeviceRef, double>, std::vector<int>> by_canonical; // -> count per source index
+    // (canonical source, canonical destination, bytes) -> count per source offset
+    std::map<std::tuple<DeviceRef, DeviceRef, double>, std::vector<int>> by_canonical;
     for (const Flow& f : phase.flows) {
       if (f.src.kind != DeviceKind::gpu || f.dst.kind != DeviceKind::gpu) {
         orbits_->add_foreign(route_index(platform_.host(f.src), platform_.host(f.dst)));
         continue;
       }
-      DeviceRef dst{DeviceKind::gpu, f.dst.node, ((f.dst.index - f.src.index) % n + n) % n};
-      auto [it, fresh] = by_canonical.try_emplace({f.src.node, dst, f.bytes}, std::vector<int>(n, 0));
-      ++it->second[f.src.index];
+      int offset       = f.src.index % b;
+      auto [it, fresh] = by_canonical.try_emplace({turned(f.src, -offset), turned(f.dst, -offset), f.bytes},
+                                                  std::vector<int>(b, 0));
+      ++it->second[offset];
     }
     for (const auto& [key, counts] : by_canonical) {
-      DeviceRef src{DeviceKind::gpu, std::get<0>(key), 0};
-      const DeviceRef& dst = std::get<1>(key);
-      std::vector<int> routes = orbit_routes(src, dst);
+      std::vector<int> routes = orbit_routes(std::get<0>(key), std::get<1>(key));
       if (std::equal(counts.begin() + 1, counts.end(), counts.begin())) {
         orbits_->add_orbit(routes);
         continue;
       }
-      for (int k = 0; k < n; ++k)
+      for (int k = 0; k < b; ++k)
         if (counts[k] > 0)
           orbits_->add_foreign(routes[k]);
     }
@@ -80,29 +92,30 @@ void Replayer::add_collective_orbits(const PlannedCollective& plan)
 void Replayer::mirror_orbits()
 {
   const ClusterSpec& c = platform_.cluster();
+  // The block a rotation turns: a representative GPU and its shadows (tensor
+  // parallelism over 8 GPUs of a DGX, or of a 72-GPU rack), aligned in the node.
+  orbit_block_ = 1;
+  for (const auto& [d, peers] : dag_.all_shadows())
+    orbit_block_ = std::max(orbit_block_, static_cast<int>(peers.size()) + 1);
   // The rotation maps the platform onto itself: one NVSwitch port, PCIe link and NIC per
   // GPU (a shared PCIe switch or NIC, or host memory on the way, is not turned alike).
-  bool symmetric = options_.mirror_orbits && !paging_on() && !source_ && c.gpus_per_node > 1 &&
-                   c.gpus_per_node == c.node.gpus && c.node.fabric == GpuFabric::nvswitch &&
-                   (c.nodes == 1 || c.node.nics == c.node.gpus);
+  bool symmetric = options_.mirror_orbits && !paging_on() && !source_ && orbit_block_ > 1 &&
+                   c.gpus_per_node % orbit_block_ == 0 && c.gpus_per_node == c.node.gpus &&
+                   c.node.fabric == GpuFabric::nvswitch && (c.nodes == 1 || c.node.nics == c.node.gpus);
   if (!symmetric)
     return;
   orbits_ = std::make_unique<OrbitFold>([this](int r) -> const std::vector<int>& { return routes_[r].links; });
   auto foreign = [&](const DeviceRef& a, const DeviceRef& b) {
     orbits_->add_foreign(route_index(platform_.host(a), platform_.host(b)));
   };
-  std::set<std::pair<DeviceRef, DeviceRef>> copies;
+  std::set<std::tuple<DeviceRef, DeviceRef, DeviceRef, bool>> copies; // each kind of copy once
   std::set<const PlannedCollective*> plans;
   DeviceRef last_kernel_gpu{DeviceKind::nvme, -1, -1};
   visit_ops(0, taken_, [&](const Op& op) {
     switch (op.kind) {
       case OpKind::copy:
-        if (op.src.kind == DeviceKind::gpu && op.dst.kind == DeviceKind::gpu && has_full_shadows(op.device)) {
-          if (copies.emplace(op.src, op.dst).second)
-            orbits_->add_orbit(orbit_routes(op.src, op.dst));
-        } else {
-          for_each_route(op, foreign);
-        }
+        if (copies.emplace(op.device, op.src, op.dst, op.pageable).second)
+          add_copy_orbit(op);
         break;
       case OpKind::collective:
         if (const PlannedCollective* p = &planned(op); plans.insert(p).second)
@@ -128,9 +141,9 @@ bool Replayer::start_mirrored_copy(OpId id, const Op& op)
 {
   if (!orbits_ || op.src.kind != DeviceKind::gpu || op.dst.kind != DeviceKind::gpu || op.pageable)
     return false;
-  int n = platform_.cluster().gpus_per_node;
-  DeviceRef src{DeviceKind::gpu, op.src.node, 0};
-  DeviceRef dst{DeviceKind::gpu, op.dst.node, ((op.dst.index - op.src.index) % n + n) % n};
+  int offset    = op.src.index % orbit_block_;
+  DeviceRef src = turned(op.src, -offset);
+  DeviceRef dst = turned(op.dst, -offset);
   if (orbits_->role(route_index(platform_.host(src), platform_.host(dst))) != OrbitFold::Role::canonical)
     return false;
   start_copy(id, op, src, dst);

@@ -133,12 +133,12 @@ TEST_CASE("a_host_copy_into_one_shadow_gpu_keeps_every_flow_of_the_orbit", "[orb
   require_same_replay(on, off);
 }
 
-TEST_CASE("a_copy_from_half_the_node_keeps_every_flow", "[orbits]")
+TEST_CASE("a_copy_from_half_a_node_runs_as_one_flow_turned_inside_its_half", "[orbits]")
 {
   // GPU 0 standing for GPUs 0-3 only (tensor parallelism 4 on a node of 8): its 4
-  // images are no orbit of the node's rotation, GPUs 4-7 send nothing. Each of the 4
-  // flows gets 100 / 4 = 25 GB/s of the IB link, held to 20 by its PCIe link:
-  // 5e-6 + 1e9 / 20e9 = 0.050005 s, with every flow started.
+  // images are an orbit of the rotation inside each half of the node, GPUs 4-7 send
+  // nothing. Each flow gets 100 / 4 = 25 GB/s of the IB link, held to 20 by its PCIe
+  // link: 5e-6 + 1e9 / 20e9 = 0.050005 s, one flow started instead of 4.
   ClusterSpec c = two_nodes();
   OpDag dag;
   dag.set_shadows(gpu(0, 0), {gpu(0, 1), gpu(0, 2), gpu(0, 3)});
@@ -146,6 +146,40 @@ TEST_CASE("a_copy_from_half_the_node_keeps_every_flow", "[orbits]")
   RunResult on  = replay_in_child(c, dag, {});
   RunResult off = replay_in_child(c, dag, {.mirror_orbits = false});
   CHECK(record(on, "send").end == Approx(5e-6 + 1e9 / 20e9).epsilon(1e-9));
+  CHECK(on.activities == 1);
+  CHECK(off.activities == 4);
+  require_same_replay(on, off);
+  CHECK(link(on, "node0.gpu3.pcie.up").bytes == Approx(1e9).epsilon(1e-12));
+  CHECK(link(on, "node0.ib.up").bytes == Approx(4e9).epsilon(1e-12));
+}
+
+TEST_CASE("shadows_that_do_not_tile_the_node_keep_every_flow", "[orbits]")
+{
+  // GPU 0 standing for GPUs 0-2: blocks of 3 do not tile a node of 8, so no rotation
+  // of the node maps the 3 flows onto one another. 100 / 3 GB/s of the IB link each,
+  // held to 20 by PCIe: 0.050005 s again, with every flow started.
+  ClusterSpec c = two_nodes();
+  OpDag dag;
+  dag.set_shadows(gpu(0, 0), {gpu(0, 1), gpu(0, 2)});
+  dag.add(copy_op(gpu(0, 0), StreamKind::p2p, gpu(0, 0), gpu(1, 0), 1e9, "send"));
+  RunResult on  = replay_in_child(c, dag, {});
+  RunResult off = replay_in_child(c, dag, {.mirror_orbits = false});
+  CHECK(record(on, "send").end == Approx(5e-6 + 1e9 / 20e9).epsilon(1e-9));
+  CHECK(on.activities == 3);
+  require_same_replay(on, off);
+}
+
+TEST_CASE("a_copy_whose_shadow_images_leave_their_block_keeps_every_flow", "[orbits]")
+{
+  // GPU 0 standing for GPUs 0-3 sends to GPU 5 of node 1: its shadows' images go to
+  // GPUs 6, 7 and 8 mod 8 = 0, across the halves of node 1, which no rotation inside
+  // the halves produces. Nothing is mirrored, and the figures are the full replay's.
+  ClusterSpec c = two_nodes();
+  OpDag dag;
+  dag.set_shadows(gpu(0, 0), {gpu(0, 1), gpu(0, 2), gpu(0, 3)});
+  dag.add(copy_op(gpu(0, 0), StreamKind::p2p, gpu(0, 0), gpu(1, 5), 1e9, "send"));
+  RunResult on  = replay_in_child(c, dag, {});
+  RunResult off = replay_in_child(c, dag, {.mirror_orbits = false});
   CHECK(on.activities == 4);
   require_same_replay(on, off);
 }

@@ -104,6 +104,7 @@ public:
   // the concurrent groups of add_group.
   void set_shadows(const DeviceRef& d, std::vector<DeviceRef> peers) { shadows_[d] = std::move(peers); }
   const std::vector<DeviceRef>& shadows(const DeviceRef& d) const;
+  const std::map<DeviceRef, std::vector<DeviceRef>>& all_shadows() const { return shadows_; }
 
   // Ids count every op ever added; those before first_id() were forgotten.
   size_t size() const { return base_ + ops_.size(); }
