@@ -42,18 +42,22 @@ ClusterSpec two_nodes()
 
 DeviceRef gpu(int node, int index) { return {DeviceKind::gpu, node, index}; }
 
-// A 1 GB copy from GPU 0 of node 0 to GPU 0 of node 1, GPU 0 standing for all 8 GPUs
-// of its node (tensor parallelism 8, as a pipeline stage's send).
-OpDag send_from_a_whole_node()
+// A 1 GB copy ("send") from GPU 0 of node 0 to `dst`, GPU 0 standing for itself and
+// GPUs 1 .. shadows of its node.
+OpDag send_from(int shadows, const DeviceRef& dst)
 {
   OpDag dag;
   std::vector<DeviceRef> peers;
-  for (int i = 1; i < 8; ++i)
+  for (int i = 1; i <= shadows; ++i)
     peers.push_back(gpu(0, i));
   dag.set_shadows(gpu(0, 0), peers);
-  dag.add(copy_op(gpu(0, 0), StreamKind::p2p, gpu(0, 0), gpu(1, 0), 1e9, "send"));
+  dag.add(copy_op(gpu(0, 0), StreamKind::p2p, gpu(0, 0), dst, 1e9, "send"));
   return dag;
 }
+
+// The same from all 8 GPUs of node 0 to GPU 0 of node 1 (tensor parallelism 8, as a
+// pipeline stage's send).
+OpDag send_from_a_whole_node() { return send_from(7, gpu(1, 0)); }
 
 const LinkResult& link(const RunResult& r, const std::string& name)
 {
@@ -140,9 +144,7 @@ TEST_CASE("a_copy_from_half_a_node_runs_as_one_flow_turned_inside_its_half", "[o
   // nothing. Each flow gets 100 / 4 = 25 GB/s of the IB link, held to 20 by its PCIe
   // link: 5e-6 + 1e9 / 20e9 = 0.050005 s, one flow started instead of 4.
   ClusterSpec c = two_nodes();
-  OpDag dag;
-  dag.set_shadows(gpu(0, 0), {gpu(0, 1), gpu(0, 2), gpu(0, 3)});
-  dag.add(copy_op(gpu(0, 0), StreamKind::p2p, gpu(0, 0), gpu(1, 0), 1e9, "send"));
+  OpDag dag     = send_from(3, gpu(1, 0));
   RunResult on  = replay_in_child(c, dag, {});
   RunResult off = replay_in_child(c, dag, {.mirror_orbits = false});
   CHECK(record(on, "send").end == Approx(5e-6 + 1e9 / 20e9).epsilon(1e-9));
@@ -159,9 +161,7 @@ TEST_CASE("shadows_that_do_not_tile_the_node_keep_every_flow", "[orbits]")
   // of the node maps the 3 flows onto one another. 100 / 3 GB/s of the IB link each,
   // held to 20 by PCIe: 0.050005 s again, with every flow started.
   ClusterSpec c = two_nodes();
-  OpDag dag;
-  dag.set_shadows(gpu(0, 0), {gpu(0, 1), gpu(0, 2)});
-  dag.add(copy_op(gpu(0, 0), StreamKind::p2p, gpu(0, 0), gpu(1, 0), 1e9, "send"));
+  OpDag dag     = send_from(2, gpu(1, 0));
   RunResult on  = replay_in_child(c, dag, {});
   RunResult off = replay_in_child(c, dag, {.mirror_orbits = false});
   CHECK(record(on, "send").end == Approx(5e-6 + 1e9 / 20e9).epsilon(1e-9));
@@ -175,9 +175,7 @@ TEST_CASE("a_copy_whose_shadow_images_leave_their_block_keeps_every_flow", "[orb
   // GPUs 6, 7 and 8 mod 8 = 0, across the halves of node 1, which no rotation inside
   // the halves produces. Nothing is mirrored, and the figures are the full replay's.
   ClusterSpec c = two_nodes();
-  OpDag dag;
-  dag.set_shadows(gpu(0, 0), {gpu(0, 1), gpu(0, 2), gpu(0, 3)});
-  dag.add(copy_op(gpu(0, 0), StreamKind::p2p, gpu(0, 0), gpu(1, 5), 1e9, "send"));
+  OpDag dag     = send_from(3, gpu(1, 5));
   RunResult on  = replay_in_child(c, dag, {});
   RunResult off = replay_in_child(c, dag, {.mirror_orbits = false});
   CHECK(on.activities == 4);
