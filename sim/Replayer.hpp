@@ -214,7 +214,8 @@ private:
   int hbm_route(const DeviceRef& gpu); // the route of the GPU's HBM link, found once
   void start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst);
   void start_host_compute(OpId id, const DeviceRef& socket, const Op& op);
-  // Where a shadow rank's traffic goes: `d` as seen from `peer` instead of `rep`.
+  // Where a shadow rank's traffic goes: `d` as seen from `peer` instead of `rep` (a GPU
+  // as many ranks on from `d` as `peer` is from `rep`, ranks numbered node by node).
   DeviceRef shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const;
   // Every route an op's own activities cross, collectives' flows aside: a copy's (and
   // its shadow ranks'), a pageable copy's pass through host DRAM, host work's DRAM (and

@@ -16,8 +16,16 @@ DeviceRef Replayer::shadow_of(const DeviceRef& rep, const DeviceRef& peer, const
   const ClusterSpec& c = platform_.cluster();
   int delta            = peer.index - rep.index;
   switch (d.kind) {
-    case DeviceKind::gpu:
-      return {DeviceKind::gpu, d.node, ((d.index + delta) % c.gpus_per_node + c.gpus_per_node) % c.gpus_per_node};
+    case DeviceKind::gpu: {
+      // Ranks are numbered node by node: the partner of rank r + delta is the partner of
+      // rank r plus delta, on the next node when it passes the last GPU of this one (a
+      // stage of 12 ranks on nodes of 8 sends its ranks 4-11's traffic to two nodes).
+      int64_t gpus   = static_cast<int64_t>(c.nodes) * c.gpus_per_node;
+      int64_t global = (static_cast<int64_t>(d.node) * c.gpus_per_node + d.index + delta) % gpus;
+      if (global < 0)
+        global += gpus;
+      return {DeviceKind::gpu, static_cast<int>(global / c.gpus_per_node), static_cast<int>(global % c.gpus_per_node)};
+    }
     case DeviceKind::host:
       if (d.node == rep.node && d.index == c.node.socket_of_gpu(rep.index))
         return {DeviceKind::host, d.node, c.node.socket_of_gpu(peer.index)};

@@ -208,3 +208,29 @@ TEST_CASE("a_collective_whose_flows_cover_every_gpu_index_runs_as_its_canonical_
     CHECK(link(on, "node0.ib.up").bytes == Approx(link(off, "node0.ib.up").bytes).epsilon(1e-12));
   }
 }
+
+TEST_CASE("a_shadow_sends_to_the_gpu_as_many_ranks_on_as_itself_even_on_the_next_node", "[orbits]")
+{
+  // Ranks are numbered node by node (rank = node x 8 + GPU). A stage of 12 ranks (tp 4
+  // x dp 3) starting at rank 0 sends to the next stage, which starts at rank 12: GPU 4
+  // of node 1. GPU 0's 7 shadows on node 0 are ranks 1-7; their partners are ranks
+  // 13-19: GPUs 5-7 of node 1 and GPUs 0-3 of node 2. So node 1 receives 4 of the 8
+  // flows of 1 GB and node 2 the other 4; none of node 1's GPUs 0-3 (the first stage's
+  // own ranks) receives anything.
+  ClusterSpec c = two_nodes();
+  c.nodes       = 3;
+  OpDag dag     = send_from(7, gpu(1, 4));
+  for (bool mirror : {true, false}) {
+    INFO("mirrored " << mirror);
+    RunResult r = replay_in_child(c, dag, {.mirror_orbits = mirror});
+    CHECK(link(r, "node0.ib.up").bytes == Approx(8e9).epsilon(1e-12));
+    CHECK(link(r, "node1.ib.down").bytes == Approx(4e9).epsilon(1e-12));
+    CHECK(link(r, "node2.ib.down").bytes == Approx(4e9).epsilon(1e-12));
+    for (int i = 0; i < 4; ++i) {
+      CHECK(link(r, "node1.gpu" + std::to_string(i + 4) + ".pcie.down").bytes == Approx(1e9).epsilon(1e-12));
+      CHECK(link(r, "node2.gpu" + std::to_string(i) + ".pcie.down").bytes == Approx(1e9).epsilon(1e-12));
+      for (const LinkResult& l : r.links)
+        CHECK(l.name != "node1.gpu" + std::to_string(i) + ".pcie.down");
+    }
+  }
+}
