@@ -37,7 +37,7 @@ public:
   // Hosts with many cores that run pure delays (latency terms, coalesced runs) without
   // sharing. SimGrid updates every action of a host's CPU whenever one starts or ends
   // there, so delays are spread over several (`slot`: the caller's stream, say).
-  simgrid::s4u::Host* timer(size_t slot = 0) const { return timers_[slot % timers_.size()]; }
+  simgrid::s4u::Host* timer(size_t slot) const { return timers_[slot % timers_.size()]; }
   // Nominal bandwidth of a link by SimGrid name, for utilization figures.
   double link_bandwidth(const std::string& name) const;
 

@@ -6,7 +6,7 @@ namespace memwall {
 
 void OrbitFold::add_orbit(const std::vector<int>& image_routes)
 {
-  orbits_.try_emplace(image_routes, static_cast<int>(orbits_.size()));
+  orbits_.insert(image_routes);
 }
 
 void OrbitFold::add_foreign(int route) { foreign_.push_back(route); }
@@ -38,7 +38,7 @@ void OrbitFold::solve()
 {
   // Orbits whose images' routes line up position by position (the same platform shape).
   std::vector<const std::vector<int>*> valid;
-  for (const auto& [routes, index] : orbits_) {
+  for (const std::vector<int>& routes : orbits_) {
     const std::vector<int>& first = links_of_(routes.front());
     bool aligned                  = !first.empty();
     for (int r : routes)
@@ -124,7 +124,6 @@ void OrbitFold::solve()
   for (const std::vector<int>* routes : valid) {
     if (broken[find(component, links_of_(routes->front()).front())])
       continue;
-    ++mirrored_;
     for (size_t k = 0; k < routes->size(); ++k) {
       int r = (*routes)[k];
       if (static_cast<size_t>(r) >= roles_.size())

@@ -1,15 +1,16 @@
 #pragma once
 // Which shadow ranks' flows the replay may run as one.
 //
-// A representative GPU with a shadow on every other GPU of its node (tensor parallelism
-// over the whole node) sends each copy from all n GPUs at once: n flows that are images
-// of one another under the rotation of GPU indices, gpu i -> gpu i + k in every node.
-// On a node whose links that rotation maps onto one another (NVSwitch ports, PCIe and
-// NICs one per GPU; the node's IB up and down links fixed), it is a symmetry of the
+// A representative GPU with shadows on a block of b GPUs that tiles its node (tensor
+// parallelism over all 8 GPUs of a DGX, or over 4 of them) sends each copy from all b
+// GPUs at once: b flows that are images of one another under the rotation inside the
+// blocks, GPU base + i -> base + (i + k) mod b in every block of every node. On a node
+// whose links that rotation maps onto one another (NVSwitch ports, PCIe links and NICs
+// one per GPU; the node's IB up and down links fixed), it is a symmetry of the
 // platform. Where every flow that shares a link with such an orbit is itself an orbit
 // started at the same instant, it is a symmetry of the whole max-min state too: every
-// image runs at the same rate, so one image, the canonical one (source GPU index 0),
-// tells all of them.
+// image runs at the same rate, so one image, the canonical one (its source the first
+// GPU of its block), tells all of them.
 //
 //      node A                     node B        an orbit of 8 flows, gpu i -> gpu i:
 //   gpu0 ─pcie0─nic0─┐       ┌─nic0─pcie0─ gpu0    pcie/nic links: one image each
@@ -31,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace memwall {
@@ -63,7 +65,6 @@ public:
   const std::vector<Scaled>& scaled_links() const { return scaled_; }
   // The figures the mirrored flows would have put on every link of their classes.
   void mirror(std::vector<double>& bytes, std::vector<double>& busy) const;
-  size_t mirrored_orbits() const { return mirrored_; }
 
 private:
   int find(std::vector<int>& parent, int x);
@@ -71,7 +72,7 @@ private:
   void grow(int link);
 
   RouteLinks links_of_;
-  std::map<std::vector<int>, int> orbits_; // image routes -> index, once each
+  std::set<std::vector<int>> orbits_;      // each orbit's image routes, once
   std::vector<int> foreign_;               // routes, possibly repeated
   std::vector<int> link_class_;            // union-find over link ids: link orbits
   std::vector<Role> roles_;                // per route
@@ -83,7 +84,6 @@ private:
   };
   std::map<int, Class> classes_; // by root link, of the mirrored components
   std::vector<Scaled> scaled_;
-  size_t mirrored_ = 0;
 };
 
 } // namespace memwall

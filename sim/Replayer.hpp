@@ -17,12 +17,12 @@
 #include "KernelTimer.hpp"
 #include "MemoryPool.hpp"
 #include "OpDag.hpp"
+#include "OrbitFold.hpp"
 #include "Platform.hpp"
 #include "RunResult.hpp"
 #include "StepIntervals.hpp"
 #include "StepSource.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
-#include "OrbitFold.hpp"
 #include "collective/FlowFold.hpp"
 #include "paging/ManagedMemory.hpp"
 #include "paging/PrefetchPolicy.hpp"
@@ -54,8 +54,8 @@ struct ReplayOptions {
   // nothing outside the run waits on, replay as one timed activity (ReplayerRuns.cpp).
   // The same times, memory and link figures either way; off only to check that.
   bool coalesce = true;
-  // Shadow ranks' flows that are images of one another under the node's GPU rotation
-  // run as one where nothing breaks the symmetry (OrbitFold.hpp). The same times, memory
+  // Shadow ranks' flows that are images of one another under the rotation of their
+  // block of GPUs run as one where nothing breaks the symmetry (OrbitFold.hpp). The same times, memory
   // and link figures either way; off only to check that.
   bool mirror_orbits = true;
   // Keep no record per op, only the intervals StepReport's breakdown reads (the ops
@@ -236,7 +236,7 @@ private:
   void mirror_orbits();
   // GPU i of a block of orbit_block_ GPUs turned by k inside its block.
   DeviceRef turned(const DeviceRef& gpu, int k) const;
-  void add_copy_orbit(const Op& op);
+  bool add_copy_orbit(const Op& op);
   void add_collective_orbits(const PlannedCollective& plan);
   std::vector<int> orbit_routes(const DeviceRef& src, const DeviceRef& dst);
   void restore_links();
@@ -260,6 +260,10 @@ private:
   void apply_memory_op(OpId id, const Op& op, double now);
   void apply_due_memory(double now);
   int route_index(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
+  int route_of(const DeviceRef& src, const DeviceRef& dst)
+  {
+    return route_index(platform_.host(src), platform_.host(dst));
+  }
   MemoryPool& pool(const DeviceRef& d);
   void drain_ready();
   // Runs the engine until the DAG (and the step source, if any) has nothing left.

@@ -13,7 +13,7 @@ namespace memwall {
 
 const std::vector<int>& Replayer::flow_links(const Flow& f)
 {
-  return routes_[route_index(platform_.host(f.src), platform_.host(f.dst))].links;
+  return routes_[route_of(f.src, f.dst)].links;
 }
 
 // A plan depends on the collective, its group and size, and on which of its flows can
@@ -91,7 +91,7 @@ void Replayer::fold_batch(size_t from, size_t to)
     fold_.add_links(routes_[route].links, watched);
   };
   auto watch_route = [&](const DeviceRef& a, const DeviceRef& b) {
-    add_route(route_index(platform_.host(a), platform_.host(b)), true);
+    add_route(route_of(a, b), true);
   };
   DeviceRef last_kernel_gpu{DeviceKind::nvme, -1, -1};
   visit_ops(from, to, [&](const Op& op) {
@@ -101,7 +101,7 @@ void Replayer::fold_batch(size_t from, size_t to)
         const auto& phases = unfolded_.emplace(key, plan_collective(op)).first->second;
         for (const CollectivePhase& phase : phases)
           for (const Flow& f : phase.flows)
-            add_route(route_index(platform_.host(f.src), platform_.host(f.dst)), fold_.touches(f));
+            add_route(route_of(f.src, f.dst), fold_.touches(f));
       }
     } else if (op.kind != OpKind::kernel || !(op.device == last_kernel_gpu)) { // a GPU's kernels come in runs
       for_each_route(op, watch_route);
@@ -126,7 +126,7 @@ std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
   req.bytes   = op.bytes;
   req.switched_nodes = platform_.cluster().node.fabric == GpuFabric::nvswitch;
   req.latency = [this](const DeviceRef& a, const DeviceRef& b) {
-    return routes_[route_index(platform_.host(a), platform_.host(b))].latency;
+    return routes_[route_of(a, b)].latency;
   };
   const std::vector<DeviceRef>& group = dag_.group(op.group);
   req.group = &group;
@@ -152,7 +152,7 @@ void Replayer::calibrate_collective(const Op& op, const std::vector<DeviceRef>& 
   for (const DeviceRef& d : group)
     if (d.node != group.front().node)
       return; // across nodes the network, not the GPU's profile, sets the speed
-  double hop = routes_[route_index(platform_.host(group[0]), platform_.host(group[1]))].latency;
+  double hop = routes_[route_of(group[0], group[1])].latency;
   CollectiveTiming t =
       nvlink_collective_timing(c.node.gpu, op.collective, static_cast<int>(group.size()), op.bytes, hop);
   for (CollectivePhase& p : phases)

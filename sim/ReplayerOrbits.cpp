@@ -28,34 +28,28 @@ std::vector<int> Replayer::orbit_routes(const DeviceRef& src, const DeviceRef& d
   std::vector<int> routes(b);
   for (int k = 0; k < b; ++k) {
     int shift = k - src.index % b;
-    routes[k] = route_index(platform_.host(turned(src, shift)), platform_.host(turned(dst, shift)));
+    routes[k] = route_of(turned(src, shift), turned(dst, shift));
   }
   return routes;
 }
 
 // A copy from a GPU and its shadows: an orbit when the flows it starts (Replayer::start)
-// are exactly the turns of its own, foreign otherwise.
-void Replayer::add_copy_orbit(const Op& op)
+// are exactly the turns of its own. False when they are not (its routes are foreign).
+bool Replayer::add_copy_orbit(const Op& op)
 {
-  auto foreign = [&](const DeviceRef& a, const DeviceRef& b) {
-    orbits_->add_foreign(route_index(platform_.host(a), platform_.host(b)));
-  };
   const std::vector<DeviceRef>& peers = dag_.shadows(op.device);
   bool gpus = op.src.kind == DeviceKind::gpu && op.dst.kind == DeviceKind::gpu && op.device.kind == DeviceKind::gpu;
-  if (!gpus || static_cast<int>(peers.size()) + 1 != orbit_block_) {
-    for_each_route(op, foreign);
-    return;
-  }
+  if (!gpus || static_cast<int>(peers.size()) + 1 != orbit_block_)
+    return false;
   std::set<std::pair<DeviceRef, DeviceRef>> started{{op.src, op.dst}}, turns;
   for (const DeviceRef& peer : peers)
     started.emplace(shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst));
   for (int k = 0; k < orbit_block_; ++k)
     turns.emplace(turned(op.src, k), turned(op.dst, k));
-  if (started != turns) {
-    for_each_route(op, foreign);
-    return;
-  }
+  if (started != turns)
+    return false;
   orbits_->add_orbit(orbit_routes(op.src, op.dst));
+  return true;
 }
 
 // A phase's flows, grouped by their canonical image: an orbit where every offset in the
@@ -68,7 +62,7 @@ void Replayer::add_collective_orbits(const PlannedCollective& plan)
     std::map<std::tuple<DeviceRef, DeviceRef, double>, std::vector<int>> by_canonical;
     for (const Flow& f : phase.flows) {
       if (f.src.kind != DeviceKind::gpu || f.dst.kind != DeviceKind::gpu) {
-        orbits_->add_foreign(route_index(platform_.host(f.src), platform_.host(f.dst)));
+        orbits_->add_foreign(route_of(f.src, f.dst));
         continue;
       }
       int offset       = f.src.index % b;
@@ -105,17 +99,15 @@ void Replayer::mirror_orbits()
   if (!symmetric)
     return;
   orbits_ = std::make_unique<OrbitFold>([this](int r) -> const std::vector<int>& { return routes_[r].links; });
-  auto foreign = [&](const DeviceRef& a, const DeviceRef& b) {
-    orbits_->add_foreign(route_index(platform_.host(a), platform_.host(b)));
-  };
+  auto foreign = [this](const DeviceRef& a, const DeviceRef& b) { orbits_->add_foreign(route_of(a, b)); };
   std::set<std::tuple<DeviceRef, DeviceRef, DeviceRef, bool>> copies; // each kind of copy once
   std::set<const PlannedCollective*> plans;
   DeviceRef last_kernel_gpu{DeviceKind::nvme, -1, -1};
   visit_ops(0, taken_, [&](const Op& op) {
     switch (op.kind) {
       case OpKind::copy:
-        if (copies.emplace(op.device, op.src, op.dst, op.pageable).second)
-          add_copy_orbit(op);
+        if (copies.emplace(op.device, op.src, op.dst, op.pageable).second && !add_copy_orbit(op))
+          for_each_route(op, foreign);
         break;
       case OpKind::collective:
         if (const PlannedCollective* p = &planned(op); plans.insert(p).second)
@@ -144,7 +136,7 @@ bool Replayer::start_mirrored_copy(OpId id, const Op& op)
   int offset    = op.src.index % orbit_block_;
   DeviceRef src = turned(op.src, -offset);
   DeviceRef dst = turned(op.dst, -offset);
-  if (orbits_->role(route_index(platform_.host(src), platform_.host(dst))) != OrbitFold::Role::canonical)
+  if (orbits_->role(route_of(src, dst)) != OrbitFold::Role::canonical)
     return false;
   start_copy(id, op, src, dst);
   return true;

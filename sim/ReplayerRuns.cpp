@@ -57,7 +57,7 @@ void Replayer::find_private_ops(size_t from, size_t to)
     o      = (o == no_owner || o == key) ? key : shared;
   };
   auto claim_route = [&](int key, const DeviceRef& a, const DeviceRef& b) {
-    for (int l : routes_[route_index(platform_.host(a), platform_.host(b))].links)
+    for (int l : routes_[route_of(a, b)].links)
       claim(key, l);
   };
   visit_ops(from, to, [&](const Op& op) {

@@ -59,6 +59,15 @@ OpDag send_from(int shadows, const DeviceRef& dst)
 // pipeline stage's send).
 OpDag send_from_a_whole_node() { return send_from(7, gpu(1, 0)); }
 
+// The DAG's replay with mirrored orbits, then with every flow started.
+std::pair<RunResult, RunResult> mirrored_and_full(const ClusterSpec& c, const OpDag& dag, ReplayOptions options = {})
+{
+  options.mirror_orbits = true;
+  RunResult on          = replay_in_child(c, dag, options);
+  options.mirror_orbits = false;
+  return {std::move(on), replay_in_child(c, dag, options)};
+}
+
 const LinkResult& link(const RunResult& r, const std::string& name)
 {
   for (const LinkResult& l : r.links)
@@ -94,8 +103,7 @@ TEST_CASE("eight_shadow_copies_across_nodes_run_as_one_flow_at_an_eighth_of_the_
   // each side = 5 us. 5e-6 + 1e9 / 12.5e9 = 0.080005 s.
   ClusterSpec c  = two_nodes();
   OpDag dag      = send_from_a_whole_node();
-  RunResult on   = replay_in_child(c, dag, {});
-  RunResult off  = replay_in_child(c, dag, {.mirror_orbits = false});
+  auto [on, off] = mirrored_and_full(c, dag);
   CHECK(record(on, "send").end == Approx(5e-6 + 1e9 / 12.5e9).epsilon(1e-9));
   CHECK(record(off, "send").end == Approx(5e-6 + 1e9 / 12.5e9).epsilon(1e-9));
   CHECK(on.activities == 1);
@@ -127,8 +135,7 @@ TEST_CASE("a_host_copy_into_one_shadow_gpu_keeps_every_flow_of_the_orbit", "[orb
   ClusterSpec c = two_nodes();
   OpDag dag     = send_from_a_whole_node();
   dag.add(copy_op(gpu(1, 3), StreamKind::h2d, {DeviceKind::host, 1, 0}, gpu(1, 3), 1e9, "h2d"));
-  RunResult on  = replay_in_child(c, dag, {});
-  RunResult off = replay_in_child(c, dag, {.mirror_orbits = false});
+  auto [on, off] = mirrored_and_full(c, dag);
   CHECK(record(off, "h2d").end == Approx(0.06).epsilon(1e-3));
   CHECK(record(off, "send").end == Approx(0.1051).epsilon(1e-3));
   CHECK(record(on, "send").end == Approx(record(off, "send").end).epsilon(1e-12));
@@ -145,8 +152,7 @@ TEST_CASE("a_copy_from_half_a_node_runs_as_one_flow_turned_inside_its_half", "[o
   // link: 5e-6 + 1e9 / 20e9 = 0.050005 s, one flow started instead of 4.
   ClusterSpec c = two_nodes();
   OpDag dag     = send_from(3, gpu(1, 0));
-  RunResult on  = replay_in_child(c, dag, {});
-  RunResult off = replay_in_child(c, dag, {.mirror_orbits = false});
+  auto [on, off] = mirrored_and_full(c, dag);
   CHECK(record(on, "send").end == Approx(5e-6 + 1e9 / 20e9).epsilon(1e-9));
   CHECK(on.activities == 1);
   CHECK(off.activities == 4);
@@ -162,8 +168,7 @@ TEST_CASE("shadows_that_do_not_tile_the_node_keep_every_flow", "[orbits]")
   // held to 20 by PCIe: 0.050005 s again, with every flow started.
   ClusterSpec c = two_nodes();
   OpDag dag     = send_from(2, gpu(1, 0));
-  RunResult on  = replay_in_child(c, dag, {});
-  RunResult off = replay_in_child(c, dag, {.mirror_orbits = false});
+  auto [on, off] = mirrored_and_full(c, dag);
   CHECK(record(on, "send").end == Approx(5e-6 + 1e9 / 20e9).epsilon(1e-9));
   CHECK(on.activities == 3);
   require_same_replay(on, off);
@@ -172,12 +177,13 @@ TEST_CASE("shadows_that_do_not_tile_the_node_keep_every_flow", "[orbits]")
 TEST_CASE("a_copy_whose_shadow_images_leave_their_block_keeps_every_flow", "[orbits]")
 {
   // GPU 0 standing for GPUs 0-3 sends to GPU 5 of node 1: its shadows' images go to
-  // GPUs 6, 7 and 8 mod 8 = 0, across the halves of node 1, which no rotation inside
-  // the halves produces. Nothing is mirrored, and the figures are the full replay's.
+  // GPUs 6 and 7 of node 1 and GPU 0 of node 2, out of the half of node 1 the send
+  // starts in, which no rotation inside the halves produces. Nothing is mirrored, and
+  // the figures are the full replay's.
   ClusterSpec c = two_nodes();
+  c.nodes       = 3;
   OpDag dag     = send_from(3, gpu(1, 5));
-  RunResult on  = replay_in_child(c, dag, {});
-  RunResult off = replay_in_child(c, dag, {.mirror_orbits = false});
+  auto [on, off] = mirrored_and_full(c, dag);
   CHECK(on.activities == 4);
   require_same_replay(on, off);
 }
@@ -201,8 +207,7 @@ TEST_CASE("a_collective_whose_flows_cover_every_gpu_index_runs_as_its_canonical_
   dag.add(collective_op(gpu(0, 0), StreamKind::comm, CollectiveKind::all_reduce, g, 1e9, "ar"));
   for (const char* algorithm : {"ring", "bulk_ring", "hierarchical"}) {
     INFO(algorithm);
-    RunResult on  = replay_in_child(c, dag, {.collective_algorithm = algorithm});
-    RunResult off = replay_in_child(c, dag, {.collective_algorithm = algorithm, .mirror_orbits = false});
+    auto [on, off] = mirrored_and_full(c, dag, {.collective_algorithm = algorithm});
     require_same_replay(on, off);
     CHECK(on.activities * 4 <= off.activities);
     CHECK(link(on, "node0.ib.up").bytes == Approx(link(off, "node0.ib.up").bytes).epsilon(1e-12));
