@@ -2,6 +2,7 @@
 
 #include "ExportedTraceImporter.hpp"
 #include "InputError.hpp"
+#include "TraceAllocations.hpp"
 #include "TraceNames.hpp"
 
 #include <algorithm>
@@ -22,7 +23,7 @@ class RankImporter {
 public:
   RankImporter(const KinetoTrace& t, OpDag& dag, const std::map<int, DeviceRef>& gpus, const TraceImport& how,
                std::vector<OpId>& collectives, bool leads)
-      : t_(t), dag_(dag), gpus_(gpus), how_(how), collectives_(collectives), leads_(leads)
+      : t_(t), dag_(dag), gpus_(gpus), how_(how), collectives_(collectives), leads_(leads), allocations_(t, dag, gpus)
   {
     for (const auto& [dev, gpu] : gpus)
       streams_[dev] = map_streams(t, dev);
@@ -43,11 +44,14 @@ public:
     for (const TraceStreamWait& w : t_.stream_waits)
       waits_by_call_.emplace(w.call_correlation, &w);
     index_launches();
-    allocate_before_trace();
+    allocations_.allocate_before_trace();
     for (const Item& it : timeline())
       switch (it.type) {
         case Item::call: on_call(t_.calls[it.index]); break;
-        case Item::memory: on_memory(t_.memory[it.index]); break;
+        case Item::memory:
+          host_until(t_.memory[it.index].ts_ns);
+          allocations_.on_memory(t_.memory[it.index]);
+          break;
         case Item::orphan: on_orphan(it.index); break;
       }
     // The host's work after its last launch (a final synchronise, the step's Python).
@@ -69,7 +73,7 @@ private:
     int64_t end_ns;
   };
 
-  bool cuda_memory(const TraceMemoryEvent& m) const { return m.device_type == 1 && gpus_.count(m.device_id); }
+  bool cuda_memory(const TraceMemoryEvent& m) const { return allocations_.cuda_memory(m); }
 
   void index_launches()
   {
@@ -325,98 +329,15 @@ private:
     mine.push_back({id, end});
   }
 
-  void allocate_before_trace()
-  {
-    std::map<int, bool> seen;
-    for (const TraceMemoryEvent& m : t_.memory) {
-      if (!cuda_memory(m) || seen[m.device_id])
-        continue;
-      seen[m.device_id] = true;
-      int64_t before = m.total_allocated - m.bytes;
-      if (before <= 0)
-        continue;
-      const DeviceRef& gpu = gpus_.at(m.device_id);
-      before_[m.device_id] = dag_.alloc(gpu, StreamKind::host, gpu, MemCategory::other, static_cast<double>(before),
-                                        "allocated before the trace");
-      before_left_[m.device_id] = before;
-    }
-    // A GPU the allocator said nothing of still has its memory reported (as 0 B), and
-    // is the one the step's breakdown reads.
-    for (const auto& [dev, gpu] : gpus_)
-      if (!seen[dev])
-        dag_.alloc(gpu, StreamKind::host, gpu, MemCategory::other, 0,
-                   "no allocator events in the trace (record with profile_memory=True)");
-  }
-
-  // The CPU ops on `tid` open at `ts` (memory events come in time order: each thread's
-  // stack is walked forward once).
-  std::vector<const std::string*> scope_at(int64_t tid, int64_t ts)
-  {
-    Scope& s = scopes_[tid];
-    if (!s.ready) {
-      auto lo = std::lower_bound(t_.cpu_ops.begin(), t_.cpu_ops.end(), tid,
-                                 [](const TraceCpuOp& o, int64_t t) { return o.tid < t; });
-      s.next  = static_cast<size_t>(lo - t_.cpu_ops.begin());
-      s.ready = true;
-    }
-    while (s.next < t_.cpu_ops.size() && t_.cpu_ops[s.next].tid == tid && t_.cpu_ops[s.next].start_ns <= ts) {
-      const TraceCpuOp& o = t_.cpu_ops[s.next++];
-      while (!s.open.empty() && s.open.back()->start_ns + s.open.back()->dur_ns <= o.start_ns)
-        s.open.pop_back();
-      s.open.push_back(&o);
-    }
-    while (!s.open.empty() && s.open.back()->start_ns + s.open.back()->dur_ns < ts)
-      s.open.pop_back();
-    std::vector<const std::string*> names;
-    for (const TraceCpuOp* o : s.open)
-      if (o->start_ns + o->dur_ns >= ts)
-        names.push_back(&t_.names[o->name]);
-    return names;
-  }
-
-  void on_memory(const TraceMemoryEvent& m)
-  {
-    host_until(m.ts_ns);
-    const DeviceRef& gpu = gpus_.at(m.device_id);
-    auto& live = live_[m.device_id];
-    if (m.bytes > 0) {
-      MemCategory c = scope_category(scope_at(m.tid, m.ts_ns));
-      live[m.addr]  = dag_.alloc(gpu, StreamKind::host, gpu, c, static_cast<double>(m.bytes), "alloc");
-      return;
-    }
-    if (m.bytes == 0)
-      return;
-    auto it = live.find(m.addr);
-    if (it != live.end()) {
-      dag_.free(it->second, gpu, StreamKind::host, "free");
-      live.erase(it);
-      return;
-    }
-    // A block allocated before the trace began.
-    int64_t size = -m.bytes;
-    auto b = before_.find(m.device_id);
-    if (b == before_.end() || before_left_[m.device_id] < size)
-      return;
-    Tensor part = b->second;
-    part.bytes  = static_cast<double>(size);
-    before_left_[m.device_id] -= size;
-    dag_.free(part, gpu, StreamKind::host, "free");
-  }
-
   const KinetoTrace& t_;
   OpDag& dag_;
   const std::map<int, DeviceRef>& gpus_;
   const TraceImport& how_;
   std::vector<OpId>& collectives_; // the leading rank's collectives, in order
   bool leads_;
+  TraceAllocations allocations_;
   size_t next_collective_ = 0;
   std::vector<std::optional<Named>> named_; // per KinetoTrace::names
-  struct Scope {
-    bool ready  = false;
-    size_t next = 0;                     // the thread's next op in KinetoTrace::cpu_ops
-    std::vector<const TraceCpuOp*> open; // its ops open at the last event, outermost first
-  };
-  std::map<int64_t, Scope> scopes_;
   std::map<std::vector<int>, int32_t> subgroups_; // GPU slots -> OpDag group
   // Stream waits the trace names (cuda_sync events): by their cudaStreamWaitEvent call;
   // each cudaEventRecord call's view of every stream's last op; the waits the next op of
@@ -428,9 +349,6 @@ private:
   std::vector<std::vector<uint32_t>> launched_by_; // per call: the GPU ops it launched
   std::vector<uint32_t> orphans_;                   // GPU ops no call launched
   std::map<std::pair<int, int64_t>, std::vector<Launched>> launched_; // per (device, stream)
-  std::map<int, std::unordered_map<uint64_t, Tensor>> live_;
-  std::map<int, Tensor> before_;
-  std::map<int, int64_t> before_left_;
   std::vector<OpId> waits_;
   bool wait_pending_ = false;
   int64_t origin_ = 0, cpu_ns_ = 0;
