@@ -3,6 +3,7 @@
 // routes the flows take; shadow ranks' traffic mapped onto their own devices.
 #include "Replayer.hpp"
 
+#include "CollectiveTiming.hpp"
 #include "KernelTiming.hpp"
 
 #include <simgrid/s4u.hpp>
@@ -100,13 +101,33 @@ void Replayer::account_hbm_alone(const Op& op, const KernelTiming& t)
   }
 }
 
+// A pipeline send between two GPUs of one NVSwitch node is an NCCL send/recv (Megatron's
+// p2p communication): where the GPU's profile holds the measured send_recv curve of two
+// ranks in a node, the flow carries as many bytes as keep the NVLink port busy for the
+// fitted time, latency + bytes / bandwidth of the size's regime. SimGrid adds the route's
+// hop latency itself; the rest of the fitted latency rides on the payload at line rate,
+// so alone the send takes the fitted time and under contention it still shares the
+// ports. The copy's link bytes stay the bytes it moves. -1: line rate (no curve).
+double Replayer::nccl_p2p_payload(const Op& op, const DeviceRef& src, const DeviceRef& dst)
+{
+  const ClusterSpec& c = platform_.cluster();
+  if (op.stream != StreamKind::p2p || src.kind != DeviceKind::gpu || dst.kind != DeviceKind::gpu ||
+      src.node != dst.node || c.node.fabric != GpuFabric::nvswitch || op.bytes <= 0)
+    return -1;
+  double hop = routes_[route_of(src, dst)].latency;
+  CollectiveTiming t = nvlink_collective_timing(c.node.gpu, CollectiveKind::send_recv, 2, op.bytes, hop);
+  if (t.flow_scale == 1 && t.delay_s == 0)
+    return -1;
+  return op.bytes * t.flow_scale + t.delay_s * c.node.gpu.nvlink_bw;
+}
+
 // A pageable copy is the DMA over the link plus, pipelined with it, the driver's memcpy
 // between pageable memory and its pinned staging buffer: one CPU thread at the node's
 // pageable_copy_bw, reading and writing the socket's DRAM (two more passes over it). The
 // copy ends when the slowest of the three does.
 void Replayer::start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst)
 {
-  start_flow(id, src, dst, op.bytes);
+  start_flow(id, src, dst, op.bytes, nccl_p2p_payload(op, src, dst));
   bool host_gpu = (src.kind == DeviceKind::host && dst.kind == DeviceKind::gpu) ||
                   (src.kind == DeviceKind::gpu && dst.kind == DeviceKind::host);
   if (!op.pageable || !host_gpu || op.bytes <= 0)

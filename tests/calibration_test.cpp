@@ -150,6 +150,30 @@ TEST_CASE("an_all_reduce_fitted_by_regime_predicts_another_measurement_within_8_
   CHECK(line.time(8) > 2 * fitted->curve.time(8));
 }
 
+TEST_CASE("a_send_recv_curve_fitted_on_every_other_size_predicts_the_sizes_between_within_8_percent",
+          "[calibration][copy]")
+{
+  // Vidur's NCCL send/recv between two GPUs of one DGX (A100 and H100; 994 sizes from
+  // 2 KiB to 2 GiB each): fitted on the even-numbered sizes, checked on the odd ones,
+  // none of which the fit saw. The replay times a pipeline send inside a node by this curve.
+  for (const auto& [dir, gpu] : {std::pair{"a100_dgx", "a100-sxm4-80gb"}, std::pair{"h100_dgx", "h100-sxm-80gb"}}) {
+    std::vector<Measurement> in_node;
+    for (const Measurement& m : import("vidur-network", std::string("vidur/network/") + dir + "/send_recv.csv", gpu))
+      if (m.ranks_per_node == 2)
+        in_node.push_back(m);
+    std::sort(in_node.begin(), in_node.end(), [](const Measurement& a, const Measurement& b) { return a.bytes < b.bytes; });
+    std::vector<Measurement> fit_rows, check_rows;
+    for (size_t i = 0; i < in_node.size(); ++i)
+      (i % 2 == 0 ? fit_rows : check_rows).push_back(in_node[i]);
+    GpuProfile p   = fit_profile(fit_rows, gpu_preset(gpu), "test");
+    size_t skipped = 0;
+    CheckLine l    = line_of(check_profile(p, check_rows, skipped), "send_recv 2x2");
+    INFO(gpu << " median " << l.median_error << " p90 " << l.p90_error);
+    CHECK(l.points == 497);
+    CHECK(l.median_error <= 0.08);
+  }
+}
+
 TEST_CASE("the_nccl_tests_importer_reads_ranks_hosts_sizes_and_out_of_place_times", "[calibration][import]")
 {
   // nccl-tests all_reduce_perf output of 2 nodes x 2 GPUs (format of nccl-tests 2.13).
