@@ -174,6 +174,36 @@ TEST_CASE("a_send_recv_curve_fitted_on_every_other_size_predicts_the_sizes_betwe
   }
 }
 
+TEST_CASE("the_a100_40gb_profile_is_the_80gb_fit_with_memory_bound_bandwidths_scaled_by_the_stream_ratio",
+          "[calibration][catalog]")
+{
+  // No A100 40GB measurements exist in calibration/data. The part is the 80GB's GA100 at
+  // the same clocks on slower HBM2: its shipped profile is derived from the 80GB fit with
+  // the GEMM's operand streaming and the elementwise bandwidth times the parts' STREAM
+  // triad ratio, 1358 / 1794 GB/s (RRZE-HPC gpu-stream); everything else is the same.
+  GpuSpec a40g = gpu_preset("a100-sxm4-40gb"), a80g = gpu_preset("a100-sxm4-80gb");
+  REQUIRE(a40g.profile);
+  REQUIRE(a80g.profile);
+  CHECK(a40g.profile->derived_from == "a100-sxm4-80gb");
+  CHECK(a80g.profile->derived_from.empty());
+  const double ratio = 1358.0 / 1794.0;
+  const GemmModel& g40 = a40g.profile->gemm.at(Dtype::fp16);
+  const GemmModel& g80 = a80g.profile->gemm.at(Dtype::fp16);
+  CHECK(g40.bandwidth == Approx(g80.bandwidth * ratio).epsilon(1e-12));
+  CHECK(g40.efficiency == g80.efficiency);
+  CHECK(g40.launch_s == g80.launch_s);
+  CHECK(a40g.profile->elementwise.time(1e9) - a40g.profile->elementwise.time(0) ==
+        Approx((a80g.profile->elementwise.time(1e9) - a80g.profile->elementwise.time(0)) / ratio).epsilon(1e-12));
+  CHECK(a40g.profile->collectives.size() == a80g.profile->collectives.size());
+  // A compute-bound GEMM takes the same time on both. A skinny one's weight streaming
+  // (302 MB at m = 1) is 1794 / 1358 = 1.32x slower on the 40GB part; blended with its
+  // compute term (which does not change) the whole GEMM is slower by less than that.
+  CHECK(g40.time(8192, 8192, 8192) == Approx(g80.time(8192, 8192, 8192)).epsilon(0.01));
+  double skinny = g40.time(1, 12288, 12288) / g80.time(1, 12288, 12288);
+  CHECK(skinny > 1.15);
+  CHECK(skinny < 1 / ratio);
+}
+
 TEST_CASE("the_nccl_tests_importer_reads_ranks_hosts_sizes_and_out_of_place_times", "[calibration][import]")
 {
   // nccl-tests all_reduce_perf output of 2 nodes x 2 GPUs (format of nccl-tests 2.13).

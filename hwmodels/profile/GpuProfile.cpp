@@ -131,6 +131,8 @@ GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
   GpuProfile p;
   p.gpu    = r.required_text("gpu", "catalog id of the GPU the profile was measured on");
   p.source = r.text("source", "", "where the measurements came from");
+  p.derived_from =
+      r.text("derived_from", "", "catalog id of the GPU whose fitted profile this one scales (empty: fitted on this GPU)");
   ParamReader gemm = r.section("gemm", "GEMM model per dtype (fp32, tf32, bf16, fp16, fp8, int8)", "none");
   for (Dtype d : all_dtypes())
     if (gemm.has(dtype_name(d))) {
@@ -182,6 +184,8 @@ std::string profile_yaml(const GpuProfile& p)
   YAML::Node root;
   root["gpu"]    = p.gpu;
   root["source"] = p.source;
+  if (!p.derived_from.empty())
+    root["derived_from"] = p.derived_from;
   for (const auto& [d, g] : p.gemm) {
     YAML::Node n;
     n["peak_flops"] = g.peak_flops;

@@ -28,6 +28,9 @@ struct CollectiveCurve {
 struct GpuProfile {
   std::string gpu;         // catalog id the profile was measured on
   std::string source;      // where the measurements came from
+  // Catalog id of the GPU whose fitted profile this one scales (a sibling part with the
+  // same chip and clocks, another memory); empty when fitted on this GPU's own measurements.
+  std::string derived_from;
   std::map<Dtype, GemmModel> gemm;
   LatencyBandwidthCurve elementwise;
   std::map<std::string, LatencyBandwidthCurve> copies;
