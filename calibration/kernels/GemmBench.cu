@@ -1,0 +1,156 @@
+// GEMM microbenchmarks of memwall-gpubench: cuBLAS GemmEx per dtype over a grid of
+// shapes, and FP8 through cuBLASLt.
+#include "GpuBench.hpp"
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+
+namespace gpubench {
+
+void bench_gemm(bool quick)
+{
+  cublasHandle_t h;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "memwall-gpubench: cublasCreate failed\n");
+    std::exit(3);
+  }
+  struct Type {
+    const char* name;
+    cudaDataType_t data;
+    cublasComputeType_t compute;
+    size_t bytes;
+  };
+  const Type types[] = {{"fp32", CUDA_R_32F, CUBLAS_COMPUTE_32F, 4},
+                        {"tf32", CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4},
+                        {"fp16", CUDA_R_16F, CUBLAS_COMPUTE_32F, 2},
+                        {"bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2}};
+  std::vector<int> ms = quick ? std::vector<int>{16, 128, 1024, 4096} : std::vector<int>{1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+  std::vector<int> nk = quick ? std::vector<int>{1024, 4096, 8192} : std::vector<int>{512, 1024, 2048, 4096, 8192, 12288, 16384};
+  size_t biggest = 0;
+  for (int m : ms)
+    for (int n : nk)
+      for (int k : nk)
+        biggest = std::max(biggest, size_t(m) * k + size_t(k) * n + size_t(m) * n);
+  void* buf = nullptr;
+  CHECK(cudaMalloc(&buf, biggest * 4));
+  CHECK(cudaMemset(buf, 0, biggest * 4));
+  for (const Type& t : types)
+    for (int m : ms)
+      for (int n : nk)
+        for (int k : nk) {
+          char* A = static_cast<char*>(buf);
+          char* B = A + size_t(m) * k * t.bytes;
+          char* C = B + size_t(k) * n * t.bytes;
+          float alpha = 1, beta = 0;
+          // Row-major C[m x n] = A[m x k] B[k x n] is column-major C^T = B^T A^T.
+          auto run = [&] {
+            cublasStatus_t s = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, t.data, n, A, t.data, k,
+                                            &beta, C, t.data, n, t.compute, CUBLAS_GEMM_DEFAULT);
+            if (s != CUBLAS_STATUS_SUCCESS) {
+              std::fprintf(stderr, "memwall-gpubench: cublasGemmEx failed (%d)\n", int(s));
+              std::exit(3);
+            }
+          };
+          int runs = 15;
+          Row r;
+          r.benchmark = "gemm";
+          r.dtype     = t.name;
+          r.m = m, r.n = n, r.k = k;
+          r.flops   = 2.0 * m * n * k;
+          r.bytes   = double(t.bytes) * (double(m) * k + double(k) * n + double(m) * n);
+          r.time_s  = median_time(run, runs);
+          r.samples = runs;
+          rows.push_back(r);
+        }
+  CHECK(cudaFree(buf));
+  cublasDestroy(h);
+}
+
+
+// FP8 (e4m3) GEMMs through cuBLASLt, bf16 output, fp32 accumulation: what FP8 training
+// (Transformer Engine) and FP8 serving run. cuBLASLt's FP8 kernels want the "TN" layout
+// (A transposed) and dimensions that are multiples of 16, so m < 16 is left out. A shape
+// without a kernel, or a GPU without FP8 tensor cores (before sm_89), is skipped with a line.
+void bench_gemm_fp8(const cudaDeviceProp& prop, bool quick)
+{
+  if (prop.major * 10 + prop.minor < 89) {
+    std::fprintf(stderr, "memwall-gpubench: no FP8 tensor cores on sm_%d%d; fp8 GEMMs skipped\n", prop.major, prop.minor);
+    return;
+  }
+  cublasLtHandle_t lt;
+  if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "memwall-gpubench: cublasLtCreate failed; fp8 GEMMs skipped\n");
+    return;
+  }
+  std::vector<int> ms = quick ? std::vector<int>{16, 128, 1024, 4096} : std::vector<int>{16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+  std::vector<int> nk = quick ? std::vector<int>{1024, 4096, 8192} : std::vector<int>{512, 1024, 2048, 4096, 8192, 12288, 16384};
+  size_t biggest = 0;
+  for (int m : ms)
+    for (int n : nk)
+      for (int k : nk)
+        biggest = std::max(biggest, size_t(m) * k + size_t(k) * n + 2 * size_t(m) * n);
+  const size_t workspace_bytes = size_t(32) << 20;
+  void *buf = nullptr, *workspace = nullptr;
+  CHECK(cudaMalloc(&buf, biggest));
+  CHECK(cudaMemset(buf, 0, biggest));
+  CHECK(cudaMalloc(&workspace, workspace_bytes));
+  size_t skipped = 0;
+  for (int m : ms)
+    for (int n : nk)
+      for (int k : nk) {
+        char* A = static_cast<char*>(buf);
+        char* B = A + size_t(m) * k;
+        char* C = B + size_t(k) * n;
+        cublasLtMatmulDesc_t op = nullptr;
+        cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+        cublasLtMatmulPreference_t pref = nullptr;
+        cublasOperation_t trans = CUBLAS_OP_T, plain = CUBLAS_OP_N;
+        cublasLtMatmulHeuristicResult_t heuristic{};
+        int found = 0;
+        bool ok = cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &plain, sizeof plain) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatrixLayoutCreate(&a, CUDA_R_8F_E4M3, k, m, k) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatrixLayoutCreate(&b, CUDA_R_8F_E4M3, k, n, k) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatrixLayoutCreate(&c, CUDA_R_16BF, m, n, m) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                                       sizeof workspace_bytes) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, c, c, pref, 1, &heuristic, &found) == CUBLAS_STATUS_SUCCESS &&
+                  found > 0;
+        float alpha = 1, beta = 0;
+        auto run = [&] {
+          cublasStatus_t st = cublasLtMatmul(lt, op, &alpha, A, a, B, b, &beta, C, c, C, c, &heuristic.algo, workspace,
+                                             workspace_bytes, 0);
+          if (st != CUBLAS_STATUS_SUCCESS) {
+            std::fprintf(stderr, "memwall-gpubench: cublasLtMatmul (fp8) failed (%d)\n", int(st));
+            std::exit(3);
+          }
+        };
+        if (ok) {
+          Row r;
+          r.benchmark = "gemm";
+          r.dtype     = "fp8";
+          r.m = m, r.n = n, r.k = k;
+          r.flops   = 2.0 * m * n * k;
+          r.bytes   = double(m) * k + double(k) * n + 2.0 * m * n;
+          r.samples = 15;
+          r.time_s  = median_time(run, r.samples);
+          rows.push_back(r);
+        } else {
+          ++skipped;
+        }
+        if (pref) cublasLtMatmulPreferenceDestroy(pref);
+        if (c) cublasLtMatrixLayoutDestroy(c);
+        if (b) cublasLtMatrixLayoutDestroy(b);
+        if (a) cublasLtMatrixLayoutDestroy(a);
+        if (op) cublasLtMatmulDescDestroy(op);
+      }
+  if (skipped)
+    std::fprintf(stderr, "memwall-gpubench: %zu fp8 GEMM shapes have no cuBLASLt kernel; skipped\n", skipped);
+  CHECK(cudaFree(workspace));
+  CHECK(cudaFree(buf));
+  cublasLtDestroy(lt);
+}
+
+} // namespace gpubench

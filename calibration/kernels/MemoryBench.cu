@@ -1,0 +1,145 @@
+// Memory microbenchmarks of memwall-gpubench: a copy kernel over sizes (launch overhead,
+// L2- and HBM-resident bandwidth), host copies pinned and pageable, peer copies, and
+// managed memory's first-touch faults.
+#include "GpuBench.hpp"
+
+#include <cstring>
+
+namespace gpubench {
+namespace {
+
+__global__ void copy_kernel(const float4* __restrict__ in, float4* __restrict__ out, size_t n)
+{
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    out[i] = in[i];
+}
+
+__global__ void touch_kernel(char* p, size_t n, size_t stride)
+{
+  for (size_t i = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) * stride; i < n; i += size_t(gridDim.x) * blockDim.x * stride)
+    p[i] += 1;
+}
+
+} // namespace
+
+std::vector<size_t> sizes(size_t from, size_t to)
+{
+  std::vector<size_t> s;
+  for (size_t b = from; b <= to; b *= 4)
+    s.push_back(b);
+  return s;
+}
+
+void bench_elementwise(bool quick)
+{
+  size_t top = quick ? (size_t(1) << 28) : (size_t(1) << 30);
+  void *in = nullptr, *out = nullptr;
+  CHECK(cudaMalloc(&in, top));
+  CHECK(cudaMalloc(&out, top));
+  for (size_t b : sizes(1024, top)) {
+    size_t n = b / sizeof(float4);
+    int blocks = int(std::min<size_t>((n + 255) / 256, 65535));
+    auto run = [&] { copy_kernel<<<blocks, 256>>>(static_cast<float4*>(in), static_cast<float4*>(out), n); };
+    Row r;
+    r.benchmark = "elementwise";
+    r.bytes     = 2.0 * b; // read and written
+    r.samples   = 25;
+    r.time_s    = median_time(run, r.samples);
+    rows.push_back(r);
+  }
+  CHECK(cudaFree(in));
+  CHECK(cudaFree(out));
+}
+
+void bench_host_copies(bool quick)
+{
+  size_t top = quick ? (size_t(1) << 28) : (size_t(1) << 30);
+  void *dev = nullptr, *dev2 = nullptr, *pinned = nullptr, *pinned2 = nullptr;
+  CHECK(cudaMalloc(&dev, top));
+  CHECK(cudaMalloc(&dev2, top));
+  CHECK(cudaMallocHost(&pinned, top));
+  CHECK(cudaMallocHost(&pinned2, top));
+  std::vector<char> pageable(top, 1);
+  cudaStream_t s2;
+  CHECK(cudaStreamCreate(&s2));
+  for (size_t b : sizes(1024, top)) {
+    auto add = [&](const char* name, double bytes, auto fn) {
+      Row r;
+      r.benchmark = name;
+      r.bytes     = bytes;
+      r.samples   = 9;
+      r.time_s    = median_time(fn, r.samples, false);
+      rows.push_back(r);
+    };
+    add("h2d_pinned", b, [&] { CHECK(cudaMemcpyAsync(dev, pinned, b, cudaMemcpyHostToDevice)); });
+    add("d2h_pinned", b, [&] { CHECK(cudaMemcpyAsync(pinned, dev, b, cudaMemcpyDeviceToHost)); });
+    add("h2d_pageable", b, [&] { CHECK(cudaMemcpy(dev, pageable.data(), b, cudaMemcpyHostToDevice)); });
+    add("d2h_pageable", b, [&] { CHECK(cudaMemcpy(pageable.data(), dev, b, cudaMemcpyDeviceToHost)); });
+    add("bidir_pinned", 2.0 * b, [&] {
+      CHECK(cudaMemcpyAsync(dev, pinned, b, cudaMemcpyHostToDevice, 0));
+      CHECK(cudaMemcpyAsync(pinned2, dev2, b, cudaMemcpyDeviceToHost, s2));
+      CHECK(cudaStreamSynchronize(s2));
+    });
+  }
+  CHECK(cudaStreamDestroy(s2));
+  CHECK(cudaFreeHost(pinned));
+  CHECK(cudaFreeHost(pinned2));
+  CHECK(cudaFree(dev));
+  CHECK(cudaFree(dev2));
+}
+
+void bench_peer(int devices, bool quick)
+{
+  size_t top = quick ? (size_t(1) << 28) : (size_t(1) << 30);
+  for (int a = 0; a < devices; ++a)
+    for (int b = 0; b < devices; ++b) {
+      int ok = 0;
+      if (a == b || cudaDeviceCanAccessPeer(&ok, a, b) != cudaSuccess || !ok)
+        continue;
+      CHECK(cudaSetDevice(a));
+      cudaDeviceEnablePeerAccess(b, 0);
+      cudaGetLastError(); // already enabled is fine
+      void *src = nullptr, *dst = nullptr;
+      CHECK(cudaMalloc(&src, top));
+      CHECK(cudaSetDevice(b));
+      CHECK(cudaMalloc(&dst, top));
+      CHECK(cudaSetDevice(a));
+      for (size_t s : sizes(1024, top)) {
+        Row r;
+        r.benchmark = "peer";
+        r.bytes     = s;
+        r.samples   = 9;
+        r.time_s    = median_time([&] { CHECK(cudaMemcpyPeerAsync(dst, b, src, a, s)); }, r.samples, false);
+        rows.push_back(r);
+      }
+      CHECK(cudaFree(src));
+      CHECK(cudaSetDevice(b));
+      CHECK(cudaFree(dst));
+    }
+  CHECK(cudaSetDevice(0));
+}
+
+void bench_managed(bool quick)
+{
+  size_t free_b = 0, total = 0;
+  CHECK(cudaMemGetInfo(&free_b, &total));
+  size_t top = std::min(quick ? (size_t(1) << 28) : (size_t(1) << 30), free_b / 4); // never oversubscribe here
+  for (size_t b : sizes(size_t(1) << 20, top)) {
+    std::vector<double> t;
+    for (int i = 0; i < 5; ++i) {
+      char* p = nullptr;
+      CHECK(cudaMallocManaged(&p, b));
+      std::memset(p, 1, b); // resident on the host
+      t.push_back(event_time([&] { touch_kernel<<<1024, 256>>>(p, b, 4096); }));
+      CHECK(cudaFree(p));
+    }
+    Row r;
+    r.benchmark = "managed_fault";
+    r.bytes     = b;
+    r.samples   = static_cast<int>(t.size());
+    r.time_s    = median(t);
+    rows.push_back(r);
+  }
+}
+
+} // namespace gpubench
