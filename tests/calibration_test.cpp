@@ -91,9 +91,10 @@ TEST_CASE("a_skinny_gemm_is_bound_by_streaming_its_weights", "[calibration][gemm
 TEST_CASE("gemm_fit_on_llama2_7b_shapes_predicts_llama2_70b_shapes", "[calibration][gemm][fit]")
 {
   // Fitted on the GEMMs of Llama-2-7B (tp 1-8, 1-4096 tokens), checked on Llama-2-70B's
-  // (other N and K). Measured with this model: A100 median 4.3 %, 90th percentile 13.1 %;
-  // H100 6.7 % and 19.4 % (Vidur's H100 data was taken without an L2 flush and has
-  // kernel-selection jumps the tile model does not follow).
+  // (other N and K). Measured with this model: A100 median 4.3 %, 90th percentile 13.0 %;
+  // H100 8.5 % and 19.9 % (Vidur's H100 data was taken without an L2 flush and has
+  // kernel-selection jumps the tile model does not follow; calibration/README.md). The
+  // issue's targets are 5 % and 12 %: these bounds keep the fit from getting worse.
   CheckLine a100 = gemm_held_out("a100", "a100-sxm4-80gb");
   INFO("A100 median " << a100.median_error << " p90 " << a100.p90_error);
   CHECK(a100.points > 4000);
