@@ -65,10 +65,25 @@ const std::vector<std::string>& measurement_columns()
 
 const std::vector<std::string>& benchmark_names()
 {
-  static const std::vector<std::string> b{"gemm",         "elementwise",  "h2d_pinned", "d2h_pinned", "h2d_pageable",
-                                          "d2h_pageable", "bidir_pinned", "peer",       "all_reduce", "all_gather",
-                                          "reduce_scatter", "send_recv",  "managed_fault"};
+  static const std::vector<std::string> b = [] {
+    std::vector<std::string> v{"gemm",         "elementwise",  "h2d_pinned", "d2h_pinned", "h2d_pageable",
+                               "d2h_pageable", "bidir_pinned", "peer",       "all_reduce", "all_gather",
+                               "reduce_scatter", "send_recv",  "managed_fault"};
+    for (KernelFamily f : fitted_kernel_families())
+      v.push_back(elementwise_benchmark(f));
+    return v;
+  }();
   return b;
+}
+
+std::optional<KernelFamily> elementwise_family(const std::string& benchmark)
+{
+  if (benchmark == "elementwise")
+    return KernelFamily::generic;
+  for (KernelFamily f : fitted_kernel_families())
+    if (benchmark == elementwise_benchmark(f))
+      return f;
+  return std::nullopt;
 }
 
 bool is_collective(const std::string& b)

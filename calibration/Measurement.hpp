@@ -6,12 +6,16 @@
 //
 // One row per point; a column that does not apply to the benchmark is empty.
 //   gemm:          dtype, m, n, k, flops (2mnk), bytes (operands and result once)
-//   elementwise:   bytes read + written
+//   elementwise:   bytes read + written; elementwise.norm, .activation, .residual, .rope:
+//                  the same for a kernel of that family (KernelFamily.hpp)
 //   h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable, bidir_pinned, peer: bytes
 //   all_reduce, all_gather, reduce_scatter, send_recv: ranks, ranks_per_node, bytes
 //                  (the buffer, as nccl-tests' size column)
 //   managed_fault: bytes migrated by first-touch faults
 // time_s is the median of `samples` timed runs, in seconds.
+#include "KernelFamily.hpp"
+
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +37,9 @@ struct Measurement {
 const std::vector<std::string>& measurement_columns();
 const std::vector<std::string>& benchmark_names();
 bool is_collective(const std::string& benchmark);
+// The kernel family of a memory-bound benchmark: generic for "elementwise", the family
+// for "elementwise.norm" and the like; nullopt for any other benchmark.
+std::optional<KernelFamily> elementwise_family(const std::string& benchmark);
 
 // Reads a measurement CSV; InputError naming the file, row and column for an unknown
 // column, an unknown benchmark, a missing or non-positive time, or an empty file.

@@ -28,12 +28,14 @@ private:
   struct Key {
     double flops = 0, bytes = 0, seconds = 0;
     GemmShape shape;
-    KernelClass kclass = KernelClass::gemm;
-    Dtype dtype        = Dtype::bf16;
+    KernelClass kclass  = KernelClass::gemm;
+    KernelFamily family = KernelFamily::generic;
+    Dtype dtype         = Dtype::bf16;
     bool operator==(const Key& o) const
     {
       return flops == o.flops && bytes == o.bytes && seconds == o.seconds && shape.m == o.shape.m && shape.n == o.shape.n &&
-             shape.k == o.shape.k && shape.groups() == o.shape.groups() && kclass == o.kclass && dtype == o.dtype;
+             shape.k == o.shape.k && shape.groups() == o.shape.groups() && kclass == o.kclass && family == o.family &&
+             dtype == o.dtype;
     }
   };
   struct KeyHash {

@@ -86,8 +86,10 @@ KernelTiming kernel_timing(const GpuSpec& g, const Op& op)
     // A kernel launch costs what the smallest memory-bound kernel does.
     t.overhead_s = p->elementwise.regimes.front().latency_s;
     if (op.kclass == KernelClass::elementwise) {
-      t.overhead_s = p->elementwise.latency(op.bytes);
-      t.memory_bw  = p->elementwise.bandwidth(op.bytes);
+      // Its family's curve where the profile measured the family, else all kernels'.
+      const LatencyBandwidthCurve& c = p->elementwise_curve(op.family);
+      t.overhead_s = c.latency(op.bytes);
+      t.memory_bw  = c.bandwidth(op.bytes);
     }
   }
   if (op.kclass == KernelClass::gemm && op.shape.known()) {

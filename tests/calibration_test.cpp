@@ -106,6 +106,35 @@ TEST_CASE("gemm_fit_on_llama2_7b_shapes_predicts_llama2_70b_shapes", "[calibrati
   CHECK(h100.p90_error <= 0.21);
 }
 
+TEST_CASE("memory_bound_kernels_fitted_per_family_on_llama2_7b_predict_llama2_70bs_within_11_percent",
+          "[calibration][elementwise]")
+{
+  // Vidur's norm, rotary, activation and residual-add kernels of Llama-2-7B (tp 1-8,
+  // 1-4096 tokens), each family fitted apart, checked on Llama-2-70B's (other widths).
+  // Measured: A100 median 5.2 / 6.0 / 4.5 / 3.2 % (norm / rope / activation / residual),
+  // H100 10.0 / 5.9 / 5.1 / 3.7 %. One curve over all of them missed by 27-47 % (A100)
+  // and 22-47 % (H100): an add streams at ~1.8 TB/s and an RMSNorm at ~0.7 on the A100.
+  for (const auto& [dir, gpu] : {std::pair{"a100", "a100-sxm4-80gb"}, std::pair{"h100", "h100-sxm-80gb"}}) {
+    std::string folder = std::string("vidur/compute/") + dir;
+    std::vector<Measurement> fit_rows   = import("vidur-compute", folder + "/Llama-2-7b-hf-mlp.csv", gpu);
+    std::vector<Measurement> check_rows = import("vidur-compute", folder + "/Llama-2-70b-hf-mlp.csv", gpu);
+    GpuProfile p = fit_profile(fit_rows, gpu_preset(gpu), "test");
+    GpuProfile one = p;
+    one.elementwise_families.clear(); // every family on the curve over all kernels
+    size_t skipped = 0;
+    std::vector<CheckLine> by_family = check_profile(p, check_rows, skipped);
+    std::vector<CheckLine> by_one    = check_profile(one, check_rows, skipped);
+    for (KernelFamily f : {KernelFamily::norm, KernelFamily::rope, KernelFamily::activation, KernelFamily::residual}) {
+      CheckLine fam = line_of(by_family, elementwise_benchmark(f));
+      CheckLine all = line_of(by_one, elementwise_benchmark(f));
+      INFO(gpu << " " << kernel_family_name(f) << " median " << fam.median_error << " one curve " << all.median_error);
+      CHECK(fam.points >= 1044);
+      CHECK(fam.median_error <= 0.11);
+      CHECK(fam.median_error < all.median_error / 2);
+    }
+  }
+}
+
 TEST_CASE("a_piecewise_curve_recovers_two_size_regimes", "[calibration][curve]")
 {
   // By hand: 10 us + bytes / 1 GB/s up to 1 MiB, 50 us + bytes / 100 GB/s beyond (a
@@ -282,6 +311,14 @@ TEST_CASE("bad_calibration_input_is_one_line_and_exit_code_2", "[calibration][er
   CliResult b = run_cli("run " + source_path("examples/gpt2-1gpu-a100.yaml") + " --set hardware.profile=" + broken);
   CHECK(b.exit_code == 2);
   CHECK_THAT(b.err, Catch::Contains("broken_profile.yaml:") && Catch::Contains("malformed YAML"));
+  // A family the profiles do not know: the key, what is allowed, exit 2.
+  std::string family = temp_path("family_profile.yaml");
+  write_file(family, "gpu: a100-sxm4-80gb\nelementwise: [{upto_bytes: inf, latency_s: 2e-6, bandwidth: 1e12}]\n"
+                     "elementwise_families: {softmax: [{upto_bytes: inf, latency_s: 2e-6, bandwidth: 1e12}]}\n");
+  CliResult f = run_cli("run " + source_path("examples/gpt2-1gpu-a100.yaml") + " --set hardware.profile=" + family);
+  CHECK(f.exit_code == 2);
+  CHECK_THAT(f.err, Catch::Contains("family_profile.yaml") && Catch::Contains("softmax") && Catch::Contains("norm"));
+  CHECK(std::count(f.err.begin(), f.err.end(), '\n') == 1);
   // No GPU here (or no microbenchmarks built): measure says so with exit 2.
   CliResult m = run_cli("calibrate measure -o " + temp_path("m.csv"));
   CHECK(m.exit_code == 2);

@@ -3,6 +3,7 @@
 // ops on a stream run in issue order; other orderings are explicit edges.
 #include "DeviceRef.hpp"
 #include "Dtype.hpp"
+#include "KernelFamily.hpp"
 #include "OpName.hpp"
 
 #include <array>
@@ -83,7 +84,9 @@ struct Op {
   StepPhase phase   = StepPhase::setup; // stamped by OpDag::add from its current phase
   KernelClass kclass = KernelClass::gemm; // kernel / host_compute
   Dtype dtype        = Dtype::bf16;
-  bool pageable      = false; // copy: host side not pinned, staged through the driver's pinned buffer
+  // Two small fields share a byte, so that Op stays at 120 bytes.
+  KernelFamily family : 4 = KernelFamily::generic; // elementwise kernel: which fitted curve times it
+  bool pageable : 1       = false; // copy: host side not pinned, staged through the driver's pinned buffer
   CollectiveKind collective = CollectiveKind::all_reduce;
   MemCategory category      = MemCategory::other; // alloc / free
 };

@@ -147,7 +147,8 @@ GpuProfile fit_profile(const std::vector<Measurement>& rows, const GpuSpec& gpu,
   p.gpu    = gpu.id;
   p.source = source;
   std::map<Dtype, std::vector<Measurement>> gemms;
-  std::vector<Measurement> elementwise;
+  std::vector<Measurement> elementwise; // every memory-bound kernel, whatever its family
+  std::map<KernelFamily, std::vector<Measurement>> families;
   std::map<std::string, std::vector<Measurement>> copies;
   std::map<std::tuple<std::string, int, int>, std::vector<Measurement>> collectives;
   for (const Measurement& m : rows) {
@@ -159,8 +160,10 @@ GpuProfile fit_profile(const std::vector<Measurement>& rows, const GpuSpec& gpu,
       if (!d)
         throw InputError(m.source + ": unknown GEMM dtype '" + m.dtype + "'");
       gemms[*d].push_back(m);
-    } else if (m.benchmark == "elementwise") {
+    } else if (auto f = elementwise_family(m.benchmark)) {
       elementwise.push_back(m);
+      if (*f != KernelFamily::generic)
+        families[*f].push_back(m);
     } else if (is_collective(m.benchmark)) {
       collectives[{m.benchmark, m.ranks, m.ranks_per_node}].push_back(m);
     } else if (m.benchmark != "managed_fault" && m.benchmark != "bidir_pinned") {
@@ -171,6 +174,9 @@ GpuProfile fit_profile(const std::vector<Measurement>& rows, const GpuSpec& gpu,
     p.gemm[d] = fit_gemm(pts, gpu, d);
   if (!elementwise.empty())
     p.elementwise = fit_curve(elementwise);
+  for (const auto& [f, pts] : families)
+    if (pts.size() >= 2)
+      p.elementwise_families[f] = fit_curve(pts);
   for (const auto& [k, pts] : copies)
     p.copies[k] = fit_curve(pts);
   for (const auto& [key, pts] : collectives) {
@@ -193,8 +199,10 @@ double predict(const GpuProfile& p, const Measurement& m)
     auto it = d ? p.gemm.find(*d) : p.gemm.end();
     return it == p.gemm.end() ? -1 : it->second.time(m.m, m.n, m.k);
   }
-  if (m.benchmark == "elementwise")
-    return p.elementwise.empty() ? -1 : p.elementwise.time(m.bytes);
+  if (auto f = elementwise_family(m.benchmark)) {
+    const LatencyBandwidthCurve& c = p.elementwise_curve(*f);
+    return c.empty() ? -1 : c.time(m.bytes);
+  }
   if (is_collective(m.benchmark)) {
     const CollectiveCurve* c = p.collective(m.benchmark, m.ranks, m.ranks_per_node);
     return c ? c->curve.time(m.bytes) : -1;

@@ -122,6 +122,12 @@ const CollectiveCurve* GpuProfile::collective(const std::string& kind, int ranks
   return nullptr;
 }
 
+const LatencyBandwidthCurve& GpuProfile::elementwise_curve(KernelFamily f) const
+{
+  auto it = elementwise_families.find(f);
+  return it == elementwise_families.end() ? elementwise : it->second;
+}
+
 GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
 {
   YAML::Node root = parse_yaml(yaml_text, file);
@@ -132,7 +138,7 @@ GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
   p.gpu    = r.required_text("gpu", "catalog id of the GPU the profile was measured on");
   p.source = r.text("source", "", "where the measurements came from");
   p.derived_from =
-      r.text("derived_from", "", "catalog id of the GPU whose fitted profile this one scales (empty: fitted on this GPU)");
+      r.text("derived_from", "", "catalog id of the GPU whose fitted profile this one scales (empty: its own fit)");
   ParamReader gemm = r.section("gemm", "GEMM model per dtype (fp32, tf32, bf16, fp16, fp8, int8)", "none");
   for (Dtype d : all_dtypes())
     if (gemm.has(dtype_name(d))) {
@@ -141,6 +147,15 @@ GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
     }
   gemm.finish();
   p.elementwise = read_curve(r, "elementwise", "memory-bound kernels: launch + bytes / bandwidth");
+  ParamReader families =
+      r.section("elementwise_families", "memory-bound kernels per family: norm, activation, residual, rope", "none");
+  for (KernelFamily f : fitted_kernel_families()) {
+    std::string name        = kernel_family_name(f);
+    LatencyBandwidthCurve c = read_curve(families, name, name + " kernels");
+    if (!c.empty())
+      p.elementwise_families[f] = c;
+  }
+  families.finish();
   ParamReader copies = r.section("copies", "copy curves: h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable, peer", "none");
   for (const std::string& k : copy_kinds()) {
     LatencyBandwidthCurve c = read_curve(copies, k, k + " copies");
@@ -201,6 +216,8 @@ std::string profile_yaml(const GpuProfile& p)
   }
   if (!p.elementwise.empty())
     root["elementwise"] = curve_node(p.elementwise);
+  for (const auto& [f, c] : p.elementwise_families)
+    root["elementwise_families"][kernel_family_name(f)] = curve_node(c);
   for (const auto& [k, c] : p.copies)
     root["copies"][k] = curve_node(c);
   for (const CollectiveCurve& c : p.collectives) {

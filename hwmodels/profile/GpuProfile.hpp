@@ -5,11 +5,13 @@
 //
 //   gemm:         per dtype, the tile/wave GemmModel (time by shape)
 //   elementwise:  memory-bound kernels: launch + bytes / bandwidth(size)
+//   elementwise_families: norm, activation, residual, rope: the same, per family
 //   copies:       h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable, peer: per regime
 //   collectives:  per kind, ranks and ranks per node: latency + bytes / busbw per regime
 //                 (bandwidth is the algorithm bandwidth: bytes of the buffer / time)
 #include "Dtype.hpp"
 #include "GemmModel.hpp"
+#include "KernelFamily.hpp"
 #include "LatencyBandwidthCurve.hpp"
 
 #include <map>
@@ -32,7 +34,10 @@ struct GpuProfile {
   // same chip and clocks, another memory); empty when fitted on this GPU's own measurements.
   std::string derived_from;
   std::map<Dtype, GemmModel> gemm;
-  LatencyBandwidthCurve elementwise;
+  LatencyBandwidthCurve elementwise; // every memory-bound kernel measured
+  // Curves of the kernel families measured apart (KernelFamily.hpp); a kernel of a
+  // family not here, or of none, takes `elementwise`.
+  std::map<KernelFamily, LatencyBandwidthCurve> elementwise_families;
   std::map<std::string, LatencyBandwidthCurve> copies;
   std::vector<CollectiveCurve> collectives;
 
@@ -41,6 +46,8 @@ struct GpuProfile {
   // nullptr when the profile has no GEMM model at all.
   const GemmModel* gemm_model(Dtype d, double peak) const;
   const CollectiveCurve* collective(const std::string& kind, int ranks, int ranks_per_node) const;
+  // The curve that times a memory-bound kernel of family `f` (empty when none was fitted).
+  const LatencyBandwidthCurve& elementwise_curve(KernelFamily f) const;
 
 private:
   mutable std::map<Dtype, GemmModel> borrowed_;

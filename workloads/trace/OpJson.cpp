@@ -100,6 +100,8 @@ nlohmann::json op_to_json(const Op& op)
     case OpKind::host_compute:
       j["kclass"] = kclass_name(op.kclass);
       j["dtype"]  = dtype_name(op.dtype);
+      if (op.family != KernelFamily::generic)
+        j["family"] = kernel_family_name(op.family);
       if (op.shape.known())
         j["shape"] = op.shape.groups() > 1 ? nlohmann::json{op.shape.m, op.shape.n, uint32_t(op.shape.k), op.shape.groups()}
                                            : nlohmann::json{op.shape.m, op.shape.n, uint32_t(op.shape.k)};
@@ -144,6 +146,8 @@ Op op_from_json(const nlohmann::json& j, const std::string& where)
     case OpKind::kernel:
     case OpKind::host_compute:
       op.kclass = by_name(j, "kclass", 4, kclass_name, where);
+      if (j.contains("family"))
+        op.family = by_name(j, "family", 5, kernel_family_name, where);
       op.dtype  = by_name(j, "dtype", static_cast<int>(all_dtypes().size()), dtype_text, where);
       if (j.contains("shape")) {
         const auto& s = j["shape"];

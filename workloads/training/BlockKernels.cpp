@@ -87,7 +87,8 @@ void attention(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepShape&
   qk.bwd_bytes = 2 * qk.fwd_bytes;
   qk.selective = true;
   ks.push_back(qk);
-  KernelPlan softmax = pointwise("attn.softmax", scores, scores, 5, s, scores * e); // softmax output: 2as^2b
+  // Softmax output saved: 2as^2b.
+  KernelPlan softmax = pointwise("attn.softmax", KernelFamily::generic, scores, scores, 5, s, scores * e);
   softmax.selective  = true;
   ks.push_back(softmax);
   if (m.dropout) {
@@ -154,8 +155,8 @@ void attention_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, int64_
   // (its norm and the residual add): read 2, write 1. Listed before the norm, so it runs
   // after the norm's backward.
   const double stream = T * h / r;
-  ks.push_back(backward_only("ln1.grad_sum", 3 * stream * e, stream));
-  ks.push_back(pointwise("ln1", stream, stream, 8, s, T * h * e / r)); // LN input: 2sbh
+  ks.push_back(grad_sum("ln1.grad_sum", stream, e));
+  ks.push_back(pointwise("ln1", KernelFamily::norm, stream, stream, 8, s, T * h * e / r)); // LN input: 2sbh
   std::string column = "qkv";
   if (m.mla.enabled()) {
     // DeepSeek-V2 §2.1: the down-projections (and their norms) are replicated on every
@@ -166,25 +167,27 @@ void attention_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, int64_
     if (ql > 0) {
       column = "attn.q_down";
       ks.push_back(gemm("attn.q_down", T, h, ql, s, T * h * e / r));
-      ks.push_back(pointwise("attn.q_norm", T * ql, T * ql, 8, s, T * ql * e));
+      ks.push_back(pointwise("attn.q_norm", KernelFamily::norm, T * ql, T * ql, 8, s, T * ql * e));
       ks.push_back(gemm("attn.q_up", T, ql, w.q, s, T * ql * e));
     } else {
       column = "attn.q";
       ks.push_back(gemm("attn.q", T, h, w.q, s, T * h * e / r));
     }
     ks.push_back(gemm("attn.kv_down", T, h, kvl + rope, s, 0)); // the same input as the queries'
-    ks.push_back(pointwise("attn.kv_norm", T * kvl, T * kvl, 8, s, T * kvl * e));
+    ks.push_back(pointwise("attn.kv_norm", KernelFamily::norm, T * kvl, T * kvl, 8, s, T * kvl * e));
     ks.push_back(gemm("attn.kv_up", T, kvl, w.k - m.heads * rope / t + w.v, s, T * kvl * e + T * (w.q + w.k + w.v) * e));
   } else {
     ks.push_back(gemm("qkv", T, h, w.q + 2 * w.k, s, T * h * e / r + T * (w.q + 2 * w.k) * e)); // input 2sbh; Q, K, V 6sbh/t
     bias_grad(ks, m.qkv_bias, "qkv", T * (w.q + 2 * w.k), e);
   }
-  if (m.qk_norm) // a norm over each head of Q and K (Qwen3, Gemma 3), saving its input
-    ks.push_back(pointwise("attn.qk_norm", T * (w.q + w.k), T * (w.q + w.k), 8, s, T * (w.q + w.k) * e));
+  if (m.qk_norm) { // a norm over each head of Q and K (Qwen3, Gemma 3), saving its input
+    double qk = T * (w.q + w.k);
+    ks.push_back(pointwise("attn.qk_norm", KernelFamily::norm, qk, qk, 8, s, qk * e));
+  }
   if (!m.learned_positions) { // rotary on Q and K, in place
     double rotated = m.mla.enabled() ? T * (m.heads * m.mla.qk_rope_head_dim / t + m.mla.qk_rope_head_dim)
                                      : T * (w.q + w.k);
-    KernelPlan rope = pointwise("attn.rope", rotated, rotated, 6, s, 0);
+    KernelPlan rope = pointwise("attn.rope", KernelFamily::rope, rotated, rotated, 6, s, 0);
     rope.bwd_bytes  = rope.fwd_bytes; // the gradient rotated back, in place
     ks.push_back(rope);
   }
@@ -192,7 +195,7 @@ void attention_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, int64_
   ks.push_back(gemm("proj", T, w.out, h, s, T * w.out * e)); // projection input: 2sbh/t
   bias_grad(ks, m.proj_bias, "proj", stream, e);
   if (m.norms_per_layer == 4) // Gemma 2/3: a norm on the attention output before the residual
-    ks.push_back(pointwise("attn.post_ln", stream, stream, 8, s, stream * e));
+    ks.push_back(pointwise("attn.post_ln", KernelFamily::norm, stream, stream, 8, s, stream * e));
   ks.push_back(residual_add("attn.residual", m, stream, e)); // dropout mask: sbh
   tp_pair(ks[index_of(ks, "ln1")], ks[index_of(ks, column)], ks[index_of(ks, "proj")], T * h * e, s);
 }
@@ -203,17 +206,17 @@ void dense_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double
   double h = m.hidden, f = m.ffn_hidden, e = s.act_bytes, t = tp(s), r = rep_div(s);
   auto& ks = b.kernels;
   const double stream = T * h / r;
-  ks.push_back(backward_only("ln2.grad_sum", 3 * stream * e, stream));
-  ks.push_back(pointwise("ln2", stream, stream, 8, s, T * h * e / r)); // LN input: 2sbh
+  ks.push_back(grad_sum("ln2.grad_sum", stream, e));
+  ks.push_back(pointwise("ln2", KernelFamily::norm, stream, stream, 8, s, T * h * e / r)); // LN input: 2sbh
   double up_out = m.mlp == MlpKind::swiglu ? 2 * f : f;
   ks.push_back(gemm("mlp.up", T, h, up_out / t, s, T * h * e / r)); // MLP input: 2sbh
   bias_grad(ks, m.mlp_bias, "mlp.up", T * up_out / t, e);
   // GELU saves its input (8sbh/t at f = 4h); SwiGLU saves gate and up projections.
-  ks.push_back(pointwise("mlp.act", T * up_out / t, T * f / t, 8, s, T * up_out * e / t));
+  ks.push_back(pointwise("mlp.act", KernelFamily::activation, T * up_out / t, T * f / t, 8, s, T * up_out * e / t));
   ks.push_back(gemm("mlp.down", T, f / t, h, s, T * f * e / t)); // down input: 8sbh/t
   bias_grad(ks, m.mlp_bias, "mlp.down", stream, e);
   if (m.norms_per_layer == 4)
-    ks.push_back(pointwise("mlp.post_ln", stream, stream, 8, s, stream * e));
+    ks.push_back(pointwise("mlp.post_ln", KernelFamily::norm, stream, stream, 8, s, stream * e));
   ks.push_back(residual_add("mlp.residual", m, stream, e)); // dropout mask: sbh
   tp_pair(ks[index_of(ks, "ln2")], ks[index_of(ks, "mlp.up")], ks[index_of(ks, "mlp.down")], T * h * e, s);
 }

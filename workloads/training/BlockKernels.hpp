@@ -32,6 +32,7 @@ struct TpComm {
 struct KernelPlan {
   std::string name;
   KernelClass kclass = KernelClass::gemm;
+  KernelFamily family = KernelFamily::generic; // elementwise: which fitted curve times it
   Dtype dtype        = Dtype::bf16;
   double fwd_flops   = 0;
   double fwd_bytes   = 0;

@@ -20,7 +20,7 @@ BlockPlan embedding_block(const ModelSpec& m, const StepShape& s)
   double params = m.embedding_params() / tp(s);
   (s.lora.enabled ? b.frozen_params : b.params) = params;
   // Gathers T rows of the table; saves the token ids (int64) for the sparse gradient.
-  KernelPlan k = pointwise("embed.lookup", T * h, T * h, 1, s, T * 8);
+  KernelPlan k = pointwise("embed.lookup", KernelFamily::generic, T * h, T * h, 1, s, T * 8);
   k.fwd_bytes  = 2 * T * h * e + T * 8;
   if (s.tp > 1)
     k.fwd_after = {s.sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, T * h * e};
@@ -29,7 +29,7 @@ BlockPlan embedding_block(const ModelSpec& m, const StepShape& s)
     // Position rows looked up (read, write) and added to the words (read 2, write 1);
     // backward accumulates their gradient into the position table.
     double rows = T * h / rep_div(s);
-    KernelPlan pos = pointwise("embed.positions", rows, rows, 1, s, 0);
+    KernelPlan pos = pointwise("embed.positions", KernelFamily::generic, rows, rows, 1, s, 0);
     pos.fwd_bytes  = 5 * rows * e;
     pos.bwd_bytes  = 2 * rows * e;
     b.kernels.push_back(pos);
@@ -86,7 +86,7 @@ BlockPlan head_block(const ModelSpec& m, const StepShape& s)
   (s.lora.enabled ? b.frozen_params : b.params) = params;
   b.input_bytes = T * h * e / r;
   if (m.final_norm)
-    b.kernels.push_back(pointwise("final_ln", T * h / r, T * h / r, 8, s, T * h * e / r));
+    b.kernels.push_back(pointwise("final_ln", KernelFamily::norm, T * h / r, T * h / r, 8, s, T * h * e / r));
   // Vocabulary-parallel logits: the input is replicated (gathered under sp); the logits
   // (V/t columns) are kept for the loss's backward.
   KernelPlan logits = gemm("logits", T, h, V, s, T * h * e + T * V * e);

@@ -52,10 +52,11 @@ KernelPlan memory_bound(const std::string& name)
 } // namespace
 
 // An elementwise or normalization kernel reading `in` and writing `out` elements.
-KernelPlan pointwise(const std::string& name, double in, double out, double flops_per_elem, const StepShape& s,
-                     double saved)
+KernelPlan pointwise(const std::string& name, KernelFamily family, double in, double out, double flops_per_elem,
+                     const StepShape& s, double saved)
 {
   KernelPlan k  = memory_bound(name);
+  k.family      = family;
   k.fwd_flops   = flops_per_elem * in;
   k.fwd_bytes   = (in + out) * s.act_bytes;
   // Backward reads the output's gradient and the saved input (or output), writes the
@@ -70,7 +71,7 @@ KernelPlan dropout(const std::string& name, double elems, const StepShape& s, do
 {
   // Forward reads the input and writes the output and a 1-byte mask; backward reads the
   // gradient and the mask and writes the gradient.
-  KernelPlan k  = pointwise(name, elems, elems, 2, s, saved);
+  KernelPlan k  = pointwise(name, KernelFamily::generic, elems, elems, 2, s, saved);
   k.fwd_bytes   = (2 * s.act_bytes + 1) * elems;
   k.bwd_bytes   = k.fwd_bytes;
   return k;
@@ -82,6 +83,7 @@ KernelPlan dropout(const std::string& name, double elems, const StepShape& s, do
 KernelPlan residual_add(const std::string& name, const ModelSpec& m, double elems, double e)
 {
   KernelPlan k = forward_only(name, 3 * elems * e, elems);
+  k.family     = KernelFamily::residual;
   if (m.dropout) {
     k.fwd_bytes += elems;
     k.bwd_bytes   = (2 * e + 1) * elems;
@@ -141,6 +143,13 @@ KernelPlan backward_only(const std::string& name, double bytes, double flops)
   KernelPlan k = memory_bound(name);
   k.bwd_bytes  = bytes;
   k.bwd_flops  = flops;
+  return k;
+}
+
+KernelPlan grad_sum(const std::string& name, double elems, double e)
+{
+  KernelPlan k = backward_only(name, 3 * elems * e, elems); // read two, write one
+  k.family     = KernelFamily::residual;
   return k;
 }
 

@@ -12,18 +12,22 @@ inline double tp(const StepShape& s) { return static_cast<double>(s.tp); }
 // forward and backward (input and weight gradients), saving `saved` bytes.
 KernelPlan gemm(const std::string& name, double tokens, double in, double out, const StepShape& s, double saved);
 
-// An elementwise or normalization kernel reading `in` and writing `out` elements in
-// forward; its backward reads `out` gradients and `in` saved elements, writes `in`.
-KernelPlan pointwise(const std::string& name, double in, double out, double flops_per_elem, const StepShape& s,
-                     double saved);
+// An elementwise or normalization kernel of `family` reading `in` and writing `out`
+// elements in forward; its backward reads `out` gradients and `in` saved elements,
+// writes `in`.
+KernelPlan pointwise(const std::string& name, KernelFamily family, double in, double out, double flops_per_elem,
+                     const StepShape& s, double saved);
 
 // Dropout over `elems` activations with its 1-byte mask.
 KernelPlan dropout(const std::string& name, double elems, const StepShape& s, double saved);
 
 // A memory-bound kernel that runs in one direction only (the other has no work): a
 // gradient accumulation in backward, a cast in forward. Bytes read plus written.
+// Generic; a gradient sum at a residual fork is grad_sum.
 KernelPlan forward_only(const std::string& name, double bytes, double flops);
 KernelPlan backward_only(const std::string& name, double bytes, double flops);
+// The sum of the two gradients of `elems` elements meeting at a residual fork, in backward.
+KernelPlan grad_sum(const std::string& name, double elems, double e);
 
 // The residual add after attention and after the MLP (Megatron's fused bias-dropout-add
 // when the model has dropout).

@@ -49,7 +49,7 @@ void shared_experts(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepS
   double f  = static_cast<double>(m.moe.shared_experts * m.moe.shared_ffn);
   double up = m.mlp == MlpKind::swiglu ? 2 * f : f;
   ks.push_back(gemm("moe.shared.up", T, h, up / t, s, T * h * e / r));
-  ks.push_back(pointwise("moe.shared.act", T * up / t, T * f / t, 8, s, T * up * e / t));
+  ks.push_back(pointwise("moe.shared.act", KernelFamily::activation, T * up / t, T * f / t, 8, s, T * up * e / t));
   ks.push_back(gemm("moe.shared.down", T, f / t, h, s, T * f * e / t));
 }
 
@@ -67,8 +67,8 @@ void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T
   const double pairs = sent * t;                    // pairs it computes (its etp group's after the gather)
   auto& ks = b.kernels;
   const double stream = T * h / r;
-  ks.push_back(backward_only("ln2.grad_sum", 3 * stream * e, stream));
-  ks.push_back(pointwise("ln2", stream, stream, 8, s, T * h * e / r));
+  ks.push_back(grad_sum("ln2.grad_sum", stream, e));
+  ks.push_back(pointwise("ln2", KernelFamily::norm, stream, stream, 8, s, T * h * e / r));
   if (moe.shared_experts > 0) {
     shared_experts(ks, m, s, T);
     tp_pair(ks[index_of(ks, "ln2")], ks[index_of(ks, "moe.shared.up")], ks[index_of(ks, "moe.shared.down")], T * h * e,
@@ -76,7 +76,7 @@ void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T
   }
   // Router: replicated weights, fp32 scores kept for the gate's backward.
   ks.push_back(gemm("moe.router", Tr, h, E, s, Tr * h * e));
-  ks.push_back(pointwise("moe.topk", Tr * E, Tr * E, 10, s, Tr * E * 4));
+  ks.push_back(pointwise("moe.topk", KernelFamily::generic, Tr * E, Tr * E, 10, s, Tr * E * 4));
   // The dispatcher's hops (TokenDispatcher): the first after the permute, a second (a
   // node's NVLink forwarding) after the forwarding rank rearranges what it received;
   // the combine runs them back, the forwarding rank summing its node's outputs between.
@@ -107,7 +107,8 @@ void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T
   ks.push_back(sort);
   double local = load.local_experts;
   ks.push_back(grouped_gemm("moe.experts.up", pairs, h, up / t, local, s, pairs * h * e));
-  ks.push_back(pointwise("moe.experts.act", pairs * up / t, pairs * fe / t, 8, s, pairs * up * e / t));
+  ks.push_back(
+      pointwise("moe.experts.act", KernelFamily::activation, pairs * up / t, pairs * fe / t, 8, s, pairs * up * e / t));
   KernelPlan down = grouped_gemm("moe.experts.down", pairs, fe / t, h, local, s, pairs * fe * e / t);
   if (s.etp > 1) {
     down.fwd_after  = {CollectiveKind::reduce_scatter, pairs * h * e, CommGroup::etp};
@@ -126,10 +127,10 @@ void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T
   }
   // The k outputs of each token weighted by its gates and summed; the outputs are kept
   // for the gates' gradient.
-  KernelPlan combine = pointwise("moe.unpermute", Tr * k * h, Tr * h, 2, s, Tr * k * h * e);
+  KernelPlan combine = pointwise("moe.unpermute", KernelFamily::generic, Tr * k * h, Tr * h, 2, s, Tr * k * h * e);
   ks.push_back(combine);
   if (m.norms_per_layer == 4)
-    ks.push_back(pointwise("mlp.post_ln", stream, stream, 8, s, stream * e));
+    ks.push_back(pointwise("mlp.post_ln", KernelFamily::norm, stream, stream, 8, s, stream * e));
   ks.push_back(residual_add("mlp.residual", m, stream, e));
   b.backward_workspace = 2 * pairs * std::max(h, up / t) * e;
 }

@@ -200,7 +200,8 @@ OpId TrainingStepGenerator::kernel(const DeviceRef& gpu, const OpName& name, con
   double model = k.kclass != KernelClass::elementwise && !recompute ? (forward ? k.fwd_flops : k.bwd_model_flops) : 0.0;
   Op op = kernel_op(gpu, k.kclass, k.dtype, forward ? k.fwd_flops : k.bwd_flops, forward ? k.fwd_bytes : k.bwd_bytes,
                     model, name);
-  op.shape = k.shape;
+  op.shape  = k.shape;
+  op.family = k.family;
   return dag_.add(std::move(op));
 }
 

@@ -1,8 +1,8 @@
 // Vidur's compute profiles (microsoft/vidur data/profiling/compute/<gpu>/<model>/mlp.csv):
 // per (num_tokens, num_tensor_parallel_workers), the PyTorch-profiler CUDA time in ms of
 // a Llama layer's operators, fp16. The four GEMMs become gemm rows with their shapes;
-// norms, rotary, activation and residual add become elementwise rows with the bytes
-// they read and write.
+// norms, rotary, activation and residual add become rows of their kernel family
+// (elementwise.norm, .rope, .activation, .residual) with the bytes they read and write.
 #include "Importer.hpp"
 
 #include "InputError.hpp"
@@ -43,9 +43,9 @@ std::vector<Measurement> import_vidur_compute(const ImportRequest& req)
       m.bytes = 2 * (T * K + K * N + T * N);
       add(op, m);
     };
-    auto elementwise = [&](const std::string& op, double bytes) {
+    auto elementwise = [&](const std::string& op, KernelFamily family, double bytes) {
       Measurement m;
-      m.benchmark = "elementwise";
+      m.benchmark = elementwise_benchmark(family);
       m.bytes     = bytes;
       add(op, m);
     };
@@ -53,11 +53,11 @@ std::vector<Measurement> import_vidur_compute(const ImportRequest& req)
     gemm("attn_post_proj", h / tp, h);
     gemm("mlp_up_proj", h, (gated ? 2 : 1) * f / tp);
     gemm("mlp_down_proj", f / tp, h);
-    elementwise("input_layernorm", 2 * 2 * T * h);
-    elementwise("post_attention_layernorm", 2 * 2 * T * h);
-    elementwise("attn_rope", 2 * 2 * T * (h + kvdim) / tp);       // q and k rotated in place
-    elementwise("mlp_act", 2 * T * f / tp * (gated ? 3 : 2));      // silu(gate) * up
-    elementwise("add", 2 * 3 * T * h);                              // two inputs, one output
+    elementwise("input_layernorm", KernelFamily::norm, 2 * 2 * T * h);
+    elementwise("post_attention_layernorm", KernelFamily::norm, 2 * 2 * T * h);
+    elementwise("attn_rope", KernelFamily::rope, 2 * 2 * T * (h + kvdim) / tp);          // q and k rotated in place
+    elementwise("mlp_act", KernelFamily::activation, 2 * T * f / tp * (gated ? 3 : 2)); // silu(gate) * up
+    elementwise("add", KernelFamily::residual, 2 * 3 * T * h);                         // two inputs, one output
   }
   return out;
 }

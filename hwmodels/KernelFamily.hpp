@@ -1,0 +1,56 @@
+#pragma once
+// Families of memory-bound (elementwise) kernels. One latency + bandwidth curve does not
+// fit them all: measured on the same A100 (Vidur's Llama-2 kernels), a residual add
+// streams at ~1.8 TB/s, the SiLU-and-multiply at ~1.0, rotary embeddings at ~0.9 and
+// RMSNorm at ~0.7 TB/s over the bytes they read and write. A fitted profile holds a curve
+// per family it has measurements of; a kernel of another family, or of none, takes the
+// profile's curve over all memory-bound kernels.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+// generic: no family of its own (copies, casts, dropout, softmax, lookups, optimizer
+// passes). norm: layer norm and RMS norm, forward and backward. activation: GELU, SiLU
+// and their gated forms. residual: adds of two streams (residual adds, bias-dropout-add,
+// gradient sums at forks). rope: rotary position embeddings. The families are those the
+// published measurements separate (calibration/data: Vidur's per-op kernel times).
+enum class KernelFamily : uint8_t { generic, norm, activation, residual, rope };
+
+inline const std::vector<KernelFamily>& fitted_kernel_families()
+{
+  static const std::vector<KernelFamily> all{KernelFamily::norm, KernelFamily::activation, KernelFamily::residual,
+                                             KernelFamily::rope};
+  return all;
+}
+
+inline const char* kernel_family_name(KernelFamily f)
+{
+  switch (f) {
+    case KernelFamily::generic: return "generic";
+    case KernelFamily::norm: return "norm";
+    case KernelFamily::activation: return "activation";
+    case KernelFamily::residual: return "residual";
+    case KernelFamily::rope: return "rope";
+  }
+  return "?";
+}
+
+inline std::optional<KernelFamily> kernel_family_from_name(const std::string& s)
+{
+  for (KernelFamily f : fitted_kernel_families())
+    if (s == kernel_family_name(f))
+      return f;
+  return std::nullopt;
+}
+
+// The measurement benchmark of a family's kernels: "elementwise.norm", ...; plain
+// "elementwise" for generic ones.
+inline std::string elementwise_benchmark(KernelFamily f)
+{
+  return f == KernelFamily::generic ? std::string("elementwise") : std::string("elementwise.") + kernel_family_name(f);
+}
+
+} // namespace memwall
