@@ -224,6 +224,10 @@ TEST_CASE("the_a100_40gb_profile_is_the_80gb_fit_with_memory_bound_bandwidths_sc
   CHECK(g40.launch_s == g80.launch_s);
   CHECK(a40g.profile->elementwise.time(1e9) - a40g.profile->elementwise.time(0) ==
         Approx((a80g.profile->elementwise.time(1e9) - a80g.profile->elementwise.time(0)) / ratio).epsilon(1e-12));
+  const Regime& norm40 = a40g.profile->elementwise_families.at(KernelFamily::norm).regime(1e9);
+  const Regime& norm80 = a80g.profile->elementwise_families.at(KernelFamily::norm).regime(1e9);
+  CHECK(norm40.bandwidth == Approx(norm80.bandwidth * ratio).epsilon(1e-12));
+  CHECK(norm40.latency_s == norm80.latency_s);
   CHECK(a40g.profile->collectives.size() == a80g.profile->collectives.size());
   // A compute-bound GEMM takes the same time on both. A skinny one's weight streaming
   // (302 MB at m = 1) is 1794 / 1358 = 1.32x slower on the 40GB part; blended with its
