@@ -213,7 +213,8 @@ private:
   void account_hbm_alone(const Op& op, const KernelTiming& t);
   int hbm_route(const DeviceRef& gpu); // the route of the GPU's HBM link, found once
   void start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst);
-  double nccl_p2p_payload(const Op& op, const DeviceRef& src, const DeviceRef& dst);
+  double copy_payload(const Op& op, const DeviceRef& src, const DeviceRef& dst);
+  double measured_payload(int route, double bytes, double latency_s, double bandwidth) const;
   void start_host_compute(OpId id, const DeviceRef& socket, const Op& op);
   // Where a shadow rank's traffic goes: `d` as seen from `peer` instead of `rep` (a GPU
   // as many ranks on from `d` as `peer` is from `rep`, ranks numbered node by node).

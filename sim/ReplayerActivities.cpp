@@ -1,9 +1,8 @@
 // How the replay turns an op into SimGrid activities (Replayer.hpp): a kernel's Exec and
-// HBM flow, a copy's flow (and a pageable copy's staging), host compute, and the cached
-// routes the flows take; shadow ranks' traffic mapped onto their own devices.
+// HBM flow, host compute, and the cached routes the flows take; shadow ranks' traffic
+// mapped onto their own devices. Copies are in ReplayerCopies.cpp.
 #include "Replayer.hpp"
 
-#include "CollectiveTiming.hpp"
 #include "KernelTiming.hpp"
 
 #include <simgrid/s4u.hpp>
@@ -99,42 +98,6 @@ void Replayer::account_hbm_alone(const Op& op, const KernelTiming& t)
     link_bytes_[l] += op.bytes;
     link_busy_[l] += t.overhead_s + t.memory_s(op.bytes);
   }
-}
-
-// A pipeline send between two GPUs of one NVSwitch node is an NCCL send/recv (Megatron's
-// p2p communication): where the GPU's profile holds the measured send_recv curve of two
-// ranks in a node, the flow carries as many bytes as keep the NVLink port busy for the
-// fitted time, latency + bytes / bandwidth of the size's regime. SimGrid adds the route's
-// hop latency itself; the rest of the fitted latency rides on the payload at line rate,
-// so alone the send takes the fitted time and under contention it still shares the
-// ports. The copy's link bytes stay the bytes it moves. -1: line rate (no curve).
-double Replayer::nccl_p2p_payload(const Op& op, const DeviceRef& src, const DeviceRef& dst)
-{
-  const ClusterSpec& c = platform_.cluster();
-  if (op.stream != StreamKind::p2p || src.kind != DeviceKind::gpu || dst.kind != DeviceKind::gpu ||
-      src.node != dst.node || c.node.fabric != GpuFabric::nvswitch || op.bytes <= 0)
-    return -1;
-  double hop = routes_[route_of(src, dst)].latency;
-  CollectiveTiming t = nvlink_collective_timing(c.node.gpu, CollectiveKind::send_recv, 2, op.bytes, hop);
-  if (t.flow_scale == 1 && t.delay_s == 0)
-    return -1;
-  return op.bytes * t.flow_scale + t.delay_s * c.node.gpu.nvlink_bw;
-}
-
-// A pageable copy is the DMA over the link plus, pipelined with it, the driver's memcpy
-// between pageable memory and its pinned staging buffer: one CPU thread at the node's
-// pageable_copy_bw, reading and writing the socket's DRAM (two more passes over it). The
-// copy ends when the slowest of the three does.
-void Replayer::start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst)
-{
-  start_flow(id, src, dst, op.bytes, nccl_p2p_payload(op, src, dst));
-  bool host_gpu = (src.kind == DeviceKind::host && dst.kind == DeviceKind::gpu) ||
-                  (src.kind == DeviceKind::gpu && dst.kind == DeviceKind::host);
-  if (!op.pageable || !host_gpu || op.bytes <= 0)
-    return;
-  const DeviceRef& host = src.kind == DeviceKind::host ? src : dst;
-  start_delay(id, op.bytes / platform_.cluster().node.pageable_copy_bw);
-  start_flow(id, host, host, 2 * op.bytes);
 }
 
 void Replayer::start_host_compute(OpId id, const DeviceRef& socket, const Op& op)

@@ -3,10 +3,13 @@
 // latency 1 us per hop (2 hops host->GPU: uplink has none, GPU link 1 us), DRAM 400 GB/s,
 // NVLink 400 GB/s per direction with 1 us per half (2 us per hop), HBM 2 TB/s with
 // 5 us kernel overhead as route latency, bf16 GEMM 400 TFLOP/s x 0.5.
+#include "GpuProfile.hpp"
 #include "Simulation.hpp"
 #include "TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <cmath>
 
 using namespace memwall;
 using namespace memwall::test;
@@ -146,4 +149,31 @@ TEST_CASE("a_pageable_copy_runs_at_the_slower_of_the_link_and_the_staging_memcpy
   CHECK(time_of(0, true, true) == Approx(GB / 10.7e9).epsilon(1e-9));
   CHECK(time_of(0, true, false) == Approx(GB / 10.7e9).epsilon(1e-9)); // D2H stages the other way
   CHECK(time_of(50e9, true, true) == Approx(1e-6 + GB / 25e9).epsilon(1e-9));
+}
+
+TEST_CASE("host_copies_take_the_profiles_measured_copy_curves_where_it_has_them", "[flows][calibration]")
+{
+  // A profile fitted from memwall-gpubench holds the copies it measured. By hand, 1 GB:
+  //   h2d pinned, curve 10 us + bytes / 12 GB/s:      0.01 ms + 83.333 ms (the uplink's
+  //                                                   25 GB/s would give 40 ms)
+  //   d2h pageable, curve 20 us + bytes / 8 GB/s:     0.02 ms + 125 ms (the measured
+  //                                                   copy, staging included)
+  //   h2d pageable, no curve: the staging model, max(0.001 + 40, 93.46) ms
+  auto time_of = [](bool pageable, bool h2d) {
+    ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
+    auto p        = std::make_shared<GpuProfile>();
+    p->gpu        = c.node.gpu.id;
+    p->copies["h2d_pinned"].regimes   = {Regime{INFINITY, 10e-6, 12e9}};
+    p->copies["d2h_pageable"].regimes = {Regime{INFINITY, 20e-6, 8e9}};
+    c.node.gpu.profile = p;
+    OpDag dag;
+    dag.add(h2d ? host_copy_op(gpu0, StreamKind::h2d, cpu0, gpu0, GB, "c", !pageable)
+                : host_copy_op(gpu0, StreamKind::d2h, gpu0, cpu0, GB, "c", !pageable));
+    return record(replay_in_child(c, dag, {}), "c").end;
+  };
+  CHECK(time_of(false, true) == Approx(10e-6 + GB / 12e9).epsilon(1e-6));
+  CHECK(time_of(true, false) == Approx(20e-6 + GB / 8e9).epsilon(1e-6));
+  CHECK(time_of(true, true) == Approx(GB / 10.7e9).epsilon(1e-6));
+  // d2h pinned has no curve either: the link, 1 us + 40 ms.
+  CHECK(time_of(false, false) == Approx(1e-6 + GB / 25e9).epsilon(1e-6));
 }
