@@ -42,7 +42,7 @@ double Replayer::copy_payload(const Op& op, const DeviceRef& src, const DeviceRe
   const GpuProfile* p  = c.node.gpu.profile.get();
   if (!p || op.bytes <= 0)
     return -1;
-  bool gpus  = src.kind == DeviceKind::gpu && dst.kind == DeviceKind::gpu && src.node == dst.node;
+  bool gpus = src.kind == DeviceKind::gpu && dst.kind == DeviceKind::gpu && src.node == dst.node;
   if (gpus && op.stream == StreamKind::p2p) {
     if (c.node.fabric != GpuFabric::nvswitch)
       return -1;
