@@ -6,7 +6,6 @@
 // per family it has measurements of; a kernel of another family, or of none, takes the
 // profile's curve over all memory-bound kernels.
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,14 +35,6 @@ inline const char* kernel_family_name(KernelFamily f)
     case KernelFamily::rope: return "rope";
   }
   return "?";
-}
-
-inline std::optional<KernelFamily> kernel_family_from_name(const std::string& s)
-{
-  for (KernelFamily f : fitted_kernel_families())
-    if (s == kernel_family_name(f))
-      return f;
-  return std::nullopt;
 }
 
 // The measurement benchmark of a family's kernels: "elementwise.norm", ...; plain

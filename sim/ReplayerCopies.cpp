@@ -46,11 +46,12 @@ double Replayer::copy_payload(const Op& op, const DeviceRef& src, const DeviceRe
   if (gpus && op.stream == StreamKind::p2p) {
     if (c.node.fabric != GpuFabric::nvswitch)
       return -1;
-    double hop = routes_[route_of(src, dst)].latency;
+    int route = route_of(src, dst);
+    double hop = routes_[route].latency;
     CollectiveTiming t = nvlink_collective_timing(c.node.gpu, CollectiveKind::send_recv, 2, op.bytes, hop);
     if (t.flow_scale == 1 && t.delay_s == 0)
       return -1;
-    return op.bytes * t.flow_scale + t.delay_s * c.node.gpu.nvlink_bw;
+    return measured_payload(route, op.bytes, hop + t.delay_s, c.node.gpu.nvlink_bw / t.flow_scale);
   }
   bool h2d = src.kind == DeviceKind::host && dst.kind == DeviceKind::gpu;
   bool d2h = src.kind == DeviceKind::gpu && dst.kind == DeviceKind::host;
