@@ -220,6 +220,13 @@ nlohmann::ordered_json report_json(const RunResult& r)
                       {"offload_stall", timed(b.offload_stall)},
                       {"paging_stall", timed(b.paging_stall)}};
   j["paging"] = paging_json(r);
+  // The fitted profile that timed the kernels: catalog id or file, what it was fitted on,
+  // which parts came from where ("all": the one profile; "none": the catalog's estimated
+  // efficiencies). Never empty: these are sweep columns, where empty reads as missing.
+  bool none = r.profile.name.empty();
+  j["hardware_profile"] = {{"name", none ? "none" : r.profile.name},
+                           {"source", none ? "catalog estimates" : r.profile.source.empty() ? "unknown" : r.profile.source},
+                           {"parts", none || r.profile.parts.empty() ? "all" : r.profile.parts}};
   if (r.moe.present) // the routing assumed: sweeps over capacity_factor or hot_expert_tokens read it
     j["moe"] = {{"experts_per_gpu", r.moe.experts_per_gpu},
                 {"busiest_gpu_share", r.moe.busiest_share},

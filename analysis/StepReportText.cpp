@@ -57,7 +57,16 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
   // time its GPU waits is the host's, not a pipeline's.
   const bool recorded = !serving && j["model_flops_per_step"].get<double>() == 0 &&
                         !(j["tokens_per_s"].is_number() && j["tokens_per_s"].get<double>() > 0);
-  os << title << "\n\n";
+  os << title << "\n";
+  if (j.contains("hardware_profile")) { // results files written before profiles were named have none
+    const auto& p = j["hardware_profile"];
+    if (p["name"] == "none")
+      os << "  GPU timing from the catalog's estimated efficiencies (no fitted profile)\n";
+    else
+      os << "  GPU timing from profile " << p["name"].get<std::string>()
+         << (p["parts"] == "all" ? "" : " (" + p["parts"].get<std::string>() + ")") << "\n";
+  }
+  os << "\n";
   if (!fitted) {
     const auto& d = j["did_not_fit"];
     std::snprintf(line, sizeof line, "  DID NOT FIT    on %s, %s: %s over; no time or throughput to report\n",

@@ -59,7 +59,8 @@ std::string quote(const std::string& s)
 const std::vector<std::string>& measurement_columns()
 {
   static const std::vector<std::string> c{"gpu",   "benchmark", "dtype", "m",       "n",      "k",     "ranks",
-                                          "ranks_per_node", "bytes", "flops", "time_s", "samples", "source"};
+                                          "ranks_per_node", "bytes", "flops", "time_s", "samples", "source",
+                                          "layer", "pass"};
   return c;
 }
 
@@ -68,7 +69,7 @@ const std::vector<std::string>& benchmark_names()
   static const std::vector<std::string> b = [] {
     std::vector<std::string> v{"gemm",         "elementwise",  "h2d_pinned", "d2h_pinned", "h2d_pageable",
                                "d2h_pageable", "bidir_pinned", "peer",       "all_reduce", "all_gather",
-                               "reduce_scatter", "send_recv",  "managed_fault"};
+                               "reduce_scatter", "send_recv",  "managed_fault", "managed_prefetch"};
     for (KernelFamily f : fitted_kernel_families())
       v.push_back(elementwise_benchmark(f));
     return v;
@@ -175,6 +176,10 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
     m.time_s = num("time_s");
     m.samples = static_cast<int>(num("samples", true));
     m.source = get("source");
+    m.layer  = get("layer");
+    m.pass   = get("pass");
+    if (!m.pass.empty() && (m.benchmark != "gemm" || !measured_gemm_pass(m.pass)))
+      throw InputError(where + ": column pass is '" + m.pass + "'; a gemm row's pass is fwd, dgrad or wgrad (or empty)");
     if (m.time_s <= 0)
       throw InputError(where + ": column time_s must be a positive number of seconds");
     if (m.benchmark == "gemm" && (m.m <= 0 || m.n <= 0 || m.k <= 0 || m.dtype.empty()))
@@ -200,7 +205,8 @@ std::string measurements_csv(const std::vector<Measurement>& rows)
   for (const Measurement& m : rows)
     body << quote(m.gpu) << ',' << m.benchmark << ',' << m.dtype << ',' << format(m.m) << ',' << format(m.n) << ','
          << format(m.k) << ',' << format(m.ranks) << ',' << format(m.ranks_per_node) << ',' << format(m.bytes) << ','
-         << format(m.flops) << ',' << format(m.time_s) << ',' << format(m.samples) << ',' << quote(m.source) << '\n';
+         << format(m.flops) << ',' << format(m.time_s) << ',' << format(m.samples) << ',' << quote(m.source) << ',' << quote(m.layer) << ','
+         << m.pass << '\n';
   return body.str();
 }
 

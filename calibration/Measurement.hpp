@@ -2,17 +2,22 @@
 // One measured microbenchmark point, and the tidy CSV every measurement source lands in
 // (our CUDA microbenchmarks and the importers of other people's data):
 //
-//   gpu,benchmark,dtype,m,n,k,ranks,ranks_per_node,bytes,flops,time_s,samples,source
+//   gpu,benchmark,dtype,m,n,k,ranks,ranks_per_node,bytes,flops,time_s,samples,source,layer,pass
 //
-// One row per point; a column that does not apply to the benchmark is empty.
-//   gemm:          dtype, m, n, k, flops (2mnk), bytes (operands and result once)
+// One row per point; a column that does not apply to the benchmark is empty, and the
+// last two columns may be left out of a file.
+//   gemm:          dtype, m, n, k, flops (2mnk), bytes (operands and result once);
+//                  optionally the pass (fwd, dgrad, wgrad: GemmPass.hpp, m n k then the
+//                  pass's logical GEMM) and the layer it was taken from (a label)
 //   elementwise:   bytes read + written; elementwise.norm, .activation, .residual, .rope:
 //                  the same for a kernel of that family (KernelFamily.hpp)
 //   h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable, bidir_pinned, peer: bytes
 //   all_reduce, all_gather, reduce_scatter, send_recv: ranks, ranks_per_node, bytes
 //                  (the buffer, as nccl-tests' size column)
 //   managed_fault: bytes migrated by first-touch faults
+//   managed_prefetch: bytes migrated to the GPU by cudaMemPrefetchAsync
 // time_s is the median of `samples` timed runs, in seconds.
+#include "GemmPass.hpp"
 #include "KernelFamily.hpp"
 
 #include <optional>
@@ -32,6 +37,8 @@ struct Measurement {
   double time_s = 0;
   int samples   = 0;
   std::string source;    // where the point came from (file, tool, machine)
+  std::string layer;     // gemm: the layer the shape comes from (a label; may be empty)
+  std::string pass;      // gemm: fwd, dgrad, wgrad, or empty (a GEMM of no known pass)
 };
 
 const std::vector<std::string>& measurement_columns();

@@ -89,8 +89,11 @@ GpuSpec gpu_preset(const std::string& id, const std::string& where)
   ParamReader r(n, gpus_file, id);
   GpuSpec g = read_gpu(r, nullptr);
   g.id      = id;
-  if (auto p = catalog_profiles().find(id); p != catalog_profiles().end())
-    g.profile = std::make_shared<GpuProfile>(read_profile(p->second, "hwmodels/catalog/profiles/" + id + ".yaml"));
+  if (auto p = catalog_profiles().find(id); p != catalog_profiles().end()) {
+    GpuProfile profile = read_profile(p->second, "hwmodels/catalog/profiles/" + id + ".yaml");
+    profile.name       = "catalog " + id;
+    g.profile          = std::make_shared<GpuProfile>(std::move(profile));
+  }
   cache.emplace(id, g);
   return g;
 }

@@ -68,6 +68,34 @@ KernelTiming recorded_kernel_timing(const GpuSpec& from, const GpuSpec& to, cons
 
 double KernelTiming::total_s(double bytes) const { return overhead_s + std::max(compute_s, memory_s(bytes)); }
 
+// A GEMM op on a profile that measured its dtype pass by pass: each GEMM the op runs
+// (forward; or the input and the weight gradient, each in its own layout, of the
+// forward's shape) timed by its pass's model and table. The op's FLOPs beyond those
+// GEMMs (LoRA adapters) run at the same rate.
+static void time_by_pass(const GpuProfile& p, double peak, const Op& op, KernelTiming& t)
+{
+  static constexpr GemmPass forward[] = {GemmPass::forward};
+  static constexpr GemmPass dgrad[]   = {GemmPass::input_grad};
+  static constexpr GemmPass weight[]  = {GemmPass::weight_grad};
+  static constexpr GemmPass both[]    = {GemmPass::input_grad, GemmPass::weight_grad};
+  std::pair<const GemmPass*, size_t> runs = op.pass == GemmPass::backward      ? std::make_pair(both, size_t{2})
+                                          : op.pass == GemmPass::input_grad  ? std::make_pair(dgrad, size_t{1})
+                                          : op.pass == GemmPass::weight_grad ? std::make_pair(weight, size_t{1})
+                                                                             : std::make_pair(forward, size_t{1});
+  double tokens = op.shape.m, out = op.shape.n, in = op.shape.k, groups = op.shape.groups();
+  double launch = 0, body = 0;
+  for (size_t i = 0; i < runs.second; ++i) {
+    double m, n, k;
+    pass_dims(runs.first[i], tokens, out, in, m, n, k);
+    const GemmModel* model = p.gemm_model(op.dtype, peak, runs.first[i]);
+    launch += model->launch_s;
+    body += p.gemm_time(op.dtype, peak, runs.first[i], m, n, k, groups) - model->launch_s;
+  }
+  double flops = 2.0 * tokens * out * in * groups * static_cast<double>(runs.second);
+  t.overhead_s = launch;
+  t.compute_s  = body > 0 ? body * op.flops / flops : 0.0;
+}
+
 KernelTiming kernel_timing(const GpuSpec& g, const Op& op)
 {
   KernelTiming t;
@@ -93,7 +121,10 @@ KernelTiming kernel_timing(const GpuSpec& g, const Op& op)
     }
   }
   if (op.kclass == KernelClass::gemm && op.shape.known()) {
-    if (const GemmModel* m = p->gemm_model(op.dtype, g.peak(op.dtype))) {
+    double peak = g.peak(op.dtype);
+    if (p->has_pass_data(op.dtype, peak))
+      time_by_pass(*p, peak, op, t);
+    else if (const GemmModel* m = p->gemm_model(op.dtype, peak)) {
       // One launch: a GEMM, or a grouped GEMM of `groups` of this shape.
       double groups = op.shape.groups();
       double one    = 2.0 * op.shape.m * op.shape.n * op.shape.k * groups;

@@ -119,6 +119,14 @@ struct MoeRouting {
   double dropped_share   = 0;
 };
 
+// The fitted hardware profile that timed the GPUs' kernels, copies and collectives:
+// how the run named it (catalog ID or a file), the measurements it was fitted on, and,
+// laid over the shipped one, which parts came from where. Empty name: none (the
+// catalog's estimated efficiencies).
+struct ProfileUsed {
+  std::string name, source, parts;
+};
+
 struct RunResult {
   double makespan_s = 0;
   // From the workload and hardware, for throughput and MFU (filled by Simulation).
@@ -134,6 +142,7 @@ struct RunResult {
   ServingStats serving; // inference runs: requests, KV cache over time
   RecordedKernels recorded; // a replayed trace (workload.trace)
   MoeRouting moe;           // MoE models
+  ProfileUsed profile;
   int64_t activities = 0; // SimGrid activities the replay started (what its cost grows with)
   int64_t op_count   = 0; // ops replayed, whether or not `ops` keeps their records
 };

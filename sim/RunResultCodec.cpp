@@ -50,6 +50,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServingStats, present, requests, kv, iteratio
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RecordedClass, kernels, recorded_s, replayed_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MoeRouting, present, experts_per_gpu, busiest_share, dropped_share)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProfileUsed, name, source, parts)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RecordedKernels, present, recorded_on, replayed_on, classes, collectives,
                                    collectives_recorded_s, unclassified_kernel_time_s)
 
@@ -76,6 +77,7 @@ void to_json(nlohmann::json& j, const RunResult& r)
                      {"serving", r.serving},
                      {"recorded", r.recorded},
                      {"moe", r.moe},
+                     {"profile", r.profile},
                      {"activities", r.activities},
                      {"op_count", r.op_count}};
 }
@@ -97,6 +99,8 @@ void from_json(const nlohmann::json& j, RunResult& r)
   j.at("serving").get_to(r.serving);
   if (j.contains("recorded")) // absent from results written before trace replay
     j.at("recorded").get_to(r.recorded);
+  if (j.contains("profile")) // absent from results written before profiles were named
+    j.at("profile").get_to(r.profile);
   if (j.contains("moe")) // absent from results written before MoE models
     j.at("moe").get_to(r.moe);
   if (j.contains("activities"))

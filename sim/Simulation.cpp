@@ -219,7 +219,28 @@ static MoeRouting moe_routing(const ExperimentSpec& spec)
   return m;
 }
 
+// The profile the spec's GPU carries, named in the results.
+static ProfileUsed profile_used(const ExperimentSpec& spec)
+{
+  ProfileUsed u;
+  if (const GpuProfile* p = spec.cluster.node.gpu.profile.get()) {
+    u.name   = p->name.empty() ? p->gpu : p->name;
+    u.source = p->source;
+    u.parts  = p->parts;
+  }
+  return u;
+}
+
+static RunResult simulate_any(const ExperimentSpec& spec, bool child, const SimulateOptions& how);
+
 RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions& how)
+{
+  RunResult r = simulate_any(spec, child, how);
+  r.profile   = profile_used(spec);
+  return r;
+}
+
+static RunResult simulate_any(const ExperimentSpec& spec, bool child, const SimulateOptions& how)
 {
   ReplayOptions options;
   options.coalesce             = how.coalesce;

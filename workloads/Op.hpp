@@ -3,6 +3,7 @@
 // ops on a stream run in issue order; other orderings are explicit edges.
 #include "DeviceRef.hpp"
 #include "Dtype.hpp"
+#include "GemmPass.hpp"
 #include "KernelFamily.hpp"
 #include "OpName.hpp"
 
@@ -84,9 +85,12 @@ struct Op {
   StepPhase phase   = StepPhase::setup; // stamped by OpDag::add from its current phase
   KernelClass kclass = KernelClass::gemm; // kernel / host_compute
   Dtype dtype        = Dtype::bf16;
-  // Two small fields share a byte, so that Op stays at 120 bytes.
+  // Three small fields share a byte, so that Op stays at 120 bytes.
   KernelFamily family : 4 = KernelFamily::generic; // elementwise kernel: which fitted curve times it
   bool pageable : 1       = false; // copy: host side not pinned, staged through the driver's pinned buffer
+  // gemm kernel: which GEMMs of its layer it runs (`shape` is always the forward's);
+  // backward: the input and the weight gradient.
+  GemmPass pass : 2 = GemmPass::forward;
   CollectiveKind collective = CollectiveKind::all_reduce;
   MemCategory category      = MemCategory::other; // alloc / free
 };

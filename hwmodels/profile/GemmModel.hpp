@@ -31,6 +31,17 @@ struct GemmModel {
   double blend         = 2;   // p-norm exponent combining compute and memory
   double k_overhead    = 64;  // prologue/epilogue of a tile, in K iterations
 
+  // Physical ranges of the fitted parameters: a fit stays inside them, a profile outside
+  // them is refused. Launch and tail: 2-10 us on every GPU measured (calibration/data);
+  // a 64x128 tile moves 1.5x the operand bytes per FLOP of a 128x128 one, so even
+  // bound by operand traffic it keeps 2/3 of the big tile's rate (a fit below half is the
+  // parameter standing in for something else); the blend spans sum (1) to max (large);
+  // a tile's prologue and epilogue cost no more K iterations than a 1024-deep tile.
+  // The operand bandwidth is bounded by the part's HBM peak where the fit knows it.
+  static constexpr double min_launch_s = 5e-7, max_launch_s = 1e-3;
+  static constexpr double min_small_tile_efficiency = 0.5;
+  static constexpr double max_blend = 16, max_k_overhead = 1024;
+
   // `groups` GEMMs of this shape in one launch (a grouped GEMM): their tiles share the waves.
   double time(double m, double n, double k, double groups = 1) const;
   // Compute-only part (no launch, no memory term): the wave-quantised tile time.

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <set>
 #include <yaml-cpp/yaml.h>
 
 namespace memwall {
@@ -55,12 +57,67 @@ GemmModel read_gemm(ParamReader& r)
   g.k_overhead    = r.required_number("k_overhead", "tile prologue and epilogue, in K iterations");
   if (g.efficiency <= 0 || g.efficiency > 1)
     r.fail("efficiency", "must lie in (0, 1]");
-  if (g.small_tile_efficiency <= 0 || g.small_tile_efficiency > 1)
-    r.fail("small_tile_efficiency", "must lie in (0, 1]");
+  if (g.small_tile_efficiency < GemmModel::min_small_tile_efficiency || g.small_tile_efficiency > 1)
+    r.fail("small_tile_efficiency", "must lie in [0.5, 1]");
+  if (g.launch_s < GemmModel::min_launch_s || g.launch_s > GemmModel::max_launch_s)
+    r.fail("launch_s", "must lie in [0.5 us, 1 ms]");
+  if (g.blend > GemmModel::max_blend)
+    r.fail("blend", "must lie in [1, 16]");
+  if (g.k_overhead > GemmModel::max_k_overhead)
+    r.fail("k_overhead", "must lie in [0, 1024]");
   if (g.bandwidth <= 0 || g.peak_flops <= 0)
     r.fail("bandwidth", "bandwidth and peak_flops must be positive");
   r.finish();
   return g;
+}
+
+// One number of a list in a table entry: finite and positive.
+double positive(const ParamReader& r, const std::string& key, const YAML::Node& n)
+{
+  double v = 0;
+  if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v) || v <= 0)
+    r.fail(key, "expected positive numbers");
+  return v;
+}
+
+// A sweep {n: .., k: .., m: [...], time_s: [...]} (the token dimension a list: m, or k
+// for the weight gradient).
+GemmSweep read_sweep(const YAML::Node& node, const std::string& file, const std::string& path, GemmPass pass)
+{
+  ParamReader r(node, file, path);
+  const char* tokens = pass == GemmPass::weight_grad ? "k" : "m";
+  const char* fixed_a = pass == GemmPass::weight_grad ? "m" : "n";
+  const char* fixed_b = pass == GemmPass::weight_grad ? "n" : "k";
+  GemmSweep s;
+  s.a = r.required_number(fixed_a, "fixed GEMM dimension of the sweep", 1, 1e8);
+  s.b = r.required_number(fixed_b, "fixed GEMM dimension of the sweep", 1, 1e8);
+  YAML::Node t  = r.take(tokens, "list of token counts", "token counts of the sweep, ascending");
+  YAML::Node ts = r.take("time_s", "list of seconds", "measured time at each token count");
+  if (!t.IsSequence() || !ts.IsSequence() || t.size() < 2 || t.size() != ts.size())
+    r.fail(tokens, std::string("expected lists ") + tokens + " and time_s of equal length, at least 2 each");
+  for (size_t i = 0; i < t.size(); ++i) {
+    s.tokens.push_back(positive(r, tokens, t[i]));
+    s.time_s.push_back(positive(r, "time_s", ts[i]));
+    if (i > 0 && s.tokens[i] <= s.tokens[i - 1])
+      r.fail(tokens, "token counts must be in ascending order");
+  }
+  r.finish();
+  return s;
+}
+
+YAML::Node gemm_node(const GemmModel& g)
+{
+  YAML::Node n;
+  n["peak_flops"]            = g.peak_flops;
+  n["sms"]                   = g.sms;
+  n["element_bytes"]         = g.element_bytes;
+  n["launch_s"]              = g.launch_s;
+  n["efficiency"]            = g.efficiency;
+  n["bandwidth"]             = g.bandwidth;
+  n["small_tile_efficiency"] = g.small_tile_efficiency;
+  n["blend"]                 = g.blend;
+  n["k_overhead"]            = g.k_overhead;
+  return n;
 }
 
 YAML::Node curve_node(const LatencyBandwidthCurve& c)
@@ -84,7 +141,11 @@ YAML::Node curve_node(const LatencyBandwidthCurve& c)
 
 const std::vector<std::string>& copy_kinds()
 {
-  static const std::vector<std::string> k{"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable", "peer"};
+  // bidir_pinned: an h2d and a d2h copy of the size at once (bytes: both); managed_fault:
+  // managed memory migrated to the GPU by first-touch faults; managed_prefetch: by
+  // cudaMemPrefetchAsync.
+  static const std::vector<std::string> k{"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable", "peer",
+                                          "bidir_pinned", "managed_fault", "managed_prefetch"};
   return k;
 }
 
@@ -94,24 +155,116 @@ const std::vector<std::string>& collective_kinds()
   return k;
 }
 
+std::optional<Dtype> GpuProfile::lender(Dtype d) const
+{
+  auto measured = [&](Dtype x) {
+    if (gemm.count(x))
+      return true;
+    for (const auto& [key, m] : gemm_passes)
+      if (key.first == x)
+        return true;
+    return false;
+  };
+  if (measured(d))
+    return d;
+  for (Dtype pref : {Dtype::bf16, Dtype::fp16})
+    if (measured(pref))
+      return pref;
+  if (!gemm.empty())
+    return gemm.begin()->first;
+  if (!gemm_passes.empty())
+    return gemm_passes.begin()->first.first;
+  return std::nullopt;
+}
+
+namespace {
+
+// The model a measured dtype has for `pass` (-1: any pass): the pass's own, else the
+// dtype's, else (measured pass by pass only) its forward model.
+const GemmModel* own_model(const GpuProfile& p, Dtype d, int pass)
+{
+  if (pass >= 0)
+    if (auto it = p.gemm_passes.find({d, static_cast<GemmPass>(pass)}); it != p.gemm_passes.end())
+      return &it->second;
+  if (auto it = p.gemm.find(d); it != p.gemm.end())
+    return &it->second;
+  if (auto it = p.gemm_passes.find({d, GemmPass::forward}); it != p.gemm_passes.end())
+    return &it->second;
+  return nullptr;
+}
+
+} // namespace
+
 const GemmModel* GpuProfile::gemm_model(Dtype d, double peak) const
 {
-  if (auto it = gemm.find(d); it != gemm.end())
-    return &it->second;
-  if (gemm.empty() || peak <= 0)
+  if (const GemmModel* own = own_model(*this, d, -1))
+    return own;
+  std::optional<Dtype> from = lender(d);
+  if (!from || peak <= 0)
     return nullptr;
-  if (auto it = borrowed_.find(d); it != borrowed_.end())
+  auto key = std::make_pair(d, -1);
+  if (auto it = borrowed_.find(key); it != borrowed_.end())
     return &it->second;
-  const GemmModel* from = nullptr;
-  for (Dtype pref : {Dtype::bf16, Dtype::fp16})
-    if (!from && gemm.count(pref))
-      from = &gemm.at(pref);
+  GemmModel m     = *own_model(*this, *from, -1);
+  m.peak_flops    = peak;
+  m.element_bytes = dtype_bytes(d);
+  return &borrowed_.emplace(key, m).first->second;
+}
+
+const GemmModel* GpuProfile::gemm_model(Dtype d, double peak, GemmPass p) const
+{
+  int pass = static_cast<int>(p);
+  if (const GemmModel* own = own_model(*this, d, pass))
+    return own;
+  std::optional<Dtype> from = lender(d);
+  if (!from || peak <= 0)
+    return nullptr;
+  auto key = std::make_pair(d, pass);
+  if (auto it = borrowed_.find(key); it != borrowed_.end())
+    return &it->second;
+  GemmModel m     = *own_model(*this, *from, pass);
+  m.peak_flops    = peak;
+  m.element_bytes = dtype_bytes(d);
+  return &borrowed_.emplace(key, m).first->second;
+}
+
+const GemmTable* GpuProfile::gemm_table(Dtype d, double peak, GemmPass p) const
+{
+  if (auto it = gemm_tables.find({d, p}); it != gemm_tables.end())
+    return &it->second;
+  std::optional<Dtype> from = lender(d);
+  if (!from || *from == d)
+    return nullptr;
+  auto it = gemm_tables.find({*from, p});
+  const GemmModel* m = own_model(*this, *from, static_cast<int>(p));
+  // Measured times stand for another dtype only on the same units at the same element size.
+  if (it == gemm_tables.end() || !m || m->peak_flops != peak || dtype_bytes(*from) != dtype_bytes(d))
+    return nullptr;
+  return &it->second;
+}
+
+bool GpuProfile::has_pass_data(Dtype d, double peak) const
+{
+  std::optional<Dtype> from = lender(d);
   if (!from)
-    from = &gemm.begin()->second;
-  GemmModel m      = *from;
-  m.peak_flops     = peak;
-  m.element_bytes  = dtype_bytes(d);
-  return &borrowed_.emplace(d, m).first->second;
+    return false;
+  for (GemmPass p : {GemmPass::forward, GemmPass::input_grad, GemmPass::weight_grad})
+    if (gemm_passes.count({*from, p}) || gemm_table(d, peak, p))
+      return true;
+  return false;
+}
+
+double GpuProfile::gemm_time(Dtype d, double peak, GemmPass p, double m, double n, double k, double groups) const
+{
+  const GemmModel* model = gemm_model(d, peak, p);
+  if (!model)
+    return -1;
+  double t = model->time(m, n, k, groups);
+  if (groups == 1)
+    if (const GemmTable* table = gemm_table(d, peak, p))
+      if (double c = table->correction(*model, m, n, k); c > 0)
+        t *= c;
+  return t;
 }
 
 const CollectiveCurve* GpuProfile::collective(const std::string& kind, int ranks, int ranks_per_node) const
@@ -146,6 +299,38 @@ GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
       p.gemm[d] = read_gemm(one);
     }
   gemm.finish();
+  ParamReader passes = r.section("gemm_passes", "GEMM model per dtype and pass (fwd, dgrad, wgrad)", "none");
+  for (Dtype d : all_dtypes())
+    if (passes.has(dtype_name(d))) {
+      ParamReader of = passes.section(dtype_name(d), std::string("GEMM models of ") + dtype_name(d) + " by pass");
+      for (GemmPass g : {GemmPass::forward, GemmPass::input_grad, GemmPass::weight_grad})
+        if (of.has(gemm_pass_name(g))) {
+          ParamReader one = of.section(gemm_pass_name(g), std::string("GEMM model of the ") + gemm_pass_name(g) + " pass");
+          p.gemm_passes[{d, g}] = read_gemm(one);
+        }
+      of.finish();
+    }
+  passes.finish();
+  ParamReader tables = r.section("gemm_tables", "measured GEMM times per dtype and pass, by shape", "none");
+  for (Dtype d : all_dtypes())
+    if (tables.has(dtype_name(d))) {
+      ParamReader of = tables.section(dtype_name(d), std::string("measured GEMMs of ") + dtype_name(d) + " by pass");
+      for (GemmPass g : {GemmPass::forward, GemmPass::input_grad, GemmPass::weight_grad}) {
+        std::string key = gemm_pass_name(g);
+        YAML::Node list = of.take(key, "list of sweeps", "sweeps {n, k, m: [...], time_s: [...]} (wgrad: {m, n, k: [...]})", "none");
+        if (!list.IsDefined() || list.IsNull())
+          continue;
+        if (!list.IsSequence() || list.size() == 0)
+          of.fail(key, "expected a non-empty list of sweeps");
+        GemmTable t;
+        t.pass = g;
+        for (size_t i = 0; i < list.size(); ++i)
+          t.sweeps.push_back(read_sweep(list[i], file, of.path() + "." + key + "[" + std::to_string(i) + "]", g));
+        p.gemm_tables[{d, g}] = t;
+      }
+      of.finish();
+    }
+  tables.finish();
   p.elementwise = read_curve(r, "elementwise", "memory-bound kernels: launch + bytes / bandwidth");
   ParamReader families =
       r.section("elementwise_families", "memory-bound kernels per family: norm, activation, residual, rope", "none");
@@ -156,7 +341,8 @@ GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
       p.elementwise_families[f] = c;
   }
   families.finish();
-  ParamReader copies = r.section("copies", "copy curves: h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable, peer", "none");
+  ParamReader copies = r.section("copies", "copy curves: h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable, peer, bidir_pinned, managed_fault, managed_prefetch",
+                                 "none");
   for (const std::string& k : copy_kinds()) {
     LatencyBandwidthCurve c = read_curve(copies, k, k + " copies");
     if (!c.empty())
@@ -187,6 +373,80 @@ GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
   return p;
 }
 
+GpuProfile overlay_profile(const GpuProfile& base, const GpuProfile& top)
+{
+  GpuProfile p = base;
+  p.name       = top.name;
+  p.source     = top.source;
+  p.derived_from.clear();
+  // A dtype the top measured replaces the base's models and tables of that dtype whole.
+  std::set<Dtype> measured;
+  for (const auto& [d, g] : top.gemm)
+    measured.insert(d);
+  for (const auto& [key, g] : top.gemm_passes)
+    measured.insert(key.first);
+  for (const auto& [key, t] : top.gemm_tables)
+    measured.insert(key.first);
+  std::vector<std::string> gemm_mine, gemm_kept;
+  for (Dtype d : measured) {
+    gemm_mine.push_back(dtype_name(d));
+    p.gemm.erase(d);
+    for (GemmPass g : {GemmPass::forward, GemmPass::input_grad, GemmPass::weight_grad}) {
+      p.gemm_passes.erase({d, g});
+      p.gemm_tables.erase({d, g});
+    }
+  }
+  for (const auto& [d, g] : base.gemm)
+    if (!measured.count(d))
+      gemm_kept.push_back(dtype_name(d));
+  for (const auto& [d, g] : top.gemm)
+    p.gemm[d] = g;
+  for (const auto& [key, g] : top.gemm_passes)
+    p.gemm_passes[key] = g;
+  for (const auto& [key, t] : top.gemm_tables)
+    p.gemm_tables[key] = t;
+  // Curves by name: the top's replace the base's of the same name.
+  std::vector<std::string> curves_mine, curves_kept;
+  if (!top.elementwise.empty())
+    p.elementwise = top.elementwise;
+  (top.elementwise.empty() ? curves_kept : curves_mine).push_back("elementwise");
+  for (const auto& [f, c] : top.elementwise_families)
+    p.elementwise_families[f] = c;
+  for (const auto& [f, c] : p.elementwise_families)
+    (top.elementwise_families.count(f) ? curves_mine : curves_kept).push_back(std::string("elementwise.") + kernel_family_name(f));
+  for (const auto& [k, c] : top.copies)
+    p.copies[k] = c;
+  for (const auto& [k, c] : p.copies)
+    (top.copies.count(k) ? curves_mine : curves_kept).push_back(k);
+  size_t collectives_mine = 0;
+  for (const CollectiveCurve& c : top.collectives) {
+    auto same = [&](const CollectiveCurve& b) {
+      return b.kind == c.kind && b.ranks == c.ranks && b.ranks_per_node == c.ranks_per_node;
+    };
+    auto it = std::find_if(p.collectives.begin(), p.collectives.end(), same);
+    if (it != p.collectives.end())
+      *it = c;
+    else
+      p.collectives.push_back(c);
+    ++collectives_mine;
+  }
+  auto describe = [](const std::vector<std::string>& gemm, const std::vector<std::string>& curves, size_t collectives) {
+    std::vector<std::string> parts;
+    if (!gemm.empty())
+      parts.push_back("GEMMs " + join(gemm, "/"));
+    if (!curves.empty())
+      parts.push_back(join(curves, "/"));
+    if (collectives > 0)
+      parts.push_back(std::to_string(collectives) + " collective curves");
+    return join(parts);
+  };
+  std::string kept = describe(gemm_kept, curves_kept, p.collectives.size() - collectives_mine);
+  p.parts = describe(gemm_mine, curves_mine, collectives_mine) + " from " + top.name;
+  if (!kept.empty())
+    p.parts += "; " + kept + " from " + base.name;
+  return p;
+}
+
 GpuProfile load_profile(const std::string& path)
 {
   return read_profile(read_text_file(path, "hardware profile"), path);
@@ -201,18 +461,34 @@ std::string profile_yaml(const GpuProfile& p)
   root["source"] = p.source;
   if (!p.derived_from.empty())
     root["derived_from"] = p.derived_from;
-  for (const auto& [d, g] : p.gemm) {
-    YAML::Node n;
-    n["peak_flops"] = g.peak_flops;
-    n["sms"] = g.sms;
-    n["element_bytes"] = g.element_bytes;
-    n["launch_s"] = g.launch_s;
-    n["efficiency"] = g.efficiency;
-    n["bandwidth"] = g.bandwidth;
-    n["small_tile_efficiency"] = g.small_tile_efficiency;
-    n["blend"] = g.blend;
-    n["k_overhead"] = g.k_overhead;
-    root["gemm"][dtype_name(d)] = n;
+  for (const auto& [d, g] : p.gemm)
+    root["gemm"][dtype_name(d)] = gemm_node(g);
+  for (const auto& [key, g] : p.gemm_passes)
+    root["gemm_passes"][dtype_name(key.first)][gemm_pass_name(key.second)] = gemm_node(g);
+  for (const auto& [key, t] : p.gemm_tables) {
+    YAML::Node list(YAML::NodeType::Sequence);
+    bool wgrad = key.second == GemmPass::weight_grad;
+    for (const GemmSweep& s : t.sweeps) {
+      YAML::Node n;
+      n.SetStyle(YAML::EmitterStyle::Flow);
+      // Six significant digits: the measurements carry five.
+      auto text = [](double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.6g", v);
+        return std::string(buf);
+      };
+      YAML::Node tokens(YAML::NodeType::Sequence), times(YAML::NodeType::Sequence);
+      for (size_t i = 0; i < s.tokens.size(); ++i) {
+        tokens.push_back(text(s.tokens[i]));
+        times.push_back(text(s.time_s[i]));
+      }
+      n[wgrad ? "m" : "n"] = text(s.a);
+      n[wgrad ? "n" : "k"] = text(s.b);
+      n[wgrad ? "k" : "m"] = tokens;
+      n["time_s"]          = times;
+      list.push_back(n);
+    }
+    root["gemm_tables"][dtype_name(key.first)][gemm_pass_name(key.second)] = list;
   }
   if (!p.elementwise.empty())
     root["elementwise"] = curve_node(p.elementwise);

@@ -4,6 +4,9 @@
 // `hardware.profile` or carried by a catalog GPU (catalog/profiles/<gpu>.yaml).
 //
 //   gemm:         per dtype, the tile/wave GemmModel (time by shape)
+//   gemm_passes:  per dtype and pass (fwd, dgrad, wgrad), the same model fitted on that
+//                 pass's measurements alone (cuBLAS runs each pass in its own layout)
+//   gemm_tables:  per dtype and pass, measured times by shape (GemmTable.hpp)
 //   elementwise:  memory-bound kernels: launch + bytes / bandwidth(size)
 //   elementwise_families: norm, activation, residual, rope: the same, per family
 //   copies:       h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable, peer: per regime
@@ -11,10 +14,13 @@
 //                 (bandwidth is the algorithm bandwidth: bytes of the buffer / time)
 #include "Dtype.hpp"
 #include "GemmModel.hpp"
+#include "GemmPass.hpp"
+#include "GemmTable.hpp"
 #include "KernelFamily.hpp"
 #include "LatencyBandwidthCurve.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,10 +36,16 @@ struct CollectiveCurve {
 struct GpuProfile {
   std::string gpu;         // catalog id the profile was measured on
   std::string source;      // where the measurements came from
+  // How a run named it ("catalog h100-sxm-80gb", or the file a spec gave), and, for a
+  // user's profile laid over the shipped one, which parts came from which (overlay_profile).
+  std::string name;
+  std::string parts;
   // Catalog id of the GPU whose fitted profile this one scales (a sibling part with the
   // same chip and clocks, another memory); empty when fitted on this GPU's own measurements.
   std::string derived_from;
   std::map<Dtype, GemmModel> gemm;
+  std::map<std::pair<Dtype, GemmPass>, GemmModel> gemm_passes;
+  std::map<std::pair<Dtype, GemmPass>, GemmTable> gemm_tables;
   LatencyBandwidthCurve elementwise; // every memory-bound kernel measured
   // Curves of the kernel families measured apart (KernelFamily.hpp); a kernel of a
   // family not here, or of none, takes `elementwise`.
@@ -45,13 +57,34 @@ struct GpuProfile {
   // (else any) model with the datasheet peak of `d` (`peak`): same efficiency assumed.
   // nullptr when the profile has no GEMM model at all.
   const GemmModel* gemm_model(Dtype d, double peak) const;
+  // The model of pass `p` (forward, input_grad, weight_grad): the pass's own where it was
+  // fitted apart, else the dtype's (borrowed as above).
+  const GemmModel* gemm_model(Dtype d, double peak, GemmPass p) const;
+  // Whether GEMMs of `d` were measured pass by pass (models or tables): then a backward
+  // is timed as its two gradient GEMMs, each in its own layout.
+  bool has_pass_data(Dtype d, double peak) const;
+  // Time of the logical GEMM (m, n, k) of pass `p` (GemmPass.hpp) at `d`: the pass's
+  // model, corrected by its measured table where the shape lies inside it. A table is
+  // shared by dtypes of the same peak and element size (fp16 and bf16 run the same
+  // tensor cores). < 0 when the profile has no GEMM model.
+  double gemm_time(Dtype d, double peak, GemmPass p, double m, double n, double k, double groups = 1) const;
+  // The measured table of `d` and `p` (or its sibling's); nullptr when none.
+  const GemmTable* gemm_table(Dtype d, double peak, GemmPass p) const;
   const CollectiveCurve* collective(const std::string& kind, int ranks, int ranks_per_node) const;
   // The curve that times a memory-bound kernel of family `f` (empty when none was fitted).
   const LatencyBandwidthCurve& elementwise_curve(KernelFamily f) const;
 
 private:
-  mutable std::map<Dtype, GemmModel> borrowed_;
+  // The measured dtype a dtype without measurements takes its models from.
+  std::optional<Dtype> lender(Dtype d) const;
+  mutable std::map<std::pair<Dtype, int>, GemmModel> borrowed_; // (dtype, pass or -1)
 };
+
+// `top` (a user's measurements) laid over `base` (the GPU's shipped profile): every part
+// `top` measured replaces `base`'s (a GEMM dtype with its pass models and tables; the
+// elementwise curve; each kernel family, copy kind and collective), the rest stays
+// `base`'s; `parts` says which came from where.
+GpuProfile overlay_profile(const GpuProfile& base, const GpuProfile& top);
 
 // Reads a profile YAML (strictly: unknown keys are errors naming file and line).
 GpuProfile read_profile(const std::string& yaml_text, const std::string& file);

@@ -24,9 +24,10 @@ namespace {
 
 int list_gpus()
 {
-  // Memory is what the driver reports (nvidia-smi's total), in GiB; profile: the fitted
-  // hardware profile the GPU ships with, "derived" where that profile scales a sibling
-  // part's fit, or "estimated" where its efficiencies are guesses.
+  // Memory is what the driver reports (nvidia-smi's total), in GiB; profile: "measured"
+  // where the GPU ships a profile fitted on measurements of the part itself, "derived"
+  // where that profile scales a sibling part's fit, "estimated" where its efficiencies
+  // are guesses.
   std::printf("%-16s %-30s %11s %11s %12s %10s %9s  %s\n", "id", "name", "memory", "HBM bw", "bf16/fp16", "NVLink/dir",
               "price", "profile");
   for (const auto& id : gpu_preset_ids()) {
@@ -35,7 +36,7 @@ int list_gpus()
     std::printf("%-16s %-30s %11s %11s %12s %10s %8.0f$  %s\n", id.c_str(), g.name.c_str(),
                 format_gib(g.memory_bytes).c_str(), format_si(g.hbm_peak_bw, "B/s").c_str(),
                 format_si(half, "FLOP/s").c_str(), format_si(g.nvlink_bw, "B/s").c_str(), g.price_usd,
-                !g.profile ? "estimated" : g.profile->derived_from.empty() ? "fitted" : "derived");
+                !g.profile ? "estimated" : g.profile->derived_from.empty() ? "measured" : "derived");
   }
   return 0;
 }

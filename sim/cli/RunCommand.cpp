@@ -52,11 +52,12 @@ bool parse_options(const std::vector<std::string>& args, const po::options_descr
   po::positional_options_description pos;
   pos.add(positional, 1);
   po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-  po::notify(vm);
+  // Help before the required options are checked: `VERB --help` needs none of them.
   if (vm.count("help")) {
     std::cout << opts << "\n";
     return false;
   }
+  po::notify(vm);
   return true;
 }
 

@@ -146,7 +146,7 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
     if (top.has("model") || top.has("training") || top.has("inference") || top.has("memory"))
       throw InputError(file + ": a spec with `workload` (a recorded trace) takes only the section hardware besides it");
     ParamReader hw = top.section("hardware", "the cluster: node preset, node count, network", "");
-    spec.cluster   = read_hardware_section(hw, spec.collective_algorithm);
+    spec.cluster   = read_hardware_section(hw, spec.collective_algorithm, spec_dir);
     ParamReader workload = top.section("workload", "a recorded workload to replay instead of a generated step");
     spec.trace_ranks     = static_cast<int>(workload.integer(
         "ranks", 0, "ranks to replay: the job's recorded world_size, or more as data-parallel replicas of the "
@@ -165,11 +165,11 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
     throw InputError(file + ": a spec needs the sections hardware, model, and one of training or inference "
                             "(or hardware and workload)");
   ParamReader hw = top.section("hardware", "the cluster: node preset, node count, network", "");
-  spec.cluster   = read_hardware_section(hw, spec.collective_algorithm);
+  spec.cluster   = read_hardware_section(hw, spec.collective_algorithm, spec_dir);
   ParamReader model = top.section("model", "the transformer: preset, hf_config or explicit shape", "");
   spec.model        = read_model_section(model, spec_dir);
   ParamReader memory = top.section("memory", "explicit memory, or CUDA unified memory and its hints");
-  spec.memory        = read_memory_section(memory);
+  spec.memory        = read_memory_section(memory, spec.cluster.node.gpu);
   spec.serving = top.has("inference");
   const GpuSpec& gpu = spec.cluster.node.gpu;
   if (spec.serving) {

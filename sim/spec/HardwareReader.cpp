@@ -1,43 +1,56 @@
 #include "HardwareReader.hpp"
 
 #include "Catalog.hpp"
+
+#include <filesystem>
 #include "collective/CollectiveAlgorithm.hpp"
 
 namespace memwall {
 
 namespace {
 
-// hardware.profile: which fitted profile times the GPU's kernels.
-void read_profile_choice(ParamReader& r, GpuSpec& gpu)
+// hardware.profile: which fitted profile times the GPU's kernels. A file is resolved
+// against the spec's folder (as model.hf_config is) and laid over the GPU's shipped
+// profile: what it measured replaces the shipped fit's, the rest stays.
+void read_profile_choice(ParamReader& r, GpuSpec& gpu, const std::string& spec_dir)
 {
   std::string choice = r.text("profile", "catalog",
                               "hardware profile: catalog (the GPU's shipped fit, where it has one; memwall list gpus), "
                               "none (the catalog's estimated efficiencies), or the path of a profile YAML written by "
-                              "memwall calibrate fit");
+                              "memwall calibrate fit (relative to the spec's folder), laid over the shipped fit");
   if (choice == "catalog")
     return;
   if (choice == "none") {
     gpu.profile.reset();
     return;
   }
-  GpuProfile p = load_profile(choice);
+  std::filesystem::path path(choice);
+  if (path.is_relative() && !spec_dir.empty())
+    path = std::filesystem::path(spec_dir) / path;
+  GpuProfile p;
+  try {
+    p = load_profile(path.string());
+  } catch (const InputError& e) {
+    throw InputError(r.location("profile") + ": " + e.what());
+  }
+  p.name = path.string();
   std::string base = gpu.id;
   if (base.size() > 7 && base.compare(base.size() - 7, 7, "-custom") == 0)
     base.resize(base.size() - 7);
   if (p.gpu != base)
     r.fail("profile", choice + " is a profile of " + p.gpu + ", not of this spec's GPU " + gpu.id);
-  gpu.profile = std::make_shared<GpuProfile>(std::move(p));
+  gpu.profile = std::make_shared<GpuProfile>(gpu.profile ? overlay_profile(*gpu.profile, p) : std::move(p));
 }
 
 } // namespace
 
-ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algorithm)
+ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algorithm, const std::string& spec_dir)
 {
   ClusterSpec c;
   c.node = read_node_ref(r, "node", "node preset id (see `memwall list nodes`) or inline node", nullptr);
   GpuSpec node_gpu = c.node.gpu;
   c.node.gpu = read_gpu_ref(r, "gpu", "replace the node's GPU: preset id or mapping", &node_gpu);
-  read_profile_choice(r, c.node.gpu);
+  read_profile_choice(r, c.node.gpu, spec_dir);
   c.nodes         = static_cast<int>(r.integer("nodes", 1, "number of nodes", 1, "", 100'000));
   c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", c.node.gpus, "GPUs used per node; default: all", 1, "", 1024));
   if (c.gpus_per_node > c.node.gpus)

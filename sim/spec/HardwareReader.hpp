@@ -7,6 +7,6 @@
 namespace memwall {
 
 // Returns the cluster and the collective algorithm chosen under hardware.network.
-ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algorithm);
+ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algorithm, const std::string& spec_dir);
 
 } // namespace memwall

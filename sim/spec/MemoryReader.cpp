@@ -1,5 +1,7 @@
 #include "MemoryReader.hpp"
 
+#include <algorithm>
+
 #include "paging/EvictionPolicy.hpp"
 #include "paging/PrefetchPolicy.hpp"
 
@@ -42,9 +44,29 @@ CategorySet read_categories(ParamReader& r, const std::string& key, const std::s
 
 } // namespace
 
-UnifiedMemoryConfig read_memory_section(ParamReader& r)
+UnifiedMemoryConfig managed_defaults(const GpuSpec& gpu)
 {
   UnifiedMemoryConfig c;
+  const GpuProfile* p = gpu.profile.get();
+  if (!p || !p->copies.count("managed_fault"))
+    return c;
+  // memwall-gpubench's managed_fault: a kernel first-touches managed memory resident on
+  // the host, one byte per 4 KiB page. Its largest sizes stream at the on-demand rate,
+  // taken relative to pinned copies measured on the same machine (else the catalog's
+  // h2d_bw); its smallest (1 MiB, one batch of faults) costs its latency beyond the bytes.
+  const LatencyBandwidthCurve& f = p->copies.at("managed_fault");
+  double copy = p->copies.count("h2d_pinned") ? p->copies.at("h2d_pinned").regimes.back().bandwidth : gpu.h2d_bw;
+  if (copy <= 0)
+    return c;
+  c.migration_efficiency = std::clamp(f.regimes.back().bandwidth / copy, 0.001, 1.0);
+  if (f.regimes.front().latency_s > 0)
+    c.fault_batch_s = f.regimes.front().latency_s;
+  return c;
+}
+
+UnifiedMemoryConfig read_memory_section(ParamReader& r, const GpuSpec& gpu)
+{
+  UnifiedMemoryConfig c = managed_defaults(gpu);
   std::string mode = r.choice("mode", "explicit", {"explicit", "unified"},
                               "explicit: cudaMalloc, an allocation that does not fit is out of memory; unified: "
                               "cudaMallocManaged for every category but the CUDA context, pages migrate on demand");
@@ -74,13 +96,15 @@ UnifiedMemoryConfig read_memory_section(ParamReader& r)
                                   "they lie, without migrating");
   c.fault_batch_s = r.quantity("fault_batch_s", QuantityKind::seconds, c.fault_batch_s,
                                "driver time to service one batch of GPU page faults, beside the transfer (14 us "
-                               "measured per fault group on PCIe 3, calibration/data/uvm.md)");
+                               "measured per fault group on PCIe 3, calibration/data/uvm.md; a GPU whose profile "
+                               "measured managed_fault: the smallest first touch's time beyond its bytes)");
   c.faults_per_batch = static_cast<int>(r.integer("faults_per_batch", c.faults_per_batch,
                                                   "faults the driver fetches from the fault buffer per batch "
                                                   "(nvidia-uvm: 256)", 1, "", 1 << 20));
   c.migration_efficiency = r.number("migration_efficiency", c.migration_efficiency,
                                     "on-demand migration rate over the explicit copy rate of the same link "
-                                    "(7.4 / 12.2 GB/s measured, calibration/data/uvm.md)", 0.01, 1.0);
+                                    "(7.4 / 12.2 GB/s measured, calibration/data/uvm.md; a GPU whose profile measured "
+                                    "managed_fault: its rate over the GPU's h2d_bw)", 0.001, 1.0);
   c.chunk_bytes = r.quantity("chunk_bytes", QuantityKind::bytes, c.chunk_bytes,
                              "the driver's root chunk: unit of residency, prefetch completion and eviction (2 MiB)");
   c.big_page_bytes = r.quantity("big_page_bytes", QuantityKind::bytes, c.big_page_bytes,

@@ -105,6 +105,8 @@ nlohmann::json op_to_json(const Op& op)
       if (op.shape.known())
         j["shape"] = op.shape.groups() > 1 ? nlohmann::json{op.shape.m, op.shape.n, uint32_t(op.shape.k), op.shape.groups()}
                                            : nlohmann::json{op.shape.m, op.shape.n, uint32_t(op.shape.k)};
+      if (op.shape.known() && op.pass != GemmPass::forward)
+        j["pass"] = gemm_pass_name(op.pass);
       if (op.kind == OpKind::host_compute)
         j["src"] = device_to_json(op.src);
       break;
@@ -159,6 +161,8 @@ Op op_from_json(const nlohmann::json& j, const std::string& where)
         op.shape = gemm_shape(s[0].get<double>(), s[1].get<double>(), s[2].get<double>(),
                               s.size() == 4 ? s[3].get<double>() : 1.0);
       }
+      if (j.contains("pass"))
+        op.pass = by_name(j, "pass", 4, gemm_pass_name, where);
       if (op.kind == OpKind::host_compute)
         op.src = device_from_json(j.value("src", nlohmann::json()), where);
       break;

@@ -41,6 +41,7 @@ struct KernelPlan {
   double bwd_bytes   = 0;
   double saved_bytes = 0;     // activations kept from this kernel's forward to its backward
   GemmShape shape;            // gemm: the forward GEMM (tokens x out, contracted over in)
+  GemmPass bwd_pass  = GemmPass::backward; // gemm: its backward's GEMMs (frozen weights: input gradient only)
   bool selective     = false; // recomputed in backward under selective recompute (attention core)
   TpComm fwd_after;           // after the forward kernel
   TpComm bwd_before, bwd_after;

@@ -21,6 +21,7 @@ KernelPlan gemm(const std::string& name, double tokens, double in, double out, c
   k.bwd_flops = 2 * k.fwd_flops;
   k.bwd_bytes = 2 * weights + weights + tokens * (2 * in + out) * s.act_bytes;
   if (frozen) {
+    k.bwd_pass  = GemmPass::input_grad;
     k.bwd_flops = k.fwd_flops;
     k.bwd_bytes = weights + tokens * (in + out) * s.act_bytes;
   }

@@ -202,6 +202,8 @@ OpId TrainingStepGenerator::kernel(const DeviceRef& gpu, const OpName& name, con
                     model, name);
   op.shape  = k.shape;
   op.family = k.family;
+  if (!forward)
+    op.pass = k.bwd_pass;
   return dag_.add(std::move(op));
 }
 

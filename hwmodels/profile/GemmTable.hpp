@@ -1,0 +1,53 @@
+#pragma once
+// Measured GEMM times of one dtype and pass (GemmPass.hpp), and how they correct the
+// fitted GemmModel near the shapes they cover.
+//
+// The tile/wave model misses what cuBLAS's kernel selection does: at fixed n and k the
+// time steps where the heuristic changes tile or split, not where the cheapest one
+// would. Measured on an H100 over 24 layers of six models, the model alone predicts
+// held-out layers' GEMMs with a 90th-percentile error of 13-18 %; corrected by the
+// measured times of the nearest shapes, 8-15 % (calibration/VALIDATION.md).
+//
+// A table is a set of sweeps: one shape of the layer (the two dimensions that are not
+// the token count) timed over token counts. Where a GEMM lies inside the table (its
+// token count within a sweep's range, its two fixed dimensions within the range the
+// sweeps span), its time is the model's times the model's measured error, interpolated:
+// linearly in log token count along each of the nearest sweeps, then weighted by inverse
+// distance between the shapes in log2 space. At a measured point that gives the measured
+// time. Outside the table the model alone.
+#include "GemmModel.hpp"
+#include "GemmPass.hpp"
+
+#include <vector>
+
+namespace memwall {
+
+struct GemmSweep {
+  double a = 0, b = 0;          // the fixed dimensions, in (m, n, k) order without the token one
+  std::vector<double> tokens;   // ascending
+  std::vector<double> time_s;   // measured, one per token count
+};
+
+struct GemmTable {
+  GemmPass pass = GemmPass::forward;
+  std::vector<GemmSweep> sweeps;
+
+  bool empty() const { return sweeps.empty(); }
+  // Measured time / model time near (m, n, k), the logical GEMM of `pass`; 0 outside the table.
+  double correction(const GemmModel& model, double m, double n, double k) const;
+  // Number of measured points.
+  size_t points() const;
+};
+
+// The token count and the two fixed dimensions of the logical GEMM (m, n, k) of `pass`,
+// and back.
+struct GemmSweepPoint {
+  double tokens, a, b;
+};
+GemmSweepPoint sweep_point(GemmPass pass, double m, double n, double k);
+void gemm_dims(GemmPass pass, const GemmSweepPoint& p, double& m, double& n, double& k);
+
+// The logical GEMM of `pass` of the layer whose forward GEMM is (tokens, out, in).
+void pass_dims(GemmPass pass, double tokens, double out, double in, double& m, double& n, double& k);
+
+} // namespace memwall
