@@ -205,12 +205,19 @@ void Replayer::replay_loop(sg4::Engine* engine)
     if (!source_ || completed_ != taken_)
       break;
     activities_.clear(); // all done: their completion callbacks have run
-    StepDecision d = source_->next(sg4::Engine::get_clock());
+    // A wait shorter than the engine resolves (SimGrid ends an activity whose remaining
+    // work is below its precision without moving the clock) has still ended: the source
+    // is told the time it asked to wake at, or it would ask for the same wait forever.
+    double now = std::max(sg4::Engine::get_clock(), waiting_until_);
+    waiting_until_ = 0;
+    StepDecision d = source_->next(now);
     take_new_ops();
     if (d.kind == StepDecision::Kind::done && ready_.empty())
       break;
-    if (d.kind == StepDecision::Kind::wait && d.wake_at > sg4::Engine::get_clock())
+    if (d.kind == StepDecision::Kind::wait && d.wake_at > now) {
+      waiting_until_ = d.wake_at;
       start_delay(OpDag::none, d.wake_at - sg4::Engine::get_clock());
+    }
   }
 }
 

@@ -365,6 +365,7 @@ private:
   std::map<DeviceRef, GpuPaging> paging_;
   std::map<OpId, PagedKernel> paged_;
   StepSource* source_ = nullptr;
+  double waiting_until_ = 0; // the time a source asked to wake at while its delay runs (replay_loop)
   size_t taken_       = 0;
   OpId base_          = 0; // the DAG's first_id() when ops were last taken
   size_t completed_ = 0;

@@ -132,3 +132,20 @@ TEST_CASE("two_tp_ranks_streaming_offloaded_weights_share_their_pcie_switch_upli
   CHECK(tpot_separate == Approx(per_rank / 6e9).epsilon(0.05));
   CHECK(tpot_shared == Approx(2 * per_rank / 6e9).epsilon(0.05));
 }
+
+TEST_CASE("a_serving_wait_shorter_than_the_engine_resolves_still_ends", "[inference][robustness]")
+{
+  // Found by the fuzz corpus (seed 1, case 14): the next request arrives 8.7e-19 s after
+  // the clock as the replay sees it; SimGrid ends such a delay without moving its clock,
+  // so the server asked to wait for it again, forever. Each wait now wakes the server at
+  // the time it asked for. The run ends (in well under a second) with every request served.
+  std::string spec = temp_path("tiny_wait.yaml");
+  write_file(spec, "hardware: {node: dgx-h100, gpus_per_node: 4}\n"
+                   "model: {preset: qwen3-30b-a3b, layers: 2}\n"
+                   "inference: {tp: 1, ep: 4, weight_dtype: fp8, max_num_seqs: 4,\n"
+                   "            poisson: {rate: 20, requests: 8, prompt_len: 64, output_len: 8}}\n");
+  CliResult r = run_cli("run " + spec + " --json", "timeout 60");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out)["requests_completed"] == 8);
+}
