@@ -11,20 +11,22 @@ P=hwmodels/catalog/profiles
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
-# H100 and H200: their own measurements (calibration/data/measured). GEMMs: the torch
-# bf16 table (random operands, each pass apart) without Llama-2-7B's and GPT-2 XL's
-# layers, held out to check the fit (tests/calibration_measured_test.cpp); fp32, tf32 and
-# fp8 from gpubench (zero-filled operands: optimistic where compute-bound); gpubench's
-# zero-filled fp16 rows left out (fp16 takes bf16's measurements: the same tensor cores),
-# and its bidir_pinned rows (the two copies ran one after the other).
+# H100 and H200: their own measurements (calibration/data/measured), taken alike on both,
+# so that the two profiles compare. GEMMs: the torch bf16 table (random operands, each
+# pass apart) without Llama-2-7B's and GPT-2 XL's layers, held out to check the fit
+# (tests/calibration_measured_test.cpp); fp32, tf32 and fp8 from gpubench (zero-filled
+# operands: optimistic where compute-bound); gpubench's zero-filled fp16 rows left out
+# (fp16 takes bf16's measurements: the same tensor cores), and its bidir_pinned rows (the
+# two copies ran one after the other). Memory-bound kernels: torch's eager ops by family
+# and gpubench's copy kernel. The H100's NCCL curves: Vidur's DGX H100 network profile.
 held_out="--exclude layer:llama2-7b. --exclude layer:gpt2-xl."
-$B calibrate import vidur-compute $D/vidur/compute/h100/Llama-2-7b-hf-mlp.csv --gpu h100-sxm-80gb -o $T/h100-7b.csv >/dev/null
-$B calibrate import vidur-compute $D/vidur/compute/h100/Llama-2-70b-hf-mlp.csv --gpu h100-sxm-80gb -o $T/h100-70b.csv >/dev/null
+for g in h100:h100-sxm-80gb h200:h200-sxm-141gb; do
+  $B calibrate import torch-kernels $D/measured/${g%%:*}/kernels.csv --gpu ${g#*:} -o $T/${g%%:*}-kernels.csv >/dev/null
+done
 $B calibrate import vidur-network $D/vidur/network/h100_dgx/all_reduce.csv $D/vidur/network/h100_dgx/send_recv.csv \
   --gpu h100-sxm-80gb -o $T/h100-net.csv >/dev/null
-$B calibrate import torch-kernels $D/measured/h200/kernels.csv --gpu h200-sxm-141gb -o $T/h200-kernels.csv >/dev/null
 
-$B calibrate fit $D/measured/h100/gemm.csv $D/measured/h100/gpubench.csv $T/h100-7b.csv $T/h100-70b.csv $T/h100-net.csv \
+$B calibrate fit $D/measured/h100/gemm.csv $D/measured/h100/gpubench.csv $T/h100-kernels.csv $T/h100-net.csv \
   --exclude gemm:fp16 --exclude bidir_pinned $held_out -o $P/h100-sxm-80gb.yaml
 $B calibrate fit $D/measured/h200/gemm.csv $D/measured/h200/gpubench.csv $T/h200-kernels.csv \
   --exclude gemm:fp16 --exclude bidir_pinned $held_out -o $P/h200-sxm-141gb.yaml

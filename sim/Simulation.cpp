@@ -1,6 +1,7 @@
 #include "Simulation.hpp"
 
 #include "Catalog.hpp"
+#include "GpuNames.hpp"
 #include "ChildPool.hpp"
 #include "ExpertLoad.hpp"
 #include "KernelTimer.hpp"
@@ -125,8 +126,9 @@ static RecordedKernels recorded_kernels(const OpDag& dag, const GpuSpec& from, c
   return k;
 }
 
-// The catalog GPU a trace was recorded on: workload.recorded_on, else the preset whose
-// id its deviceProperties name spells ("Tesla V100-SXM2-32GB" -> v100-sxm2-32gb).
+// The catalog GPU a trace was recorded on: workload.recorded_on, else the one its
+// deviceProperties name and memory describe (GpuNames.hpp: "NVIDIA H100 80GB HBM3" ->
+// h100-sxm-80gb, "NVIDIA A100-PG509-200" with 39.4 GiB -> a100-sxm4-40gb).
 static GpuSpec recorded_gpu(const ExperimentSpec& spec, const std::vector<KinetoTrace>& traces)
 {
   for (const KinetoTrace& t : traces)
@@ -135,21 +137,15 @@ static GpuSpec recorded_gpu(const ExperimentSpec& spec, const std::vector<Kineto
                        " on '" + traces.front().gpu_name + "'");
   if (!spec.trace_recorded_on.empty())
     return gpu_preset(spec.trace_recorded_on);
-  std::string id;
-  for (char c : traces.front().gpu_name)
-    id += c == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* vendor : {"nvidia-", "tesla-"})
-    if (id.rfind(vendor, 0) == 0)
-      id = id.substr(std::string(vendor).size());
-  for (const std::string& known : gpu_preset_ids())
-    if (known == id)
-      return gpu_preset(known);
   if (traces.front().gpu_name.empty())
     throw InputError(traces.front().file + ": the trace does not say which GPU it was recorded on "
                                            "(no deviceProperties); name it with workload.recorded_on");
-  throw InputError(traces.front().file + ": recorded on '" + traces.front().gpu_name +
-                   "', which is not a GPU preset; name the closest with workload.recorded_on "
-                   "(see `memwall list gpus`)");
+  std::string id = gpu_id_from_device_name(traces.front().gpu_name, traces.front().gpu_memory_bytes);
+  if (id.empty())
+    throw InputError(traces.front().file + ": recorded on '" + traces.front().gpu_name +
+                     "', which is not a GPU preset; name the closest with workload.recorded_on "
+                     "(see `memwall list gpus`)");
+  return gpu_preset(id);
 }
 
 static RunResult replay_traces(const ExperimentSpec& spec, bool child, ReplayOptions options)

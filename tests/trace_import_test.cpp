@@ -298,8 +298,12 @@ TEST_CASE("traces_that_disagree_or_do_not_fit_the_layout_are_refused", "[trace][
   std::string a1        = source_path("tests/data/traces/a100-2rank-nccl.json.gz");
   CHECK_THAT(refused("trace_disagree", hw + "workload: {trace: [" + v1 + ", " + a1 + "]}\n"),
              Catch::Contains("ranks disagree: recorded on 'NVIDIA A100-PG509-200'"));
-  CHECK_THAT(refused("trace_unknown_gpu", hw + "workload: {trace: " + a1 + "}\n"),
-             Catch::Contains("'NVIDIA A100-PG509-200', which is not a GPU preset; name the closest with "
+  std::string unknown = temp_path("unknown_gpu.json");
+  write_file(unknown, R"({"deviceProperties": [{"name": "NVIDIA Quadro RTX 8000", "totalGlobalMem": 50953404416}],)"
+                      R"( "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1,)"
+                      R"( "dur": 5, "args": {"device": 0, "stream": 7}}]})");
+  CHECK_THAT(refused("trace_unknown_gpu", hw + "workload: {trace: " + unknown + "}\n"),
+             Catch::Contains("'NVIDIA Quadro RTX 8000', which is not a GPU preset; name the closest with "
                              "workload.recorded_on"));
   CHECK_THAT(refused("trace_bad_preset", hw + "workload: {trace: " + a1 + ", recorded_on: a100-pg509}\n"),
              Catch::Contains("a100-pg509"));
@@ -416,4 +420,45 @@ TEST_CASE("an_nccl_subgroup_runs_over_its_own_ranks_and_the_world_over_all", "[t
   double pair = c[0]->end - c[0]->start, world = c[1]->end - c[1]->start;
   CHECK(world > 1.3 * pair);
   CHECK(world <= 1.75 * pair);
+}
+
+TEST_CASE("the_h100_hugging_face_trace_replays_on_an_h100_as_recorded_with_its_kernels_classed", "[trace][classes]")
+{
+  // tests/data/traces/h100-llama1b-hf-train.json.gz: one HF Llama-3.2-1B-shaped training
+  // step on an H100 (3,724 GPU activities, 264.06 ms of kernel time summed from the
+  // trace's own durations). Its GEMMs are cuBLAS 12.8's nvjet_sm90_* (451 of them) and a
+  // CUTLASS SIMT sgemm; attention cuDNN's SDPA; the rest PyTorch's unfused kernels, fused
+  // AdamW (multi_tensor_apply), the fp32 loss (cunn_SoftMax*) and cuDNN's attention
+  // helpers. Replayed on an H100 (the GPU it names: "NVIDIA H100 80GB HBM3"): its kernel
+  // time within 3 %, and under 2 % of it in no class.
+  auto j = report_json(
+      simulate(load_spec(trace_spec("{node: dgx-h100, gpus_per_node: 1}", "h100-llama1b-hf-train.json.gz")), true, {}));
+  CHECK(j["trace"]["recorded_on"] == "h100-sxm-80gb");
+  double kernels = 0, time = 0;
+  for (const auto& [name, c] : j["trace"]["kernel_classes"].items()) {
+    kernels += c["kernels"].get<double>();
+    time += c["replayed_s"].get<double>();
+  }
+  CHECK(kernels == 3724);
+  CHECK(time == Approx(0.264057).epsilon(0.03));
+  CHECK(j["step_time_s"].get<double>() == Approx(0.264057).epsilon(0.03));
+  CHECK(j["trace"]["unclassified_kernel_time_s"].get<double>() < 0.02 * time);
+  CHECK(j["trace"]["kernel_classes"]["gemm"]["kernels"] == 452);
+  CHECK(j["trace"]["kernel_classes"]["attention"]["kernels"] == 40); // 16 forward, 24 backward SDPA kernels
+}
+
+TEST_CASE("an_h100_trace_on_an_h200_moves_its_gemms_by_compute_and_its_elementwise_kernels_by_bandwidth",
+          "[trace][classes][retarget]")
+{
+  // The H200 has the H100's SMs, clocks and tensor cores (989.4 TFLOP/s bf16 both) on
+  // faster HBM: measured copy kernels 2,986 and 4,202 GB/s (calibration/data/measured),
+  // a ratio of 1.41. So the trace's GEMMs and attention run as recorded (x1.00 within
+  // 1 %) and its memory-bound kernels speed up by about the bandwidth ratio (the
+  // profiles' streaming curves: within 10 % of 1.41, a little less for the launch part).
+  auto j = report_json(
+      simulate(load_spec(trace_spec("{node: hgx-h200, gpus_per_node: 1}", "h100-llama1b-hf-train.json.gz")), true, {}));
+  const auto& c = j["trace"]["kernel_classes"];
+  CHECK(c["gemm"]["speedup"].get<double>() == Approx(1.0).epsilon(0.01));
+  CHECK(c["attention"]["speedup"].get<double>() == Approx(1.0).epsilon(0.01));
+  CHECK(c["elementwise"]["speedup"].get<double>() == Approx(4202.0 / 2986).epsilon(0.10));
 }

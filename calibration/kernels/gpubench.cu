@@ -15,6 +15,7 @@
 // run, the median of the runs; collectives: the median of timed batches. The pieces are
 // GemmBench.cu, MemoryBench.cu and NcclBench.cu. Exit 2 when there is no CUDA device.
 #include "GpuBench.hpp"
+#include "GpuNames.hpp"
 
 #ifdef MEMWALL_HAVE_NCCL
 #include <nccl.h>
@@ -36,26 +37,6 @@ using namespace gpubench;
 
 std::string gpu_id;
 std::string source;
-
-std::string guess_gpu_id(const std::string& name)
-{
-  std::string n;
-  for (char c : name)
-    n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  struct Pattern {
-    const char *a, *b, *id;
-  };
-  const Pattern table[] = {{"a100", "80gb", "a100-sxm4-80gb"}, {"a100", "40gb", "a100-sxm4-40gb"},
-                           {"h100", "pcie", "h100-pcie-80gb"}, {"h100", "", "h100-sxm-80gb"},
-                           {"h200", "", "h200-sxm-141gb"},    {"b200", "", "b200"},
-                           {"a40", "", "a40"},                {"l40s", "", "l40s"},
-                           {"4090", "", "rtx-4090"},          {"4070", "", "rtx-4070"},
-                           {"t4", "", "t4"},                  {"v100", "", "v100-sxm2-32gb"}};
-  for (const Pattern& p : table)
-    if (n.find(p.a) != std::string::npos && n.find(p.b) != std::string::npos)
-      return p.id;
-  return "";
-}
 
 std::string num(double v)
 {
@@ -98,7 +79,7 @@ int main(int argc, char** argv)
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   if (gpu_id.empty())
-    gpu_id = guess_gpu_id(prop.name);
+    gpu_id = memwall::gpu_id_from_device_name(prop.name, double(prop.totalGlobalMem));
   if (gpu_id.empty()) {
     std::fprintf(stderr, "memwall-gpubench: '%s' is not a catalog GPU; name one with --gpu\n", prop.name);
     return 2;

@@ -75,6 +75,7 @@ struct KinetoTrace {
   std::string file;
   int rank = 0, world_size = 1; // distributedInfo; 0 and 1 without it
   std::string gpu_name;         // deviceProperties[0].name, "" when absent
+  double gpu_memory_bytes = 0;  // deviceProperties[0].totalGlobalMem, 0 when absent
   std::vector<std::string> names; // the GPU activities' distinct names (a million kernels have a few hundred)
   std::vector<TraceGpuOp> gpu_ops;
   std::vector<TraceCall> calls;

@@ -283,6 +283,9 @@ private:
     if (top_ == "deviceProperties" && depth_ == 3 && key2_[1] == "name" && out_.gpu_name.empty() &&
         v.kind == Scalar::Kind::text)
       out_.gpu_name = v.s;
+    if (top_ == "deviceProperties" && depth_ == 3 && key2_[1] == "totalGlobalMem" && out_.gpu_memory_bytes == 0 &&
+        (v.kind == Scalar::Kind::integer || v.kind == Scalar::Kind::real))
+      out_.gpu_memory_bytes = std::max(0.0, static_cast<double>(to_int(v)));
     return true;
   }
 

@@ -8,35 +8,72 @@
 
 namespace memwall {
 
+namespace {
+
+bool contains_any(const std::string& name, std::initializer_list<const char*> parts)
+{
+  for (const char* p : parts)
+    if (name.find(p) != std::string::npos)
+      return true;
+  return false;
+}
+
+// The format a GEMM or attention kernel's name says. cuBLAS 12.8+'s Hopper kernels
+// (nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NTT) give it as one letter between
+// underscores: h 16-bit (fp16 or bf16: the same tensor cores), s tf32 (a float GEMM on
+// tensor cores), q / e4m3 / e5m2 fp8; cuDNN's fused attention says f16 or bf16.
+Dtype kernel_dtype(const std::string& name)
+{
+  if (contains_any(name, {"e4m3", "e5m2", "fp8", "_q_"}))
+    return Dtype::fp8;
+  if (contains_any(name, {"tf32", "s1688", "s16816", "tensorop_s"}) || (name.rfind("nvjet", 0) == 0 && contains_any(name, {"_s_"})))
+    return Dtype::tf32;
+  if (contains_any(name, {"bf16", "BFloat16"}))
+    return Dtype::bf16;
+  if (contains_any(name, {"h884", "h1688", "h16816", "hmma", "fp16", "f16f16", "_f16", "Half", "__half"}) ||
+      (name.rfind("nvjet", 0) == 0 && contains_any(name, {"_h_"})))
+    return Dtype::fp16;
+  return Dtype::fp32;
+}
+
+} // namespace
+
+// Kernels by the library that names them, checked in this order (the first match wins):
+// 1. memory-bound helpers of fused attention and sorting (cuDNN's fusion:: pre- and
+//    post-processing of flash attention, CUB's sorts and scans): elementwise, though
+//    their names say fmha or attention;
+// 2. attention: FlashAttention 2 and 3 (flash_fwd_*, flash::), cuDNN's SDPA
+//    (cudnn_generated_fort_native_sdpa_*), xFormers / PyTorch mem-efficient (fmha_*);
+// 3. GEMMs and convolutions: cuBLAS (nvjet_* from 12.8 on Hopper, *gemm*, xmma,
+//    sm80_xmma), CUTLASS, cuDNN's implicit GEMMs (fprop, dgrad, wgrad, winograd) and
+//    Triton's matmul templates (triton_tem_*, triton_mm);
+// 4. memory-bound: PyTorch's elementwise, reduction, normalisation, copy, index and
+//    layout kernels, fused optimizers (multi_tensor_apply), the loss (cunn_SoftMax*,
+//    nll_loss), embedding backward, and Triton's generated pointwise and reduction
+//    kernels (triton_poi_*, triton_red_*, triton_per_*);
+// NCCL kernels become collectives; what matches none is `other` (timed as memory-bound,
+// counted in unclassified_kernel_time_s).
 KernelKind kernel_kind(const std::string& name)
 {
-  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
-  auto any = [&](std::initializer_list<const char*> l) {
-    for (const char* s : l)
-      if (has(s))
-        return true;
-    return false;
-  };
   KernelKind k;
   if (name.rfind("nccl", 0) == 0) // kept as a kernel only where NCCL runs as recorded
     return k;
-  if (any({"tf32", "s1688", "s16816", "tensorop_s"}))
-    k.dtype = Dtype::tf32;
-  else if (any({"bf16", "BFloat16"}))
-    k.dtype = Dtype::bf16;
-  else if (any({"h884", "h1688", "h16816", "hmma", "fp16", "f16f16", "Half", "__half"}))
-    k.dtype = Dtype::fp16;
-  else if (any({"e4m3", "e5m2", "fp8"}))
-    k.dtype = Dtype::fp8;
-  if (any({"flash", "fmha", "attention", "Attention", "sdpa"}))
+  k.dtype = kernel_dtype(name);
+  if (contains_any(name, {"cudnn::fusion::", "cub::", "DeviceRadixSort", "DeviceScan", "DeviceUniqueByKey"}))
+    k.kclass = KernelClass::elementwise;
+  else if (contains_any(name, {"flash", "fmha", "attention", "Attention", "sdpa"}))
     k.kclass = KernelClass::attention;
-  else if (any({"gemm", "Gemm", "GEMM", "cutlass", "xmma", "scudnn", "dgrad", "wgrad", "fprop", "conv", "Conv",
-                "winograd", "h884", "s884", "1688", "16816", "hmma"}))
+  else if (name.rfind("nvjet", 0) == 0 || name.rfind("triton_tem", 0) == 0 || name.rfind("triton_mm", 0) == 0 ||
+           contains_any(name, {"gemm", "Gemm", "GEMM", "cutlass", "xmma", "scudnn", "dgrad", "wgrad", "fprop", "conv",
+                               "Conv", "winograd", "h884", "s884", "1688", "16816", "hmma"}))
     k.kclass = KernelClass::gemm;
-  else if (any({"elementwise", "reduce", "Reduce", "bn_", "batch_norm", "norm", "Norm", "softmax", "Softmax",
-                "nchwTo", "nhwcTo", "copy", "Copy", "fill", "Fill", "index", "Index", "cat_", "Cat", "scatter",
-                "gather", "embedding", "Embedding", "adam", "Adam", "multi_tensor", "pool", "Pool", "transpose",
-                "dropout", "Dropout", "relu", "gelu", "silu", "Memcpy", "Memset", "unrolled", "vectorized"}))
+  else if (name.rfind("triton_", 0) == 0 ||
+           contains_any(name, {"elementwise", "reduce", "Reduce", "bn_", "batch_norm", "norm", "Norm", "softmax",
+                               "Softmax", "SoftMax", "nll_loss", "nchwTo", "nhwcTo", "copy", "Copy", "fill", "Fill",
+                               "index", "Index", "cat_", "Cat", "scatter", "gather", "embedding", "Embedding",
+                               "grad_weight", "krn_partial", "partial_segments", "adam", "Adam", "multi_tensor", "pool", "Pool",
+                               "transpose", "dropout", "Dropout", "relu", "gelu", "silu", "arange", "scan", "Memcpy",
+                               "Memset", "unrolled", "vectorized"}))
     k.kclass = KernelClass::elementwise;
   return k;
 }
