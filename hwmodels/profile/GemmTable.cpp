@@ -1,7 +1,12 @@
 #include "GemmTable.hpp"
 
+#include "InputError.hpp"
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <optional>
+#include <sstream>
 
 namespace memwall {
 namespace {
@@ -92,6 +97,85 @@ double GemmTable::correction(const GemmModel& model, double m, double n, double 
     weights += w;
   }
   return std::exp(sum / weights);
+}
+
+std::map<GemmPass, GemmTable> parse_gemm_sweeps(const std::string& text, const std::string& where)
+{
+  std::map<GemmPass, GemmTable> out;
+  std::istringstream lines(text);
+  std::string line;
+  for (int no = 1; std::getline(lines, line); ++no) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    auto fail = [&](const std::string& what) {
+      throw InputError(where + " line " + std::to_string(no) + ": " + what +
+                       "; a sweep is PASS A B | TOKENS ... | TIME_S ... (PASS fwd, dgrad or wgrad)");
+    };
+    // Three fields split at '|': the pass and fixed dimensions, the token counts, the times.
+    std::vector<std::string> part;
+    std::istringstream fields(line);
+    for (std::string f; std::getline(fields, f, '|');)
+      part.push_back(f);
+    if (part.size() != 3)
+      fail("expected three fields separated by '|'");
+    auto numbers = [&](const std::string& f) {
+      std::vector<double> v;
+      std::istringstream in(f);
+      std::string word;
+      while (in >> word) {
+        char* end = nullptr;
+        double x  = std::strtod(word.c_str(), &end);
+        if (end != word.c_str() + word.size() || !std::isfinite(x) || x <= 0)
+          fail("'" + word + "' is not a positive number");
+        v.push_back(x);
+      }
+      return v;
+    };
+    std::istringstream head(part[0]);
+    std::string pass_name;
+    head >> pass_name;
+    std::optional<GemmPass> pass = measured_gemm_pass(pass_name);
+    if (!pass)
+      fail("unknown pass '" + pass_name + "'");
+    std::string rest;
+    std::getline(head, rest);
+    std::vector<double> fixed = numbers(rest), tokens = numbers(part[1]), times = numbers(part[2]);
+    if (fixed.size() != 2)
+      fail("expected the two fixed dimensions after the pass");
+    if (tokens.size() < 2 || tokens.size() != times.size())
+      fail("expected at least two token counts and a time for each");
+    for (size_t i = 1; i < tokens.size(); ++i)
+      if (tokens[i] <= tokens[i - 1])
+        fail("token counts must be in ascending order");
+    GemmTable& t = out[*pass];
+    t.pass       = *pass;
+    t.sweeps.push_back({fixed[0], fixed[1], tokens, times});
+  }
+  return out;
+}
+
+std::string gemm_sweeps_text(const std::vector<const GemmTable*>& tables)
+{
+  std::string out;
+  char buf[32];
+  auto put = [&](double v) { // six significant digits: the measurements carry five
+    std::snprintf(buf, sizeof buf, " %.6g", v);
+    out += buf;
+  };
+  for (const GemmTable* t : tables)
+    for (const GemmSweep& s : t->sweeps) {
+      out += gemm_pass_name(t->pass);
+      put(s.a);
+      put(s.b);
+      out += " |";
+      for (double v : s.tokens)
+        put(v);
+      out += " |";
+      for (double v : s.time_s)
+        put(v);
+      out += "\n";
+    }
+  return out;
 }
 
 } // namespace memwall

@@ -18,6 +18,8 @@
 #include "GemmModel.hpp"
 #include "GemmPass.hpp"
 
+#include <map>
+#include <string>
 #include <vector>
 
 namespace memwall {
@@ -38,6 +40,16 @@ struct GemmTable {
   // Number of measured points.
   size_t points() const;
 };
+
+// The text a profile holds one dtype's tables in (its gemm_tables: DTYPE: | block): a
+// line per sweep,
+//   PASS A B | TOKENS ... | TIME_S ...
+// PASS fwd, dgrad or wgrad; A B the fixed dimensions (GemmSweep); the token counts
+// ascending and a time for each. One block keeps a profile of 3 x 24 sweeps x 30 points
+// quick to read (as YAML lists of 4,300 numbers it took 5.7 ms, most of a small run).
+// InputError naming `where` and the line for anything else.
+std::map<GemmPass, GemmTable> parse_gemm_sweeps(const std::string& text, const std::string& where);
+std::string gemm_sweeps_text(const std::vector<const GemmTable*>& tables);
 
 // The token count and the two fixed dimensions of the logical GEMM (m, n, k) of `pass`,
 // and back.

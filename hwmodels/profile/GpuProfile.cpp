@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <sstream>
 #include <yaml-cpp/yaml.h>
 
 namespace memwall {
@@ -69,40 +70,6 @@ GemmModel read_gemm(ParamReader& r)
     r.fail("bandwidth", "bandwidth and peak_flops must be positive");
   r.finish();
   return g;
-}
-
-// One number of a list in a table entry: finite and positive.
-double positive(const ParamReader& r, const std::string& key, const YAML::Node& n)
-{
-  double v = 0;
-  if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v) || v <= 0)
-    r.fail(key, "expected positive numbers");
-  return v;
-}
-
-// A sweep {n: .., k: .., m: [...], time_s: [...]} (the token dimension a list: m, or k
-// for the weight gradient).
-GemmSweep read_sweep(const YAML::Node& node, const std::string& file, const std::string& path, GemmPass pass)
-{
-  ParamReader r(node, file, path);
-  const char* tokens = pass == GemmPass::weight_grad ? "k" : "m";
-  const char* fixed_a = pass == GemmPass::weight_grad ? "m" : "n";
-  const char* fixed_b = pass == GemmPass::weight_grad ? "n" : "k";
-  GemmSweep s;
-  s.a = r.required_number(fixed_a, "fixed GEMM dimension of the sweep", 1, 1e8);
-  s.b = r.required_number(fixed_b, "fixed GEMM dimension of the sweep", 1, 1e8);
-  YAML::Node t  = r.take(tokens, "list of token counts", "token counts of the sweep, ascending");
-  YAML::Node ts = r.take("time_s", "list of seconds", "measured time at each token count");
-  if (!t.IsSequence() || !ts.IsSequence() || t.size() < 2 || t.size() != ts.size())
-    r.fail(tokens, std::string("expected lists ") + tokens + " and time_s of equal length, at least 2 each");
-  for (size_t i = 0; i < t.size(); ++i) {
-    s.tokens.push_back(positive(r, tokens, t[i]));
-    s.time_s.push_back(positive(r, "time_s", ts[i]));
-    if (i > 0 && s.tokens[i] <= s.tokens[i - 1])
-      r.fail(tokens, "token counts must be in ascending order");
-  }
-  r.finish();
-  return s;
 }
 
 YAML::Node gemm_node(const GemmModel& g)
@@ -311,25 +278,17 @@ GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
       of.finish();
     }
   passes.finish();
-  ParamReader tables = r.section("gemm_tables", "measured GEMM times per dtype and pass, by shape", "none");
-  for (Dtype d : all_dtypes())
-    if (tables.has(dtype_name(d))) {
-      ParamReader of = tables.section(dtype_name(d), std::string("measured GEMMs of ") + dtype_name(d) + " by pass");
-      for (GemmPass g : {GemmPass::forward, GemmPass::input_grad, GemmPass::weight_grad}) {
-        std::string key = gemm_pass_name(g);
-        YAML::Node list = of.take(key, "list of sweeps", "sweeps {n, k, m: [...], time_s: [...]} (wgrad: {m, n, k: [...]})", "none");
-        if (!list.IsDefined() || list.IsNull())
-          continue;
-        if (!list.IsSequence() || list.size() == 0)
-          of.fail(key, "expected a non-empty list of sweeps");
-        GemmTable t;
-        t.pass = g;
-        for (size_t i = 0; i < list.size(); ++i)
-          t.sweeps.push_back(read_sweep(list[i], file, of.path() + "." + key + "[" + std::to_string(i) + "]", g));
-        p.gemm_tables[{d, g}] = t;
-      }
-      of.finish();
-    }
+  ParamReader tables = r.section("gemm_tables", "measured GEMM times per dtype: a block of lines PASS A B | TOKENS | TIME_S",
+                                 "none");
+  for (Dtype d : all_dtypes()) {
+    YAML::Node block = tables.take(dtype_name(d), "text", "sweeps of measured GEMMs (GemmTable.hpp)", "none");
+    if (!block.IsDefined() || block.IsNull())
+      continue;
+    if (!block.IsScalar())
+      tables.fail(dtype_name(d), "expected a block of lines PASS A B | TOKENS ... | TIME_S ...");
+    for (auto& [pass, t] : parse_gemm_sweeps(block.Scalar(), tables.location(dtype_name(d))))
+      p.gemm_tables[{d, pass}] = std::move(t);
+  }
   tables.finish();
   p.elementwise = read_curve(r, "elementwise", "memory-bound kernels: launch + bytes / bandwidth");
   ParamReader families =
@@ -465,31 +424,6 @@ std::string profile_yaml(const GpuProfile& p)
     root["gemm"][dtype_name(d)] = gemm_node(g);
   for (const auto& [key, g] : p.gemm_passes)
     root["gemm_passes"][dtype_name(key.first)][gemm_pass_name(key.second)] = gemm_node(g);
-  for (const auto& [key, t] : p.gemm_tables) {
-    YAML::Node list(YAML::NodeType::Sequence);
-    bool wgrad = key.second == GemmPass::weight_grad;
-    for (const GemmSweep& s : t.sweeps) {
-      YAML::Node n;
-      n.SetStyle(YAML::EmitterStyle::Flow);
-      // Six significant digits: the measurements carry five.
-      auto text = [](double v) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.6g", v);
-        return std::string(buf);
-      };
-      YAML::Node tokens(YAML::NodeType::Sequence), times(YAML::NodeType::Sequence);
-      for (size_t i = 0; i < s.tokens.size(); ++i) {
-        tokens.push_back(text(s.tokens[i]));
-        times.push_back(text(s.time_s[i]));
-      }
-      n[wgrad ? "m" : "n"] = text(s.a);
-      n[wgrad ? "n" : "k"] = text(s.b);
-      n[wgrad ? "k" : "m"] = tokens;
-      n["time_s"]          = times;
-      list.push_back(n);
-    }
-    root["gemm_tables"][dtype_name(key.first)][gemm_pass_name(key.second)] = list;
-  }
   if (!p.elementwise.empty())
     root["elementwise"] = curve_node(p.elementwise);
   for (const auto& [f, c] : p.elementwise_families)
@@ -505,8 +439,22 @@ std::string profile_yaml(const GpuProfile& p)
     root["collectives"].push_back(n);
   }
   out << root;
+  // The measured tables as literal blocks, a line per sweep (GemmTable.hpp).
+  std::string tables;
+  for (Dtype d : all_dtypes()) {
+    std::vector<const GemmTable*> of;
+    for (const auto& [key, t] : p.gemm_tables)
+      if (key.first == d)
+        of.push_back(&t);
+    if (of.empty())
+      continue;
+    tables += std::string("  ") + dtype_name(d) + ": |\n";
+    std::istringstream lines(gemm_sweeps_text(of));
+    for (std::string line; std::getline(lines, line);)
+      tables += "    " + line + "\n";
+  }
   return std::string("# memwall hardware profile (memwall calibrate fit). Units: seconds, bytes, bytes/s, FLOP/s.\n") +
-         out.c_str() + "\n";
+         out.c_str() + "\n" + (tables.empty() ? "" : "gemm_tables:  # per dtype: PASS A B | TOKENS ... | TIME_S ...\n" + tables);
 }
 
 } // namespace memwall
