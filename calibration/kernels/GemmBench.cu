@@ -97,6 +97,7 @@ void bench_gemm(bool quick)
           Row r;
           r.benchmark = "gemm";
           r.dtype     = t.name;
+          r.pass      = "dgrad"; // row-major NN: dX = dY W, the input gradient's layout
           r.m = m, r.n = n, r.k = k;
           r.flops   = 2.0 * m * n * k;
           r.bytes   = double(t.bytes) * (double(m) * k + double(k) * n + double(m) * n);
@@ -179,6 +180,7 @@ void bench_gemm_fp8(const cudaDeviceProp& prop, bool quick)
           Row r;
           r.benchmark = "gemm";
           r.dtype     = "fp8";
+          r.pass      = "fwd"; // both operands K-major: Y = X W^T, the forward's layout
           r.m = m, r.n = n, r.k = k;
           r.flops   = 2.0 * m * n * k;
           r.bytes   = double(m) * k + double(k) * n + 2.0 * m * n;

@@ -22,6 +22,7 @@ namespace gpubench {
 
 struct Row {
   std::string benchmark, dtype;
+  std::string pass; // gemm: the layer GEMM its layout is (GemmPass.hpp): fwd, dgrad or wgrad
   double m = 0, n = 0, k = 0, bytes = 0, flops = 0, time_s = 0;
   int samples = 0;
   int ranks = 0, ranks_per_node = 0; // collectives

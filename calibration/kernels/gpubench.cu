@@ -108,11 +108,11 @@ int main(int argc, char** argv)
     std::fprintf(stderr, "memwall-gpubench: cannot write %s\n", out.c_str());
     return 3;
   }
-  std::fprintf(f, "gpu,benchmark,dtype,m,n,k,ranks,ranks_per_node,bytes,flops,time_s,samples,source\n");
+  std::fprintf(f, "gpu,benchmark,dtype,m,n,k,ranks,ranks_per_node,bytes,flops,time_s,samples,source,layer,pass\n");
   for (const Row& r : rows)
-    std::fprintf(f, "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d,\"%s\"\n", gpu_id.c_str(), r.benchmark.c_str(),
+    std::fprintf(f, "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%d,\"%s\",,%s\n", gpu_id.c_str(), r.benchmark.c_str(),
                  r.dtype.c_str(), num(r.m).c_str(), num(r.n).c_str(), num(r.k).c_str(), num(r.ranks).c_str(),
                  num(r.ranks_per_node).c_str(), num(r.bytes).c_str(), num(r.flops).c_str(), num(r.time_s).c_str(),
-                 r.samples, source.c_str());
+                 r.samples, source.c_str(), r.pass.c_str());
   return std::fclose(f) == 0 ? 0 : 3;
 }
