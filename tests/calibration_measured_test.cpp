@@ -295,6 +295,17 @@ TEST_CASE("bad_calibration_input_is_one_line_and_exit_2", "[calibration][cli]")
     CHECK(read_file(profile).empty());
   }
   CHECK(run_cli("calibrate fit " + meas + " -o " + profile).err.find("pass is 'forward'") != std::string::npos);
+  // A profile whose measured table has a sweep of two token counts and one time.
+  std::string broken = temp_path("broken-table.yaml");
+  write_file(broken, "gpu: h100-sxm-80gb\ngemm_tables:\n  bf16: |\n    fwd 1024 1024 | 1 2 4 | 1e-5 1e-5 1e-5\n"
+                     "    fwd 2048 1024 | 1 2 | 1e-5\n");
+  std::string spec = temp_path("broken-table-spec.yaml");
+  write_file(spec, "hardware: {node: dgx-h100, gpus_per_node: 1, profile: " + broken + "}\n" + "model: {preset: gpt2}\n" +
+                       "training: {seq_len: 256, global_batch: 1, micro_batch: 1}\n");
+  CliResult r = run_cli("run " + spec);
+  CHECK(r.exit_code == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find("gemm_tables.bf16 line 2: expected at least two token counts and a time for each") != std::string::npos);
 }
 
 TEST_CASE("calibrate_check_residuals_give_every_rows_prediction", "[calibration][cli]")
