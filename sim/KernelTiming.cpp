@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace memwall {
 namespace {
@@ -74,24 +75,19 @@ double KernelTiming::total_s(double bytes) const { return overhead_s + std::max(
 // GEMMs (LoRA adapters) run at the same rate.
 static void time_by_pass(const GpuProfile& p, double peak, const Op& op, KernelTiming& t)
 {
-  static constexpr GemmPass forward[] = {GemmPass::forward};
-  static constexpr GemmPass dgrad[]   = {GemmPass::input_grad};
-  static constexpr GemmPass weight[]  = {GemmPass::weight_grad};
-  static constexpr GemmPass both[]    = {GemmPass::input_grad, GemmPass::weight_grad};
-  std::pair<const GemmPass*, size_t> runs = op.pass == GemmPass::backward      ? std::make_pair(both, size_t{2})
-                                          : op.pass == GemmPass::input_grad  ? std::make_pair(dgrad, size_t{1})
-                                          : op.pass == GemmPass::weight_grad ? std::make_pair(weight, size_t{1})
-                                                                             : std::make_pair(forward, size_t{1});
+  std::vector<GemmPass> runs{op.pass};
+  if (op.pass == GemmPass::backward)
+    runs = {GemmPass::input_grad, GemmPass::weight_grad};
   double tokens = op.shape.m, out = op.shape.n, in = op.shape.k, groups = op.shape.groups();
   double launch = 0, body = 0;
-  for (size_t i = 0; i < runs.second; ++i) {
+  for (GemmPass pass : runs) {
     double m, n, k;
-    pass_dims(runs.first[i], tokens, out, in, m, n, k);
-    const GemmModel* model = p.gemm_model(op.dtype, peak, runs.first[i]);
-    launch += model->launch_s;
-    body += p.gemm_time(op.dtype, peak, runs.first[i], m, n, k, groups) - model->launch_s;
+    pass_dims(pass, tokens, out, in, m, n, k);
+    double own_launch = p.gemm_model(op.dtype, peak, pass)->launch_s;
+    launch += own_launch;
+    body += p.gemm_time(op.dtype, peak, pass, m, n, k, groups) - own_launch;
   }
-  double flops = 2.0 * tokens * out * in * groups * static_cast<double>(runs.second);
+  double flops = 2.0 * tokens * out * in * groups * static_cast<double>(runs.size());
   t.overhead_s = launch;
   t.compute_s  = body > 0 ? body * op.flops / flops : 0.0;
 }
