@@ -18,7 +18,10 @@ trap 'rm -rf "$T"' EXIT
 # operands: optimistic where compute-bound); gpubench's zero-filled fp16 rows left out
 # (fp16 takes bf16's measurements: the same tensor cores), and its bidir_pinned rows (the
 # two copies ran one after the other). Memory-bound kernels: torch's eager ops by family
-# and gpubench's copy kernel. The H100's NCCL curves: Vidur's DGX H100 network profile.
+# and gpubench's copy kernel; the H100's fused AdamW from the launches of the recorded HF
+# training step (fused-adamw.csv: calibration/fused_adamw_from_trace.py over
+# tests/data/traces/h100-llama1b-hf-train.json.gz). The H100's NCCL curves: Vidur's DGX
+# H100 network profile.
 held_out="--exclude layer:llama2-7b. --exclude layer:gpt2-xl."
 for g in h100:h100-sxm-80gb h200:h200-sxm-141gb; do
   $B calibrate import torch-kernels $D/measured/${g%%:*}/kernels.csv --gpu ${g#*:} -o $T/${g%%:*}-kernels.csv >/dev/null
@@ -27,6 +30,7 @@ $B calibrate import vidur-network $D/vidur/network/h100_dgx/all_reduce.csv $D/vi
   --gpu h100-sxm-80gb -o $T/h100-net.csv >/dev/null
 
 $B calibrate fit $D/measured/h100/gemm.csv $D/measured/h100/gpubench.csv $T/h100-kernels.csv $T/h100-net.csv \
+  $D/measured/h100/fused-adamw.csv \
   --exclude gemm:fp16 --exclude bidir_pinned $held_out -o $P/h100-sxm-80gb.yaml
 $B calibrate fit $D/measured/h200/gemm.csv $D/measured/h200/gpubench.csv $T/h200-kernels.csv \
   --exclude gemm:fp16 --exclude bidir_pinned $held_out -o $P/h200-sxm-141gb.yaml

@@ -11,17 +11,20 @@
 
 namespace memwall {
 
-// generic: no family of its own (copies, casts, dropout, softmax, lookups, optimizer
-// passes). norm: layer norm and RMS norm, forward and backward. activation: GELU, SiLU
-// and their gated forms. residual: adds of two streams (residual adds, bias-dropout-add,
-// gradient sums at forks). rope: rotary position embeddings. The families are those the
-// published measurements separate (calibration/data: Vidur's per-op kernel times).
-enum class KernelFamily : uint8_t { generic, norm, activation, residual, rope };
+// generic: no family of its own (copies, casts, dropout, softmax, lookups). norm: layer
+// norm and RMS norm, forward and backward. activation: GELU, SiLU and their gated forms.
+// residual: adds of two streams (residual adds, bias-dropout-add, gradient sums at
+// forks). rope: rotary position embeddings. optimizer: the optimizer step's passes over
+// parameters, gradients and states (PyTorch's fused AdamW runs them as multi_tensor_apply
+// launches of a few hundred blocks, well below the GPU's streaming rate). The families
+// are those measurements separate (calibration/data: Vidur's per-op kernel times,
+// PyTorch's ops timed one by one).
+enum class KernelFamily : uint8_t { generic, norm, activation, residual, rope, optimizer };
 
 inline const std::vector<KernelFamily>& fitted_kernel_families()
 {
   static const std::vector<KernelFamily> all{KernelFamily::norm, KernelFamily::activation, KernelFamily::residual,
-                                             KernelFamily::rope};
+                                             KernelFamily::rope, KernelFamily::optimizer};
   return all;
 }
 
@@ -33,6 +36,7 @@ inline const char* kernel_family_name(KernelFamily f)
     case KernelFamily::activation: return "activation";
     case KernelFamily::residual: return "residual";
     case KernelFamily::rope: return "rope";
+    case KernelFamily::optimizer: return "optimizer";
   }
   return "?";
 }

@@ -3,6 +3,7 @@
 #include "InputLimits.hpp"
 #include "PipelineSchedule.hpp"
 #include "TokenDispatcher.hpp"
+#include "TrainingStack.hpp"
 
 #include <algorithm>
 
@@ -194,10 +195,10 @@ bool LoraConfig::targets_kernel(const std::string& gemm) const
 
 std::string describe_training(const TrainingConfig& t)
 {
-  static const char* optimizers[] = {"adam", "adam8bit", "sgd", "adafactor"};
+  static const char* optimizers[] = {"adam", "adamw", "adam8bit", "sgd", "adafactor"};
   static const char* recomputes[] = {"none", "selective", "full"};
   static const char* targets[]    = {"none", "cpu", "nvme"};
-  std::string s = "tp " + str(t.tp) + (t.sp ? " (sp)" : "") + " x pp " + str(t.pp) +
+  std::string s = (t.stack == "megatron" ? std::string() : t.stack + ", ") + "tp " + str(t.tp) + (t.sp ? " (sp)" : "") + " x pp " + str(t.pp) +
                   (t.cp > 1 ? " x cp " + str(t.cp) : std::string()) + " x dp " + str(t.dp);
   if (t.ep > 1 || t.etp != t.tp)
     s += " (ep " + str(t.ep) + (t.etp != t.tp ? ", etp " + str(t.etp) : std::string()) + ")";
@@ -244,6 +245,9 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   t.zero = static_cast<int>(
       r.integer("zero", 0, "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0, "", 3));
   t.zero_prefetch = r.integer("zero_prefetch", 1, "ZeRO-3: layers whose parameters are all-gathered ahead of use (0: none)", 0);
+  t.stack = r.choice("stack", t.stack, training_stack_registry().names(),
+                     "the software stack that runs the step: what it launches, keeps and holds (see `memwall list "
+                     "stacks`)");
   t.pipeline_schedule = r.choice("pipeline_schedule", "1f1b", pipeline_schedule_registry().names(),
                                  "pipeline schedule (see `memwall list schedules`)");
   t.virtual_stages = r.integer("virtual_stages", 1, "model chunks per pipeline stage (interleaved schedule)", 1);
@@ -259,10 +263,12 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   std::string p = r.choice("precision", "bf16", {"fp32", "bf16", "fp16", "fp8"},
                            "compute precision; bf16/fp16/fp8 keep fp32 master weights (fp8: bf16 weights, fp8 GEMMs)");
   t.precision   = *dtype_from_name(p);
-  std::string o = r.choice("optimizer", "adam", {"adam", "adam8bit", "sgd", "adafactor"},
-                           "adam (2 fp32 states), adam8bit (2 one-byte states), sgd with momentum, adafactor (factored)");
-  t.optimizer   = o == "adam" ? Optimizer::adam : o == "adam8bit" ? Optimizer::adam8bit : o == "sgd" ? Optimizer::sgd
-                                                                                            : Optimizer::adafactor;
+  std::string o = r.choice("optimizer", "adam", {"adam", "adamw", "adam8bit", "sgd", "adafactor"},
+                           "adam or adamw (2 fp32 states; adamw's decoupled weight decay costs the same), adam8bit (2 "
+                           "one-byte states), sgd with momentum, adafactor (factored)");
+  t.optimizer   = o == "adam" ? Optimizer::adam : o == "adamw" ? Optimizer::adamw : o == "adam8bit" ? Optimizer::adam8bit
+                : o == "sgd"  ? Optimizer::sgd
+                              : Optimizer::adafactor;
   t.flash_attention = r.flag("flash_attention", t.flash_attention,
                              "fused attention; off stores the s x s scores, softmax and dropout mask");
   t.bucket_bytes = r.quantity("bucket_bytes", QuantityKind::bytes, t.bucket_bytes, "gradient bucket size (DDP, ZeRO)");
@@ -281,6 +287,7 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   check_layout(r, t, gpus, model, dp_given);
   check_memory_options(r, t);
   check_experts(r, t, model);
+  training_stack_registry().make(t.stack)->check(r, t, model);
   r.finish();
   return t;
 }

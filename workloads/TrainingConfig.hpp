@@ -12,7 +12,7 @@
 
 namespace memwall {
 
-enum class Optimizer { adam, adam8bit, sgd, adafactor };
+enum class Optimizer { adam, adamw, adam8bit, sgd, adafactor };
 enum class Recompute { none, selective, full };
 enum class OffloadTarget { none, cpu, nvme };
 
@@ -38,6 +38,7 @@ struct TrainingConfig {
   bool sp              = false; // sequence parallelism inside the tp group
   int zero             = 0;  // ZeRO stage 0..3
   int64_t zero_prefetch = 1; // ZeRO-3: layers whose parameters are gathered ahead of use
+  std::string stack = "megatron"; // the software stack (TrainingStack registry)
   std::string pipeline_schedule = "1f1b";
   int64_t virtual_stages = 1; // model chunks per pipeline stage (interleaved schedule)
   // Uneven pipelines (Megatron's --decoder-first/last-pipeline-num-layers): layers of

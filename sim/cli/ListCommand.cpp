@@ -5,6 +5,7 @@
 #include "Quantity.hpp"
 #include "PipelineSchedule.hpp"
 #include "TokenDispatcher.hpp"
+#include "TrainingStack.hpp"
 #include "kv/KvManager.hpp"
 #include "scheduler/BatchScheduler.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
@@ -115,6 +116,7 @@ int list_command(const std::vector<std::string>& args)
                                                                {"params", list_params},
                                                                {"collectives", list_registry(collective_registry())},
                                                                {"schedules", list_registry(pipeline_schedule_registry())},
+                                                               {"stacks", list_registry(training_stack_registry())},
                                                                {"dispatchers", list_registry(token_dispatcher_registry())},
                                                                {"schedulers", list_registry(batch_scheduler_registry())},
                                                                {"kv-managers", list_registry(kv_manager_registry())},
@@ -124,7 +126,8 @@ int list_command(const std::vector<std::string>& args)
                                                                {"prefetch-policies", list_registry(prefetch_registry())}};
   if (args.size() != 1 || !what.count(args[0]))
     throw InputError(
-        "list: expected one of gpus, nodes, models, params, collectives, schedules, dispatchers, schedulers, kv-managers, "
+        "list: expected one of gpus, nodes, models, params, collectives, schedules, stacks, dispatchers, schedulers, "
+        "kv-managers, "
         "remedies, "
         "importers, eviction-policies, prefetch-policies");
   return what.at(args[0])();

@@ -40,6 +40,7 @@ struct KernelPlan {
   double bwd_model_flops = 0; // part of bwd_flops counted as model FLOPs
   double bwd_bytes   = 0;
   double saved_bytes = 0;     // activations kept from this kernel's forward to its backward
+  MemCategory saved_category = MemCategory::activations; // weights: autocast's casts of the weights
   GemmShape shape;            // gemm: the forward GEMM (tokens x out, contracted over in)
   GemmPass bwd_pass  = GemmPass::backward; // gemm: its backward's GEMMs (frozen weights: input gradient only)
   bool selective     = false; // recomputed in backward under selective recompute (attention core)

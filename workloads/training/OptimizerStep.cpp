@@ -18,6 +18,7 @@ double flops_per_param(Optimizer o)
 {
   switch (o) {
     case Optimizer::adam:
+    case Optimizer::adamw:
     case Optimizer::adam8bit: return 12.0; // moments, bias correction, update
     case Optimizer::sgd: return 4.0;
     case Optimizer::adafactor: return 10.0;
@@ -43,36 +44,22 @@ void TrainingStepGenerator::emit_optimizer()
 
 void TrainingStepGenerator::emit_gpu_step(int b)
 {
-  // Megatron-LM's mixed-precision step, each pass its own kernel over this rank's shard:
-  //   fp16 only: unscale the gradients and check them for inf/NaN (read, write);
-  //   gradient norm for clipping (read);
-  //   the fused Adam (read gradient, master weights and states; write master and states):
-  //     g + 12 + 12 B per parameter for Adam;
-  //   copy the master weights into the compute weights (read 4, write 2);
-  //   zero the gradient buffer for the next step (write).
+  // The stack's passes over this rank's shard, each its own kernel, one after another.
   Block& blk = blocks_[b];
   Stage& s   = stage_of(b);
   double n   = shard(b, blk.plan.params);
-  double g   = gradient_bytes_per_param();
   const std::string prefix = blk.plan.name + ".";
   OpId last = blk.grads_ready;
-  // Each pass reads or writes the gradients, the states and the weights (for unified memory).
-  auto pass = [&](const std::string& name, double flops, double bytes_per_param, bool grads, bool states, bool weights) {
-    Op op  = kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, flops * n, bytes_per_param * n, 0, prefix + name);
-    last   = dag_.add(std::move(op), {last});
-    touch_optimizer_pass(last, b, grads, states, weights);
-    return last;
-  };
-  if (cfg_.precision == Dtype::fp16)
-    pass("unscale_grads", 2, 2 * g, true, false, false);
-  pass("grad_norm", 2, g, true, false, false);
-  // Without mixed precision the states hold no master copy: the weights are read and written.
-  double weights = cfg_.mixed_precision() ? 0.0 : 2 * weight_bytes_per_param();
-  OpId step = pass("optimizer_step", flops_per_param(cfg_.optimizer), g + 2 * optimizer_bytes_per_param() + weights,
-                   true, true, !cfg_.mixed_precision());
-  if (cfg_.mixed_precision())
-    step = pass("copy_to_weights", 1, 4 + weight_bytes_per_param(), false, true, true);
-  pass("zero_grad_fill", 0, g, true, false, false);
+  OpId step = last;
+  for (const OptimizerPass& p : stack_->optimizer_passes(cfg_, state_bytes_)) {
+    Op op = kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, p.flops_per_param * n, p.bytes_per_param * n, 0,
+                      prefix + p.name);
+    op.family = KernelFamily::optimizer;
+    last      = dag_.add(std::move(op), {last});
+    touch_optimizer_pass(last, b, p.grads, p.states, p.weights);
+    if (p.weights || p.states)
+      step = last; // the weights are updated once every pass that writes them has run
+  }
   if (blk.grads.id != 0)
     dag_.free(blk.grads, s.gpu, StreamKind::compute, blk.plan.name + ".zero_grad");
   gather_updated_weights(b, step);

@@ -4,7 +4,8 @@ namespace memwall {
 
 TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const TrainingConfig& cfg,
                                              const ClusterSpec& cluster)
-    : model_(model), cfg_(cfg), cluster_(cluster), layout_(cfg, cluster.gpus_per_node),
+    : model_(model), cfg_(cfg), stack_(training_stack_registry().make(cfg.stack)),
+      state_bytes_(stack_->state_bytes(cfg, model)), cluster_(cluster), layout_(cfg, cluster.gpus_per_node),
       shape_(step_shape(cfg))
 {
   shape_.weight_bytes = weight_bytes_per_param();
@@ -21,34 +22,20 @@ TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const Train
     b.chunk = vs / cfg.pp;
     blocks_.push_back(std::move(b));
   };
-  add(embedding_block(model, shape_), 0);
+  add(stack_->embedding(model, shape_), 0);
   int64_t vs = 0, left = split.empty() ? model.layers : split[0];
   for (int64_t l = 0; l < model.layers; ++l) {
     while (left == 0 && vs + 1 < virtual_stages)
       left = split[static_cast<size_t>(++vs)];
-    add(transformer_layer_block(model, shape_, l), vs);
+    add(stack_->layer(model, shape_, l), vs);
     --left;
   }
-  add(head_block(model, shape_), virtual_stages - 1);
+  add(stack_->head(model, shape_), virtual_stages - 1);
 }
 
-double TrainingStepGenerator::weight_bytes_per_param() const { return cfg_.mixed_precision() ? 2.0 : 4.0; }
-double TrainingStepGenerator::gradient_bytes_per_param() const { return weight_bytes_per_param(); }
-double TrainingStepGenerator::optimizer_bytes_per_param() const
-{
-  // Adam: fp32 momentum and variance; 8-bit Adam (Dettmers et al. 2022): one byte each;
-  // SGD: fp32 momentum; Adafactor (Shazeer & Stern 2018): factored second moments, 4 bytes
-  // per row and column of each matrix, i.e. about 8/hidden bytes per parameter, no
-  // momentum. Mixed precision adds an fp32 master copy (ZeRO's K = 12 for Adam).
-  double states = 0;
-  switch (cfg_.optimizer) {
-    case Optimizer::adam: states = 8.0; break;
-    case Optimizer::adam8bit: states = 2.0; break;
-    case Optimizer::sgd: states = 4.0; break;
-    case Optimizer::adafactor: states = 8.0 / static_cast<double>(model_.hidden); break;
-  }
-  return states + (cfg_.mixed_precision() ? 4.0 : 0.0);
-}
+double TrainingStepGenerator::weight_bytes_per_param() const { return state_bytes_.weights; }
+double TrainingStepGenerator::gradient_bytes_per_param() const { return state_bytes_.gradients; }
+double TrainingStepGenerator::optimizer_bytes_per_param() const { return state_bytes_.optimizer; }
 
 double TrainingStepGenerator::shard(double params) const
 {
@@ -238,7 +225,7 @@ void TrainingStepGenerator::emit_forward(int b, int64_t mb)
   for (size_t i = 0; i < ks.size(); ++i) {
     const KernelPlan& k = ks[i];
     if (k.saved_bytes > 0 && !full && !(selective && k.selective))
-      saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations, k.saved_bytes,
+      saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, k.saved_bytes,
                             name(b, i, Role::fwd_saved), {params});
     if (k.runs(true)) {
       OpId id = kernel(s.gpu, name(b, i, Role::fwd), k, true, false);
@@ -260,7 +247,7 @@ void TrainingStepGenerator::emit_recompute(int b, int64_t mb, bool selective_onl
     if (selective_only && !k.selective)
       continue;
     if (k.saved_bytes > 0)
-      saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations, k.saved_bytes,
+      saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, k.saved_bytes,
                             name(b, i, Role::rc_saved));
     if (k.runs(true))
       touch_kernel(kernel(s.gpu, name(b, i, Role::rc), k, true, true), b, i, true, saved[i]);

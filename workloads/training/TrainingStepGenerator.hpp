@@ -23,6 +23,7 @@
 #include "OpDag.hpp"
 #include "ParallelLayout.hpp"
 #include "TrainingConfig.hpp"
+#include "TrainingStack.hpp"
 
 #include <array>
 #include <deque>
@@ -147,6 +148,8 @@ private:
 
   ModelSpec model_;
   TrainingConfig cfg_;
+  std::unique_ptr<TrainingStack> stack_; // cfg_.stack: what the blocks launch, keep and hold
+  ModelStateBytes state_bytes_;
   ClusterSpec cluster_;
   ParallelLayout layout_;
   StepShape shape_;

@@ -13,7 +13,7 @@ public:
   std::vector<RemedyTry> tries(const ExperimentSpec& spec) const override
   {
     const TrainingConfig& t = spec.training;
-    bool fp32 = t.precision == Dtype::fp32, adam = t.optimizer == Optimizer::adam;
+    bool fp32 = t.precision == Dtype::fp32, adam = t.optimizer == Optimizer::adam || t.optimizer == Optimizer::adamw;
     std::vector<RemedyTry> out;
     if (fp32)
       out.push_back({"bf16 mixed precision", {"training.precision=bf16"}});

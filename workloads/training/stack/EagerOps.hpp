@@ -1,0 +1,53 @@
+#pragma once
+// Eager PyTorch ops as the kernels they launch, forward and backward, and what autograd
+// keeps for backward: the pieces the `pytorch` stack builds Hugging Face modules from
+// (impl/HfModules.cpp).
+//
+// An op's forward kernels run in order; its backward kernels run in the order given, when
+// backward reaches the op. EagerOps appends both to a block's kernel list (forward
+// order, BlockKernels.hpp) so that the generator's forward walk meets the forward
+// kernels and its reverse walk the backward ones, each in its order: the op's backward
+// kernels go first, reversed, each with no forward part, then its forward kernels, each
+// with no backward part (a GEMM keeps forward and backward in one entry).
+//
+// Bytes are what each kernel reads plus writes, from its implementation in ATen (a
+// TensorIterator kernel reads each input once and writes its output; the reductions and
+// softmaxes say where they read more); `saved` is what autograd holds from the forward
+// kernel that makes it until the op's backward has run.
+#include "BlockKernels.hpp"
+
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+struct EagerKernel {
+  std::string name;
+  double bytes = 0;
+  double flops = 0;
+  KernelFamily family = KernelFamily::generic;
+};
+
+class EagerOps {
+public:
+  explicit EagerOps(std::vector<KernelPlan>& out) : out_(out) {}
+  // An op: its forward kernels (the last one keeps `saved` bytes of `category`) and its
+  // backward kernels in the order they run.
+  void op(const std::vector<EagerKernel>& forward, const std::vector<EagerKernel>& backward, double saved = 0,
+          MemCategory category = MemCategory::activations);
+  // A GEMM (mm under autocast) of tokens x in -> tokens x out in `dtype`, keeping nothing
+  // of its own (its inputs are other ops' saved tensors); backward its input and weight
+  // gradients (GemmPass::backward), or the input gradient alone for a weight without grad.
+  void gemm(const std::string& name, double tokens, double in, double out, Dtype dtype, bool weight_grad = true,
+            double saved = 0);
+  // An attention kernel of `flops` forward (the backward's by flash attention's count:
+  // 2.5x, of which 2x are model FLOPs) reading and writing `bytes`, keeping `saved`; its
+  // backward preceded and followed by memory-bound helper kernels (cuDNN's).
+  void attention(const std::string& name, double flops, double bytes, double saved, Dtype dtype,
+                 const std::vector<EagerKernel>& backward_before, const std::vector<EagerKernel>& backward_after);
+
+private:
+  std::vector<KernelPlan>& out_;
+};
+
+} // namespace memwall

@@ -1,0 +1,60 @@
+#pragma once
+// Hugging Face transformers' modules as eager PyTorch runs them under torch.autocast,
+// op by op (EagerOps.hpp): the kernels each launches forward and backward and what
+// autograd keeps. Read from transformers' modeling_llama.py (LlamaRMSNorm,
+// apply_rotary_pos_emb, LlamaMLP, sdpa_attention_forward, ForCausalLMLoss) and checked
+// against a recorded training step of a Llama-3.2-1B-shaped model on an H100
+// (tests/data/traces/h100-llama1b-hf-train.json.gz; tests/pytorch_stack_test.cpp).
+//
+// With fp32 parameters under autocast the residual stream stays fp32 (the embedding
+// table is fp32, and adding a bf16 branch to it promotes), the norms compute in fp32,
+// and every linear casts its weight (once a forward: autocast's cache, kept for
+// backward) and its input (again for each linear that reads it) to the compute dtype.
+#include "EagerOps.hpp"
+#include "ModelSpec.hpp"
+
+namespace memwall::hf {
+
+// Element sizes of one eager step: the parameters' (and so the residual stream's and the
+// norms') and autocast's compute dtype.
+struct Precision {
+  double param   = 4;
+  double compute = 2;
+  Dtype compute_dtype = Dtype::bf16;
+  bool autocast() const { return param != compute; }
+};
+
+// Tokens of a micro-batch: b sequences of s tokens.
+struct Tokens {
+  double b = 1, s = 1;
+  double T() const { return b * s; }
+};
+
+// LlamaRMSNorm over T x h elements of the stream: pow, mean, + eps, rsqrt, x * rsqrt,
+// weight * x; backward 16 kernels. Keeps x * rsqrt and rsqrt (x is its producer's).
+void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p);
+// A linear layer under autocast: cast the weight (kept for backward: autocast's cache),
+// cast the input unless it is in the compute dtype already (kept for the weight
+// gradient), the GEMM; backward the GEMM's two gradients, the input gradient cast back,
+// the weight gradient cast to the parameter's dtype (AccumulateGrad).
+void linear(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
+            const Precision& p);
+// apply_rotary_pos_emb on one of q or k (T x width): x * cos + rotate_half(x) * sin,
+// promoted to fp32 by the fp32 cos and sin; backward 11 kernels.
+void rotary(EagerOps& ops, const std::string& name, double T, double width, const Precision& p);
+// The attention of a layer through torch's SDPA (cuDNN's flash kernel on Hopper): q and
+// k cast to the compute dtype, the kernel (causal), its backward helpers; keeps q, k,
+// v, the output and the log-sum-exp.
+void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSpec& m, const Precision& p);
+// residual + branch: the stream's dtype plus the branch's, promoted; backward casts the
+// gradient for the branch. Keeps the sum (the next norm reads it in backward).
+void residual_add(EagerOps& ops, const std::string& name, double T, double h, const Precision& p);
+// The sum of two gradients of one tensor (autograd's accumulation where it has two users).
+void grad_accumulate(EagerOps& ops, const std::string& name, double elems, double element_bytes);
+
+// The blocks of a Llama-family decoder (RMSNorm, rotary, gated MLP).
+BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
+BlockPlan llama_embedding(const ModelSpec& m, const Tokens& t, const Precision& p);
+BlockPlan llama_head(const ModelSpec& m, const Tokens& t, const Precision& p);
+
+} // namespace memwall::hf

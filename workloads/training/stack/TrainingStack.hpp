@@ -1,0 +1,54 @@
+#pragma once
+// A training software stack: what it launches, keeps and holds for the same model and
+// parallel layout. Megatron-LM fuses its kernels and holds bf16 weights with fp32 master
+// weights and optimizer states; eager PyTorch under torch.autocast launches each module's
+// ops apart, keeps fp32 parameters and gradients and casts the weights per use. One
+// interface, implementations in impl/ registered by name and chosen by `training.stack`
+// (`memwall list stacks`); a stack is one file there and its tests.
+#include "BlockKernels.hpp"
+#include "ModelSpec.hpp"
+#include "Registry.hpp"
+#include "TrainingConfig.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+// Bytes per trainable parameter of each model state a rank holds (before ZeRO shards them).
+struct ModelStateBytes {
+  double weights   = 2; // the weights kept between steps
+  double gradients = 2; // the gradient buffer backward accumulates into
+  double optimizer = 12; // optimizer states, with any fp32 master copy of the weights
+};
+
+// One kernel of the optimizer step over a block's parameters (this rank's shard).
+struct OptimizerPass {
+  std::string name;
+  double flops_per_param = 0;
+  double bytes_per_param = 0;
+  bool grads = false, states = false, weights = false; // what it touches (unified memory)
+};
+
+class TrainingStack {
+public:
+  virtual ~TrainingStack() = default;
+  // Refuses (r.fail, naming the key) a layout or option this stack does not run.
+  virtual void check(ParamReader&, const TrainingConfig&, const ModelSpec&) const {}
+  // The kernels of one rank's blocks in forward order (BlockKernels.hpp): what each
+  // launches forward and backward, its bytes and FLOPs, and what it keeps for backward.
+  virtual BlockPlan embedding(const ModelSpec& m, const StepShape& s) const = 0;
+  virtual BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t layer) const = 0;
+  virtual BlockPlan head(const ModelSpec& m, const StepShape& s) const = 0;
+  virtual ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec& m) const = 0;
+  // The optimizer step's kernels on the GPU, in order; the gradients are freed after them.
+  virtual std::vector<OptimizerPass> optimizer_passes(const TrainingConfig& cfg, const ModelStateBytes& b) const = 0;
+};
+
+using TrainingStackFactory = std::function<std::unique_ptr<TrainingStack>()>;
+
+Registry<TrainingStackFactory>& training_stack_registry();
+
+} // namespace memwall

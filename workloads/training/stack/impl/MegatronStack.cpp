@@ -1,0 +1,85 @@
+// `megatron`: Megatron-LM (Core) as its papers and code run a step. Fused kernels
+// (BlockKernels.cpp, EdgeBlocks.cpp: bias-dropout-add, fused softmax or flash attention,
+// vocabulary-parallel cross-entropy in fp32); weights in the compute precision with fp32
+// master weights in the optimizer (Adam: ZeRO's K = 12, 16 bytes per parameter with
+// 16-bit weights and gradients); the optimizer's separate passes over each block.
+#include "TrainingStack.hpp"
+
+namespace memwall {
+namespace {
+
+double flops_per_param(Optimizer o)
+{
+  switch (o) {
+    case Optimizer::adam:
+    case Optimizer::adamw:
+    case Optimizer::adam8bit: return 12.0; // moments, bias correction, update
+    case Optimizer::sgd: return 4.0;
+    case Optimizer::adafactor: return 10.0;
+  }
+  return 12.0;
+}
+
+class MegatronStack : public TrainingStack {
+public:
+  BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override { return embedding_block(m, s); }
+  BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
+  {
+    return transformer_layer_block(m, s, l);
+  }
+  BlockPlan head(const ModelSpec& m, const StepShape& s) const override { return head_block(m, s); }
+
+  ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec& m) const override
+  {
+    ModelStateBytes b;
+    b.weights   = cfg.mixed_precision() ? 2.0 : 4.0;
+    b.gradients = b.weights;
+    // Adam: fp32 momentum and variance; 8-bit Adam (Dettmers et al. 2022): one byte each;
+    // SGD: fp32 momentum; Adafactor (Shazeer & Stern 2018): factored second moments, 4
+    // bytes per row and column of each matrix, i.e. about 8/hidden bytes per parameter,
+    // no momentum. Mixed precision adds an fp32 master copy (ZeRO's K = 12 for Adam).
+    double states = 0;
+    switch (cfg.optimizer) {
+      case Optimizer::adam:
+      case Optimizer::adamw: states = 8.0; break;
+      case Optimizer::adam8bit: states = 2.0; break;
+      case Optimizer::sgd: states = 4.0; break;
+      case Optimizer::adafactor: states = 8.0 / static_cast<double>(m.hidden); break;
+    }
+    b.optimizer = states + (cfg.mixed_precision() ? 4.0 : 0.0);
+    return b;
+  }
+
+  std::vector<OptimizerPass> optimizer_passes(const TrainingConfig& cfg, const ModelStateBytes& b) const override
+  {
+    // Megatron-LM's mixed-precision step, each pass its own kernel over this rank's shard:
+    //   fp16 only: unscale the gradients and check them for inf/NaN (read, write);
+    //   gradient norm for clipping (read);
+    //   the fused Adam (read gradient, master weights and states; write master and
+    //     states): g + 12 + 12 B per parameter for Adam; without mixed precision the
+    //     states hold no master copy, so the weights are read and written too;
+    //   copy the master weights into the compute weights (read 4, write 2);
+    //   zero the gradient buffer for the next step (write).
+    const double g = b.gradients;
+    std::vector<OptimizerPass> p;
+    if (cfg.precision == Dtype::fp16)
+      p.push_back({"unscale_grads", 2, 2 * g, true, false, false});
+    p.push_back({"grad_norm", 2, g, true, false, false});
+    double weights = cfg.mixed_precision() ? 0.0 : 2 * b.weights;
+    p.push_back({"optimizer_step", flops_per_param(cfg.optimizer), g + 2 * b.optimizer + weights, true, true,
+                 !cfg.mixed_precision()});
+    if (cfg.mixed_precision())
+      p.push_back({"copy_to_weights", 1, 4 + b.weights, false, true, true});
+    p.push_back({"zero_grad_fill", 0, g, true, false, false});
+    return p;
+  }
+};
+
+const bool registered = training_stack_registry().add(
+    "megatron",
+    "Megatron-LM: fused kernels, tp/sp/pp/cp/ep, bf16 weights with fp32 master weights and Adam states (16 B per "
+    "parameter), a separate pass per optimizer step",
+    [] { return std::make_unique<MegatronStack>(); });
+
+} // namespace
+} // namespace memwall

@@ -1,0 +1,113 @@
+// `pytorch`: a Hugging Face model in eager PyTorch, as the Trainer, accelerate and most
+// fine-tuning scripts run it: fp32 parameters under torch.autocast (bf16 or fp16),
+// every module's ops launched apart (HfModules.hpp), DDP across data-parallel ranks
+// (fp32 gradient buckets of 25 MiB all-reduced as backward produces them), and
+// torch.optim.AdamW(fused=True) over fp32 states.
+//
+// Model states: fp32 weights (4 B), fp32 gradients (4 B, allocated by backward and
+// freed by zero_grad(set_to_none=True)), Adam's two fp32 moments (8 B): 16 B per
+// parameter with no master copy; autocast's bf16 copies of the weights (2 B) live from
+// each layer's forward to its backward.
+#include "HfModules.hpp"
+#include "TrainingStack.hpp"
+
+namespace memwall {
+namespace {
+
+hf::Precision precision_of(const TrainingConfig& cfg)
+{
+  hf::Precision p;
+  p.param         = 4;
+  p.compute_dtype = cfg.precision == Dtype::fp32 ? Dtype::fp32 : cfg.precision;
+  p.compute       = dtype_bytes(p.compute_dtype);
+  return p;
+}
+
+// The stack builds its blocks from the step's shape: the config it needs is the precision.
+hf::Precision precision_of(const StepShape& s)
+{
+  hf::Precision p;
+  p.param         = 4;
+  p.compute_dtype = s.gemm_dtype;
+  p.compute       = dtype_bytes(s.gemm_dtype);
+  return p;
+}
+
+hf::Tokens tokens_of(const StepShape& s)
+{
+  return {static_cast<double>(s.micro_batch), static_cast<double>(s.seq_len)};
+}
+
+class PyTorchStack : public TrainingStack {
+public:
+  void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec& m) const override
+  {
+    auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "training.stack pytorch: " + why); };
+    if (cfg.tp > 1)
+      refuse("tp", "tensor parallelism is Megatron's; eager PyTorch with DDP runs tp 1 (use stack: megatron)");
+    if (cfg.pp > 1)
+      refuse("pp", "pipeline parallelism is Megatron's; eager PyTorch with DDP runs pp 1 (use stack: megatron)");
+    if (cfg.cp > 1 || cfg.sp)
+      refuse(cfg.cp > 1 ? "cp" : "sp", "context and sequence parallelism are Megatron's (use stack: megatron)");
+    if (cfg.zero > 0)
+      refuse("zero", "ZeRO shards are DeepSpeed's and FSDP's; plain DDP replicates the model states (zero: 0)");
+    if (cfg.offload_optimizer != OffloadTarget::none || cfg.offload_params != OffloadTarget::none)
+      refuse("offload", "offload is DeepSpeed's (ZeRO-Offload)");
+    if (cfg.recompute == Recompute::selective)
+      refuse("recompute", "selective recomputation is Megatron's; Hugging Face's gradient checkpointing recomputes "
+                          "whole layers (recompute: full)");
+    if (cfg.lora.enabled)
+      refuse("lora", "LoRA (PEFT) is not modelled for this stack yet");
+    if (cfg.precision == Dtype::fp8)
+      refuse("precision", "fp8 needs Transformer Engine; torch.autocast runs bf16, fp16 or fp32");
+    if (!cfg.flash_attention)
+      refuse("flash_attention", "the eager attention implementation is not modelled yet; SDPA (flash_attention: "
+                                "true) is transformers' default");
+    if (cfg.optimizer != Optimizer::adam && cfg.optimizer != Optimizer::adamw)
+      refuse("optimizer", "the stack runs torch.optim.AdamW(fused=True): optimizer adam or adamw");
+    bool llama = m.norm == NormKind::rmsnorm && m.mlp == MlpKind::swiglu && !m.learned_positions && !m.moe.enabled() &&
+                 !m.mla.enabled() && m.norms_per_layer == 2 && !m.qk_norm;
+    if (!llama)
+      r.fail("stack", "training.stack pytorch models Llama-family decoders so far (RMSNorm, rotary positions, a gated "
+                      "MLP, no MoE): " + m.name + " is not one");
+  }
+
+  BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
+  {
+    return hf::llama_embedding(m, tokens_of(s), precision_of(s));
+  }
+  BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
+  {
+    return hf::llama_layer(m, tokens_of(s), precision_of(s), l);
+  }
+  BlockPlan head(const ModelSpec& m, const StepShape& s) const override
+  {
+    return hf::llama_head(m, tokens_of(s), precision_of(s));
+  }
+
+  ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec&) const override
+  {
+    ModelStateBytes b;
+    b.weights   = precision_of(cfg).param;
+    b.gradients = b.weights;
+    b.optimizer = 8; // exp_avg and exp_avg_sq in the parameters' fp32
+    return b;
+  }
+
+  std::vector<OptimizerPass> optimizer_passes(const TrainingConfig&, const ModelStateBytes& b) const override
+  {
+    // _fused_adamw_: multi_tensor_apply over (param, grad, exp_avg, exp_avg_sq), reading
+    // all four and writing all but the gradient. zero_grad(set_to_none=True) launches
+    // nothing: the gradients are freed.
+    return {{"fused_adamw", 12, 2 * b.weights + b.gradients + 2 * b.optimizer, true, true, true}};
+  }
+};
+
+const bool registered = training_stack_registry().add(
+    "pytorch",
+    "eager PyTorch with a Hugging Face model (transformers' modules op by op): fp32 parameters under torch.autocast, "
+    "16 B per parameter and bf16 weight casts, DDP, fused AdamW",
+    [] { return std::make_unique<PyTorchStack>(); });
+
+} // namespace
+} // namespace memwall
