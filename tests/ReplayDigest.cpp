@@ -11,12 +11,7 @@
 namespace memwall::test {
 namespace {
 
-// Equal to the rounding of many clock steps: SimGrid ends an activity within 1e-9 s
-// (precision/timing), and a run that groups activities differently adds those steps in
-// another order. The largest difference seen is 4.6e-9 of the value: a link's busy time
-// in the 36 s DeepSeek-V3 step (tens of thousands of activities, 59 ns apart). A
-// different schedule moves things by microseconds at least, 1e-7 of such a step.
-bool close(double a, double b, double scale) { return std::abs(a - b) <= 1e-8 * std::max({std::abs(a), std::abs(b), scale}); }
+bool close(double a, double b, double scale) { return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), scale}); }
 
 } // namespace
 
@@ -94,7 +89,7 @@ Digest decode(const std::string& in)
   return d;
 }
 
-// How many entries of `a` differ from `b`'s beyond 1e-8 of `scale`.
+// How many entries of `a` differ from `b`'s beyond 1e-9 of `scale`.
 static size_t mismatches(const std::vector<double>& a, const std::vector<double>& b, double scale)
 {
   size_t n = 0;
@@ -104,7 +99,7 @@ static size_t mismatches(const std::vector<double>& a, const std::vector<double>
 }
 
 // Every figure of `b` (op by op) reproduced by `a` (coalesced). Times are compared
-// to 1e-8 of the makespan (never finer than 1e-8 s), bytes to 1e-8 of themselves.
+// to 1e-9 of the makespan (never finer than 1e-9 s), bytes to 1e-9 of themselves.
 //
 // Memory events are compared instant by instant: how many, of which categories, and
 // the total after the last. Allocs and frees of different streams at one instant have
@@ -134,10 +129,10 @@ static std::vector<double> by_instant(const std::vector<double>& events, double 
 
 void require_same_replay(const Digest& a, const Digest& b)
 {
-  // Times inside the step to 1e-8 of the makespan, and never finer than 1e-8 s (close():
-  // SimGrid ends a flow within its precision/timing, so a tp all-reduce timed once and
-  // reused ended 0.5 ns from where its op-by-op twin did, in a 0.11 s step of 2 stages,
-  // with the makespan equal to 1e-15).
+  // Times inside the step to 1e-9 of the makespan, and never finer than 1e-9 s:
+  // SimGrid's own precision/timing, within which a flow that ends is ended (a tp
+  // all-reduce timed once and reused ended 0.5 ns from where its op-by-op twin did,
+  // in a 0.11 s step of 2 stages, with the makespan equal to 1e-15).
   double T = std::max(b.makespan, 1.0);
   CHECK(close(a.makespan, b.makespan, 0));
   CHECK(a.op_count == b.op_count);
