@@ -197,6 +197,8 @@ nlohmann::ordered_json report_json(const RunResult& r)
     d["peak_time_s"]      = p.peak_time;
     d["peak_by_category"] = categories(p.peak_by_category);
     d["max_by_category"]  = categories(p.max_by_category);
+    if (!p.allocator.empty())
+      d["allocator"] = {{"name", p.allocator}, {"peak_reserved_bytes", p.peak_reserved_bytes}};
     if (p.oom_count > 0) {
       const OomEvent& o = p.ooms.front();
       d["oom"] = {{"op", o.op}, {"time_s", o.time}, {"requested_bytes", o.requested}, {"free_bytes", o.free},

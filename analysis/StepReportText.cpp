@@ -133,6 +133,10 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
       if (bytes.get<double>() > 0)
         parts += (parts.empty() ? "" : ", ") + cat + " " + format_gib(bytes.get<double>());
     os << "      " << parts << "\n";
+    if (d.contains("allocator"))
+      os << "      " << format_gib(d["allocator"]["peak_reserved_bytes"].get<double>()) << " held at most with the "
+         << d["allocator"]["name"].get<std::string>()
+         << " allocator's segments (reserved, the context included; out of memory when a new one does not fit)\n";
     if (!oom.is_null()) {
       std::snprintf(line, sizeof line, "      first OOM at %.4f s in %s: asked %s with %s free (%lld failing allocations)\n",
                     oom["time_s"].get<double>(), oom["op"].get<std::string>().c_str(),

@@ -14,20 +14,52 @@ MemoryPool::MemoryPool(DeviceRef device, std::string hardware, double capacity, 
   result_.count    = count;
 }
 
-void MemoryPool::alloc(MemCategory c, double bytes, double now, const OpName& op)
+void MemoryPool::use_allocator(const std::string& name, std::unique_ptr<DeviceAllocator> allocator)
 {
-  if (total_ + bytes > result_.capacity) {
-    if (result_.ooms.size() < max_recorded_ooms)
-      result_.ooms.push_back({op.str(), now, bytes, std::max(0.0, result_.capacity - total_)});
-    ++result_.oom_count;
+  allocator_        = std::move(allocator);
+  result_.allocator = name;
+}
+
+void MemoryPool::record_oom(const OpName& op, double now, double bytes, double free)
+{
+  if (result_.ooms.size() < max_recorded_ooms)
+    result_.ooms.push_back({op.str(), now, bytes, std::max(0.0, free)});
+  ++result_.oom_count;
+}
+
+void MemoryPool::alloc(MemCategory c, double bytes, double now, const OpName& op, uint32_t tensor)
+{
+  if (!allocator_) {
+    if (total_ + bytes > result_.capacity)
+      record_oom(op, now, bytes, result_.capacity - total_);
+  } else if (through_allocator(c, tensor)) {
+    // cudaMalloc of a new segment fails; the allocator frees its cached segments and tries again.
+    double need = allocator_->needs(bytes);
+    if (need > 0 && allocator_->reserved() + bypass_ + need > result_.capacity) {
+      allocator_->release_cached();
+      if (allocator_->reserved() + bypass_ + need > result_.capacity)
+        record_oom(op, now, bytes, result_.capacity - allocator_->reserved() - bypass_);
+    }
+    allocator_->alloc(tensor, bytes);
+  } else {
+    if (allocator_->reserved() + bypass_ + bytes > result_.capacity) {
+      allocator_->release_cached();
+      if (allocator_->reserved() + bypass_ + bytes > result_.capacity)
+        record_oom(op, now, bytes, result_.capacity - allocator_->reserved() - bypass_);
+    }
+    bypass_ += bytes;
   }
   used_[static_cast<size_t>(c)] += bytes;
   total_ += bytes;
   record(c, now);
 }
 
-void MemoryPool::free(MemCategory c, double bytes, double now)
+void MemoryPool::free(MemCategory c, double bytes, double now, uint32_t tensor)
 {
+  if (through_allocator(c, tensor))
+    allocator_->free(tensor, bytes);
+  else if (allocator_)
+    bypass_ -= bytes;
   auto& u = used_[static_cast<size_t>(c)];
   u -= bytes;
   total_ -= bytes;
@@ -46,6 +78,11 @@ void MemoryPool::record(MemCategory c, double now)
     result_.timeline.push_back({now, c, used_[i], total_});
   if (used_[i] > result_.max_by_category[i])
     result_.max_by_category[i] = used_[i];
+  if (allocator_) {
+    double held = allocator_->reserved() + bypass_;
+    if (held > result_.peak_reserved_bytes)
+      result_.peak_reserved_bytes = held;
+  }
   if (total_ > result_.peak_bytes) {
     result_.peak_bytes       = total_;
     result_.peak_time        = now;

@@ -361,6 +361,8 @@ MemoryPool& Replayer::pool(const DeviceRef& d)
       break;
   }
   auto p = std::make_unique<MemoryPool>(d, hardware, capacity, dag_.represents(d), options_.memory_timelines);
+  if (d.kind == DeviceKind::gpu && !options_.allocator.empty())
+    p->use_allocator(options_.allocator, allocator_registry().make(options_.allocator));
   return *pools_.emplace(d, std::move(p)).first->second;
 }
 

@@ -68,6 +68,9 @@ struct ReplayOptions {
   bool memory_timelines = true;
   // Unified memory: which categories are managed, hints, driver costs (off when none).
   UnifiedMemoryConfig memory{};
+  // The allocator that serves each GPU's tensors (allocator/DeviceAllocator.hpp; "":
+  // none, the pools count tensor bytes as they are).
+  std::string allocator;
   // The GPU a recorded trace's kernel times were measured on (null: as recorded).
   std::shared_ptr<const GpuSpec> recorded_on{};
 };

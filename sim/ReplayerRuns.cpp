@@ -301,9 +301,9 @@ void Replayer::apply_memory_op(OpId id, const Op& op, double now)
     if (paging_on() && op.pool.kind == DeviceKind::gpu)
       alloc_with_paging(id, op);
     else
-      pool(op.pool).alloc(op.category, op.bytes, now, op.name);
+      pool(op.pool).alloc(op.category, op.bytes, now, op.name, op.tensor);
   } else if (!paging_on() || !free_managed(op)) {
-    pool(op.pool).free(op.category, op.bytes, now);
+    pool(op.pool).free(op.category, op.bytes, now, op.tensor);
   }
 }
 

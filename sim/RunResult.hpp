@@ -59,6 +59,10 @@ struct PoolResult {
   std::vector<MemoryEvent> timeline;
   std::vector<OomEvent> ooms; // the first ones, up to a limit
   int64_t oom_count = 0;
+  // A GPU whose tensors a framework's allocator served (MemoryPool.hpp): its name and
+  // the most the device held, reserved segments plus what bypassed it; "" and 0 for none.
+  std::string allocator;
+  double peak_reserved_bytes = 0;
 };
 
 // Managed memory of one GPU at an instant: on the GPU, and on the host.

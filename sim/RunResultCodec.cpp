@@ -36,7 +36,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OpRecord, name, kind, stream, phase, device, 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryEvent, time, category, category_bytes, total_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OomEvent, op, time, requested, free)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PoolResult, device, name, hardware, count, capacity, peak_bytes, peak_time,
-                                   peak_by_category, max_by_category, timeline, ooms, oom_count)
+                                   peak_by_category, max_by_category, timeline, ooms, oom_count, allocator,
+                                   peak_reserved_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ManagedSample, time, resident_bytes, host_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PagingResult, device, name, faults, fault_batches, evictions, migrated_h2d_bytes,
                                    migrated_d2h_bytes, thrashing_pages, remote_bytes, stall_s, peak_demand_bytes, timeline)

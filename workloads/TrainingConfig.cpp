@@ -248,6 +248,9 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   t.stack = r.choice("stack", t.stack, training_stack_registry().names(),
                      "the software stack that runs the step: what it launches, keeps and holds (see `memwall list "
                      "stacks`)");
+  t.allocator = r.text("allocator", "",
+                       "the GPU memory allocator that serves the step's tensors: what the device holds beside what they "
+                       "use, and when it runs out (see `memwall list allocators`; default: the stack's)");
   t.pipeline_schedule = r.choice("pipeline_schedule", "1f1b", pipeline_schedule_registry().names(),
                                  "pipeline schedule (see `memwall list schedules`)");
   t.virtual_stages = r.integer("virtual_stages", 1, "model chunks per pipeline stage (interleaved schedule)", 1);

@@ -39,6 +39,7 @@ struct TrainingConfig {
   int zero             = 0;  // ZeRO stage 0..3
   int64_t zero_prefetch = 1; // ZeRO-3: layers whose parameters are gathered ahead of use
   std::string stack = "megatron"; // the software stack (TrainingStack registry)
+  std::string allocator;          // the GPU memory allocator the replay models ("": the stack's)
   std::string pipeline_schedule = "1f1b";
   int64_t virtual_stages = 1; // model chunks per pipeline stage (interleaved schedule)
   // Uneven pipelines (Megatron's --decoder-first/last-pipeline-num-layers): layers of

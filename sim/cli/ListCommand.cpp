@@ -15,6 +15,7 @@
 #include "spec/SpecParams.hpp"
 #include "paging/EvictionPolicy.hpp"
 #include "paging/PrefetchPolicy.hpp"
+#include "allocator/DeviceAllocator.hpp"
 
 #include <cstdio>
 #include <functional>
@@ -123,13 +124,14 @@ int list_command(const std::vector<std::string>& args)
                                                                {"remedies", list_remedies},
                                                                {"importers", list_registry(importer_registry())},
                                                                {"eviction-policies", list_registry(eviction_registry())},
-                                                               {"prefetch-policies", list_registry(prefetch_registry())}};
+                                                               {"prefetch-policies", list_registry(prefetch_registry())},
+                                                               {"allocators", list_registry(allocator_registry())}};
   if (args.size() != 1 || !what.count(args[0]))
     throw InputError(
         "list: expected one of gpus, nodes, models, params, collectives, schedules, stacks, dispatchers, schedulers, "
         "kv-managers, "
         "remedies, "
-        "importers, eviction-policies, prefetch-policies");
+        "importers, eviction-policies, prefetch-policies, allocators");
   return what.at(args[0])();
 }
 

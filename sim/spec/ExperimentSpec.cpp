@@ -5,6 +5,7 @@
 #include "HardwareReader.hpp"
 #include "MemoryReader.hpp"
 #include "ModelReader.hpp"
+#include "allocator/DeviceAllocator.hpp"
 
 #include <glob.h>
 
@@ -191,6 +192,9 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
   ParamReader training = top.section("training", "one training step: batch, precision, optimizer, parallelism", "");
   spec.training = read_training_section(training, spec.cluster.total_gpus(), spec.model);
   spec.training.record_tensor_accesses = spec.memory.enabled();
+  if (!spec.training.allocator.empty() && !allocator_registry().entries().count(spec.training.allocator))
+    training.fail("allocator", "unknown allocator '" + spec.training.allocator + "'; one of: " +
+                                   join(allocator_registry().names(), ", ") + " (see `memwall list allocators`)");
   top.finish();
   check_memory_against_offload(spec, memory);
 

@@ -30,7 +30,7 @@ BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   ops.op({}, {{"attn.v.bwd.grad_clone", 2 * T * kv * c, 0, KernelFamily::generic}});
   rotary(ops, "attn.rope_q", T, q, p);
   rotary(ops, "attn.rope_k", T, kv, p);
-  sdpa(ops, "attn.sdpa", t, m, p);
+  sdpa(ops, "attn.sdpa", t, m, p, true);
   linear(ops, "attn.o", T, o, h, false, p); // reads the attention's output, already in c
   residual_add(ops, "attn.residual", T, h, p);
   // residual = x; x = post_attention_layernorm(x); x = mlp(x); x = residual + x
@@ -63,60 +63,19 @@ BlockPlan llama_embedding(const ModelSpec& m, const Tokens& t, const Precision& 
   b.name   = "embed";
   b.params = m.embedding_params();
   EagerOps ops(b.kernels);
-  // nn.Embedding: a gather of T rows (keeps the token ids). Backward: the dense gradient
-  // of the table zeroed, the ids sorted (CUB), the rows' gradients summed per id and
-  // scattered in (embedding_dense_backward), then added to the head's gradient of the
-  // same table where the two are tied (AccumulateGrad).
-  std::vector<EagerKernel> bwd{{"embed.bwd.zero_table", V * h * e, 0, KernelFamily::generic}};
-  for (const char* k : {"embed.bwd.sort_histogram", "embed.bwd.sort_onesweep", "embed.bwd.sort_onesweep2",
-                        "embed.bwd.sort_onesweep3", "embed.bwd.sort_onesweep4", "embed.bwd.unique", "embed.bwd.scan",
-                        "embed.bwd.segments", "embed.bwd.segment_offsets", "embed.bwd.partials"})
-    bwd.push_back({k, 16 * T, 0, KernelFamily::generic});
-  bwd.push_back({"embed.bwd.grad_weight", 2 * T * h * e, T * h, KernelFamily::generic});
-  bwd.push_back({"embed.bwd.sum_and_scatter", 3 * T * h * e, T * h, KernelFamily::generic});
+  // nn.Embedding: a gather of T rows (keeps the token ids and, for the first layer's
+  // norm, its fp32 output); backward the table's dense gradient, then added to the head's
+  // gradient of the same table where the two are tied (AccumulateGrad).
+  std::vector<EagerKernel> bwd = embedding_backward("embed", T, V, h, e);
   if (m.tied_embeddings)
     bwd.push_back({"embed.bwd.tied_grad_sum", 3 * V * h * e, V * h, KernelFamily::residual});
-  ops.op({{"embed.lookup", 8 * T + 2 * T * h * e, 0, KernelFamily::generic}}, bwd, 8 * T);
+  ops.op({{"embed.lookup", 8 * T + 2 * T * h * e, 0, KernelFamily::generic}}, bwd, 8 * T + T * h * e);
   // LlamaRotaryEmbedding, once a forward: inv_freq x positions (fp32, autocast off), cat,
   // cos, sin, each times the attention scaling; tiny.
   std::vector<EagerKernel> rope;
   for (const char* k : {"rope.freqs", "rope.cat", "rope.cos", "rope.sin", "rope.scale_cos", "rope.scale_sin"})
     rope.push_back({k, 2 * t.s * d * 4, t.s * d, KernelFamily::generic});
   ops.op(rope, {}, 2 * t.b * t.s * d * 4); // cos and sin, read by every layer's backward
-  return b;
-}
-
-BlockPlan llama_head(const ModelSpec& m, const Tokens& t, const Precision& p)
-{
-  const double T = t.T(), h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab);
-  const double N = T * V, c = p.compute;
-  BlockPlan b;
-  b.name   = "head";
-  b.params = (m.final_norm ? m.norm_params() : 0.0) + m.head_params();
-  b.input_bytes = T * h * p.param;
-  EagerOps ops(b.kernels);
-  if (m.final_norm)
-    rms_norm(ops, "final_norm", T, h, p);
-  // lm_head: the (tied) table cast and the logits GEMM; its weight gradient cast to fp32.
-  linear(ops, "lm_head", T, h, V, true, p);
-  // ForCausalLMLoss: logits.float(); labels padded and shifted; cross_entropy =
-  // log_softmax (ATen's blockwise softmax reads each row three times and writes it once,
-  // keeping its fp32 output) then nll_loss. Backward: nll's gradient zeroed and scattered,
-  // log_softmax's backward (reads the gradient twice and the output once), the gradient
-  // cast back for lm_head.
-  ops.op({{"loss.upcast", N * (c + 4), 0, KernelFamily::generic}}, {{"loss.bwd.downcast", N * (4 + c), 0, KernelFamily::generic}});
-  ops.op({{"loss.labels_fill", 16 * t.b, 0, KernelFamily::generic},
-          {"loss.labels_pad", 16 * T, 0, KernelFamily::generic},
-          {"loss.labels_shift", 16 * T, 0, KernelFamily::generic}},
-         {});
-  ops.op({{"loss.log_softmax", 16 * N, 4 * N, KernelFamily::generic}},
-         {{"loss.bwd.log_softmax", 16 * N, 3 * N, KernelFamily::generic}}, 4 * N);
-  ops.op({{"loss.nll", 4 * T + 8 * T, T, KernelFamily::generic}},
-         {{"loss.bwd.ones", 4, 0, KernelFamily::generic},
-          {"loss.bwd.nll_zero", 4 * N, 0, KernelFamily::generic},
-          {"loss.bwd.nll_scatter", 8 * T + 4 * T, T, KernelFamily::generic}});
-  // In the loss's backward its fp32 gradient and log_softmax's are alive at once.
-  b.backward_workspace = 8 * N;
   return b;
 }
 

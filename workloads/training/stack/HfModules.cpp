@@ -92,12 +92,13 @@ void rotary(EagerOps& ops, const std::string& name, double T, double width, cons
   ops.op(fwd, bwd);
 }
 
-void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSpec& m, const Precision& p)
+void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSpec& m, const Precision& p,
+          bool rotated)
 {
   const double T = t.T(), q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
   const double Eq = T * q, Ekv = T * kv, c = p.compute, heads = static_cast<double>(m.heads);
   // The rotated q and k are fp32: autocast casts them (v comes from its GEMM in c).
-  if (p.autocast()) {
+  if (rotated && p.autocast()) {
     ops.op({cast(name + ".cast_k", Ekv, 4, c)}, {cast(name + ".bwd.cast_k_grad", Ekv, c, 4)});
     ops.op({cast(name + ".cast_q", Eq, 4, c)}, {cast(name + ".bwd.cast_q_grad", Eq, c, 4)});
   }
@@ -130,6 +131,107 @@ void residual_add(EagerOps& ops, const std::string& name, double T, double h, co
 void grad_accumulate(EagerOps& ops, const std::string& name, double elems, double element_bytes)
 {
   ops.op({}, {{name, 3 * elems * element_bytes, elems, binary}});
+}
+
+void layer_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p)
+{
+  const double E = T * h, e = p.param;
+  ops.op({{name, 2 * E * e + 2 * h * e + 2 * T * 4, 8 * E, KernelFamily::norm}},
+         {{name + ".bwd.grad_input", 3 * E * e + h * e + 2 * T * 4, 8 * E, KernelFamily::norm},
+          {name + ".bwd.grad_weight_bias", 2 * E * e + 2 * h * e, 3 * E, KernelFamily::norm}},
+         2 * T * 4); // mean and rstd
+}
+
+void conv1d(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
+            const Precision& p)
+{
+  // addmm's bias: cast with the weight; backward its gradient is the output gradient
+  // summed over the tokens, then cast back (AccumulateGrad).
+  std::vector<EagerKernel> bias_fwd, bias_bwd{{name + ".bwd.bias_grad", T * out * p.compute + out * p.compute, T * out,
+                                                KernelFamily::generic}};
+  if (p.autocast()) {
+    bias_fwd.push_back(cast(name + ".cast_bias", out, p.param, p.compute));
+    bias_bwd.push_back(cast(name + ".bwd.cast_bias_grad", out, p.compute, p.param));
+  }
+  ops.op(bias_fwd, bias_bwd, 0);
+  linear(ops, name, T, in, out, cast_input, p);
+}
+
+void dropout(EagerOps& ops, const std::string& name, double elems, double bytes)
+{
+  ops.op({{name, elems * (2 * bytes + 1), elems, generic}}, {{name + ".bwd", elems * (2 * bytes + 1), elems, generic}},
+         elems);
+}
+
+void gelu_new(EagerOps& ops, const std::string& name, double T, double f, const Precision& p)
+{
+  const double E = T * f, c = p.compute;
+  std::vector<EagerKernel> fwd{{name + ".pow3", 2 * E * c, 2 * E, activate},
+                               {name + ".mul_coef", 2 * E * c, E, activate},
+                               {name + ".add_x", 3 * E * c, E, activate},
+                               {name + ".mul_sqrt", 2 * E * c, E, activate},
+                               {name + ".tanh", 2 * E * c, 10 * E, activate},
+                               {name + ".add_one", 2 * E * c, E, activate},
+                               {name + ".mul_half", 2 * E * c, E, activate},
+                               {name + ".mul", 3 * E * c, E, activate}};
+  std::vector<EagerKernel> bwd{{name + ".bwd.mul_b", 3 * E * c, E, activate},
+                               {name + ".bwd.mul_a", 3 * E * c, E, activate},
+                               {name + ".bwd.mul_half", 2 * E * c, E, activate},
+                               {name + ".bwd.tanh", 3 * E * c, 3 * E, activate},
+                               {name + ".bwd.mul_sqrt", 2 * E * c, E, activate},
+                               {name + ".bwd.mul_coef", 2 * E * c, E, activate},
+                               {name + ".bwd.pow2", 2 * E * c, E, activate},
+                               {name + ".bwd.mul3", 2 * E * c, E, activate},
+                               {name + ".bwd.mul_grad", 3 * E * c, E, activate},
+                               {name + ".bwd.add_grads", 3 * E * c, E, activate},
+                               {name + ".bwd.add_grads2", 3 * E * c, E, activate}};
+  ops.op(fwd, bwd, 5 * E * c);
+}
+
+std::vector<EagerKernel> embedding_backward(const std::string& name, double T, double rows, double h, double e)
+{
+  std::vector<EagerKernel> k{{name + ".bwd.zero_table", rows * h * e, 0, generic}};
+  for (const char* step : {".bwd.sort_histogram", ".bwd.sort_onesweep", ".bwd.sort_onesweep2", ".bwd.sort_onesweep3",
+                           ".bwd.sort_onesweep4", ".bwd.unique", ".bwd.scan", ".bwd.segments", ".bwd.segment_offsets",
+                           ".bwd.partials"})
+    k.push_back({name + step, 16 * T, 0, generic});
+  k.push_back({name + ".bwd.grad_weight", 2 * T * h * e, T * h, generic});
+  k.push_back({name + ".bwd.sum_and_scatter", 3 * T * h * e, T * h, generic});
+  return k;
+}
+
+void causal_lm_loss(EagerOps& ops, const Tokens& t, double V, const Precision& p)
+{
+  const double T = t.T(), N = T * V, c = p.compute;
+  // logits.float(); labels padded and shifted; cross_entropy = log_softmax (ATen's
+  // blockwise softmax reads each row three times and writes it once, keeping its fp32
+  // output) then nll_loss. Backward: nll's gradient zeroed and scattered, log_softmax's
+  // backward (reads the gradient twice and the output once), the gradient cast back.
+  ops.op({{"loss.upcast", N * (c + 4), 0, generic}}, {{"loss.bwd.downcast", N * (4 + c), 0, generic}});
+  ops.op({{"loss.labels_fill", 16 * t.b, 0, generic}, {"loss.labels_pad", 16 * T, 0, generic},
+          {"loss.labels_shift", 16 * T, 0, generic}},
+         {});
+  ops.op({{"loss.log_softmax", 16 * N, 4 * N, generic}}, {{"loss.bwd.log_softmax", 16 * N, 3 * N, generic}}, 4 * N);
+  ops.op({{"loss.nll", 12 * T, T, generic}},
+         {{"loss.bwd.ones", 4, 0, generic}, {"loss.bwd.nll_zero", 4 * N, 0, generic},
+          {"loss.bwd.nll_scatter", 12 * T, T, generic}});
+}
+
+BlockPlan lm_head(const ModelSpec& m, const Tokens& t, const Precision& p, NormFn final_norm)
+{
+  const double T = t.T(), h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab);
+  BlockPlan b;
+  b.name        = "head";
+  b.params      = (m.final_norm ? m.norm_params() : 0.0) + m.head_params();
+  b.input_bytes = T * h * p.param;
+  EagerOps ops(b.kernels);
+  if (m.final_norm)
+    final_norm(ops, "final_norm", T, h, p);
+  linear(ops, "lm_head", T, h, V, true, p);
+  causal_lm_loss(ops, t, V, p);
+  // In the loss's backward its fp32 gradient and log_softmax's are alive at once.
+  b.backward_workspace = 8 * T * V;
+  return b;
 }
 
 } // namespace memwall::hf

@@ -43,18 +43,48 @@ void linear(EagerOps& ops, const std::string& name, double T, double in, double 
 // promoted to fp32 by the fp32 cos and sin; backward 11 kernels.
 void rotary(EagerOps& ops, const std::string& name, double T, double width, const Precision& p);
 // The attention of a layer through torch's SDPA (cuDNN's flash kernel on Hopper): q and
-// k cast to the compute dtype, the kernel (causal), its backward helpers; keeps q, k,
-// v, the output and the log-sum-exp.
-void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSpec& m, const Precision& p);
+// k cast to the compute dtype where rotary embeddings left them in fp32, the kernel
+// (causal), its backward helpers; keeps q, k, v, the output and the log-sum-exp.
+void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSpec& m, const Precision& p,
+          bool rotated);
 // residual + branch: the stream's dtype plus the branch's, promoted; backward casts the
 // gradient for the branch. Keeps the sum (the next norm reads it in backward).
 void residual_add(EagerOps& ops, const std::string& name, double T, double h, const Precision& p);
 // The sum of two gradients of one tensor (autograd's accumulation where it has two users).
 void grad_accumulate(EagerOps& ops, const std::string& name, double elems, double element_bytes);
+// nn.LayerNorm over T x h of the stream: ATen's fused kernel (keeps mean and rstd);
+// backward the input gradient and the weight and bias gradients.
+void layer_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p);
+// transformers' Conv1D (addmm with a bias) under autocast: `linear` plus the bias cast
+// forward and, backward, its gradient summed over the tokens and cast back.
+void conv1d(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
+            const Precision& p);
+// nn.Dropout over `elems` elements of `bytes` each: ATen's fused dropout writes the
+// output and a one-byte mask (kept); backward scales the gradient by the mask.
+void dropout(EagerOps& ops, const std::string& name, double elems, double bytes);
+// NewGELUActivation (gelu_new, GPT-2): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+// as transformers writes it, eight elementwise kernels over T x f in the compute dtype,
+// eleven backward; keeps x, the tanh, 0.5 x, 1 + tanh and the output (the next GEMM's input).
+void gelu_new(EagerOps& ops, const std::string& name, double T, double f, const Precision& p);
+
+// The blocks of GPT-2 (GPT2LMHeadModel: learned positions, LayerNorm, Conv1D, gelu_new,
+// dropout, the head tied to the token embedding).
+BlockPlan gpt2_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
+BlockPlan gpt2_embedding(const ModelSpec& m, const Tokens& t, const Precision& p);
+// The embedding table's backward: its dense gradient zeroed, the ids sorted (CUB) and
+// the rows' gradients summed per id and scattered in (embedding_dense_backward).
+std::vector<EagerKernel> embedding_backward(const std::string& name, double T, double rows, double h, double e);
+// A norm over T x h of the stream (rms_norm, layer_norm).
+using NormFn = void (*)(EagerOps&, const std::string&, double, double, const Precision&);
+// A causal LM's head block: the final norm, lm_head (no bias; a tied table is cast per
+// forward like any weight) and the loss.
+BlockPlan lm_head(const ModelSpec& m, const Tokens& t, const Precision& p, NormFn final_norm);
+// The language-model loss (ForCausalLMLoss) over T x V logits in the compute dtype,
+// upcast to fp32: log_softmax (kept) and nll_loss, and their backward.
+void causal_lm_loss(EagerOps& ops, const Tokens& t, double V, const Precision& p);
 
 // The blocks of a Llama-family decoder (RMSNorm, rotary, gated MLP).
 BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
 BlockPlan llama_embedding(const ModelSpec& m, const Tokens& t, const Precision& p);
-BlockPlan llama_head(const ModelSpec& m, const Tokens& t, const Precision& p);
 
 } // namespace memwall::hf

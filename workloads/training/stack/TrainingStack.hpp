@@ -43,6 +43,9 @@ public:
   virtual BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t layer) const = 0;
   virtual BlockPlan head(const ModelSpec& m, const StepShape& s) const = 0;
   virtual ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec& m) const = 0;
+  // The GPU memory allocator the stack's process runs (sim/allocator; "": tensor bytes
+  // counted as they are).
+  virtual std::string allocator() const { return ""; }
   // The optimizer step's kernels on the GPU, in order; the gradients are freed after them.
   virtual std::vector<OptimizerPass> optimizer_passes(const TrainingConfig& cfg, const ModelStateBytes& b) const = 0;
 };

@@ -33,6 +33,21 @@ hf::Precision precision_of(const StepShape& s)
   return p;
 }
 
+// Which of transformers' modelling files the model's blocks follow: modeling_llama.py's
+// (and the decoders that copy it: Mistral, Qwen2) or modeling_gpt2.py's.
+enum class Arch { none, llama, gpt2 };
+
+Arch architecture(const ModelSpec& m)
+{
+  if (m.moe.enabled() || m.mla.enabled() || m.qk_norm || m.norms_per_layer != 2)
+    return Arch::none;
+  if (m.norm == NormKind::rmsnorm && m.mlp == MlpKind::swiglu && !m.learned_positions)
+    return Arch::llama;
+  if (m.family == "gpt2" && m.norm == NormKind::layernorm && m.mlp == MlpKind::gelu && m.learned_positions)
+    return Arch::gpt2;
+  return Arch::none;
+}
+
 hf::Tokens tokens_of(const StepShape& s)
 {
   return {static_cast<double>(s.micro_batch), static_cast<double>(s.seq_len)};
@@ -65,24 +80,25 @@ public:
                                 "true) is transformers' default");
     if (cfg.optimizer != Optimizer::adam && cfg.optimizer != Optimizer::adamw)
       refuse("optimizer", "the stack runs torch.optim.AdamW(fused=True): optimizer adam or adamw");
-    bool llama = m.norm == NormKind::rmsnorm && m.mlp == MlpKind::swiglu && !m.learned_positions && !m.moe.enabled() &&
-                 !m.mla.enabled() && m.norms_per_layer == 2 && !m.qk_norm;
-    if (!llama)
-      r.fail("stack", "training.stack pytorch models Llama-family decoders so far (RMSNorm, rotary positions, a gated "
-                      "MLP, no MoE): " + m.name + " is not one");
+    if (architecture(m) == Arch::none)
+      r.fail("stack", "training.stack pytorch models transformers' Llama-family decoders (RMSNorm, rotary positions, "
+                      "a gated MLP, no MoE) and GPT-2 so far: " + m.name + " is neither");
   }
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
   {
-    return hf::llama_embedding(m, tokens_of(s), precision_of(s));
+    return architecture(m) == Arch::gpt2 ? hf::gpt2_embedding(m, tokens_of(s), precision_of(s))
+                                         : hf::llama_embedding(m, tokens_of(s), precision_of(s));
   }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
-    return hf::llama_layer(m, tokens_of(s), precision_of(s), l);
+    return architecture(m) == Arch::gpt2 ? hf::gpt2_layer(m, tokens_of(s), precision_of(s), l)
+                                         : hf::llama_layer(m, tokens_of(s), precision_of(s), l);
   }
   BlockPlan head(const ModelSpec& m, const StepShape& s) const override
   {
-    return hf::llama_head(m, tokens_of(s), precision_of(s));
+    hf::NormFn norm = architecture(m) == Arch::gpt2 ? hf::layer_norm : hf::rms_norm;
+    return hf::lm_head(m, tokens_of(s), precision_of(s), norm);
   }
 
   ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec&) const override
@@ -93,6 +109,8 @@ public:
     b.optimizer = 8; // exp_avg and exp_avg_sq in the parameters' fp32
     return b;
   }
+
+  std::string allocator() const override { return "caching"; }
 
   std::vector<OptimizerPass> optimizer_passes(const TrainingConfig&, const ModelStateBytes& b) const override
   {
@@ -105,8 +123,8 @@ public:
 
 const bool registered = training_stack_registry().add(
     "pytorch",
-    "eager PyTorch with a Hugging Face model (transformers' modules op by op): fp32 parameters under torch.autocast, "
-    "16 B per parameter and bf16 weight casts, DDP, fused AdamW",
+    "eager PyTorch with a Hugging Face Llama-family or GPT-2 model (transformers' modules op by op): fp32 "
+    "parameters under torch.autocast, 16 B per parameter and bf16 weight casts, DDP, fused AdamW",
     [] { return std::make_unique<PyTorchStack>(); });
 
 } // namespace

@@ -1,0 +1,71 @@
+// GPT-2 (transformers' GPT2LMHeadModel) as Hugging Face runs it in eager PyTorch:
+// learned token and position embeddings added and dropped out, GPT2Block (LayerNorm;
+// Conv1D c_attn split into q, k and v for SDPA with attention dropout; Conv1D c_proj;
+// residual dropout; LayerNorm; Conv1D c_fc, gelu_new, Conv1D c_proj, dropout), the final
+// LayerNorm and the head tied to the token embedding (lm_head, HfModules.cpp). Kernel lists in forward order
+// (EagerOps.hpp).
+#include "HfModules.hpp"
+
+#include <algorithm>
+
+namespace memwall::hf {
+
+BlockPlan gpt2_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer)
+{
+  const double T = t.T(), h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  const double c = p.compute, e = p.param, drop = m.dropout ? 1.0 : 0.0;
+  BlockPlan b;
+  b.name   = "L" + std::to_string(layer);
+  b.layer  = true;
+  b.params = m.layer_params(layer);
+  b.input_bytes = T * h * e;
+  EagerOps ops(b.kernels);
+  // residual = x; x = ln_1(x); the residual's two gradients (norm and add) summed.
+  grad_accumulate(ops, "ln1.grad_sum", T * h, e);
+  layer_norm(ops, "ln1", T, h, p);
+  conv1d(ops, "attn.c_attn", T, h, 3 * h, true, p);
+  // q, k and v are views of c_attn's output; their three gradients are copied back into one.
+  ops.op({}, {{"attn.bwd.grad_cat", 2 * 3 * T * h * c, 0, KernelFamily::generic}});
+  sdpa(ops, "attn.sdpa", t, m, p, false); // q and k come from c_attn in the compute dtype
+  conv1d(ops, "attn.c_proj", T, h, h, false, p);
+  if (drop > 0)
+    dropout(ops, "attn.resid_dropout", T * h, c);
+  residual_add(ops, "attn.residual", T, h, p);
+  grad_accumulate(ops, "ln2.grad_sum", T * h, e);
+  layer_norm(ops, "ln2", T, h, p);
+  conv1d(ops, "mlp.c_fc", T, h, f, true, p);
+  gelu_new(ops, "mlp.act", T, f, p);
+  conv1d(ops, "mlp.c_proj", T, f, h, false, p);
+  if (drop > 0)
+    dropout(ops, "mlp.dropout", T * h, c);
+  residual_add(ops, "mlp.residual", T, h, p);
+  // Gradients alive at once in backward beyond what is kept: gelu_new's (several T x f
+  // in c) and the stream's (fp32).
+  b.backward_workspace = std::max(3 * T * f * c + 2 * T * h * e, 4 * T * 3 * h * c + 2 * T * h * e);
+  return b;
+}
+
+BlockPlan gpt2_embedding(const ModelSpec& m, const Tokens& t, const Precision& p)
+{
+  const double T = t.T(), h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab), e = p.param;
+  const double P = static_cast<double>(m.max_seq_len + m.position_offset);
+  BlockPlan b;
+  b.name   = "embed";
+  b.params = m.embedding_params();
+  EagerOps ops(b.kernels);
+  // wte(ids) + wpe(positions): two gathers and an add in fp32; both tables' dense
+  // gradients in backward, the token table's summed with the tied head's.
+  std::vector<EagerKernel> wte = embedding_backward("embed.wte", T, V, h, e);
+  if (m.tied_embeddings)
+    wte.push_back({"embed.wte.bwd.tied_grad_sum", 3 * V * h * e, V * h, KernelFamily::residual});
+  ops.op({{"embed.wte", 8 * T + 2 * T * h * e, 0, KernelFamily::generic}}, wte, 8 * T);
+  ops.op({{"embed.wpe", 8 * T + 2 * T * h * e, 0, KernelFamily::generic}}, embedding_backward("embed.wpe", T, P, h, e), 8 * T);
+  ops.op({{"embed.add", 3 * T * h * e, T * h, KernelFamily::residual}}, {});
+  if (m.dropout)
+    dropout(ops, "embed.dropout", T * h, e);
+  // The first block's input (its norm and its residual add read it in backward).
+  ops.op({}, {}, T * h * e);
+  return b;
+}
+
+} // namespace memwall::hf
