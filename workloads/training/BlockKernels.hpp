@@ -44,6 +44,9 @@ struct KernelPlan {
   GemmShape shape;            // gemm: the forward GEMM (tokens x out, contracted over in)
   GemmPass bwd_pass  = GemmPass::backward; // gemm: its backward's GEMMs (frozen weights: input gradient only)
   bool selective     = false; // recomputed in backward under selective recompute (attention core)
+  // Adds a micro-batch's weight gradient into the one earlier micro-batches of the step
+  // left (autograd's AccumulateGrad): runs from the second micro-batch's backward on.
+  bool accumulates   = false;
   TpComm fwd_after;           // after the forward kernel
   TpComm bwd_before, bwd_after;
   // Whether the kernel has work in forward (backward); a gradient sum runs only in

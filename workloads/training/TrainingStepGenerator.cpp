@@ -273,7 +273,7 @@ void TrainingStepGenerator::emit_backward(int b, int64_t mb)
   for (size_t i = blk.plan.kernels.size(); i-- > 0;) {
     const KernelPlan& k = blk.plan.kernels[i];
     tp_collective(b, i, Role::bwd_tp_in, k.bwd_before);
-    if (k.runs(false)) {
+    if (k.runs(false) && !(k.accumulates && blk.backwards == 0)) {
       OpId id = kernel(s.gpu, name(b, i, Role::bwd), k, false, false);
       dag_.depend(id, params);
       touch_kernel(id, b, i, false, saved[i]);

@@ -23,6 +23,7 @@ void EagerOps::op(const std::vector<EagerKernel>& forward, const std::vector<Eag
     KernelPlan p = memory_bound(*it);
     p.bwd_bytes  = it->bytes;
     p.bwd_flops  = it->flops;
+    p.accumulates = it->accumulates;
     out_.push_back(p);
   }
   for (const EagerKernel& k : forward) {

@@ -26,6 +26,7 @@ struct EagerKernel {
   double bytes = 0;
   double flops = 0;
   KernelFamily family = KernelFamily::generic;
+  bool accumulates    = false; // KernelPlan::accumulates
 };
 
 class EagerOps {

@@ -66,9 +66,7 @@ BlockPlan llama_embedding(const ModelSpec& m, const Tokens& t, const Precision& 
   // nn.Embedding: a gather of T rows (keeps the token ids and, for the first layer's
   // norm, its fp32 output); backward the table's dense gradient, then added to the head's
   // gradient of the same table where the two are tied (AccumulateGrad).
-  std::vector<EagerKernel> bwd = embedding_backward("embed", T, V, h, e);
-  if (m.tied_embeddings)
-    bwd.push_back({"embed.bwd.tied_grad_sum", 3 * V * h * e, V * h, KernelFamily::residual});
+  std::vector<EagerKernel> bwd = embedding_backward("embed", T, V, h, e, m.tied_embeddings);
   ops.op({{"embed.lookup", 8 * T + 2 * T * h * e, 0, KernelFamily::generic}}, bwd, 8 * T + T * h * e);
   // LlamaRotaryEmbedding, once a forward: inv_freq x positions (fp32, autocast off), cat,
   // cos, sin, each times the attention scaling; tiny.

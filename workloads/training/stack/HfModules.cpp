@@ -9,6 +9,13 @@ constexpr KernelFamily generic  = KernelFamily::generic;
 constexpr KernelFamily binary   = KernelFamily::residual;   // adds and multiplies of two tensors
 constexpr KernelFamily activate = KernelFamily::activation;
 
+// AccumulateGrad's in-place add of a micro-batch's gradient of `elems` parameters of
+// `bytes` each into .grad (from the second micro-batch on).
+EagerKernel accumulate_grad(const std::string& name, double elems, double bytes)
+{
+  return {name, 3 * elems * bytes, elems, binary, true};
+}
+
 // A cast of `elems` elements from `from` to `to` bytes each.
 EagerKernel cast(const std::string& name, double elems, double from, double to)
 {
@@ -35,6 +42,7 @@ void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const 
                                {name + ".bwd.mul_normed", 3 * E * e, E, binary},
                                {name + ".bwd.memset", h * e, 0, generic},
                                {name + ".bwd.sum_weight", (E + h) * e, E, generic},
+                               accumulate_grad(name + ".bwd.accumulate_weight_grad", h, e),
                                {name + ".bwd.mul_rsqrt", (2 * E + T) * e, E, binary},
                                {name + ".bwd.mul_x", 3 * E * e, E, binary},
                                {name + ".bwd.sum_hidden", (E + T) * e, E, generic},
@@ -53,14 +61,19 @@ void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const 
 void linear(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
             const Precision& p)
 {
+  const double W = in * out;
+  // The weight's gradient: cast back to the parameter's dtype under autocast (the cast
+  // weight kept for backward: autocast's cache), added to .grad from the second micro-batch on.
+  std::vector<EagerKernel> weight_fwd, weight_bwd;
   if (p.autocast()) {
-    double W = in * out;
-    ops.op({cast(name + ".cast_weight", W, p.param, p.compute)}, {cast(name + ".bwd.cast_weight_grad", W, p.compute, p.param)},
-           W * p.compute, MemCategory::weights);
-    if (cast_input)
-      ops.op({cast(name + ".cast_input", T * in, p.param, p.compute)},
-             {cast(name + ".bwd.cast_input_grad", T * in, p.compute, p.param)}, T * in * p.compute);
+    weight_fwd.push_back(cast(name + ".cast_weight", W, p.param, p.compute));
+    weight_bwd.push_back(cast(name + ".bwd.cast_weight_grad", W, p.compute, p.param));
   }
+  weight_bwd.push_back(accumulate_grad(name + ".bwd.accumulate_weight_grad", W, p.param));
+  ops.op(weight_fwd, weight_bwd, p.autocast() ? W * p.compute : 0.0, MemCategory::weights);
+  if (p.autocast() && cast_input)
+    ops.op({cast(name + ".cast_input", T * in, p.param, p.compute)},
+           {cast(name + ".bwd.cast_input_grad", T * in, p.compute, p.param)}, T * in * p.compute);
   // Without autocast the input itself is kept for the weight gradient (no cast to keep).
   ops.gemm(name, T, in, out, p.compute_dtype, true, !p.autocast() && cast_input ? T * in * p.param : 0.0);
 }
@@ -138,7 +151,9 @@ void layer_norm(EagerOps& ops, const std::string& name, double T, double h, cons
   const double E = T * h, e = p.param;
   ops.op({{name, 2 * E * e + 2 * h * e + 2 * T * 4, 8 * E, KernelFamily::norm}},
          {{name + ".bwd.grad_input", 3 * E * e + h * e + 2 * T * 4, 8 * E, KernelFamily::norm},
-          {name + ".bwd.grad_weight_bias", 2 * E * e + 2 * h * e, 3 * E, KernelFamily::norm}},
+          {name + ".bwd.grad_weight_bias", 2 * E * e + 2 * h * e, 3 * E, KernelFamily::norm},
+          accumulate_grad(name + ".bwd.accumulate_weight_grad", h, e),
+          accumulate_grad(name + ".bwd.accumulate_bias_grad", h, e)},
          2 * T * 4); // mean and rstd
 }
 
@@ -153,6 +168,7 @@ void conv1d(EagerOps& ops, const std::string& name, double T, double in, double 
     bias_fwd.push_back(cast(name + ".cast_bias", out, p.param, p.compute));
     bias_bwd.push_back(cast(name + ".bwd.cast_bias_grad", out, p.compute, p.param));
   }
+  bias_bwd.push_back(accumulate_grad(name + ".bwd.accumulate_bias_grad", out, p.param));
   ops.op(bias_fwd, bias_bwd, 0);
   linear(ops, name, T, in, out, cast_input, p);
 }
@@ -188,7 +204,8 @@ void gelu_new(EagerOps& ops, const std::string& name, double T, double f, const 
   ops.op(fwd, bwd, 5 * E * c);
 }
 
-std::vector<EagerKernel> embedding_backward(const std::string& name, double T, double rows, double h, double e)
+std::vector<EagerKernel> embedding_backward(const std::string& name, double T, double rows, double h, double e,
+                                            bool tied)
 {
   std::vector<EagerKernel> k{{name + ".bwd.zero_table", rows * h * e, 0, generic}};
   for (const char* step : {".bwd.sort_histogram", ".bwd.sort_onesweep", ".bwd.sort_onesweep2", ".bwd.sort_onesweep3",
@@ -197,6 +214,11 @@ std::vector<EagerKernel> embedding_backward(const std::string& name, double T, d
     k.push_back({name + step, 16 * T, 0, generic});
   k.push_back({name + ".bwd.grad_weight", 2 * T * h * e, T * h, generic});
   k.push_back({name + ".bwd.sum_and_scatter", 3 * T * h * e, T * h, generic});
+  // A tied table's gradient from the head came first: this one is added to it always.
+  if (tied)
+    k.push_back({name + ".bwd.tied_grad_sum", 3 * rows * h * e, rows * h, binary});
+  else
+    k.push_back(accumulate_grad(name + ".bwd.accumulate_grad", rows * h, e));
   return k;
 }
 

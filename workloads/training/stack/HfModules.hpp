@@ -72,8 +72,10 @@ void gelu_new(EagerOps& ops, const std::string& name, double T, double f, const 
 BlockPlan gpt2_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
 BlockPlan gpt2_embedding(const ModelSpec& m, const Tokens& t, const Precision& p);
 // The embedding table's backward: its dense gradient zeroed, the ids sorted (CUB) and
-// the rows' gradients summed per id and scattered in (embedding_dense_backward).
-std::vector<EagerKernel> embedding_backward(const std::string& name, double T, double rows, double h, double e);
+// the rows' gradients summed per id and scattered in (embedding_dense_backward), then
+// added to the head's gradient of a tied table, or to .grad from the second micro-batch on.
+std::vector<EagerKernel> embedding_backward(const std::string& name, double T, double rows, double h, double e,
+                                            bool tied);
 // A norm over T x h of the stream (rms_norm, layer_norm).
 using NormFn = void (*)(EagerOps&, const std::string&, double, double, const Precision&);
 // A causal LM's head block: the final norm, lm_head (no bias; a tied table is cast per
