@@ -242,12 +242,13 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
                               "how an MoE layer's tokens reach their experts' GPUs and come back; see `memwall list "
                               "dispatchers`");
   t.sp = r.flag("sp", false, "sequence parallelism: all-gather/reduce-scatter instead of all-reduce, norms split by tp");
-  t.zero = static_cast<int>(
-      r.integer("zero", 0, "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0, "", 3));
-  t.zero_prefetch = r.integer("zero_prefetch", 1, "ZeRO-3: layers whose parameters are all-gathered ahead of use (0: none)", 0);
   t.stack = r.choice("stack", t.stack, training_stack_registry().names(),
                      "the software stack that runs the step: what it launches, keeps and holds (see `memwall list "
                      "stacks`)");
+  t.zero = static_cast<int>(r.integer("zero", training_stack_registry().make(t.stack)->default_zero(),
+                                      "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0,
+                                      "the stack's: 3 for fsdp, else 0", 3));
+  t.zero_prefetch = r.integer("zero_prefetch", 1, "ZeRO-3: layers whose parameters are all-gathered ahead of use (0: none)", 0);
   t.allocator = r.text("allocator", "",
                        "the GPU memory allocator that serves the step's tensors: what the device holds beside what they "
                        "use, and when it runs out (see `memwall list allocators`; default: the stack's)");

@@ -44,9 +44,21 @@ struct KernelPlan {
   GemmShape shape;            // gemm: the forward GEMM (tokens x out, contracted over in)
   GemmPass bwd_pass  = GemmPass::backward; // gemm: its backward's GEMMs (frozen weights: input gradient only)
   bool selective     = false; // recomputed in backward under selective recompute (attention core)
+  // Under selective recompute: what is held from forward to backward, and what the
+  // block's recompute in backward brings back of saved_bytes; -1: Megatron's (a
+  // recomputed kernel keeps nothing and gets its saved_bytes back, the others keep
+  // theirs). A per-op policy keeps some kernels' outputs instead (torchtitan's: the
+  // matmuls' and attention's) and recomputes everything else.
+  double selective_kept        = -1;
+  double selective_regenerated = -1;
+  double kept_under_selective() const { return selective_kept >= 0 ? selective_kept : selective ? 0.0 : saved_bytes; }
+  double regenerated_under_selective() const
+  {
+    return selective_regenerated >= 0 ? selective_regenerated : selective ? saved_bytes : 0.0;
+  }
   // Adds a micro-batch's weight gradient into the one earlier micro-batches of the step
   // left (autograd's AccumulateGrad): runs from the second micro-batch's backward on.
-  bool accumulates   = false;
+  bool accumulates = false;
   TpComm fwd_after;           // after the forward kernel
   TpComm bwd_before, bwd_after;
   // Whether the kernel has work in forward (backward); a gradient sum runs only in

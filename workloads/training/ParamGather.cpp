@@ -44,7 +44,7 @@ OpId TrainingStepGenerator::gathered(int b)
     Stage& s = stage_of(blk_index);
     size_t k = static_cast<size_t>(cfg_.zero_prefetch);
     OpId after = j >= k + 1 ? gathers_[j - 1 - k].freed : OpDag::none;
-    double full = blk.plan.params * weight_bytes_per_param();
+    double full = blk.plan.params * (state_bytes_.gathered > 0 ? state_bytes_.gathered : weight_bytes_per_param());
     // "L3.use41.all_gather": numbered names, so that uses add none to the table.
     const std::string prefix = blk.plan.name + ".use";
     auto name = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(j), what); };

@@ -164,7 +164,7 @@ const OpName& TrainingStepGenerator::name(int b, size_t i, Role role)
     blk.names.resize(blk.plan.kernels.size());
   OpName& n = blk.names[i][static_cast<size_t>(role)];
   if (n == OpName()) {
-    static const std::array<std::pair<const char*, const char*>, 10> parts{{{".fwd.", ""},
+    static const std::array<std::pair<const char*, const char*>, 11> parts{{{".fwd.", ""},
                                                                             {".fwd.", ".saved"},
                                                                             {".fwd.", ".tp"},
                                                                             {".recompute.", ""},
@@ -173,7 +173,8 @@ const OpName& TrainingStepGenerator::name(int b, size_t i, Role role)
                                                                             {".bwd.", ""},
                                                                             {".bwd.", ".tp_in"},
                                                                             {".bwd.", ".tp"},
-                                                                            {".bwd.", ".free_saved"}}};
+                                                                            {".bwd.", ".free_saved"},
+                                                                            {".bwd.", ".free_regenerated"}}};
     const auto& [infix, suffix] = parts[static_cast<size_t>(role)];
     n = OpName(blk.plan.name + infix + blk.plan.kernels[i].name + suffix);
   }
@@ -224,9 +225,10 @@ void TrainingStepGenerator::emit_forward(int b, int64_t mb)
                                        blk.plan.input_bytes, prefix + "checkpoint", {params});
   for (size_t i = 0; i < ks.size(); ++i) {
     const KernelPlan& k = ks[i];
-    if (k.saved_bytes > 0 && !full && !(selective && k.selective))
-      saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, k.saved_bytes,
-                            name(b, i, Role::fwd_saved), {params});
+    double keep = full ? 0.0 : selective ? k.kept_under_selective() : k.saved_bytes;
+    if (keep > 0)
+      saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, keep, name(b, i, Role::fwd_saved),
+                            {params});
     if (k.runs(true)) {
       OpId id = kernel(s.gpu, name(b, i, Role::fwd), k, true, false);
       dag_.depend(id, params);
@@ -242,13 +244,17 @@ void TrainingStepGenerator::emit_recompute(int b, int64_t mb, bool selective_onl
   Block& blk = blocks_[b];
   Stage& s   = stage_of(b);
   auto& saved = saved_[{b, mb}];
+  auto& again = regenerated_[{b, mb}];
+  again.assign(blk.plan.kernels.size(), Tensor{});
   for (size_t i = 0; i < blk.plan.kernels.size(); ++i) {
     const KernelPlan& k = blk.plan.kernels[i];
+    // What backward needs of this kernel and forward did not keep comes back now.
+    double back = selective_only ? k.regenerated_under_selective() : k.saved_bytes;
+    if (back > 0)
+      (saved[i].id == 0 ? saved[i] : again[i]) =
+          dag_.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, back, name(b, i, Role::rc_saved));
     if (selective_only && !k.selective)
       continue;
-    if (k.saved_bytes > 0)
-      saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, k.saved_bytes,
-                            name(b, i, Role::rc_saved));
     if (k.runs(true))
       touch_kernel(kernel(s.gpu, name(b, i, Role::rc), k, true, true), b, i, true, saved[i]);
     if (!selective_only)
@@ -281,8 +287,11 @@ void TrainingStepGenerator::emit_backward(int b, int64_t mb)
     tp_collective(b, i, Role::bwd_tp, k.bwd_after);
     if (saved[i].id != 0)
       dag_.free(saved[i], s.gpu, StreamKind::compute, name(b, i, Role::bwd_free_saved));
+    if (auto a = regenerated_.find({b, mb}); a != regenerated_.end() && a->second[i].id != 0)
+      dag_.free(a->second[i], s.gpu, StreamKind::compute, name(b, i, Role::bwd_free_regenerated));
   }
   saved_.erase({b, mb});
+  regenerated_.erase({b, mb});
   if (ws.id != 0)
     dag_.free(ws, s.gpu, StreamKind::compute, prefix + "free_activation_grads");
   if (auto c = checkpoints_.find({b, mb}); c != checkpoints_.end()) {

@@ -58,10 +58,12 @@ private:
     OpId grads_ready = OpDag::none; // last op before the optimizer may read the gradients
     // Its kernels' op names by role, made on first use: every micro-batch reuses them
     // instead of building and interning the same strings again.
-    std::vector<std::array<OpName, 10>> names;
+    std::vector<std::array<OpName, 11>> names;
   };
   // The ops a block's kernel i gives rise to, each with its own name.
-  enum class Role : uint8_t { fwd, fwd_saved, fwd_tp, rc, rc_saved, rc_tp, bwd, bwd_tp_in, bwd_tp, bwd_free_saved };
+  enum class Role : uint8_t {
+    fwd, fwd_saved, fwd_tp, rc, rc_saved, rc_tp, bwd, bwd_tp_in, bwd_tp, bwd_free_saved, bwd_free_regenerated
+  };
   // DDP / ZeRO-1 gradient buckets of one reduction group: the dp group, or for routed
   // experts' gradients under expert parallelism the edp group.
   struct BucketLane {
@@ -157,6 +159,7 @@ private:
   std::vector<Block> blocks_;
   std::vector<Stage> stages_;
   std::map<std::pair<int, int64_t>, std::vector<Tensor>> saved_; // (block, micro-batch) -> per kernel
+  std::map<std::pair<int, int64_t>, std::vector<Tensor>> regenerated_; // what a recompute brings back beside saved_
   std::map<std::pair<int, int64_t>, Tensor> checkpoints_;         // full recompute: kept layer inputs
   std::map<std::pair<int64_t, int64_t>, OpId> fwd_sent_, bwd_sent_; // (virtual stage, micro-batch) -> send
   struct SlotRepeat {

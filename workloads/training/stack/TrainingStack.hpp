@@ -22,6 +22,7 @@ struct ModelStateBytes {
   double weights   = 2; // the weights kept between steps
   double gradients = 2; // the gradient buffer backward accumulates into
   double optimizer = 12; // optimizer states, with any fp32 master copy of the weights
+  double gathered  = 0;  // ZeRO-3 / FSDP: what a gathered (unsharded) parameter takes; 0: as `weights`
 };
 
 // One kernel of the optimizer step over a block's parameters (this rank's shard).
@@ -43,6 +44,8 @@ public:
   virtual BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t layer) const = 0;
   virtual BlockPlan head(const ModelSpec& m, const StepShape& s) const = 0;
   virtual ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec& m) const = 0;
+  // The ZeRO stage a spec that names none runs (FSDP shards everything: 3).
+  virtual int default_zero() const { return 0; }
   // The GPU memory allocator the stack's process runs (sim/allocator; "": tensor bytes
   // counted as they are).
   virtual std::string allocator() const { return ""; }

@@ -1,0 +1,163 @@
+// torchtitan's Llama blocks (TitanLlama.hpp), op by op (EagerOps.hpp). Bytes are read
+// plus written by each ATen kernel; `saved` what autograd holds to the op's backward.
+#include "TitanLlama.hpp"
+
+namespace memwall::titan {
+namespace {
+
+constexpr KernelFamily generic  = KernelFamily::generic;
+constexpr KernelFamily binary   = KernelFamily::residual;
+constexpr KernelFamily activate = KernelFamily::activation;
+
+// nn.RMSNorm on CUDA (aten::_fused_rms_norm): reads x and the weight, writes y and the
+// fp32 rstd (kept; x is its producer's). Backward: the input gradient (dy, x, rstd), the
+// weight gradient (dy, x, reduced over the tokens).
+void fused_rms_norm(EagerOps& ops, const std::string& name, double T, double h, double c)
+{
+  const double E = T * h;
+  ops.op({{name, 2 * E * c + h * c + T * 4, 4 * E, KernelFamily::norm}},
+         {{name + ".bwd.grad_input", 3 * E * c + h * c + T * 4, 6 * E, KernelFamily::norm},
+          {name + ".bwd.grad_weight", 2 * E * c + h * 4, 2 * E, KernelFamily::norm}},
+         T * 4);
+}
+
+// apply_rotary_emb on q or k (T x width): .float(), view_as_complex times freqs_cis
+// (complex64), view_as_real, .type_as; backward the three in reverse. Keeps nothing of
+// size (the product keeps freqs_cis, a buffer).
+void complex_rotary(EagerOps& ops, const std::string& name, double T, double width, double c)
+{
+  const double E = T * width;
+  ops.op({{name + ".float", E * (c + 4), 0, generic},
+          {name + ".mul_freqs", 2 * E * 4, 3 * E, binary},
+          {name + ".type_as", E * (4 + c), 0, generic}},
+         {{name + ".bwd.float", E * (c + 4), 0, generic},
+          {name + ".bwd.mul_conj_freqs", 2 * E * 4, 3 * E, binary},
+          {name + ".bwd.type_as", E * (4 + c), 0, generic}});
+}
+
+// repeat_kv: expand then reshape copies each KV head to its n_rep query heads; backward
+// sums the copies' gradients back.
+void repeat_kv(EagerOps& ops, const std::string& name, double T, double kv, double q, double c)
+{
+  if (q <= kv)
+    return;
+  ops.op({{name, T * (kv + q) * c, 0, generic}}, {{name + ".bwd.sum_heads", T * (q + kv) * c, T * q, generic}});
+}
+
+} // namespace
+
+BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t l, bool per_op_checkpoint)
+{
+  const double T = t.T(), h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  const double q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
+  const double heads = static_cast<double>(m.heads), c = p.compute;
+  const Dtype dt = p.compute_dtype;
+  BlockPlan b;
+  b.name        = "L" + std::to_string(l);
+  b.layer       = true;
+  b.params      = m.layer_params(l);
+  b.input_bytes = T * h * c;
+  EagerOps ops(b.kernels);
+  // h = x + attention(attention_norm(x)): x's gradient from both users summed.
+  hf::grad_accumulate(ops, "attn.grad_sum", T * h, c);
+  fused_rms_norm(ops, "attention_norm", T, h, c);
+  // wq, wk and wv read the same normed x (kept once, by wq); their input gradients summed.
+  ops.op({}, {{"attn.bwd.input_grad_sum", 4 * T * h * c, 2 * T * h, binary}});
+  ops.gemm("attention.wq", T, h, q, dt, true, T * h * c);
+  ops.gemm("attention.wk", T, h, kv, dt);
+  ops.gemm("attention.wv", T, h, kv, dt);
+  complex_rotary(ops, "attention.rotary_q", T, q, c);
+  complex_rotary(ops, "attention.rotary_k", T, kv, c);
+  repeat_kv(ops, "attention.repeat_k", T, kv, q, c);
+  repeat_kv(ops, "attention.repeat_v", T, kv, q, c);
+  // SDPA (flash): q and the repeated k and v, the output and the fp32 log-sum-exp kept;
+  // backward dO.O first, dq's fp32 accumulator converted after.
+  double flops = 2 * t.b * t.s * t.s * (q + static_cast<double>(m.attn_out_dim()));
+  double sdpa_saved = 4 * T * q * c + T * heads * 4;
+  size_t sdpa_at = b.kernels.size();
+  ops.attention("attention.sdpa", flops, 4 * T * q * c, sdpa_saved, dt,
+                {{"attention.sdpa.bwd.dot_do_o", 2 * T * q * c + T * heads * 4, T * q, generic}},
+                {{"attention.sdpa.bwd.convert_dq", T * q * (4 + c), 0, generic}});
+  ops.gemm("attention.wo", T, q, h, dt);
+  hf::residual_add(ops, "attn.residual", T, h, p);
+  hf::grad_accumulate(ops, "ffn.grad_sum", T * h, c);
+  fused_rms_norm(ops, "ffn_norm", T, h, c);
+  ops.op({}, {{"ffn.bwd.input_grad_sum", 3 * T * h * c, T * h, binary}});
+  ops.gemm("feed_forward.w1", T, h, f, dt, true, T * h * c);
+  ops.gemm("feed_forward.w3", T, h, f, dt);
+  ops.op({{"feed_forward.silu", 2 * T * f * c, 4 * T * f, activate}},
+         {{"feed_forward.bwd.silu", 3 * T * f * c, 6 * T * f, activate}}, T * f * c);
+  ops.op({{"feed_forward.mul", 3 * T * f * c, T * f, binary}},
+         {{"feed_forward.bwd.mul_w3", 3 * T * f * c, T * f, binary},
+          {"feed_forward.bwd.mul_silu", 3 * T * f * c, T * f, binary}},
+         2 * T * f * c);
+  ops.gemm("feed_forward.w2", T, f, h, dt, true, T * f * c);
+  hf::residual_add(ops, "ffn.residual", T, h, p);
+  // Gradients alive at once in backward beyond what is kept: the MLP's (three T x f),
+  // or the attention's (dq's fp32 accumulator, dk and dv per query head, the stream's).
+  b.backward_workspace = std::max(3 * T * f * c + 2 * T * h * c, T * q * 4 + 2 * T * q * c + 2 * T * h * c);
+
+  if (per_op_checkpoint) {
+    // torchtitan's policy: save the outputs of mm (every other one: the 1st, 3rd, 5th and
+    // 7th of a layer) and of SDPA; recompute every other op. The layer's input is the
+    // checkpoint's, kept on an entry of its own.
+    int mm = 0;
+    for (size_t i = 0; i < b.kernels.size(); ++i) {
+      KernelPlan& k = b.kernels[i];
+      k.selective   = true; // recomputed: keeps nothing, gets its saved tensors back
+      k.selective_kept = 0;
+      k.selective_regenerated = k.saved_bytes;
+      if (i == sdpa_at) { // the SDPA entry that holds its saved tensors
+        k.selective      = false;
+        k.selective_kept = T * q * c + T * heads * 4; // the output and log-sum-exp
+        k.selective_regenerated = sdpa_saved - k.selective_kept; // q and the repeated k and v
+      } else if (k.kclass == KernelClass::attention) {
+        k.selective = false;
+      } else if (k.kclass == KernelClass::gemm && ++mm % 2 == 1) {
+        k.selective      = false; // its output kept; its input comes back with the norm or the product
+        k.selective_kept = T * static_cast<double>(k.shape.n) * c;
+      }
+    }
+    KernelPlan input;
+    input.name           = "checkpoint.input";
+    input.kclass         = KernelClass::elementwise;
+    input.selective_kept = T * h * c;
+    input.selective_regenerated = 0;
+    b.kernels.insert(b.kernels.begin(), input);
+  }
+  return b;
+}
+
+BlockPlan embedding(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p)
+{
+  const double T = t.T(), h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab), c = p.compute;
+  BlockPlan b;
+  b.name   = "embed";
+  b.params = m.embedding_params();
+  EagerOps ops(b.kernels);
+  // tok_embeddings in bf16: a gather (keeps the ids, and the first layer's input).
+  ops.op({{"tok_embeddings", 8 * T + 2 * T * h * c, 0, generic}},
+         hf::embedding_backward("tok_embeddings", T, V, h, c, m.tied_embeddings), 8 * T + T * h * c);
+  // freqs_cis: a buffer computed at init, sliced per forward.
+  return b;
+}
+
+BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p)
+{
+  const double T = t.T(), h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab), c = p.compute;
+  BlockPlan b;
+  b.name        = "head";
+  b.params      = (m.final_norm ? m.norm_params() : 0.0) + m.head_params();
+  b.input_bytes = T * h * c;
+  EagerOps ops(b.kernels);
+  if (m.final_norm)
+    fused_rms_norm(ops, "norm", T, h, c);
+  ops.gemm("output", T, h, V, p.compute_dtype, true, T * h * c);
+  // cross_entropy(pred.flatten(0, 1).float(), labels): the logits cast to fp32, then
+  // log_softmax (kept) and nll_loss.
+  hf::causal_lm_loss(ops, t, V, p);
+  b.backward_workspace = 8 * T * V;
+  return b;
+}
+
+} // namespace memwall::titan

@@ -1,0 +1,22 @@
+#pragma once
+// torchtitan's Llama (torchtitan/models/llama3/model.py) as it runs in eager PyTorch
+// under FSDP2's mixed precision: the unsharded parameters are bf16 and every op computes
+// in them (no autocast, no casts of weights or inputs); torch's fused RMSNorm
+// (nn.RMSNorm: one kernel forward, two backward); rotary embeddings through complex
+// numbers in fp32 (q and k cast up, multiplied by freqs_cis, cast back); GQA's keys and
+// values repeated to every head (repeat_kv copies them) before SDPA's flash kernel;
+// SiLU times w3; bf16 residual adds; the loss on logits cast to fp32.
+//
+// With `per_op_checkpoint` (torchtitan's selective "op" activation checkpointing) each
+// layer keeps its input and the outputs of every other matmul (wq, wv, w1, w2: the odd
+// ones of its seven) and of SDPA; backward recomputes the rest of the layer first.
+#include "HfModules.hpp"
+
+namespace memwall::titan {
+
+BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t layer,
+                bool per_op_checkpoint);
+BlockPlan embedding(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p);
+BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p);
+
+} // namespace memwall::titan

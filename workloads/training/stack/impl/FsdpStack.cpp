@@ -1,0 +1,98 @@
+// `fsdp`: PyTorch FSDP2 (fully_shard) as torchtitan runs it (torchtitan/models/llama3:
+// parallelize.py apply_fsdp, model.py), on its own Llama (TitanLlama.hpp).
+//
+// Every transformer block, the token embedding, and the final norm with the output layer
+// are FSDP units: each rank holds 1/dp of their fp32 parameters, gradients and AdamW
+// moments (16 B per parameter over dp: ZeRO-3's sharding); MixedPrecisionPolicy(param_dtype
+// bf16, reduce_dtype fp32) all-gathers a unit's parameters in bf16 before its forward and
+// again before its backward (resharded after forward), one unit ahead (FSDP2 prefetches
+// the next all-gather), and reduce-scatters its gradients in fp32 after its backward.
+// torch.optim.AdamW(fused=True) steps the shards. Activation checkpointing: `full` keeps
+// each layer's input, `selective` is torchtitan's per-op policy (TitanLlama.hpp).
+#include "TitanLlama.hpp"
+#include "TrainingStack.hpp"
+
+namespace memwall {
+namespace {
+
+hf::Precision bf16_params()
+{
+  hf::Precision p;
+  p.param = p.compute = 2;
+  p.compute_dtype     = Dtype::bf16;
+  return p;
+}
+
+hf::Tokens tokens_of(const StepShape& s)
+{
+  return {static_cast<double>(s.micro_batch), static_cast<double>(s.seq_len)};
+}
+
+class FsdpStack : public TrainingStack {
+public:
+  void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec& m) const override
+  {
+    auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "training.stack fsdp: " + why); };
+    if (cfg.tp > 1 || cfg.pp > 1 || cfg.cp > 1 || cfg.sp || cfg.ep > 1)
+      refuse(cfg.tp > 1 ? "tp" : cfg.pp > 1 ? "pp" : cfg.cp > 1 ? "cp" : cfg.sp ? "sp" : "ep",
+             "FSDP over the data-parallel ranks only so far (torchtitan's 2-D and 3-D layouts are not modelled yet)");
+    if (cfg.zero != 3)
+      refuse("zero", "FSDP2's fully_shard shards parameters, gradients and optimizer states: zero 3 (the default)");
+    if (cfg.offload_optimizer != OffloadTarget::none || cfg.offload_params != OffloadTarget::none)
+      refuse("offload", "FSDP2's CPUOffloadPolicy is not modelled yet");
+    if (cfg.lora.enabled)
+      refuse("lora", "torchtitan's LoRA is not modelled yet");
+    if (cfg.precision != Dtype::bf16)
+      refuse("precision", "torchtitan's mixed precision runs bf16 parameters (param_dtype bf16, reduce_dtype fp32)");
+    if (!cfg.flash_attention)
+      refuse("flash_attention", "torchtitan's attention is SDPA's flash kernel (flash_attention: true)");
+    if (cfg.optimizer != Optimizer::adam && cfg.optimizer != Optimizer::adamw)
+      refuse("optimizer", "torchtitan steps with torch.optim.AdamW(fused=True): optimizer adam or adamw");
+    bool llama = m.norm == NormKind::rmsnorm && m.mlp == MlpKind::swiglu && !m.learned_positions && !m.moe.enabled() &&
+                 !m.mla.enabled() && !m.qk_norm && m.norms_per_layer == 2 && !m.qkv_bias;
+    if (!llama)
+      r.fail("stack", "training.stack fsdp models torchtitan's Llama 3 (RMSNorm, rotary positions, a SwiGLU MLP, no "
+                      "biases, no MoE): " + m.name + " is not one");
+  }
+
+  BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
+  {
+    return titan::embedding(m, tokens_of(s), bf16_params());
+  }
+  BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
+  {
+    return titan::layer(m, tokens_of(s), bf16_params(), l, true);
+  }
+  BlockPlan head(const ModelSpec& m, const StepShape& s) const override
+  {
+    return titan::head(m, tokens_of(s), bf16_params());
+  }
+
+  ModelStateBytes state_bytes(const TrainingConfig&, const ModelSpec&) const override
+  {
+    ModelStateBytes b;
+    b.weights   = 4; // the fp32 shard
+    b.gradients = 4; // reduce_dtype fp32: the reduce-scattered shard
+    b.optimizer = 8; // exp_avg and exp_avg_sq
+    b.gathered  = 2; // param_dtype bf16
+    return b;
+  }
+
+  int default_zero() const override { return 3; }
+  std::string allocator() const override { return "caching"; }
+
+  std::vector<OptimizerPass> optimizer_passes(const TrainingConfig&, const ModelStateBytes& b) const override
+  {
+    return {{"fused_adamw", 12, 2 * b.weights + b.gradients + 2 * b.optimizer, true, true, true}};
+  }
+};
+
+const bool registered = training_stack_registry().add(
+    "fsdp",
+    "PyTorch FSDP2 as torchtitan runs its Llama: fp32 shards of weights, gradients and AdamW states (16 B per "
+    "parameter over dp), each block all-gathered in bf16 one ahead and resharded after forward, gradients "
+    "reduce-scattered in fp32, per-op selective activation checkpointing",
+    [] { return std::make_unique<FsdpStack>(); });
+
+} // namespace
+} // namespace memwall
