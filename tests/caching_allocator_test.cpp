@@ -148,6 +148,8 @@ TEST_CASE("an_unknown_allocator_names_the_key_and_the_allocators", "[allocator][
   std::string err = memwall::test::refused("bad_allocator", memwall::test::small_training_spec + "  allocator: cachng\n");
   CHECK_THAT(err, Catch::Contains("bad_allocator.yaml") && Catch::Contains("training.allocator") &&
                       Catch::Contains("caching, exact"));
+  std::string list = memwall::test::refused("list_allocator", memwall::test::small_training_spec + "  allocator: [caching]\n");
+  CHECK_THAT(list, Catch::Contains("training.allocator") && Catch::Contains("expected an allocator's name"));
 }
 
 TEST_CASE("the_pytorch_stack_reports_what_the_caching_allocator_reserves_and_megatron_does_not", "[allocator]")

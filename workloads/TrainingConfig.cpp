@@ -247,11 +247,17 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
                      "stacks`)");
   t.zero = static_cast<int>(r.integer("zero", training_stack_registry().make(t.stack)->default_zero(),
                                       "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0,
-                                      "the stack's: 3 for fsdp, else 0", 3));
+                                      "the stack's (fsdp: 3)", 3));
   t.zero_prefetch = r.integer("zero_prefetch", 1, "ZeRO-3: layers whose parameters are all-gathered ahead of use (0: none)", 0);
-  t.allocator = r.text("allocator", "",
-                       "the GPU memory allocator that serves the step's tensors: what the device holds beside what they "
-                       "use, and when it runs out (see `memwall list allocators`; default: the stack's)");
+  YAML::Node allocator = r.take("allocator", "name (see `memwall list allocators`)",
+                                "the GPU memory allocator that serves the step's tensors: what the device holds "
+                                "beside what they use, and when it runs out",
+                                "the stack's");
+  if (allocator.IsDefined() && !allocator.IsNull()) {
+    if (!allocator.IsScalar())
+      r.fail("allocator", "expected an allocator's name (see `memwall list allocators`)");
+    t.allocator = allocator.Scalar();
+  }
   t.pipeline_schedule = r.choice("pipeline_schedule", "1f1b", pipeline_schedule_registry().names(),
                                  "pipeline schedule (see `memwall list schedules`)");
   t.virtual_stages = r.integer("virtual_stages", 1, "model chunks per pipeline stage (interleaved schedule)", 1);
