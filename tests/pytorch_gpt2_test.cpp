@@ -100,3 +100,24 @@ TEST_CASE("a_second_micro_batch_adds_its_gradients_into_the_first_at_12_bytes_a_
   };
   CHECK(backward_bytes(2) - 2 * backward_bytes(1) == Approx(12.0 * 124439808).epsilon(1e-6));
 }
+
+TEST_CASE("ddp_holds_its_buckets_beside_the_gradients_and_copies_each_gradient_in_and_back", "[stack][pytorch][gpt2]")
+{
+  // torch's DDP with gradient_as_bucket_view=False (the default): flat fp32 buckets as
+  // large as the gradients (4 B a parameter, held for the run), each gradient written into
+  // its bucket scaled by 1/dp before the all-reduce and copied back after it (read and
+  // write 4 B each way): 16 B a parameter of copies. GPT-2 small: 124,439,808 parameters.
+  std::string yaml = "hardware: {node: dgx-h100, gpus_per_node: 2}\nmodel: {preset: gpt2}\n"
+                     "training: {stack: pytorch, seq_len: 1024, micro_batch: 4, global_batch: 8}\n";
+  OpDag dag = build_workload(parse_spec(yaml, "test.yaml", ""));
+  double buckets = 0, copies = 0;
+  for (OpId id = dag.first_id(); id < dag.size(); ++id) {
+    const Op& op = dag.op(id);
+    if (op.kind == OpKind::alloc && op.name.str().find(".ddp_bucket") != std::string::npos)
+      buckets += op.bytes;
+    if (op.kind == OpKind::kernel && op.name.str().find("ddp") != std::string::npos)
+      copies += op.bytes;
+  }
+  CHECK(buckets == Approx(4.0 * 124439808).epsilon(1e-6));
+  CHECK(copies == Approx(16.0 * 124439808).epsilon(1e-6));
+}

@@ -12,6 +12,11 @@
 
 namespace memwall {
 
+bool TrainingStepGenerator::ddp_bucket_copies() const
+{
+  return cfg_.zero == 0 && cfg_.replicas() > 1 && stack_->ddp_copies_gradients();
+}
+
 void TrainingStepGenerator::alloc_gradients(int b)
 {
   Block& blk = blocks_[b];
@@ -51,6 +56,8 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
   double full = blk.plan.params * gradient_bytes_per_param();
   if (cfg_.zero <= 1 && blk.backwards < cfg_.micro_batches())
     return; // no_sync: nothing waits on this pass, so it may repeat as a chain (OpDag)
+  if (ddp_bucket_copies()) // grad * (1 / dp) into the bucket's view (Reducer::mark_variable_ready_dense)
+    dag_.add(kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, 0, 2 * full, 0, blk.plan.name + ".ddp.copy_into_bucket"));
   OpId last = dag_.stream_tail(s.gpu, StreamKind::compute);
   auto [dense, experts]   = dense_and_experts(b, full);
   const double parts[2]   = {dense, experts}; // per lane: dense gradients, routed experts'
@@ -108,6 +115,8 @@ void TrainingStepGenerator::emit_bucket(int stage, const BucketLane& lane, doubl
     last = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, host, name + ".grads_d2h", cfg_.offload_pinned), {last});
   for (int b : blocks)
     blocks_[b].grads_ready = last;
+  if (ddp_bucket_copies())
+    s.ddp_copy_back.emplace_back(last, bytes, blocks);
 }
 
 void TrainingStepGenerator::flush_buckets()
@@ -130,6 +139,16 @@ void TrainingStepGenerator::flush_buckets()
       lane.pending = 0;
       lane.pending_blocks.clear();
     }
+    // DDP's finalize_backward: each bucket copied back into the gradients once reduced.
+    int index = 0;
+    for (auto& [reduced, bytes, blocks] : s.ddp_copy_back) {
+      OpId back = dag_.add(kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, 0, 2 * bytes, 0,
+                                     OpName("ddp.bucket", static_cast<uint64_t>(index++), ".copy_to_grads")),
+                           {reduced});
+      for (int b : blocks)
+        blocks_[b].grads_ready = back;
+    }
+    s.ddp_copy_back.clear();
   }
 }
 

@@ -151,6 +151,9 @@ void TrainingStepGenerator::emit_setup()
                         b.plan.name + ".weight_shard");
     else
       b.weights = place(s, OffloadTarget::none, MemCategory::weights, weights, b.plan.name + ".weights");
+    if (ddp_bucket_copies())
+      dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::gradients, b.plan.params * gradient_bytes_per_param(),
+                 b.plan.name + ".ddp_bucket");
     b.states = place(s, cfg_.offload_optimizer, MemCategory::optimizer,
                      shard(static_cast<int>(index), b.plan.params) * optimizer_bytes_per_param(),
                      b.plan.name + ".optimizer_states");

@@ -84,6 +84,8 @@ private:
     std::vector<std::vector<int>> chunks;            // block indices per chunk, forward order
     std::array<BucketLane, 2> lanes;    // dense gradients, routed experts' gradients
     std::deque<OpId> buckets_in_flight; // ZeRO-2/3: frees of the buckets still reducing
+    // DDP's copies back from its buckets, made when backward ends: (all-reduce, bytes, blocks).
+    std::vector<std::tuple<OpId, double, std::vector<int>>> ddp_copy_back;
   };
   struct Gather {
     Tensor buffer;
@@ -120,6 +122,7 @@ private:
   void reduce_gradients(int b, int64_t mb);
   void emit_bucket(int stage, const BucketLane& lane, double bytes, const std::vector<int>& blocks, OpId after, int index);
   void flush_buckets();
+  bool ddp_bucket_copies() const;
   // OptimizerStep.cpp
   void emit_optimizer();
   void emit_gpu_step(int b);

@@ -44,6 +44,11 @@ public:
   virtual BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t layer) const = 0;
   virtual BlockPlan head(const ModelSpec& m, const StepShape& s) const = 0;
   virtual ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec& m) const = 0;
+  // DDP as PyTorch runs it by default (gradient_as_bucket_view=False): flat buckets beside
+  // the gradients (as many bytes again), each gradient copied in (scaled by 1/dp) before
+  // its bucket's all-reduce and copied back after it. Megatron's DDP reduces its main
+  // gradient buffer in place.
+  virtual bool ddp_copies_gradients() const { return false; }
   // The ZeRO stage a spec that names none runs (FSDP shards everything: 3).
   virtual int default_zero() const { return 0; }
   // The GPU memory allocator the stack's process runs (sim/allocator; "": tensor bytes

@@ -111,6 +111,7 @@ public:
   }
 
   std::string allocator() const override { return "caching"; }
+  bool ddp_copies_gradients() const override { return true; }
 
   std::vector<OptimizerPass> optimizer_passes(const TrainingConfig&, const ModelStateBytes& b) const override
   {
