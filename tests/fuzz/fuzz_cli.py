@@ -65,6 +65,12 @@ SPEC_SEEDS = {
                      "experts_per_token: 2, moe_ffn_hidden: 128, expert_groups: 2, groups_per_token: 1}\n"
                      "training: {seq_len: 256, global_batch: 8, micro_batch: 1, tp: 2, sp: true, ep: 8, etp: 1, "
                      "moe_dispatcher: deepep, precision: fp8, zero: 1}\n",
+    "train_pytorch.yaml": "hardware: {node: desktop-4070}\nmodel: {preset: gpt2, layers: 2}\n"
+                          "training: {stack: pytorch, seq_len: 256, global_batch: 4, micro_batch: 2, optimizer: adamw, "
+                          "allocator: caching}\n",
+    "train_fsdp.yaml": "hardware: {node: dgx-h100, gpus_per_node: 4}\n"
+                       "model: {preset: llama-3-8b, layers: 2}\n"
+                       "training: {stack: fsdp, seq_len: 256, global_batch: 8, micro_batch: 1, recompute: selective}\n",
     "moe_serve_dp.yaml": "hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: qwen3-30b-a3b, layers: 2}\n"
                          "inference: {tp: 1, ep: 4, weight_dtype: fp8, max_num_seqs: 4, "
                          "poisson: {rate: 20, requests: 8, prompt_len: 64, output_len: 8}}\n",
