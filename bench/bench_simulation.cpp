@@ -136,6 +136,11 @@ const Scenario scenarios[] = {
      "hardware: {node: dgx-h100, nodes: 48, network: {collective_algorithm: ring}}\nmodel: {preset: llama-2-70b}\n"
      "training: {seq_len: 4096, global_batch: 384, micro_batch: 1, zero: 3, recompute: full, precision: bf16}\n",
      nullptr, 3},
+    // Eager PyTorch: ~150 kernels a layer, each tensor through the caching allocator.
+    {"gpt2-xl pytorch stack, 1 x H100, 4 x 8 x 1024",
+     "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: gpt2-xl}\n"
+     "training: {stack: pytorch, seq_len: 1024, global_batch: 32, micro_batch: 8, optimizer: adamw}\n", nullptr, 5},
+    {"llama-3-8b fsdp stack, 64 x A100, per-op AC", nullptr, "calibration/validation/torchtitan-llama3-8b-op.yaml", 3},
     {"gpt3-175b, tp8 pp8 interleaved, 64 GPUs", nullptr, "examples/gpt3-175b-tp8-pp8-interleaved-8xdgx-a100.yaml", 3},
     {"megatron-1t, tp8 pp64 dp6, 3072 GPUs", nullptr, "examples/megatron-1t-tp8-pp64-384xdgx-a100.yaml", 3},
     {"llama-2-7b serving 10k requests, 1 A100", nullptr, "examples/llama2-7b-serving-poisson-1xa100.yaml", 3,
