@@ -302,4 +302,16 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   return t;
 }
 
+double optimizer_flops_per_param(Optimizer o)
+{
+  switch (o) {
+    case Optimizer::adam:
+    case Optimizer::adamw:
+    case Optimizer::adam8bit: return 12.0;
+    case Optimizer::sgd: return 4.0;
+    case Optimizer::adafactor: return 10.0;
+  }
+  return 12.0;
+}
+
 } // namespace memwall

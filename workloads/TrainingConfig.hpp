@@ -13,6 +13,9 @@
 namespace memwall {
 
 enum class Optimizer { adam, adamw, adam8bit, sgd, adafactor };
+// FLOPs an optimizer's update spends per parameter: Adam's moments, bias correction and
+// update 12; SGD with momentum 4; Adafactor's factored moments 10.
+double optimizer_flops_per_param(Optimizer o);
 enum class Recompute { none, selective, full };
 enum class OffloadTarget { none, cpu, nvme };
 

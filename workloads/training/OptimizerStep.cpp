@@ -12,21 +12,6 @@
 #include "TrainingStepGenerator.hpp"
 
 namespace memwall {
-namespace {
-
-double flops_per_param(Optimizer o)
-{
-  switch (o) {
-    case Optimizer::adam:
-    case Optimizer::adamw:
-    case Optimizer::adam8bit: return 12.0; // moments, bias correction, update
-    case Optimizer::sgd: return 4.0;
-    case Optimizer::adafactor: return 10.0;
-  }
-  return 12.0;
-}
-
-} // namespace
 
 void TrainingStepGenerator::emit_optimizer()
 {
@@ -129,7 +114,7 @@ void TrainingStepGenerator::emit_offloaded_step(int b, bool first)
   step.src    = s.gpu; // the rank it works for: its peers' steps run beside it
   step.name   = prefix + "_step.cpu";
   step.dtype  = Dtype::fp32;
-  step.flops  = flops_per_param(cfg_.optimizer) * n;
+  step.flops  = optimizer_flops_per_param(cfg_.optimizer) * n;
   step.bytes  = (4.0 + 2 * ob + wb) * n;
   OpId done   = dag_.add(std::move(step), {ready});
   if (blk.host_grads.id != 0)

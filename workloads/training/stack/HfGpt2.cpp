@@ -14,11 +14,7 @@ BlockPlan gpt2_layer(const ModelSpec& m, const Tokens& t, const Precision& p, in
 {
   const double T = t.T(), h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
   const double c = p.compute, e = p.param, drop = m.dropout ? 1.0 : 0.0;
-  BlockPlan b;
-  b.name   = "L" + std::to_string(layer);
-  b.layer  = true;
-  b.params = m.layer_params(layer);
-  b.input_bytes = T * h * e;
+  BlockPlan b = layer_plan(m, layer, T * h * e);
   EagerOps ops(b.kernels);
   // residual = x; x = ln_1(x); the residual's two gradients (norm and add) summed.
   grad_accumulate(ops, "ln1.grad_sum", T * h, e);

@@ -12,11 +12,7 @@ BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   const double T = t.T(), h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
   const double q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
   const double o = static_cast<double>(m.attn_out_dim()), c = p.compute, e = p.param;
-  BlockPlan b;
-  b.name   = "L" + std::to_string(layer);
-  b.layer  = true;
-  b.params = m.layer_params(layer);
-  b.input_bytes = T * h * e;
+  BlockPlan b = layer_plan(m, layer, T * h * e);
   EagerOps ops(b.kernels);
   // LlamaDecoderLayer: residual = x; x = input_layernorm(x); x = self_attn(x); x = residual + x
   rms_norm(ops, "ln1", T, h, p);

@@ -24,6 +24,16 @@ EagerKernel cast(const std::string& name, double elems, double from, double to)
 
 } // namespace
 
+BlockPlan layer_plan(const ModelSpec& m, int64_t layer, double input_bytes)
+{
+  BlockPlan b;
+  b.name        = "L" + std::to_string(layer);
+  b.layer       = true;
+  b.params      = m.layer_params(layer);
+  b.input_bytes = input_bytes;
+  return b;
+}
+
 void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p)
 {
   const double E = T * h, e = p.param;

@@ -29,6 +29,14 @@ struct Tokens {
   double b = 1, s = 1;
   double T() const { return b * s; }
 };
+inline Tokens tokens(const StepShape& shape)
+{
+  return {static_cast<double>(shape.micro_batch), static_cast<double>(shape.seq_len)};
+}
+
+// A decoder layer's block before its kernels: "L<layer>", its parameters, and its input
+// of `input_bytes` (what full recompute keeps).
+BlockPlan layer_plan(const ModelSpec& m, int64_t layer, double input_bytes);
 
 // LlamaRMSNorm over T x h elements of the stream: pow, mean, + eps, rsqrt, x * rsqrt,
 // weight * x; backward 16 kernels. Keeps x * rsqrt and rsqrt (x is its producer's).

@@ -52,11 +52,7 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   const double q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
   const double heads = static_cast<double>(m.heads), c = p.compute;
   const Dtype dt = p.compute_dtype;
-  BlockPlan b;
-  b.name        = "L" + std::to_string(l);
-  b.layer       = true;
-  b.params      = m.layer_params(l);
-  b.input_bytes = T * h * c;
+  BlockPlan b = hf::layer_plan(m, l, T * h * c);
   EagerOps ops(b.kernels);
   // h = x + attention(attention_norm(x)): x's gradient from both users summed.
   hf::grad_accumulate(ops, "attn.grad_sum", T * h, c);

@@ -58,6 +58,11 @@ public:
   virtual std::vector<OptimizerPass> optimizer_passes(const TrainingConfig& cfg, const ModelStateBytes& b) const = 0;
 };
 
+// torch.optim.AdamW(fused=True) (_fused_adamw_): one multi_tensor_apply pass over
+// (param, grad, exp_avg, exp_avg_sq), reading all four and writing all but the gradient.
+// zero_grad(set_to_none=True) launches nothing: the gradients are freed.
+OptimizerPass fused_adamw_pass(const TrainingConfig& cfg, const ModelStateBytes& b);
+
 using TrainingStackFactory = std::function<std::unique_ptr<TrainingStack>()>;
 
 Registry<TrainingStackFactory>& training_stack_registry();

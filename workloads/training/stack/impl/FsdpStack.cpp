@@ -23,11 +23,6 @@ hf::Precision bf16_params()
   return p;
 }
 
-hf::Tokens tokens_of(const StepShape& s)
-{
-  return {static_cast<double>(s.micro_batch), static_cast<double>(s.seq_len)};
-}
-
 class FsdpStack : public TrainingStack {
 public:
   void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec& m) const override
@@ -57,15 +52,15 @@ public:
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
   {
-    return titan::embedding(m, tokens_of(s), bf16_params());
+    return titan::embedding(m, hf::tokens(s), bf16_params());
   }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
-    return titan::layer(m, tokens_of(s), bf16_params(), l, true);
+    return titan::layer(m, hf::tokens(s), bf16_params(), l, true);
   }
   BlockPlan head(const ModelSpec& m, const StepShape& s) const override
   {
-    return titan::head(m, tokens_of(s), bf16_params());
+    return titan::head(m, hf::tokens(s), bf16_params());
   }
 
   ModelStateBytes state_bytes(const TrainingConfig&, const ModelSpec&) const override
@@ -81,9 +76,9 @@ public:
   int default_zero() const override { return 3; }
   std::string allocator() const override { return "caching"; }
 
-  std::vector<OptimizerPass> optimizer_passes(const TrainingConfig&, const ModelStateBytes& b) const override
+  std::vector<OptimizerPass> optimizer_passes(const TrainingConfig& cfg, const ModelStateBytes& b) const override
   {
-    return {{"fused_adamw", 12, 2 * b.weights + b.gradients + 2 * b.optimizer, true, true, true}};
+    return {fused_adamw_pass(cfg, b)};
   }
 };
 

@@ -8,18 +8,6 @@
 namespace memwall {
 namespace {
 
-double flops_per_param(Optimizer o)
-{
-  switch (o) {
-    case Optimizer::adam:
-    case Optimizer::adamw:
-    case Optimizer::adam8bit: return 12.0; // moments, bias correction, update
-    case Optimizer::sgd: return 4.0;
-    case Optimizer::adafactor: return 10.0;
-  }
-  return 12.0;
-}
-
 class MegatronStack : public TrainingStack {
 public:
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override { return embedding_block(m, s); }
@@ -66,7 +54,7 @@ public:
       p.push_back({"unscale_grads", 2, 2 * g, true, false, false});
     p.push_back({"grad_norm", 2, g, true, false, false});
     double weights = cfg.mixed_precision() ? 0.0 : 2 * b.weights;
-    p.push_back({"optimizer_step", flops_per_param(cfg.optimizer), g + 2 * b.optimizer + weights, true, true,
+    p.push_back({"optimizer_step", optimizer_flops_per_param(cfg.optimizer), g + 2 * b.optimizer + weights, true, true,
                  !cfg.mixed_precision()});
     if (cfg.mixed_precision())
       p.push_back({"copy_to_weights", 1, 4 + b.weights, false, true, true});

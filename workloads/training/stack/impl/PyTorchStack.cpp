@@ -14,16 +14,7 @@
 namespace memwall {
 namespace {
 
-hf::Precision precision_of(const TrainingConfig& cfg)
-{
-  hf::Precision p;
-  p.param         = 4;
-  p.compute_dtype = cfg.precision == Dtype::fp32 ? Dtype::fp32 : cfg.precision;
-  p.compute       = dtype_bytes(p.compute_dtype);
-  return p;
-}
-
-// The stack builds its blocks from the step's shape: the config it needs is the precision.
+// fp32 parameters (4 B) whatever autocast computes in: the step's GEMM dtype.
 hf::Precision precision_of(const StepShape& s)
 {
   hf::Precision p;
@@ -46,11 +37,6 @@ Arch architecture(const ModelSpec& m)
   if (m.family == "gpt2" && m.norm == NormKind::layernorm && m.mlp == MlpKind::gelu && m.learned_positions)
     return Arch::gpt2;
   return Arch::none;
-}
-
-hf::Tokens tokens_of(const StepShape& s)
-{
-  return {static_cast<double>(s.micro_batch), static_cast<double>(s.seq_len)};
 }
 
 class PyTorchStack : public TrainingStack {
@@ -87,24 +73,24 @@ public:
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
   {
-    return architecture(m) == Arch::gpt2 ? hf::gpt2_embedding(m, tokens_of(s), precision_of(s))
-                                         : hf::llama_embedding(m, tokens_of(s), precision_of(s));
+    return architecture(m) == Arch::gpt2 ? hf::gpt2_embedding(m, hf::tokens(s), precision_of(s))
+                                         : hf::llama_embedding(m, hf::tokens(s), precision_of(s));
   }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
-    return architecture(m) == Arch::gpt2 ? hf::gpt2_layer(m, tokens_of(s), precision_of(s), l)
-                                         : hf::llama_layer(m, tokens_of(s), precision_of(s), l);
+    return architecture(m) == Arch::gpt2 ? hf::gpt2_layer(m, hf::tokens(s), precision_of(s), l)
+                                         : hf::llama_layer(m, hf::tokens(s), precision_of(s), l);
   }
   BlockPlan head(const ModelSpec& m, const StepShape& s) const override
   {
     hf::NormFn norm = architecture(m) == Arch::gpt2 ? hf::layer_norm : hf::rms_norm;
-    return hf::lm_head(m, tokens_of(s), precision_of(s), norm);
+    return hf::lm_head(m, hf::tokens(s), precision_of(s), norm);
   }
 
-  ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec&) const override
+  ModelStateBytes state_bytes(const TrainingConfig&, const ModelSpec&) const override
   {
     ModelStateBytes b;
-    b.weights   = precision_of(cfg).param;
+    b.weights   = 4; // fp32 parameters under autocast
     b.gradients = b.weights;
     b.optimizer = 8; // exp_avg and exp_avg_sq in the parameters' fp32
     return b;
@@ -113,12 +99,9 @@ public:
   std::string allocator() const override { return "caching"; }
   bool ddp_copies_gradients() const override { return true; }
 
-  std::vector<OptimizerPass> optimizer_passes(const TrainingConfig&, const ModelStateBytes& b) const override
+  std::vector<OptimizerPass> optimizer_passes(const TrainingConfig& cfg, const ModelStateBytes& b) const override
   {
-    // _fused_adamw_: multi_tensor_apply over (param, grad, exp_avg, exp_avg_sq), reading
-    // all four and writing all but the gradient. zero_grad(set_to_none=True) launches
-    // nothing: the gradients are freed.
-    return {{"fused_adamw", 12, 2 * b.weights + b.gradients + 2 * b.optimizer, true, true, true}};
+    return {fused_adamw_pass(cfg, b)};
   }
 };
 
