@@ -32,22 +32,21 @@ void MemoryPool::alloc(MemCategory c, double bytes, double now, const OpName& op
   if (!allocator_) {
     if (total_ + bytes > result_.capacity)
       record_oom(op, now, bytes, result_.capacity - total_);
-  } else if (through_allocator(c, tensor)) {
-    // cudaMalloc of a new segment fails; the allocator frees its cached segments and tries again.
-    double need = allocator_->needs(bytes);
-    if (need > 0 && allocator_->reserved() + bypass_ + need > result_.capacity) {
-      allocator_->release_cached();
-      if (allocator_->reserved() + bypass_ + need > result_.capacity)
-        record_oom(op, now, bytes, result_.capacity - allocator_->reserved() - bypass_);
-    }
-    allocator_->alloc(tensor, bytes);
   } else {
-    if (allocator_->reserved() + bypass_ + bytes > result_.capacity) {
+    // What the device must give: a new segment (none when a cached block serves the
+    // tensor), or the bytes themselves for what bypasses the allocator. When that does not
+    // fit, the allocator gives its cached segments back and tries again (cudaMalloc's retry).
+    bool served = through_allocator(c, tensor);
+    double need = served ? allocator_->needs(bytes) : bytes;
+    if (need > 0 && held() + need > result_.capacity) {
       allocator_->release_cached();
-      if (allocator_->reserved() + bypass_ + bytes > result_.capacity)
-        record_oom(op, now, bytes, result_.capacity - allocator_->reserved() - bypass_);
+      if (held() + need > result_.capacity)
+        record_oom(op, now, bytes, result_.capacity - held());
     }
-    bypass_ += bytes;
+    if (served)
+      allocator_->alloc(tensor, bytes);
+    else
+      bypass_ += bytes;
   }
   used_[static_cast<size_t>(c)] += bytes;
   total_ += bytes;
@@ -78,11 +77,8 @@ void MemoryPool::record(MemCategory c, double now)
     result_.timeline.push_back({now, c, used_[i], total_});
   if (used_[i] > result_.max_by_category[i])
     result_.max_by_category[i] = used_[i];
-  if (allocator_) {
-    double held = allocator_->reserved() + bypass_;
-    if (held > result_.peak_reserved_bytes)
-      result_.peak_reserved_bytes = held;
-  }
+  if (allocator_ && held() > result_.peak_reserved_bytes)
+    result_.peak_reserved_bytes = held();
   if (total_ > result_.peak_bytes) {
     result_.peak_bytes       = total_;
     result_.peak_time        = now;

@@ -33,6 +33,8 @@ public:
 private:
   void record(MemCategory c, double now);
   void record_oom(const OpName& op, double now, double bytes, double free);
+  // What the device holds with an allocator: its segments and what bypasses it.
+  double held() const { return allocator_->reserved() + bypass_; }
   bool through_allocator(MemCategory c, uint32_t tensor) const
   {
     return allocator_ && tensor != 0 && c != MemCategory::context;

@@ -70,7 +70,7 @@ struct ReplayOptions {
   UnifiedMemoryConfig memory{};
   // The allocator that serves each GPU's tensors (allocator/DeviceAllocator.hpp; "":
   // none, the pools count tensor bytes as they are).
-  std::string allocator;
+  std::string allocator{};
   // The GPU a recorded trace's kernel times were measured on (null: as recorded).
   std::shared_ptr<const GpuSpec> recorded_on{};
 };

@@ -247,15 +247,20 @@ void TrainingStepGenerator::emit_recompute(int b, int64_t mb, bool selective_onl
   Block& blk = blocks_[b];
   Stage& s   = stage_of(b);
   auto& saved = saved_[{b, mb}];
-  auto& again = regenerated_[{b, mb}];
-  again.assign(blk.plan.kernels.size(), Tensor{});
   for (size_t i = 0; i < blk.plan.kernels.size(); ++i) {
     const KernelPlan& k = blk.plan.kernels[i];
     // What backward needs of this kernel and forward did not keep comes back now.
     double back = selective_only ? k.regenerated_under_selective() : k.saved_bytes;
-    if (back > 0)
-      (saved[i].id == 0 ? saved[i] : again[i]) =
-          dag_.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, back, name(b, i, Role::rc_saved));
+    if (back > 0) {
+      Tensor t = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, back, name(b, i, Role::rc_saved));
+      if (saved[i].id == 0) {
+        saved[i] = t;
+      } else { // a per-op policy kept this kernel's output: its saved inputs come back beside it
+        auto& again = regenerated_[{b, mb}];
+        again.resize(blk.plan.kernels.size());
+        again[i] = t;
+      }
+    }
     if (selective_only && !k.selective)
       continue;
     if (k.runs(true))
@@ -279,6 +284,7 @@ void TrainingStepGenerator::emit_backward(int b, int64_t mb)
   if (blk.plan.layer && cfg_.recompute != Recompute::none)
     emit_recompute(b, mb, cfg_.recompute == Recompute::selective);
   auto& saved = saved_[{b, mb}];
+  auto again  = regenerated_.find({b, mb});
   for (size_t i = blk.plan.kernels.size(); i-- > 0;) {
     const KernelPlan& k = blk.plan.kernels[i];
     tp_collective(b, i, Role::bwd_tp_in, k.bwd_before);
@@ -290,11 +296,12 @@ void TrainingStepGenerator::emit_backward(int b, int64_t mb)
     tp_collective(b, i, Role::bwd_tp, k.bwd_after);
     if (saved[i].id != 0)
       dag_.free(saved[i], s.gpu, StreamKind::compute, name(b, i, Role::bwd_free_saved));
-    if (auto a = regenerated_.find({b, mb}); a != regenerated_.end() && a->second[i].id != 0)
-      dag_.free(a->second[i], s.gpu, StreamKind::compute, name(b, i, Role::bwd_free_regenerated));
+    if (again != regenerated_.end() && again->second[i].id != 0)
+      dag_.free(again->second[i], s.gpu, StreamKind::compute, name(b, i, Role::bwd_free_regenerated));
   }
   saved_.erase({b, mb});
-  regenerated_.erase({b, mb});
+  if (again != regenerated_.end())
+    regenerated_.erase(again);
   if (ws.id != 0)
     dag_.free(ws, s.gpu, StreamKind::compute, prefix + "free_activation_grads");
   if (auto c = checkpoints_.find({b, mb}); c != checkpoints_.end()) {
