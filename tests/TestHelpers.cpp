@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <sys/wait.h>
@@ -78,6 +79,13 @@ std::string temp_path(const std::string& name)
   auto dir = std::filesystem::temp_directory_path() / ("memwall-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return (dir / name).string();
+}
+
+std::string trace_spec(const std::string& hardware, const std::string& trace, const std::string& more)
+{
+  std::string spec = temp_path("trace_" + trace + std::to_string(std::hash<std::string>()(hardware + more)) + ".yaml");
+  write_file(spec, "hardware: " + hardware + "\nworkload:\n  trace: " + source_path("tests/data/traces/" + trace) + "\n" + more);
+  return spec;
 }
 
 void write_file(const std::string& path, const std::string& text)

@@ -55,6 +55,9 @@ std::string read_file(const std::string& path);
 std::string source_path(const std::string& relative);
 std::string temp_path(const std::string& name);
 void write_file(const std::string& path, const std::string& text);
+// A `workload: {trace: ...}` spec of tests/data/traces/TRACE on `hardware` (a YAML value),
+// with `more` lines appended; written to a temporary file whose path is returned.
+std::string trace_spec(const std::string& hardware, const std::string& trace, const std::string& more = "");
 
 // Sweep specs shared by the sweep tests, each a start that a test may extend with more
 // keys (metrics lines, filter, record).
