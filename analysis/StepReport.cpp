@@ -126,6 +126,10 @@ Breakdown step_breakdown(const RunResult& r)
   b.paging_stall = uncovered(paging, busy);
   busy.insert(busy.end(), paging.begin(), paging.end());
   busy            = merged(busy);
+  const Intervals& host = in->host.intervals();
+  b.host_overhead = uncovered(host, busy);
+  busy.insert(busy.end(), host.begin(), host.end());
+  busy            = merged(busy);
   b.offload_stall = uncovered(copies, busy);
   // Time between the device's first and last kernel when it neither computes, nor
   // communicates, nor copies, nor pages: it waits for another pipeline stage.
@@ -220,7 +224,8 @@ nlohmann::ordered_json report_json(const RunResult& r)
                       {"exposed_comm", timed(b.exposed_comm)},
                       {"pipeline_bubble", timed(b.pipeline_bubble)},
                       {"offload_stall", timed(b.offload_stall)},
-                      {"paging_stall", timed(b.paging_stall)}};
+                      {"paging_stall", timed(b.paging_stall)},
+                      {"host_overhead", timed(b.host_overhead)}};
   j["paging"] = paging_json(r);
   // The fitted profile that timed the kernels: catalog id or file, what it was fitted on,
   // which parts came from where ("all": the one profile; "none": the catalog's estimated

@@ -16,6 +16,7 @@ struct Breakdown {
   double pipeline_bubble = 0; // compute idle waiting on other pipeline stages
   double offload_stall   = 0; // host/NVMe copies or the host's optimizer step running while compute and comm are idle
   double paging_stall    = 0; // unified-memory page migration stalls
+  double host_overhead   = 0; // the rank's host work (Python, launches) running while the GPU idles
 };
 
 Breakdown step_breakdown(const RunResult& r);

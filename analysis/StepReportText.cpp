@@ -98,10 +98,13 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
                   100 * j["mfu"].get<double>());
     os << line;
     const auto& b = j["breakdown_s"];
+    // Host overhead (a framework's own Python and launches) only where a stack has any.
+    double host = b.contains("host_overhead") ? b["host_overhead"].get<double>() : 0.0;
+    std::string host_part = host > 0 ? ", host overhead " + format_duration(host) : std::string();
     std::snprintf(line, sizeof line,
-                  "  time spent     compute %s, exposed comm %s, pipeline bubble %s, offload stall %s\n",
+                  "  time spent     compute %s, exposed comm %s%s, pipeline bubble %s, offload stall %s\n",
                   format_duration(b["compute"].get<double>()).c_str(), format_duration(b["exposed_comm"].get<double>()).c_str(),
-                  format_duration(b["pipeline_bubble"].get<double>()).c_str(),
+                  host_part.c_str(), format_duration(b["pipeline_bubble"].get<double>()).c_str(),
                   format_duration(b["offload_stall"].get<double>()).c_str());
     os << line;
   }

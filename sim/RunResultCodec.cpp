@@ -61,7 +61,7 @@ void from_json(const nlohmann::json& j, IntervalUnion& u)
   for (const auto& [a, b] : j.get<std::vector<IntervalUnion::Interval>>())
     u.add(a, b);
 }
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepIntervals, present, gpu, compute, comm, copies, paging)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepIntervals, present, gpu, compute, comm, copies, paging, host)
 
 void to_json(nlohmann::json& j, const RunResult& r)
 {

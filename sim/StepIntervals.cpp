@@ -55,6 +55,10 @@ void StepIntervals::add(OpKind kind, StreamKind stream, const DeviceRef& device,
     copies.add(start, end);
     return;
   }
+  if (kind == OpKind::host_compute) { // issued on the GPU's host stream: its process's own work
+    host.add(start, end);
+    return;
+  }
   if (kind == OpKind::alloc) // waits only for unified memory's evictions
     paging.add(start, end);
   else if (kind == OpKind::kernel) {

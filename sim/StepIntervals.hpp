@@ -34,6 +34,7 @@ struct StepIntervals {
   bool present = false; // filled by the replay; else read the records
   DeviceRef gpu;
   IntervalUnion compute{}, comm{}, copies{}, paging{};
+  IntervalUnion host{}; // the rank's own host work the GPU waits on (a framework's Python and launches)
 
   // An op of [start, end] that waited `paging_s` on unified memory first: where its
   // time counts, if it counts on `gpu` at all.
