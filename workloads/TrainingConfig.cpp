@@ -61,6 +61,43 @@ void read_offload(ParamReader& parent, TrainingConfig& t)
   r.finish();
 }
 
+void read_deepspeed(ParamReader& parent, TrainingConfig& t)
+{
+  DeepSpeedConfig& d = t.deepspeed;
+  bool given         = parent.has("deepspeed");
+  ParamReader r = parent.section("deepspeed", "DeepSpeed's zero_optimization settings, by its names (training.stack "
+                                              "deepspeed)");
+  d.overlap_comm = r.flag("overlap_comm", t.zero == 3,
+                          "gather parameters and reduce gradients on their own streams, overlapping compute (DeepSpeed: "
+                          "true for stage 3, else false; false in its 2021 releases); false: on the compute stream");
+  d.prefetch_numel  = r.number("stage3_prefetch_bucket_size", d.prefetch_numel,
+                               "ZeRO-3: parameter elements all-gathered ahead of their use", 0, 1e13);
+  d.max_live_numel  = r.number("stage3_max_live_parameters", d.max_live_numel,
+                               "ZeRO-3: gathered parameter elements alive at once (bounds the prefetch)", 0, 1e13);
+  d.max_reuse_numel = r.number("stage3_max_reuse_distance", d.max_reuse_numel,
+                               "ZeRO-3: a parameter used again within this many gathered elements is not released",
+                               0, 1e13);
+  d.persistence_numel = r.number("stage3_param_persistence_threshold", d.persistence_numel,
+                                 "ZeRO-3: parameters of at most this many elements are held whole on every rank", 0,
+                                 1e13);
+  d.reduce_bucket_numel = r.number("reduce_bucket_size", d.reduce_bucket_numel,
+                                   "gradient elements reduced in one collective", 1, 1e13);
+  d.per_parameter_collectives =
+      r.flag("per_parameter_collectives", false,
+             "DeepSpeed 0.3-0.4 on PyTorch <= 1.9: one all-gather and one reduce-scatter per parameter, over "
+             "lists of one view per rank (built in Python, copied by PyTorch into or out of a flat buffer)");
+  d.host_seconds_per_view = r.quantity("host_seconds_per_view", QuantityKind::seconds, d.host_seconds_per_view,
+                                       "per_parameter_collectives: host time to build one rank's view (aten::narrow, "
+                                       "median of the H100 HF trace)");
+  d.host_seconds_per_copy = r.quantity("host_seconds_per_copy", QuantityKind::seconds, d.host_seconds_per_copy,
+                                       "per_parameter_collectives: host time to issue one rank's copy "
+                                       "(cudaMemcpyAsync device to device, median of the A100 2-rank NCCL trace)");
+  r.finish();
+  if (given && t.stack != "deepspeed")
+    parent.fail("deepspeed", "the deepspeed section configures training.stack deepspeed; this spec runs stack " +
+                                 t.stack);
+}
+
 std::string str(int64_t v) { return std::to_string(v); }
 
 void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const ModelSpec& m, bool dp_given)
@@ -290,6 +327,7 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
                                   1);
   t.lora = read_lora(r);
   read_offload(r, t);
+  read_deepspeed(r, t);
   if (t.seq_len > model.max_seq_len)
     r.fail("seq_len", str(t.seq_len) + " exceeds the model's max_seq_len " + str(model.max_seq_len));
   if (!dp_given)
@@ -297,7 +335,9 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   check_layout(r, t, gpus, model, dp_given);
   check_memory_options(r, t);
   check_experts(r, t, model);
-  training_stack_registry().make(t.stack)->check(r, t, model);
+  auto stack = training_stack_registry().make(t.stack);
+  stack->adjust(r, t);
+  stack->check(r, t, model);
   r.finish();
   return t;
 }

@@ -75,6 +75,9 @@ struct BlockPlan {
   std::vector<KernelPlan> kernels; // forward order
   double backward_workspace = 0;   // activation gradients alive during the block's backward
   double input_bytes = 0;          // the block's input: what full recompute keeps, what a stage sends
+  // Elements of each parameter tensor of params, in the order forward uses them (a stack
+  // whose ZeRO-3 gathers parameters one by one fills it; empty: the block gathers whole).
+  std::vector<double> tensors;
 };
 
 struct StepShape {

@@ -82,12 +82,15 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
   // "L3.mb17.reduce_scatter": numbered names, so that micro-batches add none to the table.
   const std::string prefix = blk.plan.name + ".mb";
   auto name                = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(mb), what); };
-  for (size_t l = 0; l < s.lanes.size(); ++l)
-    if (s.lanes[l].group >= 0 && parts[l] > 0)
-      last = dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::reduce_scatter, s.lanes[l].group, parts[l],
-                                    name(s.lanes[l].experts ? ".experts.reduce_scatter" : ".reduce_scatter")),
-                      {last});
-  StreamKind free_on = StreamKind::comm;
+  StreamKind free_on = zero_stream(StreamKind::comm);
+  if (!blk.plan.tensors.empty()) // DeepSpeed: per parameter or per reduce_bucket_size bucket
+    last = reduce_tensors(b, mb, last);
+  else
+    for (size_t l = 0; l < s.lanes.size(); ++l)
+      if (s.lanes[l].group >= 0 && parts[l] > 0)
+        last = dag_.add(collective_op(s.gpu, free_on, CollectiveKind::reduce_scatter, s.lanes[l].group, parts[l],
+                                      name(s.lanes[l].experts ? ".experts.reduce_scatter" : ".reduce_scatter")),
+                        {last});
   if (cfg_.offload_optimizer != OffloadTarget::none) {
     last    = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(b, full), name(".grads_d2h"), cfg_.offload_pinned), {last});
     free_on = StreamKind::d2h;
@@ -106,7 +109,8 @@ void TrainingStepGenerator::emit_bucket(int stage, const BucketLane& lane, doubl
   OpId last = after;
   if (lane.group >= 0) {
     CollectiveKind kind = cfg_.zero == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
-    last = dag_.add(collective_op(s.gpu, StreamKind::comm, kind, lane.group, bytes, name + "." + collective_name(kind)),
+    last = dag_.add(collective_op(s.gpu, zero_stream(StreamKind::comm), kind, lane.group, bytes,
+                                  name + "." + collective_name(kind)),
                     {after});
   }
   // Offload: this rank's shard of the bucket (the experts' over their edp group).

@@ -25,8 +25,11 @@ void TrainingStepGenerator::plan_gathers()
       uses_.insert(uses_.end(), chunk.begin(), chunk.end());
     else
       uses_.insert(uses_.end(), chunk.rbegin(), chunk.rend());
+    use_forward_.resize(uses_.size(), s.forward);
   }
   gathers_.resize(uses_.size());
+  if (per_tensor_gathers())
+    plan_tensor_fetches();
 }
 
 OpId TrainingStepGenerator::gathered(int b)
@@ -44,18 +47,24 @@ OpId TrainingStepGenerator::gathered(int b)
     Stage& s = stage_of(blk_index);
     size_t k = static_cast<size_t>(cfg_.zero_prefetch);
     OpId after = j >= k + 1 ? gathers_[j - 1 - k].freed : OpDag::none;
-    double full = blk.plan.params * (state_bytes_.gathered > 0 ? state_bytes_.gathered : weight_bytes_per_param());
+    double full = (blk.plan.params - persistent_params(blk_index)) *
+                  (state_bytes_.gathered > 0 ? state_bytes_.gathered : weight_bytes_per_param());
+    if (full <= 0) // every tensor persistent (DeepSpeedFetch.cpp): nothing to gather
+      continue;
     // "L3.use41.all_gather": numbered names, so that uses add none to the table.
     const std::string prefix = blk.plan.name + ".use";
     auto name = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(j), what); };
-    g.buffer = dag_.alloc(s.gpu, StreamKind::gather, s.gpu, MemCategory::workspace, full, name(".gathered_params"), {after});
+    StreamKind stream = zero_stream(StreamKind::gather);
+    g.buffer = dag_.alloc(s.gpu, stream, s.gpu, MemCategory::workspace, full, name(".gathered_params"), {after});
     OpId last = dag_.last_alloc_or_free();
     double shard_bytes = full / static_cast<double>(cfg_.replicas());
     if (cfg_.offload_params == OffloadTarget::nvme)
-      last = dag_.add(copy_op(s.gpu, StreamKind::gather, s.nvme, s.host, shard_bytes, name(".shard_from_nvme")), {last});
+      last = dag_.add(copy_op(s.gpu, stream, s.nvme, s.host, shard_bytes, name(".shard_from_nvme")), {last});
     if (cfg_.offload_params != OffloadTarget::none)
-      last = dag_.add(host_copy_op(s.gpu, StreamKind::gather, s.host, s.gpu, shard_bytes, name(".shard_h2d"), cfg_.offload_pinned), {last});
-    if (s.dp_group >= 0)
+      last = dag_.add(host_copy_op(s.gpu, stream, s.host, s.gpu, shard_bytes, name(".shard_h2d"), cfg_.offload_pinned), {last});
+    if (s.dp_group >= 0 && !fetches_.empty())
+      last = gather_tensors(s, j, last);
+    else if (s.dp_group >= 0)
       last = dag_.add(collective_op(s.gpu, StreamKind::gather, CollectiveKind::all_gather, s.dp_group, full,
                                     name(".all_gather")),
                       {last});

@@ -146,9 +146,12 @@ void TrainingStepGenerator::emit_setup()
     if (b.plan.params <= 0)
       continue;
     double weights = b.plan.params * weight_bytes_per_param();
-    if (cfg_.zero == 3)
-      b.weights = place(s, cfg_.offload_params, MemCategory::weights, weights / static_cast<double>(cfg_.replicas()),
-                        b.plan.name + ".weight_shard");
+    if (cfg_.zero == 3) {
+      // Persistent tensors (DeepSpeed's small parameters) are held whole, the rest sharded.
+      double whole = persistent_params(static_cast<int>(index)) * weight_bytes_per_param();
+      b.weights = place(s, cfg_.offload_params, MemCategory::weights,
+                        (weights - whole) / static_cast<double>(cfg_.replicas()) + whole, b.plan.name + ".weight_shard");
+    }
     else
       b.weights = place(s, OffloadTarget::none, MemCategory::weights, weights, b.plan.name + ".weights");
     if (ddp_bucket_copies())

@@ -17,7 +17,8 @@
 //              updated parameters H2D (ZeRO-Offload), states streamed from NVMe (ZeRO-Infinity).
 //
 // Implementation files: TrainingStepGenerator.cpp (setup, blocks), PipelineSlots.cpp
-// (schedule order, stage-to-stage sends, repeated slots), GradientSync.cpp (buckets, reductions), OptimizerStep.cpp, ParamGather.cpp (ZeRO-3).
+// (schedule order, stage-to-stage sends, repeated slots), GradientSync.cpp (buckets, reductions), OptimizerStep.cpp, ParamGather.cpp (ZeRO-3),
+// DeepSpeedFetch.cpp (ZeRO-3 as DeepSpeed gathers).
 #include "BlockKernels.hpp"
 #include "ClusterSpec.hpp"
 #include "OpDag.hpp"
@@ -135,6 +136,22 @@ private:
   Tensor weights_in_use(int b) const; // ZeRO-3: the gathered copy of the current use
   void touch_kernel(OpId k, int b, size_t i, bool forward, const Tensor& saved);
   void touch_optimizer_pass(OpId k, int b, bool grads, bool states, bool weights);
+  // DeepSpeedFetch.cpp: ZeRO-3 parameter by parameter (blocks that list BlockPlan::tensors)
+  bool per_tensor_gathers() const;
+  double persistent_params(int b) const; // held whole on every rank (stage3_param_persistence_threshold)
+  void plan_tensor_fetches();            // which tensors each use gathers (the reuse distance)
+  OpId gather_tensors(const Stage& s, size_t use, OpId after);
+  OpId reduce_tensors(int b, int64_t mb, OpId after); // per-parameter reduce-scatters; returns the last
+  // One collective as DeepSpeed issues it on `stream`; per_parameter_collectives adds the
+  // host's per-rank views and copies and the device's copy through a flat buffer.
+  struct CallName {
+    std::string prefix;
+    uint64_t number = 0;
+    std::string suffix;
+  };
+  OpId list_collective(const Stage& s, StreamKind stream, CollectiveKind kind, double bytes, const CallName& call,
+                       OpId after);
+  StreamKind zero_stream(StreamKind own) const; // the compute stream when the stack runs them serially
   // ParamGather.cpp
   void plan_gathers();
   OpId gathered(int b); // waits for block b's next use's parameters; returns the op to depend on
@@ -174,7 +191,9 @@ private:
   std::map<uint64_t, SlotRepeat> repeats_; // by OpDag chain key
   // ZeRO-3: blocks in order of use over the whole step, and the gathers emitted so far.
   std::vector<int> uses_;
+  std::vector<bool> use_forward_; // uses_[j] is a forward
   std::vector<Gather> gathers_;
+  std::vector<std::vector<std::pair<size_t, double>>> fetches_; // per use: (tensor index, elements) gathered
   size_t next_use_ = 0;
   size_t gathers_emitted_ = 0;
 };

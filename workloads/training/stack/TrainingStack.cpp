@@ -8,6 +8,27 @@ Registry<TrainingStackFactory>& training_stack_registry()
   return registry;
 }
 
+ModelStateBytes master_weight_state_bytes(const TrainingConfig& cfg, const ModelSpec& m)
+{
+  ModelStateBytes b;
+  b.weights   = cfg.mixed_precision() ? 2.0 : 4.0;
+  b.gradients = b.weights;
+  // Adam: fp32 momentum and variance; 8-bit Adam (Dettmers et al. 2022): one byte each;
+  // SGD: fp32 momentum; Adafactor (Shazeer & Stern 2018): factored second moments, 4
+  // bytes per row and column of each matrix, i.e. about 8/hidden bytes per parameter,
+  // no momentum. Mixed precision adds an fp32 master copy (ZeRO's K = 12 for Adam).
+  double states = 0;
+  switch (cfg.optimizer) {
+    case Optimizer::adam:
+    case Optimizer::adamw: states = 8.0; break;
+    case Optimizer::adam8bit: states = 2.0; break;
+    case Optimizer::sgd: states = 4.0; break;
+    case Optimizer::adafactor: states = 8.0 / static_cast<double>(m.hidden); break;
+  }
+  b.optimizer = states + (cfg.mixed_precision() ? 4.0 : 0.0);
+  return b;
+}
+
 OptimizerPass fused_adamw_pass(const TrainingConfig& cfg, const ModelStateBytes& b)
 {
   return {"fused_adamw", optimizer_flops_per_param(cfg.optimizer), 2 * b.weights + b.gradients + 2 * b.optimizer, true,

@@ -38,6 +38,8 @@ public:
   virtual ~TrainingStack() = default;
   // Refuses (r.fail, naming the key) a layout or option this stack does not run.
   virtual void check(ParamReader&, const TrainingConfig&, const ModelSpec&) const {}
+  // The stack's own defaults for the keys a spec leaves out (ParamReader::has tells).
+  virtual void adjust(const ParamReader&, TrainingConfig&) const {}
   // The kernels of one rank's blocks in forward order (BlockKernels.hpp): what each
   // launches forward and backward, its bytes and FLOPs, and what it keeps for backward.
   virtual BlockPlan embedding(const ModelSpec& m, const StepShape& s) const = 0;
@@ -49,6 +51,9 @@ public:
   // its bucket's all-reduce and copied back after it. Megatron's DDP reduces its main
   // gradient buffer in place.
   virtual bool ddp_copies_gradients() const { return false; }
+  // ZeRO's gathers and reductions run on the compute stream, one after another
+  // (DeepSpeed without overlap_comm); else on streams of their own.
+  virtual bool serial_collectives(const TrainingConfig&) const { return false; }
   // The ZeRO stage a spec that names none runs (FSDP shards everything: 3).
   virtual int default_zero() const { return 0; }
   // The GPU memory allocator the stack's process runs (sim/allocator; "": tensor bytes
@@ -57,6 +62,10 @@ public:
   // The optimizer step's kernels on the GPU, in order; the gradients are freed after them.
   virtual std::vector<OptimizerPass> optimizer_passes(const TrainingConfig& cfg, const ModelStateBytes& b) const = 0;
 };
+
+// Megatron-LM's and DeepSpeed's mixed precision: weights and gradients in the compute
+// precision, fp32 master weights beside the optimizer's states (Adam: ZeRO's K = 12).
+ModelStateBytes master_weight_state_bytes(const TrainingConfig& cfg, const ModelSpec& m);
 
 // torch.optim.AdamW(fused=True) (_fused_adamw_): one multi_tensor_apply pass over
 // (param, grad, exp_avg, exp_avg_sq), reading all four and writing all but the gradient.

@@ -19,23 +19,7 @@ public:
 
   ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec& m) const override
   {
-    ModelStateBytes b;
-    b.weights   = cfg.mixed_precision() ? 2.0 : 4.0;
-    b.gradients = b.weights;
-    // Adam: fp32 momentum and variance; 8-bit Adam (Dettmers et al. 2022): one byte each;
-    // SGD: fp32 momentum; Adafactor (Shazeer & Stern 2018): factored second moments, 4
-    // bytes per row and column of each matrix, i.e. about 8/hidden bytes per parameter,
-    // no momentum. Mixed precision adds an fp32 master copy (ZeRO's K = 12 for Adam).
-    double states = 0;
-    switch (cfg.optimizer) {
-      case Optimizer::adam:
-      case Optimizer::adamw: states = 8.0; break;
-      case Optimizer::adam8bit: states = 2.0; break;
-      case Optimizer::sgd: states = 4.0; break;
-      case Optimizer::adafactor: states = 8.0 / static_cast<double>(m.hidden); break;
-    }
-    b.optimizer = states + (cfg.mixed_precision() ? 4.0 : 0.0);
-    return b;
+    return master_weight_state_bytes(cfg, m);
   }
 
   std::vector<OptimizerPass> optimizer_passes(const TrainingConfig& cfg, const ModelStateBytes& b) const override
