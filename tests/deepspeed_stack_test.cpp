@@ -58,6 +58,31 @@ TEST_CASE("a_megatron_deepspeed_gpt_layer_lists_its_twelve_parameter_tensors_in_
   CHECK(b.params == Approx(12 * H * H + 13 * H).epsilon(1e-12));
 }
 
+TEST_CASE("transformers_modules_under_deepspeed_list_each_nn_parameter_and_cast_nothing", "[stack][deepspeed]")
+{
+  // Llama 3 8B's decoder layer: input_layernorm (h), q_proj (h x 4096), k_proj and
+  // v_proj (h x 1024 each), o_proj, post_attention_layernorm, gate_proj, up_proj and
+  // down_proj (h x 14336 each); GPT-2's: ln_1, c_attn, c_proj, ln_2, c_fc, c_proj with a
+  // bias each. DeepSpeed's engine casts the model to bf16: no autocast casts.
+  TrainingConfig cfg;
+  cfg.stack = "deepspeed", cfg.seq_len = 1024, cfg.deepspeed.modules = "transformers";
+  auto stack = make_training_stack(cfg);
+  const double H = 4096, F = 14336;
+  BlockPlan llama = stack->layer(model_preset("llama-3-8b"), step_shape(cfg), 2);
+  std::vector<double> expected{H, H * H, H * 1024, H * 1024, H * H, H, H * F, H * F, F * H};
+  CHECK(llama.tensors == expected);
+  CHECK(llama.params == Approx(2.5 * H * H + 3 * H * F + 2 * H).epsilon(1e-12)); // q, k, v, o; the MLP; two norms
+  for (const KernelPlan& k : llama.kernels)
+    CHECK(k.name.find("cast") == std::string::npos);
+  BlockPlan gpt2 = stack->layer(model_preset("gpt2"), step_shape(cfg), 0);
+  const double G = 768;
+  CHECK(gpt2.tensors == std::vector<double>{G, G, 3 * G * G, 3 * G, G * G, G, G, G, 4 * G * G, 4 * G, 4 * G * G, G});
+  double sum = 0;
+  for (double e : gpt2.tensors)
+    sum += e;
+  CHECK(sum == Approx(gpt2.params).epsilon(1e-12));
+}
+
 TEST_CASE("zero3_gathers_again_in_backward_only_what_the_reuse_distance_released", "[stack][deepspeed]")
 {
   // The trace of gathered tensors (weights only; the rest persist), by hand, with

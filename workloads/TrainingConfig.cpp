@@ -67,6 +67,9 @@ void read_deepspeed(ParamReader& parent, TrainingConfig& t)
   bool given         = parent.has("deepspeed");
   ParamReader r = parent.section("deepspeed", "DeepSpeed's zero_optimization settings, by its names (training.stack "
                                               "deepspeed)");
+  d.modules = r.choice("modules", d.modules, {"megatron", "transformers"},
+                       "whose model code DeepSpeed drives: Megatron-DeepSpeed's GPT (fused kernels) or a Hugging "
+                       "Face model's transformers modules (the Trainer's; weights in the compute dtype, no autocast)");
   d.overlap_comm = r.flag("overlap_comm", t.zero == 3,
                           "gather parameters and reduce gradients on their own streams, overlapping compute (DeepSpeed: "
                           "true for stage 3, else false; false in its 2021 releases); false: on the compute stream");
@@ -335,7 +338,7 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   check_layout(r, t, gpus, model, dp_given);
   check_memory_options(r, t);
   check_experts(r, t, model);
-  auto stack = training_stack_registry().make(t.stack);
+  auto stack = make_training_stack(t);
   stack->adjust(r, t);
   stack->check(r, t, model);
   r.finish();

@@ -30,6 +30,7 @@ struct LoraConfig {
 // DeepSpeed's zero_optimization knobs, under DeepSpeed's own names where it has them
 // (deepspeed/runtime/zero/config.py); the `deepspeed` stack reads them.
 struct DeepSpeedConfig {
+  std::string modules            = "megatron"; // whose model code: Megatron-DeepSpeed's GPT or transformers' modules
   bool overlap_comm              = false; // collectives on their own streams (else on the compute stream)
   double prefetch_numel          = 5e7;   // stage3_prefetch_bucket_size: parameters gathered ahead of use
   double max_live_numel          = 1e9;   // stage3_max_live_parameters: gathered parameters alive at once

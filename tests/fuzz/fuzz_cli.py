@@ -68,6 +68,11 @@ SPEC_SEEDS = {
     "train_pytorch.yaml": "hardware: {node: desktop-4070}\nmodel: {preset: gpt2, layers: 2}\n"
                           "training: {stack: pytorch, seq_len: 256, global_batch: 4, micro_batch: 2, optimizer: adamw, "
                           "allocator: caching}\n",
+    "train_deepspeed.yaml": "hardware: {node: dgx-a100, gpus_per_node: 4}\n"
+                            "model: {preset: gpt2, layers: 2}\n"
+                            "training: {stack: deepspeed, zero: 3, seq_len: 256, global_batch: 8, micro_batch: 1, "
+                            "recompute: full, deepspeed: {overlap_comm: false, per_parameter_collectives: true, "
+                            "stage3_max_reuse_distance: 100000}}\n",
     "train_fsdp.yaml": "hardware: {node: dgx-h100, gpus_per_node: 4}\n"
                        "model: {preset: llama-3-8b, layers: 2}\n"
                        "training: {stack: fsdp, seq_len: 256, global_batch: 8, micro_batch: 1, recompute: selective}\n",

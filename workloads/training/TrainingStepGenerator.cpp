@@ -4,7 +4,7 @@ namespace memwall {
 
 TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const TrainingConfig& cfg,
                                              const ClusterSpec& cluster)
-    : model_(model), cfg_(cfg), stack_(training_stack_registry().make(cfg.stack)),
+    : model_(model), cfg_(cfg), stack_(make_training_stack(cfg)),
       state_bytes_(stack_->state_bytes(cfg, model)), cluster_(cluster), layout_(cfg, cluster.gpus_per_node),
       shape_(step_shape(cfg))
 {

@@ -8,6 +8,13 @@ Registry<TrainingStackFactory>& training_stack_registry()
   return registry;
 }
 
+std::unique_ptr<TrainingStack> make_training_stack(const TrainingConfig& cfg)
+{
+  auto stack = training_stack_registry().make(cfg.stack);
+  stack->configure(cfg);
+  return stack;
+}
+
 ModelStateBytes master_weight_state_bytes(const TrainingConfig& cfg, const ModelSpec& m)
 {
   ModelStateBytes b;

@@ -36,6 +36,8 @@ struct OptimizerPass {
 class TrainingStack {
 public:
   virtual ~TrainingStack() = default;
+  // Takes the spec's options that decide what the blocks are (made by make_training_stack).
+  virtual void configure(const TrainingConfig&) {}
   // Refuses (r.fail, naming the key) a layout or option this stack does not run.
   virtual void check(ParamReader&, const TrainingConfig&, const ModelSpec&) const {}
   // The stack's own defaults for the keys a spec leaves out (ParamReader::has tells).
@@ -75,5 +77,7 @@ OptimizerPass fused_adamw_pass(const TrainingConfig& cfg, const ModelStateBytes&
 using TrainingStackFactory = std::function<std::unique_ptr<TrainingStack>()>;
 
 Registry<TrainingStackFactory>& training_stack_registry();
+// cfg.stack, configured with cfg.
+std::unique_ptr<TrainingStack> make_training_stack(const TrainingConfig& cfg);
 
 } // namespace memwall

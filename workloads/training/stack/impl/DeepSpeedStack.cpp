@@ -1,6 +1,8 @@
 // `deepspeed`: DeepSpeed's ZeRO (deepspeed/runtime/zero: stage_1_and_2.py, stage3.py,
 // partition_parameters.py) driving Megatron-DeepSpeed's GPT, whose kernels are
-// Megatron-LM's (BlockKernels.cpp). Model states as Megatron's mixed precision (16-bit
+// Megatron-LM's (BlockKernels.cpp), or with `modules: transformers` a Hugging Face
+// model as the Trainer hands it over: transformers' modules op by op (HfModel.hpp) with
+// the weights in the compute dtype (the engine casts the model; no autocast). Model states as Megatron's mixed precision (16-bit
 // weights and gradients, fp32 master weights and Adam states: 16 B per parameter),
 // sharded by the ZeRO stage (DeepSpeed's default: 0).
 //
@@ -19,6 +21,7 @@
 //   the engine's allreduce_gradients; stages 1-3: from backward's hooks).
 // The optimizer: gradients cast to fp32, their norm, the fused Adam over the fp32
 // partition, and the partition copied back into the 16-bit weights.
+#include "HfModel.hpp"
 #include "TrainingStack.hpp"
 
 namespace memwall {
@@ -63,6 +66,8 @@ std::vector<double> layer_tensors(const ModelSpec& m, const StepShape& s, double
 
 class DeepSpeedStack : public TrainingStack {
 public:
+  void configure(const TrainingConfig& cfg) override { transformers_ = cfg.deepspeed.modules == "transformers"; }
+
   void adjust(const ParamReader& r, TrainingConfig& cfg) const override
   {
     // Buckets of reduce_bucket_size gradient elements; stage 0 reduces them after
@@ -83,10 +88,33 @@ public:
       r.fail("stack", "training.stack deepspeed: multi-head latent attention is not modelled yet (" + m.name + ")");
     if (cfg.cp > 1)
       r.fail("cp", "training.stack deepspeed: context parallelism is Megatron-LM's (DeepSpeed's Ulysses is not modelled)");
+    if (!transformers_)
+      return;
+    auto refuse = [&](const char* key, const std::string& why) {
+      r.fail(key, "training.deepspeed.modules transformers: " + why);
+    };
+    if (cfg.tp > 1 || cfg.pp > 1 || cfg.sp)
+      refuse(cfg.tp > 1 ? "tp" : cfg.pp > 1 ? "pp" : "sp", "a Hugging Face model runs data parallel only (tp 1, pp 1)");
+    if (cfg.recompute == Recompute::selective)
+      refuse("recompute", "Hugging Face's gradient checkpointing recomputes whole layers (recompute: full)");
+    if (cfg.lora.enabled)
+      refuse("lora", "LoRA (PEFT) is not modelled for transformers' modules yet");
+    if (cfg.precision == Dtype::fp8)
+      refuse("precision", "DeepSpeed's engine runs a Hugging Face model in bf16, fp16 or fp32");
+    if (!cfg.flash_attention)
+      refuse("flash_attention", "the eager attention implementation is not modelled yet (SDPA: flash_attention true)");
+    if (hf::architecture(m) == hf::Arch::none)
+      r.fail("stack", "training.deepspeed.modules transformers models transformers' Llama-family decoders and "
+                      "GPT-2 so far: " + m.name + " is neither");
   }
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
   {
+    if (transformers_) {
+      BlockPlan b = hf::model_embedding(m, hf::tokens(s), precision(s));
+      b.tensors   = hf::embedding_tensors(m);
+      return b;
+    }
     BlockPlan b = embedding_block(m, s);
     b.tensors.push_back(static_cast<double>(m.vocab) * m.hidden / tp_of(s));
     if (m.learned_positions)
@@ -95,12 +123,22 @@ public:
   }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
+    if (transformers_) {
+      BlockPlan b = hf::model_layer(m, hf::tokens(s), precision(s), l);
+      b.tensors   = hf::layer_tensors(m);
+      return b;
+    }
     BlockPlan b = transformer_layer_block(m, s, l);
     b.tensors   = layer_tensors(m, s, b.params);
     return b;
   }
   BlockPlan head(const ModelSpec& m, const StepShape& s) const override
   {
+    if (transformers_) {
+      BlockPlan b = hf::model_head(m, hf::tokens(s), precision(s));
+      b.tensors   = hf::head_tensors(m);
+      return b;
+    }
     BlockPlan b = head_block(m, s);
     if (m.final_norm) {
       b.tensors.push_back(m.hidden);
@@ -118,6 +156,8 @@ public:
   }
 
   bool serial_collectives(const TrainingConfig& cfg) const override { return !cfg.deepspeed.overlap_comm; }
+  // DeepSpeed runs in PyTorch: its tensors come from the caching allocator.
+  std::string allocator() const override { return "caching"; }
 
   std::vector<OptimizerPass> optimizer_passes(const TrainingConfig& cfg, const ModelStateBytes& b) const override
   {
@@ -137,6 +177,17 @@ public:
       p.push_back({"copy_to_weights", 1, 4 + b.weights, false, true, true});
     return p;
   }
+
+private:
+  // The engine casts the model to the compute dtype (bf16 or fp16 config; fp32 else).
+  static hf::Precision precision(const StepShape& s)
+  {
+    hf::Precision p;
+    p.compute_dtype = s.gemm_dtype;
+    p.param = p.compute = dtype_bytes(s.gemm_dtype);
+    return p;
+  }
+  bool transformers_ = false;
 };
 
 const bool registered = training_stack_registry().add(

@@ -8,7 +8,7 @@
 // freed by zero_grad(set_to_none=True)), Adam's two fp32 moments (8 B): 16 B per
 // parameter with no master copy; autocast's bf16 copies of the weights (2 B) live from
 // each layer's forward to its backward.
-#include "HfModules.hpp"
+#include "HfModel.hpp"
 #include "TrainingStack.hpp"
 
 namespace memwall {
@@ -22,21 +22,6 @@ hf::Precision precision_of(const StepShape& s)
   p.compute_dtype = s.gemm_dtype;
   p.compute       = dtype_bytes(s.gemm_dtype);
   return p;
-}
-
-// Which of transformers' modelling files the model's blocks follow: modeling_llama.py's
-// (and the decoders that copy it: Mistral, Qwen2) or modeling_gpt2.py's.
-enum class Arch { none, llama, gpt2 };
-
-Arch architecture(const ModelSpec& m)
-{
-  if (m.moe.enabled() || m.mla.enabled() || m.qk_norm || m.norms_per_layer != 2)
-    return Arch::none;
-  if (m.norm == NormKind::rmsnorm && m.mlp == MlpKind::swiglu && !m.learned_positions)
-    return Arch::llama;
-  if (m.family == "gpt2" && m.norm == NormKind::layernorm && m.mlp == MlpKind::gelu && m.learned_positions)
-    return Arch::gpt2;
-  return Arch::none;
 }
 
 class PyTorchStack : public TrainingStack {
@@ -66,25 +51,22 @@ public:
                                 "true) is transformers' default");
     if (cfg.optimizer != Optimizer::adam && cfg.optimizer != Optimizer::adamw)
       refuse("optimizer", "the stack runs torch.optim.AdamW(fused=True): optimizer adam or adamw");
-    if (architecture(m) == Arch::none)
+    if (hf::architecture(m) == hf::Arch::none)
       r.fail("stack", "training.stack pytorch models transformers' Llama-family decoders (RMSNorm, rotary positions, "
                       "a gated MLP, no MoE) and GPT-2 so far: " + m.name + " is neither");
   }
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
   {
-    return architecture(m) == Arch::gpt2 ? hf::gpt2_embedding(m, hf::tokens(s), precision_of(s))
-                                         : hf::llama_embedding(m, hf::tokens(s), precision_of(s));
+    return hf::model_embedding(m, hf::tokens(s), precision_of(s));
   }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
-    return architecture(m) == Arch::gpt2 ? hf::gpt2_layer(m, hf::tokens(s), precision_of(s), l)
-                                         : hf::llama_layer(m, hf::tokens(s), precision_of(s), l);
+    return hf::model_layer(m, hf::tokens(s), precision_of(s), l);
   }
   BlockPlan head(const ModelSpec& m, const StepShape& s) const override
   {
-    hf::NormFn norm = architecture(m) == Arch::gpt2 ? hf::layer_norm : hf::rms_norm;
-    return hf::lm_head(m, hf::tokens(s), precision_of(s), norm);
+    return hf::model_head(m, hf::tokens(s), precision_of(s));
   }
 
   ModelStateBytes state_bytes(const TrainingConfig&, const ModelSpec&) const override

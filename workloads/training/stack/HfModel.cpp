@@ -1,0 +1,72 @@
+#include "HfModel.hpp"
+
+namespace memwall::hf {
+
+Arch architecture(const ModelSpec& m)
+{
+  if (m.moe.enabled() || m.mla.enabled() || m.qk_norm || m.norms_per_layer != 2)
+    return Arch::none;
+  if (m.norm == NormKind::rmsnorm && m.mlp == MlpKind::swiglu && !m.learned_positions)
+    return Arch::llama;
+  if (m.family == "gpt2" && m.norm == NormKind::layernorm && m.mlp == MlpKind::gelu && m.learned_positions)
+    return Arch::gpt2;
+  return Arch::none;
+}
+
+BlockPlan model_embedding(const ModelSpec& m, const Tokens& t, const Precision& p)
+{
+  return architecture(m) == Arch::gpt2 ? gpt2_embedding(m, t, p) : llama_embedding(m, t, p);
+}
+
+BlockPlan model_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer)
+{
+  return architecture(m) == Arch::gpt2 ? gpt2_layer(m, t, p, layer) : llama_layer(m, t, p, layer);
+}
+
+BlockPlan model_head(const ModelSpec& m, const Tokens& t, const Precision& p)
+{
+  return lm_head(m, t, p, architecture(m) == Arch::gpt2 ? layer_norm : rms_norm);
+}
+
+std::vector<double> embedding_tensors(const ModelSpec& m)
+{
+  double h = static_cast<double>(m.hidden);
+  std::vector<double> v{static_cast<double>(m.vocab) * h}; // embed_tokens / wte
+  if (m.learned_positions)                                 // wpe
+    v.push_back(static_cast<double>(m.max_seq_len + m.position_offset) * h);
+  return v;
+}
+
+std::vector<double> layer_tensors(const ModelSpec& m)
+{
+  double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  double q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
+  double o = static_cast<double>(m.attn_out_dim());
+  if (architecture(m) == Arch::gpt2) // ln_1, c_attn, c_proj, ln_2, mlp.c_fc, mlp.c_proj: weight, bias each
+    return {h, h, h * 3 * h, 3 * h, h * h, h, h, h, h * f, f, f * h, h};
+  // input_layernorm, q_proj, k_proj, v_proj (with Qwen2's biases), o_proj,
+  // post_attention_layernorm, gate_proj, up_proj, down_proj.
+  std::vector<double> v{h};
+  for (double width : {q, kv, kv}) {
+    v.push_back(h * width);
+    if (m.qkv_bias)
+      v.push_back(width);
+  }
+  v.insert(v.end(), {o * h, h, h * f, h * f, f * h});
+  return v;
+}
+
+std::vector<double> head_tensors(const ModelSpec& m)
+{
+  double h = static_cast<double>(m.hidden);
+  std::vector<double> v;
+  if (m.final_norm)
+    v.push_back(h);
+  if (m.final_norm && m.norm == NormKind::layernorm)
+    v.push_back(h);
+  if (!m.tied_embeddings)
+    v.push_back(static_cast<double>(m.vocab) * h);
+  return v;
+}
+
+} // namespace memwall::hf

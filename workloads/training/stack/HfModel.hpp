@@ -1,0 +1,25 @@
+#pragma once
+// A Hugging Face causal LM as a whole: which of transformers' modelling files its blocks
+// follow, its blocks in a given precision, and its parameter tensors in the order
+// forward uses them. Shared by the stacks that run transformers' modules (`pytorch`,
+// `deepspeed` with modules: transformers).
+#include "HfModules.hpp"
+
+namespace memwall::hf {
+
+// modeling_llama.py's decoders (and those that copy it: Mistral, Qwen2) or
+// modeling_gpt2.py's; none for anything else (MoE, latent attention, extra norms).
+enum class Arch { none, llama, gpt2 };
+Arch architecture(const ModelSpec& m);
+
+BlockPlan model_embedding(const ModelSpec& m, const Tokens& t, const Precision& p);
+BlockPlan model_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
+BlockPlan model_head(const ModelSpec& m, const Tokens& t, const Precision& p);
+
+// Elements of each nn.Parameter of a block, in the order its modules run forward
+// (named_parameters of each module): what DeepSpeed's ZeRO-3 gathers one by one.
+std::vector<double> embedding_tensors(const ModelSpec& m);
+std::vector<double> layer_tensors(const ModelSpec& m);
+std::vector<double> head_tensors(const ModelSpec& m);
+
+} // namespace memwall::hf
