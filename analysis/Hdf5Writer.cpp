@@ -60,6 +60,7 @@ void write_serving(H5::Group& f, const RunResult& r)
   column(g, "output_tokens", integers(q, [](const RequestRecord& x) { return static_cast<int64_t>(x.output_tokens); }));
   column(g, "preemptions", integers(q, [](const RequestRecord& x) { return static_cast<int64_t>(x.preemptions); }));
   column(g, "rejected", integers(q, [](const RequestRecord& x) { return int64_t{x.rejected}; }));
+  column(g, "reject_reason", integers(q, [](const RequestRecord& x) { return int64_t{x.reject_reason}; }));
   column(g, "ttft_s", doubles(q, [](const RequestRecord& x) { return x.finish_s < 0 ? -1.0 : x.first_token_s - x.arrival_s; }));
   column(g, "latency_s", doubles(q, [](const RequestRecord& x) { return x.finish_s < 0 ? -1.0 : x.finish_s - x.arrival_s; }));
   column(g, "max_itl_s", doubles(q, [](const RequestRecord& x) { return x.max_itl_s; }));

@@ -1,8 +1,10 @@
 #include "ServingReport.hpp"
 
+#include "ParamReader.hpp"
 #include "Quantity.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <utility>
@@ -14,7 +16,24 @@ struct Latencies {
   std::vector<double> ttft, tpot, latency, max_itl;
   double prompt_tokens = 0, output_tokens = 0;
   int64_t completed = 0, rejected = 0;
+  std::array<int64_t, 4> by_reason{}; // by RejectReason
 };
+
+// The lengths of every request offered, served or not: what a length distribution
+// came out as after clipping, and the longest.
+nlohmann::ordered_json lengths(const ServingStats& s, int64_t RequestRecord::* field)
+{
+  if (s.requests.empty())
+    return {{"mean", nullptr}, {"min", nullptr}, {"max", nullptr}};
+  double sum = 0;
+  int64_t lo = s.requests.front().*field, hi = lo;
+  for (const RequestRecord& q : s.requests) {
+    sum += static_cast<double>(q.*field);
+    lo = std::min(lo, q.*field);
+    hi = std::max(hi, q.*field);
+  }
+  return {{"mean", sum / static_cast<double>(s.requests.size())}, {"min", lo}, {"max", hi}};
+}
 
 Latencies latencies(const ServingStats& s)
 {
@@ -22,6 +41,8 @@ Latencies latencies(const ServingStats& s)
   for (const RequestRecord& q : s.requests) {
     if (q.rejected || q.finish_s < 0) {
       l.rejected += q.rejected ? 1 : 0;
+      if (q.rejected)
+        ++l.by_reason[std::min<size_t>(q.reject_reason, 3)];
       continue;
     }
     ++l.completed;
@@ -82,6 +103,11 @@ void add_serving_json(nlohmann::ordered_json& j, const RunResult& r)
   double span           = r.makespan_s;
   j["requests_completed"]  = l.completed;
   j["requests_rejected"]   = l.rejected;
+  j["requests_rejected_by_reason"] = {{"kv_cache", l.by_reason[1]},
+                                      {"prompt_too_long", l.by_reason[2]},
+                                      {"exceeds_context", l.by_reason[3]}};
+  j["request_lengths"] = {{"prompt_tokens", lengths(s, &RequestRecord::prompt_tokens)},
+                          {"output_tokens", lengths(s, &RequestRecord::output_tokens)}};
   // A server that did not fit has no throughput and no latencies, not zeros.
   const bool ok = j["fits"].get<bool>();
   auto rate     = [&](double v) { return ok ? nlohmann::ordered_json(span > 0 ? v / span : 0.0) : nlohmann::ordered_json(nullptr); };
@@ -122,7 +148,19 @@ std::string serving_text(const nlohmann::ordered_json& j)
   // the KV not all offloaded), or requests longer than the KV cache holds.
   int64_t rejected   = j["requests_rejected"].get<int64_t>();
   bool no_room       = kv_has_no_room(kv["budget_bytes"].get<double>(), kv.value("offloaded_fraction", 0.0));
-  std::string why    = rejected == 0 ? "" : no_room ? " (no room for any KV cache)" : " (longer than the KV cache)";
+  std::string why;
+  if (rejected > 0) {
+    const auto& by = j["requests_rejected_by_reason"];
+    std::vector<std::string> parts;
+    auto part = [&](const char* key, const char* what) {
+      if (int64_t n = by.value(key, int64_t{0}); n > 0)
+        parts.push_back(std::to_string(n) + " " + what);
+    };
+    part("kv_cache", no_room ? "with no room for any KV cache" : "longer than the KV cache");
+    part("prompt_too_long", "with the prompt over max_model_len");
+    part("exceeds_context", "with prompt + output over max_model_len");
+    why = " (" + join(parts, ", ") + ")";
+  }
   std::snprintf(line, sizeof line, "  requests       %lld completed, %lld rejected%s, %lld iterations\n",
                 (long long)j["requests_completed"].get<int64_t>(), (long long)rejected, why.c_str(),
                 (long long)j["iterations"].get<int64_t>());

@@ -142,14 +142,17 @@ std::vector<Request> read_requests(ParamReader& r, InferenceConfig& c, const std
     return read_request_trace(c.trace_path);
   }
   if (poisson) {
-    c.source = "poisson";
+    c.source      = "poisson";
+    c.prompt_dist = pc.prompt;
+    c.output_dist = pc.output;
     return poisson_requests(pc);
   }
   c.source = "batch";
   return fixed_batch(b, prompt, output);
 }
 
-void check(ParamReader& r, const InferenceConfig& c, int64_t gpus, const ModelSpec& m)
+// Refuses what cannot run; marks the requests the server will refuse on arrival.
+void check(ParamReader& r, InferenceConfig& c, int64_t gpus, const ModelSpec& m)
 {
   if (m.heads % c.tp != 0)
     r.fail("tp", "tp = " + str(c.tp) + " does not divide the model's " + str(m.heads) + " attention heads");
@@ -184,21 +187,31 @@ void check(ParamReader& r, const InferenceConfig& c, int64_t gpus, const ModelSp
     r.fail("offload", "attention: cpu computes attention where the KV cache lives, so it needs kv: cpu with no KV on "
                       "NVMe (the KV is " +
                           std::string(c.kv_off.nvme > 0 ? "on NVMe" : "on the GPU") + ")");
-  for (const Request& q : c.requests) {
+  int64_t refused = 0;
+  for (Request& q : c.requests) {
     // Trace rows are named by file and line; generated requests by the key that made them.
     auto fail = [&](const std::string& key, const std::string& msg) {
       if (q.row > 0)
         throw InputError(c.trace_path + ":" + str(q.row) + ": " + msg);
       r.fail(key, (c.source == "poisson" ? "request " + str(q.id) + ": " : std::string()) + msg);
     };
-    if (q.prompt_tokens + q.output_tokens > c.max_model_len)
-      fail(c.source == "batch" ? "prompt_len" : c.source,
-           "prompt " + str(q.prompt_tokens) + " + output " + str(q.output_tokens) + " tokens exceed the context of " +
-               str(c.max_model_len) + " tokens (inference.max_model_len)");
+    // A trace's or a Poisson draw's over-long request is refused on arrival and counted,
+    // as vLLM's server answers it; a fixed batch of them is a mistake in the spec.
+    if (q.prompt_tokens + q.output_tokens > c.max_model_len && c.source == "batch")
+      fail("prompt_len", "prompt " + str(q.prompt_tokens) + " + output " + str(q.output_tokens) +
+                             " tokens exceed the context of " + str(c.max_model_len) + " tokens (inference.max_model_len)");
+    if (q.prompt_tokens + q.output_tokens > c.max_model_len) {
+      q.reject = q.prompt_tokens > c.max_model_len ? RejectReason::prompt_too_long : RejectReason::exceeds_context;
+      ++refused;
+      continue;
+    }
     if (q.prompt_tokens < c.shared_prefix)
       fail("shared_prefix", "prompt of " + str(q.prompt_tokens) + " tokens is shorter than the shared prefix of " +
                                 str(c.shared_prefix) + " tokens");
   }
+  if (refused == static_cast<int64_t>(c.requests.size()))
+    r.fail(c.source, "every one of the " + str(refused) + " requests has prompt + output over the context of " +
+                         str(c.max_model_len) + " tokens (inference.max_model_len): nothing to serve");
 }
 
 } // namespace
@@ -222,6 +235,39 @@ std::string expert_layout(const InferenceConfig& c)
 }
 
 } // namespace
+
+std::string describe_request_lengths(const InferenceConfig& c)
+{
+  auto one = [&](const char* what, int64_t Request::* field, const LengthDistribution& asked) {
+    if (c.requests.empty())
+      return std::string(what) + " none";
+    int64_t lo = c.requests.front().*field, hi = lo;
+    double sum = 0;
+    for (const Request& q : c.requests) {
+      lo = std::min(lo, q.*field);
+      hi = std::max(hi, q.*field);
+      sum += static_cast<double>(q.*field);
+    }
+    char mean[32];
+    std::snprintf(mean, sizeof mean, "%.1f", sum / static_cast<double>(c.requests.size()));
+    std::string s = std::string(what) + " " + (lo == hi ? str(lo) : str(lo) + "-" + str(hi) + ", mean " + mean);
+    // An exponential clipped to [min, max] has another mean than the one asked for.
+    if (c.source == "poisson" && asked.dist == "exponential") {
+      char m[32];
+      std::snprintf(m, sizeof m, "%g", asked.mean);
+      s += std::string(" (asked: exponential of mean ") + m + ", clipped to " + str(asked.min) + "-" + str(asked.max) + ")";
+    }
+    return s;
+  };
+  int64_t refused = 0;
+  for (const Request& q : c.requests)
+    refused += q.reject != RejectReason::none ? 1 : 0;
+  std::string s = one("prompt", &Request::prompt_tokens, c.prompt_dist) + " tokens; " +
+                  one("output", &Request::output_tokens, c.output_dist);
+  if (refused > 0)
+    s += "; " + str(refused) + " over max_model_len " + str(c.max_model_len) + ", refused on arrival";
+  return s;
+}
 
 std::string describe_inference(const InferenceConfig& c)
 {

@@ -6,6 +6,7 @@
 #include "Dtype.hpp"
 #include "ModelSpec.hpp"
 #include "ParamReader.hpp"
+#include "inference/PoissonRequests.hpp"
 #include "inference/Request.hpp"
 
 #include <cstdint>
@@ -30,6 +31,8 @@ struct InferenceConfig {
   std::string source = "batch"; // batch | trace | poisson
   std::string trace_path;        // as opened (relative paths resolved against the spec)
   std::vector<Request> requests;
+  // Poisson lengths as asked (the requests hold what they came out as, after clipping).
+  LengthDistribution prompt_dist, output_dist;
   int64_t tp             = 1;
   // MoE: the GPUs the experts are spread over, whole (1: each expert split by tp). ep = tp
   // spreads them over the replica's tp GPUs; ep = tp x d makes the replica d attention
@@ -95,6 +98,8 @@ struct InferenceConfig {
 
 // "fp16 weights, fp16 KV, tp 1, continuous batching (max 256 seqs), paged KV (block 16)"
 std::string describe_inference(const InferenceConfig& c);
+// "prompt 4-2048, mean 155.2 (asked: exponential of mean 161, clipped to 4-2048) tokens; output ..."
+std::string describe_request_lengths(const InferenceConfig& c);
 
 // `gpus` is the number of GPUs the hardware section provides (one model replica: tp, or ep
 // when the experts are spread over attention data-parallel groups);

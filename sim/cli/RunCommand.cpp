@@ -36,7 +36,8 @@ std::string experiment_title(const ExperimentSpec& s)
                       : c.source == "batch" ? "fixed batch"
                                             : "Poisson arrivals";
     return "memwall: serving " + s.model.name + " on " + hardware_description(s) + "\n  " +
-           std::to_string(c.requests.size()) + " requests (" + src + ")\n  " + describe_inference(c) +
+           std::to_string(c.requests.size()) + " requests (" + src + "): " + describe_request_lengths(c) + "\n  " +
+           describe_inference(c) +
            (s.model.moe.enabled() ? "\n  " + describe_expert_load(s.model.moe, c.ep, true) : std::string());
   }
   const TrainingConfig& t = s.training;

@@ -187,6 +187,17 @@ std::vector<Request> read_jsonl(const std::string& path, std::istream& in)
 
 } // namespace
 
+const char* reject_reason_name(RejectReason r)
+{
+  switch (r) {
+    case RejectReason::none: return "none";
+    case RejectReason::kv_cache: return "kv_cache";
+    case RejectReason::prompt_too_long: return "prompt_too_long";
+    case RejectReason::exceeds_context: return "exceeds_context";
+  }
+  return "none";
+}
+
 std::vector<Request> fixed_batch(int64_t batch, int64_t prompt_tokens, int64_t output_tokens)
 {
   std::vector<Request> out;

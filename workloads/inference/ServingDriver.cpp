@@ -208,7 +208,8 @@ ServingStats ServingDriver::take_stats()
 {
   for (const Sequence& s : st_.seqs)
     stats_.requests.push_back({s.req.id, s.req.arrival_s, s.first_token_s, s.finish_s, s.max_itl_s,
-                               s.req.prompt_tokens, s.req.output_tokens, s.preemptions, s.rejected});
+                               s.req.prompt_tokens, s.req.output_tokens, s.preemptions, s.rejected,
+                               static_cast<uint8_t>(s.rejected ? s.req.reject : RejectReason::none)});
   return std::move(stats_);
 }
 

@@ -46,8 +46,11 @@ void BatchScheduler::preempt(ServingState& st, KvManager& kv, int victim, Iterat
 bool BatchScheduler::reject_if_too_long(ServingState& st, const KvManager& kv, Iteration& it)
 {
   Sequence& q = st.seqs[st.waiting.front()];
-  if (kv.slots_for(q.req.prompt_tokens + q.req.output_tokens) <= kv.sequence_capacity())
-    return false;
+  if (q.req.reject == RejectReason::none) {
+    if (kv.slots_for(q.req.prompt_tokens + q.req.output_tokens) <= kv.sequence_capacity())
+      return false;
+    q.req.reject = RejectReason::kv_cache;
+  }
   q.rejected = true;
   q.state    = SeqState::finished;
   it.rejected.push_back(st.waiting.front());
