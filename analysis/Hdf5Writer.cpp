@@ -64,6 +64,7 @@ void write_serving(H5::Group& f, const RunResult& r)
   column(g, "ttft_s", doubles(q, [](const RequestRecord& x) { return x.finish_s < 0 ? -1.0 : x.first_token_s - x.arrival_s; }));
   column(g, "latency_s", doubles(q, [](const RequestRecord& x) { return x.finish_s < 0 ? -1.0 : x.finish_s - x.arrival_s; }));
   column(g, "max_itl_s", doubles(q, [](const RequestRecord& x) { return x.max_itl_s; }));
+  column(g, "scheduled_s", doubles(q, [](const RequestRecord& x) { return x.scheduled_s; }));
   H5::Group kv = f.createGroup("kv_cache");
   attribute(kv, "bytes_per_token", s.kv_bytes_per_token);
   integer_attribute(kv, "capacity_tokens", s.kv_capacity_tokens);
@@ -72,6 +73,7 @@ void write_serving(H5::Group& f, const RunResult& r)
   column(kv, "used_bytes", doubles(s.kv, [](const KvSample& x) { return x.used_bytes; }));
   column(kv, "reserved_bytes", doubles(s.kv, [](const KvSample& x) { return x.reserved_bytes; }));
   column(kv, "running_seqs", integers(s.kv, [](const KvSample& x) { return x.running; }));
+  column(kv, "waiting_seqs", integers(s.kv, [](const KvSample& x) { return x.waiting; }));
 }
 
 } // namespace

@@ -13,7 +13,7 @@ namespace memwall {
 namespace {
 
 struct Latencies {
-  std::vector<double> ttft, tpot, latency, max_itl;
+  std::vector<double> ttft, tpot, latency, max_itl, delay;
   double prompt_tokens = 0, output_tokens = 0;
   int64_t completed = 0, rejected = 0;
   std::array<int64_t, 4> by_reason{}; // by RejectReason
@@ -46,6 +46,8 @@ Latencies latencies(const ServingStats& s)
       continue;
     }
     ++l.completed;
+    if (q.scheduled_s >= 0)
+      l.delay.push_back(q.scheduled_s - q.arrival_s);
     l.prompt_tokens += static_cast<double>(q.prompt_tokens);
     l.output_tokens += static_cast<double>(q.output_tokens);
     l.ttft.push_back(q.first_token_s - q.arrival_s);
@@ -68,6 +70,40 @@ nlohmann::ordered_json summary(const std::vector<double>& v)
     mean += x;
   mean = v.empty() ? 0.0 : mean / static_cast<double>(v.size());
   return {{"mean", mean}, {"p50", percentile(v, 0.5)}, {"p90", percentile(v, 0.9)}, {"p99", percentile(v, 0.99)}};
+}
+
+// Offered load against what the server kept up with. Offered: the arrival rate over the
+// arrival window [first, last]. Served: completions per second over the window's second
+// half, when a server that keeps up finishes as many as arrive (its lag only shifts
+// the window). Saturated: served short of offered by more than 10 %, judged only with
+// at least 50 arrivals in that half (Poisson noise 1/sqrt(50) = 14 % below that).
+nlohmann::ordered_json load(const ServingStats& s)
+{
+  nlohmann::ordered_json j = {{"offered_requests_per_s", nullptr},
+                              {"served_requests_per_s", nullptr},
+                              {"saturated", nullptr}};
+  if (s.requests.size() < 2)
+    return j;
+  double first = s.requests.front().arrival_s, last = first;
+  for (const RequestRecord& q : s.requests) {
+    first = std::min(first, q.arrival_s);
+    last  = std::max(last, q.arrival_s);
+  }
+  if (last <= first)
+    return j;
+  double half = first + (last - first) / 2;
+  int64_t arrived = 0, served = 0;
+  for (const RequestRecord& q : s.requests) {
+    arrived += q.arrival_s >= half ? 1 : 0;
+    served += q.finish_s >= half && q.finish_s <= last ? 1 : 0;
+  }
+  double offered = static_cast<double>(s.requests.size() - 1) / (last - first);
+  double rate    = static_cast<double>(served) / (last - half);
+  j["offered_requests_per_s"] = offered;
+  j["served_requests_per_s"]  = rate;
+  if (arrived >= 50)
+    j["saturated"] = rate < 0.9 * offered;
+  return j;
 }
 
 } // namespace
@@ -119,18 +155,40 @@ void add_serving_json(nlohmann::ordered_json& j, const RunResult& r)
   j["tpot_s"]              = stats(l.tpot);
   j["latency_s"]           = stats(l.latency);
   j["max_itl_s"]           = stats(l.max_itl); // per request: its longest pause between two tokens
+  j["scheduling_delay_s"]  = stats(l.delay);   // arrival to first iteration: the wait in the queue
+  // The time-average of the queue is the sum of the waits over the run (Little's law).
+  double waited = 0;
+  for (double d : l.delay)
+    waited += d;
+  int64_t max_waiting = 0;
+  for (const KvSample& k : s.kv)
+    max_waiting = std::max(max_waiting, k.waiting);
+  j["queue"] = {{"mean_waiting", span > 0 ? waited / span : 0.0}, {"max_waiting", max_waiting}};
+  j["load"]  = load(s);
   j["kv_utilization"]      = kv_utilization(s);
   double peak_used = 0, peak_reserved = 0;
   for (const KvSample& k : s.kv) {
     peak_used     = std::max(peak_used, k.used_bytes);
     peak_reserved = std::max(peak_reserved, k.reserved_bytes);
   }
+  // What share of the budget held tokens: at the peak, and on average over the run.
+  double used_time = 0, total_time = 0;
+  for (size_t i = 1; i < s.kv.size(); ++i) {
+    double dt = s.kv[i].time - s.kv[i - 1].time;
+    used_time += dt > 0 ? dt * s.kv[i].used_bytes : 0.0;
+    total_time += dt > 0 ? dt : 0.0;
+  }
+  bool budget = s.kv_budget_bytes > 0;
   j["kv_cache"] = {{"bytes_per_token", s.kv_bytes_per_token},
                    {"budget_bytes", s.kv_budget_bytes},
                    {"offloaded_fraction", s.kv_offloaded_fraction},
                    {"offload_place", s.kv_offload_place},
                    {"peak_used_bytes", peak_used},
-                   {"peak_reserved_bytes", peak_reserved}};
+                   {"peak_reserved_bytes", peak_reserved},
+                   {"peak_used_share", budget ? nlohmann::ordered_json(peak_used / s.kv_budget_bytes) : nullptr},
+                   {"mean_used_share", budget && total_time > 0
+                                           ? nlohmann::ordered_json(used_time / total_time / s.kv_budget_bytes)
+                                           : nullptr}};
   j["kv_capacity_tokens"] = s.kv_capacity_tokens;
   j["preemptions"]        = s.preemptions;
   j["swaps"]              = s.swaps;
@@ -201,12 +259,30 @@ std::string serving_text(const nlohmann::ordered_json& j)
                 format_si(kv["bytes_per_token"].get<double>(), "B").c_str(), (long long)j["kv_capacity_tokens"].get<int64_t>(),
                 format_gib(kv["budget_bytes"].get<double>()).c_str(), where.c_str(), 100 * j["kv_utilization"].get<double>());
   os += line;
-  std::snprintf(line, sizeof line, "                 peak %s used, %s reserved%s; %lld preemptions (%lld swaps), at most %lld sequences running\n",
-                format_gib(kv["peak_used_bytes"].get<double>()).c_str(),
+  std::string share = kv.value("peak_used_share", nlohmann::ordered_json()).is_number()
+                          ? " (" + std::to_string(static_cast<int>(std::lround(100 * kv["peak_used_share"].get<double>()))) +
+                                " % of the budget)"
+                          : std::string();
+  std::snprintf(line, sizeof line, "                 peak %s used%s, %s reserved%s; %lld preemptions (%lld swaps), at most %lld sequences running\n",
+                format_gib(kv["peak_used_bytes"].get<double>()).c_str(), share.c_str(),
                 format_gib(kv["peak_reserved_bytes"].get<double>()).c_str(), off > 0 ? " (GPU and offloaded together)" : "",
                 (long long)j["preemptions"].get<int64_t>(),
                 (long long)j["swaps"].get<int64_t>(), (long long)j["max_running_seqs"].get<int64_t>());
   os += line;
+  if (j.contains("queue") && !j["scheduling_delay_s"]["p50"].is_null()) {
+    const auto& d = j["scheduling_delay_s"];
+    std::snprintf(line, sizeof line, "  queue          %.1f waiting on average, at most %lld; wait p50 %s, p99 %s\n",
+                  j["queue"]["mean_waiting"].get<double>(), (long long)j["queue"]["max_waiting"].get<int64_t>(),
+                  t(d, "p50").c_str(), t(d, "p99").c_str());
+    os += line;
+  }
+  const auto& ld = j.value("load", nlohmann::ordered_json());
+  if (ld.is_object() && ld["saturated"].is_boolean()) {
+    std::snprintf(line, sizeof line, "  load           offered %.3f requests/s, served %.3f/s over the second half of the arrivals%s\n",
+                  ld["offered_requests_per_s"].get<double>(), ld["served_requests_per_s"].get<double>(),
+                  ld["saturated"].get<bool>() ? ": SATURATED, the queue grows; lower the rate or add replicas" : "");
+    os += line;
+  }
   return os;
 }
 

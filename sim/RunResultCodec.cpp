@@ -43,8 +43,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PagingResult, device, name, faults, fault_bat
                                    migrated_d2h_bytes, thrashing_pages, remote_bytes, stall_s, peak_demand_bytes, timeline)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LinkResult, name, bandwidth, bytes, busy_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RequestRecord, id, arrival_s, first_token_s, finish_s, max_itl_s, prompt_tokens, output_tokens,
-                                   preemptions, rejected, reject_reason)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KvSample, time, used_bytes, reserved_bytes, running)
+                                   preemptions, rejected, reject_reason, scheduled_s)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KvSample, time, used_bytes, reserved_bytes, running, waiting)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServingStats, present, requests, kv, iterations, preemptions, swaps, max_running_seqs,
                                    kv_capacity_tokens, kv_bytes_per_token, kv_budget_bytes, kv_offloaded_fraction,
                                    kv_offload_place)

@@ -90,8 +90,12 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
 ServingDriver::~ServingDriver() = default;
 
 // What vLLM leaves for the KV cache: gpu_memory_utilization of the memory, less the
-// context, the GPU-resident weights, the activation peak of the largest iteration and
-// the staging buffers of offloaded layers.
+// GPU-resident weights, the activation peak of the largest iteration and the staging
+// buffers of offloaded layers. Not the CUDA context: vLLM 0.1 (the paper's) takes
+// total_memory x utilization - torch.cuda.max_memory_allocated(), and today's worker
+// subtracts what its profile run added to the memory snapshot taken after CUDA
+// initialised (weights, the torch peak, non-torch growth); the context lives in the
+// 1 - utilization left over.
 double ServingDriver::kv_budget_bytes() const
 {
   const GpuSpec& g   = cluster_.node.gpu;
@@ -112,7 +116,7 @@ double ServingDriver::kv_budget_bytes() const
     weights = 0;
   if (cfg_.managed_activations)
     activations = 0;
-  return g.memory_bytes * cfg_.gpu_memory_utilization - g.context_bytes - weights - activations - staging;
+  return g.memory_bytes * cfg_.gpu_memory_utilization - weights - activations - staging;
 }
 
 void ServingDriver::setup()
@@ -163,6 +167,7 @@ void ServingDriver::account_iteration(double now)
   k.used_bytes     = static_cast<double>(kv_->stored_tokens(st_)) * per_token / groups;
   k.reserved_bytes = static_cast<double>(kv_->reserved()) * per_token / groups;
   k.running        = static_cast<int64_t>(st_.running.size());
+  k.waiting        = st_.queued(now);
   stats_.kv.push_back(k);
   current_ = Iteration{};
 }
@@ -199,6 +204,9 @@ StepDecision ServingDriver::next(double now)
   stats_.preemptions += it.recomputed + static_cast<int64_t>(it.swapped_out.size());
   stats_.swaps += static_cast<int64_t>(it.swapped_out.size());
   stats_.max_running_seqs = std::max<int64_t>(stats_.max_running_seqs, static_cast<int64_t>(st_.running.size()));
+  for (const Work& w : it.work)
+    if (Sequence& q = st_.seqs[w.seq]; q.scheduled_s < 0)
+      q.scheduled_s = now;
   emit_iteration(it);
   current_ = std::move(it);
   return {StepDecision::Kind::ops, now};
@@ -209,7 +217,7 @@ ServingStats ServingDriver::take_stats()
   for (const Sequence& s : st_.seqs)
     stats_.requests.push_back({s.req.id, s.req.arrival_s, s.first_token_s, s.finish_s, s.max_itl_s,
                                s.req.prompt_tokens, s.req.output_tokens, s.preemptions, s.rejected,
-                               static_cast<uint8_t>(s.rejected ? s.req.reject : RejectReason::none)});
+                               static_cast<uint8_t>(s.rejected ? s.req.reject : RejectReason::none), s.scheduled_s});
   return std::move(stats_);
 }
 

@@ -26,6 +26,7 @@ struct Sequence {
   int64_t kv_slots     = 0; // KV token slots this sequence holds (its own; shared prefix blocks not counted)
   bool shares_prefix   = false;
   bool rejected        = false; // could never fit the KV cache: dropped, as vLLM ignores such prompts
+  double scheduled_s   = -1;    // when an iteration first ran it: its wait in the queue ended
 
   int64_t tokens() const { return req.prompt_tokens + generated; } // known tokens
   int64_t pending() const { return tokens() - computed; }          // tokens still to run through the model
@@ -72,6 +73,15 @@ struct ServingState {
       seqs[next_arrival].state = SeqState::waiting;
       waiting.push_back(static_cast<int>(next_arrival++));
     }
+  }
+  // Requests arrived by `now` and not yet running: the waiting queue and the arrivals
+  // not admitted yet.
+  int64_t queued(double now) const
+  {
+    int64_t n = static_cast<int64_t>(waiting.size());
+    for (size_t i = next_arrival; i < seqs.size() && seqs[i].req.arrival_s <= now; ++i)
+      ++n;
+    return n;
   }
   bool all_finished() const { return next_arrival == seqs.size() && waiting.empty() && running.empty() && swapped.empty(); }
   double next_arrival_time() const { return next_arrival < seqs.size() ? seqs[next_arrival].req.arrival_s : -1; }

@@ -19,6 +19,7 @@ struct RequestRecord {
   int64_t preemptions   = 0;
   bool rejected         = false;
   uint8_t reject_reason = 0; // RejectReason (Request.hpp): 1 kv_cache, 2 prompt_too_long, 3 exceeds_context
+  double scheduled_s    = -1; // when it left the waiting queue (first ran in an iteration)
 };
 
 struct KvSample {
@@ -26,6 +27,7 @@ struct KvSample {
   double used_bytes     = 0; // token states stored (per GPU)
   double reserved_bytes = 0; // slots held for sequences (per GPU)
   int64_t running       = 0;
+  int64_t waiting       = 0; // requests arrived and not yet running
 };
 
 struct ServingStats {

@@ -1,0 +1,81 @@
+// The queue in front of a server: how long requests wait to be scheduled, how many wait,
+// and whether the server keeps up with the load offered. Checked on an M/D/1 queue: one
+// sequence at a time (max_num_seqs 1) of fixed lengths, so every request takes the same
+// service time D, arriving as a Poisson process.
+#include "TestHelpers.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace memwall::test;
+
+namespace {
+
+std::string md1(double rate, int requests)
+{
+  return "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+         "inference: {max_num_seqs: 1, poisson: {rate: " + std::to_string(rate) + ", requests: " +
+         std::to_string(requests) + ", seed: 5, prompt_len: 64, output_len: 8}}\n";
+}
+
+} // namespace
+
+TEST_CASE("an_md1_server_waits_as_pollaczek_khinchine_says", "[serving][queue]")
+{
+  // D from one request alone; then Poisson arrivals at load about 0.5. The
+  // Pollaczek-Khinchine mean wait of M/D/1 is W = lambda D^2 / (2 (1 - lambda D)), and by
+  // Little's law lambda W requests wait on average. D is measured on the run itself:
+  // latency less wait.
+  double d0   = run_json("md1_alone", md1(0.001, 1))["latency_s"]["mean"].get<double>();
+  double rate = 0.5 / d0;
+  nlohmann::json j = run_json("md1_half", md1(rate, 4000));
+  double wait = j["scheduling_delay_s"]["mean"].get<double>();
+  double d    = j["latency_s"]["mean"].get<double>() - wait;
+  double rho  = rate * d;
+  INFO("D " << d << " s, rho " << rho);
+  CHECK(rho == Approx(0.5).epsilon(0.05));
+  double expected = rate * d * d / (2 * (1 - rho));
+  CHECK(wait == Approx(expected).epsilon(0.10));
+  CHECK(j["queue"]["mean_waiting"].get<double>() == Approx(rate * expected).epsilon(0.12));
+  CHECK(j["load"]["saturated"] == false);
+  CHECK(j["load"]["offered_requests_per_s"].get<double>() == Approx(rate).epsilon(0.05));
+}
+
+TEST_CASE("a_server_offered_more_than_it_can_serve_says_it_is_saturated", "[serving][queue]")
+{
+  // At load 1.5 an M/D/1 server completes 1 / D requests a second against 1.5 / D
+  // offered: a third short, and the queue grows without bound.
+  double d0 = run_json("md1_alone2", md1(0.001, 1))["latency_s"]["mean"].get<double>();
+  nlohmann::json j = run_json("md1_over", md1(1.5 / d0, 400));
+  CHECK(j["load"]["saturated"] == true);
+  CHECK(j["load"]["served_requests_per_s"].get<double>() == Approx(1 / d0).epsilon(0.05));
+  CHECK(j["queue"]["max_waiting"].get<int64_t>() > 50);
+}
+
+TEST_CASE("the_kv_share_of_the_budget_is_what_the_tokens_used_of_it", "[serving][queue]")
+{
+  // One request of 64 + 8 tokens: at most 72 tokens' KV (GPT-2: 2 x 12 layers x 768 x 2 B
+  // = 36,864 B a token) of the budget, not the 98 % of reserved KV that holds tokens.
+  nlohmann::json j = run_json("kv_share", md1(0.001, 1));
+  double budget = j["kv_cache"]["budget_bytes"].get<double>();
+  CHECK(j["kv_cache"]["bytes_per_token"].get<double>() == 36864.0);
+  CHECK(j["kv_cache"]["peak_used_share"].get<double>() <= 72 * 36864.0 / budget * (1 + 1e-12));
+  CHECK(j["kv_cache"]["peak_used_share"].get<double>() >= 64 * 36864.0 / budget);
+}
+
+TEST_CASE("vllms_kv_budget_leaves_the_cuda_context_to_the_unused_memory", "[serving][kv]")
+{
+  // vLLM 0.1: total x gpu_memory_utilization - torch.cuda.max_memory_allocated(); today's
+  // worker: total x utilization - (weights + the profile run's peak + non-torch growth
+  // after CUDA initialised). Neither takes the context off (0.47 GiB here). OPT-13B on
+  // an A100-40GB: 0.9 x capacity less the weights, less a profile peak of well under
+  // 0.1 GiB at these lengths.
+  nlohmann::json j = run_json("opt13_budget", "hardware: {node: dgx-a100, gpus_per_node: 1, gpu: a100-sxm4-40gb}\n"
+                                              "model: {preset: opt-13b}\ninference: {batch: 1, prompt_len: 16, output_len: 2}\n");
+  double capacity = j["devices"][0]["capacity_bytes"].get<double>();
+  double weights  = j["devices"][0]["peak_by_category"]["weights"].get<double>();
+  double budget   = j["kv_cache"]["budget_bytes"].get<double>();
+  CHECK(budget <= 0.9 * capacity - weights);
+  CHECK(budget >= 0.9 * capacity - weights - 0.1 * 1024 * 1024 * 1024);
+}
