@@ -143,7 +143,8 @@ std::vector<Request> read_requests(ParamReader& r, InferenceConfig& c, const std
   }
   if (poisson) {
     c.source      = "poisson";
-    c.prompt_dist = pc.prompt;
+    c.prompt_dist  = pc.prompt;
+    c.poisson_rate = pc.rate;
     c.output_dist = pc.output;
     return poisson_requests(pc);
   }

@@ -16,6 +16,7 @@ int plot_command(const std::vector<std::string>& args);
 int advise_command(const std::vector<std::string>& args);
 int calibrate_command(const std::vector<std::string>& args);
 int export_command(const std::vector<std::string>& args);
+int serve_capacity_command(const std::vector<std::string>& args);
 
 // Parses a command's options with one positional argument (`positional`); prints the
 // help and returns false for --help.

@@ -36,6 +36,9 @@ const std::map<std::string, Command>& commands()
       {"advise", {"when a spec does not fit in memory, simulate the standard remedies cheapest first: "
                   "memwall advise SPEC.yaml [--set KEY=VALUE]... [--json]",
                   memwall::advise_command}},
+      {"serve-capacity", {"the highest Poisson arrival rate a server sustains within latency targets, simulated: "
+                          "memwall serve-capacity SPEC.yaml [--ttft p90=2s] [--tpot p90=100ms] [--set KEY=VALUE]... [--json]",
+                          memwall::serve_capacity_command}},
       {"list", {"list presets and parameters: memwall list gpus|nodes|models|params|collectives|schedules|stacks|dispatchers|schedulers|kv-managers|remedies|importers|allocators", memwall::list_command}},
       {"export", {"write a training step's replayed op DAG as PyTorch profiler traces (Perfetto, HTA; replayable "
                   "with workload.trace): memwall export SPEC.yaml -o STEP.json.gz [--set KEY=VALUE]...",

@@ -1,0 +1,161 @@
+// memwall serve-capacity SPEC.yaml [--ttft STAT=DURATION]... [--tpot STAT=DURATION]...
+//                                  [--set KEY=VALUE]... [--json]
+// The highest Poisson arrival rate the spec's server sustains within the latency targets
+// (CapacitySearch.hpp), each rate a full simulation of the spec's requests.
+#include "CapacitySearch.hpp"
+#include "ChildPool.hpp"
+#include "Commands.hpp"
+#include "spec/ExperimentSpec.hpp"
+#include "InputError.hpp"
+#include "Quantity.hpp"
+#include "Simulation.hpp"
+#include "StepReport.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+
+namespace po = boost::program_options;
+
+namespace memwall {
+namespace {
+
+std::string rate_text(double rate)
+{
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", rate);
+  return b;
+}
+
+std::string target_name(const LatencyTarget& t)
+{
+  return std::string(t.metric == "ttft_s" ? "TTFT" : "TPOT") + " " + t.stat;
+}
+
+void print_text(const CapacityResult& r, const std::vector<LatencyTarget>& targets, const std::string& title)
+{
+  std::cout << title << "\n  targets        ";
+  for (const LatencyTarget& t : targets)
+    std::cout << target_name(t) << " <= " << format_duration(t.seconds) << ", ";
+  std::cout << "keeping up with the arrivals\n\n  rate [req/s]";
+  for (const LatencyTarget& t : targets)
+    std::printf("  %12s", target_name(t).c_str());
+  std::printf("  %12s  verdict\n", "served [/s]");
+  for (const CapacityPoint& p : r.points) {
+    std::printf("  %12s", rate_text(p.rate).c_str());
+    for (double v : p.values)
+      std::printf("  %12s", v < 0 ? "none" : format_duration(v).c_str());
+    const char* verdict = p.meets ? "meets" : !p.fits ? "does not fit" : p.saturated ? "saturated" : "misses a target";
+    std::printf("  %12.4g  %s\n", p.served, verdict);
+  }
+  if (r.capacity <= 0)
+    std::printf("\n  capacity       none: no rate tried met every target (the lowest: %s requests/s)\n",
+                rate_text(r.points.empty() ? 0.0 : r.points.back().rate).c_str());
+  else if (r.bracket <= 0)
+    std::printf("\n  capacity       at least %s requests/s (every rate tried met the targets)\n",
+                rate_text(r.capacity).c_str());
+  else
+    std::printf("\n  capacity       %s requests/s per replica (the next rate tried, %s, failed)\n",
+                rate_text(r.capacity).c_str(), rate_text(r.bracket).c_str());
+  // A run whose arrivals end before it settles says little about a steady state: the
+  // queue has had no time to build. Ten latencies of arrivals is the rule of thumb here.
+  for (const CapacityPoint& p : r.points)
+    if (p.rate == r.capacity && p.window < 10 * p.latency)
+      std::printf("  note           at that rate the arrivals span %s, under ten mean latencies (%s): the server "
+                  "may not have settled; give inference.poisson.requests more\n",
+                  format_duration(p.window).c_str(), format_duration(p.latency).c_str());
+}
+
+nlohmann::ordered_json to_json(const CapacityResult& r, const std::vector<LatencyTarget>& targets)
+{
+  nlohmann::ordered_json j;
+  j["targets"] = nlohmann::ordered_json::array();
+  for (const LatencyTarget& t : targets)
+    j["targets"].push_back({{"metric", t.metric}, {"stat", t.stat}, {"seconds", t.seconds}});
+  j["points"] = nlohmann::ordered_json::array();
+  for (const CapacityPoint& p : r.points) {
+    nlohmann::ordered_json values = nlohmann::ordered_json::array();
+    for (double v : p.values)
+      values.push_back(v < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(v));
+    j["points"].push_back({{"requests_per_s", p.rate},
+                           {"fits", p.fits},
+                           {"saturated", p.saturated},
+                           {"values_s", values},
+                           {"served_requests_per_s", p.served},
+                           {"meets", p.meets}});
+  }
+  j["capacity_requests_per_s"] = r.capacity > 0 ? nlohmann::ordered_json(r.capacity) : nlohmann::ordered_json(nullptr);
+  j["failed_above_requests_per_s"] = r.bracket > 0 ? nlohmann::ordered_json(r.bracket) : nlohmann::ordered_json(nullptr);
+  return j;
+}
+
+} // namespace
+
+int serve_capacity_command(const std::vector<std::string>& args)
+{
+  std::string spec_path;
+  std::vector<std::string> overrides, ttft, tpot;
+  bool json = false;
+  po::options_description opts("memwall serve-capacity SPEC.yaml");
+  opts.add_options()("help,h", "this help")(
+      "ttft", po::value(&ttft)->composing(), "time to first token target: STAT=DURATION, STAT mean|p50|p90|p99 (repeatable)")(
+      "tpot", po::value(&tpot)->composing(), "time per output token target: STAT=DURATION (repeatable)")(
+      "set", po::value(&overrides)->composing(), "override a spec key: --set inference.max_num_seqs=128 (repeatable)")(
+      "json", po::bool_switch(&json), "print one JSON object instead of the table")(
+      "spec", po::value(&spec_path), "serving spec (YAML) with inference.poisson arrivals");
+  po::variables_map vm;
+  if (!parse_options(args, opts, "spec", vm))
+    return 0;
+  if (spec_path.empty())
+    throw InputError("serve-capacity: missing SPEC.yaml (e.g. memwall serve-capacity "
+                     "examples/llama2-7b-serving-poisson-1xa100.yaml --ttft p90=2s --tpot p90=100ms)");
+  std::vector<LatencyTarget> targets;
+  for (const std::string& t : ttft)
+    targets.push_back(parse_latency_target("--ttft", "ttft_s", t));
+  for (const std::string& t : tpot)
+    targets.push_back(parse_latency_target("--tpot", "tpot_s", t));
+  ExperimentSpec spec = load_spec(spec_path, overrides); // the given spec must be valid
+  if (!spec.serving || spec.inference.source != "poisson")
+    throw InputError(spec_path + ": serve-capacity varies the arrival rate of inference.poisson; this spec " +
+                     (spec.serving ? "serves requests from its " + spec.inference.source : std::string("trains")));
+  auto measure = [&](double rate) {
+    std::vector<std::string> with_rate = overrides;
+    with_rate.push_back("inference.poisson.rate=" + rate_text(rate));
+    // SimGrid runs one engine per process: every rate in a child of its own.
+    ChildOutcome out = run_in_child([&] {
+      ExperimentSpec s = load_spec(spec_path, with_rate);
+      return report_json(simulate(s, false, {false, true, false, false})).dump();
+    });
+    if (out.kind == ChildOutcome::Kind::input_error)
+      throw InputError(out.data);
+    if (out.kind != ChildOutcome::Kind::result)
+      throw std::runtime_error("serve-capacity at " + rate_text(rate) + " requests/s: " + out.data);
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(out.data);
+    CapacityPoint p;
+    p.fits      = j["fits"].get<bool>();
+    p.saturated = j["load"]["saturated"].is_boolean() && j["load"]["saturated"].get<bool>();
+    const auto& kept = j["load"]["served_requests_per_s"];
+    const auto& off  = j["load"]["offered_requests_per_s"];
+    p.window         = off.is_number() && off.get<double>() > 0 ? (j["requests_completed"].get<double>() +
+                                                                    j["requests_rejected"].get<double>() - 1) /
+                                                                       off.get<double>()
+                                                                 : 0.0;
+    p.latency        = j["latency_s"]["mean"].is_number() ? j["latency_s"]["mean"].get<double>() : 0.0;
+    p.served    = kept.is_number() ? kept.get<double>() : 0.0;
+    for (const LatencyTarget& t : targets) {
+      const auto& v = j[t.metric][t.stat];
+      p.values.push_back(v.is_number() ? v.get<double>() : -1.0);
+    }
+    return p;
+  };
+  CapacityResult r = search_capacity(spec.inference.poisson_rate, targets, measure);
+  if (json)
+    std::cout << to_json(r, targets).dump(2) << "\n";
+  else
+    print_text(r, targets, experiment_title(spec));
+  return 0;
+}
+
+} // namespace memwall

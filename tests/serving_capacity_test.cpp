@@ -1,0 +1,67 @@
+// memwall serve-capacity: the highest Poisson rate that meets latency targets and keeps
+// up, found by simulation; checked on an M/D/1 server whose mean wait is known by hand.
+#include "TestHelpers.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
+
+using namespace memwall::test;
+
+namespace {
+
+std::string md1_spec(double rate, int requests)
+{
+  return "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+         "inference: {max_num_seqs: 1, poisson: {rate: " + std::to_string(rate) + ", requests: " +
+         std::to_string(requests) + ", seed: 5, prompt_len: 64, output_len: 8}}\n";
+}
+
+} // namespace
+
+TEST_CASE("serve_capacity_finds_the_md1_rate_whose_mean_wait_meets_the_ttft_target", "[serving][capacity]")
+{
+  // One sequence at a time, fixed lengths: service D and prefill t_p from one request
+  // alone. TTFT = wait + t_p; Pollaczek-Khinchine's mean wait lambda D^2 / (2 (1 - lambda D))
+  // is D / 2 at load 0.5, so a mean-TTFT target of t_p + D / 2 is met up to 0.5 / D.
+  nlohmann::json alone = run_json("capacity_alone", md1_spec(0.001, 1));
+  double d = alone["latency_s"]["mean"].get<double>(), tp = alone["ttft_s"]["mean"].get<double>();
+  std::string spec = temp_path("capacity_md1.yaml");
+  write_file(spec, md1_spec(0.1 / d, 3000));
+  char target[64];
+  std::snprintf(target, sizeof target, "mean=%.9gs", tp + d / 2);
+  CliResult r = run_cli("serve-capacity " + spec + " --ttft " + target + " --json");
+  REQUIRE(r.exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["capacity_requests_per_s"].get<double>() == Approx(0.5 / d).epsilon(0.05));
+  CHECK(j["failed_above_requests_per_s"].get<double>() > j["capacity_requests_per_s"].get<double>());
+  // Without targets the capacity is where the server falls more than 10 % short (waits
+  // growing 0.1 s a second): between 1 / D and 1.1 / D, give or take the search's 2 %.
+  CliResult free = run_cli("serve-capacity " + spec + " --json");
+  REQUIRE(free.exit_code == 0);
+  double c = nlohmann::json::parse(free.out)["capacity_requests_per_s"].get<double>();
+  CHECK(c >= 0.98 / d);
+  CHECK(c <= 1.02 * 1.1 / d);
+}
+
+TEST_CASE("serve_capacity_refuses_a_bad_target_or_a_spec_without_poisson_arrivals", "[serving][capacity][errors]")
+{
+  std::string spec = temp_path("capacity_bad.yaml");
+  write_file(spec, md1_spec(10, 20));
+  auto refused_with = [](const std::string& args) {
+    CliResult r = run_cli(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.out.empty());
+    return r.err;
+  };
+  CHECK_THAT(refused_with("serve-capacity " + spec + " --ttft p95=1s"),
+             Catch::Contains("--ttft p95=1s") && Catch::Contains("mean, p50, p90, p99"));
+  CHECK_THAT(refused_with("serve-capacity " + spec + " --tpot p90=fast"), Catch::Contains("'fast' is not a positive duration"));
+  std::string batch = temp_path("capacity_batch.yaml");
+  write_file(batch, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                    "inference: {batch: 4, prompt_len: 16, output_len: 4}\n");
+  CHECK_THAT(refused_with("serve-capacity " + batch), Catch::Contains("inference.poisson") && Catch::Contains("batch"));
+}
