@@ -4,10 +4,65 @@
 #include "StepReport.hpp"
 
 #include "Hdf5Table.hpp"
+#include "InputError.hpp"
 #include "RunTables.hpp"
+
+#include <cctype>
+#include <map>
+#include <tuple>
 
 namespace memwall {
 namespace {
+
+// "L12.use41.t3.all_gather" -> "L#.use#.t#.all_gather": the ops every layer, use and
+// iteration repeat, together.
+std::string name_pattern(const std::string& name)
+{
+  std::string p;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(name[i]))) {
+      if (p.empty() || p.back() != '#')
+        p += '#';
+      continue;
+    }
+    p += name[i];
+  }
+  return p;
+}
+
+void write_ops_summary(H5::Group& f, const RunResult& r)
+{
+  struct Totals {
+    int64_t count = 0;
+    double busy = 0, bytes = 0, flops = 0, first = 0, last = 0;
+  };
+  using Key = std::tuple<std::string, std::string, std::string, std::string, std::string>;
+  std::map<Key, Totals> rows; // ordered: the same run, the same file
+  for (const OpRecord& o : r.ops) {
+    Totals& t = rows[{name_pattern(o.name), o.device.name(), stream_name(o.stream), op_kind_name(o.kind),
+                      phase_name(o.phase)}];
+    t.first = t.count == 0 ? o.start : std::min(t.first, o.start);
+    t.last  = t.count == 0 ? o.end : std::max(t.last, o.end);
+    ++t.count;
+    t.busy += o.end - o.start;
+    t.bytes += o.bytes;
+    t.flops += o.flops;
+  }
+  std::vector<std::pair<Key, Totals>> v(rows.begin(), rows.end());
+  using Row = std::pair<Key, Totals>;
+  H5::Group g = f.createGroup("ops");
+  column(g, "name", strings(v, [](const Row& x) { return std::get<0>(x.first); }));
+  column(g, "device", strings(v, [](const Row& x) { return std::get<1>(x.first); }));
+  column(g, "stream", strings(v, [](const Row& x) { return std::get<2>(x.first); }));
+  column(g, "kind", strings(v, [](const Row& x) { return std::get<3>(x.first); }));
+  column(g, "phase", strings(v, [](const Row& x) { return std::get<4>(x.first); }));
+  column(g, "count", integers(v, [](const Row& x) { return x.second.count; }));
+  column(g, "busy_s", doubles(v, [](const Row& x) { return x.second.busy; }));
+  column(g, "bytes", doubles(v, [](const Row& x) { return x.second.bytes; }));
+  column(g, "flops", doubles(v, [](const Row& x) { return x.second.flops; }));
+  column(g, "first_start_s", doubles(v, [](const Row& x) { return x.second.first; }));
+  column(g, "last_end_s", doubles(v, [](const Row& x) { return x.second.last; }));
+}
 
 void write_ops(H5::Group& f, const RunResult& r)
 {
@@ -89,7 +144,19 @@ void stamp_format(H5::Group& root, const std::string& format)
   attribute(root, "git_commit", memwall_git_commit());
 }
 
-void write_run_hdf5(const RunResult& r, const Provenance& p, const std::string& path)
+OpsTable ops_table_from(const std::string& option, const std::string& text)
+{
+  if (text == "none")
+    return OpsTable::none;
+  if (text == "summary")
+    return OpsTable::summary;
+  if (text == "all")
+    return OpsTable::all;
+  throw InputError(option + " " + text + ": allowed none, summary (one row per kind of op, the default), all (one row "
+                                         "per op)");
+}
+
+void write_run_hdf5(const RunResult& r, const Provenance& p, const std::string& path, OpsTable ops)
 {
   write_atomically(path, [&](const std::string& temp) {
     try {
@@ -102,7 +169,10 @@ void write_run_hdf5(const RunResult& r, const Provenance& p, const std::string& 
         attribute(root, "hardware", p.hardware);
         attribute(root, "title", p.title);
         attribute(root, "summary_json", report_json(r).dump());
-        write_ops(root, r);
+        if (ops == OpsTable::all)
+          write_ops(root, r);
+        else if (ops == OpsTable::summary)
+          write_ops_summary(root, r);
         write_memory(root, r.pools);
         write_links(root, r.links);
         if (!r.paging.empty())

@@ -145,9 +145,10 @@ PHASES = {"forward": "#a0cbe8", "backward": "#ffbe7d", "optimizer": "#8cd17d"}
 
 def read_phases(f):
     """A run file's ops as (device, phase, start, end) arrays, read once for every panel;
-    None for a sweep point (no ops) or a file from before the phase column."""
+    None for a sweep point (no ops), a file from before the phase column, or a run file
+    written with --ops summary or none (no row per op)."""
     import numpy as np
-    if "ops" not in f or "phase" not in f["ops"]:
+    if "ops" not in f or "phase" not in f["ops"] or "start_s" not in f["ops"]:
         return None
     ops = f["ops"]
     return (ops["device"].asstr()[:], ops["phase"].asstr()[:], np.asarray(ops["start_s"][:], dtype=float),

@@ -66,7 +66,7 @@ Ops zero_offload_ops(const std::string& key, bool value)
   write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
                    "training: {seq_len: 512, global_batch: 4, micro_batch: 4, zero: 1, "
                    "offload: {optimizer: cpu, " + key + ": " + (value ? "true" : "false") + "}}\n");
-  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  REQUIRE(run_cli("run " + spec + " -o " + h5 + " --ops all").exit_code == 0);
   return read_ops(h5);
 }
 
@@ -76,7 +76,7 @@ TEST_CASE("cpu_attention_reads_the_cached_kv_once_from_dram_at_the_socket_roofli
 {
   std::string spec = temp_path("cpu_attention.yaml"), h5 = temp_path("cpu_attention.h5");
   write_file(spec, cpu_attention_spec("cpu"));
-  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  REQUIRE(run_cli("run " + spec + " -o " + h5 + " --ops all").exit_code == 0);
   // Decode: 4 sequences x 512 cached keys x 2 (K, V) x 4096 x 2 B = 33,554,432 B of KV,
   // and 4 (QK^T and AV, 2 FLOPs per multiply-add) x 4 x 512 pairs x 4096 = 33.6 MFLOP.
   // DRAM: 33,554,432 / 60e9 = 559.2 us; CPU: 33.6e6 / 1e12 = 33.6 us. Memory-bound.
@@ -221,7 +221,7 @@ TEST_CASE("a_weights_split_across_host_and_nvme_streams_each_part_from_its_tier"
 {
   std::string spec = temp_path("percent_split.yaml"), h5 = temp_path("percent_split.h5");
   write_file(spec, percent_spec("{weights: [0, 50, 50], kv: [100, 0, 0], activations: [100, 0, 0]}"));
-  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  REQUIRE(run_cli("run " + spec + " -o " + h5 + " --ops all").exit_code == 0);
   // One OPT-6.7B layer holds 12 h^2 = 201,326,592 fp16 weights (attention 4 h^2, MLP
   // 8 h^2): 402,653,184 B, half from host memory, half from NVMe.
   const double half = 12.0 * 4096 * 4096;
@@ -244,7 +244,7 @@ TEST_CASE("offloaded_activations_leave_after_each_layer_and_come_back_before_the
   std::string spec = temp_path("percent_act.yaml"), h5 = temp_path("percent_act.h5");
   // Weights and KV in host memory too, so that the GPU has room for the whole batch at once.
   write_file(spec, percent_spec("{weights: [0, 100, 0], kv: [0, 100, 0], activations: [0, 100, 0]}"));
-  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  REQUIRE(run_cli("run " + spec + " -o " + h5 + " --ops all").exit_code == 0);
   // The prefill's hidden states: 4 x 512 tokens x 4096 x 2 B = 16,777,216 B each way per
   // layer boundary, 1 us + 1.40 ms over Gen3; none after the last layer (the head reads it).
   Ops o = read_ops(h5);

@@ -97,7 +97,7 @@ TEST_CASE("set_overrides_a_spec_key_from_the_command_line", "[outputs]")
 TEST_CASE("hdf5_output_holds_provenance_ops_and_memory_timelines", "[outputs]")
 {
   std::string h5 = temp_path("run.h5");
-  CliResult r    = run_cli("run " + demo + " -o " + h5);
+  CliResult r    = run_cli("run " + demo + " -o " + h5 + " --ops all");
   REQUIRE(r.exit_code == 0);
   H5::H5File f(h5, H5F_ACC_RDONLY);
   H5::Group root = f.openGroup("/");

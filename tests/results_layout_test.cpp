@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 using namespace memwall::test;
@@ -78,7 +79,7 @@ TEST_CASE("every_op_of_a_training_step_is_stamped_with_its_phase_in_step_order",
   // first forward op ends.
   std::string spec = temp_path("layout_phases.yaml"), h5 = temp_path("layout_phases.h5");
   write_file(spec, small_training_spec);
-  REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
+  REQUIRE(run_cli("run " + spec + " -o " + h5 + " --ops all").exit_code == 0);
   H5::H5File f(h5, H5F_ACC_RDONLY);
   std::vector<std::string> phase = texts(f, "/ops/phase"), stream = texts(f, "/ops/stream"),
                            kind = texts(f, "/ops/kind");
@@ -153,4 +154,49 @@ TEST_CASE("a_server_with_no_room_for_kv_cache_does_not_fit", "[outputs][inferenc
   CHECK(j["did_not_fit"]["overflow_bytes"].get<double>() == -budget);
   CHECK(j["output_tokens_per_s"].is_null());
   CHECK(j["step_time_s"].is_null());
+}
+
+TEST_CASE("a_run_file_keeps_one_row_per_kind_of_op_by_default_and_every_op_with_ops_all", "[outputs][hdf5]")
+{
+  // The summary's rows add up to the per-op table: as many ops, the same busy time,
+  // bytes and FLOPs; --ops none writes no table; a serving run's default file is a
+  // twentieth of its per-op one or less.
+  std::string spec = temp_path("ops_table.yaml");
+  write_file(spec, small_training_spec);
+  auto h5 = [](const char* mode) { return temp_path(std::string("ops_") + mode + ".h5"); };
+  REQUIRE(run_cli("run " + spec + " -o " + h5("summary")).exit_code == 0);
+  REQUIRE(run_cli("run " + spec + " -o " + h5("all") + " --ops all").exit_code == 0);
+  REQUIRE(run_cli("run " + spec + " -o " + h5("none") + " --ops none").exit_code == 0);
+  H5::H5File all(h5("all"), H5F_ACC_RDONLY), summary(h5("summary"), H5F_ACC_RDONLY);
+  std::vector<double> start = numbers(all, "/ops/start_s"), end = numbers(all, "/ops/end_s");
+  std::vector<double> count = numbers(summary, "/ops/count"), busy = numbers(summary, "/ops/busy_s");
+  double ops = 0, busy_all = 0, busy_summary = 0;
+  for (double c : count)
+    ops += c;
+  for (size_t i = 0; i < start.size(); ++i)
+    busy_all += end[i] - start[i];
+  for (double b : busy)
+    busy_summary += b;
+  CHECK(ops == static_cast<double>(start.size()));
+  CHECK(count.size() < start.size() / 4);
+  CHECK(busy_summary == Approx(busy_all).epsilon(1e-9));
+  // GPT-2's 12 layers' QKV GEMM, forward, in each of the 2 micro-batches: one row of 24.
+  std::vector<std::string> names = texts(summary, "/ops/name"), kinds = texts(summary, "/ops/kind");
+  auto qkv = std::find(names.begin(), names.end(), "L#.fwd.qkv");
+  REQUIRE(qkv != names.end());
+  CHECK(count[static_cast<size_t>(qkv - names.begin())] == 24);
+  H5::H5File none(h5("none"), H5F_ACC_RDONLY);
+  CHECK_FALSE(none.nameExists("ops"));
+
+  std::string serving = temp_path("ops_serving.yaml"), out = temp_path("ops_serving.h5");
+  write_file(serving, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                      "inference: {poisson: {rate: 20, requests: 200, seed: 3, prompt_len: 128, output_len: 64}}\n");
+  REQUIRE(run_cli("run " + serving + " -o " + out).exit_code == 0);
+  auto summary_size = std::filesystem::file_size(out);
+  REQUIRE(run_cli("run " + serving + " -o " + out + " --ops all").exit_code == 0);
+  // What is left is one row per iteration (/kv_cache: 10,198 here) and per change of
+  // the memory (/memory): about 10 KB a request for these 51 iterations a request.
+  CHECK(summary_size * 20 < std::filesystem::file_size(out));
+  CHECK(summary_size < 200 * 16 * 1024);
+  CHECK(run_cli("run " + serving + " -o " + out + " --ops every").exit_code == 2);
 }

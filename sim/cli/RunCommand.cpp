@@ -64,14 +64,16 @@ bool parse_options(const std::vector<std::string>& args, const po::options_descr
 
 int run_command(const std::vector<std::string>& args)
 {
-  std::string spec_path, h5_path, trace_path;
+  std::string spec_path, h5_path, trace_path, ops_text = "summary";
   std::vector<std::string> overrides;
   bool json = false;
   po::options_description opts("memwall run SPEC.yaml");
   opts.add_options()("help,h", "this help")("set", po::value(&overrides)->composing(),
                                             "override a spec key: --set training.micro_batch=4 (repeatable)")(
       "json", po::bool_switch(&json), "print one JSON object instead of the summary")(
-      "output,o", po::value(&h5_path), "write the run to HDF5")("trace", po::value(&trace_path),
+      "output,o", po::value(&h5_path), "write the run to HDF5")(
+      "ops", po::value(&ops_text), "with -o: none, summary (one row per kind of op, the default) or all (one row per op)")(
+      "trace", po::value(&trace_path),
                                                                 "write a Chrome/Perfetto trace (JSON)")(
       "spec", po::value(&spec_path), "experiment spec (YAML)");
   po::variables_map vm;
@@ -86,11 +88,14 @@ int run_command(const std::vector<std::string>& args)
   check_output_path(trace_path, {spec_path});
   if (!h5_path.empty() && h5_path == trace_path)
     throw InputError(h5_path + ": -o and --trace name the same file");
+  OpsTable ops        = ops_table_from("run: --ops", ops_text);
   ExperimentSpec spec = load_spec(spec_path, overrides);
-  bool every_op       = !h5_path.empty() || !trace_path.empty();
-  RunResult result    = simulate(spec, /*in_child=*/false, {/*progress=*/true, /*coalesce=*/true, every_op, every_op});
+  // A record per op only for what reads them: --trace, and -o's ops table.
+  bool every_op  = !trace_path.empty() || (!h5_path.empty() && ops != OpsTable::none);
+  bool timelines = !h5_path.empty() || !trace_path.empty();
+  RunResult result = simulate(spec, /*in_child=*/false, {/*progress=*/true, /*coalesce=*/true, every_op, timelines});
   if (!h5_path.empty())
-    write_run_hdf5(result, {spec.file, spec.text, hardware_description(spec), experiment_title(spec)}, h5_path);
+    write_run_hdf5(result, {spec.file, spec.text, hardware_description(spec), experiment_title(spec)}, h5_path, ops);
   if (!trace_path.empty())
     write_chrome_trace(result, trace_path);
   if (json)
