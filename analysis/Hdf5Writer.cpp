@@ -6,6 +6,7 @@
 #include "Hdf5Table.hpp"
 #include "InputError.hpp"
 #include "RunTables.hpp"
+#include "StepIntervals.hpp"
 
 #include <cctype>
 #include <map>
@@ -28,6 +29,30 @@ std::string name_pattern(const std::string& name)
     p += name[i];
   }
   return p;
+}
+
+// Per device, the time spans of its training phases (the union of its ops' spans in
+// each): what the memory plot's ribbon draws, without a row per op.
+void write_phases(H5::Group& f, const RunResult& r)
+{
+  std::map<std::pair<std::string, std::string>, IntervalUnion> spans;
+  for (const OpRecord& o : r.ops)
+    if (o.phase == StepPhase::forward || o.phase == StepPhase::backward || o.phase == StepPhase::optimizer)
+      if (o.end > o.start)
+        spans[{o.device.name(), phase_name(o.phase)}].add(o.start, o.end);
+  struct Span {
+    std::string device, phase;
+    double start, end;
+  };
+  std::vector<Span> rows;
+  for (const auto& [key, u] : spans)
+    for (const auto& [a, b] : u.intervals())
+      rows.push_back({key.first, key.second, a, b});
+  H5::Group g = f.createGroup("phases");
+  column(g, "device", strings(rows, [](const Span& s) { return s.device; }));
+  column(g, "phase", strings(rows, [](const Span& s) { return s.phase; }));
+  column(g, "start_s", doubles(rows, [](const Span& s) { return s.start; }));
+  column(g, "end_s", doubles(rows, [](const Span& s) { return s.end; }));
 }
 
 void write_ops_summary(H5::Group& f, const RunResult& r)
@@ -171,8 +196,10 @@ void write_run_hdf5(const RunResult& r, const Provenance& p, const std::string& 
         attribute(root, "summary_json", report_json(r).dump());
         if (ops == OpsTable::all)
           write_ops(root, r);
-        else if (ops == OpsTable::summary)
+        else if (ops == OpsTable::summary) {
           write_ops_summary(root, r);
+          write_phases(root, r);
+        }
         write_memory(root, r.pools);
         write_links(root, r.links);
         if (!r.paging.empty())

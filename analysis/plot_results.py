@@ -146,11 +146,11 @@ PHASES = {"forward": "#a0cbe8", "backward": "#ffbe7d", "optimizer": "#8cd17d"}
 def read_phases(f):
     """A run file's ops as (device, phase, start, end) arrays, read once for every panel;
     None for a sweep point (no ops), a file from before the phase column, or a run file
-    written with --ops summary or none (no row per op)."""
+    written with --ops none. With --ops summary, /phases holds each phase's spans."""
     import numpy as np
-    if "ops" not in f or "phase" not in f["ops"] or "start_s" not in f["ops"]:
+    ops = f["phases"] if "phases" in f else f["ops"] if "ops" in f else None  # --ops summary: the spans
+    if ops is None or "phase" not in ops or "start_s" not in ops:
         return None
-    ops = f["ops"]
     return (ops["device"].asstr()[:], ops["phase"].asstr()[:], np.asarray(ops["start_s"][:], dtype=float),
             np.asarray(ops["end_s"][:], dtype=float))
 

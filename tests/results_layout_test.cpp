@@ -185,8 +185,15 @@ TEST_CASE("a_run_file_keeps_one_row_per_kind_of_op_by_default_and_every_op_with_
   auto qkv = std::find(names.begin(), names.end(), "L#.fwd.qkv");
   REQUIRE(qkv != names.end());
   CHECK(count[static_cast<size_t>(qkv - names.begin())] == 24);
+  // The ribbon's spans: the 2 micro-batches' forward and backward alternate on the GPU,
+  // then the optimizer: 2 + 2 + 1 spans at least, in phase order.
+  std::vector<std::string> phases = texts(summary, "/phases/phase");
+  CHECK(std::count(phases.begin(), phases.end(), "forward") >= 2);
+  CHECK(std::count(phases.begin(), phases.end(), "backward") >= 2);
+  CHECK(std::count(phases.begin(), phases.end(), "optimizer") >= 1);
   H5::H5File none(h5("none"), H5F_ACC_RDONLY);
   CHECK_FALSE(none.nameExists("ops"));
+  CHECK_FALSE(none.nameExists("phases"));
 
   std::string serving = temp_path("ops_serving.yaml"), out = temp_path("ops_serving.h5");
   write_file(serving, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
