@@ -26,7 +26,12 @@ std::string figures(const Advice& a, const TryOutcome& t)
     return "invalid: " + t.error;
   const TryMeasure& m = t.m;
   char buf[256];
-  std::string state = m.oom ? "OUT OF MEMORY" : m.rejected > 0 ? "rejects requests" : "fits";
+  std::string state = m.oom ? "OUT OF MEMORY"
+                      : m.rejected > 0 ? "rejects requests"
+                      : m.saturated ? "saturated"
+                      : !m.missed.empty() ? "misses " + m.missed
+                      : m.preemptions > 0 ? "preempts " + std::to_string(static_cast<long long>(m.preemptions))
+                                          : "fits";
   if (a.serving)
     std::snprintf(buf, sizeof buf, "%9s of %9s  %-16s %10s out tok/s %9s", format_gib(m.peak_bytes).c_str(),
                   format_gib(m.capacity_bytes).c_str(), state.c_str(), format_si(m.tokens_per_s, "").c_str(),
@@ -68,13 +73,16 @@ nlohmann::ordered_json try_json(const TryOutcome& t)
   j["step_time_s"]       = t.m.oom ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.m.step_time_s);
   j["tokens_per_s"]      = t.m.oom ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.m.tokens_per_s);
   j["gpus"]              = t.m.gpus;
+  j["preemptions"]       = t.m.preemptions;
+  j["saturated"]         = t.m.saturated;
+  j["missed_target"]     = t.m.missed.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.m.missed);
   j["hardware_cost_usd"] = t.m.hardware_cost_usd;
   return j;
 }
 
 } // namespace
 
-TryMeasure measure_try(const ExperimentSpec& spec, const RunResult& r)
+TryMeasure measure_try(const ExperimentSpec& spec, const RunResult& r, const std::vector<LatencyTarget>& targets)
 {
   nlohmann::ordered_json j = report_json(r);
   TryMeasure m;
@@ -92,7 +100,16 @@ TryMeasure measure_try(const ExperimentSpec& spec, const RunResult& r)
     m.tokens_per_s = number(j["output_tokens_per_s"]);
     m.tpot_s       = number(j["tpot_s"]["p50"]); // null when none completed
     m.rejected     = j["requests_rejected"].get<double>();
-    m.fits         = m.fits && m.rejected == 0;
+    m.preemptions  = j["preemptions"].get<double>();
+    m.saturated    = j["load"]["saturated"].is_boolean() && j["load"]["saturated"].get<bool>();
+    for (const LatencyTarget& t : targets) {
+      const auto& v = j[t.metric][t.stat];
+      if (m.missed.empty() && (!v.is_number() || v.get<double>() > t.seconds))
+        m.missed = std::string(t.metric == "ttft_s" ? "TTFT " : "TPOT ") + t.stat;
+    }
+    // A server that drops, preempts, falls behind or misses a target has something to
+    // remedy, though it fits.
+    m.fits = m.fits && m.rejected == 0 && m.preemptions == 0 && !m.saturated && m.missed.empty();
   } else {
     m.tokens_per_s = number(j["tokens_per_s"]);
   }
@@ -110,7 +127,8 @@ std::string advice_text(const Advice& a, const std::string& spec_path, const std
   os << "  as given: " << g.device << " (" << g.hardware << ")\n" << std::string(29, ' ')
      << given.substr(0, given.find_last_not_of(" +0.%") + 1) << "\n";
   if (g.fits) {
-    os << "\n  It fits; nothing to remedy.\n";
+    os << (a.serving ? "\n  It fits and keeps up without preempting; nothing to remedy.\n"
+                     : "\n  It fits; nothing to remedy.\n");
     return os.str();
   }
   os << "\n  remedies, cheapest first, each alone on the given spec (peak of the fullest device, "

@@ -65,3 +65,33 @@ TEST_CASE("serve_capacity_refuses_a_bad_target_or_a_spec_without_poisson_arrival
                     "inference: {batch: 4, prompt_len: 16, output_len: 4}\n");
   CHECK_THAT(refused_with("serve-capacity " + batch), Catch::Contains("inference.poisson") && Catch::Contains("batch"));
 }
+
+TEST_CASE("advise_remedies_a_server_that_falls_behind_or_misses_a_target_though_it_fits", "[serving][capacity][advise]")
+{
+  // The M/D/1 server at load 1.5 fits its memory but cannot keep up; at load 0.5 it keeps
+  // up, and misses only a TTFT p90 target shorter than the prefill itself.
+  nlohmann::json alone = run_json("advise_alone", md1_spec(0.001, 1));
+  double d = alone["latency_s"]["mean"].get<double>(), tp = alone["ttft_s"]["mean"].get<double>();
+  auto given = [](const std::string& name, const std::string& yaml, const std::string& extra) {
+    std::string spec = temp_path(name + ".yaml");
+    write_file(spec, yaml);
+    CliResult r = run_cli("advise " + spec + " --json -j 1" + extra);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out)["given"];
+  };
+  nlohmann::json over = given("advise_over", md1_spec(1.5 / d, 400), "");
+  CHECK(over["fits"] == false);
+  CHECK(over["saturated"] == true);
+  nlohmann::json half = given("advise_half", md1_spec(0.5 / d, 400), "");
+  CHECK(half["fits"] == true);
+  char target[64];
+  std::snprintf(target, sizeof target, " --ttft p90=%.9gs", tp / 2);
+  nlohmann::json missed = given("advise_missed", md1_spec(0.5 / d, 400), target);
+  CHECK(missed["fits"] == false);
+  CHECK(missed["missed_target"] == "TTFT p90");
+  std::string training = temp_path("advise_training.yaml");
+  write_file(training, small_training_spec);
+  CliResult r = run_cli("advise " + training + " --ttft p90=1s");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("serving targets"));
+}

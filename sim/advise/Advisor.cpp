@@ -9,7 +9,8 @@
 namespace memwall {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TryMeasure, fits, oom, device, hardware, peak_bytes, capacity_bytes, step_time_s,
-                                   tokens_per_s, tpot_s, rejected, gpus, hardware_cost_usd)
+                                   tokens_per_s, tpot_s, rejected, preemptions, saturated, missed, gpus,
+                                   hardware_cost_usd)
 
 namespace {
 

@@ -14,7 +14,9 @@ namespace memwall {
 
 // What the advisor needs of one replay (filled by analysis, which owns the figures).
 struct TryMeasure {
-  bool fits = false;              // no device out of memory (serving: and no request rejected)
+  // No device out of memory; serving: also no request rejected, no preemption, keeping up
+  // with the arrivals and meeting the latency targets given (what the advisor remedies).
+  bool fits = false;
   bool oom  = false;              // some device ran out of memory
   std::string device, hardware;   // the fullest device, by peak / capacity
   double peak_bytes = 0, capacity_bytes = 0;
@@ -22,6 +24,9 @@ struct TryMeasure {
   double tokens_per_s = 0;        // training: tokens/s; serving: output tokens/s
   double tpot_s       = 0;        // serving: time per output token, p50
   double rejected     = 0;        // serving: requests longer than the KV cache
+  double preemptions  = 0;        // serving: sequences preempted (KV recomputed or swapped)
+  bool saturated      = false;    // serving: the queue grows (ServingReport's load)
+  std::string missed;             // serving: the first latency target missed ("TTFT p90"), or ""
   double gpus = 0, hardware_cost_usd = 0;
 };
 using TryMeasurer = std::function<TryMeasure(const ExperimentSpec&, const RunResult&)>;

@@ -14,7 +14,7 @@ namespace memwall {
 int advise_command(const std::vector<std::string>& args)
 {
   std::string spec_path;
-  std::vector<std::string> overrides;
+  std::vector<std::string> overrides, ttft, tpot;
   int jobs  = 0;
   bool json = false;
   po::options_description opts("memwall advise SPEC.yaml");
@@ -22,6 +22,8 @@ int advise_command(const std::vector<std::string>& args)
                                             "override a spec key: --set training.micro_batch=4 (repeatable)")(
       "jobs,j", po::value(&jobs), "replays run at once (default: the cores available)")(
       "json", po::bool_switch(&json), "print one JSON object instead of the report")(
+      "ttft", po::value(&ttft)->composing(), "serving: a time to first token target, STAT=DURATION (mean|p50|p90|p99)")(
+      "tpot", po::value(&tpot)->composing(), "serving: a time per output token target, STAT=DURATION")(
       "spec", po::value(&spec_path), "experiment spec (YAML)");
   po::variables_map vm;
   if (!parse_options(args, opts, "spec", vm))
@@ -32,8 +34,17 @@ int advise_command(const std::vector<std::string>& args)
     throw InputError("advise: -j must be at least 1");
   if (jobs == 0)
     jobs = cores_available();
+  std::vector<LatencyTarget> targets;
+  for (const std::string& t : ttft)
+    targets.push_back(parse_latency_target("--ttft", "ttft_s", t));
+  for (const std::string& t : tpot)
+    targets.push_back(parse_latency_target("--tpot", "tpot_s", t));
   ExperimentSpec spec = load_spec(spec_path, overrides); // the given spec must be valid
-  Advice a            = advise(spec, spec_path, overrides, jobs, measure_try);
+  if (!targets.empty() && !spec.serving)
+    throw InputError("advise: --ttft and --tpot are serving targets; " + spec_path + " trains");
+  Advice a = advise(spec, spec_path, overrides, jobs, [&](const ExperimentSpec& s, const RunResult& r) {
+    return measure_try(s, r, targets);
+  });
   if (json)
     std::cout << advice_json(a).dump(2) << "\n";
   else

@@ -33,8 +33,8 @@ const std::map<std::string, Command>& commands()
       {"plot", {"draw a run's memory over time, or a sweep's metric against an axis or its fits map, as PNG: "
                 "memwall plot RESULTS.h5|RUN.h5 -o OUT.png [--kind memory|metric|fits] [--x AXIS] [--y COLUMN]",
                 memwall::plot_command}},
-      {"advise", {"when a spec does not fit in memory, simulate the standard remedies cheapest first: "
-                  "memwall advise SPEC.yaml [--set KEY=VALUE]... [--json]",
+      {"advise", {"when a spec does not fit (or a server drops, preempts, falls behind or misses a target), simulate the standard remedies cheapest first: "
+                  "memwall advise SPEC.yaml [--set KEY=VALUE]... [--ttft p90=2s] [--tpot p90=100ms] [--json]",
                   memwall::advise_command}},
       {"serve-capacity", {"the highest Poisson arrival rate a server sustains within latency targets, simulated: "
                           "memwall serve-capacity SPEC.yaml [--ttft p90=2s] [--tpot p90=100ms] [--set KEY=VALUE]... [--json]",
