@@ -202,10 +202,20 @@ def plot_kv(ax, kv):
         ax.axhline(budget / GIB, color="black", linestyle=":", linewidth=1.2, label=f"KV budget {budget / GIB:.1f} GiB")
     top = max([budget] + ([float(reserved.max())] if len(t) else []))
     ax.set_ylim(0, top / GIB * 1.08 if top > 0 else 1)
-    ax.set_title("KV cache per GPU", fontsize=10)
+    ax.set_title("KV cache per GPU, and the requests waiting to be scheduled", fontsize=10)
     ax.set_ylabel("KV cache (GiB)")
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    handles, labels = ax.get_legend_handles_labels()
+    # The queue on its own axis: a server that falls behind shows it growing.
+    if "waiting_seqs" in kv and len(t):
+        waiting = np.asarray(kv["waiting_seqs"][:], dtype=float)
+        q = ax.twinx()
+        q.step(t, waiting, where="post", color="#e15759", linewidth=1.0, label="waiting requests")
+        q.set_ylim(0, max(1.0, float(waiting.max())) * 1.08)
+        q.set_ylabel("waiting requests")
+        h, l = q.get_legend_handles_labels()
+        handles, labels = handles + h, labels + l
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.08, 1.0), fontsize=8, frameon=False)
 
 
 def plot_managed(ax, name, g):
