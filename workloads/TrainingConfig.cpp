@@ -71,12 +71,17 @@ void read_deepspeed(ParamReader& parent, TrainingConfig& t)
                        "whose model code DeepSpeed drives: Megatron-DeepSpeed's GPT (fused kernels) or a Hugging "
                        "Face model's transformers modules (the Trainer's; weights in the compute dtype, no autocast)");
   d.overlap_comm = r.flag("overlap_comm", t.zero == 3,
-                          "gather parameters and reduce gradients on their own streams, overlapping compute (DeepSpeed: "
-                          "true for stage 3, else false; false in its 2021 releases); false: on the compute stream");
+                          "gather parameters and reduce gradients on their own streams, overlapping compute (default: "
+                          "true with zero 3, else false, as DeepSpeed; false in its 2021 releases); false: on the "
+                          "compute stream");
   d.prefetch_numel  = r.number("stage3_prefetch_bucket_size", d.prefetch_numel,
-                               "ZeRO-3: parameter elements all-gathered ahead of their use", 0, 1e13);
+                               "ZeRO-3: parameter elements all-gathered ahead of their use (memwall: with overlap_comm, "
+                               "any positive value gathers the next block during this one; 0: no prefetch)",
+                               0, 1e13);
   d.max_live_numel  = r.number("stage3_max_live_parameters", d.max_live_numel,
-                               "ZeRO-3: gathered parameter elements alive at once (bounds the prefetch)", 0, 1e13);
+                               "ZeRO-3: gathered parameter elements alive at once (read for DeepSpeed's config; "
+                               "memwall's prefetch is one block ahead whatever it says)",
+                               0, 1e13);
   d.max_reuse_numel = r.number("stage3_max_reuse_distance", d.max_reuse_numel,
                                "ZeRO-3: a parameter used again within this many gathered elements is not released",
                                0, 1e13);
