@@ -103,9 +103,9 @@ TryMeasure measure_try(const ExperimentSpec& spec, const RunResult& r, const std
     m.preemptions  = j["preemptions"].get<double>();
     m.saturated    = j["load"]["saturated"].is_boolean() && j["load"]["saturated"].get<bool>();
     for (const LatencyTarget& t : targets) {
-      const auto& v = j[t.metric][t.stat];
-      if (m.missed.empty() && (!v.is_number() || v.get<double>() > t.seconds))
-        m.missed = std::string(t.metric == "ttft_s" ? "TTFT " : "TPOT ") + t.stat;
+      double v = latency_target_value(j, t);
+      if (m.missed.empty() && (v < 0 || v > t.seconds))
+        m.missed = latency_target_name(t);
     }
     // A server that drops, preempts, falls behind or misses a target has something to
     // remedy, though it fits.

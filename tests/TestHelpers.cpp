@@ -152,4 +152,11 @@ double op_sum(const OpDag& dag, const std::string& prefix, OpKind kind, bool flo
   return total;
 }
 
+std::string md1_serving_spec(double rate, int requests)
+{
+  return "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+         "inference: {max_num_seqs: 1, poisson: {rate: " + std::to_string(rate) + ", requests: " +
+         std::to_string(requests) + ", seed: 5, prompt_len: 64, output_len: 8}}\n";
+}
+
 } // namespace memwall::test

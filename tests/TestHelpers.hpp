@@ -46,6 +46,10 @@ inline const std::string small_training_spec = "hardware:\n  node: desktop-4070\
 inline const std::string small_serving_spec =
     "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
     "inference: {poisson: {rate: 50, requests: 10, seed: 5, prompt_len: 64, output_len: 8}}\n";
+// GPT-2 on one A100 serving one sequence at a time (max_num_seqs 1) of 64 + 8 tokens,
+// `requests` arriving as a Poisson process at `rate`: an M/D/1 queue, every request the
+// same service time.
+std::string md1_serving_spec(double rate, int requests);
 // The spec of small_training_spec as a sweep's inline base: a sweep spec starts with it
 // and adds its grid, zip, metrics or record.
 inline const std::string sweep_base = "spec:\n  hardware: {node: desktop-4070}\n  model: {preset: gpt2}\n"

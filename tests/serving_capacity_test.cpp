@@ -9,26 +9,16 @@
 
 using namespace memwall::test;
 
-namespace {
-
-std::string md1_spec(double rate, int requests)
-{
-  return "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
-         "inference: {max_num_seqs: 1, poisson: {rate: " + std::to_string(rate) + ", requests: " +
-         std::to_string(requests) + ", seed: 5, prompt_len: 64, output_len: 8}}\n";
-}
-
-} // namespace
 
 TEST_CASE("serve_capacity_finds_the_md1_rate_whose_mean_wait_meets_the_ttft_target", "[serving][capacity]")
 {
   // One sequence at a time, fixed lengths: service D and prefill t_p from one request
   // alone. TTFT = wait + t_p; Pollaczek-Khinchine's mean wait lambda D^2 / (2 (1 - lambda D))
   // is D / 2 at load 0.5, so a mean-TTFT target of t_p + D / 2 is met up to 0.5 / D.
-  nlohmann::json alone = run_json("capacity_alone", md1_spec(0.001, 1));
+  nlohmann::json alone = run_json("capacity_alone", md1_serving_spec(0.001, 1));
   double d = alone["latency_s"]["mean"].get<double>(), tp = alone["ttft_s"]["mean"].get<double>();
   std::string spec = temp_path("capacity_md1.yaml");
-  write_file(spec, md1_spec(0.1 / d, 3000));
+  write_file(spec, md1_serving_spec(0.1 / d, 3000));
   char target[64];
   std::snprintf(target, sizeof target, "mean=%.9gs", tp + d / 2);
   CliResult r = run_cli("serve-capacity " + spec + " --ttft " + target + " --json");
@@ -48,7 +38,7 @@ TEST_CASE("serve_capacity_finds_the_md1_rate_whose_mean_wait_meets_the_ttft_targ
 TEST_CASE("serve_capacity_refuses_a_bad_target_or_a_spec_without_poisson_arrivals", "[serving][capacity][errors]")
 {
   std::string spec = temp_path("capacity_bad.yaml");
-  write_file(spec, md1_spec(10, 20));
+  write_file(spec, md1_serving_spec(10, 20));
   auto refused_with = [](const std::string& args) {
     CliResult r = run_cli(args);
     INFO(r.err);
@@ -70,7 +60,7 @@ TEST_CASE("advise_remedies_a_server_that_falls_behind_or_misses_a_target_though_
 {
   // The M/D/1 server at load 1.5 fits its memory but cannot keep up; at load 0.5 it keeps
   // up, and misses only a TTFT p90 target shorter than the prefill itself.
-  nlohmann::json alone = run_json("advise_alone", md1_spec(0.001, 1));
+  nlohmann::json alone = run_json("advise_alone", md1_serving_spec(0.001, 1));
   double d = alone["latency_s"]["mean"].get<double>(), tp = alone["ttft_s"]["mean"].get<double>();
   auto given = [](const std::string& name, const std::string& yaml, const std::string& extra) {
     std::string spec = temp_path(name + ".yaml");
@@ -79,14 +69,14 @@ TEST_CASE("advise_remedies_a_server_that_falls_behind_or_misses_a_target_though_
     REQUIRE(r.exit_code == 0);
     return nlohmann::json::parse(r.out)["given"];
   };
-  nlohmann::json over = given("advise_over", md1_spec(1.5 / d, 400), "");
+  nlohmann::json over = given("advise_over", md1_serving_spec(1.5 / d, 400), "");
   CHECK(over["fits"] == false);
   CHECK(over["saturated"] == true);
-  nlohmann::json half = given("advise_half", md1_spec(0.5 / d, 400), "");
+  nlohmann::json half = given("advise_half", md1_serving_spec(0.5 / d, 400), "");
   CHECK(half["fits"] == true);
   char target[64];
   std::snprintf(target, sizeof target, " --ttft p90=%.9gs", tp / 2);
-  nlohmann::json missed = given("advise_missed", md1_spec(0.5 / d, 400), target);
+  nlohmann::json missed = given("advise_missed", md1_serving_spec(0.5 / d, 400), target);
   CHECK(missed["fits"] == false);
   CHECK(missed["missed_target"] == "TTFT p90");
   std::string training = temp_path("advise_training.yaml");

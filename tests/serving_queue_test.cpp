@@ -10,16 +10,6 @@
 
 using namespace memwall::test;
 
-namespace {
-
-std::string md1(double rate, int requests)
-{
-  return "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
-         "inference: {max_num_seqs: 1, poisson: {rate: " + std::to_string(rate) + ", requests: " +
-         std::to_string(requests) + ", seed: 5, prompt_len: 64, output_len: 8}}\n";
-}
-
-} // namespace
 
 TEST_CASE("an_md1_server_waits_as_pollaczek_khinchine_says", "[serving][queue]")
 {
@@ -27,9 +17,9 @@ TEST_CASE("an_md1_server_waits_as_pollaczek_khinchine_says", "[serving][queue]")
   // Pollaczek-Khinchine mean wait of M/D/1 is W = lambda D^2 / (2 (1 - lambda D)), and by
   // Little's law lambda W requests wait on average. D is measured on the run itself:
   // latency less wait.
-  double d0   = run_json("md1_alone", md1(0.001, 1))["latency_s"]["mean"].get<double>();
+  double d0   = run_json("md1_alone", md1_serving_spec(0.001, 1))["latency_s"]["mean"].get<double>();
   double rate = 0.5 / d0;
-  nlohmann::json j = run_json("md1_half", md1(rate, 4000));
+  nlohmann::json j = run_json("md1_half", md1_serving_spec(rate, 4000));
   double wait = j["scheduling_delay_s"]["mean"].get<double>();
   double d    = j["latency_s"]["mean"].get<double>() - wait;
   double rho  = rate * d;
@@ -46,8 +36,8 @@ TEST_CASE("a_server_offered_more_than_it_can_serve_says_it_is_saturated", "[serv
 {
   // At load 1.5 an M/D/1 server completes 1 / D requests a second against 1.5 / D
   // offered: a third short, and the queue grows without bound.
-  double d0 = run_json("md1_alone2", md1(0.001, 1))["latency_s"]["mean"].get<double>();
-  nlohmann::json j = run_json("md1_over", md1(1.5 / d0, 400));
+  double d0 = run_json("md1_alone2", md1_serving_spec(0.001, 1))["latency_s"]["mean"].get<double>();
+  nlohmann::json j = run_json("md1_over", md1_serving_spec(1.5 / d0, 400));
   CHECK(j["load"]["saturated"] == true);
   CHECK(j["load"]["served_requests_per_s"].get<double>() == Approx(1 / d0).epsilon(0.05));
   CHECK(j["queue"]["max_waiting"].get<int64_t>() > 50);
@@ -57,7 +47,7 @@ TEST_CASE("the_kv_share_of_the_budget_is_what_the_tokens_used_of_it", "[serving]
 {
   // One request of 64 + 8 tokens: at most 72 tokens' KV (GPT-2: 2 x 12 layers x 768 x 2 B
   // = 36,864 B a token) of the budget, not the 98 % of reserved KV that holds tokens.
-  nlohmann::json j = run_json("kv_share", md1(0.001, 1));
+  nlohmann::json j = run_json("kv_share", md1_serving_spec(0.001, 1));
   double budget = j["kv_cache"]["budget_bytes"].get<double>();
   CHECK(j["kv_cache"]["bytes_per_token"].get<double>() == 36864.0);
   CHECK(j["kv_cache"]["peak_used_share"].get<double>() <= 72 * 36864.0 / budget * (1 + 1e-12));

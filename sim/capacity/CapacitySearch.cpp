@@ -25,6 +25,27 @@ LatencyTarget parse_latency_target(const std::string& option, const std::string&
   return t;
 }
 
+std::vector<LatencyTarget> parse_latency_targets(const std::vector<std::string>& ttft, const std::vector<std::string>& tpot)
+{
+  std::vector<LatencyTarget> targets;
+  for (const std::string& t : ttft)
+    targets.push_back(parse_latency_target("--ttft", "ttft_s", t));
+  for (const std::string& t : tpot)
+    targets.push_back(parse_latency_target("--tpot", "tpot_s", t));
+  return targets;
+}
+
+std::string latency_target_name(const LatencyTarget& t)
+{
+  return std::string(t.metric == "ttft_s" ? "TTFT" : "TPOT") + " " + t.stat;
+}
+
+double latency_target_value(const nlohmann::ordered_json& summary, const LatencyTarget& t)
+{
+  const auto& v = summary[t.metric][t.stat];
+  return v.is_number() ? v.get<double>() : -1.0;
+}
+
 CapacityResult search_capacity(double start, const std::vector<LatencyTarget>& targets,
                                const std::function<CapacityPoint(double)>& measure, double tolerance, int max_runs)
 {

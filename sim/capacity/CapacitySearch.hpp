@@ -3,6 +3,8 @@
 // latency targets (TTFT, TPOT at a percentile) and keeping up with the load, found by
 // simulating rates the way Vidur's capacity search does: bracket the boundary by
 // doubling or halving from a start, then bisect until the bracket is narrow.
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,6 +20,12 @@ struct LatencyTarget {
 // `text` as given on the command line ("p90=2s", "mean=150ms"); InputError naming
 // `option` and what is allowed when it is not one.
 LatencyTarget parse_latency_target(const std::string& option, const std::string& metric, const std::string& text);
+// The --ttft and --tpot options of a command, in that order.
+std::vector<LatencyTarget> parse_latency_targets(const std::vector<std::string>& ttft, const std::vector<std::string>& tpot);
+// "TTFT p90".
+std::string latency_target_name(const LatencyTarget& t);
+// The target's statistic in a serving run's --json summary; -1 when none (no request completed).
+double latency_target_value(const nlohmann::ordered_json& summary, const LatencyTarget& t);
 
 // One simulated rate: whether it fitted, kept up (not saturated) and the value of each
 // target's statistic (negative: none, no request completed).

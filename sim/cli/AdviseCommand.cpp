@@ -34,11 +34,7 @@ int advise_command(const std::vector<std::string>& args)
     throw InputError("advise: -j must be at least 1");
   if (jobs == 0)
     jobs = cores_available();
-  std::vector<LatencyTarget> targets;
-  for (const std::string& t : ttft)
-    targets.push_back(parse_latency_target("--ttft", "ttft_s", t));
-  for (const std::string& t : tpot)
-    targets.push_back(parse_latency_target("--tpot", "tpot_s", t));
+  std::vector<LatencyTarget> targets = parse_latency_targets(ttft, tpot);
   ExperimentSpec spec = load_spec(spec_path, overrides); // the given spec must be valid
   if (!targets.empty() && !spec.serving)
     throw InputError("advise: --ttft and --tpot are serving targets; " + spec_path + " trains");

@@ -29,19 +29,14 @@ std::string rate_text(double rate)
   return b;
 }
 
-std::string target_name(const LatencyTarget& t)
-{
-  return std::string(t.metric == "ttft_s" ? "TTFT" : "TPOT") + " " + t.stat;
-}
-
 void print_text(const CapacityResult& r, const std::vector<LatencyTarget>& targets, const std::string& title)
 {
   std::cout << title << "\n  targets        ";
   for (const LatencyTarget& t : targets)
-    std::cout << target_name(t) << " <= " << format_duration(t.seconds) << ", ";
+    std::cout << latency_target_name(t) << " <= " << format_duration(t.seconds) << ", ";
   std::cout << "keeping up with the arrivals\n\n  rate [req/s]";
   for (const LatencyTarget& t : targets)
-    std::printf("  %12s", target_name(t).c_str());
+    std::printf("  %12s", latency_target_name(t).c_str());
   std::printf("  %12s  verdict\n", "served [/s]");
   for (const CapacityPoint& p : r.points) {
     std::printf("  %12s", rate_text(p.rate).c_str());
@@ -111,11 +106,7 @@ int serve_capacity_command(const std::vector<std::string>& args)
   if (spec_path.empty())
     throw InputError("serve-capacity: missing SPEC.yaml (e.g. memwall serve-capacity "
                      "examples/llama2-7b-serving-poisson-1xa100.yaml --ttft p90=2s --tpot p90=100ms)");
-  std::vector<LatencyTarget> targets;
-  for (const std::string& t : ttft)
-    targets.push_back(parse_latency_target("--ttft", "ttft_s", t));
-  for (const std::string& t : tpot)
-    targets.push_back(parse_latency_target("--tpot", "tpot_s", t));
+  std::vector<LatencyTarget> targets = parse_latency_targets(ttft, tpot);
   ExperimentSpec spec = load_spec(spec_path, overrides); // the given spec must be valid
   if (!spec.serving || spec.inference.source != "poisson")
     throw InputError(spec_path + ": serve-capacity varies the arrival rate of inference.poisson; this spec " +
@@ -138,16 +129,13 @@ int serve_capacity_command(const std::vector<std::string>& args)
     p.saturated = j["load"]["saturated"].is_boolean() && j["load"]["saturated"].get<bool>();
     const auto& kept = j["load"]["served_requests_per_s"];
     const auto& off  = j["load"]["offered_requests_per_s"];
-    p.window         = off.is_number() && off.get<double>() > 0 ? (j["requests_completed"].get<double>() +
-                                                                    j["requests_rejected"].get<double>() - 1) /
-                                                                       off.get<double>()
-                                                                 : 0.0;
+    p.window         = off.is_number() && off.get<double>() > 0
+                           ? static_cast<double>(spec.inference.requests.size() - 1) / off.get<double>()
+                           : 0.0;
     p.latency        = j["latency_s"]["mean"].is_number() ? j["latency_s"]["mean"].get<double>() : 0.0;
     p.served    = kept.is_number() ? kept.get<double>() : 0.0;
-    for (const LatencyTarget& t : targets) {
-      const auto& v = j[t.metric][t.stat];
-      p.values.push_back(v.is_number() ? v.get<double>() : -1.0);
-    }
+    for (const LatencyTarget& t : targets)
+      p.values.push_back(latency_target_value(j, t));
     return p;
   };
   CapacityResult r = search_capacity(spec.inference.poisson_rate, targets, measure);

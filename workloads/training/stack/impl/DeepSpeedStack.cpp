@@ -64,6 +64,34 @@ std::vector<double> layer_tensors(const ModelSpec& m, const StepShape& s, double
   return v;
 }
 
+// The word table (vocabulary-parallel) and Megatron's learned positions.
+std::vector<double> embedding_tensors(const ModelSpec& m, const StepShape& s)
+{
+  std::vector<double> v{static_cast<double>(m.vocab) * m.hidden / tp_of(s)};
+  if (m.learned_positions)
+    v.push_back(static_cast<double>(m.max_seq_len + m.position_offset) * m.hidden);
+  return v;
+}
+
+// The final norm (weight, and bias for LayerNorm) and an untied output layer.
+std::vector<double> head_tensors(const ModelSpec& m, const StepShape& s)
+{
+  std::vector<double> v;
+  if (m.final_norm)
+    v.push_back(m.hidden);
+  if (m.final_norm && m.norm == NormKind::layernorm)
+    v.push_back(m.hidden);
+  if (!m.tied_embeddings)
+    v.push_back(static_cast<double>(m.vocab) * m.hidden / tp_of(s));
+  return v;
+}
+
+BlockPlan with_tensors(BlockPlan b, std::vector<double> tensors)
+{
+  b.tensors = std::move(tensors);
+  return b;
+}
+
 class DeepSpeedStack : public TrainingStack {
 public:
   void configure(const TrainingConfig& cfg) override { transformers_ = cfg.deepspeed.modules == "transformers"; }
@@ -110,44 +138,20 @@ public:
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
   {
-    if (transformers_) {
-      BlockPlan b = hf::model_embedding(m, hf::tokens(s), precision(s));
-      b.tensors   = hf::embedding_tensors(m);
-      return b;
-    }
-    BlockPlan b = embedding_block(m, s);
-    b.tensors.push_back(static_cast<double>(m.vocab) * m.hidden / tp_of(s));
-    if (m.learned_positions)
-      b.tensors.push_back(static_cast<double>(m.max_seq_len + m.position_offset) * m.hidden);
-    return b;
+    return transformers_ ? with_tensors(hf::model_embedding(m, hf::tokens(s), precision(s)), hf::embedding_tensors(m))
+                         : with_tensors(embedding_block(m, s), embedding_tensors(m, s));
   }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
-    if (transformers_) {
-      BlockPlan b = hf::model_layer(m, hf::tokens(s), precision(s), l);
-      b.tensors   = hf::layer_tensors(m);
-      return b;
-    }
+    if (transformers_)
+      return with_tensors(hf::model_layer(m, hf::tokens(s), precision(s), l), hf::layer_tensors(m));
     BlockPlan b = transformer_layer_block(m, s, l);
-    b.tensors   = layer_tensors(m, s, b.params);
-    return b;
+    return with_tensors(b, layer_tensors(m, s, b.params));
   }
   BlockPlan head(const ModelSpec& m, const StepShape& s) const override
   {
-    if (transformers_) {
-      BlockPlan b = hf::model_head(m, hf::tokens(s), precision(s));
-      b.tensors   = hf::head_tensors(m);
-      return b;
-    }
-    BlockPlan b = head_block(m, s);
-    if (m.final_norm) {
-      b.tensors.push_back(m.hidden);
-      if (m.norm == NormKind::layernorm)
-        b.tensors.push_back(m.hidden);
-    }
-    if (!m.tied_embeddings)
-      b.tensors.push_back(static_cast<double>(m.vocab) * m.hidden / tp_of(s));
-    return b;
+    return transformers_ ? with_tensors(hf::model_head(m, hf::tokens(s), precision(s)), hf::head_tensors(m))
+                         : with_tensors(head_block(m, s), head_tensors(m, s));
   }
 
   ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec& m) const override
