@@ -46,23 +46,27 @@ Generation generation(const std::string& spec_file)
 
 } // namespace
 
-TEST_CASE("flexgen_opt_6_7b_on_a_t4_stays_within_25_percent_of_its_published_throughput", "[validation][inference]")
+TEST_CASE("flexgens_three_t4_benchmarks_come_within_15_percent_on_average_and_30_at_most", "[validation][inference]")
 {
-  // FlexGen's README benchmark: OPT-6.7B on one T4, all on the GPU, batch 2, prompt 512,
-  // output 32: 25.26 generated tokens/s. memwall predicts +21.9 % (VALIDATION.md: the
-  // T4's sustained HBM bandwidth is an estimate); a guard against drifting further.
-  Generation g = generation("calibration/validation/flexgen-opt-6.7b-t4.yaml");
-  CHECK(g.tokens == 2 * 32);
-  CHECK(g.tokens_per_s == Approx(25.26).epsilon(0.25));
-}
-
-TEST_CASE("flexgen_opt_175b_on_a_t4_with_weights_split_over_host_and_disk_stays_within_35_percent", "[validation][inference]")
-{
-  // FlexGen's README benchmark: OPT-175B on one T4, weights 50 % in DRAM and 50 % on the
-  // local SSD, KV cache and activations on the SSD, 8 GPU batches of 32, prompt 512,
-  // output 32: 0.69 generated tokens/s. memwall predicts 0.50 (-28 %, VALIDATION.md); a
-  // guard against drifting further.
-  Generation g = generation("calibration/validation/flexgen-opt-175b-t4.yaml");
-  CHECK(g.tokens == 256 * 32);
-  CHECK(g.tokens_per_s == Approx(0.69).epsilon(0.35));
+  // FlexGen's README benchmark (Sheng et al., ICML'23): generated tokens/s on one T4 with
+  // its benchmark suite's policies, prompt 512, output 32. memwall: +7.3 %, -2.6 %, -21 %
+  // (VALIDATION.md); the targets: 15 % mean, 30 % max, the 175B disk case running.
+  struct Case {
+    const char* spec;
+    double tokens;
+    double published;
+  };
+  double sum = 0, worst = 0;
+  for (const Case& c : {Case{"calibration/validation/flexgen-opt-6.7b-t4.yaml", 2 * 32, 25.26},
+                        Case{"calibration/validation/flexgen-opt-30b-t4.yaml", 144 * 32, 7.32},
+                        Case{"calibration/validation/flexgen-opt-175b-t4.yaml", 256 * 32, 0.69}}) {
+    INFO(c.spec);
+    Generation g = generation(c.spec);
+    CHECK(g.tokens == c.tokens);
+    double err = std::abs(g.tokens_per_s / c.published - 1);
+    sum += err;
+    worst = std::max(worst, err);
+  }
+  CHECK(sum / 3 < 0.15);
+  CHECK(worst < 0.30);
 }

@@ -1,6 +1,7 @@
 #include "InferenceConfig.hpp"
 
 #include "InputLimits.hpp"
+#include "inference/FlexgenPlacement.hpp"
 #include "inference/PoissonRequests.hpp"
 #include "inference/RequestTrace.hpp"
 #include "inference/kv/KvManager.hpp"
@@ -35,12 +36,14 @@ OffShares on_one_tier(const std::string& where, double fraction)
 }
 
 // FlexGen's policy: {weights: [gpu, cpu, disk], kv: [...], activations: [...]} in percent,
-// each list summing to 100.
-void read_percent(ParamReader& o, InferenceConfig& c)
+// each list summing to 100. Weights go whole tensor by whole tensor, as FlexGen places
+// them (FlexgenPlacement.hpp); KV and activations split by the percentages.
+void read_percent(ParamReader& o, InferenceConfig& c, const ModelSpec& m)
 {
   YAML::Node n = o.take("percent", "{weights: [gpu, cpu, disk], kv: [...], activations: [...]} in %",
                         "FlexGen's policy: where each category lives, in percent of it on the GPU, in host memory "
-                        "and on NVMe (each list sums to 100); instead of weights/kv and their fractions",
+                        "and on NVMe (each list sums to 100; weights placed whole tensor by tensor as FlexGen's "
+                        "init_weight_list does); instead of weights/kv and their fractions",
                         "none");
   if (!n.IsDefined() || n.IsNull())
     return;
@@ -70,6 +73,8 @@ void read_percent(ParamReader& o, InferenceConfig& c)
                       fmt_percent(pct[0] + pct[1] + pct[2]) + ", not 100");
     out.cpu  = pct[1] / 100;
     out.nvme = pct[2] / 100;
+    if (&out == &c.weights_off)
+      out = flexgen_weight_placement(m, pct[1], pct[2]);
   };
   split("weights", c.weights_off);
   split("kv", c.kv_off);
@@ -184,10 +189,9 @@ void check(ParamReader& r, InferenceConfig& c, int64_t gpus, const ModelSpec& m)
     r.fail("shared_prefix", "sharing a prefix's KV needs kv_manager: paged");
   if (c.cpu_attention && m.mla.enabled())
     r.fail("offload", "attention: cpu is not modelled for multi-head latent attention (its KV is a compressed latent)");
-  if (c.cpu_attention && (c.kv_off.cpu <= 0 || c.kv_off.nvme > 0))
-    r.fail("offload", "attention: cpu computes attention where the KV cache lives, so it needs kv: cpu with no KV on "
-                      "NVMe (the KV is " +
-                          std::string(c.kv_off.nvme > 0 ? "on NVMe" : "on the GPU") + ")");
+  if (c.cpu_attention && !c.kv_off.any())
+    r.fail("offload", "attention: cpu computes attention over the KV cache kept off the GPU, so it needs KV in host "
+                      "memory or on NVMe (the KV is on the GPU)");
   int64_t refused = 0;
   for (Request& q : c.requests) {
     // Trace rows are named by file and line; generated requests by the key that made them.
@@ -359,10 +363,11 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
   bool tiers    = o.has("weights") || o.has("kv") || o.has("weights_fraction") || o.has("kv_fraction");
   if (o.has("percent") && tiers)
     o.fail("percent", "give either percent or weights/kv with their fractions, not both");
-  read_percent(o, c);
+  read_percent(o, c, model);
   c.cpu_attention    = o.choice("attention", "gpu", {"gpu", "cpu"},
                                 "where attention over offloaded KV runs: gpu (the KV streams over PCIe) or cpu "
-                                "(FlexGen's cpu_cache_compute: queries down, outputs up)") == "cpu";
+                                "(FlexGen's cpu_cache_compute: queries down, outputs up; KV on NVMe is read into "
+                                "host memory first)") == "cpu";
   c.offload_pinned   = o.flag("pinned", true,
                               "offloaded weights and KV in page-locked host memory (FlexGen's pin_weight); false: "
                               "copies staged through the driver's pinned buffer at hardware.node.pageable_copy_bw");

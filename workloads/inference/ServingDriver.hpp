@@ -56,7 +56,7 @@ private:
   OpId emit_kernel(const KernelCost& k, OpName name, std::initializer_list<OpId> deps = {});
   void emit_layer_part(const IterationKernels& k, int64_t layer, const std::string& L, OpId w_ready,
                        std::vector<OpId>& freed_kv);
-  OpId emit_cpu_attention(const LayerKernels& k, double share, const std::string& name);
+  OpId emit_cpu_attention(const LayerKernels& k, double share, const std::string& name, std::vector<OpId>& freed_kv);
   OpId emit_fetch(const OffShares& from, double bytes, const std::string& name, OpId after, Tensor& staged,
                   MemCategory category);
   OpId emit_activation_offload(double bytes, const std::string& name);

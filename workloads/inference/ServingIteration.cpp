@@ -82,6 +82,25 @@ OpId ServingDriver::emit_fetch(const OffShares& from, double bytes, const std::s
   return last;
 }
 
+namespace {
+
+// A staging buffer's fetch waits for the buffer freed two fetches earlier: two buffers
+// per stream of offloaded data, so a fetch overlaps the compute in between.
+OpId two_back(const std::vector<OpId>& freed) { return freed.size() >= 2 ? freed[freed.size() - 2] : OpDag::none; }
+
+// Splits the iteration's sequences into `parts` GPU batches of consecutive sequences,
+// sizes as even as the count allows; no part is empty.
+std::vector<std::vector<SeqWork>> split_batch(const std::vector<SeqWork>& batch, int64_t parts)
+{
+  size_t n = std::min<size_t>(static_cast<size_t>(std::max<int64_t>(parts, 1)), std::max<size_t>(batch.size(), 1));
+  std::vector<std::vector<SeqWork>> out(n);
+  for (size_t i = 0; i < batch.size(); ++i)
+    out[i * n / batch.size()].push_back(batch[i]);
+  return out;
+}
+
+} // namespace
+
 // The hidden states leaving a layer, where FlexGen keeps them between layers: the
 // offloaded part goes down after the layer and comes back before the next one.
 OpId ServingDriver::emit_activation_offload(double bytes, const std::string& name)
@@ -103,17 +122,33 @@ OpId ServingDriver::emit_activation_offload(double bytes, const std::string& nam
 }
 
 // FlexGen's cpu_cache_compute: the `share` of attention over cached keys whose KV lives
-// in host memory runs on the CPU. The queries go down after the qkv kernel, the CPU reads
-// that KV once from DRAM (roofline of the socket's FLOP/s and DRAM bandwidth), and the
-// outputs come back up. Grouped-query KV is expanded for the CPU kernel first, as
-// Hugging Face's repeat_kv does: written and read once more per query head group.
-OpId ServingDriver::emit_cpu_attention(const LayerKernels& k, double share, const std::string& name)
+// off the GPU runs on the CPU, at the roofline of the socket's FLOP/s and DRAM bandwidth.
+// The queries go down after the qkv kernel and the outputs come back up. The CPU moves
+// the KV as FlexGen's mha_gen does (pytorch_backend.py): the cached fp16 K and V permuted
+// into contiguous copies (read 2 B, write 2 B an element), widened with .float() (read 2,
+// write 4) and read by the two bmm's (4): 14 B per 2-B element, 7 times the KV's bytes.
+// Grouped-query KV is expanded for the bmm's as Hugging Face's repeat_kv does: the fp32
+// copy written and read once more per query head group. KV on
+// NVMe is first read into a host workspace (FlexGen's load_cache, path 1: disk to the
+// CPU's attention_compute_workspace), on the disk-reader stream ahead of the kernel; two
+// workspaces, so the next GPU batch's read overlaps this one's attention.
+OpId ServingDriver::emit_cpu_attention(const LayerKernels& k, double share, const std::string& name,
+                                       std::vector<OpId>& freed_kv)
 {
   double io   = k.cached_queries * kernels_.query_width() * kernels_.activation_element_bytes();
   OpId down   = dag_.add(host_copy_op(gpu_, StreamKind::d2h, gpu_, host_, io, name + ".q.d2h", cfg_.offload_pinned),
                          {dag_.stream_tail(gpu_, StreamKind::compute)});
   double rep  = kernels_.query_width() / kernels_.kv_width();
   double kv   = k.cached_kv_bytes * share;
+  double from_disk = k.cached_kv_bytes * cfg_.kv_off.nvme;
+  Tensor workspace;
+  OpId read = OpDag::none;
+  if (from_disk > 0) {
+    workspace = dag_.alloc(gpu_, StreamKind::host, host_, MemCategory::workspace, from_disk * ranks_on_socket_,
+                           name + ".kv.workspace", {two_back(freed_kv)});
+    read      = dag_.add(copy_op(gpu_, StreamKind::host, nvme_, host_, from_disk, name + ".kv.read"),
+                         {dag_.last_alloc_or_free()});
+  }
   Op attn;
   attn.kind   = OpKind::host_compute;
   attn.stream = StreamKind::host;
@@ -122,29 +157,13 @@ OpId ServingDriver::emit_cpu_attention(const LayerKernels& k, double share, cons
   attn.name   = name + ".cpu";
   attn.dtype  = Dtype::fp32;
   attn.flops  = 4 * k.cached_pairs * kernels_.query_width() * share;
-  attn.bytes  = rep > 1 ? kv * (1 + 2 * rep) : kv;
-  OpId done   = dag_.add(std::move(attn), {down});
+  attn.bytes  = kv * (5 + 2 * rep) + (rep > 1 ? kv * 2 * rep : 0.0); // permute 2, widen 3, bmm reads 2 rep
+  OpId done   = dag_.add(std::move(attn), {down, read});
+  if (from_disk > 0) // freed by the CPU once its attention is done
+    freed_kv.push_back(dag_.free(workspace, host_, StreamKind::host, name + ".kv.workspace", {done}));
   return dag_.add(host_copy_op(gpu_, StreamKind::h2d, host_, gpu_, io, name + ".out.h2d", cfg_.offload_pinned), {done});
 }
 
-namespace {
-
-// A staging buffer's fetch waits for the buffer freed two fetches earlier: two buffers
-// per stream of offloaded data, so a fetch overlaps the compute in between.
-OpId two_back(const std::vector<OpId>& freed) { return freed.size() >= 2 ? freed[freed.size() - 2] : OpDag::none; }
-
-// Splits the iteration's sequences into `parts` GPU batches of consecutive sequences,
-// sizes as even as the count allows; no part is empty.
-std::vector<std::vector<SeqWork>> split_batch(const std::vector<SeqWork>& batch, int64_t parts)
-{
-  size_t n = std::min<size_t>(static_cast<size_t>(std::max<int64_t>(parts, 1)), std::max<size_t>(batch.size(), 1));
-  std::vector<std::vector<SeqWork>> out(n);
-  for (size_t i = 0; i < batch.size(); ++i)
-    out[i * n / batch.size()].push_back(batch[i]);
-  return out;
-}
-
-} // namespace
 
 void ServingDriver::emit_iteration(const Iteration& it)
 {
@@ -181,13 +200,23 @@ void ServingDriver::emit_iteration(const Iteration& it)
   double w_off = cfg_.weights_off.total();
   std::vector<OpId> freed_w, freed_kv; // staging buffers as they are freed
   OpId act_back = OpDag::none;         // the previous layer's offloaded hidden states, back
+  // Offloaded weights are fetched one layer ahead, as FlexGen's load_weight(i, j + 1) is
+  // issued before layer j computes: the next layer's copy is queued on the copy streams
+  // ahead of this layer's attention outputs and hidden states, so it overlaps the compute.
+  // Two staging buffers: layer l + 1's fetch waits for layer l - 1's to be freed.
+  OpId next_ready = OpDag::none;
+  Tensor next_stage;
+  auto fetch_weights = [&](int64_t l) {
+    if (w_off > 0 && l < model_.layers)
+      next_ready = emit_fetch(cfg_.weights_off, kernels_.layer_weight_bytes(), "L" + std::to_string(l) + ".weights",
+                              freed_w.empty() ? OpDag::none : freed_w.back(), next_stage, MemCategory::weights);
+  };
+  fetch_weights(0);
   for (int64_t l = 0; l < model_.layers; ++l) {
-    std::string L = "L" + std::to_string(l);
-    OpId w_ready  = OpDag::none;
-    Tensor w_stage;
-    if (w_off > 0)
-      w_ready = emit_fetch(cfg_.weights_off, kernels_.layer_weight_bytes(), L + ".weights", two_back(freed_w),
-                           w_stage, MemCategory::weights);
+    std::string L  = "L" + std::to_string(l);
+    OpId w_ready   = next_ready;
+    Tensor w_stage = next_stage;
+    fetch_weights(l + 1);
     OpId mark = static_cast<OpId>(dag_.size());
     for (size_t p = 0; p < parts.size(); ++p)
       emit_layer_part(parts[p], l, parts.size() > 1 ? L + ".b" + std::to_string(p) : L, w_ready, freed_kv);
@@ -234,7 +263,7 @@ void ServingDriver::emit_layer_part(const IterationKernels& k, int64_t layer, co
     kv_in = emit_fetch(cfg_.kv_off, k.layer.cached_kv_bytes, L + ".kv", two_back(freed_kv), kv_stage,
                        MemCategory::workspace);
   touch_layer(emit_kernel(k.layer.qkv, L + ".qkv", {w_ready}), k.layer, layer, k.layer.qkv, 0);
-  OpId cpu_out = cpu_attention ? emit_cpu_attention(k.layer, kv_off, L + ".attn") : OpDag::none;
+  OpId cpu_out = cpu_attention ? emit_cpu_attention(k.layer, kv_off, L + ".attn", freed_kv) : OpDag::none;
   OpId attn    = emit_kernel(cpu_attention ? gpu_attn : k.layer.attn, L + ".attn", {kv_in});
   touch_layer(attn, k.layer, layer, cpu_attention ? gpu_attn : k.layer.attn, 1);
   if (kv_off > 0) {
