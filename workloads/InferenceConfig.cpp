@@ -4,6 +4,7 @@
 #include "inference/FlexgenPlacement.hpp"
 #include "inference/PoissonRequests.hpp"
 #include "inference/RequestTrace.hpp"
+#include "inference/engine/InferenceEngine.hpp"
 #include "inference/kv/KvManager.hpp"
 #include "inference/scheduler/BatchScheduler.hpp"
 
@@ -276,7 +277,8 @@ std::string describe_request_lengths(const InferenceConfig& c)
 
 std::string describe_inference(const InferenceConfig& c)
 {
-  std::string s = std::string(dtype_name(c.weight_dtype)) + " weights, " + dtype_name(c.kv_dtype) + " KV, tp " +
+  std::string s = std::string(c.engine == "hf" ? "Hugging Face generate() in eager PyTorch, " : "") +
+                  dtype_name(c.weight_dtype) + " weights, " + dtype_name(c.kv_dtype) + " KV, tp " +
                   str(c.tp) + expert_layout(c) + ", " +
                   c.scheduler + " batching (max " + str(c.max_num_seqs) + " seqs" + (c.attention_dp() > 1 ? " per group" : "") +
                   (c.chunked_prefill ? ", chunked prefill" : "") + "), " + c.kv_manager + " KV";
@@ -326,8 +328,11 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
                                       "fraction of GPU memory the server may use; the KV cache gets what is left", 0.0);
   c.max_model_len = r.integer("max_model_len", model.max_seq_len, "longest prompt + output allowed", 1,
                               "the model's max_seq_len", limits::tokens);
-  std::string sched_default = c.source == "batch" ? "static" : "continuous";
-  c.scheduler = r.choice("scheduler", sched_default, batch_scheduler_registry().names(),
+  c.engine = r.choice("engine", "vllm", inference_engine_registry().names(),
+                      "how the model is served: vllm (fused kernels, paged KV, continuous batching) or hf (Hugging "
+                      "Face generate() in eager PyTorch, one static batch); see `memwall list engines`");
+  auto engine = inference_engine_registry().make(c.engine);
+  c.scheduler = r.choice("scheduler", engine->default_scheduler(c.source), batch_scheduler_registry().names(),
                          "batching: static (a batch runs to its longest output) or continuous (vLLM); "
                          "see `memwall list schedulers`");
   c.max_num_seqs = r.integer("max_num_seqs", 256, "most sequences in one iteration (of each attention data-parallel group)", 1, "", limits::requests);
@@ -339,7 +344,8 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
   c.kv_manager = r.choice("kv_manager", "paged", kv_manager_registry().names(),
                           "paged blocks (vLLM) or a contiguous reservation of max_model_len per request; "
                           "see `memwall list kv-managers`");
-  c.block_size = r.integer("block_size", 16, "paged KV: tokens per block", 0, "", limits::tokens);
+  c.block_size = r.integer("block_size", engine->default_block_size(), "paged KV: tokens per block", 0,
+                           "16 (engine hf: 1)", limits::tokens);
   c.preemption = r.choice("preemption", "recompute", {"recompute", "swap"},
                           "when KV blocks run out: drop and recompute a sequence, or swap its KV to host memory");
   c.swap_space = r.quantity("swap_space", QuantityKind::bytes, c.swap_space, "host memory for swapped KV per GPU");
@@ -373,6 +379,7 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
                               "copies staged through the driver's pinned buffer at hardware.node.pageable_copy_bw");
   o.finish();
   check(r, c, gpus, model);
+  engine->check(r, c, model);
   r.finish();
   return c;
 }

@@ -34,6 +34,7 @@ struct InferenceConfig {
   // Poisson lengths as asked (the requests hold what they came out as, after clipping).
   LengthDistribution prompt_dist, output_dist;
   double poisson_rate = 0; // arrivals per second (source poisson)
+  std::string engine     = "vllm"; // inference.engine: vllm | hf (engine/InferenceEngine.hpp)
   int64_t tp             = 1;
   // MoE: the GPUs the experts are spread over, whole (1: each expert split by tp). ep = tp
   // spreads them over the replica's tp GPUs; ep = tp x d makes the replica d attention

@@ -8,6 +8,7 @@
 #include "TrainingStack.hpp"
 #include "kv/KvManager.hpp"
 #include "scheduler/BatchScheduler.hpp"
+#include "inference/engine/InferenceEngine.hpp"
 #include "collective/CollectiveAlgorithm.hpp"
 #include "advise/Remedy.hpp"
 #include "importers/Importer.hpp"
@@ -121,17 +122,18 @@ int list_command(const std::vector<std::string>& args)
                                                                {"dispatchers", list_registry(token_dispatcher_registry())},
                                                                {"schedulers", list_registry(batch_scheduler_registry())},
                                                                {"kv-managers", list_registry(kv_manager_registry())},
+                                                               {"engines", list_registry(inference_engine_registry())},
                                                                {"remedies", list_remedies},
                                                                {"importers", list_registry(importer_registry())},
                                                                {"eviction-policies", list_registry(eviction_registry())},
                                                                {"prefetch-policies", list_registry(prefetch_registry())},
                                                                {"allocators", list_registry(allocator_registry())}};
-  if (args.size() != 1 || !what.count(args[0]))
-    throw InputError(
-        "list: expected one of gpus, nodes, models, params, collectives, schedules, stacks, dispatchers, schedulers, "
-        "kv-managers, "
-        "remedies, "
-        "importers, eviction-policies, prefetch-policies, allocators");
+  if (args.size() != 1 || !what.count(args[0])) {
+    std::string subjects;
+    for (const auto& [name, fn] : what)
+      subjects += (subjects.empty() ? "" : ", ") + name;
+    throw InputError("list: expected one of " + subjects);
+  }
   return what.at(args[0])();
 }
 

@@ -1,11 +1,14 @@
 #include "InferenceKernels.hpp"
 
+#include "inference/engine/InferenceEngine.hpp"
+
 #include <algorithm>
 #include <cmath>
 
 namespace memwall {
 
-InferenceKernels::InferenceKernels(const ModelSpec& m, const InferenceConfig& c) : m_(m), c_(c)
+InferenceKernels::InferenceKernels(const ModelSpec& m, const InferenceConfig& c)
+    : m_(m), c_(c), engine_(inference_engine_registry().make(c.engine))
 {
   tp_       = static_cast<double>(c.tp);
   dp_       = static_cast<double>(c.attention_dp());
@@ -209,6 +212,7 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   if (c_.tp > 1)
     it.logits_gather_bytes = sampled * static_cast<double>(m_.vocab) * 4;
   it.activation_bytes = activation_bytes(it.tokens, static_cast<int64_t>(std::ceil(sampled)), longest);
+  engine_->plan(m_, c_, batch, it);
   return it;
 }
 

@@ -31,10 +31,13 @@
 #include "ModelSpec.hpp"
 #include "Op.hpp"
 
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace memwall {
+
+class InferenceEngine;
 
 struct SeqWork {
   int64_t tokens  = 0; // run through the model this iteration
@@ -49,6 +52,7 @@ struct KernelCost {
   double flops       = 0;
   double bytes       = 0;
   GemmShape shape;   // gemm: tokens x out, contracted over in
+  KernelFamily family = KernelFamily::generic; // elementwise: which fitted curve times it
 };
 
 struct LayerKernels {
@@ -68,6 +72,9 @@ struct LayerKernels {
   double cached_pairs     = 0; // query-key pairs whose key is cached
   double cached_kv_bytes  = 0; // KV of those keys, read once
   double cached_queries   = 0; // query tokens that see cached keys
+  // An engine that launches its own kernels (eager PyTorch): the layer's, in order, in
+  // place of qkv, attn, proj and mlp.
+  std::vector<KernelCost> eager;
 };
 
 struct IterationKernels {
@@ -76,6 +83,7 @@ struct IterationKernels {
   double logits_gather_bytes = 0; // tp > 1: vocabulary-parallel logits all-gathered
   double activation_bytes    = 0; // peak workspace of the iteration
   int64_t tokens             = 0; // the representative rank's (its group's share when d > 1)
+  std::vector<KernelCost> eager_embed, eager_head; // the engine's own, in place of embed and head
 };
 
 class InferenceKernels {
@@ -83,6 +91,7 @@ public:
   InferenceKernels(const ModelSpec& m, const InferenceConfig& c);
 
   IterationKernels plan(const std::vector<SeqWork>& batch) const;
+  const InferenceEngine& engine() const { return *engine_; } // inference.engine
 
   // KV bytes one token takes on one rank, over all layers: 2 (K and V) x layers x
   // KV heads per rank x head_dim x bytes (Kwon et al. 2023); MLA: its latent and rotary key.
@@ -114,6 +123,7 @@ private:
 
   ModelSpec m_;
   InferenceConfig c_;
+  std::shared_ptr<const InferenceEngine> engine_;
   double tp_, dp_, expert_div_; // tp; attention data-parallel groups; GPUs one expert layer is spread over
   double h_, out_dim_, q_dim_, kv_elems_, ffn_, vocab_, e_, wb_, kvb_;
   double pair_flops_;   // attention FLOPs per query-key pair on one rank

@@ -1,5 +1,7 @@
 #include "ServingDriver.hpp"
 
+#include "inference/engine/InferenceEngine.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -89,13 +91,9 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
 
 ServingDriver::~ServingDriver() = default;
 
-// What vLLM leaves for the KV cache: gpu_memory_utilization of the memory, less the
-// GPU-resident weights, the activation peak of the largest iteration and the staging
-// buffers of offloaded layers. Not the CUDA context: vLLM 0.1 (the paper's) takes
-// total_memory x utilization - torch.cuda.max_memory_allocated(), and today's worker
-// subtracts what its profile run added to the memory snapshot taken after CUDA
-// initialised (weights, the torch peak, non-torch growth); the context lives in the
-// 1 - utilization left over.
+// What the engine leaves for the KV cache (vLLM: gpu_memory_utilization of the memory)
+// beside the GPU-resident weights, the activation peak of the largest iteration and the
+// staging buffers of offloaded layers.
 double ServingDriver::kv_budget_bytes() const
 {
   const GpuSpec& g   = cluster_.node.gpu;
@@ -116,7 +114,7 @@ double ServingDriver::kv_budget_bytes() const
     weights = 0;
   if (cfg_.managed_activations)
     activations = 0;
-  return g.memory_bytes * cfg_.gpu_memory_utilization - weights - activations - staging;
+  return kernels_.engine().kv_budget(g.memory_bytes, cfg_.gpu_memory_utilization, weights + activations + staging);
 }
 
 void ServingDriver::setup()

@@ -56,8 +56,9 @@ void ServingDriver::emit_kv_changes(const Iteration& it)
 OpId ServingDriver::emit_kernel(const KernelCost& k, OpName name, std::initializer_list<OpId> deps)
 {
   double model = k.kclass == KernelClass::elementwise ? 0.0 : k.flops;
-  Op op    = kernel_op(gpu_, k.kclass, k.dtype, k.flops, k.bytes, model, name);
-  op.shape = k.shape;
+  Op op     = kernel_op(gpu_, k.kclass, k.dtype, k.flops, k.bytes, model, name);
+  op.shape  = k.shape;
+  op.family = k.family;
   return dag_.add(std::move(op), deps);
 }
 
@@ -195,7 +196,10 @@ void ServingDriver::emit_iteration(const Iteration& it)
       act_off.push_back(dag_.alloc(gpu_, StreamKind::compute, offload_pool(tier), MemCategory::activations,
                                    kernels_.residual_bytes(k.tokens) * cfg_.act_off.of(tier) * ranks_sharing(tier),
                                    tag(".offloaded_activations")));
-  touch_edge(emit_kernel(k.embed, tag(".embed")), k.embed, false);
+  if (k.eager_embed.empty())
+    touch_edge(emit_kernel(k.embed, tag(".embed")), k.embed, false);
+  for (const KernelCost& e : k.eager_embed)
+    emit_kernel(e, OpName("it", static_cast<uint64_t>(stats_.iterations), "." + e.name));
 
   double w_off = cfg_.weights_off.total();
   std::vector<OpId> freed_w, freed_kv; // staging buffers as they are freed
@@ -218,7 +222,9 @@ void ServingDriver::emit_iteration(const Iteration& it)
     Tensor w_stage = next_stage;
     fetch_weights(l + 1);
     OpId mark = static_cast<OpId>(dag_.size());
-    for (size_t p = 0; p < parts.size(); ++p)
+    for (const KernelCost& e : k.layer.eager) // an eager engine's kernels, one by one
+      emit_kernel(e, L + "." + e.name);
+    for (size_t p = 0; p < parts.size() && k.layer.eager.empty(); ++p)
       emit_layer_part(parts[p], l, parts.size() > 1 ? L + ".b" + std::to_string(p) : L, w_ready, freed_kv);
     // The layer's first kernel also waits for its offloaded input hidden states.
     for (OpId v = mark; act_back != OpDag::none && v < dag_.size(); ++v)
@@ -231,7 +237,10 @@ void ServingDriver::emit_iteration(const Iteration& it)
     if (w_off > 0)
       freed_w.push_back(dag_.free(w_stage, gpu_, StreamKind::compute, L + ".weights.staging"));
   }
-  touch_edge(emit_kernel(k.head, tag(".head")), k.head, true);
+  if (k.eager_head.empty())
+    touch_edge(emit_kernel(k.head, tag(".head")), k.head, true);
+  for (const KernelCost& e : k.eager_head)
+    emit_kernel(e, OpName("it", static_cast<uint64_t>(stats_.iterations), "." + e.name));
   if (tp_group_ >= 0 && k.logits_gather_bytes > 0)
     dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_gather, tp_group_, k.logits_gather_bytes,
                            tag(".logits")));

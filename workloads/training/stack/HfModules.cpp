@@ -37,13 +37,22 @@ BlockPlan layer_plan(const ModelSpec& m, int64_t layer, double input_bytes)
 void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p)
 {
   const double E = T * h, e = p.param;
-  // hidden.pow(2).mean(-1, keepdim) ; + eps ; rsqrt ; hidden * rsqrt ; weight * hidden
-  std::vector<EagerKernel> fwd{{name + ".pow", 2 * E * e, E, generic},
-                               {name + ".mean", (E + T) * e, E, generic},
-                               {name + ".add_eps", 2 * T * e, T, generic},
-                               {name + ".rsqrt", 2 * T * e, T, generic},
-                               {name + ".mul_rsqrt", (2 * E + T) * e, E, binary},
-                               {name + ".mul_weight", (2 * E + h) * e, E, binary}};
+  // LlamaRMSNorm: hidden.to(float32) ; pow(2).mean(-1, keepdim) ; + eps ; rsqrt ;
+  // hidden * rsqrt ; .to(input_dtype) ; weight * hidden. The casts launch only for a
+  // stream that is not fp32 already (a model in bf16 or fp16, no autocast).
+  const bool casts = e != 4;
+  std::vector<EagerKernel> fwd;
+  if (casts)
+    fwd.push_back(cast(name + ".to_fp32", E, e, 4));
+  for (const EagerKernel& k : std::vector<EagerKernel>{{name + ".pow", 2 * E * 4, E, generic},
+                                                       {name + ".mean", (E + T) * 4, E, generic},
+                                                       {name + ".add_eps", 2 * T * 4, T, generic},
+                                                       {name + ".rsqrt", 2 * T * 4, T, generic},
+                                                       {name + ".mul_rsqrt", (2 * E + T) * 4, E, binary}})
+    fwd.push_back(k);
+  if (casts)
+    fwd.push_back(cast(name + ".to_input_dtype", E, 4, e));
+  fwd.push_back({name + ".mul_weight", (2 * E + h) * e, E, binary});
   // MulBackward (weight: grad * weight, grad * normed summed over tokens, after a
   // memset), MulBackward (x * rsqrt: grad * rsqrt, grad * x summed over the hidden
   // dimension), the two gradients of x added, RsqrtBackward (3 small), MeanBackward
@@ -65,7 +74,9 @@ void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const 
                                {name + ".bwd.pow_mul2", 2 * E * e, E, generic},
                                {name + ".bwd.pow_mul", 3 * E * e, E, binary},
                                {name + ".bwd.add_x", 3 * E * e, E, binary}};
-  ops.op(fwd, bwd, E * e + T * e); // x * rsqrt and rsqrt
+  // x * rsqrt and rsqrt in fp32; with the casts also the fp32 x and the cast-back output
+  // (mul_weight's input) instead of x * rsqrt.
+  ops.op(fwd, bwd, casts ? E * 4 + T * 4 + E * e : E * 4 + T * 4);
 }
 
 void linear(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
@@ -91,8 +102,10 @@ void linear(EagerOps& ops, const std::string& name, double T, double in, double 
 void rotary(EagerOps& ops, const std::string& name, double T, double width, const Precision& p)
 {
   const double E = T * width, c = p.compute;
-  // cos and sin are fp32: x * cos and rotate_half(x) * sin promote to fp32.
-  const double f = 4;
+  // LlamaRotaryEmbedding returns cos and sin in the hidden stream's dtype: fp32 under
+  // autocast with fp32 parameters, where x * cos and rotate_half(x) * sin promote to
+  // fp32; the model's own dtype otherwise.
+  const double f = p.param;
   std::vector<EagerKernel> fwd{{name + ".mul_cos", E * (c + f), E, binary},
                                {name + ".neg", E * c, E / 2, generic},
                                {name + ".cat", 2 * E * c, 0, generic},

@@ -1,0 +1,43 @@
+#pragma once
+// How a serving engine runs the model: the kernels an iteration launches and the memory
+// it leaves the KV cache. One interface, implementations in impl/ registered by name and
+// chosen by `inference.engine`:
+//   vllm  fused kernels (norms and residual adds inside the GEMMs, attention over paged
+//         KV; InferenceKernels.hpp), continuous batching, a KV budget of
+//         gpu_memory_utilization of the GPU's memory;
+//   hf    Hugging Face transformers' generate() in eager PyTorch: each module's kernels
+//         one by one (the inventories the training stacks use), a DynamicCache grown by
+//         torch.cat every step, one static batch, no KV budget.
+#include "InferenceKernels.hpp"
+#include "ParamReader.hpp"
+#include "Registry.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+class InferenceEngine {
+public:
+  virtual ~InferenceEngine() = default;
+  // The batch scheduler a spec gets when it names none (`source`: batch, trace, poisson).
+  virtual std::string default_scheduler(const std::string& source) const = 0;
+  // Tokens per KV block when the spec gives no block_size.
+  virtual int64_t default_block_size() const = 0;
+  // Refuses, through `r`, the keys of the inference section the engine cannot honour.
+  virtual void check(ParamReader& r, const InferenceConfig& c, const ModelSpec& m) const = 0;
+  // Puts the engine's own kernels into `it` where they differ from InferenceKernels'
+  // fused ones (the eager lists of IterationKernels).
+  virtual void plan(const ModelSpec& m, const InferenceConfig& c, const std::vector<SeqWork>& batch,
+                    IterationKernels& it) const = 0;
+  // Bytes the KV cache may take on a GPU of `memory` bytes of which `used` (weights,
+  // activations, staging) are taken.
+  virtual double kv_budget(double memory, double utilization, double used) const = 0;
+};
+
+using InferenceEngineFactory = std::function<std::unique_ptr<InferenceEngine>()>;
+Registry<InferenceEngineFactory>& inference_engine_registry();
+
+} // namespace memwall

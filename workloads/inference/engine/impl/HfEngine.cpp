@@ -1,0 +1,176 @@
+// Hugging Face transformers' generate() in eager PyTorch, as its source runs it
+// (generation/utils.py GenerationMixin._sample with greedy decoding, cache_utils.py
+// DynamicCache, the Llama and GPT-2 modelling files with attn_implementation "sdpa"):
+//   - the model in its torch_dtype (bf16 or fp16, no autocast): every module's kernels one
+//     by one, from the same inventories the training stacks use (HfModules.hpp);
+//   - DynamicCache.update: torch.cat of each layer's K (and V) cache with the new tokens'
+//     every step, onto an empty tensor in the prefill: the whole cache read and written
+//     again each token;
+//   - logits_to_keep = 1: the final norm over every token, lm_head over the last one;
+//   - generate's own step: the logits copied to fp32, argmax, the finished rows padded,
+//     the token appended to input_ids and the attention mask, the stopping criteria;
+//   - one static batch, prompts padded to the longest, run until every row is done.
+// Host work (Python, dispatch, launches) is not modelled: the iteration takes its kernels'
+// GPU time, which an eager decode at a small batch exceeds on the host.
+#include "HfModel.hpp"
+#include "HfModules.hpp"
+#include "inference/engine/InferenceEngine.hpp"
+
+#include <algorithm>
+
+namespace memwall {
+namespace {
+
+KernelCost forward_cost(const KernelPlan& k)
+{
+  KernelCost c;
+  c.name   = k.name;
+  c.kclass = k.kclass;
+  c.family = k.family;
+  c.dtype  = k.dtype;
+  c.flops  = k.fwd_flops;
+  c.bytes  = k.fwd_bytes;
+  c.shape  = k.shape;
+  return c;
+}
+
+void append_forward(const std::vector<KernelPlan>& kernels, std::vector<KernelCost>& out)
+{
+  for (const KernelPlan& k : kernels)
+    if (k.runs(true))
+      out.push_back(forward_cost(k));
+}
+
+KernelCost memory_bound(const std::string& name, double bytes, double flops = 0)
+{
+  KernelCost c;
+  c.name   = name;
+  c.kclass = KernelClass::elementwise;
+  c.dtype  = Dtype::fp32;
+  c.bytes  = bytes;
+  c.flops  = flops;
+  return c;
+}
+
+class HfEngine : public InferenceEngine {
+public:
+  std::string default_scheduler(const std::string&) const override { return "static"; }
+  int64_t default_block_size() const override { return 1; }
+
+  void check(ParamReader& r, const InferenceConfig& c, const ModelSpec& m) const override
+  {
+    auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "engine hf: " + why); };
+    if (hf::architecture(m) == hf::Arch::none)
+      refuse("engine", "runs transformers' Llama-family and GPT-2 modules; " + m.name +
+                           " is neither (mixture of experts, latent attention or extra norms)");
+    if (c.tp > 1 || c.ep > 1)
+      refuse(c.tp > 1 ? "tp" : "ep", "generate() on one GPU (device_map's layers spread over GPUs are not modelled)");
+    if (c.scheduler != "static")
+      refuse("scheduler", "generate() runs one batch to its longest output: scheduler static");
+    if (c.chunked_prefill)
+      refuse("chunked_prefill", "generate() prefills whole prompts");
+    if (c.weights_off.any() || c.kv_off.any() || c.act_off.any() || c.gpu_batches > 1)
+      refuse("offload", "offload here is FlexGen's (engine vllm); Accelerate's offload hooks are not modelled");
+    if (r.has("gpu_memory_utilization"))
+      refuse("gpu_memory_utilization", "there is no KV budget: the DynamicCache grows until the GPU's memory runs out");
+    if (c.weight_dtype != Dtype::fp16 && c.weight_dtype != Dtype::bf16)
+      refuse("weight_dtype", "the model in its torch_dtype, fp16 or bf16 (quantized HF models are not modelled)");
+    if (c.kv_dtype != c.act_dtype)
+      refuse("kv_dtype", "the DynamicCache holds K and V in the model's dtype");
+    if (!c.flash_attention)
+      refuse("flash_attention", "attention through torch's SDPA (attn_implementation sdpa)");
+    if (c.kv_manager != "paged" || c.block_size != 1 || c.shared_prefix > 0)
+      refuse(c.kv_manager != "paged" ? "kv_manager" : c.block_size != 1 ? "block_size" : "shared_prefix",
+             "the DynamicCache holds each sequence's tokens as they come, one by one (kv_manager paged, block_size 1, "
+             "no shared prefix)");
+  }
+
+  void plan(const ModelSpec& m, const InferenceConfig& c, const std::vector<SeqWork>& batch,
+            IterationKernels& it) const override
+  {
+    // generate() pads every row to the same length: a prefill of s tokens on an empty
+    // cache, or a decode of one token on a cache of L.
+    double b = static_cast<double>(batch.size()), s = 0, L = 0;
+    for (const SeqWork& w : batch) {
+      s = std::max(s, static_cast<double>(w.tokens));
+      L = std::max(L, static_cast<double>(w.context));
+    }
+    hf::Precision p;
+    p.compute_dtype = c.act_dtype;
+    p.param = p.compute = dtype_bytes(c.act_dtype);
+    const hf::Tokens t{b, s};
+    const double e = p.param, T = t.T(), h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab);
+    const double q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
+    const double o = static_cast<double>(m.attn_out_dim()), f = static_cast<double>(m.ffn_hidden);
+
+    it.eager_embed.clear();
+    append_forward(hf::model_embedding(m, t, p).kernels, it.eager_embed);
+
+    std::vector<KernelCost>& layer = it.layer.eager;
+    layer.clear();
+    for (const KernelPlan& k : hf::model_layer(m, t, p, 0).kernels) {
+      if (!k.runs(true))
+        continue;
+      if (k.kclass != KernelClass::attention) {
+        layer.push_back(forward_cost(k));
+        continue;
+      }
+      // DynamicCache.update before attention: torch.cat reads the L cached and s new
+      // tokens' K (then V) and writes all L + s into a new tensor.
+      double cat = 2 * b * (L + s) * kv * e;
+      layer.push_back(memory_bound("attn.cache_cat_k", cat));
+      layer.push_back(memory_bound("attn.cache_cat_v", cat));
+      KernelCost a = forward_cost(k);
+      if (L > 0) { // s queries over the L cached keys and, causally, the s new ones
+        double pairs = b * (s * L + s * (s + 1) / 2);
+        a.flops      = 2 * pairs * (q + o);
+        a.bytes      = (2 * T * q + 2 * b * (L + s) * kv) * e;
+      }
+      layer.push_back(a);
+    }
+
+    std::vector<KernelPlan> head;
+    EagerOps ops(head);
+    if (m.final_norm)
+      (hf::architecture(m) == hf::Arch::gpt2 ? hf::layer_norm : hf::rms_norm)(ops, "final_norm", T, h, p);
+    hf::linear(ops, "lm_head", b, h, V, false, p); // logits_to_keep = 1
+    it.eager_head.clear();
+    append_forward(head, it.eager_head);
+    // _sample's step, greedy: next_token_logits = logits[:, -1, :].to(float32); argmax;
+    // next * unfinished + pad * (1 - unfinished); input_ids and attention_mask grown by
+    // torch.cat; MaxLengthCriteria's full tensor, EosTokenCriteria's isin; unfinished &=
+    // ~done and its max (read by the host); cache_position[-1:] + 1.
+    const double ids = b * (L + s + 1) * 8;
+    for (const KernelCost& k : std::vector<KernelCost>{memory_bound("generate.logits_fp32", b * V * (e + 4)),
+                                                       memory_bound("generate.argmax", b * V * 4 + b * 8),
+                                                       memory_bound("generate.mul_unfinished", 3 * b * 8),
+                                                       memory_bound("generate.rsub_unfinished", 2 * b * 8),
+                                                       memory_bound("generate.mul_pad", 2 * b * 8),
+                                                       memory_bound("generate.add_pad", 3 * b * 8),
+                                                       memory_bound("generate.cat_input_ids", 2 * ids),
+                                                       memory_bound("generate.cat_attention_mask", 2 * ids),
+                                                       memory_bound("generate.max_length", b),
+                                                       memory_bound("generate.isin_eos", b * 9),
+                                                       memory_bound("generate.and_not", 3 * b),
+                                                       memory_bound("generate.max_unfinished", b * 8),
+                                                       memory_bound("generate.cache_position", 16)})
+      it.eager_head.push_back(k);
+
+    // Eager PyTorch frees a tensor when its last reference goes: at the widest point of a
+    // layer the stream and its norm's fp32 copies, and the MLP's three intermediates
+    // (the activation, up and their product) are alive; then the logits and their fp32 copy.
+    it.activation_bytes = std::max(it.activation_bytes, T * (2 * h * e + 2 * h * 4 + 3 * f * e) + b * V * (e + 4));
+  }
+
+  double kv_budget(double memory, double, double) const override { return memory; }
+};
+
+const bool registered = inference_engine_registry().add(
+    "hf",
+    "Hugging Face transformers' generate() in eager PyTorch: every module's kernels one by one (sdpa attention), a "
+    "DynamicCache grown by torch.cat each step, one static batch, no KV budget (the cache grows until memory runs "
+    "out); host work not modelled",
+    [] { return std::make_unique<HfEngine>(); });
+
+} // namespace
+} // namespace memwall
