@@ -28,7 +28,8 @@ double estimated_rate(const GpuSpec& g, const Op& op)
 static double launch_s(const GpuSpec& g)
 {
   const GpuProfile* p = g.profile.get();
-  return p && !p->elementwise.empty() ? p->elementwise.regimes.front().latency_s : g.kernel_overhead_s;
+  return p && !p->elementwise.empty() ? std::max(0.0, p->elementwise.regimes.front().latency_s - p->event_overhead_s)
+                                      : g.kernel_overhead_s;
 }
 
 static double streaming_bw(const GpuSpec& g, double bytes)
@@ -73,7 +74,8 @@ double KernelTiming::total_s(double bytes) const { return overhead_s + std::max(
 // (forward; or the input and the weight gradient, each in its own layout, of the
 // forward's shape) timed by its pass's model and table. The op's FLOPs beyond those
 // GEMMs (LoRA adapters) run at the same rate.
-static void time_by_pass(const GpuProfile& p, double peak, const Op& op, KernelTiming& t)
+// Returns the GEMMs timed.
+static size_t time_by_pass(const GpuProfile& p, double peak, const Op& op, KernelTiming& t)
 {
   std::vector<GemmPass> runs{op.pass};
   if (op.pass == GemmPass::backward)
@@ -90,6 +92,7 @@ static void time_by_pass(const GpuProfile& p, double peak, const Op& op, KernelT
   double flops = 2.0 * tokens * out * in * groups * static_cast<double>(runs.size());
   t.overhead_s = launch;
   t.compute_s  = body > 0 ? body * op.flops / flops : 0.0;
+  return runs.size();
 }
 
 KernelTiming kernel_timing(const GpuSpec& g, const Op& op)
@@ -106,6 +109,7 @@ KernelTiming kernel_timing(const GpuSpec& g, const Op& op)
   const GpuProfile* p = g.profile.get();
   if (!p)
     return t;
+  double launches = 1; // kernels the op stands for
   if (!p->elementwise.empty()) {
     // A kernel launch costs what the smallest memory-bound kernel does.
     t.overhead_s = p->elementwise.regimes.front().latency_s;
@@ -119,19 +123,22 @@ KernelTiming kernel_timing(const GpuSpec& g, const Op& op)
   if (op.kclass == KernelClass::gemm && op.shape.known()) {
     double peak = g.peak(op.dtype);
     if (p->has_pass_data(op.dtype, peak))
-      time_by_pass(*p, peak, op, t);
+      launches = static_cast<double>(time_by_pass(*p, peak, op, t));
     else if (const GemmModel* m = p->gemm_model(op.dtype, peak)) {
       // One launch: a GEMM, or a grouped GEMM of `groups` of this shape.
       double groups = op.shape.groups();
       double one    = 2.0 * op.shape.m * op.shape.n * op.shape.k * groups;
       // The op may stand for several launches of this shape (backward: input and
       // weight gradients).
-      double launches = std::max(1.0, std::round(op.flops / one));
+      launches        = std::max(1.0, std::round(op.flops / one));
       double body     = m->time(op.shape.m, op.shape.n, op.shape.k, groups) - m->launch_s;
       t.overhead_s    = launches * m->launch_s;
       t.compute_s     = body > 0 ? op.flops / (one / body) : 0.0;
     }
   }
+  // Measured one kernel at a time between events: each launch held the stream that much
+  // less in a busy stream than it measured.
+  t.overhead_s = std::max(0.0, t.overhead_s - launches * p->event_overhead_s);
   return t;
 }
 

@@ -258,6 +258,10 @@ GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
   p.source = r.text("source", "", "where the measurements came from");
   p.derived_from =
       r.text("derived_from", "", "catalog id of the GPU whose fitted profile this one scales (empty: its own fit)");
+  p.event_overhead_s = r.number("event_overhead_s", 0,
+                                "seconds each event-timed kernel measurement holds beyond the kernel's time on a busy "
+                                "stream; taken off every kernel the profile times",
+                                0, 1e-3);
   ParamReader gemm = r.section("gemm", "GEMM model per dtype (fp32, tf32, bf16, fp16, fp8, int8)", "none");
   for (Dtype d : all_dtypes())
     if (gemm.has(dtype_name(d))) {
@@ -345,6 +349,8 @@ std::string profile_yaml(const GpuProfile& p)
   root["source"] = p.source;
   if (!p.derived_from.empty())
     root["derived_from"] = p.derived_from;
+  if (p.event_overhead_s > 0)
+    root["event_overhead_s"] = p.event_overhead_s;
   for (const auto& [d, g] : p.gemm)
     root["gemm"][dtype_name(d)] = gemm_node(g);
   for (const auto& [key, g] : p.gemm_passes)

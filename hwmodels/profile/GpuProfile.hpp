@@ -52,6 +52,10 @@ struct GpuProfile {
   std::map<KernelFamily, LatencyBandwidthCurve> elementwise_families;
   std::map<std::string, LatencyBandwidthCurve> copies;
   std::vector<CollectiveCurve> collectives;
+  // What timing each kernel alone between two CUDA events added to its measurements beyond
+  // the time the kernel holds a busy stream (the events' and the launch's latency):
+  // taken off every kernel the profile times. 0: the measurements are that time already.
+  double event_overhead_s = 0;
 
   // The GEMM model of `d`; a dtype that was not measured borrows the measured 16-bit
   // (else any) model with the datasheet peak of `d` (`peak`): same efficiency assumed.

@@ -14,6 +14,9 @@ GpuProfile overlay_profile(const GpuProfile& base, const GpuProfile& top)
   p.name       = top.name;
   p.source     = top.source;
   p.derived_from.clear();
+  // The top's kernels were measured its way: its overhead where it measured kernels.
+  if (!top.gemm.empty() || !top.gemm_passes.empty() || !top.elementwise.empty())
+    p.event_overhead_s = top.event_overhead_s;
   // A dtype the top measured replaces the base's models and tables of that dtype whole.
   std::set<Dtype> measured;
   for (const auto& [d, g] : top.gemm)

@@ -155,11 +155,19 @@ int fit(const std::vector<std::string>& args)
       "exclude", po::value<std::vector<std::string>>()->composing(),
       "leave out rows of a benchmark (bidir_pinned), of gemm:DTYPE (gemm:fp16) or of layer:PREFIX "
       "(layer:llama2-7b.); repeatable")(
-      "output,o", po::value<std::string>()->required(), "profile YAML to write");
+      "output,o", po::value<std::string>()->required(), "profile YAML to write")(
+      "event-overhead", po::value<double>()->default_value(0),
+      "seconds each event-timed kernel measurement holds beyond the kernel's time on a busy stream (the events' "
+      "and the launch's latency), taken off every kernel the profile times: an event-timed smallest kernel less "
+      "the start-to-start time of back-to-back small kernels in a trace of the same GPU");
   po::variables_map vm;
   if (!parse_inputs(args, opts, vm))
     return 0;
   auto files = vm["inputs"].as<std::vector<std::string>>();
+  double event_overhead = vm["event-overhead"].as<double>();
+  if (!(event_overhead >= 0 && event_overhead < 1e-3))
+    throw InputError("calibrate fit --event-overhead: expected seconds in [0, 1e-3), got " +
+                     std::to_string(event_overhead));
   std::string out = vm["output"].as<std::string>();
   check_output_path(out, files);
   std::vector<std::string> exclude = vm.count("exclude") ? vm["exclude"].as<std::vector<std::string>>() : std::vector<std::string>{};
@@ -190,6 +198,7 @@ int fit(const std::vector<std::string>& args)
   for (const std::string& x : exclude)
     source += " (without " + x + ")";
   GpuProfile p = fit_profile(mine, spec, "memwall calibrate fit over " + source);
+  p.event_overhead_s = event_overhead;
   write_atomically(out, [&](const std::string& temp) {
     std::ofstream f(temp);
     f << profile_yaml(p);
