@@ -35,6 +35,49 @@ TEST_CASE("serve_capacity_finds_the_md1_rate_whose_mean_wait_meets_the_ttft_targ
   CHECK(c <= 1.02 * 1.1 / d);
 }
 
+namespace {
+
+// GPT-2 on one A100, one sequence at a time, `n` requests of 64 + 8 tokens arriving every
+// `gap` seconds from a trace file: a D/D/1 queue.
+std::string dd1_trace_spec(const std::string& name, int n, double gap)
+{
+  std::string csv = temp_path(name + ".csv");
+  std::string rows = "arrival_time,prompt_tokens,output_tokens\n";
+  for (int i = 0; i < n; ++i)
+    rows += std::to_string(i * gap) + ",64,8\n";
+  write_file(csv, rows);
+  return "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+         "inference: {max_num_seqs: 1, trace: " + csv + "}\n";
+}
+
+} // namespace
+
+TEST_CASE("serve_capacity_replays_a_trace_faster_until_its_d_d_1_queue_starts_to_wait", "[serving][capacity]")
+{
+  // Arrivals every 1 / lambda, each request served alone in D: nobody waits while
+  // lambda <= 1 / D (a D/D/1 queue), and past it every request waits longer than the one
+  // before. A TTFT p90 target of 1.05 x the prefill alone is met up to 1 / D; the search
+  // replays the trace's 400 requests faster (inference.trace_speedup) to find it.
+  nlohmann::json alone = run_json("trace_alone", md1_serving_spec(0.001, 1));
+  double d = alone["latency_s"]["mean"].get<double>(), tp = alone["ttft_s"]["mean"].get<double>();
+  std::string spec = temp_path("capacity_dd1.yaml");
+  write_file(spec, dd1_trace_spec("capacity_dd1", 400, 10 * d)); // the trace itself at load 0.1
+  char target[64];
+  std::snprintf(target, sizeof target, "p90=%.9gs", 1.05 * tp);
+  CliResult r = run_cli("serve-capacity " + spec + " --ttft " + target + " --json");
+  REQUIRE(r.exit_code == 0);
+  double c = nlohmann::json::parse(r.out)["capacity_requests_per_s"].get<double>();
+  CHECK(c == Approx(1 / d).epsilon(0.05));
+  // trace_speedup belongs to a trace; a trace whose requests all arrive at once has no rate.
+  CHECK_THAT(refused("speedup_poisson", md1_serving_spec(10, 5), "--set inference.trace_speedup=2"),
+             Catch::Contains("inference.trace_speedup") && Catch::Contains("no trace"));
+  std::string once = temp_path("capacity_once.yaml");
+  write_file(once, dd1_trace_spec("capacity_once", 5, 0));
+  CliResult o = run_cli("serve-capacity " + once + " --json");
+  CHECK(o.exit_code == 2);
+  CHECK_THAT(o.err, Catch::Contains("capacity_once.csv") && Catch::Contains("all arrive at once"));
+}
+
 TEST_CASE("serve_capacity_refuses_a_bad_target_or_a_spec_without_poisson_arrivals", "[serving][capacity][errors]")
 {
   std::string spec = temp_path("capacity_bad.yaml");

@@ -130,6 +130,12 @@ std::vector<Request> read_requests(ParamReader& r, InferenceConfig& c, const std
   if (trace && (!t.IsScalar() || t.Scalar().empty()))
     r.fail("trace", "expected the path of a .csv or .jsonl file");
   std::string path = trace ? t.Scalar() : "";
+  double speedup = r.number("trace_speedup", 1.0,
+                            "trace: its arrival times divided by this (2: the same requests twice as often; what "
+                            "serve-capacity varies for a trace)",
+                            1e-6, 1e6);
+  if (r.has("trace_speedup") && !trace)
+    r.fail("trace_speedup", "scales the arrival times of inference.trace; this spec has no trace");
   ParamReader p = r.section("poisson", "synthetic requests with Poisson arrivals");
   PoissonConfig pc;
   pc.rate     = p.number("rate", pc.rate, "arrivals per second", 1e-6, 1e9);
@@ -145,7 +151,10 @@ std::vector<Request> read_requests(ParamReader& r, InferenceConfig& c, const std
     if (f.is_relative() && !spec_dir.empty())
       f = std::filesystem::path(spec_dir) / f;
     c.trace_path = f.lexically_normal().string();
-    return read_request_trace(c.trace_path);
+    std::vector<Request> requests = read_request_trace(c.trace_path);
+    for (Request& q : requests)
+      q.arrival_s /= speedup;
+    return requests;
   }
   if (poisson) {
     c.source      = "poisson";

@@ -1,7 +1,8 @@
 // memwall serve-capacity SPEC.yaml [--ttft STAT=DURATION]... [--tpot STAT=DURATION]...
 //                                  [--set KEY=VALUE]... [--json]
-// The highest Poisson arrival rate the spec's server sustains within the latency targets
-// (CapacitySearch.hpp), each rate a full simulation of the spec's requests.
+// The highest arrival rate the spec's server sustains within the latency targets
+// (CapacitySearch.hpp): of its Poisson arrivals, or of its trace replayed faster or
+// slower; each rate a full simulation of the spec's requests.
 #include "CapacitySearch.hpp"
 #include "ChildPool.hpp"
 #include "Commands.hpp"
@@ -13,6 +14,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
@@ -99,7 +101,7 @@ int serve_capacity_command(const std::vector<std::string>& args)
       "tpot", po::value(&tpot)->composing(), "time per output token target: STAT=DURATION (repeatable)")(
       "set", po::value(&overrides)->composing(), "override a spec key: --set inference.max_num_seqs=128 (repeatable)")(
       "json", po::bool_switch(&json), "print one JSON object instead of the table")(
-      "spec", po::value(&spec_path), "serving spec (YAML) with inference.poisson arrivals");
+      "spec", po::value(&spec_path), "serving spec (YAML) with inference.poisson or inference.trace arrivals");
   po::variables_map vm;
   if (!parse_options(args, opts, "spec", vm))
     return 0;
@@ -108,12 +110,29 @@ int serve_capacity_command(const std::vector<std::string>& args)
                      "examples/llama2-7b-serving-poisson-1xa100.yaml --ttft p90=2s --tpot p90=100ms)");
   std::vector<LatencyTarget> targets = parse_latency_targets(ttft, tpot);
   ExperimentSpec spec = load_spec(spec_path, overrides); // the given spec must be valid
-  if (!spec.serving || spec.inference.source != "poisson")
-    throw InputError(spec_path + ": serve-capacity varies the arrival rate of inference.poisson; this spec " +
-                     (spec.serving ? "serves requests from its " + spec.inference.source : std::string("trains")));
+  const InferenceConfig& inf = spec.inference;
+  if (!spec.serving || (inf.source != "poisson" && inf.source != "trace"))
+    throw InputError(spec_path + ": serve-capacity varies the arrival rate of inference.poisson or inference.trace; "
+                     "this spec " +
+                     (spec.serving ? "serves a fixed batch" : std::string("trains")));
+  // A trace keeps its requests and the shape of its arrivals; the search replays it
+  // faster or slower (inference.trace_speedup), its rate = requests over its span.
+  double native = inf.poisson_rate;
+  if (inf.source == "trace") {
+    double first = inf.requests.front().arrival_s, last = first;
+    for (const Request& q : inf.requests) {
+      first = std::min(first, q.arrival_s);
+      last  = std::max(last, q.arrival_s);
+    }
+    if (inf.requests.size() < 2 || !(last > first))
+      throw InputError(inf.trace_path + ": serve-capacity replays the trace faster or slower, but its requests all "
+                                        "arrive at once");
+    native = static_cast<double>(inf.requests.size() - 1) / (last - first);
+  }
   auto measure = [&](double rate) {
     std::vector<std::string> with_rate = overrides;
-    with_rate.push_back("inference.poisson.rate=" + rate_text(rate));
+    with_rate.push_back(inf.source == "trace" ? "inference.trace_speedup=" + rate_text(rate / native)
+                                              : "inference.poisson.rate=" + rate_text(rate));
     // SimGrid runs one engine per process: every rate in a child of its own.
     ChildOutcome out = run_in_child([&] {
       ExperimentSpec s = load_spec(spec_path, with_rate);
@@ -138,7 +157,7 @@ int serve_capacity_command(const std::vector<std::string>& args)
       p.values.push_back(latency_target_value(j, t));
     return p;
   };
-  CapacityResult r = search_capacity(spec.inference.poisson_rate, targets, measure);
+  CapacityResult r = search_capacity(native, targets, measure);
   if (json)
     std::cout << to_json(r, targets).dump(2) << "\n";
   else
