@@ -31,7 +31,9 @@ std::string rate_text(double rate)
   return b;
 }
 
-void print_text(const CapacityResult& r, const std::vector<LatencyTarget>& targets, const std::string& title)
+// `more`: how the spec gets more requests (its Poisson count, or a longer trace).
+void print_text(const CapacityResult& r, const std::vector<LatencyTarget>& targets, const std::string& title,
+                const std::string& more)
 {
   std::cout << title << "\n  targets        ";
   for (const LatencyTarget& t : targets)
@@ -61,8 +63,8 @@ void print_text(const CapacityResult& r, const std::vector<LatencyTarget>& targe
   for (const CapacityPoint& p : r.points)
     if (p.rate == r.capacity && p.window < 10 * p.latency)
       std::printf("  note           at that rate the arrivals span %s, under ten mean latencies (%s): the server "
-                  "may not have settled; give inference.poisson.requests more\n",
-                  format_duration(p.window).c_str(), format_duration(p.latency).c_str());
+                  "may not have settled; give %s\n",
+                  format_duration(p.window).c_str(), format_duration(p.latency).c_str(), more.c_str());
 }
 
 nlohmann::ordered_json to_json(const CapacityResult& r, const std::vector<LatencyTarget>& targets)
@@ -161,7 +163,8 @@ int serve_capacity_command(const std::vector<std::string>& args)
   if (json)
     std::cout << to_json(r, targets).dump(2) << "\n";
   else
-    print_text(r, targets, experiment_title(spec));
+    print_text(r, targets, experiment_title(spec),
+               inf.source == "trace" ? "a longer trace" : "inference.poisson.requests more");
   return 0;
 }
 
