@@ -13,13 +13,13 @@ size_t KernelTimer::KeyHash::operator()(const Key& k) const
   mix(k.shape.m);
   mix(k.shape.n);
   mix(k.shape.k | static_cast<size_t>(k.shape.groups()) << 32);
-  mix(static_cast<size_t>(k.pass) << 24 | static_cast<size_t>(k.family) << 16 | static_cast<size_t>(k.kclass) << 8 | static_cast<size_t>(k.dtype));
+  mix(static_cast<size_t>(k.host_paced) << 32 | static_cast<size_t>(k.pass) << 24 | static_cast<size_t>(k.family) << 16 | static_cast<size_t>(k.kclass) << 8 | static_cast<size_t>(k.dtype));
   return h;
 }
 
 KernelTiming KernelTimer::operator()(const Op& op)
 {
-  Key key{op.flops, op.bytes, op.seconds, op.shape, op.kclass, op.family, op.dtype, op.pass};
+  Key key{op.flops, op.bytes, op.seconds, op.shape, op.kclass, op.family, op.dtype, op.pass, op.host_paced};
   auto it = known_.find(key);
   if (it != known_.end())
     return it->second;

@@ -32,11 +32,12 @@ private:
     KernelFamily family = KernelFamily::generic;
     Dtype dtype         = Dtype::bf16;
     GemmPass pass       = GemmPass::forward;
+    bool host_paced     = false;
     bool operator==(const Key& o) const
     {
       return flops == o.flops && bytes == o.bytes && seconds == o.seconds && shape.m == o.shape.m && shape.n == o.shape.n &&
              shape.k == o.shape.k && shape.groups() == o.shape.groups() && kclass == o.kclass && family == o.family &&
-             dtype == o.dtype && pass == o.pass;
+             dtype == o.dtype && pass == o.pass && host_paced == o.host_paced;
     }
   };
   struct KeyHash {

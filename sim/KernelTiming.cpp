@@ -139,6 +139,8 @@ KernelTiming kernel_timing(const GpuSpec& g, const Op& op)
   // Measured one kernel at a time between events: each launch held the stream that much
   // less in a busy stream than it measured.
   t.overhead_s = std::max(0.0, t.overhead_s - launches * p->event_overhead_s);
+  if (op.host_paced) // the stream's idle time between launches is the host's, not the kernel's
+    t.overhead_s = std::max(0.0, t.overhead_s - launches * p->launch_gap_s);
   return t;
 }
 

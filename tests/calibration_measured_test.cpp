@@ -396,16 +396,40 @@ TEST_CASE("the_shipped_h100_profile_holds_a_stream_as_long_as_back_to_back_small
   CHECK(kernel_timing(gpu, add).total_s(24576) == Approx(2.78e-6).epsilon(0.05));
 }
 
-TEST_CASE("calibrate_fit_writes_the_event_overhead_it_is_given_and_refuses_a_negative_one", "[calibration][measured]")
+TEST_CASE("calibrate_fit_writes_the_event_overhead_and_launch_gap_it_is_given_and_refuses_negative_ones", "[calibration][measured]")
 {
   std::string meas = temp_path("eo.csv"), profile = temp_path("eo.yaml");
   write_file(meas, "gpu,benchmark,dtype,m,n,k,ranks,ranks_per_node,bytes,flops,time_s,samples,source\n"
                    "a40,elementwise,,,,,,,1024,,3e-6,,\na40,elementwise,,,,,,,1048576,,1e-5,,\n"
                    "a40,elementwise,,,,,,,1073741824,,2e-3,,\n");
-  REQUIRE(run_cli("calibrate fit " + meas + " --event-overhead 1e-6 -o " + profile).exit_code == 0);
+  REQUIRE(run_cli("calibrate fit " + meas + " --event-overhead 1e-6 --launch-gap 2e-6 -o " + profile).exit_code == 0);
   CHECK(load_profile(profile).event_overhead_s == 1e-6);
+  CHECK(load_profile(profile).launch_gap_s == 2e-6);
+  CliResult gap = run_cli("calibrate fit " + meas + " --launch-gap=-1 -o " + temp_path("eo_gap.yaml"));
+  CHECK(gap.exit_code == 2);
+  CHECK_THAT(gap.err, Catch::Contains("--launch-gap"));
   CliResult bad = run_cli("calibrate fit " + meas + " --event-overhead -1e-6 -o " + temp_path("eo_bad.yaml"));
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("--event-overhead"));
   CHECK_FALSE(std::ifstream(temp_path("eo_bad.yaml")).good());
+}
+
+TEST_CASE("a_host_paced_kernel_holds_the_gpu_for_its_own_time_without_the_launch_gap", "[calibration][measured]")
+{
+  // An eager decode's host launches slower than the GPU runs: the stream idles between
+  // kernels on the host's time. In the H100 trace a stream's back-to-back kernels leave
+  // 1.57 us between one's end and the next one's start (median), and its small binary
+  // and unary kernels run 1.15 to 1.63 us each (medians per kernel kind). The shipped
+  // profile times a host-paced 24 KiB residual add at its busy-stream 2.86 us less the
+  // gap: 1.29 us, inside that range.
+  GpuSpec gpu = gpu_preset("h100-sxm-80gb");
+  REQUIRE(gpu.profile->launch_gap_s == Approx(1.57e-6));
+  Op add     = memwall::kernel_op(DeviceRef{}, KernelClass::elementwise, Dtype::bf16, 0, 24576, 0, "add");
+  add.family = KernelFamily::residual;
+  double busy = kernel_timing(gpu, add).total_s(24576);
+  add.host_paced = true;
+  double own = kernel_timing(gpu, add).total_s(24576);
+  CHECK(busy - own == Approx(1.57e-6).epsilon(1e-9));
+  CHECK(own >= 1.15e-6);
+  CHECK(own <= 1.63e-6);
 }

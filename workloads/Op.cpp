@@ -36,7 +36,7 @@ bool same_work(const Op& a, const Op& b)
          a.device == b.device && a.src == b.src && a.dst == b.dst && a.pool == b.pool && a.shape.m == b.shape.m &&
          a.shape.n == b.shape.n && a.shape.k == b.shape.k && a.shape.groups() == b.shape.groups() && a.group == b.group && a.chain == b.chain &&
          a.kind == b.kind && a.stream == b.stream && a.phase == b.phase && a.kclass == b.kclass && a.family == b.family &&
-         a.dtype == b.dtype && a.pageable == b.pageable && a.pass == b.pass && a.collective == b.collective && a.category == b.category;
+         a.dtype == b.dtype && a.pageable == b.pageable && a.pass == b.pass && a.host_paced == b.host_paced && a.collective == b.collective && a.category == b.category;
 }
 
 const char* stream_name(StreamKind s)

@@ -85,12 +85,16 @@ struct Op {
   StepPhase phase   = StepPhase::setup; // stamped by OpDag::add from its current phase
   KernelClass kclass = KernelClass::gemm; // kernel / host_compute
   Dtype dtype        = Dtype::bf16;
-  // Three small fields share a byte, so that Op stays at 120 bytes.
+  // Four small fields share a byte, so that Op stays at 120 bytes.
   KernelFamily family : 4 = KernelFamily::generic; // elementwise kernel: which fitted curve times it
   bool pageable : 1       = false; // copy: host side not pinned, staged through the driver's pinned buffer
   // gemm kernel: which GEMMs of its layer it runs (`shape` is always the forward's);
   // backward: the input and the weight gradient.
   GemmPass pass : 2 = GemmPass::forward;
+  // kernel: launched by a host slower than the GPU (an eager decode), so the stream idles
+  // between kernels on the host's time: the kernel holds the GPU for its own time only,
+  // without the gap between back-to-back launches (GpuProfile::launch_gap_s).
+  bool host_paced : 1 = false;
   CollectiveKind collective = CollectiveKind::all_reduce;
   MemCategory category      = MemCategory::other; // alloc / free
 };

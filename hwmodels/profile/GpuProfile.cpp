@@ -262,6 +262,10 @@ GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
                                 "seconds each event-timed kernel measurement holds beyond the kernel's time on a busy "
                                 "stream; taken off every kernel the profile times",
                                 0, 1e-3);
+  p.launch_gap_s = r.number("launch_gap_s", 0,
+                            "seconds a busy stream idles between two back-to-back kernels; not held by a kernel "
+                            "the host launches slower than the GPU runs it",
+                            0, 1e-3);
   ParamReader gemm = r.section("gemm", "GEMM model per dtype (fp32, tf32, bf16, fp16, fp8, int8)", "none");
   for (Dtype d : all_dtypes())
     if (gemm.has(dtype_name(d))) {
@@ -351,6 +355,8 @@ std::string profile_yaml(const GpuProfile& p)
     root["derived_from"] = p.derived_from;
   if (p.event_overhead_s > 0)
     root["event_overhead_s"] = p.event_overhead_s;
+  if (p.launch_gap_s > 0)
+    root["launch_gap_s"] = p.launch_gap_s;
   for (const auto& [d, g] : p.gemm)
     root["gemm"][dtype_name(d)] = gemm_node(g);
   for (const auto& [key, g] : p.gemm_passes)

@@ -56,6 +56,10 @@ struct GpuProfile {
   // the time the kernel holds a busy stream (the events' and the launch's latency):
   // taken off every kernel the profile times. 0: the measurements are that time already.
   double event_overhead_s = 0;
+  // The idle time between two kernels queued back to back on one stream (the GPU's front
+  // end between launches), part of each kernel's hold on a busy stream; a host-paced
+  // kernel (Op::host_paced) holds the GPU for its time less this.
+  double launch_gap_s = 0;
 
   // The GEMM model of `d`; a dtype that was not measured borrows the measured 16-bit
   // (else any) model with the datasheet peak of `d` (`peak`): same efficiency assumed.

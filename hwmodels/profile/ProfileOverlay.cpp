@@ -16,7 +16,7 @@ GpuProfile overlay_profile(const GpuProfile& base, const GpuProfile& top)
   p.derived_from.clear();
   // The top's kernels were measured its way: its overhead where it measured kernels.
   if (!top.gemm.empty() || !top.gemm_passes.empty() || !top.elementwise.empty())
-    p.event_overhead_s = top.event_overhead_s;
+    p.event_overhead_s = top.event_overhead_s, p.launch_gap_s = top.launch_gap_s;
   // A dtype the top measured replaces the base's models and tables of that dtype whole.
   std::set<Dtype> measured;
   for (const auto& [d, g] : top.gemm)

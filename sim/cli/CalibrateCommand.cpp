@@ -159,15 +159,20 @@ int fit(const std::vector<std::string>& args)
       "event-overhead", po::value<double>()->default_value(0),
       "seconds each event-timed kernel measurement holds beyond the kernel's time on a busy stream (the events' "
       "and the launch's latency), taken off every kernel the profile times: an event-timed smallest kernel less "
-      "the start-to-start time of back-to-back small kernels in a trace of the same GPU");
+      "the start-to-start time of back-to-back small kernels in a trace of the same GPU")(
+      "launch-gap", po::value<double>()->default_value(0),
+      "seconds a busy stream idles between two back-to-back kernels (a trace's gap from one kernel's end to the "
+      "next one's start): not held by kernels the host launches slower than the GPU runs them");
   po::variables_map vm;
   if (!parse_inputs(args, opts, vm))
     return 0;
   auto files = vm["inputs"].as<std::vector<std::string>>();
-  double event_overhead = vm["event-overhead"].as<double>();
+  double event_overhead = vm["event-overhead"].as<double>(), launch_gap = vm["launch-gap"].as<double>();
   if (!(event_overhead >= 0 && event_overhead < 1e-3))
     throw InputError("calibrate fit --event-overhead: expected seconds in [0, 1e-3), got " +
                      std::to_string(event_overhead));
+  if (!(launch_gap >= 0 && launch_gap < 1e-3))
+    throw InputError("calibrate fit --launch-gap: expected seconds in [0, 1e-3), got " + std::to_string(launch_gap));
   std::string out = vm["output"].as<std::string>();
   check_output_path(out, files);
   std::vector<std::string> exclude = vm.count("exclude") ? vm["exclude"].as<std::vector<std::string>>() : std::vector<std::string>{};
@@ -199,6 +204,7 @@ int fit(const std::vector<std::string>& args)
     source += " (without " + x + ")";
   GpuProfile p = fit_profile(mine, spec, "memwall calibrate fit over " + source);
   p.event_overhead_s = event_overhead;
+  p.launch_gap_s     = launch_gap;
   write_atomically(out, [&](const std::string& temp) {
     std::ofstream f(temp);
     f << profile_yaml(p);

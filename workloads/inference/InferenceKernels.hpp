@@ -53,6 +53,7 @@ struct KernelCost {
   double bytes       = 0;
   GemmShape shape;   // gemm: tokens x out, contracted over in
   KernelFamily family = KernelFamily::generic; // elementwise: which fitted curve times it
+  bool host_paced     = false;                 // Op::host_paced: an eager engine's launch
 };
 
 struct LayerKernels {

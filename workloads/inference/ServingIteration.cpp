@@ -59,6 +59,7 @@ OpId ServingDriver::emit_kernel(const KernelCost& k, OpName name, std::initializ
   Op op     = kernel_op(gpu_, k.kclass, k.dtype, k.flops, k.bytes, model, name);
   op.shape  = k.shape;
   op.family = k.family;
+  op.host_paced = k.host_paced;
   return dag_.add(std::move(op), deps);
 }
 

@@ -10,8 +10,9 @@
 //   - generate's own step: the logits copied to fp32, argmax, the finished rows padded,
 //     the token appended to input_ids and the attention mask, the stopping criteria;
 //   - one static batch, prompts padded to the longest, run until every row is done.
-// Host work (Python, dispatch, launches) is not modelled: the iteration takes its kernels'
-// GPU time, which an eager decode at a small batch exceeds on the host.
+// Host work (Python, dispatch, launches) is not modelled: an eager decode's host is slower
+// than its GPU, so each kernel is host-paced (Op::host_paced) and the iteration takes
+// its kernels' own GPU time, what a profiler sums, without the idle gaps between them.
 #include "HfModel.hpp"
 #include "HfModules.hpp"
 #include "inference/engine/InferenceEngine.hpp"
@@ -31,6 +32,7 @@ KernelCost forward_cost(const KernelPlan& k)
   c.flops  = k.fwd_flops;
   c.bytes  = k.fwd_bytes;
   c.shape  = k.shape;
+  c.host_paced = true;
   return c;
 }
 
@@ -49,6 +51,7 @@ KernelCost memory_bound(const std::string& name, double bytes, double flops = 0)
   c.dtype  = Dtype::fp32;
   c.bytes  = bytes;
   c.flops  = flops;
+  c.host_paced = true;
   return c;
 }
 
