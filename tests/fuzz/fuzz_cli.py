@@ -48,6 +48,12 @@ SPEC_SEEDS = {
     "serve_percent.yaml": "hardware: {node: cloud-t4}\nmodel: {preset: gpt2}\n"
                           "inference: {batch: 4, prompt_len: 64, output_len: 2, gpu_batches: 2, offload: "
                           "{percent: {weights: [20, 50, 30], kv: [0, 100, 0], activations: [50, 0, 50]}}}\n",
+    "serve_hf.yaml": "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: llama-2-7b, layers: 2}\n"
+                     "inference: {engine: hf, weight_dtype: bf16, batch: 2, prompt_len: 64, output_len: 4}\n",
+    "serve_flexgen.yaml": "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b, layers: 2}\n"
+                          "inference: {batch: 4, prompt_len: 64, output_len: 2, gpu_batches: 2, gpu_memory_utilization: 1.0, "
+                          "offload: {attention: cpu, pinned: false, percent: {weights: [0, 50, 50], kv: [0, 0, 100], "
+                          "activations: [0, 100, 0]}}}\n",
     "custom.yaml": "hardware:\n  node:\n    name: box\n    gpu: {preset: rtx-4090, memory_bytes: 24e9}\n    gpus: 2\n"
                    "    dram_bytes: 64e9\nmodel: {layers: 4, hidden: 256, heads: 4, vocab: 1000}\n"
                    "training: {seq_len: 128, global_batch: 4, micro_batch: 1}\n",
@@ -127,7 +133,8 @@ KEYS = ["hardware", "model", "training", "inference", "node", "gpu", "preset", "
         "network", "nics", "seq_len", "global_batch", "micro_batch", "tp", "pp", "dp", "zero", "layers",
         "hidden", "heads", "vocab", "memory_bytes", "hbm_achievable_bw", "trace", "poisson", "requests",
         "max_num_seqs", "offload", "grid", "zip", "metrics", "filter", "record", "memory", "mode", "managed",
-        "prefetch", "eviction", "accessed_by", "start", "chunk_bytes", "percent", "activations", "unknown_key"]
+        "prefetch", "eviction", "accessed_by", "start", "chunk_bytes", "percent", "activations", "engine",
+        "trace_speedup", "attention", "block_size", "unknown_key"]
 
 
 def mutate_text(rng, text):
