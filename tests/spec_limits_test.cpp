@@ -70,7 +70,9 @@ TEST_CASE("a_step_too_large_to_hold_in_memory_is_refused_before_it_is_built", "[
                  Catch::Contains("limit 1000000"));
 }
 
-TEST_CASE("running_out_of_host_memory_mid_replay_is_exit_3_with_one_line", "[robustness][runtime]")
+// [no_sanitizer]: not registered in sanitized builds (tests/CMakeLists.txt), where
+// AddressSanitizer reserves terabytes of address space and no address-space limit applies.
+TEST_CASE("running_out_of_host_memory_mid_replay_is_exit_3_with_one_line", "[robustness][runtime][no_sanitizer]")
 {
 #if defined(MEMWALL_SANITIZED)
   WARN("skipped: AddressSanitizer reserves terabytes of address space, an address-space limit cannot apply");
