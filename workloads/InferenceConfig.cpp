@@ -49,7 +49,8 @@ void read_percent(ParamReader& o, InferenceConfig& c, const ModelSpec& m)
   if (!n.IsDefined() || n.IsNull())
     return;
   ParamReader p = o.nested(n, "percent");
-  auto split = [&](const std::string& key, OffShares& out) {
+  // `whole_tensors`: the category is placed as FlexGen places weights, tensor by tensor.
+  auto split = [&](const std::string& key, OffShares& out, bool whole_tensors) {
     YAML::Node v = p.take(key, "list of 3 numbers: [gpu, cpu, disk] in %", "percent of " + key +
                                                                                   " on the GPU, in host memory, on NVMe",
                           "[100, 0, 0]");
@@ -74,12 +75,12 @@ void read_percent(ParamReader& o, InferenceConfig& c, const ModelSpec& m)
                       fmt_percent(pct[0] + pct[1] + pct[2]) + ", not 100");
     out.cpu  = pct[1] / 100;
     out.nvme = pct[2] / 100;
-    if (&out == &c.weights_off)
+    if (whole_tensors)
       out = flexgen_weight_placement(m, pct[1], pct[2]);
   };
-  split("weights", c.weights_off);
-  split("kv", c.kv_off);
-  split("activations", c.act_off);
+  split("weights", c.weights_off, true);
+  split("kv", c.kv_off, false);
+  split("activations", c.act_off, false);
   p.finish();
 }
 
@@ -286,8 +287,7 @@ std::string describe_request_lengths(const InferenceConfig& c)
 
 std::string describe_inference(const InferenceConfig& c)
 {
-  std::string s = std::string(c.engine == "hf" ? "Hugging Face generate() in eager PyTorch, " : "") +
-                  dtype_name(c.weight_dtype) + " weights, " + dtype_name(c.kv_dtype) + " KV, tp " +
+  std::string s = inference_engine_registry().make(c.engine)->summary_prefix() + dtype_name(c.weight_dtype) + " weights, " + dtype_name(c.kv_dtype) + " KV, tp " +
                   str(c.tp) + expert_layout(c) + ", " +
                   c.scheduler + " batching (max " + str(c.max_num_seqs) + " seqs" + (c.attention_dp() > 1 ? " per group" : "") +
                   (c.chunked_prefill ? ", chunked prefill" : "") + "), " + c.kv_manager + " KV";

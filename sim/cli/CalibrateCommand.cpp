@@ -167,12 +167,13 @@ int fit(const std::vector<std::string>& args)
   if (!parse_inputs(args, opts, vm))
     return 0;
   auto files = vm["inputs"].as<std::vector<std::string>>();
-  double event_overhead = vm["event-overhead"].as<double>(), launch_gap = vm["launch-gap"].as<double>();
-  if (!(event_overhead >= 0 && event_overhead < 1e-3))
-    throw InputError("calibrate fit --event-overhead: expected seconds in [0, 1e-3), got " +
-                     std::to_string(event_overhead));
-  if (!(launch_gap >= 0 && launch_gap < 1e-3))
-    throw InputError("calibrate fit --launch-gap: expected seconds in [0, 1e-3), got " + std::to_string(launch_gap));
+  auto seconds = [&](const std::string& option) {
+    double v = vm[option].as<double>();
+    if (!(v >= 0 && v < 1e-3))
+      throw InputError("calibrate fit --" + option + ": expected seconds in [0, 1e-3), got " + std::to_string(v));
+    return v;
+  };
+  double event_overhead = seconds("event-overhead"), launch_gap = seconds("launch-gap");
   std::string out = vm["output"].as<std::string>();
   check_output_path(out, files);
   std::vector<std::string> exclude = vm.count("exclude") ? vm["exclude"].as<std::vector<std::string>>() : std::vector<std::string>{};

@@ -187,7 +187,7 @@ void ServingDriver::emit_iteration(const Iteration& it)
   }
   // "it7123.embed": the iteration's number, not interned (OpName), so that a long serving
   // loop adds no names.
-  auto tag = [&](const char* what) { return OpName("it", static_cast<uint64_t>(stats_.iterations), what); };
+  auto tag = [&](const std::string& what) { return OpName("it", static_cast<uint64_t>(stats_.iterations), what); };
   act_ = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::activations, act_bytes, tag(".activations"),
                    {kv_ready_});
   // Offloaded hidden states between layers, in host memory or on NVMe for every rank there.
@@ -200,7 +200,7 @@ void ServingDriver::emit_iteration(const Iteration& it)
   if (k.eager_embed.empty())
     touch_edge(emit_kernel(k.embed, tag(".embed")), k.embed, false);
   for (const KernelCost& e : k.eager_embed)
-    emit_kernel(e, OpName("it", static_cast<uint64_t>(stats_.iterations), "." + e.name));
+    emit_kernel(e, tag("." + e.name));
 
   double w_off = cfg_.weights_off.total();
   std::vector<OpId> freed_w, freed_kv; // staging buffers as they are freed
@@ -241,7 +241,7 @@ void ServingDriver::emit_iteration(const Iteration& it)
   if (k.eager_head.empty())
     touch_edge(emit_kernel(k.head, tag(".head")), k.head, true);
   for (const KernelCost& e : k.eager_head)
-    emit_kernel(e, OpName("it", static_cast<uint64_t>(stats_.iterations), "." + e.name));
+    emit_kernel(e, tag("." + e.name));
   if (tp_group_ >= 0 && k.logits_gather_bytes > 0)
     dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_gather, tp_group_, k.logits_gather_bytes,
                            tag(".logits")));

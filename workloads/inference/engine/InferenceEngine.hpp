@@ -32,6 +32,9 @@ public:
   // fused ones (the eager lists of IterationKernels).
   virtual void plan(const ModelSpec& m, const InferenceConfig& c, const std::vector<SeqWork>& batch,
                     IterationKernels& it) const = 0;
+  // What the run's summary line says of the engine before the precisions ("" for the
+  // default one).
+  virtual std::string summary_prefix() const = 0;
   // Bytes the KV cache may take on a GPU of `memory` bytes of which `used` (weights,
   // activations, staging) are taken.
   virtual double kv_budget(double memory, double utilization, double used) const = 0;

@@ -43,22 +43,11 @@ void append_forward(const std::vector<KernelPlan>& kernels, std::vector<KernelCo
       out.push_back(forward_cost(k));
 }
 
-KernelCost memory_bound(const std::string& name, double bytes, double flops = 0)
-{
-  KernelCost c;
-  c.name   = name;
-  c.kclass = KernelClass::elementwise;
-  c.dtype  = Dtype::fp32;
-  c.bytes  = bytes;
-  c.flops  = flops;
-  c.host_paced = true;
-  return c;
-}
-
 class HfEngine : public InferenceEngine {
 public:
   std::string default_scheduler(const std::string&) const override { return "static"; }
   int64_t default_block_size() const override { return 1; }
+  std::string summary_prefix() const override { return "Hugging Face generate() in eager PyTorch, "; }
 
   void check(ParamReader& r, const InferenceConfig& c, const ModelSpec& m) const override
   {
@@ -121,8 +110,9 @@ public:
       // DynamicCache.update before attention: torch.cat reads the L cached and s new
       // tokens' K (then V) and writes all L + s into a new tensor.
       double cat = 2 * b * (L + s) * kv * e;
-      layer.push_back(memory_bound("attn.cache_cat_k", cat));
-      layer.push_back(memory_bound("attn.cache_cat_v", cat));
+      std::vector<KernelPlan> update;
+      EagerOps(update).op({{"attn.cache_cat_k", cat}, {"attn.cache_cat_v", cat}}, {});
+      append_forward(update, layer);
       KernelCost a = forward_cost(k);
       if (L > 0) { // s queries over the L cached keys and, causally, the s new ones
         double pairs = b * (s * L + s * (s + 1) / 2);
@@ -137,27 +127,27 @@ public:
     if (m.final_norm)
       (hf::architecture(m) == hf::Arch::gpt2 ? hf::layer_norm : hf::rms_norm)(ops, "final_norm", T, h, p);
     hf::linear(ops, "lm_head", b, h, V, false, p); // logits_to_keep = 1
-    it.eager_head.clear();
-    append_forward(head, it.eager_head);
     // _sample's step, greedy: next_token_logits = logits[:, -1, :].to(float32); argmax;
     // next * unfinished + pad * (1 - unfinished); input_ids and attention_mask grown by
     // torch.cat; MaxLengthCriteria's full tensor, EosTokenCriteria's isin; unfinished &=
     // ~done and its max (read by the host); cache_position[-1:] + 1.
     const double ids = b * (L + s + 1) * 8;
-    for (const KernelCost& k : std::vector<KernelCost>{memory_bound("generate.logits_fp32", b * V * (e + 4)),
-                                                       memory_bound("generate.argmax", b * V * 4 + b * 8),
-                                                       memory_bound("generate.mul_unfinished", 3 * b * 8),
-                                                       memory_bound("generate.rsub_unfinished", 2 * b * 8),
-                                                       memory_bound("generate.mul_pad", 2 * b * 8),
-                                                       memory_bound("generate.add_pad", 3 * b * 8),
-                                                       memory_bound("generate.cat_input_ids", 2 * ids),
-                                                       memory_bound("generate.cat_attention_mask", 2 * ids),
-                                                       memory_bound("generate.max_length", b),
-                                                       memory_bound("generate.isin_eos", b * 9),
-                                                       memory_bound("generate.and_not", 3 * b),
-                                                       memory_bound("generate.max_unfinished", b * 8),
-                                                       memory_bound("generate.cache_position", 16)})
-      it.eager_head.push_back(k);
+    ops.op({{"generate.logits_fp32", b * V * (e + 4)},
+            {"generate.argmax", b * V * 4 + b * 8},
+            {"generate.mul_unfinished", 3 * b * 8},
+            {"generate.rsub_unfinished", 2 * b * 8},
+            {"generate.mul_pad", 2 * b * 8},
+            {"generate.add_pad", 3 * b * 8},
+            {"generate.cat_input_ids", 2 * ids},
+            {"generate.cat_attention_mask", 2 * ids},
+            {"generate.max_length", b},
+            {"generate.isin_eos", b * 9},
+            {"generate.and_not", 3 * b},
+            {"generate.max_unfinished", b * 8},
+            {"generate.cache_position", 16}},
+           {});
+    it.eager_head.clear();
+    append_forward(head, it.eager_head);
 
     // Eager PyTorch frees a tensor when its last reference goes: at the widest point of a
     // layer the stream and its norm's fp32 copies, and the MLP's three intermediates

@@ -11,6 +11,7 @@ public:
     return source == "batch" ? "static" : "continuous";
   }
   int64_t default_block_size() const override { return 16; }
+  std::string summary_prefix() const override { return ""; }
   void check(ParamReader&, const InferenceConfig&, const ModelSpec&) const override {}
   void plan(const ModelSpec&, const InferenceConfig&, const std::vector<SeqWork>&, IterationKernels&) const override {}
   // gpu_memory_utilization of the memory, less what the profile run found taken. Not the
