@@ -1,6 +1,6 @@
-#include "ChromeTraceWriter.hpp"
+#include "analysis/ChromeTraceWriter.hpp"
 
-#include "AtomicOutput.hpp"
+#include "base/AtomicOutput.hpp"
 
 #include <fstream>
 #include <map>

@@ -1,7 +1,7 @@
-#include "FileChecksum.hpp"
+#include "analysis/FileChecksum.hpp"
 
-#include "AtomicOutput.hpp"
-#include "InputError.hpp"
+#include "base/AtomicOutput.hpp"
+#include "base/InputError.hpp"
 
 #include <cinttypes>
 #include <cstdint>

@@ -1,7 +1,7 @@
-#include "Hdf5Table.hpp"
+#include "analysis/Hdf5Table.hpp"
 
-#include "AtomicOutput.hpp"
-#include "FileChecksum.hpp"
+#include "base/AtomicOutput.hpp"
+#include "analysis/FileChecksum.hpp"
 
 namespace memwall {
 namespace {

@@ -1,12 +1,12 @@
-#include "Hdf5Writer.hpp"
+#include "analysis/Hdf5Writer.hpp"
 
-#include "AtomicOutput.hpp"
-#include "StepReport.hpp"
+#include "base/AtomicOutput.hpp"
+#include "analysis/StepReport.hpp"
 
-#include "Hdf5Table.hpp"
-#include "InputError.hpp"
-#include "RunTables.hpp"
-#include "StepIntervals.hpp"
+#include "analysis/Hdf5Table.hpp"
+#include "base/InputError.hpp"
+#include "analysis/RunTables.hpp"
+#include "sim/replay/StepIntervals.hpp"
 
 #include <cctype>
 #include <map>

@@ -1,7 +1,7 @@
-#include "KinetoTraceWriter.hpp"
+#include "analysis/KinetoTraceWriter.hpp"
 
-#include "AtomicOutput.hpp"
-#include "trace/OpJson.hpp"
+#include "base/AtomicOutput.hpp"
+#include "workloads/trace/OpJson.hpp"
 
 #include <nlohmann/json.hpp>
 #include <zlib.h>

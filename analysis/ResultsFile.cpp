@@ -1,8 +1,8 @@
-#include "ResultsFile.hpp"
+#include "analysis/ResultsFile.hpp"
 
-#include "FileChecksum.hpp"
-#include "Hdf5Table.hpp"
-#include "InputError.hpp"
+#include "analysis/FileChecksum.hpp"
+#include "analysis/Hdf5Table.hpp"
+#include "base/InputError.hpp"
 
 #include <H5Cpp.h>
 

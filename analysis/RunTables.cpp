@@ -1,6 +1,6 @@
-#include "RunTables.hpp"
+#include "analysis/RunTables.hpp"
 
-#include "Hdf5Table.hpp"
+#include "analysis/Hdf5Table.hpp"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
-#include "ServingReport.hpp"
+#include "analysis/ServingReport.hpp"
 
-#include "ParamReader.hpp"
-#include "Quantity.hpp"
+#include "base/ParamReader.hpp"
+#include "base/Quantity.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
-#include "StepReport.hpp"
+#include "analysis/StepReport.hpp"
 
-#include "Quantity.hpp"
-#include "ServingReport.hpp"
+#include "base/Quantity.hpp"
+#include "analysis/ServingReport.hpp"
 
 #include <algorithm>
 

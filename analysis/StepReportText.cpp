@@ -1,9 +1,9 @@
 // The readable summary and the CSV rows of a run (StepReport.hpp), rendered from its
 // --json object so that a run file's stored summary reads the same as a fresh run.
-#include "StepReport.hpp"
+#include "analysis/StepReport.hpp"
 
-#include "Quantity.hpp"
-#include "ServingReport.hpp"
+#include "base/Quantity.hpp"
+#include "analysis/ServingReport.hpp"
 
 #include <cstdio>
 #include <sstream>

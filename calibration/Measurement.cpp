@@ -1,9 +1,9 @@
-#include "Measurement.hpp"
+#include "calibration/Measurement.hpp"
 
-#include "AtomicOutput.hpp"
-#include "InputError.hpp"
-#include "ParamReader.hpp"
-#include "TextFile.hpp"
+#include "base/AtomicOutput.hpp"
+#include "base/InputError.hpp"
+#include "base/ParamReader.hpp"
+#include "base/TextFile.hpp"
 
 #include <algorithm>
 #include <cmath>

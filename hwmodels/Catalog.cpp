@@ -1,6 +1,6 @@
-#include "Catalog.hpp"
+#include "hwmodels/Catalog.hpp"
 
-#include "CatalogText.hpp"
+#include "hwmodels/CatalogText.hpp"
 
 #include <map>
 

@@ -1,7 +1,7 @@
 #pragma once
 // N identical nodes on an InfiniBand fabric: non-blocking by default, or with an
 // oversubscription factor that divides each node's share of the core bandwidth.
-#include "NodeSpec.hpp"
+#include "hwmodels/NodeSpec.hpp"
 
 namespace memwall {
 

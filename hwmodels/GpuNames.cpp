@@ -1,4 +1,4 @@
-#include "GpuNames.hpp"
+#include "hwmodels/GpuNames.hpp"
 
 #include <cctype>
 #include <initializer_list>

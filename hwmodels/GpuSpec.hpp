@@ -1,8 +1,8 @@
 #pragma once
 // One GPU model: memory, compute and host-link figures from the catalog or a spec.
 // All quantities in SI units: bytes, bytes/s, FLOP/s, seconds, USD.
-#include "Dtype.hpp"
-#include "GpuProfile.hpp"
+#include "hwmodels/Dtype.hpp"
+#include "hwmodels/profile/GpuProfile.hpp"
 
 #include <map>
 #include <memory>

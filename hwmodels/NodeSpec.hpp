@@ -1,7 +1,7 @@
 #pragma once
 // One server: its GPUs, how they connect to each other, to the CPU sockets, to the
 // NICs and to local NVMe. Numbers in SI units (bytes, bytes/s, FLOP/s, seconds, USD).
-#include "GpuSpec.hpp"
+#include "hwmodels/GpuSpec.hpp"
 
 #include <string>
 

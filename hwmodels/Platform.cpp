@@ -1,6 +1,6 @@
-#include "Platform.hpp"
+#include "hwmodels/Platform.hpp"
 
-#include "InputError.hpp"
+#include "base/InputError.hpp"
 
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u.hpp>

@@ -5,8 +5,8 @@
 // Every flow the replay starts is routed over these links with SimGrid's max-min
 // sharing, so contention on PCIe switch uplinks, NVLink ports, NICs, DRAM and NVMe
 // emerges from the topology, not from formulas.
-#include "ClusterSpec.hpp"
-#include "DeviceRef.hpp"
+#include "hwmodels/ClusterSpec.hpp"
+#include "hwmodels/DeviceRef.hpp"
 
 #include <simgrid/forward.h>
 

@@ -3,10 +3,10 @@
 // out-of-memory events, per-link traffic. Plain data, serializable (CBOR) so a replay
 // can run in a forked child process and hand its result back (one SimGrid Engine per
 // process, DESIGN.md §3). analysis/ reads this and never the simulator's internals.
-#include "DeviceRef.hpp"
-#include "Op.hpp"
-#include "StepIntervals.hpp"
-#include "inference/ServingStats.hpp"
+#include "hwmodels/DeviceRef.hpp"
+#include "workloads/dag/Op.hpp"
+#include "sim/replay/StepIntervals.hpp"
+#include "workloads/inference/ServingStats.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-#include "RunResult.hpp"
+#include "sim/RunResult.hpp"
 
 namespace memwall {
 

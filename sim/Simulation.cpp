@@ -1,16 +1,16 @@
-#include "Simulation.hpp"
+#include "sim/Simulation.hpp"
 
-#include "Catalog.hpp"
-#include "GpuNames.hpp"
-#include "ChildPool.hpp"
-#include "ExpertLoad.hpp"
-#include "KernelTimer.hpp"
-#include "InputError.hpp"
-#include "StderrCapture.hpp"
-#include "TrainingStack.hpp"
-#include "TrainingStepGenerator.hpp"
-#include "inference/ServingDriver.hpp"
-#include "trace/TraceImporter.hpp"
+#include "hwmodels/Catalog.hpp"
+#include "hwmodels/GpuNames.hpp"
+#include "base/ChildPool.hpp"
+#include "workloads/model/ExpertLoad.hpp"
+#include "sim/timing/KernelTimer.hpp"
+#include "base/InputError.hpp"
+#include "base/StderrCapture.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
+#include "workloads/training/TrainingStepGenerator.hpp"
+#include "workloads/inference/ServingDriver.hpp"
+#include "workloads/trace/TraceImporter.hpp"
 
 #include <simgrid/s4u.hpp>
 #include <xbt/log.h>

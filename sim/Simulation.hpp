@@ -4,10 +4,10 @@
 // SimGrid allows one Engine per process, never reset. `replay` runs in this process and
 // may be called once; `replay_in_child` forks, replays in the child and returns the
 // result through a pipe, so tests and sweeps can run many replays from one process.
-#include "OpDag.hpp"
-#include "Replayer.hpp"
-#include "RunResult.hpp"
-#include "spec/ExperimentSpec.hpp"
+#include "workloads/dag/OpDag.hpp"
+#include "sim/replay/Replayer.hpp"
+#include "sim/RunResult.hpp"
+#include "sim/spec/ExperimentSpec.hpp"
 
 namespace memwall {
 

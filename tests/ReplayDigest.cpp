@@ -1,6 +1,6 @@
-#include "ReplayDigest.hpp"
+#include "tests/ReplayDigest.hpp"
 
-#include "ChildPool.hpp"
+#include "base/ChildPool.hpp"
 
 #include <catch2/catch.hpp>
 

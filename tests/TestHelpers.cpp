@@ -1,6 +1,6 @@
-#include "TestHelpers.hpp"
+#include "tests/TestHelpers.hpp"
 
-#include "Simulation.hpp"
+#include "sim/Simulation.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,9 @@
 #pragma once
 // Small builders shared by the tests: hand-made clusters whose every number is chosen
 // so the expected times can be written out by hand, and a way to run the CLI.
-#include "ClusterSpec.hpp"
-#include "OpDag.hpp"
-#include "RunResult.hpp"
+#include "hwmodels/ClusterSpec.hpp"
+#include "workloads/dag/OpDag.hpp"
+#include "sim/RunResult.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 // memwall advise: remedies simulated cheapest first; a known out-of-memory case becomes
 // one that fits, and the command line it prints reproduces the fit.
-#include "TestHelpers.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

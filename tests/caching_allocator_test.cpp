@@ -2,9 +2,9 @@
 // hand calculations from c10/cuda/CUDACachingAllocator.cpp's rules, and a GPU's memory
 // pool serving a step's tensors through it (reserved beside allocated, out of memory
 // only when a new segment does not fit once the cached ones are given back).
-#include "MemoryPool.hpp"
-#include "allocator/DeviceAllocator.hpp"
-#include "TestHelpers.hpp"
+#include "sim/replay/MemoryPool.hpp"
+#include "sim/allocator/DeviceAllocator.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,15 +1,15 @@
 // Calibration on measurements of real H100 and H200 GPUs (calibration/data/measured):
 // the measured GEMM tables, the models per pass, the physical bounds of a fit, and the
 // shipped profiles checked on layers held out of their fit.
-#include "Catalog.hpp"
-#include "GemmTable.hpp"
-#include "KernelTiming.hpp"
-#include "Measurement.hpp"
-#include "ProfileFit.hpp"
-#include "TestHelpers.hpp"
-#include "TextFile.hpp"
-#include "importers/Importer.hpp"
-#include "kernels/OperandFill.hpp"
+#include "hwmodels/Catalog.hpp"
+#include "hwmodels/profile/GemmTable.hpp"
+#include "sim/timing/KernelTiming.hpp"
+#include "calibration/Measurement.hpp"
+#include "calibration/fit/ProfileFit.hpp"
+#include "tests/TestHelpers.hpp"
+#include "base/TextFile.hpp"
+#include "calibration/importers/Importer.hpp"
+#include "calibration/kernels/OperandFill.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,13 +1,13 @@
 // Calibration: the measurement CSV, the importers, the fitted models and their error on
 // points held out of the fit, and bad calibration input. The measured data are Vidur's
 // and LLMCompass's published A100/H100 profiles (calibration/data, MIT and BSD-3).
-#include "GemmModel.hpp"
-#include "Measurement.hpp"
-#include "ProfileFit.hpp"
-#include "Catalog.hpp"
-#include "TestHelpers.hpp"
-#include "TextFile.hpp"
-#include "importers/Importer.hpp"
+#include "hwmodels/profile/GemmModel.hpp"
+#include "calibration/Measurement.hpp"
+#include "calibration/fit/ProfileFit.hpp"
+#include "hwmodels/Catalog.hpp"
+#include "tests/TestHelpers.hpp"
+#include "base/TextFile.hpp"
+#include "calibration/importers/Importer.hpp"
 
 #include <catch2/catch.hpp>
 

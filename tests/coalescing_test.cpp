@@ -1,11 +1,11 @@
-// Coalesced runs (sim/ReplayerRuns.cpp) change how many activities the replay starts,
+// Coalesced runs (sim/replay/ReplayerRuns.cpp) change how many activities the replay starts,
 // never what it computes: every op's start and end, every pool's timeline and peak,
 // every link's bytes and busy time must equal the op-by-op replay's (relative
 // difference <= 1e-9), on the examples and on DAGs built to defeat each rule.
-#include "ChildPool.hpp"
-#include "ReplayDigest.hpp"
-#include "Simulation.hpp"
-#include "TestHelpers.hpp"
+#include "base/ChildPool.hpp"
+#include "tests/ReplayDigest.hpp"
+#include "sim/Simulation.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

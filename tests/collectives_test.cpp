@@ -1,8 +1,8 @@
 // Collectives decomposed into flows, against the ring all-reduce formula
 // T = 2(n-1)/n * S/B + 2(n-1) * alpha (Patarasuk & Yuan 2009; NCCL's ring).
-#include "Simulation.hpp"
-#include "GpuProfile.hpp"
-#include "TestHelpers.hpp"
+#include "sim/Simulation.hpp"
+#include "hwmodels/profile/GpuProfile.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,8 @@
 // Context parallelism: each of cp ranks holds seq_len / cp tokens of every sequence;
 // K and V go round the cp group for attention (Liu et al. 2023, ring attention;
 // Megatron-Core context parallelism). Checked against hand calculations.
-#include "Simulation.hpp"
-#include "TestHelpers.hpp"
+#include "sim/Simulation.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,10 +2,10 @@
 // partition_parameters.py gather parameters (tensor by tensor, small ones persistent,
 // released by the reuse distance), what its 2021 per-parameter collectives cost the
 // host, and the step against Megatron SC'21 Table 2's ZeRO-3 runs.
-#include "ModelPresets.hpp"
-#include "Simulation.hpp"
-#include "TestHelpers.hpp"
-#include "TrainingStack.hpp"
+#include "workloads/model/ModelPresets.hpp"
+#include "sim/Simulation.hpp"
+#include "tests/TestHelpers.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,8 +2,8 @@
 // expert_tensor_parallel_size; Liu et al. 2025, "MoE Parallel Folding"): the ranks of a
 // pipeline stage, r = t + tp d, are also r = et + etp (e + ep k). The groups, the
 // collectives around the experts and the experts' memory, against hand calculations.
-#include "TestHelpers.hpp"
-#include "training/ParallelLayout.hpp"
+#include "tests/TestHelpers.hpp"
+#include "workloads/training/ParallelLayout.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -3,9 +3,9 @@
 // latency 1 us per hop (2 hops host->GPU: uplink has none, GPU link 1 us), DRAM 400 GB/s,
 // NVLink 400 GB/s per direction with 1 us per half (2 us per hop), HBM 2 TB/s with
 // 5 us kernel overhead as route latency, bf16 GEMM 400 TFLOP/s x 0.5.
-#include "GpuProfile.hpp"
-#include "Simulation.hpp"
-#include "TestHelpers.hpp"
+#include "hwmodels/profile/GpuProfile.hpp"
+#include "sim/Simulation.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,10 +2,10 @@
 // with and without torchtitan's per-op activation checkpointing, counted by hand from
 // autograd; what FSDP moves (bf16 all-gathers, fp32 reduce-scatters) and holds (fp32
 // shards); and the step against torchtitan's published runs on 64 A100s.
-#include "ModelPresets.hpp"
-#include "Simulation.hpp"
-#include "TestHelpers.hpp"
-#include "TrainingStack.hpp"
+#include "workloads/model/ModelPresets.hpp"
+#include "sim/Simulation.hpp"
+#include "tests/TestHelpers.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // Every example's `memwall run --json` against its golden output (tests/golden/, written
 // by scripts/update_goldens.sh): a change that moves an example's figures fails here
 // until the goldens are rewritten on purpose, and the diff shows what moved.
-#include "TestHelpers.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,8 +1,8 @@
 // The names drivers and PyTorch give GPUs, mapped to catalog ids (hwmodels/GpuNames):
 // the strings as nvidia-smi, cudaGetDeviceProperties and torch.cuda.get_device_name
 // print them, with the memory they report where the name alone cannot tell.
-#include "Catalog.hpp"
-#include "GpuNames.hpp"
+#include "hwmodels/Catalog.hpp"
+#include "hwmodels/GpuNames.hpp"
 
 #include <catch2/catch.hpp>
 

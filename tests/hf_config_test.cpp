@@ -1,10 +1,10 @@
 // Hugging Face config.json fixtures (tests/data/hf_configs, from the released models'
 // model cards) against the parameter counts their authors publish, and the MoE and MLA
 // presets against hand counts written out term by term.
-#include "HfConfigReader.hpp"
-#include "InputError.hpp"
-#include "ModelPresets.hpp"
-#include "TestHelpers.hpp"
+#include "workloads/model/HfConfigReader.hpp"
+#include "base/InputError.hpp"
+#include "workloads/model/ModelPresets.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,8 @@
 // inference.engine: hf, Hugging Face transformers' generate() in eager PyTorch, against
 // hand counts from transformers' source (modeling_llama.py, cache_utils.py DynamicCache,
 // generation/utils.py) on Llama-3-8B (h 4096, 32 heads, 8 KV heads of 128, FFN 14336).
-#include "Hdf5Table.hpp"
-#include "TestHelpers.hpp"
+#include "analysis/Hdf5Table.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

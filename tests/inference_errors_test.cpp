@@ -1,6 +1,6 @@
 // Bad inference input: one line naming the file (and the row of a trace) and what is
 // allowed, exit code 2, no output file.
-#include "TestHelpers.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,9 @@
 // Inference: KV-cache sizes, the decode roofline, paged against contiguous KV, and
 // preemption, all from replayed serving runs.
-#include "InferenceKernels.hpp"
-#include "Simulation.hpp"
-#include "StepReport.hpp"
-#include "TestHelpers.hpp"
+#include "workloads/inference/InferenceKernels.hpp"
+#include "sim/Simulation.hpp"
+#include "analysis/StepReport.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 // inventory of Megatron-LM's GPT code path (megatron/model/transformer.py,
 // fused_bias_dropout_add, vocab_parallel_cross_entropy, optimizer/optimizer.py): which
 // launches exist and the bytes each moves, written out by hand.
-#include "Simulation.hpp"
+#include "sim/Simulation.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,9 +2,9 @@
 // the kernel's busy-stream time (event_overhead_s), and the idle gap between back-to-back
 // launches that a host-paced kernel of an eager decode does not hold (launch_gap_s),
 // against the recorded H100 step (tests/data/traces/h100-llama1b-hf-train.json.gz).
-#include "Catalog.hpp"
-#include "KernelTiming.hpp"
-#include "TestHelpers.hpp"
+#include "hwmodels/Catalog.hpp"
+#include "sim/timing/KernelTiming.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,8 @@
 // The replay times each distinct kernel once (KernelTimer) and reuses the timing for
 // every op alike: what it hands back must be what kernel_timing works out for that op,
 // for ops that differ in any field the timing reads.
-#include "Catalog.hpp"
-#include "KernelTimer.hpp"
+#include "hwmodels/Catalog.hpp"
+#include "sim/timing/KernelTimer.hpp"
 
 #include <catch2/catch.hpp>
 

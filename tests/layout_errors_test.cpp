@@ -1,6 +1,6 @@
 // Inconsistent parallel layouts and memory options: one line naming the key and what is
 // allowed, exit code 2, no output file.
-#include "TestHelpers.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

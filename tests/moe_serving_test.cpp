@@ -1,9 +1,9 @@
 // Serving mixture-of-experts and multi-head latent attention models: the weights a
 // decode reads, the KV cache MLA keeps, against hand calculations.
-#include "ModelPresets.hpp"
-#include "TestHelpers.hpp"
-#include "inference/InferenceKernels.hpp"
-#include "inference/kv/KvManager.hpp"
+#include "workloads/model/ModelPresets.hpp"
+#include "tests/TestHelpers.hpp"
+#include "workloads/inference/InferenceKernels.hpp"
+#include "workloads/inference/kv/KvManager.hpp"
 
 #include <catch2/catch.hpp>
 

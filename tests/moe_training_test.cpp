@@ -1,10 +1,10 @@
 // Mixture-of-experts training: the FLOPs, all-to-all bytes, load imbalance and memory
 // of MoE layers under expert parallelism, against hand calculations written out
 // (Shazeer et al. 2017; Fedus et al. 2022; Megatron-Core's all-to-all dispatcher).
-#include "ExpertLoad.hpp"
-#include "Simulation.hpp"
-#include "TestHelpers.hpp"
-#include "collective/impl/RingSteps.hpp"
+#include "workloads/model/ExpertLoad.hpp"
+#include "sim/Simulation.hpp"
+#include "tests/TestHelpers.hpp"
+#include "sim/collective/RingSteps.hpp"
 
 #include <filesystem>
 #include <map>

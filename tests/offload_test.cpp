@@ -2,10 +2,10 @@
 // cpu_cache_compute) and GPU batches, against hand calculations on the cloud-t4 node
 // (CPU 1.0e12 FLOP/s, DRAM 60 GB/s per socket, PCIe Gen3 12 GB/s); when ZeRO-Offload's
 // CPU optimizer step starts.
-#include "Hdf5Table.hpp"
-#include "ModelPresets.hpp"
-#include "TestHelpers.hpp"
-#include "inference/FlexgenPlacement.hpp"
+#include "analysis/Hdf5Table.hpp"
+#include "workloads/model/ModelPresets.hpp"
+#include "tests/TestHelpers.hpp"
+#include "workloads/inference/FlexgenPlacement.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

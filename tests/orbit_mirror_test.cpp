@@ -1,10 +1,10 @@
-// Mirrored orbits (sim/OrbitFold.hpp) change how many flows the replay starts, never
+// Mirrored orbits (sim/replay/OrbitFold.hpp) change how many flows the replay starts, never
 // what it computes: every op's start and end, every pool's peak, every link's bytes and
 // busy time must equal the replay that starts every shadow rank's flow (relative
 // difference <= 1e-9), on the examples and on DAGs built to break the symmetry.
-#include "ReplayDigest.hpp"
-#include "Simulation.hpp"
-#include "TestHelpers.hpp"
+#include "tests/ReplayDigest.hpp"
+#include "sim/Simulation.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

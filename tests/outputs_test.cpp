@@ -1,6 +1,6 @@
 // What `memwall run` and `memwall list` give a user: the JSON contract, determinism,
 // HDF5 and trace files, and every shipped example running.
-#include "TestHelpers.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <H5Cpp.h>
 #include <catch2/catch.hpp>

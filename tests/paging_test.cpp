@@ -4,10 +4,10 @@
 // fault costs as measured (calibration/data/uvm.md): 2 MiB chunks, 64 KiB big pages, the
 // density prefetcher completing a chunk once 51 % of it faulted, 256 faults per batch,
 // 14 us per batch, on-demand migration at 7.4 / 12.2 of the copy rate.
-#include "Catalog.hpp"
-#include "spec/MemoryReader.hpp"
-#include "Simulation.hpp"
-#include "TestHelpers.hpp"
+#include "hwmodels/Catalog.hpp"
+#include "sim/spec/MemoryReader.hpp"
+#include "sim/Simulation.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,8 +1,8 @@
 // Tensor, sequence and pipeline parallelism, ZeRO and recompute: memory and time that
 // emerge from the replay, against the published formulas.
-#include "Simulation.hpp"
-#include "StepReport.hpp"
-#include "TestHelpers.hpp"
+#include "sim/Simulation.hpp"
+#include "analysis/StepReport.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

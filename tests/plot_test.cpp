@@ -1,6 +1,6 @@
 // memwall plot: PNGs of a run's memory (one panel per device), a sweep's metric against
 // an axis, and a sweep's fits map; bad input gets one line, exit 2 and no picture.
-#include "TestHelpers.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <H5Cpp.h>
 #include <catch2/catch.hpp>

@@ -1,9 +1,9 @@
 // A user's own profile in a spec (hardware.profile): laid over the GPU's shipped one,
 // found beside the spec, and named in every output.
-#include "Catalog.hpp"
-#include "Measurement.hpp"
-#include "ProfileFit.hpp"
-#include "TestHelpers.hpp"
+#include "hwmodels/Catalog.hpp"
+#include "calibration/Measurement.hpp"
+#include "calibration/fit/ProfileFit.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,9 +2,9 @@
 // bf16 autocast): what one GPT2Block launches and keeps, counted by hand from autograd.
 // No recorded GPT-2 step exists to compare against; the Llama blocks, built from the
 // same modules, are checked against a real H100 trace in pytorch_stack_test.cpp.
-#include "ModelPresets.hpp"
-#include "Simulation.hpp"
-#include "TrainingStack.hpp"
+#include "workloads/model/ModelPresets.hpp"
+#include "sim/Simulation.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,12 +2,12 @@
 // autocast) against the recorded step of a Llama-3.2-1B-shaped model on an H100
 // (tests/data/traces/h100-llama1b-hf-train.json.gz): the kernels one decoder layer
 // launches, what it keeps for backward, and the model states.
-#include "Catalog.hpp"
-#include "trace/KinetoTrace.hpp"
-#include "Simulation.hpp"
-#include "TestHelpers.hpp"
-#include "trace/TraceNames.hpp"
-#include "TrainingStack.hpp"
+#include "hwmodels/Catalog.hpp"
+#include "workloads/trace/KinetoTrace.hpp"
+#include "sim/Simulation.hpp"
+#include "tests/TestHelpers.hpp"
+#include "workloads/trace/TraceNames.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
 
 #include <catch2/catch.hpp>
 

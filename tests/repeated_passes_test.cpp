@@ -3,10 +3,10 @@
 // its members as it would run the ops. Nothing it computes may change: the same step
 // time, per-device peaks, memory events and link bytes as the op-by-op replay (1e-9),
 // and, against the same replay of the ops one by one, the same activities to the bit.
-#include "ChildPool.hpp"
-#include "ReplayDigest.hpp"
-#include "Simulation.hpp"
-#include "TestHelpers.hpp"
+#include "base/ChildPool.hpp"
+#include "tests/ReplayDigest.hpp"
+#include "sim/Simulation.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,9 @@
 // memwall report: a sweep's best points ranked by the chosen metric, the points that do
 // not fit with the device and categories that overflowed, errors grouped by message; a
 // run file's report is the summary `memwall run` printed.
-#include "Quantity.hpp"
-#include "SweepFile.hpp"
-#include "TestHelpers.hpp"
+#include "base/Quantity.hpp"
+#include "app/sweep/SweepFile.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <H5Cpp.h>
 #include <catch2/catch.hpp>

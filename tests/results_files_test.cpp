@@ -1,10 +1,10 @@
 // Results files under damage and failure (issue 13): damaged files are refused before
 // libhdf5 reads them, outputs are checked before a run, a failed write keeps the good
 // file, and a sweep's file is locked and resumable after a killed worker.
-#include "AtomicOutput.hpp"
-#include "FileChecksum.hpp"
-#include "Hdf5Table.hpp"
-#include "TestHelpers.hpp"
+#include "base/AtomicOutput.hpp"
+#include "analysis/FileChecksum.hpp"
+#include "analysis/Hdf5Table.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <H5Cpp.h>
 #include <catch2/catch.hpp>

@@ -1,8 +1,8 @@
 // What a results file holds for the people who read it with pandas and for the plots:
 // counts stored as integers, the step phase of every op, and runs that did not fit
 // reported as such.
-#include "Hdf5Table.hpp"
-#include "TestHelpers.hpp"
+#include "analysis/Hdf5Table.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <H5Cpp.h>
 #include <catch2/catch.hpp>

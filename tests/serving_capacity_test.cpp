@@ -1,6 +1,6 @@
 // memwall serve-capacity: the highest Poisson rate that meets latency targets and keeps
 // up, found by simulation; checked on an M/D/1 server whose mean wait is known by hand.
-#include "TestHelpers.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

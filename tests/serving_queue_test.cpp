@@ -2,7 +2,7 @@
 // and whether the server keeps up with the load offered. Checked on an M/D/1 queue: one
 // sequence at a time (max_num_seqs 1) of fixed lengths, so every request takes the same
 // service time D, arriving as a Poisson process.
-#include "TestHelpers.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

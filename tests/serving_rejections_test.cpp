@@ -1,7 +1,7 @@
 // Requests a server turns away: over max_model_len (refused on arrival, as vLLM's server
 // answers them) or longer than the whole KV cache, each counted by its reason; and the
 // lengths a clipped distribution really produced, reported beside what was asked.
-#include "TestHelpers.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

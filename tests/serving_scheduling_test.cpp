@@ -1,8 +1,8 @@
 // Serving schedules: chunked prefill, static against continuous batching, and weight
 // streaming of offloaded tp ranks that share one PCIe switch, all from replayed runs.
-#include "Simulation.hpp"
-#include "StepReport.hpp"
-#include "TestHelpers.hpp"
+#include "sim/Simulation.hpp"
+#include "analysis/StepReport.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

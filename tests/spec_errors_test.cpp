@@ -1,6 +1,6 @@
 // Bad input: one clear line on stderr naming file, key or line and what is allowed,
 // exit code 2, no crash and no output file.
-#include "TestHelpers.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // Hostile and absurd values in specs (issue 13): each case here crashed, hung or ran
 // on silently wrong numbers before its fix. Each now gets one line on stderr and exit
 // code 2 (bad input) or 3 (a failure while simulating), never a signal.
-#include "TestHelpers.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -3,11 +3,11 @@
 // adds its busy intervals as its ops end (StepIntervals), the pools keep their peaks.
 // The summary must not change by one byte, and what the run holds must not grow with
 // the ops it replays.
-#include "ChildPool.hpp"
-#include "Simulation.hpp"
-#include "StepIntervals.hpp"
-#include "StepReport.hpp"
-#include "TestHelpers.hpp"
+#include "base/ChildPool.hpp"
+#include "sim/Simulation.hpp"
+#include "sim/replay/StepIntervals.hpp"
+#include "analysis/StepReport.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // Bad sweep input: one line naming the file and what is allowed, exit code 2, and no
 // results file written.
-#include "TestHelpers.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // mpirun -n 3 memwall sweep: rank 0 hands out points and writes the file, ranks 1 and 2
 // run them; the table (and, with the times fixed, the file) equals a -j 1 run.
-#include "SweepFile.hpp"
-#include "TestHelpers.hpp"
+#include "app/sweep/SweepFile.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

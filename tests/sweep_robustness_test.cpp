@@ -1,7 +1,7 @@
 // Hostile sweep specs (issue 13): each case here crashed, hung, or ran every point
 // only to fail writing, before its fix. Each is now refused up front: one line, exit
 // code 2, no results file.
-#include "TestHelpers.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,9 @@
 // Sweeps: every point lands in one HDF5 table (errors included), values equal single
 // runs of the same settings, and a sweep killed with SIGKILL resumes to the same table.
-#include "Simulation.hpp"
-#include "StepReport.hpp"
-#include "SweepFile.hpp"
-#include "TestHelpers.hpp"
+#include "sim/Simulation.hpp"
+#include "analysis/StepReport.hpp"
+#include "app/sweep/SweepFile.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

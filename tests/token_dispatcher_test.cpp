@@ -1,9 +1,9 @@
 // MoE token dispatchers (workloads/training/dispatch): how many bytes each hop of a
 // dispatch moves, against hand calculations of the nodes a token's experts land on
 // (DeepSeek-V3 §3.2.2: node-limited routing, each token sent to a node once).
-#include "ModelPresets.hpp"
-#include "TestHelpers.hpp"
-#include "TokenDispatcher.hpp"
+#include "workloads/model/ModelPresets.hpp"
+#include "tests/TestHelpers.hpp"
+#include "workloads/training/dispatch/TokenDispatcher.hpp"
 
 #include <catch2/catch.hpp>
 

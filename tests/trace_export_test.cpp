@@ -1,9 +1,9 @@
 // `memwall export`: a training step written as PyTorch profiler traces and read back
 // with workload.trace is the same DAG, so the same replay; what cannot be exported, and
 // an exported file damaged by hand, are refused with one line.
-#include "Simulation.hpp"
-#include "StepReport.hpp"
-#include "TestHelpers.hpp"
+#include "sim/Simulation.hpp"
+#include "analysis/StepReport.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

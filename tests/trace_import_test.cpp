@@ -1,9 +1,9 @@
 // Replaying real PyTorch profiler traces (tests/data/traces, MIT): on the GPU they were
 // recorded on, a trace must reproduce itself. The expected figures are read from the
 // trace here with a plain JSON parse, independently of memwall's streaming reader.
-#include "Simulation.hpp"
-#include "StepReport.hpp"
-#include "TestHelpers.hpp"
+#include "sim/Simulation.hpp"
+#include "analysis/StepReport.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

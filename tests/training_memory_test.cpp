@@ -1,8 +1,8 @@
 // Memory that emerges from replaying a training step, against published formulas.
-#include "Simulation.hpp"
-#include "StepReport.hpp"
-#include "TestHelpers.hpp"
-#include "TrainingStepGenerator.hpp"
+#include "sim/Simulation.hpp"
+#include "analysis/StepReport.hpp"
+#include "tests/TestHelpers.hpp"
+#include "workloads/training/TrainingStepGenerator.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,8 @@
 // What users hit first (issue 13): the version, durations in readable units, a
 // progress line on a terminal, and servers that do not fit or offload their KV cache
 // saying so plainly.
-#include "Quantity.hpp"
-#include "TestHelpers.hpp"
+#include "base/Quantity.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,8 +1,8 @@
 // End-to-end step times against published runs of real clusters, with the shipped
 // profiles fitted only to microbenchmarks (calibration/VALIDATION.md has the full table;
 // the runs here are those fast enough for the test suite).
-#include "Simulation.hpp"
-#include "TestHelpers.hpp"
+#include "sim/Simulation.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "NelderMead.hpp"
+#include "calibration/fit/NelderMead.hpp"
 
 #include <algorithm>
 #include <cmath>

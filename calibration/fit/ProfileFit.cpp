@@ -1,7 +1,7 @@
-#include "ProfileFit.hpp"
+#include "calibration/fit/ProfileFit.hpp"
 
-#include "InputError.hpp"
-#include "NelderMead.hpp"
+#include "base/InputError.hpp"
+#include "calibration/fit/NelderMead.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -2,9 +2,9 @@
 // Fits a GpuProfile to measurements of one GPU (memwall calibrate fit), and measures a
 // profile's error on measurements (memwall calibrate check; to be meaningful, points
 // held out of the fit).
-#include "GpuProfile.hpp"
-#include "GpuSpec.hpp"
-#include "Measurement.hpp"
+#include "hwmodels/profile/GpuProfile.hpp"
+#include "hwmodels/GpuSpec.hpp"
+#include "calibration/Measurement.hpp"
 
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
-#include "Importer.hpp"
+#include "calibration/importers/Importer.hpp"
 
-#include "InputError.hpp"
+#include "base/InputError.hpp"
 
 #include <cmath>
 #include <sstream>

@@ -3,8 +3,8 @@
 // rows (Measurement.hpp). One file per format in impl/, registered by name;
 // `memwall calibrate import FORMAT FILE... --gpu ID -o MEAS.csv` picks one and
 // `memwall list importers` prints them.
-#include "Measurement.hpp"
-#include "Registry.hpp"
+#include "calibration/Measurement.hpp"
+#include "base/Registry.hpp"
 
 #include <functional>
 #include <string>

@@ -1,8 +1,8 @@
 // GEMM microbenchmarks of memwall-gpubench: cuBLAS GemmEx per dtype over a grid of
 // shapes, and FP8 through cuBLASLt. Operands hold random values (OperandFill.hpp), never
 // zeros: on Hopper zeros run ~11 % faster than real data.
-#include "GpuBench.hpp"
-#include "OperandFill.hpp"
+#include "calibration/kernels/GpuBench.hpp"
+#include "calibration/kernels/OperandFill.hpp"
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>

@@ -6,7 +6,7 @@
 // one start event to the later of the two ends. (It first used the legacy default stream
 // beside a blocking stream: the legacy stream synchronises with blocking streams, so the
 // two copies ran one after the other and the rows measured one direction's rate.)
-#include "GpuBench.hpp"
+#include "calibration/kernels/GpuBench.hpp"
 
 #include <cstring>
 

@@ -1,5 +1,5 @@
 // NCCL microbenchmarks of memwall-gpubench (built with MEMWALL_HAVE_NCCL only).
-#include "GpuBench.hpp"
+#include "calibration/kernels/GpuBench.hpp"
 
 #include <nccl.h>
 

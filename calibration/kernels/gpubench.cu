@@ -14,8 +14,8 @@
 // Every timed kernel: warm-up, an L2 flush (a write of twice the L2 size) before each
 // run, the median of the runs; collectives: the median of timed batches. The pieces are
 // GemmBench.cu, MemoryBench.cu and NcclBench.cu. Exit 2 when there is no CUDA device.
-#include "GpuBench.hpp"
-#include "GpuNames.hpp"
+#include "calibration/kernels/GpuBench.hpp"
+#include "hwmodels/GpuNames.hpp"
 
 #ifdef MEMWALL_HAVE_NCCL
 #include <nccl.h>

@@ -1,4 +1,4 @@
-#include "GemmModel.hpp"
+#include "hwmodels/profile/GemmModel.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
-#include "GemmTable.hpp"
+#include "hwmodels/profile/GemmTable.hpp"
 
-#include "InputError.hpp"
+#include "base/InputError.hpp"
 
 #include <algorithm>
 #include <cmath>

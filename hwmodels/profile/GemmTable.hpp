@@ -15,8 +15,8 @@
 // linearly in log token count along each of the nearest sweeps, then weighted by inverse
 // distance between the shapes in log2 space. At a measured point that gives the measured
 // time. Outside the table the model alone.
-#include "GemmModel.hpp"
-#include "GemmPass.hpp"
+#include "hwmodels/profile/GemmModel.hpp"
+#include "hwmodels/GemmPass.hpp"
 
 #include <map>
 #include <string>

@@ -1,7 +1,7 @@
-#include "GpuProfile.hpp"
+#include "hwmodels/profile/GpuProfile.hpp"
 
-#include "ParamReader.hpp"
-#include "TextFile.hpp"
+#include "base/ParamReader.hpp"
+#include "base/TextFile.hpp"
 
 #include <algorithm>
 #include <cmath>

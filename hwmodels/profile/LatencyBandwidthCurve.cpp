@@ -1,4 +1,4 @@
-#include "LatencyBandwidthCurve.hpp"
+#include "hwmodels/profile/LatencyBandwidthCurve.hpp"
 
 #include <stdexcept>
 

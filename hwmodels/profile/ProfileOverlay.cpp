@@ -1,7 +1,7 @@
 // overlay_profile (GpuProfile.hpp): a user's profile laid over the GPU's shipped one.
-#include "GpuProfile.hpp"
+#include "hwmodels/profile/GpuProfile.hpp"
 
-#include "ParamReader.hpp"
+#include "base/ParamReader.hpp"
 
 #include <algorithm>
 #include <set>

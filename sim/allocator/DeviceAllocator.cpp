@@ -1,4 +1,4 @@
-#include "DeviceAllocator.hpp"
+#include "sim/allocator/DeviceAllocator.hpp"
 
 namespace memwall {
 

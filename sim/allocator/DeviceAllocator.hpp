@@ -6,7 +6,7 @@
 // new segment does not fit beside the reserved ones and the CUDA context. MemoryPool asks
 // its allocator for every tensor of a replay; the training stack picks the allocator
 // (`training.allocator`, `memwall list allocators`), implementations live in impl/.
-#include "Registry.hpp"
+#include "base/Registry.hpp"
 
 #include <cstdint>
 #include <functional>

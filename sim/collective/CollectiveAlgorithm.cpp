@@ -1,4 +1,4 @@
-#include "CollectiveAlgorithm.hpp"
+#include "sim/collective/CollectiveAlgorithm.hpp"
 
 namespace memwall {
 

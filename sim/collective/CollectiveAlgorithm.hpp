@@ -4,10 +4,10 @@
 //
 // A plan is a list of phases run one after another; the activities of a phase (its
 // flows, and a pure delay where latency terms are added analytically) run together.
-#include "ClusterSpec.hpp"
-#include "DeviceRef.hpp"
-#include "Op.hpp"
-#include "Registry.hpp"
+#include "hwmodels/ClusterSpec.hpp"
+#include "hwmodels/DeviceRef.hpp"
+#include "workloads/dag/Op.hpp"
+#include "base/Registry.hpp"
 
 #include <functional>
 #include <map>

@@ -1,4 +1,4 @@
-#include "FlowFold.hpp"
+#include "sim/collective/FlowFold.hpp"
 
 namespace memwall {
 

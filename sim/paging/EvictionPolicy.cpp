@@ -1,4 +1,4 @@
-#include "EvictionPolicy.hpp"
+#include "sim/paging/EvictionPolicy.hpp"
 
 namespace memwall {
 

@@ -2,7 +2,7 @@
 // Which 2 MB chunk of managed memory leaves the GPU when a migration needs room
 // (UnifiedMemoryConfig::eviction). Implementations live in impl/ and register by name;
 // `memwall list eviction-policies` prints them.
-#include "Registry.hpp"
+#include "base/Registry.hpp"
 
 #include <functional>
 #include <memory>

@@ -1,6 +1,6 @@
-#include "ManagedMemory.hpp"
+#include "sim/paging/ManagedMemory.hpp"
 
-#include "InputError.hpp"
+#include "base/InputError.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -10,10 +10,10 @@
 //   chunk   on the GPU  -> resident; eviction order kept by the EvictionPolicy
 //           on the host -> a touch faults: ceil(density x 64 KB pages) faults, then
 //                          the whole chunk migrates (the density prefetcher's 2 MB)
-#include "EvictionPolicy.hpp"
-#include "OpDag.hpp"
-#include "RunResult.hpp"
-#include "UnifiedMemoryConfig.hpp"
+#include "sim/paging/EvictionPolicy.hpp"
+#include "workloads/dag/OpDag.hpp"
+#include "sim/RunResult.hpp"
+#include "sim/paging/UnifiedMemoryConfig.hpp"
 
 #include <memory>
 #include <unordered_map>

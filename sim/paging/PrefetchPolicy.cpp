@@ -1,4 +1,4 @@
-#include "PrefetchPolicy.hpp"
+#include "sim/paging/PrefetchPolicy.hpp"
 
 namespace memwall {
 

@@ -2,7 +2,7 @@
 // When the program migrates managed memory in bulk (cudaMemPrefetchAsync) instead of
 // letting kernels fault it in (UnifiedMemoryConfig::prefetch). A bulk migration runs
 // at the copy engine's rate with no fault handling. Implementations live in impl/.
-#include "Registry.hpp"
+#include "base/Registry.hpp"
 
 #include <functional>
 #include <memory>

@@ -3,7 +3,7 @@
 // categories are managed, the program's hints, and the driver's fault-handling costs.
 // The defaults are the open-source UVM driver's constants and the fault costs measured
 // with nvprof (calibration/data/uvm.md); `memwall list params` prints each with its source.
-#include "Op.hpp"
+#include "workloads/dag/Op.hpp"
 
 #include <bitset>
 #include <string>

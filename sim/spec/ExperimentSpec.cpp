@@ -1,11 +1,11 @@
-#include "ExperimentSpec.hpp"
-#include "Catalog.hpp"
-#include "TextFile.hpp"
+#include "sim/spec/ExperimentSpec.hpp"
+#include "hwmodels/Catalog.hpp"
+#include "base/TextFile.hpp"
 
-#include "HardwareReader.hpp"
-#include "MemoryReader.hpp"
-#include "ModelReader.hpp"
-#include "allocator/DeviceAllocator.hpp"
+#include "sim/spec/HardwareReader.hpp"
+#include "sim/spec/MemoryReader.hpp"
+#include "workloads/model/ModelReader.hpp"
+#include "sim/allocator/DeviceAllocator.hpp"
 
 #include <glob.h>
 

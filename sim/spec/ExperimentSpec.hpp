@@ -3,11 +3,11 @@
 // optionally `memory`; or `hardware` and `workload` (a recorded trace). Every key is
 // read with its description and default (see `memwall list params`); unknown keys,
 // wrong types and impossible layouts are InputErrors naming file, line and key.
-#include "ClusterSpec.hpp"
-#include "InferenceConfig.hpp"
-#include "ModelSpec.hpp"
-#include "TrainingConfig.hpp"
-#include "paging/UnifiedMemoryConfig.hpp"
+#include "hwmodels/ClusterSpec.hpp"
+#include "workloads/inference/InferenceConfig.hpp"
+#include "workloads/model/ModelSpec.hpp"
+#include "workloads/training/TrainingConfig.hpp"
+#include "sim/paging/UnifiedMemoryConfig.hpp"
 
 #include <string>
 #include <vector>

@@ -1,9 +1,9 @@
-#include "HardwareReader.hpp"
+#include "sim/spec/HardwareReader.hpp"
 
-#include "Catalog.hpp"
+#include "hwmodels/Catalog.hpp"
 
 #include <filesystem>
-#include "collective/CollectiveAlgorithm.hpp"
+#include "sim/collective/CollectiveAlgorithm.hpp"
 
 namespace memwall {
 

@@ -1,9 +1,9 @@
-#include "MemoryReader.hpp"
+#include "sim/spec/MemoryReader.hpp"
 
 #include <algorithm>
 
-#include "paging/EvictionPolicy.hpp"
-#include "paging/PrefetchPolicy.hpp"
+#include "sim/paging/EvictionPolicy.hpp"
+#include "sim/paging/PrefetchPolicy.hpp"
 
 namespace memwall {
 namespace {

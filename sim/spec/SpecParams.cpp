@@ -1,6 +1,6 @@
-#include "SpecParams.hpp"
+#include "sim/spec/SpecParams.hpp"
 
-#include "ExperimentSpec.hpp"
+#include "sim/spec/ExperimentSpec.hpp"
 
 namespace memwall {
 

@@ -1,7 +1,7 @@
 #pragma once
 // Every key an experiment spec may hold, with its type, default and description: what
 // `memwall list params` prints and what sweep axes are checked against.
-#include "ParamReader.hpp"
+#include "base/ParamReader.hpp"
 
 #include <vector>
 

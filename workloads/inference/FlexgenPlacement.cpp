@@ -1,4 +1,4 @@
-#include "inference/FlexgenPlacement.hpp"
+#include "workloads/inference/FlexgenPlacement.hpp"
 
 #include <vector>
 

@@ -1,8 +1,8 @@
 // Where FlexGen puts a decoder layer's weights for a percent policy.
 #pragma once
 
-#include "InferenceConfig.hpp"
-#include "ModelSpec.hpp"
+#include "workloads/inference/InferenceConfig.hpp"
+#include "workloads/model/ModelSpec.hpp"
 
 namespace memwall {
 

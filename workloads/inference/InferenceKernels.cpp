@@ -1,6 +1,6 @@
-#include "InferenceKernels.hpp"
+#include "workloads/inference/InferenceKernels.hpp"
 
-#include "inference/engine/InferenceEngine.hpp"
+#include "workloads/inference/engine/InferenceEngine.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -27,9 +27,9 @@
 // whole ones) for its ep-th of all the replica's token-expert pairs, which reach it and
 // go back by all-to-all (each tp rank of a group dispatches a tp-th of the group's tokens,
 // then the group all-gathers them: the sequence-parallel form, no token sent twice).
-#include "InferenceConfig.hpp"
-#include "ModelSpec.hpp"
-#include "Op.hpp"
+#include "workloads/inference/InferenceConfig.hpp"
+#include "workloads/model/ModelSpec.hpp"
+#include "workloads/dag/Op.hpp"
 
 #include <memory>
 #include <string>

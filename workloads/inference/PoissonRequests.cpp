@@ -1,4 +1,4 @@
-#include "PoissonRequests.hpp"
+#include "workloads/inference/PoissonRequests.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
-#include "RequestTrace.hpp"
+#include "workloads/inference/RequestTrace.hpp"
 
-#include "InputError.hpp"
-#include "InputLimits.hpp"
-#include "TextFile.hpp"
+#include "base/InputError.hpp"
+#include "workloads/model/InputLimits.hpp"
+#include "base/TextFile.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
-#include "ServingDriver.hpp"
+#include "workloads/inference/ServingDriver.hpp"
 
-#include "inference/engine/InferenceEngine.hpp"
+#include "workloads/inference/engine/InferenceEngine.hpp"
 
 #include <algorithm>
 #include <cmath>

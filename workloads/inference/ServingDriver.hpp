@@ -18,13 +18,13 @@
 // and DRAM carry everyone's load.
 // Implementation files: ServingDriver.cpp (setup, sequences, statistics),
 // ServingIteration.cpp (the ops of an iteration), ServingTouches.cpp (what kernels touch).
-#include "ClusterSpec.hpp"
-#include "InferenceConfig.hpp"
-#include "InferenceKernels.hpp"
-#include "ServingStats.hpp"
-#include "StepSource.hpp"
-#include "kv/KvManager.hpp"
-#include "scheduler/BatchScheduler.hpp"
+#include "hwmodels/ClusterSpec.hpp"
+#include "workloads/inference/InferenceConfig.hpp"
+#include "workloads/inference/InferenceKernels.hpp"
+#include "workloads/inference/ServingStats.hpp"
+#include "workloads/dag/StepSource.hpp"
+#include "workloads/inference/kv/KvManager.hpp"
+#include "workloads/inference/scheduler/BatchScheduler.hpp"
 
 #include <memory>
 

@@ -1,5 +1,5 @@
 // The ops of one serving iteration (see ServingDriver.hpp).
-#include "ServingDriver.hpp"
+#include "workloads/inference/ServingDriver.hpp"
 
 namespace memwall {
 namespace {

@@ -7,7 +7,7 @@
 // FLOPs (2 x tokens x parameters each); the embedding reads its rows (the kernel's
 // traffic), the head its matrix at the end. Every kernel reads and writes the part of
 // the iteration's activation workspace that its traffic beyond weights covers.
-#include "ServingDriver.hpp"
+#include "workloads/inference/ServingDriver.hpp"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
-#include "ExportedTraceImporter.hpp"
+#include "workloads/trace/ExportedTraceImporter.hpp"
 
-#include "InputError.hpp"
-#include "OpJson.hpp"
+#include "base/InputError.hpp"
+#include "workloads/trace/OpJson.hpp"
 
 #include <algorithm>
 #include <unordered_map>

@@ -4,9 +4,9 @@
 // folded ranks included, so the replay is the one the export came from. Every op is
 // checked (ids in order, dependencies on earlier ops, devices in the cluster, a free
 // matching its alloc); an error names the file and the op.
-#include "ClusterSpec.hpp"
-#include "KinetoTrace.hpp"
-#include "OpDag.hpp"
+#include "hwmodels/ClusterSpec.hpp"
+#include "workloads/trace/KinetoTrace.hpp"
+#include "workloads/dag/OpDag.hpp"
 
 namespace memwall {
 

@@ -1,7 +1,7 @@
-#include "GzipInput.hpp"
+#include "workloads/trace/GzipInput.hpp"
 
-#include "InputError.hpp"
-#include "TextFile.hpp"
+#include "base/InputError.hpp"
+#include "base/TextFile.hpp"
 
 namespace memwall {
 

@@ -1,8 +1,8 @@
 // Streaming reader of Kineto traces: nlohmann's SAX interface over a gzip stream, so a
 // trace is never held whole, only the events memwall keeps (KinetoTrace.hpp).
-#include "GzipInput.hpp"
-#include "InputError.hpp"
-#include "KinetoTrace.hpp"
+#include "workloads/trace/GzipInput.hpp"
+#include "base/InputError.hpp"
+#include "workloads/trace/KinetoTrace.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
-#include "OpJson.hpp"
+#include "workloads/trace/OpJson.hpp"
 
-#include "InputError.hpp"
+#include "base/InputError.hpp"
 
 namespace memwall {
 namespace {

@@ -3,7 +3,7 @@
 // DAG written as a PyTorch profiler trace whose events carry their op in args.memwall,
 // read back to the same DAG (TraceImporter). One reader for recorded and generated
 // workloads.
-#include "OpDag.hpp"
+#include "workloads/dag/OpDag.hpp"
 
 #include <nlohmann/json.hpp>
 

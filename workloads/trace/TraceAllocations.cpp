@@ -1,6 +1,6 @@
-#include "TraceAllocations.hpp"
+#include "workloads/trace/TraceAllocations.hpp"
 
-#include "TraceNames.hpp"
+#include "workloads/trace/TraceNames.hpp"
 
 #include <algorithm>
 

@@ -8,8 +8,8 @@
 // first "Total Allocated" less that event's bytes) is one allocation at the start, and
 // frees of blocks it holds are taken from it. A GPU without allocator events still gets
 // a pool (0 B), so that it reports its memory.
-#include "KinetoTrace.hpp"
-#include "OpDag.hpp"
+#include "workloads/trace/KinetoTrace.hpp"
+#include "workloads/dag/OpDag.hpp"
 
 #include <map>
 #include <string>

@@ -1,9 +1,9 @@
-#include "TraceImporter.hpp"
+#include "workloads/trace/TraceImporter.hpp"
 
-#include "ExportedTraceImporter.hpp"
-#include "InputError.hpp"
-#include "TraceAllocations.hpp"
-#include "TraceNames.hpp"
+#include "workloads/trace/ExportedTraceImporter.hpp"
+#include "base/InputError.hpp"
+#include "workloads/trace/TraceAllocations.hpp"
+#include "workloads/trace/TraceNames.hpp"
 
 #include <algorithm>
 #include <map>

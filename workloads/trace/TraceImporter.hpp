@@ -24,9 +24,9 @@
 // Each rank's file is one GPU of the cluster, in the order given (a file holding several
 // devices takes as many). A rank's threads are merged into one issue order (PyTorch's
 // main and autograd threads take turns).
-#include "ClusterSpec.hpp"
-#include "KinetoTrace.hpp"
-#include "OpDag.hpp"
+#include "hwmodels/ClusterSpec.hpp"
+#include "workloads/trace/KinetoTrace.hpp"
+#include "workloads/dag/OpDag.hpp"
 
 namespace memwall {
 

@@ -1,6 +1,6 @@
-#include "TraceNames.hpp"
+#include "workloads/trace/TraceNames.hpp"
 
-#include "InputError.hpp"
+#include "base/InputError.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,5 +1,5 @@
-#include "BlockKernels.hpp"
-#include "KernelBuilders.hpp"
+#include "workloads/training/BlockKernels.hpp"
+#include "workloads/training/KernelBuilders.hpp"
 
 #include <algorithm>
 

@@ -9,9 +9,9 @@
 // off and dropout on, a layer saves sbh(10 + 24/t + 5as/(ht)) bytes per rank under
 // tensor parallelism, sbh(34/t + 5as/(ht)) with sequence parallelism; each term below
 // is named after the tensor it stores.
-#include "ModelSpec.hpp"
-#include "Op.hpp"
-#include "TrainingConfig.hpp"
+#include "workloads/model/ModelSpec.hpp"
+#include "workloads/dag/Op.hpp"
+#include "workloads/training/TrainingConfig.hpp"
 
 #include <string>
 #include <vector>

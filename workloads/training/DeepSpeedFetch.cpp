@@ -16,7 +16,7 @@
 // by the host one by one. The host's time is a delay on the rank's host stream; the
 // device waits for it where the code synchronises.
 // Memory: a use holds its block's gathered (non-persistent) tensors, as ParamGather.cpp.
-#include "TrainingStepGenerator.hpp"
+#include "workloads/training/TrainingStepGenerator.hpp"
 
 #include <cmath>
 #include <map>

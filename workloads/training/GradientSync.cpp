@@ -8,7 +8,7 @@
 // With the optimizer offloaded the reduced shard goes D2H into fp32 host gradients.
 // Under expert parallelism the routed experts' gradients are reduced apart, among the
 // dp / ep ranks that hold the same experts (Megatron-Core's expert-data-parallel group).
-#include "TrainingStepGenerator.hpp"
+#include "workloads/training/TrainingStepGenerator.hpp"
 
 namespace memwall {
 

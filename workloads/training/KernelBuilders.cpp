@@ -1,4 +1,4 @@
-#include "KernelBuilders.hpp"
+#include "workloads/training/KernelBuilders.hpp"
 
 namespace memwall::kernels {
 

@@ -1,6 +1,6 @@
 #pragma once
 // Builders of KernelPlans shared by the blocks (BlockKernels.cpp, EdgeBlocks.cpp).
-#include "BlockKernels.hpp"
+#include "workloads/training/BlockKernels.hpp"
 
 namespace memwall::kernels {
 

@@ -14,9 +14,9 @@
 // and computes more when routing is uneven; it sets the pace, so it is the one modelled.
 // Its experts run as one grouped GEMM: all their weights read, FLOPs for the pairs it
 // received. Activations are saved for routed pairs only.
-#include "ExpertLoad.hpp"
-#include "KernelBuilders.hpp"
-#include "TokenDispatcher.hpp"
+#include "workloads/model/ExpertLoad.hpp"
+#include "workloads/training/KernelBuilders.hpp"
+#include "workloads/training/dispatch/TokenDispatcher.hpp"
 
 namespace memwall::kernels {
 namespace {

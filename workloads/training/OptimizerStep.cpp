@@ -9,7 +9,7 @@
 //                backward unless offload.overlap_step;
 //   NVMe         ZeRO-Infinity reads the block's states NVMe -> host before the step
 //                and writes them back after it.
-#include "TrainingStepGenerator.hpp"
+#include "workloads/training/TrainingStepGenerator.hpp"
 
 namespace memwall {
 

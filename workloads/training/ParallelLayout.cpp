@@ -1,4 +1,4 @@
-#include "ParallelLayout.hpp"
+#include "workloads/training/ParallelLayout.hpp"
 
 #include <algorithm>
 #include <map>

@@ -20,8 +20,8 @@
 // identical ranks of its stage (symmetric-rank folding). Its peers on the same node
 // share that node's PCIe switches, DRAM, NVMe and NICs, so the replay repeats their
 // traffic (OpDag::set_shadows); ranks on other nodes load only their own links.
-#include "DeviceRef.hpp"
-#include "TrainingConfig.hpp"
+#include "hwmodels/DeviceRef.hpp"
+#include "workloads/training/TrainingConfig.hpp"
 
 #include <cstdint>
 #include <functional>

@@ -5,8 +5,8 @@
 // the use. With prefetch depth k the gather for use i waits only for use i-1-k to free
 // its buffer, so it overlaps use i-1's compute when k >= 1 and at most k + 1 buffers
 // are alive; with k = 0 it starts when use i-1 is done and is exposed.
-#include "PipelineSchedule.hpp"
-#include "TrainingStepGenerator.hpp"
+#include "workloads/training/schedule/PipelineSchedule.hpp"
+#include "workloads/training/TrainingStepGenerator.hpp"
 
 #include <algorithm>
 #include <stdexcept>

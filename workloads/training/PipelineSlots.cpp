@@ -1,9 +1,9 @@
 // The pipeline part of a training step: each stage's slots in the order of its
 // PipelineSchedule, the activations and gradients sent between stages, and the reuse
 // of steady slots as stored chains (OpDag::begin_capture / repeat_chain).
-#include "TrainingStepGenerator.hpp"
+#include "workloads/training/TrainingStepGenerator.hpp"
 
-#include "PipelineSchedule.hpp"
+#include "workloads/training/schedule/PipelineSchedule.hpp"
 
 #include <stdexcept>
 

@@ -6,7 +6,7 @@
 //   forward kernels write the activations they save, backward kernels read them back
 //   and write their slice of the gradients (the micro-batch's bucket under ZeRO-2/3);
 //   the optimizer's passes read the gradients and update the states and the weights.
-#include "TrainingStepGenerator.hpp"
+#include "workloads/training/TrainingStepGenerator.hpp"
 
 namespace memwall {
 

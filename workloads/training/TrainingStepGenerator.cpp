@@ -1,4 +1,4 @@
-#include "TrainingStepGenerator.hpp"
+#include "workloads/training/TrainingStepGenerator.hpp"
 
 namespace memwall {
 

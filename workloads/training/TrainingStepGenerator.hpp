@@ -19,12 +19,12 @@
 // Implementation files: TrainingStepGenerator.cpp (setup, blocks), PipelineSlots.cpp
 // (schedule order, stage-to-stage sends, repeated slots), GradientSync.cpp (buckets, reductions), OptimizerStep.cpp, ParamGather.cpp (ZeRO-3),
 // DeepSpeedFetch.cpp (ZeRO-3 as DeepSpeed gathers).
-#include "BlockKernels.hpp"
-#include "ClusterSpec.hpp"
-#include "OpDag.hpp"
-#include "ParallelLayout.hpp"
-#include "TrainingConfig.hpp"
-#include "TrainingStack.hpp"
+#include "workloads/training/BlockKernels.hpp"
+#include "hwmodels/ClusterSpec.hpp"
+#include "workloads/dag/OpDag.hpp"
+#include "workloads/training/ParallelLayout.hpp"
+#include "workloads/training/TrainingConfig.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
 
 #include <array>
 #include <deque>

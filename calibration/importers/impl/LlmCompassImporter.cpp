@@ -4,9 +4,9 @@
 //   llmcompass-elementwise: layernorm/softmax "M, N, G elements/s"; gelu "elements, G elements/s"
 //                          (each element read and written once, 2 bytes each)
 //   llmcompass-allreduce:  bytes, latency_us; 4 GPUs on NVLink in one node
-#include "Importer.hpp"
+#include "calibration/importers/Importer.hpp"
 
-#include "InputError.hpp"
+#include "base/InputError.hpp"
 
 namespace memwall {
 namespace {

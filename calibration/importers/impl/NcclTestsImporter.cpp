@@ -3,9 +3,9 @@
 // or the command line), the "#  Rank  N ... on HOST device ..." lines give the ranks and
 // how many share a host, and each data row gives size (bytes) and the out-of-place time
 // in microseconds (7th field).
-#include "Importer.hpp"
+#include "calibration/importers/Importer.hpp"
 
-#include "InputError.hpp"
+#include "base/InputError.hpp"
 
 #include <map>
 #include <set>

@@ -2,9 +2,9 @@
 // columns: destination; "N/A" where not applicable) for a buffer of bufferSize bytes
 // (nvbandwidth's default, 512 MiB, when the file does not say). Each matrix cell
 // becomes one row with time = bytes / bandwidth.
-#include "Importer.hpp"
+#include "calibration/importers/Importer.hpp"
 
-#include "InputError.hpp"
+#include "base/InputError.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -3,9 +3,9 @@
 // kernel family the replay times it by (KernelFamily.hpp): norms, activations, the
 // adds and multiplies of residual streams; softmax, dropout, casts and copies have no
 // family of their own. `bytes` counts each input read and output written once.
-#include "Importer.hpp"
+#include "calibration/importers/Importer.hpp"
 
-#include "InputError.hpp"
+#include "base/InputError.hpp"
 
 #include <map>
 

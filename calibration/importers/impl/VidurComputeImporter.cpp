@@ -3,9 +3,9 @@
 // a Llama layer's operators, fp16. The four GEMMs become gemm rows with their shapes;
 // norms, rotary, activation and residual add become rows of their kernel family
 // (elementwise.norm, .rope, .activation, .residual) with the bytes they read and write.
-#include "Importer.hpp"
+#include "calibration/importers/Importer.hpp"
 
-#include "InputError.hpp"
+#include "base/InputError.hpp"
 
 namespace memwall {
 namespace {

@@ -1,8 +1,8 @@
 // Vidur's network profiles (data/profiling/network/<cluster>/{all_reduce,send_recv}.csv):
 // median time in ms per (num_workers, size in bytes, devices_per_node).
-#include "Importer.hpp"
+#include "calibration/importers/Importer.hpp"
 
-#include "InputError.hpp"
+#include "base/InputError.hpp"
 
 namespace memwall {
 namespace {

@@ -13,7 +13,7 @@
 //
 // One stream's pool: the replay's tensors all live on the compute stream's pool, as a
 // step's do in eager PyTorch (tensors a side stream frees are record_stream'ed back).
-#include "allocator/DeviceAllocator.hpp"
+#include "sim/allocator/DeviceAllocator.hpp"
 
 #include <cmath>
 #include <deque>

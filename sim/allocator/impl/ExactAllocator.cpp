@@ -1,7 +1,7 @@
 // `exact`: every tensor takes its own bytes from the device and gives them back when it
 // dies; reserved equals allocated. What the Megatron validation compares (Korthikanti et
 // al. count tensor bytes), and the least any allocator could hold.
-#include "allocator/DeviceAllocator.hpp"
+#include "sim/allocator/DeviceAllocator.hpp"
 
 namespace memwall {
 namespace {

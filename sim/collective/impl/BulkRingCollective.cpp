@@ -3,7 +3,7 @@
 // analytically. Same time as `ring` when nothing else shares its links, in one phase
 // instead of 2(n-1); under contention its hops run unsynchronised, where `ring` makes
 // every step wait for the slowest hop.
-#include "RingSteps.hpp"
+#include "sim/collective/RingSteps.hpp"
 
 namespace memwall {
 namespace {

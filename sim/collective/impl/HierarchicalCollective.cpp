@@ -5,7 +5,7 @@
 //      its own rail NIC (bulk ring);
 //   3. all-gather inside every node.
 // Groups that are not N x g rectangles fall back to a bulk ring over all members.
-#include "RingSteps.hpp"
+#include "sim/collective/RingSteps.hpp"
 
 #include <map>
 

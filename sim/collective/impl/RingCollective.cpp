@@ -4,7 +4,7 @@
 // links with whatever else runs. Exact: one phase of n flows repeated 2(n-1) times,
 // of which the replay starts only those that can touch a replayed node (a 384-GPU ring
 // step: 9 flows). all_to_all is one phase of flows (all_to_all_phase); send_recv one flow.
-#include "RingSteps.hpp"
+#include "sim/collective/RingSteps.hpp"
 
 namespace memwall {
 namespace {

@@ -1,7 +1,7 @@
 // The driver's order (nvidia-uvm, uvm_pmm_gpu.c): root chunks are listed as they are
 // allocated and the oldest is evicted first; a kernel using a chunk does not move it.
-#include "ChunkQueue.hpp"
-#include "EvictionPolicy.hpp"
+#include "sim/paging/ChunkQueue.hpp"
+#include "sim/paging/EvictionPolicy.hpp"
 
 namespace memwall {
 namespace {

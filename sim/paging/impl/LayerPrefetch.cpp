@@ -1,6 +1,6 @@
 // cudaMemPrefetchAsync of a kernel's tensors before it runs and of the next kernel's
 // while it runs: the layer-by-layer prefetch a framework issues ahead of use.
-#include "PrefetchPolicy.hpp"
+#include "sim/paging/PrefetchPolicy.hpp"
 
 namespace memwall {
 namespace {

@@ -1,7 +1,7 @@
 // Least recently used: what a driver tracking accesses would do; against the driver's
 // FIFO it shows how much of a slowdown is the eviction order's.
-#include "ChunkQueue.hpp"
-#include "EvictionPolicy.hpp"
+#include "sim/paging/ChunkQueue.hpp"
+#include "sim/paging/EvictionPolicy.hpp"
 
 namespace memwall {
 namespace {

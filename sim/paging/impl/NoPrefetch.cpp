@@ -1,5 +1,5 @@
 // Plain unified memory: every page a kernel touches away from the GPU is faulted in.
-#include "PrefetchPolicy.hpp"
+#include "sim/paging/PrefetchPolicy.hpp"
 
 namespace memwall {
 namespace {

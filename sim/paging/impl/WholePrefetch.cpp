@@ -1,6 +1,6 @@
 // cudaMemPrefetchAsync of every managed allocation as soon as it exists: what fits stays
 // resident; what is evicted later is faulted back in on demand.
-#include "PrefetchPolicy.hpp"
+#include "sim/paging/PrefetchPolicy.hpp"
 
 namespace memwall {
 namespace {

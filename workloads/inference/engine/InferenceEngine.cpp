@@ -1,4 +1,4 @@
-#include "inference/engine/InferenceEngine.hpp"
+#include "workloads/inference/engine/InferenceEngine.hpp"
 
 namespace memwall {
 

@@ -1,4 +1,4 @@
-#include "KvManager.hpp"
+#include "workloads/inference/kv/KvManager.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -7,8 +7,8 @@
 //               full blocks of a shared system prompt held once for everyone.
 // The manager only counts slots; the driver turns their changes into alloc/free ops,
 // so the memory timeline comes from the replay.
-#include "Registry.hpp"
-#include "ServingState.hpp"
+#include "base/Registry.hpp"
+#include "workloads/inference/ServingState.hpp"
 
 #include <functional>
 #include <memory>

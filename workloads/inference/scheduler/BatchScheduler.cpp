@@ -1,4 +1,4 @@
-#include "BatchScheduler.hpp"
+#include "workloads/inference/scheduler/BatchScheduler.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "TokenDispatcher.hpp"
+#include "workloads/training/dispatch/TokenDispatcher.hpp"
 
 namespace memwall {
 

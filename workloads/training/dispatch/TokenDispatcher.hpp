@@ -10,8 +10,8 @@
 //             those experts' GPUs; with group-limited routing it touches at most
 //             groups_per_token nodes. Tokens go out in FP8 when the experts compute
 //             in FP8 and come back in 16 bits (§3.3.2).
-#include "ModelSpec.hpp"
-#include "Registry.hpp"
+#include "workloads/model/ModelSpec.hpp"
+#include "base/Registry.hpp"
 
 #include <cstdint>
 #include <functional>

@@ -1,4 +1,4 @@
-#include "PipelineSchedule.hpp"
+#include "workloads/training/schedule/PipelineSchedule.hpp"
 
 namespace memwall {
 

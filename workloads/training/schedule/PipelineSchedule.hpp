@@ -7,7 +7,7 @@
 // Stage p of P holds chunks c = 0..v-1, i.e. virtual stages c*P + p. The generator turns
 // the order into ops on the stage's compute stream; the cross-stage waits (activations
 // forward, gradients backward) are flows, so the bubble emerges from the replay.
-#include "Registry.hpp"
+#include "base/Registry.hpp"
 
 #include <cstdint>
 #include <functional>

@@ -1,4 +1,4 @@
-#include "EagerOps.hpp"
+#include "workloads/training/stack/EagerOps.hpp"
 
 namespace memwall {
 namespace {

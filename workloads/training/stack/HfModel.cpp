@@ -1,4 +1,4 @@
-#include "HfModel.hpp"
+#include "workloads/training/stack/HfModel.hpp"
 
 namespace memwall::hf {
 

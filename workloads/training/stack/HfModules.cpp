@@ -1,4 +1,4 @@
-#include "HfModules.hpp"
+#include "workloads/training/stack/HfModules.hpp"
 
 #include <algorithm>
 

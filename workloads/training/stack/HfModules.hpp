@@ -10,8 +10,8 @@
 // table is fp32, and adding a bf16 branch to it promotes), the norms compute in fp32,
 // and every linear casts its weight (once a forward: autocast's cache, kept for
 // backward) and its input (again for each linear that reads it) to the compute dtype.
-#include "EagerOps.hpp"
-#include "ModelSpec.hpp"
+#include "workloads/training/stack/EagerOps.hpp"
+#include "workloads/model/ModelSpec.hpp"
 
 namespace memwall::hf {
 

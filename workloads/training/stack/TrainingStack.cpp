@@ -1,4 +1,4 @@
-#include "TrainingStack.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
 
 namespace memwall {
 

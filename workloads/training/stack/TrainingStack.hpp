@@ -5,10 +5,10 @@
 // ops apart, keeps fp32 parameters and gradients and casts the weights per use. One
 // interface, implementations in impl/ registered by name and chosen by `training.stack`
 // (`memwall list stacks`); a stack is one file there and its tests.
-#include "BlockKernels.hpp"
-#include "ModelSpec.hpp"
-#include "Registry.hpp"
-#include "TrainingConfig.hpp"
+#include "workloads/training/BlockKernels.hpp"
+#include "workloads/model/ModelSpec.hpp"
+#include "base/Registry.hpp"
+#include "workloads/training/TrainingConfig.hpp"
 
 #include <functional>
 #include <memory>

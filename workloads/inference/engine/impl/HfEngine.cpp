@@ -13,9 +13,9 @@
 // Host work (Python, dispatch, launches) is not modelled: an eager decode's host is slower
 // than its GPU, so each kernel is host-paced (Op::host_paced) and the iteration takes
 // its kernels' own GPU time, what a profiler sums, without the idle gaps between them.
-#include "HfModel.hpp"
-#include "HfModules.hpp"
-#include "inference/engine/InferenceEngine.hpp"
+#include "workloads/training/stack/HfModel.hpp"
+#include "workloads/training/stack/HfModules.hpp"
+#include "workloads/inference/engine/InferenceEngine.hpp"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // vLLM: the fused kernels InferenceKernels plans, and its KV budget.
-#include "inference/engine/InferenceEngine.hpp"
+#include "workloads/inference/engine/InferenceEngine.hpp"
 
 namespace memwall {
 namespace {

@@ -2,7 +2,7 @@
 // serving systems did before paged attention (Orca, FasterTransformer). What the
 // request never fills is reserved but unused: Kwon et al. (SOSP'23, Fig. 2) measured
 // only 20.4-38.2 % of such memory holding token states.
-#include "KvManager.hpp"
+#include "workloads/inference/kv/KvManager.hpp"
 
 #include <algorithm>
 

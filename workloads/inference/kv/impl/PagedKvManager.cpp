@@ -3,7 +3,7 @@
 // blocks of a system prompt that every request starts with (`shared_prefix`) are held
 // once (by each attention data-parallel group), reference-counted, and their KV is not
 // computed again while they are resident.
-#include "KvManager.hpp"
+#include "workloads/inference/kv/KvManager.hpp"
 
 #include <algorithm>
 

@@ -6,7 +6,7 @@
 //     when a sequence needs a KV block and none is free, then swaps sequences back in.
 // Swapped sequences go before new prompts. With chunked prefill, decodes come first and
 // prefill chunks fill the rest of the token budget in the same iteration.
-#include "BatchScheduler.hpp"
+#include "workloads/inference/scheduler/BatchScheduler.hpp"
 
 #include <algorithm>
 

@@ -3,7 +3,7 @@
 // KV for prompt + output is reserved at once; the batch prefills together and decodes
 // until its longest output is done. Finished sequences stay in the batch as padding
 // (their compute still runs) and every request is answered when the batch ends.
-#include "BatchScheduler.hpp"
+#include "workloads/inference/scheduler/BatchScheduler.hpp"
 
 #include <algorithm>
 

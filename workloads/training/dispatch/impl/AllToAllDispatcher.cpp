@@ -1,7 +1,7 @@
 // `alltoall` (Megatron-Core's MoEAlltoAllTokenDispatcher): each of a rank's token-expert
 // pairs goes to the rank holding the expert, one all-to-all over the ep group whose
 // buffer is the pairs the busiest rank receives.
-#include "TokenDispatcher.hpp"
+#include "workloads/training/dispatch/TokenDispatcher.hpp"
 
 namespace memwall {
 namespace {

@@ -14,7 +14,7 @@
 // on 8 nodes, g = 4: M = 4, where the alltoall dispatcher sends 8 x 7/8 = 7 rows across.
 // Inside one node it is the alltoall dispatcher. Toward the experts in FP8 when they
 // compute in FP8 (DeepSeek-V3 §3.3.2; DeepEP's FP8 dispatch), back in 16 bits.
-#include "TokenDispatcher.hpp"
+#include "workloads/training/dispatch/TokenDispatcher.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // `gpipe` (Huang et al. 2019): every micro-batch's forward, then every backward. All m
 // micro-batches' activations are alive at the end of the forwards; bubble (p-1)/m.
-#include "PipelineSchedule.hpp"
+#include "workloads/training/schedule/PipelineSchedule.hpp"
 
 namespace memwall {
 namespace {

@@ -3,7 +3,7 @@
 // by v: (p-1)/(v m). Needs m to be a multiple of P. The order is Megatron's
 // forward_backward_pipelining_with_interleaving: (P - p - 1)*2 + (v - 1)*P warm-up
 // forwards, then 1F1B, then the remaining backwards.
-#include "PipelineSchedule.hpp"
+#include "workloads/training/schedule/PipelineSchedule.hpp"
 
 #include <algorithm>
 

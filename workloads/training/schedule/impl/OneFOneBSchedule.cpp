@@ -2,7 +2,7 @@
 // forwards, then alternates one forward and one backward, then drains the remaining
 // backwards. Stage p holds at most P - p micro-batches of activations (the first stage
 // P); the bubble is the same (p-1)/m as GPipe.
-#include "PipelineSchedule.hpp"
+#include "workloads/training/schedule/PipelineSchedule.hpp"
 
 #include <algorithm>
 

@@ -21,8 +21,8 @@
 //   the engine's allreduce_gradients; stages 1-3: from backward's hooks).
 // The optimizer: gradients cast to fp32, their norm, the fused Adam over the fp32
 // partition, and the partition copied back into the 16-bit weights.
-#include "HfModel.hpp"
-#include "TrainingStack.hpp"
+#include "workloads/training/stack/HfModel.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
 
 namespace memwall {
 namespace {

@@ -3,7 +3,7 @@
 // vocabulary-parallel cross-entropy in fp32); weights in the compute precision with fp32
 // master weights in the optimizer (Adam: ZeRO's K = 12, 16 bytes per parameter with
 // 16-bit weights and gradients); the optimizer's separate passes over each block.
-#include "TrainingStack.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
 
 namespace memwall {
 namespace {

@@ -1,0 +1,205 @@
+#include "app/advise/AdviceReport.hpp"
+
+#include "base/Quantity.hpp"
+#include "analysis/StepReport.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+namespace memwall {
+namespace {
+
+std::string percent_change(double now, double before)
+{
+  if (!(before > 0))
+    return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f %%", 100 * (now / before - 1));
+  return buf;
+}
+
+// "30.12 / 37.25 GiB fits" or "... OUT OF MEMORY", the speed figure, and the change
+// against the given configuration.
+std::string figures(const Advice& a, const TryOutcome& t)
+{
+  if (!t.ran)
+    return "invalid: " + t.error;
+  const TryMeasure& m = t.m;
+  char buf[256];
+  std::string state = m.oom ? "OUT OF MEMORY"
+                      : m.rejected > 0 ? "rejects requests"
+                      : m.saturated ? "saturated"
+                      : !m.missed.empty() ? "misses " + m.missed
+                      : m.preemptions > 0 ? "preempts " + std::to_string(static_cast<long long>(m.preemptions))
+                                          : "fits";
+  if (a.serving)
+    std::snprintf(buf, sizeof buf, "%9s of %9s  %-16s %10s out tok/s %9s", format_gib(m.peak_bytes).c_str(),
+                  format_gib(m.capacity_bytes).c_str(), state.c_str(), format_si(m.tokens_per_s, "").c_str(),
+                  percent_change(m.tokens_per_s, a.given.m.tokens_per_s).c_str());
+  else if (m.oom) // it did not run as a GPU would: no time to show
+    std::snprintf(buf, sizeof buf, "%9s of %9s  %-16s", format_gib(m.peak_bytes).c_str(),
+                  format_gib(m.capacity_bytes).c_str(), state.c_str());
+  else
+    std::snprintf(buf, sizeof buf, "%9s of %9s  %-16s %9.4f s %9s", format_gib(m.peak_bytes).c_str(),
+                  format_gib(m.capacity_bytes).c_str(), state.c_str(), m.step_time_s,
+                  percent_change(m.step_time_s, a.given.m.step_time_s).c_str());
+  return buf;
+}
+
+std::string run_line(const Advice& a, const std::string& spec_path, const TryOutcome& t)
+{
+  std::string line = "memwall run " + spec_path;
+  std::vector<std::string> all = a.user_overrides;
+  all.insert(all.end(), t.change.overrides.begin(), t.change.overrides.end());
+  for (const std::string& o : all)
+    line += " --set " + o;
+  return line;
+}
+
+nlohmann::ordered_json try_json(const TryOutcome& t)
+{
+  nlohmann::ordered_json j;
+  j["change"]    = t.change.change;
+  j["overrides"] = t.change.overrides;
+  j["ran"]       = t.ran;
+  if (!t.ran) {
+    j["error"] = t.error;
+    return j;
+  }
+  j["fits"]              = t.m.fits;
+  j["device"]            = t.m.device;
+  j["peak_bytes"]        = t.m.peak_bytes;
+  j["capacity_bytes"]    = t.m.capacity_bytes;
+  j["step_time_s"]       = t.m.oom ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.m.step_time_s);
+  j["tokens_per_s"]      = t.m.oom ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.m.tokens_per_s);
+  j["gpus"]              = t.m.gpus;
+  j["preemptions"]       = t.m.preemptions;
+  j["saturated"]         = t.m.saturated;
+  j["missed_target"]     = t.m.missed.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.m.missed);
+  j["hardware_cost_usd"] = t.m.hardware_cost_usd;
+  return j;
+}
+
+} // namespace
+
+TryMeasure measure_try(const ExperimentSpec& spec, const RunResult& r, const std::vector<LatencyTarget>& targets)
+{
+  nlohmann::ordered_json j = report_json(r);
+  TryMeasure m;
+  if (const auto* d = fullest_device(j["devices"])) {
+    m.device         = (*d)["name"].get<std::string>();
+    m.hardware       = (*d)["hardware"].get<std::string>();
+    m.peak_bytes     = (*d)["peak_bytes"].get<double>();
+    m.capacity_bytes = (*d)["capacity_bytes"].get<double>();
+  }
+  m.fits        = j["fits"].get<bool>();
+  m.oom         = !m.fits;
+  auto number    = [](const nlohmann::ordered_json& v) { return v.is_null() ? 0.0 : v.get<double>(); }; // no figure
+  m.step_time_s = number(j["step_time_s"]);
+  if (spec.serving) {
+    m.tokens_per_s = number(j["output_tokens_per_s"]);
+    m.tpot_s       = number(j["tpot_s"]["p50"]); // null when none completed
+    m.rejected     = j["requests_rejected"].get<double>();
+    m.preemptions  = j["preemptions"].get<double>();
+    m.saturated    = j["load"]["saturated"].is_boolean() && j["load"]["saturated"].get<bool>();
+    for (const LatencyTarget& t : targets) {
+      double v = latency_target_value(j, t);
+      if (m.missed.empty() && (v < 0 || v > t.seconds))
+        m.missed = latency_target_name(t);
+    }
+    // A server that drops, preempts, falls behind or misses a target has something to
+    // remedy, though it fits.
+    m.fits = m.fits && m.rejected == 0 && m.preemptions == 0 && !m.saturated && m.missed.empty();
+  } else {
+    m.tokens_per_s = number(j["tokens_per_s"]);
+  }
+  m.gpus              = spec.cluster.total_gpus();
+  m.hardware_cost_usd = spec.cluster.price_usd();
+  return m;
+}
+
+std::string advice_text(const Advice& a, const std::string& spec_path, const std::string& title)
+{
+  std::ostringstream os;
+  const TryMeasure& g = a.given.m;
+  os << title << "\n\n";
+  std::string given = figures(a, a.given);
+  os << "  as given: " << g.device << " (" << g.hardware << ")\n" << std::string(29, ' ')
+     << given.substr(0, given.find_last_not_of(" +0.%") + 1) << "\n";
+  if (g.fits) {
+    os << (a.serving ? "\n  It fits and keeps up without preempting; nothing to remedy.\n"
+                     : "\n  It fits; nothing to remedy.\n");
+    return os.str();
+  }
+  os << "\n  remedies, cheapest first, each alone on the given spec (peak of the fullest device, "
+     << (a.serving ? "output tokens/s" : "step time") << ", change against as given)\n";
+  const TryOutcome* first = nullptr;
+  const TryOutcome* fastest = nullptr;
+  const char* first_name = "";
+  int n = 0;
+  for (const RemedyOutcome& r : a.remedies) {
+    char head[96];
+    std::snprintf(head, sizeof head, "  %d. %-20s ", ++n, r.name.c_str());
+    if (r.tries.empty()) {
+      os << head << "does not apply here\n";
+      continue;
+    }
+    bool first_row = true;
+    for (const TryOutcome& t : r.tries) {
+      os << (first_row ? std::string(head) : std::string(std::string(head).size(), ' '));
+      char change[96];
+      std::snprintf(change, sizeof change, "%-52s ", t.change.change.c_str());
+      os << change << figures(a, t) << "\n";
+      first_row = false;
+      if (t.ran && t.m.fits && t.m.gpus == g.gpus) { // more GPUs are faster; say so apart
+        if (!fastest || (a.serving ? t.m.tokens_per_s > fastest->m.tokens_per_s : t.m.step_time_s < fastest->m.step_time_s))
+          fastest = &t;
+      }
+    }
+    if (const TryOutcome* t = r.answer(); t && t->m.fits && !first) {
+      first      = t;
+      first_name = r.name.c_str();
+    }
+  }
+  if (first) {
+    os << "\n  first that fits: " << first_name << ", " << first->change.change << "\n      " << run_line(a, spec_path, *first)
+       << "\n";
+    if (fastest && fastest != first)
+      os << "  fastest that fits on the same " << g.gpus << " GPU" << (g.gpus == 1 ? "" : "s") << ": " << fastest->change.change << "\n      " << run_line(a, spec_path, *fastest) << "\n";
+    return os.str();
+  }
+  os << "\n  no remedy fits alone; applied together, cheapest first:\n";
+  for (const TryOutcome& t : a.stacked) {
+    char change[256];
+    std::snprintf(change, sizeof change, "     %-66s ", t.change.change.c_str());
+    os << change << "\n       " << figures(a, t) << "\n";
+  }
+  if (!a.stacked.empty() && a.stacked.back().m.fits)
+    os << "\n  fits with: " << a.stacked.back().change.change << "\n      " << run_line(a, spec_path, a.stacked.back()) << "\n";
+  else
+    os << "\n  nothing tried fits: a larger GPU or more of them (memwall list gpus)\n";
+  return os.str();
+}
+
+nlohmann::ordered_json advice_json(const Advice& a)
+{
+  nlohmann::ordered_json j;
+  j["given"]    = try_json(a.given);
+  j["remedies"] = nlohmann::ordered_json::array();
+  for (const RemedyOutcome& r : a.remedies) {
+    nlohmann::ordered_json x;
+    x["name"]  = r.name;
+    x["tries"] = nlohmann::ordered_json::array();
+    for (const TryOutcome& t : r.tries)
+      x["tries"].push_back(try_json(t));
+    const TryOutcome* ans = r.answer();
+    x["fits"] = ans && ans->m.fits;
+    j["remedies"].push_back(x);
+  }
+  j["stacked"] = nlohmann::ordered_json::array();
+  for (const TryOutcome& t : a.stacked)
+    j["stacked"].push_back(try_json(t));
+  return j;
+}
+
+} // namespace memwall

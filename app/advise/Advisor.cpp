@@ -1,0 +1,115 @@
+#include "app/advise/Advisor.hpp"
+
+#include "base/ChildPool.hpp"
+#include "base/InputError.hpp"
+#include "sim/Simulation.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace memwall {
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TryMeasure, fits, oom, device, hardware, peak_bytes, capacity_bytes, step_time_s,
+                                   tokens_per_s, tpot_s, rejected, preemptions, saturated, missed, gpus,
+                                   hardware_cost_usd)
+
+namespace {
+
+double fill(const TryOutcome& t) { return t.m.capacity_bytes > 0 ? t.m.peak_bytes / t.m.capacity_bytes : 0.0; }
+
+// Replays every outcome's change (on top of the user's overrides), `jobs` at once.
+void replay_all(const std::string& path, const std::vector<std::string>& overrides, int jobs,
+                const TryMeasurer& measure, const std::vector<TryOutcome*>& todo)
+{
+  run_in_children(
+      todo.size(), jobs,
+      [&](size_t i) {
+        std::vector<std::string> all = overrides;
+        all.insert(all.end(), todo[i]->change.overrides.begin(), todo[i]->change.overrides.end());
+        ExperimentSpec spec = load_spec(path, all);
+        RunResult r = simulate(spec, /*in_child=*/false, {false, true, /*all_records=*/false, /*memory_timelines=*/false});
+        return nlohmann::json(measure(spec, r)).dump();
+      },
+      [&](size_t i, const ChildOutcome& out) {
+        TryOutcome& t = *todo[i];
+        t.ran         = out.kind == ChildOutcome::Kind::result;
+        if (t.ran)
+          t.m = nlohmann::json::parse(out.data).get<TryMeasure>();
+        else
+          t.error = out.data;
+      });
+}
+
+} // namespace
+
+const TryOutcome* RemedyOutcome::answer() const
+{
+  const TryOutcome* closest = nullptr;
+  for (const TryOutcome& t : tries) {
+    if (!t.ran)
+      continue;
+    if (t.m.fits)
+      return &t;
+    if (!closest || fill(t) < fill(*closest))
+      closest = &t;
+  }
+  return closest;
+}
+
+Advice advise(const ExperimentSpec& spec, const std::string& spec_path, const std::vector<std::string>& overrides,
+              int jobs, const TryMeasurer& measure)
+{
+  Advice a;
+  a.serving        = spec.serving;
+  a.user_overrides = overrides;
+  a.given.change = {"as given", {}};
+  replay_all(spec_path, overrides, jobs, measure, {&a.given});
+  if (!a.given.ran)
+    throw InputError(a.given.error);
+  if (a.given.m.fits)
+    return a;
+
+  for (NamedRemedy& r : remedies_in_cost_order(spec.serving)) {
+    RemedyOutcome o{r.name, r.description, {}};
+    for (RemedyTry& t : r.remedy->tries(spec))
+      o.tries.push_back({std::move(t), false, "", {}});
+    a.remedies.push_back(std::move(o));
+  }
+  std::vector<TryOutcome*> todo;
+  for (RemedyOutcome& o : a.remedies)
+    for (TryOutcome& t : o.tries)
+      todo.push_back(&t);
+  replay_all(spec_path, overrides, jobs, measure, todo);
+
+  for (const RemedyOutcome& o : a.remedies)
+    if (const TryOutcome* t = o.answer(); t && t->m.fits)
+      return a;
+  // Nothing fits alone: apply the remedies one on top of the other, cheapest first,
+  // each choosing among its changes to the spec as remedied so far, until one fits.
+  std::vector<std::string> stack = overrides;
+  std::string described;
+  double stack_fill = fill(a.given);
+  for (NamedRemedy& r : remedies_in_cost_order(spec.serving)) {
+    ExperimentSpec now = load_spec(spec_path, stack);
+    RemedyOutcome level{r.name, r.description, {}};
+    for (RemedyTry& t : r.remedy->tries(now))
+      level.tries.push_back({std::move(t), false, "", {}});
+    todo.clear();
+    for (TryOutcome& t : level.tries)
+      todo.push_back(&t);
+    replay_all(spec_path, stack, jobs, measure, todo);
+    const TryOutcome* best = level.answer();
+    if (!best || (!best->m.fits && fill(*best) >= stack_fill))
+      continue; // a remedy that saves nothing on top of the others stays out
+    stack_fill = fill(*best);
+    TryOutcome step = *best;
+    described += (described.empty() ? "" : " + ") + best->change.change;
+    stack.insert(stack.end(), best->change.overrides.begin(), best->change.overrides.end());
+    step.change = {described, std::vector<std::string>(stack.begin() + static_cast<long>(overrides.size()), stack.end())};
+    a.stacked.push_back(std::move(step));
+    if (best->m.fits)
+      break;
+  }
+  return a;
+}
+
+} // namespace memwall

@@ -1,0 +1,61 @@
+#pragma once
+// memwall advise: when a configuration does not fit, simulate the standard remedies in
+// the practitioners' order of cost (each alone on the given spec), and when none fits
+// alone, the cheapest ones stacked until the stack fits. Every candidate is a full
+// replay in its own process; nothing here is a formula.
+#include "app/advise/Remedy.hpp"
+#include "sim/RunResult.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+// What the advisor needs of one replay (filled by analysis, which owns the figures).
+struct TryMeasure {
+  // No device out of memory; serving: also no request rejected, no preemption, keeping up
+  // with the arrivals and meeting the latency targets given (what the advisor remedies).
+  bool fits = false;
+  bool oom  = false;              // some device ran out of memory
+  std::string device, hardware;   // the fullest device, by peak / capacity
+  double peak_bytes = 0, capacity_bytes = 0;
+  double step_time_s  = 0;        // training: one optimizer step; serving: the whole run
+  double tokens_per_s = 0;        // training: tokens/s; serving: output tokens/s
+  double tpot_s       = 0;        // serving: time per output token, p50
+  double rejected     = 0;        // serving: requests longer than the KV cache
+  double preemptions  = 0;        // serving: sequences preempted (KV recomputed or swapped)
+  bool saturated      = false;    // serving: the queue grows (ServingReport's load)
+  std::string missed;             // serving: the first latency target missed ("TTFT p90"), or ""
+  double gpus = 0, hardware_cost_usd = 0;
+};
+using TryMeasurer = std::function<TryMeasure(const ExperimentSpec&, const RunResult&)>;
+
+struct TryOutcome {
+  RemedyTry change;
+  bool ran = false;  // false: the change is invalid for this spec (error says why)
+  std::string error;
+  TryMeasure m;
+};
+
+struct RemedyOutcome {
+  std::string name, description;
+  std::vector<TryOutcome> tries;
+  // The try to report: the first that fits, else the one that came closest.
+  const TryOutcome* answer() const;
+};
+
+struct Advice {
+  bool serving = false;
+  std::vector<std::string> user_overrides; // the --set strings the spec was given with
+  TryOutcome given;
+  std::vector<RemedyOutcome> remedies; // cheapest first; empty when the given spec fits
+  std::vector<TryOutcome> stacked;     // the cheapest remedies applied together, one more each row
+};
+
+// `spec` is load_spec(spec_path, overrides), the user's --set strings; every try is
+// loaded again in its own process with its changes added. `jobs` replays run at once.
+Advice advise(const ExperimentSpec& spec, const std::string& spec_path, const std::vector<std::string>& overrides,
+              int jobs, const TryMeasurer& measure);
+
+} // namespace memwall

@@ -1,0 +1,188 @@
+// memwall sweep SWEEP.yaml -o RESULTS.h5 [-j N] [--resume]
+// Under `mpirun -n N` (an MPI build): rank 0 writes RESULTS.h5, the other ranks run the
+// points, -j at once each (default 1: one rank per core is mpirun's business).
+#include "app/cli/Commands.hpp"
+#include "base/AtomicOutput.hpp"
+#include "base/InputError.hpp"
+#include "app/sweep/SweepFile.hpp"
+#include "app/sweep/SweepProgress.hpp"
+#include "base/ChildPool.hpp"
+#include "app/sweep/MpiWorld.hpp"
+#include "app/sweep/SweepRunner.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <malloc.h>
+#include <optional>
+#include <sched.h>
+#include <signal.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+
+namespace po = boost::program_options;
+
+namespace memwall {
+namespace {
+
+volatile std::sig_atomic_t interrupted = 0;
+
+} // namespace
+
+int cores_available()
+{
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    return CPU_COUNT(&set);
+  return 1;
+}
+
+int sweep_command(const std::vector<std::string>& args)
+{
+  std::string sweep_path, out_path;
+  int jobs    = 0;
+  bool resume = false, dry_run = false;
+  po::options_description opts("memwall sweep SWEEP.yaml -o RESULTS.h5");
+  opts.add_options()("help,h", "this help")("output,o", po::value(&out_path), "results file (HDF5)")(
+      "jobs,j", po::value(&jobs), "points run at once (default: the cores available)")(
+      "resume", po::bool_switch(&resume), "keep the points RESULTS.h5 holds, run the rest")(
+      "dry-run", po::bool_switch(&dry_run), "list the points (index and settings) and stop; nothing runs")(
+      "sweep", po::value(&sweep_path), "sweep spec (YAML)");
+  po::variables_map vm;
+  if (!parse_options(args, opts, "sweep", vm))
+    return 0;
+  if (sweep_path.empty())
+    throw InputError("sweep: missing SWEEP.yaml (e.g. memwall sweep examples/sweeps/gpt2-xl-layouts-dgx-a100.yaml -o results.h5)");
+  MpiWorld world;
+  if (dry_run) {
+    // Checks the spec as a real sweep would (axis keys, filter), without running.
+    if (world.rank() > 0)
+      return 0;
+    SweepSpec sweep = load_sweep(sweep_path);
+    check_sweep_metrics(sweep);
+    for (const SweepPoint& p : sweep.points) {
+      std::cout << p.index << ":";
+      for (const SweepSetting& st : p.settings)
+        std::cout << " " << st.key << "=" << st.text;
+      std::cout << "\n";
+    }
+    std::cout << sweep.points.size() << " points\n";
+    return 0;
+  }
+  if (out_path.empty())
+    throw InputError("sweep: missing -o RESULTS.h5");
+  if (vm.count("jobs") && jobs < 1)
+    throw InputError("sweep: -j must be at least 1");
+  if (jobs == 0)
+    jobs = world.size() > 1 ? 1 : cores_available();
+  if (world.rank() > 0) {
+    // Rank 0 reports bad input; the others stop with its exit code.
+    if (int status = world.broadcast_status(0); status != 0)
+      return status;
+    SweepSpec sweep = load_sweep(sweep_path);
+    world.serve_points(sweep, jobs, summarize_point);
+    return 0;
+  }
+
+  SweepSpec sweep;
+  SweepFileInfo info;
+  std::map<int64_t, SweepRow> rows;
+  std::optional<OutputLock> lock; // two sweeps writing one file: one's results vanished
+  try {
+    check_output_path(out_path, {sweep_path});
+    lock.emplace(out_path);
+    sweep = load_sweep(sweep_path);
+    check_sweep_metrics(sweep);
+    if (resume && std::filesystem::exists(out_path)) {
+      rows = read_sweep_rows(out_path, sweep, info);
+      // A point whose worker was killed is run again, not kept as a permanent error.
+      std::erase_if(rows, [](const auto& r) { return r.second.error.rfind(worker_died_prefix, 0) == 0; });
+    } else
+      info.started_at = timestamp_now();
+  } catch (const InputError&) {
+    world.broadcast_status(2);
+    throw;
+  }
+  world.broadcast_status(0);
+  std::vector<int64_t> todo;
+  for (const SweepPoint& p : sweep.points)
+    if (!rows.count(p.index))
+      todo.push_back(p.index);
+
+  // Ctrl-C or a polite kill: stop after writing what has finished (children get the
+  // signal too and their points are not recorded, so --resume runs them again).
+  std::signal(SIGINT, [](int) { interrupted = 1; });
+  std::signal(SIGTERM, [](int) { interrupted = 1; });
+
+  // HDF5 allocates and frees megabytes per file write; keep them in the heap so that
+  // rewriting the file after every point does not fault fresh pages in each time.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  SweepProgress progress(sweep.points.size(), rows.size(), std::cerr);
+  using clock        = std::chrono::steady_clock;
+  auto last_write    = clock::now();
+  double write_cost  = 0;
+  auto write         = [&] {
+    auto t0 = clock::now();
+    write_sweep_file(out_path, sweep, rows, info);
+    last_write = clock::now();
+    write_cost = std::chrono::duration<double>(last_write - t0).count();
+  };
+  write(); // the file exists from the start, and the first write measures its cost
+  auto done = [&](const PointOutcome& o) {
+    SweepRow row;
+    row.error = o.ok ? "" : o.data;
+    if (o.ok) {
+      try {
+        row = row_from_payload(o.index, o.data);
+      } catch (const std::exception& e) {
+        row.error = std::string("unreadable results from the point's process: ") + e.what();
+      }
+    }
+    row.index     = o.index;
+    rows[o.index] = std::move(row);
+    progress.point_done(!o.ok);
+    // Every finished point reaches the file, unless points finish faster than the
+    // file is written (about 15 ms, more with recorded timelines): then the writer
+    // keeps at most half a core busy.
+    double since = std::chrono::duration<double>(clock::now() - last_write).count();
+    if (since >= write_cost)
+      write();
+  };
+  bool finished = true;
+  if (world.size() > 1) {
+    finished = world.coordinate_points(todo, done, [] { return interrupted != 0; });
+  } else {
+    struct Stop {};
+    try {
+      run_points(sweep, todo, jobs, summarize_point, [&](const PointOutcome& o) {
+        if (interrupted)
+          throw Stop{};
+        done(o);
+      });
+    } catch (const Stop&) {
+      finished = false;
+    }
+  }
+  if (!finished) {
+    write();
+    progress.finish();
+    std::cerr << "memwall sweep: interrupted; " << rows.size() << " of " << sweep.points.size()
+              << " points in " << out_path << " (run again with --resume)\n";
+    if (world.size() > 1)
+      world.abort(130); // the other ranks wait for points that will not come
+    return 130;
+  }
+  info.finished_at = timestamp_now();
+  write();
+  progress.finish();
+  size_t failed = 0;
+  for (const auto& [i, r] : rows)
+    failed += r.error.empty() ? 0 : 1;
+  std::cout << "memwall sweep: " << rows.size() << " points (" << failed << " with errors) in " << out_path << "\n";
+  return 0;
+}
+
+} // namespace memwall

@@ -1,0 +1,380 @@
+#pragma once
+// Replays an op DAG on a SimGrid platform, just in time (DESIGN.md §3): an op's
+// activities are created and started from the completion callback of its last
+// dependency; no actor per op, no pre-built activity graph.
+//
+//   kernel       = Exec of (F / (peak x eff) + overhead) on the GPU host
+//                  beside a GPU->same-GPU flow of its bytes over the HBM link (latency =
+//                  overhead), so it lasts overhead + max(F/P, B/W) alone and shares
+//                  compute and bandwidth fairly with concurrent kernels and copies;
+//   host_compute = the same on a CPU socket and its DRAM link;
+//   copy         = one flow over the route between the two memories;
+//   collective   = the phases of its CollectiveAlgorithm, one after another;
+//   alloc / free = instantaneous, applied to the pool's occupancy timeline;
+//   under unified memory (ReplayerPaging.cpp) a kernel first waits for its faults:
+//                  the driver's time per fault batch, eviction write-backs and
+//                  migrations as flows on the GPU's PCIe route, one after another.
+#include "sim/timing/KernelTimer.hpp"
+#include "sim/replay/MemoryPool.hpp"
+#include "workloads/dag/OpDag.hpp"
+#include "sim/replay/OrbitFold.hpp"
+#include "hwmodels/Platform.hpp"
+#include "sim/RunResult.hpp"
+#include "sim/replay/StepIntervals.hpp"
+#include "workloads/dag/StepSource.hpp"
+#include "sim/collective/CollectiveAlgorithm.hpp"
+#include "sim/collective/FlowFold.hpp"
+#include "sim/paging/ManagedMemory.hpp"
+#include "sim/paging/PrefetchPolicy.hpp"
+
+#include <simgrid/s4u/Activity.hpp>
+
+#include <functional>
+#include <map>
+#include <queue>
+#include <tuple>
+#include <set>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+namespace memwall {
+
+class ReplayProgress;
+
+struct ReplayOptions {
+  std::string collective_algorithm = "auto";
+  bool record_ops = true;
+  // Start only the collective flows that can affect what the replay runs (FlowFold.hpp).
+  // The same times either way; off only to check that.
+  bool fold_collectives = true;
+  // A progress line on stderr when it is a terminal (ReplayProgress.hpp).
+  bool progress = false;
+  // Runs of ops on one stream that use no resource another stream uses, and that
+  // nothing outside the run waits on, replay as one timed activity (ReplayerRuns.cpp).
+  // The same times, memory and link figures either way; off only to check that.
+  bool coalesce = true;
+  // Shadow ranks' flows that are images of one another under the rotation of their
+  // block of GPUs run as one where nothing breaks the symmetry (OrbitFold.hpp). The same times, memory
+  // and link figures either way; off only to check that.
+  bool mirror_orbits = true;
+  // Keep no record per op, only the intervals StepReport's breakdown reads (the ops
+  // of the first GPU that holds memory, and host compute on its node: StepIntervals):
+  // a --json run or a sweep point needs no more; -o and --trace need every op. Ignored
+  // under unified memory, whose stall figures are read from every kernel's record.
+  bool summary_records_only = false;
+  // Each pool's memory timeline (an event per alloc and free): -o and --trace show it;
+  // the summary reads only the peaks.
+  bool memory_timelines = true;
+  // Unified memory: which categories are managed, hints, driver costs (off when none).
+  UnifiedMemoryConfig memory{};
+  // The allocator that serves each GPU's tensors (allocator/DeviceAllocator.hpp; "":
+  // none, the pools count tensor bytes as they are).
+  std::string allocator{};
+  // The GPU a recorded trace's kernel times were measured on (null: as recorded).
+  std::shared_ptr<const GpuSpec> recorded_on{};
+};
+
+class Replayer {
+public:
+  Replayer(const OpDag& dag, const Platform& platform, ReplayOptions options);
+  // A workload that grows as the replay runs: `source.dag()` is replayed, and whenever
+  // all its ops have completed, source.next() is asked for more.
+  Replayer(StepSource& source, const Platform& platform, ReplayOptions options);
+  ~Replayer();
+  Replayer(const Replayer&) = delete;
+  Replayer& operator=(const Replayer&) = delete;
+
+  // Runs the SimGrid engine to completion. Call once per process.
+  RunResult run();
+
+private:
+  struct Route {
+    std::vector<int> links;
+    double latency = 0;
+  };
+  struct Activity {
+    OpId op = 0;
+    int route = -1; // index into routes_, -1 for an Exec
+    double bytes = 0;
+    simgrid::s4u::ActivityPtr handle;
+    bool paging = false; // a migration, fault batch or remote read, not the op's own work
+    bool run    = false; // a coalesced run ending with `op` (ReplayerRuns.cpp)
+  };
+  // A collective's plan, made once per (group, kind, bytes) and shared by every op alike.
+  struct PlannedCollective {
+    std::vector<CollectivePhase> phases;
+    std::vector<int> links; // every link its flows cross, sorted
+    // Measured on the first instance that ran with these links to its stream alone:
+    // every later one takes as long and loads the links alike (ReplayerRuns.cpp).
+    bool timed      = false;
+    double duration = 0;
+    std::vector<double> link_bytes, link_busy; // per entry of `links`
+    uint64_t batch = 0; // fold_batch_ it was last checked in
+  };
+  using CollectiveKey = std::tuple<int32_t, CollectiveKind, double>;
+  struct CollectiveRun {
+    PlannedCollective* plan = nullptr;
+    size_t next = 0;
+    int repeats_done = 0; // of plan->phases[next]
+    bool measure     = false; // private and not yet timed: measure this one
+    double start     = 0;
+    std::vector<double> bytes_before, busy_before; // of plan->links
+  };
+  // An alloc or free inside a coalesced run, applied when the clock reaches it.
+  struct DueMemoryOp {
+    double time = 0;
+    uint64_t seq = 0;
+    OpId op = 0;
+    const Op* what = nullptr; // the op, or the chain's member (storage that never moves)
+    bool operator>(const DueMemoryOp& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  };
+
+  // Unified memory (ReplayerPaging.cpp). A kernel that faults runs its steps in turn.
+  struct PagingStep {
+    enum class Kind : uint8_t { driver, evict, migrate, kernel } kind;
+    double amount = 0; // seconds (driver) or bytes
+    double scale  = 1; // transfer time per byte relative to the link's rate
+  };
+  struct PagedKernel {
+    std::vector<PagingStep> steps;
+    size_t next = 0;
+    double remote = 0, ahead_h2d = 0, ahead_d2h = 0; // beside the kernel step
+    double exec_start = 0, own_end = 0;
+  };
+  struct GpuPaging {
+    std::unique_ptr<ManagedMemory> memory;
+    PagingResult result;
+  };
+  bool paging_on() const { return options_.memory.enabled(); }
+  GpuPaging& gpu_paging(const DeviceRef& gpu);
+  DeviceRef host_of(const DeviceRef& gpu) const;
+  double hbm_room(const DeviceRef& gpu);
+  // Applies a Migration to the pools' timelines and the GPU's counters.
+  void apply(const DeviceRef& gpu, const Migration& m, const OpName& what);
+  void note_demand(const DeviceRef& gpu); // PagingResult::peak_demand_bytes
+  void alloc_with_paging(OpId id, const Op& op);
+  bool free_managed(const Op& op);
+  void start_paged_kernel(OpId id, const Op& op);
+  std::vector<OpId> kernels_ahead(OpId id, const Op& op, int count) const;
+  bool start_paging_step(OpId id);
+  // A transfer between `gpu` and its host (and the same for each shadow rank), charged
+  // to paging; `scale` stretches it (on-demand migration is slower than a copy).
+  void start_paging_flow(OpId id, const DeviceRef& gpu, bool to_gpu, double bytes, double scale);
+  void finish_paged_kernel(OpId id);
+
+  // Chains (OpDag::end_capture): a chain op runs its members in turn, member_[op]
+  // the one it is at; each member completes as an op whose one successor is the next.
+  // What the replay derives from a chain's members (which may join a run) is derived
+  // once per stored chain and batch, not once per repetition.
+  struct ChainInfo {
+    uint64_t batch = 0;        // fold_batch_ the fields below were derived in
+    std::vector<uint8_t> priv; // per member: private (find_private_ops)
+    std::vector<KernelTiming> timing;                // per member: a kernel's
+    std::vector<const PlannedCollective*> plan; // per member: a collective's
+  };
+  // One step of a stream's work: op `id`, or member `member` of chain op `id`.
+  struct Step {
+    OpId id = 0;
+    uint32_t member = 0;
+  };
+  const Op& step_op(Step s) const;
+  const Op& current_op(OpId id) const { return step_op({id, member_[id - base_]}); }
+  bool step_private(Step s) const;
+  bool last_member(Step s) const;
+  // Calls f for every op of entries [from, to): a chain's members once per stored
+  // chain and call (what it derives holds for every repetition). A template, so that
+  // a serving run's per-iteration passes over its ops stay inlined loops.
+  template <typename F>
+  void visit_ops(size_t from, size_t to, F&& f)
+  {
+    ++visits_;
+    for (size_t v = from; v < to; ++v) {
+      const Op& op = dag_.op(static_cast<OpId>(v));
+      if (op.kind != OpKind::chain) {
+        f(op);
+      } else if (chain_seen_[op.chain] != visits_) {
+        chain_seen_[op.chain] = visits_;
+        for (const Op& m : dag_.chain(op.chain))
+          f(m);
+      }
+    }
+  }
+
+  void start(OpId id);
+  // `end`: the op's end as its record keeps it (a run's prefix sum), the clock if < 0.
+  void complete(OpId id, double end = -1);
+  void on_activity_done(size_t activity);
+  // `payload`: what the flow transfers in time, when it differs from the bytes it
+  // accounts to the links (default: the bytes).
+  void start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes, double payload = -1);
+  void start_delay(OpId op, double seconds); // on the timer: shares nothing
+  void start_exec(OpId op, simgrid::s4u::Host* host, double work);
+  void start_kernel(OpId id, const Op& op);
+  // A kernel alone on its HBM runs as one Exec: its bytes and busy time on the HBM link
+  // are added here, the figures its flow would have produced.
+  void account_hbm_alone(const Op& op, const KernelTiming& t);
+  int hbm_route(const DeviceRef& gpu); // the route of the GPU's HBM link, found once
+  void start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst);
+  double copy_payload(const Op& op, const DeviceRef& src, const DeviceRef& dst);
+  double measured_payload(int route, double bytes, double latency_s, double bandwidth) const;
+  void start_host_compute(OpId id, const DeviceRef& socket, const Op& op);
+  // Where a shadow rank's traffic goes: `d` as seen from `peer` instead of `rep` (a GPU
+  // as many ranks on from `d` as `peer` is from `rep`, ranks numbered node by node).
+  DeviceRef shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const;
+  // Every route an op's own activities cross, collectives' flows aside: a copy's (and
+  // its shadow ranks'), a pageable copy's pass through host DRAM, host work's DRAM (and
+  // its shadows'), a kernel's HBM. What coalescing claims per stream and what flow
+  // folding watches.
+  void for_each_route(const Op& op, const std::function<void(const DeviceRef&, const DeviceRef&)>& f) const;
+  PlannedCollective& planned(const Op& op);
+  // Every flow of the collective, its shadow ranks' concurrent groups' included.
+  std::vector<CollectivePhase> plan_collective(const Op& op);
+  // Ops [from, to): what the replay will run, and every flow their collectives would
+  // start, so that plans keep only the flows that can matter (FlowFold.hpp).
+  void fold_batch(size_t from, size_t to);
+  const std::vector<int>& flow_links(const Flow& f);
+  // NCCL's fitted efficiency and latency inside an NVSwitch node (CollectiveTiming.hpp).
+  void calibrate_collective(const Op& op, const std::vector<DeviceRef>& group, std::vector<CollectivePhase>& phases);
+  // Before a replay of one batch: which flows run for their whole orbit (OrbitFold.hpp),
+  // and the capacity their shared links then run at (restored by restore_links).
+  void mirror_orbits();
+  // GPU i of a block of orbit_block_ GPUs turned by k inside its block.
+  DeviceRef turned(const DeviceRef& gpu, int k) const;
+  bool add_copy_orbit(const Op& op);
+  void add_collective_orbits(const PlannedCollective& plan);
+  std::vector<int> orbit_routes(const DeviceRef& src, const DeviceRef& dst);
+  void restore_links();
+  // A copy whose orbit is mirrored: its canonical image alone (the others would be
+  // left out one by one). False when it is not.
+  bool start_mirrored_copy(OpId id, const Op& op);
+  bool start_collective_phase(OpId id);
+  void measure_collective(CollectiveRun& run);
+
+  // Coalescing (ReplayerRuns.cpp).
+  // Which of ops [from, to) may join a run: their resources are their stream's alone.
+  void find_private_ops(size_t from, size_t to);
+  int stream_key(const Op& op);
+  // Step `s`'s own time when it runs alone, if known without replaying it (it is
+  // private, and a collective was timed); a kernel's timing in `kernel` (its HBM
+  // accounting needs it), a collective's plan in `plan` (its link figures).
+  bool step_duration(Step s, const Op& op, double& seconds, KernelTiming& kernel, const PlannedCollective*& plan);
+  bool start_run(OpId head);
+  void finish_run(OpId tail);
+  void open_record(OpId id, const Op& op, double now);
+  void apply_memory_op(OpId id, const Op& op, double now);
+  void apply_due_memory(double now);
+  int route_index(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
+  int route_of(const DeviceRef& src, const DeviceRef& dst)
+  {
+    return route_index(platform_.host(src), platform_.host(dst));
+  }
+  MemoryPool& pool(const DeviceRef& d);
+  void drain_ready();
+  // Runs the engine until the DAG (and the step source, if any) has nothing left.
+  std::string stall_message() const;
+  void replay_loop(simgrid::s4u::Engine* engine);
+  // Registers ops [taken_, dag size) that the source appended: their unfinished
+  // dependencies, the nodes they run on, and which GPUs have HBM shared by concurrent
+  // kernels.
+  void take_new_ops();
+  void index_batch(size_t n);
+  RunResult collect();
+
+  const OpDag& dag_;
+  const Platform& platform_;
+  ReplayOptions options_;
+  std::unique_ptr<CollectiveAlgorithm> collective_;
+  KernelTimer kernel_timer_;
+
+  // Per op the DAG still holds (op id - base_):
+  std::vector<uint32_t> waiting_on_;   // unfinished dependencies
+  // The last batch of ops taken, [batch_, taken_) (index_batch): each op's successors
+  // out_[out_start_[v - batch_] ..], and its dependencies inside the batch.
+  OpId batch_ = 0;
+  std::vector<uint32_t> out_start_, in_count_;
+  std::vector<OpId> out_;
+  size_t edges_taken_ = 0;
+  std::vector<uint32_t> running_acts_; // unfinished activities of a started op
+  // A record per op, by op id; none when only the summary is wanted: then the ops whose
+  // time the breakdown reads (summary_op_, per op - base_) add their intervals to
+  // `intervals_` as they end, the started ones waiting in `summary_start_`.
+  std::vector<OpRecord> records_;
+  std::vector<uint8_t> summary_op_;
+  std::unordered_map<OpId, double> summary_start_;
+  StepIntervals intervals_{.gpu = {DeviceKind::host, -1, -1}}; // no GPU yet
+  bool summary_only() const { return options_.summary_records_only && !paging_on(); }
+  OpRecord* record(OpId id) { return summary_only() ? nullptr : &records_[id]; }
+  // An op's record from its start to its end, or its interval in summary mode.
+  void close_record(OpId id, const Op& op, double end);
+  void record_span(OpId id, const Op& op, double start, double end);
+  void keep_records(size_t from, size_t to);
+  std::vector<OpId> ready_;
+  std::vector<Activity> activities_;
+  std::vector<simgrid::s4u::ActivityPtr> parked_; // released on the next time advance
+  std::map<OpId, CollectiveRun> collectives_;
+  std::map<CollectiveKey, PlannedCollective> plans_;
+  // The batch's collectives unfolded, and which of their flows can matter.
+  std::map<CollectiveKey, std::vector<CollectivePhase>> unfolded_;
+  FlowFold fold_;
+  std::unique_ptr<OrbitFold> orbits_; // null: every flow runs
+  int orbit_block_ = 0;                // GPUs a rotation turns: a representative and its shadows
+  std::vector<std::pair<simgrid::s4u::Link*, double>> scaled_links_; // and their own bandwidth
+  uint64_t fold_batch_ = 0; // batches folded so far
+  std::vector<uint8_t> private_;  // per op (id - base_): may join a coalesced run
+  struct RunInFlight {
+    std::vector<OpId> entries; // ops it completes before its last member
+    size_t members = 0;        // ops and chain members it runs
+    double end     = 0;        // the prefix sum of the members' times
+  };
+  std::map<OpId, RunInFlight> runs_; // by the run's last op
+  std::vector<uint32_t> member_;      // per op (id - base_): a chain's member it is at
+  std::vector<ChainInfo> chain_info_; // per stored chain
+  std::vector<uint64_t> chain_seen_;  // per stored chain: the visit_ops call that last saw it
+  uint64_t visits_ = 0;
+  size_t ops_done_ = 0; // ops completed, a chain's members each counted
+  std::priority_queue<DueMemoryOp, std::vector<DueMemoryOp>, std::greater<>> due_memory_;
+  uint64_t due_seq_ = 0;
+  std::map<std::pair<DeviceRef, StreamKind>, int> stream_keys_;
+  // Looked up for every flow: hashed, not ordered (only ever found, never walked).
+  struct HostPairHash {
+    size_t operator()(const std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>& p) const
+    {
+      // Pointers share their low and high bits: mix them (identity hashes chained long).
+      uint64_t h = reinterpret_cast<uintptr_t>(p.first) * 0x9E3779B97F4A7C15ull;
+      h ^= reinterpret_cast<uintptr_t>(p.second) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>, int, HostPairHash> route_ids_;
+  // In front of route_ids_, a direct-mapped cache: a step's flows use a few hundred
+  // pairs over and over, and a node-based hash map costs a cache miss or two per flow.
+  struct CachedRoute {
+    simgrid::s4u::Host *src = nullptr, *dst = nullptr;
+    int route = -1;
+  };
+  std::vector<CachedRoute> route_cache_ = std::vector<CachedRoute>(4096);
+  std::vector<Route> routes_;
+  std::vector<simgrid::s4u::Link*> links_;
+  std::map<simgrid::s4u::Link*, int> link_ids_;
+  std::vector<int> link_active_;
+  std::vector<double> link_busy_since_, link_busy_, link_bytes_;
+  std::map<DeviceRef, std::unique_ptr<MemoryPool>> pools_;
+  std::pair<DeviceRef, MemoryPool*> last_pool_{{DeviceKind::gpu, -1, -1}, nullptr}; // consecutive ops share one
+  std::vector<int> hbm_routes_; // per GPU (node x gpus per node + index), -1 until found
+  std::set<DeviceRef> shared_hbm_; // GPUs whose kernels may overlap (see take_new_ops)
+  std::map<DeviceRef, StreamKind> kernel_stream_;
+  std::unique_ptr<PrefetchPolicy> prefetch_;
+  std::map<DeviceRef, GpuPaging> paging_;
+  std::map<OpId, PagedKernel> paged_;
+  StepSource* source_ = nullptr;
+  double waiting_until_ = 0; // the time a source asked to wake at while its delay runs (replay_loop)
+  size_t taken_       = 0;
+  OpId base_          = 0; // the DAG's first_id() when ops were last taken
+  size_t completed_ = 0;
+  int64_t started_activities_ = 0;
+  ReplayProgress* progress_ = nullptr; // while run() runs
+  bool draining_    = false;
+};
+
+} // namespace memwall

@@ -1,0 +1,197 @@
+// How the replay turns an op into SimGrid activities (Replayer.hpp): a kernel's Exec and
+// HBM flow, host compute, and the cached routes the flows take; shadow ranks' traffic
+// mapped onto their own devices. Copies are in ReplayerCopies.cpp.
+#include "sim/replay/Replayer.hpp"
+
+#include "sim/timing/KernelTiming.hpp"
+
+#include <simgrid/s4u.hpp>
+
+namespace sg4 = simgrid::s4u;
+
+namespace memwall {
+
+DeviceRef Replayer::shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const
+{
+  const ClusterSpec& c = platform_.cluster();
+  int delta            = peer.index - rep.index;
+  switch (d.kind) {
+    case DeviceKind::gpu: {
+      // Ranks are numbered node by node: the partner of rank r + delta is the partner of
+      // rank r plus delta, on the next node when it passes the last GPU of this one (a
+      // stage of 12 ranks on nodes of 8 sends its ranks 4-11's traffic to two nodes).
+      int64_t gpus   = static_cast<int64_t>(c.nodes) * c.gpus_per_node;
+      int64_t global = (static_cast<int64_t>(d.node) * c.gpus_per_node + d.index + delta) % gpus;
+      if (global < 0)
+        global += gpus;
+      return {DeviceKind::gpu, static_cast<int>(global / c.gpus_per_node), static_cast<int>(global % c.gpus_per_node)};
+    }
+    case DeviceKind::host:
+      if (d.node == rep.node && d.index == c.node.socket_of_gpu(rep.index))
+        return {DeviceKind::host, d.node, c.node.socket_of_gpu(peer.index)};
+      return d;
+    case DeviceKind::nvme: return d;
+  }
+  return d;
+}
+
+void Replayer::for_each_route(const Op& op,
+                              const std::function<void(const DeviceRef&, const DeviceRef&)>& f) const
+{
+  switch (op.kind) {
+    case OpKind::copy:
+      f(op.src, op.dst);
+      for (const DeviceRef& peer : dag_.shadows(op.device))
+        f(shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst));
+      if (op.pageable) {
+        const DeviceRef& host = op.src.kind == DeviceKind::host ? op.src : op.dst;
+        f(host, host);
+      }
+      break;
+    case OpKind::host_compute:
+      if (op.seconds > 0) // a recorded stretch of host time: a delay, no DRAM
+        break;
+      f(op.device, op.device);
+      for (const DeviceRef& peer : dag_.shadows(op.src)) {
+        DeviceRef socket = shadow_of(op.src, peer, op.device);
+        f(socket, socket);
+      }
+      break;
+    case OpKind::kernel: // kernels of a GPU on two streams, or a copy through its HBM: shared_hbm_
+      if (op.seconds <= 0)
+        f(op.device, op.device);
+      break;
+    case OpKind::chain:
+      for (const Op& m : dag_.chain(op.chain))
+        for_each_route(m, f);
+      break;
+    case OpKind::collective:
+    case OpKind::alloc:
+    case OpKind::free: break;
+  }
+}
+
+void Replayer::start_kernel(OpId id, const Op& op)
+{
+  if (op.seconds > 0) { // recorded (an imported trace): its time there, moved to this GPU; shares nothing
+    start_delay(id, kernel_timer_(op).total_s(0));
+    return;
+  }
+  KernelTiming t  = kernel_timer_(op);
+  sg4::Host* host = platform_.host(op.device);
+  if (!shared_hbm_.count(op.device)) {
+    // Alone on its HBM: overhead + max(F/P, B/W) in one activity, the HBM link's bytes
+    // and busy time accounted here (the same figures the flow would have produced).
+    start_exec(id, host, t.total_s(op.bytes) * Platform::gpu_host_speed);
+    account_hbm_alone(op, t);
+    return;
+  }
+  start_exec(id, host, (t.compute_s + t.overhead_s) * Platform::gpu_host_speed);
+  start_flow(id, op.device, op.device, op.bytes);
+}
+
+void Replayer::account_hbm_alone(const Op& op, const KernelTiming& t)
+{
+  if (op.bytes <= 0 || op.seconds > 0) // a measured op's bytes were moved where it was recorded
+    return;
+  for (int l : routes_[hbm_route(op.device)].links) {
+    link_bytes_[l] += op.bytes;
+    link_busy_[l] += t.overhead_s + t.memory_s(op.bytes);
+  }
+}
+
+void Replayer::start_host_compute(OpId id, const DeviceRef& socket, const Op& op)
+{
+  if (op.seconds > 0) {
+    start_delay(id, op.seconds);
+    return;
+  }
+  start_exec(id, platform_.host(socket), op.flops);
+  start_flow(id, socket, socket, op.bytes);
+}
+
+void Replayer::start_delay(OpId op, double seconds)
+{
+  sg4::Host* timer = platform_.timer(op == OpDag::none ? 0 : static_cast<size_t>(stream_key(current_op(op))));
+  start_exec(op, timer, seconds * timer->get_speed());
+}
+
+void Replayer::start_exec(OpId op, sg4::Host* host, double work)
+{
+  sg4::ExecPtr e = sg4::Exec::init();
+  e->set_flops_amount(work);
+  e->set_host(host);
+  activities_.push_back({op, -1, 0, e});
+  ++started_activities_;
+  e->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
+  if (op != OpDag::none) // OpDag::none: a source waiting for its next event
+    ++running_acts_[op - base_];
+  e->vetoable_start();
+}
+
+void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes, double payload)
+{
+  sg4::Host* from = platform_.host(src);
+  sg4::Host* to   = platform_.host(dst);
+  int r           = route_index(from, to);
+  if (orbits_ && orbits_->role(r) == OrbitFold::Role::image)
+    return; // its orbit's canonical image runs for it
+  double now      = sg4::Engine::get_clock();
+  for (int l : routes_[r].links) {
+    if (link_active_[l]++ == 0)
+      link_busy_since_[l] = now;
+    link_bytes_[l] += bytes;
+  }
+  sg4::CommPtr c = sg4::Comm::sendto_init(from, to);
+  c->set_payload_size(static_cast<uint64_t>((payload < 0 ? bytes : payload) + 0.5));
+  activities_.push_back({op, r, bytes, c});
+  ++started_activities_;
+  c->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
+  ++running_acts_[op - base_];
+  c->vetoable_start();
+}
+
+int Replayer::hbm_route(const DeviceRef& gpu)
+{
+  size_t i = static_cast<size_t>(gpu.node) * platform_.cluster().gpus_per_node + static_cast<size_t>(gpu.index);
+  if (i >= hbm_routes_.size())
+    hbm_routes_.resize(i + 1, -1);
+  if (hbm_routes_[i] < 0) {
+    sg4::Host* h   = platform_.host(gpu);
+    hbm_routes_[i] = route_index(h, h);
+  }
+  return hbm_routes_[i];
+}
+
+int Replayer::route_index(sg4::Host* src, sg4::Host* dst)
+{
+  auto key            = std::make_pair(src, dst);
+  CachedRoute& cached = route_cache_[HostPairHash()(key) & (route_cache_.size() - 1)];
+  if (cached.src == src && cached.dst == dst)
+    return cached.route;
+  if (auto it = route_ids_.find(key); it != route_ids_.end()) {
+    cached = {src, dst, it->second};
+    return it->second;
+  }
+  std::vector<sg4::Link*> links;
+  double latency = 0;
+  src->route_to(dst, links, &latency);
+  Route route;
+  route.latency = latency;
+  for (sg4::Link* l : links) {
+    auto [it, fresh] = link_ids_.try_emplace(l, static_cast<int>(links_.size()));
+    if (fresh) {
+      links_.push_back(l);
+      link_active_.push_back(0);
+      link_busy_since_.push_back(0);
+      link_busy_.push_back(0);
+      link_bytes_.push_back(0);
+    }
+    route.links.push_back(it->second);
+  }
+  routes_.push_back(std::move(route));
+  route_ids_.emplace(key, static_cast<int>(routes_.size() - 1));
+  return static_cast<int>(routes_.size() - 1);
+}
+
+} // namespace memwall

@@ -1,0 +1,204 @@
+// The Replayer's collectives: planning a collective op into phases of flows (its
+// algorithm, the shadow ranks' concurrent groups, NCCL's fitted speed inside a node, the
+// flows left out because nothing the replay runs can see them: FlowFold) and running
+// the phases in turn.
+#include "sim/timing/CollectiveTiming.hpp"
+#include "sim/replay/Replayer.hpp"
+
+#include <simgrid/s4u.hpp>
+
+#include <algorithm>
+
+namespace memwall {
+
+const std::vector<int>& Replayer::flow_links(const Flow& f)
+{
+  return routes_[route_of(f.src, f.dst)].links;
+}
+
+// A plan depends on the collective, its group and size, and on which of its flows can
+// matter (fold_batch). It outlives its batch while those stay the same, and with them
+// what its first private instance measured (a serving loop's iterations).
+Replayer::PlannedCollective& Replayer::planned(const Op& op)
+{
+  CollectiveKey key{op.group, op.collective, op.bytes};
+  auto [it, fresh]     = plans_.try_emplace(key);
+  PlannedCollective& p = it->second;
+  if (!fresh && p.batch == fold_batch_)
+    return p;
+  auto u = unfolded_.find(key);
+  if (u == unfolded_.end())
+    u = unfolded_.emplace(key, plan_collective(op)).first;
+  std::vector<CollectivePhase> phases = u->second;
+  if (options_.fold_collectives)
+    for (CollectivePhase& phase : phases) {
+      std::vector<Flow> kept;
+      for (const Flow& f : phase.flows)
+        if (fold_.keeps(f, flow_links(f)))
+          kept.push_back(f);
+      phase.flows = std::move(kept);
+    }
+  if (fresh || !(phases == p.phases)) {
+    p        = PlannedCollective{};
+    p.phases = std::move(phases);
+    for (const CollectivePhase& phase : p.phases)
+      for (const Flow& f : phase.flows)
+        for (int l : flow_links(f))
+          p.links.push_back(l);
+    std::sort(p.links.begin(), p.links.end());
+    p.links.erase(std::unique(p.links.begin(), p.links.end()), p.links.end());
+  }
+  p.batch = fold_batch_;
+  return p;
+}
+
+void Replayer::fold_batch(size_t from, size_t to)
+{
+  // Every op of an earlier batch has ended: its plans are checked again when next used.
+  ++fold_batch_;
+  unfolded_.clear();
+  fold_ = FlowFold{};
+  if (!options_.fold_collectives)
+    return;
+  // Where the replay runs something: the ops' devices and the ends of the routes their
+  // own activities cross (copies, the shadow ranks' copies and host work), and under
+  // unified memory every shadow rank with its host (their migrations run beside the
+  // representative's).
+  visit_ops(from, to, [&](const Op& op) {
+    fold_.watch_device(op.device);
+    for_each_route(op, [&](const DeviceRef& a, const DeviceRef& b) {
+      fold_.watch_device(a);
+      fold_.watch_device(b);
+    });
+    if (paging_on() && op.device.kind == DeviceKind::gpu) {
+      fold_.watch_device(host_of(op.device));
+      for (const DeviceRef& peer : dag_.shadows(op.device)) {
+        fold_.watch_device(peer);
+        fold_.watch_device(host_of(peer));
+      }
+    }
+  });
+  // The routes those run on (for_each_route, as coalescing claims them), then every flow; each
+  // route once (a step's millions of kernels use a handful), and once more if watched.
+  std::vector<uint8_t> added; // per route: 1 added, 2 added as watched
+  auto add_route = [&](int route, bool watched) {
+    if (static_cast<size_t>(route) >= added.size())
+      added.resize(route + 1, 0);
+    uint8_t want = watched ? 2 : 1;
+    if (added[route] >= want)
+      return;
+    added[route] = want;
+    fold_.add_links(routes_[route].links, watched);
+  };
+  auto watch_route = [&](const DeviceRef& a, const DeviceRef& b) {
+    add_route(route_of(a, b), true);
+  };
+  DeviceRef last_kernel_gpu{DeviceKind::nvme, -1, -1};
+  visit_ops(from, to, [&](const Op& op) {
+    if (op.kind == OpKind::collective) {
+      CollectiveKey key{op.group, op.collective, op.bytes};
+      if (!unfolded_.count(key)) {
+        const auto& phases = unfolded_.emplace(key, plan_collective(op)).first->second;
+        for (const CollectivePhase& phase : phases)
+          for (const Flow& f : phase.flows)
+            add_route(route_of(f.src, f.dst), fold_.touches(f));
+      }
+    } else if (op.kind != OpKind::kernel || !(op.device == last_kernel_gpu)) { // a GPU's kernels come in runs
+      for_each_route(op, watch_route);
+    }
+    if (op.kind == OpKind::kernel)
+      last_kernel_gpu = op.device;
+    if (paging_on() && op.device.kind == DeviceKind::gpu) {
+      watch_route(op.device, host_of(op.device));
+      watch_route(host_of(op.device), op.device);
+      for (const DeviceRef& peer : dag_.shadows(op.device)) {
+        watch_route(peer, host_of(peer));
+        watch_route(host_of(peer), peer);
+      }
+    }
+  });
+}
+
+std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
+{
+  CollectiveRequest req;
+  req.kind    = op.collective;
+  req.bytes   = op.bytes;
+  req.switched_nodes = platform_.cluster().node.fabric == GpuFabric::nvswitch;
+  req.latency = [this](const DeviceRef& a, const DeviceRef& b) {
+    return routes_[route_of(a, b)].latency;
+  };
+  const std::vector<DeviceRef>& group = dag_.group(op.group);
+  req.group = &group;
+  std::vector<CollectivePhase> phases = collective_->plan(req);
+  // The same collective of the shadow ranks' own groups, at the same time; their flows
+  // join the matching phases.
+  for (const std::vector<DeviceRef>& other : dag_.concurrent_groups(op.group)) {
+    req.group = &other;
+    std::vector<CollectivePhase> extra = collective_->plan(req);
+    for (size_t i = 0; i < extra.size() && i < phases.size(); ++i)
+      phases[i].flows.insert(phases[i].flows.end(), extra[i].flows.begin(), extra[i].flows.end());
+  }
+  calibrate_collective(op, group, phases);
+  return phases;
+}
+
+void Replayer::calibrate_collective(const Op& op, const std::vector<DeviceRef>& group,
+                                    std::vector<CollectivePhase>& phases)
+{
+  const ClusterSpec& c = platform_.cluster();
+  if (c.node.fabric != GpuFabric::nvswitch || group.size() < 2)
+    return;
+  for (const DeviceRef& d : group)
+    if (d.node != group.front().node)
+      return; // across nodes the network, not the GPU's profile, sets the speed
+  double hop = routes_[route_of(group[0], group[1])].latency;
+  CollectiveTiming t =
+      nvlink_collective_timing(c.node.gpu, op.collective, static_cast<int>(group.size()), op.bytes, hop);
+  for (CollectivePhase& p : phases)
+    for (Flow& f : p.flows)
+      f.bytes *= t.flow_scale;
+  if (t.delay_s > 0)
+    phases.insert(phases.begin(), CollectivePhase{{}, t.delay_s});
+}
+
+bool Replayer::start_collective_phase(OpId id)
+{
+  CollectiveRun& run = collectives_.at(id);
+  while (run.next < run.plan->phases.size()) {
+    const CollectivePhase& phase = run.plan->phases[run.next];
+    if (++run.repeats_done >= phase.repeat) {
+      ++run.next;
+      run.repeats_done = 0;
+    }
+    for (const Flow& f : phase.flows)
+      start_flow(id, f.src, f.dst, f.bytes);
+    if (phase.delay_s > 0)
+      start_delay(id, phase.delay_s);
+    if (running_acts_[id - base_] > 0)
+      return true;
+  }
+  if (run.measure)
+    measure_collective(run);
+  collectives_.erase(id);
+  return false;
+}
+
+// The first private instance of a collective, ended: what it took and what it put on
+// each of its links (its stream alone used them meanwhile, so the deltas are its own).
+void Replayer::measure_collective(CollectiveRun& run)
+{
+  PlannedCollective& p = *run.plan;
+  if (p.timed)
+    return;
+  p.timed    = true;
+  p.duration = simgrid::s4u::Engine::get_clock() - run.start;
+  p.link_bytes.resize(p.links.size());
+  p.link_busy.resize(p.links.size());
+  for (size_t i = 0; i < p.links.size(); ++i) {
+    p.link_bytes[i] = link_bytes_[p.links[i]] - run.bytes_before[i];
+    p.link_busy[i]  = link_busy_[p.links[i]] - run.busy_before[i];
+  }
+}
+
+} // namespace memwall

@@ -1,0 +1,319 @@
+// Coalescing: a run of ops on one stream replayed as one timed activity.
+//
+// An op is private when no other stream ever uses what it uses: a kernel on a GPU whose
+// kernels all run on one stream and whose HBM nothing copies through; an alloc or free
+// (instantaneous without unified memory); a collective whose flows cross only links no
+// other stream's flows cross. A private op takes the same time whenever it runs, since
+// its stream runs one op at a time and nothing else shares its resources: a kernel its
+// KernelTiming, a collective what its first instance took (measured by the replay
+// itself, with its link bytes and busy time).
+//
+//     stream:  [a]──►[k1]──►[k2]──►[c]──►[f]──►[k3]     one Exec of the summed time,
+//                ▲                                │      members' records filled from
+//        from another stream               to another    the prefix sums
+//
+// A run is a chain of private ops of one stream where each edge inside is the only
+// edge leaving its source and the only one entering its target: nothing outside the
+// run can start, or be started, in the middle. Its allocs and frees are applied to
+// their pools when the clock reaches them (Engine::on_time_advance, before anything
+// that ends at that time), so memory timelines stay in time order; a run neither
+// starts with one nor holds one at its start time (their order among other streams'
+// events of that instant is the op-by-op replay's).
+//
+// A run walks steps: ops, and the members of chain ops (OpDag::end_capture), whose
+// privacy, kernel timings and collective plans are derived once per stored chain.
+#include "sim/timing/KernelTiming.hpp"
+#include "sim/replay/Replayer.hpp"
+#include "sim/replay/ReplayProgress.hpp"
+
+#include <simgrid/s4u.hpp>
+
+namespace sg4 = simgrid::s4u;
+
+namespace memwall {
+namespace {
+
+constexpr int no_owner = -1;
+constexpr int shared   = -2;
+
+} // namespace
+
+int Replayer::stream_key(const Op& op)
+{
+  auto [it, fresh] = stream_keys_.try_emplace({op.device, op.stream}, static_cast<int>(stream_keys_.size()));
+  return it->second;
+}
+
+void Replayer::find_private_ops(size_t from, size_t to)
+{
+  if (!options_.coalesce || paging_on())
+    return;
+  // Which stream uses each link (or several do).
+  std::vector<int> owner;
+  auto claim = [&](int key, int link) {
+    if (static_cast<size_t>(link) >= owner.size())
+      owner.resize(link + 1, no_owner);
+    int& o = owner[link];
+    o      = (o == no_owner || o == key) ? key : shared;
+  };
+  auto claim_route = [&](int key, const DeviceRef& a, const DeviceRef& b) {
+    for (int l : routes_[route_of(a, b)].links)
+      claim(key, l);
+  };
+  visit_ops(from, to, [&](const Op& op) {
+    int key = stream_key(op);
+    if (op.kind == OpKind::collective)
+      for (int l : planned(op).links)
+        claim(key, l);
+    else
+      for_each_route(op, [&](const DeviceRef& a, const DeviceRef& b) { claim_route(key, a, b); });
+  });
+  auto mine = [&](const Op& op) {
+    switch (op.kind) {
+      case OpKind::alloc:
+      case OpKind::free: return true;
+      case OpKind::kernel: return op.seconds > 0 || !shared_hbm_.count(op.device);
+      case OpKind::host_compute: return op.seconds > 0;
+      case OpKind::collective: {
+        int key = stream_key(op);
+        for (int l : planned(op).links)
+          if (owner[l] != key)
+            return false;
+        return true;
+      }
+      case OpKind::copy:
+      case OpKind::chain: return false;
+    }
+    return false;
+  };
+  for (size_t v = from; v < to; ++v) {
+    const Op& op = dag_.op(static_cast<OpId>(v));
+    if (op.kind != OpKind::chain) {
+      private_[v - base_] = mine(op);
+      continue;
+    }
+    ChainInfo& c = chain_info_[op.chain];
+    if (c.batch == fold_batch_)
+      continue;
+    c       = ChainInfo{};
+    c.batch = fold_batch_;
+    for (const Op& m : dag_.chain(op.chain)) {
+      c.priv.push_back(mine(m));
+      c.timing.push_back(m.kind == OpKind::kernel ? kernel_timer_(m) : KernelTiming{});
+      c.plan.push_back(m.kind == OpKind::collective ? &planned(m) : nullptr);
+    }
+  }
+}
+
+const Op& Replayer::step_op(Step s) const
+{
+  const Op& op = dag_.op(s.id);
+  return op.kind == OpKind::chain ? dag_.chain(op.chain)[s.member] : op;
+}
+
+bool Replayer::last_member(Step s) const
+{
+  const Op& op = dag_.op(s.id);
+  return op.kind != OpKind::chain || s.member + 1 == dag_.chain(op.chain).size();
+}
+
+bool Replayer::step_private(Step s) const
+{
+  const Op& op = dag_.op(s.id);
+  if (op.kind != OpKind::chain)
+    return private_[s.id - base_];
+  const ChainInfo& c = chain_info_[op.chain];
+  return c.batch == fold_batch_ && s.member < c.priv.size() && c.priv[s.member];
+}
+
+bool Replayer::step_duration(Step s, const Op& op, double& seconds, KernelTiming& kernel,
+                             const PlannedCollective*& plan)
+{
+  if (!step_private(s))
+    return false;
+  // A chain's member reads what its ChainInfo keeps; an op works it out.
+  const Op& whole     = dag_.op(s.id);
+  const ChainInfo* c  = whole.kind == OpKind::chain ? &chain_info_[whole.chain] : nullptr;
+  switch (op.kind) {
+    case OpKind::alloc:
+    case OpKind::free: seconds = 0; return true;
+    case OpKind::kernel:
+      kernel  = c ? c->timing[s.member] : kernel_timer_(op);
+      seconds = kernel.total_s(op.bytes);
+      return true;
+    case OpKind::host_compute: seconds = op.seconds; return op.seconds > 0;
+    case OpKind::collective:
+      plan    = c ? c->plan[s.member] : &planned(op);
+      seconds = plan->duration;
+      return plan->timed;
+    default: return false;
+  }
+}
+
+void Replayer::open_record(OpId id, const Op& op, double now)
+{
+  if (summary_only()) {
+    if (summary_op_[id - base_])
+      summary_start_[id] = now;
+    return;
+  }
+  OpRecord& rec = records_[id];
+  rec.name      = op.name;
+  rec.kind      = op.kind;
+  rec.stream    = op.stream;
+  rec.phase     = op.phase;
+  rec.device    = op.device;
+  rec.start     = now;
+  rec.bytes     = op.bytes;
+  rec.flops     = op.flops;
+}
+
+void Replayer::close_record(OpId id, const Op& op, double end)
+{
+  if (summary_only()) {
+    if (!summary_op_[id - base_])
+      return;
+    auto it = summary_start_.find(id);
+    intervals_.add(op.kind, op.stream, op.device, it->second, end, 0);
+    summary_start_.erase(it);
+    return;
+  }
+  OpRecord& rec = records_[id];
+  rec.end       = end;
+  // An allocation takes time only when unified memory evicts to make room for it.
+  if (paging_on() && rec.kind == OpKind::alloc && rec.end > rec.start)
+    rec.paging_s = rec.end - rec.start;
+}
+
+void Replayer::record_span(OpId id, const Op& op, double start, double end)
+{
+  if (summary_only()) {
+    if (summary_op_[id - base_])
+      intervals_.add(op.kind, op.stream, op.device, start, end, 0);
+    return;
+  }
+  open_record(id, op, start);
+  records_[id].end = end;
+}
+
+bool Replayer::start_run(OpId head)
+{
+  // A member is committed (its interval, memory, HBM and link figures, in member order)
+  // once the next one has joined, so that a run of a whole step holds no list of its
+  // members: a run needs two, and the last one's record closes with the run.
+  struct Member {
+    Step step;
+    const Op* op = nullptr;
+    double begin = 0, end = 0;
+    KernelTiming kernel;
+    const PlannedCollective* plan = nullptr;
+  };
+  double now = sg4::Engine::get_clock();
+  double t   = now;
+  Member pending;
+  size_t count = 0;
+  std::vector<OpId> entries; // ops the run completes before its last member
+  auto account = [&](const Member& m) {
+    switch (m.op->kind) {
+      case OpKind::alloc:
+      case OpKind::free:
+        if (m.begin == now)
+          apply_memory_op(m.step.id, *m.op, m.begin);
+        else
+          due_memory_.push({m.begin, due_seq_++, m.step.id, m.op});
+        break;
+      case OpKind::kernel: account_hbm_alone(*m.op, m.kernel); break;
+      case OpKind::collective:
+        for (size_t j = 0; j < m.plan->links.size(); ++j) {
+          link_bytes_[m.plan->links[j]] += m.plan->link_bytes[j];
+          link_busy_[m.plan->links[j]] += m.plan->link_busy[j];
+        }
+        break;
+      default: break;
+    }
+  };
+  for (Step v{head, member_[head - base_]};;) {
+    const Op& op = step_op(v);
+    Member m;
+    m.step  = v;
+    m.op    = &op;
+    m.begin = t;
+    double d = 0;
+    if (!step_duration(v, op, d, m.kernel, m.plan))
+      break;
+    // Allocs and frees at this very instant go op by op, interleaved with other
+    // streams' in order of readiness, as without coalescing: at one instant their
+    // order decides the peak.
+    bool memory = op.kind == OpKind::alloc || op.kind == OpKind::free;
+    if (memory && t == now)
+      break;
+    m.end = t += d;
+    if (count++ > 0) {
+      record_span(pending.step.id, *pending.op, pending.begin, pending.end);
+      account(pending);
+      if (last_member(pending.step))
+        entries.push_back(pending.step.id);
+    }
+    pending = m;
+    if (!last_member(v)) { // inside a chain: each member the next one's only dependency
+      ++v.member;
+      continue;
+    }
+    uint32_t first = out_start_[v.id - batch_];
+    if (out_start_[v.id - batch_ + 1] - first != 1)
+      break;
+    OpId next   = out_[first];
+    const Op& n = dag_.op(next);
+    if (in_count_[next - batch_] != 1 || n.device != op.device || n.stream != op.stream)
+      break;
+    v = {next, 0};
+  }
+  if (count < 2)
+    return false;
+  // The last one ends with the run's activity (finish_run).
+  open_record(pending.step.id, *pending.op, pending.begin);
+  account(pending);
+  OpId tail                = pending.step.id;
+  member_[tail - base_]    = pending.step.member; // what complete() closes
+  start_delay(tail, pending.end - now);
+  activities_.back().run = true;
+  runs_[tail]            = {std::move(entries), count, pending.end};
+  return true;
+}
+
+void Replayer::finish_run(OpId tail)
+{
+  auto it                  = runs_.find(tail);
+  RunInFlight run          = std::move(it->second);
+  runs_.erase(it);
+  // Inside the run, each op is the only dependency of the next: nothing else to release.
+  ops_done_ += run.members - 1;
+  for (OpId e : run.entries) {
+    --waiting_on_[out_[out_start_[e - batch_]] - base_];
+    ++completed_;
+  }
+  complete(tail, run.end); // the prefix sum, as for the others, not the clock's rounding
+}
+
+void Replayer::apply_memory_op(OpId id, const Op& op, double now)
+{
+  if (op.kind == OpKind::alloc) {
+    if (paging_on() && op.pool.kind == DeviceKind::gpu)
+      alloc_with_paging(id, op);
+    else
+      pool(op.pool).alloc(op.category, op.bytes, now, op.name, op.tensor);
+  } else if (!paging_on() || !free_managed(op)) {
+    pool(op.pool).free(op.category, op.bytes, now, op.tensor);
+  }
+}
+
+void Replayer::apply_due_memory(double now)
+{
+  while (!due_memory_.empty() && due_memory_.top().time <= now) {
+    DueMemoryOp d = due_memory_.top();
+    due_memory_.pop();
+    apply_memory_op(d.op, *d.what, d.time);
+  }
+}
+
+} // namespace memwall

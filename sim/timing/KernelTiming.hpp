@@ -1,0 +1,38 @@
+#pragma once
+// How long a kernel takes on a GPU alone, split the way the replay needs it: a fixed
+// overhead (launch and tail), a compute time and the bandwidth its HBM bytes stream at.
+// The replay runs the compute as an Exec and the bytes as a flow over the HBM link, so
+// that concurrent kernels and copies share both.
+//
+// With a fitted profile (GpuSpec::profile): GEMMs by their shape (GemmModel: tile and
+// wave quantisation, the memory side included), memory-bound kernels by the profile's
+// elementwise curve (launch + bytes / bandwidth of the size regime). Without one, the
+// catalog's estimates: peak x matmul/attention efficiency and hbm_achievable_bw.
+#include "hwmodels/GpuSpec.hpp"
+#include "workloads/dag/Op.hpp"
+
+namespace memwall {
+
+struct KernelTiming {
+  double overhead_s = 0;
+  double compute_s  = 0;
+  double memory_bw  = 0; // bytes/s the op's bytes move at when alone
+  double memory_s(double bytes) const { return memory_bw > 0 ? bytes / memory_bw : 0.0; }
+  // Alone on its GPU.
+  double total_s(double bytes) const;
+};
+
+KernelTiming kernel_timing(const GpuSpec& g, const Op& op);
+
+// A kernel recorded on `from` (Op::seconds) as it would run on `to`: as recorded on the
+// same GPU. Else its launch-and-tail part (all of a shorter kernel) scales by the ratio
+// of the GPUs' launch times, and the rest by what bounds its class: compute (gemm,
+// attention) by the ratio of peak FLOP/s at its dtype times the class's efficiency;
+// memory-bound kernels (elementwise, other) move the bytes they moved at the source's
+// streaming bandwidth at the target's. Launch time and streaming bandwidth come from a
+// GPU's fitted profile (its elementwise curve) where it has one, else from the catalog
+// (kernel_overhead_s, hbm_achievable_bw). A format the target lacks runs at its fp16
+// (else fp32) rate.
+KernelTiming recorded_kernel_timing(const GpuSpec& from, const GpuSpec& to, const Op& op);
+
+} // namespace memwall

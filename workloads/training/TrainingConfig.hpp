@@ -1,0 +1,114 @@
+#pragma once
+// The `training` section: batch shape, precision, optimizer, the parallel layout
+// (tp x pp x dp), ZeRO, recompute, LoRA and offload. Every key is read, documented and
+// checked in read_training_section(); inconsistent combinations are refused there.
+#include "hwmodels/Dtype.hpp"
+#include "workloads/model/ModelSpec.hpp"
+#include "base/ParamReader.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+enum class Optimizer { adam, adamw, adam8bit, sgd, adafactor };
+// FLOPs an optimizer's update spends per parameter: Adam's moments, bias correction and
+// update 12; SGD with momentum 4; Adafactor's factored moments 10.
+double optimizer_flops_per_param(Optimizer o);
+enum class Recompute { none, selective, full };
+enum class OffloadTarget { none, cpu, nvme };
+
+struct LoraConfig {
+  bool enabled    = false;
+  int64_t rank    = 16;
+  bool nf4_base   = false; // QLoRA: frozen base weights in 4-bit NormalFloat with double quantization
+  std::vector<std::string> targets{"qkv", "proj", "mlp.up", "mlp.down"};
+  bool targets_kernel(const std::string& gemm) const;
+};
+
+// DeepSpeed's zero_optimization knobs, under DeepSpeed's own names where it has them
+// (deepspeed/runtime/zero/config.py); the `deepspeed` stack reads them.
+struct DeepSpeedConfig {
+  std::string modules            = "megatron"; // whose model code: Megatron-DeepSpeed's GPT or transformers' modules
+  bool overlap_comm              = false; // collectives on their own streams (else on the compute stream)
+  double prefetch_numel          = 5e7;   // stage3_prefetch_bucket_size: parameters gathered ahead of use
+  double max_live_numel          = 1e9;   // stage3_max_live_parameters: gathered parameters alive at once
+  double max_reuse_numel         = 1e9;   // stage3_max_reuse_distance: kept gathered if used again within this
+  double persistence_numel       = 1e5;   // stage3_param_persistence_threshold: smaller parameters held whole
+  double reduce_bucket_numel     = 5e8;   // reduce_bucket_size: gradient elements reduced together
+  // DeepSpeed 0.3-0.4 with PyTorch <= 1.9: one collective per parameter, over a list of
+  // one view per rank, each built in Python (narrow) and copied by PyTorch out of
+  // (all-gather) or into (reduce-scatter) a flat buffer: host work per rank and call.
+  bool per_parameter_collectives = false;
+  double host_seconds_per_view   = 5.3e-6; // aten::narrow, median of the H100 HF trace
+  double host_seconds_per_copy   = 8.9e-6; // cudaMemcpyAsync D2D, median of the A100 2-rank NCCL trace
+};
+
+struct TrainingConfig {
+  int64_t seq_len      = 1024;
+  int64_t global_batch = 8;  // sequences per optimizer step, all replicas together
+  int64_t micro_batch  = 1;  // sequences per forward/backward pass on one replica
+  int64_t tp           = 1;  // tensor-parallel ranks per layer (Megatron)
+  int64_t pp           = 1;  // pipeline stages
+  int64_t dp           = 1;  // data-parallel replicas
+  int64_t ep           = 1;  // expert-parallel ranks (MoE), folded over the tp x cp x dp ranks
+  int64_t etp          = 1;  // expert-tensor-parallel ranks: each routed expert split this many ways (default tp)
+  std::string moe_dispatcher = "alltoall"; // how tokens reach their experts (TokenDispatcher registry)
+  int64_t cp           = 1;  // context-parallel ranks: each holds seq_len / cp tokens of every sequence
+  bool sp              = false; // sequence parallelism inside the tp group
+  int zero             = 0;  // ZeRO stage 0..3
+  int64_t zero_prefetch = 1; // ZeRO-3: layers whose parameters are gathered ahead of use
+  std::string stack = "megatron"; // the software stack (TrainingStack registry)
+  std::string allocator;          // the GPU memory allocator the replay models ("": the stack's)
+  std::string pipeline_schedule = "1f1b";
+  int64_t virtual_stages = 1; // model chunks per pipeline stage (interleaved schedule)
+  // Uneven pipelines (Megatron's --decoder-first/last-pipeline-num-layers): layers of
+  // the first and last stage, the rest split evenly; 0: an even split.
+  int64_t first_stage_layers = 0;
+  int64_t last_stage_layers  = 0;
+  Recompute recompute  = Recompute::none;
+  Dtype precision      = Dtype::bf16; // compute dtype; anything but fp32 keeps fp32 master weights
+  Optimizer optimizer  = Optimizer::adam;
+  bool flash_attention = true;
+  double bucket_bytes  = 25.0 * 1024 * 1024; // gradient bucket (PyTorch DDP default 25 MiB)
+  bool overlap_grad_reduce = true;
+  int64_t buckets_in_flight = 2; // ZeRO-2/3: gradient buckets reducing while backward goes on
+  LoraConfig lora;
+  DeepSpeedConfig deepspeed;
+  OffloadTarget offload_optimizer = OffloadTarget::none;
+  OffloadTarget offload_params    = OffloadTarget::none;
+  // Offloaded step: false (DeepSpeed's default) starts the CPU optimizer after the whole
+  // backward pass; true starts each block's step as soon as its gradients reach the host.
+  bool overlap_offloaded_step     = false;
+  // Host buffers of offloaded gradients and weights page-locked (DeepSpeed's pin_memory,
+  // off by default): pageable copies are staged through the driver's pinned buffer.
+  bool offload_pinned             = false;
+  // Unified memory is on (spec `memory`): kernels record the tensors they touch.
+  bool record_tensor_accesses = false;
+
+  bool mixed_precision() const { return precision != Dtype::fp32; }
+  int64_t micro_batches() const { return global_batch / (micro_batch * dp); }
+  int64_t gpus() const { return tp * pp * cp * dp; }
+  // Ranks holding the same parameters of a stage: gradients are reduced (and ZeRO shards
+  // taken) over all of them (Megatron-Core's data-parallel group with context parallelism).
+  int64_t replicas() const { return cp * dp; }
+  // Layers of each virtual stage (chunk * pp + stage), in order; empty when they do not
+  // split as asked (read_training_section refuses that).
+  std::vector<int64_t> stage_layers(int64_t layers) const;
+  // MoE layers fold the ranks differently from the dense ones (ep > 1, or experts not
+  // split like the rest): routed experts' gradients then go over their own (edp) group.
+  bool experts_folded() const { return ep > 1 || etp != tp; }
+  // A routed expert's ZeRO shard over the edp = tp x cp x dp / (etp x ep) ranks holding
+  // it, relative to a dense parameter's over the cp x dp replicas.
+  double expert_shard_scale() const { return static_cast<double>(ep * etp) / static_cast<double>(tp); }
+  double tokens_per_step() const { return static_cast<double>(global_batch) * static_cast<double>(seq_len); }
+};
+
+// "tp 8 x pp 8 x dp 1, 1f1b, ZeRO-1, bf16, adam, recompute selective, flash attention on, ..."
+std::string describe_training(const TrainingConfig& t);
+
+// `gpus` is the number of GPUs the hardware section provides; dp defaults to gpus / (tp pp).
+TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSpec& model);
+
+} // namespace memwall
