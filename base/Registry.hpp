@@ -58,6 +58,11 @@ public:
   }
 
   const std::map<std::string, Entry>& entries() const { return entries_; }
+  // What the concern is ("KV manager"), the key that picks one ("inference.kv_manager")
+  // and its `memwall list` subject ("kv-managers").
+  const std::string& what() const { return what_; }
+  const std::string& key() const { return key_; }
+  const std::string& list_subject() const { return list_; }
 
 private:
   std::string what_, key_, list_;

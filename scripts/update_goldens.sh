@@ -2,6 +2,7 @@
 # Rewrites tests/golden/: every example's `memwall run --json`, the figures the golden
 # test (tests/golden_test.cpp) holds the program to. Run it when a change is meant to
 # move an example's figures, and let the diff show which moved in review.
+# It also writes the README's list of implementations.
 #   scripts/update_goldens.sh [BUILD]      (default build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,3 +13,16 @@ for spec in examples/*.yaml; do
   "$B" run "$spec" --json > "tests/golden/$name.json"
 done
 echo "tests/golden: $(ls tests/golden/*.json | wc -l) examples"
+
+# The README's list of implementations is `memwall list implementations`
+# (tests/readme_lists_test.cpp).
+/usr/bin/python3 - "$B" <<'PY'
+import subprocess, sys
+begin, end = "<!-- begin: memwall list implementations -->\n", "<!-- end: memwall list implementations -->"
+listing = subprocess.run([sys.argv[1], "list", "implementations"], check=True, capture_output=True, text=True).stdout
+text = open("README.md").read()
+head, rest = text.split(begin, 1)
+tail = rest.split(end, 1)[1]
+open("README.md", "w").write(head + begin + "```text\n" + listing + "```\n" + end + tail)
+PY
+echo "README.md: implementations listed"

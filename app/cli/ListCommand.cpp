@@ -86,15 +86,25 @@ int list_params()
   return 0;
 }
 
-// One registry of swappable implementations: name and description per line.
+// A subject of `memwall list`: its printer and, for a registry of swappable
+// implementations, what the concern is and the key that picks one.
+struct Subject {
+  std::function<int()> print;
+  std::string what, key;
+};
+
+// One registry: name and description per line, listed under the registry's own subject.
 template <typename Factory>
-std::function<int()> list_registry(const Registry<Factory>& registry)
+std::pair<std::string, Subject> registry_subject(const Registry<Factory>& registry,
+                                                 std::function<int()> print = nullptr)
 {
-  return [&registry] {
-    for (const auto& [name, entry] : registry.entries())
-      std::printf("%-14s %s\n", name.c_str(), entry.description.c_str());
-    return 0;
-  };
+  if (!print)
+    print = [&registry] {
+      for (const auto& [name, entry] : registry.entries())
+        std::printf("%-14s %s\n", name.c_str(), entry.description.c_str());
+      return 0;
+    };
+  return {registry.list_subject(), {print, registry.what(), registry.key()}};
 }
 
 // The advisor's remedies in the order it tries them, training then serving.
@@ -108,33 +118,56 @@ int list_remedies()
   return 0;
 }
 
+const std::map<std::string, Subject>& subjects()
+{
+  static const std::map<std::string, Subject> all{{"gpus", {list_gpus, "", ""}},
+                                                  {"nodes", {list_nodes, "", ""}},
+                                                  {"models", {list_models, "", ""}},
+                                                  {"params", {list_params, "", ""}},
+                                                  registry_subject(collective_registry()),
+                                                  registry_subject(pipeline_schedule_registry()),
+                                                  registry_subject(training_stack_registry()),
+                                                  registry_subject(token_dispatcher_registry()),
+                                                  registry_subject(batch_scheduler_registry()),
+                                                  registry_subject(kv_manager_registry()),
+                                                  registry_subject(inference_engine_registry()),
+                                                  registry_subject(remedy_registry(), list_remedies),
+                                                  registry_subject(importer_registry()),
+                                                  registry_subject(eviction_registry()),
+                                                  registry_subject(prefetch_registry()),
+                                                  registry_subject(allocator_registry())};
+  return all;
+}
+
+// Every registry's implementations under its subject, what it is and its key: the
+// README's list is this output (tests/readme_lists_test.cpp).
+int list_implementations()
+{
+  bool first = true;
+  for (const auto& [name, subject] : subjects()) {
+    if (subject.key.empty())
+      continue;
+    std::printf("%s%s: %s (%s)\n", first ? "" : "\n", name.c_str(), subject.what.c_str(), subject.key.c_str());
+    std::fflush(stdout);
+    subject.print();
+    first = false;
+  }
+  return 0;
+}
+
 } // namespace
 
 int list_command(const std::vector<std::string>& args)
 {
-  static const std::map<std::string, std::function<int()>> what{{"gpus", list_gpus},
-                                                               {"nodes", list_nodes},
-                                                               {"models", list_models},
-                                                               {"params", list_params},
-                                                               {"collectives", list_registry(collective_registry())},
-                                                               {"schedules", list_registry(pipeline_schedule_registry())},
-                                                               {"stacks", list_registry(training_stack_registry())},
-                                                               {"dispatchers", list_registry(token_dispatcher_registry())},
-                                                               {"schedulers", list_registry(batch_scheduler_registry())},
-                                                               {"kv-managers", list_registry(kv_manager_registry())},
-                                                               {"engines", list_registry(inference_engine_registry())},
-                                                               {"remedies", list_remedies},
-                                                               {"importers", list_registry(importer_registry())},
-                                                               {"eviction-policies", list_registry(eviction_registry())},
-                                                               {"prefetch-policies", list_registry(prefetch_registry())},
-                                                               {"allocators", list_registry(allocator_registry())}};
-  if (args.size() != 1 || !what.count(args[0])) {
-    std::string subjects;
-    for (const auto& [name, fn] : what)
-      subjects += (subjects.empty() ? "" : ", ") + name;
-    throw InputError("list: expected one of " + subjects);
+  if (args.size() == 1 && args[0] == "implementations")
+    return list_implementations();
+  if (args.size() != 1 || !subjects().count(args[0])) {
+    std::string names;
+    for (const auto& [name, subject] : subjects())
+      names += (names.empty() ? "" : ", ") + name;
+    throw InputError("list: expected one of " + names + " or implementations");
   }
-  return what.at(args[0])();
+  return subjects().at(args[0]).print();
 }
 
 } // namespace memwall

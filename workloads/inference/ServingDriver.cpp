@@ -50,6 +50,7 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
   st_.limits.swap_tokens =
       static_cast<int64_t>(cfg_.swap_space / std::max(kernels_.kv_bytes_per_token(), 1.0)) * groups;
 
+  scheduler_ = batch_scheduler_registry().make(cfg_.scheduler);
   KvManagerParams p;
   double per_token     = kernels_.kv_bytes_per_token();
   double gpu_per_token = per_token * (1.0 - cfg_.kv_off.total());
@@ -74,8 +75,7 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
   p.max_model_len   = cfg_.max_model_len;
   p.block_size      = cfg_.block_size;
   p.shared_prefix   = cfg_.shared_prefix;
-  kv_        = kv_manager_registry().make(cfg_.kv_manager, p);
-  scheduler_ = batch_scheduler_registry().make(cfg_.scheduler);
+  kv_ = kv_manager_registry().make(cfg_.kv_manager, p);
 
   stats_.present            = true;
   stats_.kv_capacity_tokens = kv_->capacity();
@@ -102,13 +102,7 @@ double ServingDriver::kv_budget_bytes() const
   double weights     = kernels_.weight_bytes() - layers * kernels_.layer_weight_bytes() * w_off;
   double staging     = 2 * kernels_.layer_weight_bytes() * w_off;
   int64_t seqs       = std::min<int64_t>(cfg_.max_num_seqs, static_cast<int64_t>(st_.seqs.size()));
-  int64_t tokens     = cfg_.max_num_batched_tokens;
-  if (cfg_.scheduler == "static") {
-    int64_t longest = 0;
-    for (const Sequence& s : st_.seqs)
-      longest = std::max(longest, s.req.prompt_tokens);
-    tokens = seqs * longest; // a static batch prefills all its prompts at once
-  }
+  int64_t tokens     = scheduler_->largest_iteration_tokens(st_, seqs, cfg_.max_num_batched_tokens);
   double activations = kernels_.activation_bytes(tokens, seqs, cfg_.max_model_len, cfg_.gpu_batches);
   if (cfg_.managed_weights)
     weights = 0;

@@ -149,17 +149,7 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
     r.fail("global_batch", "each GPU would replay " + str(passes) + " layer passes per step (" + str(t.micro_batches()) +
                                " micro-batches x " + str(per_stage) + " layers), more than the limit " +
                                str(limits::layer_passes) + "; raise micro_batch or lower global_batch");
-  if (t.pipeline_schedule == "interleaved") {
-    if (t.virtual_stages < 2)
-      r.fail("virtual_stages", "the interleaved schedule needs virtual_stages >= 2");
-    if (t.pp < 2)
-      r.fail("pipeline_schedule", "the interleaved schedule needs pp >= 2");
-    if (t.micro_batches() % t.pp != 0)
-      r.fail("pipeline_schedule", "the interleaved schedule needs the micro-batches per step (" + str(t.micro_batches()) +
-                                      ") to be a multiple of pp = " + str(t.pp));
-  } else if (t.virtual_stages != 1) {
-    r.fail("virtual_stages", "virtual_stages > 1 needs pipeline_schedule: interleaved");
-  }
+  check_pipeline_schedule(t.pipeline_schedule, {t.pp, t.virtual_stages, t.micro_batches()}, r);
 }
 
 // Expert parallelism (Megatron-Core's MoE folding): each rank of an ep group holds

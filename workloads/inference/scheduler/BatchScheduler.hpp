@@ -21,6 +21,12 @@ public:
   virtual Iteration schedule(ServingState& st, KvManager& kv) = 0;
   // After an iteration: sequences that leave now (their KV released); returns them.
   virtual std::vector<int> retire(ServingState& st, KvManager& kv);
+  // The most tokens one iteration of `seqs` sequences brings, whose activations the
+  // engine sets aside before the KV budget: the iteration's token budget by default.
+  virtual int64_t largest_iteration_tokens(const ServingState&, int64_t /*seqs*/, int64_t token_budget) const
+  {
+    return token_budget;
+  }
 
 protected:
   // Frees victim's KV: swaps it to host memory when swapping is on and space is left,

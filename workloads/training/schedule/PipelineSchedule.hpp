@@ -2,11 +2,12 @@
 // The order in which one pipeline stage runs the forward and backward passes of its
 // model chunks over the micro-batches of a step. One interface, implementations in
 // impl/ registered by name and chosen by `training.pipeline_schedule`; a new schedule
-// (zero-bubble, ...) is one file there.
+// is one file there: its order, the shapes it refuses, and its registration.
 //
 // Stage p of P holds chunks c = 0..v-1, i.e. virtual stages c*P + p. The generator turns
 // the order into ops on the stage's compute stream; the cross-stage waits (activations
 // forward, gradients backward) are flows, so the bubble emerges from the replay.
+#include "base/ParamReader.hpp"
 #include "base/Registry.hpp"
 
 #include <cstdint>
@@ -24,14 +25,28 @@ struct PipelineSlot {
   bool forward       = true;
 };
 
+// What a schedule is asked to run: P pipeline stages, v model chunks per stage
+// (`virtual_stages`), m micro-batches per step.
+struct PipelineShape {
+  int64_t stages = 1, chunks = 1, microbatches = 1;
+};
+
 class PipelineSchedule {
 public:
   virtual ~PipelineSchedule() = default;
   virtual std::vector<PipelineSlot> order(int64_t stage, int64_t stages, int64_t chunks, int64_t microbatches) const = 0;
+  // Whether a stage may hold several model chunks (virtual_stages > 1).
+  virtual bool runs_chunks() const { return false; }
+  // Refuses, through r.fail naming the key, a shape this schedule cannot run. The
+  // default refuses chunks unless runs_chunks(), naming the schedules that run them.
+  virtual void check(const PipelineShape& shape, const ParamReader& r) const;
 };
 
 using PipelineScheduleFactory = std::function<std::unique_ptr<PipelineSchedule>()>;
 
 Registry<PipelineScheduleFactory>& pipeline_schedule_registry();
+
+// The check of the schedule registered as `name` (training.pipeline_schedule).
+void check_pipeline_schedule(const std::string& name, const PipelineShape& shape, const ParamReader& r);
 
 } // namespace memwall

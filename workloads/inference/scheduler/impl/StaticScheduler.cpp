@@ -42,6 +42,15 @@ public:
         return {};
     return BatchScheduler::retire(st, kv);
   }
+
+  // A batch prefills all its prompts at once, whatever the token budget.
+  int64_t largest_iteration_tokens(const ServingState& st, int64_t seqs, int64_t) const override
+  {
+    int64_t longest = 0;
+    for (const Sequence& s : st.seqs)
+      longest = std::max(longest, s.req.prompt_tokens);
+    return seqs * longest;
+  }
 };
 
 const bool registered = batch_scheduler_registry().add(

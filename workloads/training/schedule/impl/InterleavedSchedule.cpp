@@ -35,6 +35,20 @@ public:
       slots.push_back(slot(k, false));
     return slots;
   }
+
+  bool runs_chunks() const override { return true; }
+
+  void check(const PipelineShape& s, const ParamReader& r) const override
+  {
+    if (s.chunks < 2)
+      r.fail("virtual_stages", "the interleaved schedule needs virtual_stages >= 2");
+    if (s.stages < 2)
+      r.fail("pipeline_schedule", "the interleaved schedule needs pp >= 2");
+    if (s.microbatches % s.stages != 0)
+      r.fail("pipeline_schedule", "the interleaved schedule needs the micro-batches per step (" +
+                                      std::to_string(s.microbatches) + ") to be a multiple of pp = " +
+                                      std::to_string(s.stages));
+  }
 };
 
 const bool registered = pipeline_schedule_registry().add(
