@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build demo test bench sanitize fuzz clean
+.PHONY: deps configure build demo test bench sanitize fuzz format clean
 
 deps:
 	@./scripts/install_deps.sh
@@ -36,6 +36,10 @@ fuzz: build
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 sanitize:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DMEMWALL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
+
+# Lays out every C++ file by .clang-format (clang-format from Debian's clang-format).
+format:
+	git ls-files '*.cpp' '*.hpp' '*.cu' | xargs clang-format -i
 
 clean:
 	rm -rf build build-asan

@@ -23,14 +23,22 @@ void write_chrome_trace(const RunResult& r, const std::string& path)
     if (op.kind == OpKind::alloc || op.kind == OpKind::free)
       continue;
     int p = pid_of(op.device);
-    events.push_back({{"ph", "X"}, {"name", op.name}, {"cat", op_kind_name(op.kind)}, {"pid", p},
-                      {"tid", static_cast<int>(op.stream)}, {"ts", op.start * us}, {"dur", (op.end - op.start) * us},
+    events.push_back({{"ph", "X"},
+                      {"name", op.name},
+                      {"cat", op_kind_name(op.kind)},
+                      {"pid", p},
+                      {"tid", static_cast<int>(op.stream)},
+                      {"ts", op.start * us},
+                      {"dur", (op.end - op.start) * us},
                       {"args", {{"bytes", op.bytes}, {"flops", op.flops}, {"phase", phase_name(op.phase)}}}});
   }
   for (const auto& [d, p] : pid)
     for (StreamKind s : {StreamKind::compute, StreamKind::h2d, StreamKind::d2h, StreamKind::comm, StreamKind::host,
-                          StreamKind::p2p, StreamKind::gather})
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", p}, {"tid", static_cast<int>(s)},
+                         StreamKind::p2p, StreamKind::gather})
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", p},
+                        {"tid", static_cast<int>(s)},
                         {"args", {{"name", stream_name(s)}}}});
   for (const auto& pool : r.pools) {
     int p = pid_of(pool.device);

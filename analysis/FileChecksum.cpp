@@ -66,7 +66,7 @@ void verify_checksum(const std::string& path)
       throw InputError(path + ": the file is damaged (its checksum header is not there); re-run to rewrite it");
     throw InputError(path + ": not an HDF5 file (truncated, or not written by memwall)");
   }
-  size_t n = bytes.size() - checksum_block_bytes;
+  size_t n             = bytes.size() - checksum_block_bytes;
   std::string expected = header_for(bytes.data() + checksum_block_bytes, n);
   if (bytes.compare(0, expected.size(), expected) != 0)
     throw InputError(path + ": the file is damaged or truncated (its checksum does not match); re-run to rewrite it");

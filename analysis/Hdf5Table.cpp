@@ -1,7 +1,7 @@
 #include "analysis/Hdf5Table.hpp"
 
-#include "base/AtomicOutput.hpp"
 #include "analysis/FileChecksum.hpp"
+#include "base/AtomicOutput.hpp"
 
 namespace memwall {
 namespace {
@@ -136,8 +136,8 @@ void column(H5::Group& g, const std::string& name, const std::vector<int64_t>& v
 
 void column(H5::Group& g, const std::string& name, const std::vector<std::string>& v)
 {
-  hsize_t n            = v.size();
-  H5::StrType type     = utf8_text();
+  hsize_t n        = v.size();
+  H5::StrType type = utf8_text();
   H5::DataSpace space(1, &n);
   H5::DataSet d = g.createDataSet(name, type, space, untimed());
   std::vector<const char*> ptrs;

@@ -47,10 +47,19 @@ std::vector<T> values(const std::vector<Row>& rows, Get get)
   return out;
 }
 template <typename Row, typename Get>
-std::vector<double> doubles(const std::vector<Row>& rows, Get get) { return values<double>(rows, get); }
+std::vector<double> doubles(const std::vector<Row>& rows, Get get)
+{
+  return values<double>(rows, get);
+}
 template <typename Row, typename Get>
-std::vector<int64_t> integers(const std::vector<Row>& rows, Get get) { return values<int64_t>(rows, get); }
+std::vector<int64_t> integers(const std::vector<Row>& rows, Get get)
+{
+  return values<int64_t>(rows, get);
+}
 template <typename Row, typename Get>
-std::vector<std::string> strings(const std::vector<Row>& rows, Get get) { return values<std::string>(rows, get); }
+std::vector<std::string> strings(const std::vector<Row>& rows, Get get)
+{
+  return values<std::string>(rows, get);
+}
 
 } // namespace memwall

@@ -1,11 +1,11 @@
 #include "analysis/Hdf5Writer.hpp"
 
-#include "base/AtomicOutput.hpp"
 #include "analysis/StepReport.hpp"
+#include "base/AtomicOutput.hpp"
 
 #include "analysis/Hdf5Table.hpp"
-#include "base/InputError.hpp"
 #include "analysis/RunTables.hpp"
+#include "base/InputError.hpp"
 #include "sim/replay/StepIntervals.hpp"
 
 #include <cctype>
@@ -64,8 +64,8 @@ void write_ops_summary(H5::Group& f, const RunResult& r)
   using Key = std::tuple<std::string, std::string, std::string, std::string, std::string>;
   std::map<Key, Totals> rows; // ordered: the same run, the same file
   for (const OpRecord& o : r.ops) {
-    Totals& t = rows[{name_pattern(o.name), o.device.name(), stream_name(o.stream), op_kind_name(o.kind),
-                      phase_name(o.phase)}];
+    Totals& t =
+        rows[{name_pattern(o.name), o.device.name(), stream_name(o.stream), op_kind_name(o.kind), phase_name(o.phase)}];
     t.first = t.count == 0 ? o.start : std::min(t.first, o.start);
     t.last  = t.count == 0 ? o.end : std::max(t.last, o.end);
     ++t.count;
@@ -74,7 +74,7 @@ void write_ops_summary(H5::Group& f, const RunResult& r)
     t.flops += o.flops;
   }
   std::vector<std::pair<Key, Totals>> v(rows.begin(), rows.end());
-  using Row = std::pair<Key, Totals>;
+  using Row   = std::pair<Key, Totals>;
   H5::Group g = f.createGroup("ops");
   column(g, "name", strings(v, [](const Row& x) { return std::get<0>(x.first); }));
   column(g, "device", strings(v, [](const Row& x) { return std::get<1>(x.first); }));
@@ -126,12 +126,11 @@ void write_paging(H5::Group& f, const RunResult& r)
   }
 }
 
-
 void write_serving(H5::Group& f, const RunResult& r)
 {
   const ServingStats& s = r.serving;
-  H5::Group g = f.createGroup("requests");
-  const auto& q = s.requests;
+  H5::Group g           = f.createGroup("requests");
+  const auto& q         = s.requests;
   column(g, "id", integers(q, [](const RequestRecord& x) { return static_cast<int64_t>(x.id); }));
   column(g, "arrival_s", doubles(q, [](const RequestRecord& x) { return x.arrival_s; }));
   column(g, "first_token_s", doubles(q, [](const RequestRecord& x) { return x.first_token_s; }));
@@ -141,8 +140,10 @@ void write_serving(H5::Group& f, const RunResult& r)
   column(g, "preemptions", integers(q, [](const RequestRecord& x) { return static_cast<int64_t>(x.preemptions); }));
   column(g, "rejected", integers(q, [](const RequestRecord& x) { return int64_t{x.rejected}; }));
   column(g, "reject_reason", integers(q, [](const RequestRecord& x) { return int64_t{x.reject_reason}; }));
-  column(g, "ttft_s", doubles(q, [](const RequestRecord& x) { return x.finish_s < 0 ? -1.0 : x.first_token_s - x.arrival_s; }));
-  column(g, "latency_s", doubles(q, [](const RequestRecord& x) { return x.finish_s < 0 ? -1.0 : x.finish_s - x.arrival_s; }));
+  column(g, "ttft_s",
+         doubles(q, [](const RequestRecord& x) { return x.finish_s < 0 ? -1.0 : x.first_token_s - x.arrival_s; }));
+  column(g, "latency_s",
+         doubles(q, [](const RequestRecord& x) { return x.finish_s < 0 ? -1.0 : x.finish_s - x.arrival_s; }));
   column(g, "max_itl_s", doubles(q, [](const RequestRecord& x) { return x.max_itl_s; }));
   column(g, "scheduled_s", doubles(q, [](const RequestRecord& x) { return x.scheduled_s; }));
   H5::Group kv = f.createGroup("kv_cache");
@@ -177,8 +178,9 @@ OpsTable ops_table_from(const std::string& option, const std::string& text)
     return OpsTable::summary;
   if (text == "all")
     return OpsTable::all;
-  throw InputError(option + " " + text + ": allowed none, summary (one row per kind of op, the default), all (one row "
-                                         "per op)");
+  throw InputError(option + " " + text +
+                   ": allowed none, summary (one row per kind of op, the default), all (one row "
+                   "per op)");
 }
 
 void write_run_hdf5(const RunResult& r, const Provenance& p, const std::string& path, OpsTable ops)

@@ -25,7 +25,7 @@ std::string rank_path(const std::string& path, size_t rank, size_t ranks)
 {
   if (ranks == 1)
     return path;
-  size_t dot = path.rfind(".json");
+  size_t dot      = path.rfind(".json");
   std::string tag = ".rank" + std::to_string(rank);
   return dot == std::string::npos ? path + tag : path.substr(0, dot) + tag + path.substr(dot);
 }
@@ -89,7 +89,7 @@ std::vector<std::string> write_kineto_traces(const OpDag& dag, const RunResult& 
   std::map<DeviceRef, std::vector<OpId>> by_gpu;
   std::vector<OpId> stream_before(dag.size(), OpDag::none);
   for (OpId id = dag.first_id(); id < dag.size(); ++id) {
-    const Op& op = dag.op(id);
+    const Op& op     = dag.op(id);
     auto [it, fresh] = tail.try_emplace({op.device, op.stream}, id);
     if (!fresh) {
       stream_before[id] = it->second;
@@ -118,22 +118,34 @@ std::vector<std::string> write_kineto_traces(const OpDag& dag, const RunResult& 
       if (!d.empty())
         m["deps"] = d;
       double ts = rec.start * 1e6, dur = (rec.end - rec.start) * 1e6;
-      nlohmann::json args{{"device", op.device.index}, {"stream", static_cast<int>(op.stream)}, {"correlation", id},
-                          {"memwall", m}};
+      nlohmann::json args{
+          {"device", op.device.index}, {"stream", static_cast<int>(op.stream)}, {"correlation", id}, {"memwall", m}};
       if (op.kind == OpKind::alloc || op.kind == OpKind::free) {
         args["Device Type"] = op.pool.kind == DeviceKind::gpu ? 1 : 0;
         args["Device Id"]   = op.pool.index;
         args["Addr"]        = op.tensor;
         args["Bytes"]       = op.kind == OpKind::alloc ? op.bytes : -op.bytes;
-        events.push_back({{"ph", "i"}, {"cat", "cpu_instant_event"}, {"s", "t"}, {"name", "[memory]"},
-                          {"pid", static_cast<int>(rank)}, {"tid", static_cast<int>(op.stream)}, {"ts", ts}, {"args", args}});
+        events.push_back({{"ph", "i"},
+                          {"cat", "cpu_instant_event"},
+                          {"s", "t"},
+                          {"name", "[memory]"},
+                          {"pid", static_cast<int>(rank)},
+                          {"tid", static_cast<int>(op.stream)},
+                          {"ts", ts},
+                          {"args", args}});
         continue;
       }
       const char* cat = op.kind == OpKind::copy ? "gpu_memcpy" : op.kind == OpKind::host_compute ? "cpu_op" : "kernel";
       if (op.kind == OpKind::copy)
         args["bytes"] = op.bytes;
-      events.push_back({{"ph", "X"}, {"cat", cat}, {"name", op.name.str()}, {"pid", static_cast<int>(rank)},
-                        {"tid", static_cast<int>(op.stream)}, {"ts", ts}, {"dur", dur}, {"args", args}});
+      events.push_back({{"ph", "X"},
+                        {"cat", cat},
+                        {"name", op.name.str()},
+                        {"pid", static_cast<int>(rank)},
+                        {"tid", static_cast<int>(op.stream)},
+                        {"ts", ts},
+                        {"dur", dur},
+                        {"args", args}});
     }
     nlohmann::json doc{{"schemaVersion", 1},
                        {"deviceProperties", {{{"id", gpu.index}, {"name", gpu_name}}}},

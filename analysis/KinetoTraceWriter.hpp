@@ -5,8 +5,8 @@
 // event carries its op whole in args.memwall (every field, its id and dependencies) and
 // the first file the DAG's groups and folded ranks, so `workload: {trace: ...}` reads it
 // back to the same DAG and the same replay.
-#include "workloads/dag/OpDag.hpp"
 #include "sim/RunResult.hpp"
+#include "workloads/dag/OpDag.hpp"
 
 #include <nlohmann/json.hpp>
 

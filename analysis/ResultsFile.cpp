@@ -40,7 +40,7 @@ RunFileSummary read_run_file(const std::string& path)
   RunFileSummary s;
   try {
     H5::H5File f(path, H5F_ACC_RDONLY);
-    H5::Group root = f.openGroup("/");
+    H5::Group root    = f.openGroup("/");
     s.spec_file       = text_attribute(root, "spec_file").value_or("");
     s.hardware        = text_attribute(root, "hardware").value_or("");
     s.title           = text_attribute(root, "title").value_or("memwall: " + s.spec_file + " on " + s.hardware);

@@ -17,7 +17,8 @@ void write_memory(H5::Group& f, const std::vector<PoolResult>& pools)
     attribute(g, "peak_time_s", p.peak_time);
     integer_attribute(g, "count", p.count);
     column(g, "time_s", doubles(p.timeline, [](const MemoryEvent& e) { return e.time; }));
-    column(g, "category", strings(p.timeline, [](const MemoryEvent& e) { return std::string(mem_category_name(e.category)); }));
+    column(g, "category",
+           strings(p.timeline, [](const MemoryEvent& e) { return std::string(mem_category_name(e.category)); }));
     column(g, "category_bytes", doubles(p.timeline, [](const MemoryEvent& e) { return e.category_bytes; }));
     column(g, "total_bytes", doubles(p.timeline, [](const MemoryEvent& e) { return e.total_bytes; }));
   }
@@ -48,11 +49,11 @@ std::vector<PoolResult> read_memory(const H5::Group& parent)
     double count = number_attribute(g, "count").value_or(1);
     p.count      = count >= 1 && count <= 1e9 ? static_cast<int>(count) : 1; // a damaged file's NaN or 1e300
     std::vector<double> time = read_numbers(g, "time_s"), cat_bytes = read_numbers(g, "category_bytes"),
-                        total = read_numbers(g, "total_bytes");
+                        total     = read_numbers(g, "total_bytes");
     std::vector<std::string> cats = read_texts(g, "category");
     const auto& names             = mem_category_names();
     for (size_t i = 0; i < time.size() && i < cats.size() && i < cat_bytes.size() && i < total.size(); ++i) {
-      auto c = std::find(names.begin(), names.end(), cats[i]);
+      auto c               = std::find(names.begin(), names.end(), cats[i]);
       MemCategory category = c == names.end() ? MemCategory::other : static_cast<MemCategory>(c - names.begin());
       p.timeline.push_back({time[i], category, cat_bytes[i], total[i]});
     }
@@ -63,9 +64,10 @@ std::vector<PoolResult> read_memory(const H5::Group& parent)
 
 std::vector<LinkResult> read_links(const H5::Group& parent)
 {
-  H5::Group g = parent.openGroup("links");
+  H5::Group g                   = parent.openGroup("links");
   std::vector<std::string> name = read_texts(g, "name");
-  std::vector<double> bw = read_numbers(g, "bandwidth"), bytes = read_numbers(g, "bytes"), busy = read_numbers(g, "busy_s");
+  std::vector<double> bw = read_numbers(g, "bandwidth"), bytes = read_numbers(g, "bytes"),
+                      busy = read_numbers(g, "busy_s");
   std::vector<LinkResult> links;
   for (size_t i = 0; i < name.size() && i < bw.size() && i < bytes.size() && i < busy.size(); ++i)
     links.push_back({name[i], bw[i], bytes[i], busy[i]});

@@ -21,7 +21,7 @@ struct Latencies {
 
 // The lengths of every request offered, served or not: what a length distribution
 // came out as after clipping, and the longest.
-nlohmann::ordered_json lengths(const ServingStats& s, int64_t RequestRecord::* field)
+nlohmann::ordered_json lengths(const ServingStats& s, int64_t RequestRecord::*field)
 {
   if (s.requests.empty())
     return {{"mean", nullptr}, {"min", nullptr}, {"max", nullptr}};
@@ -98,12 +98,12 @@ nlohmann::ordered_json load(const ServingStats& s)
   }
   if (last <= first)
     return j;
-  double offered = static_cast<double>(s.requests.size() - 1) / (last - first);
+  double offered              = static_cast<double>(s.requests.size() - 1) / (last - first);
   j["offered_requests_per_s"] = offered;
-  double spread = n * sxx - sx * sx;
+  double spread               = n * sxx - sx * sx;
   if (n < 2 || spread <= 0)
     return j;
-  double growth = (n * sxy - sx * sy) / spread;
+  double growth              = (n * sxy - sx * sy) / spread;
   j["wait_growth"]           = growth;
   j["served_requests_per_s"] = offered / (1 + std::max(0.0, growth));
   if (n >= 50)
@@ -139,20 +139,21 @@ double kv_utilization(const ServingStats& s)
 
 void add_serving_json(nlohmann::ordered_json& j, const RunResult& r)
 {
-  const ServingStats& s = r.serving;
-  Latencies l           = latencies(s);
-  double span           = r.makespan_s;
-  j["requests_completed"]  = l.completed;
-  j["requests_rejected"]   = l.rejected;
-  j["requests_rejected_by_reason"] = {{"kv_cache", l.by_reason[1]},
-                                      {"prompt_too_long", l.by_reason[2]},
-                                      {"exceeds_context", l.by_reason[3]}};
+  const ServingStats& s            = r.serving;
+  Latencies l                      = latencies(s);
+  double span                      = r.makespan_s;
+  j["requests_completed"]          = l.completed;
+  j["requests_rejected"]           = l.rejected;
+  j["requests_rejected_by_reason"] = {
+      {"kv_cache", l.by_reason[1]}, {"prompt_too_long", l.by_reason[2]}, {"exceeds_context", l.by_reason[3]}};
   j["request_lengths"] = {{"prompt_tokens", lengths(s, &RequestRecord::prompt_tokens)},
                           {"output_tokens", lengths(s, &RequestRecord::output_tokens)}};
   // A server that did not fit has no throughput and no latencies, not zeros.
   const bool ok = j["fits"].get<bool>();
-  auto rate     = [&](double v) { return ok ? nlohmann::ordered_json(span > 0 ? v / span : 0.0) : nlohmann::ordered_json(nullptr); };
-  auto stats    = [&](const std::vector<double>& v) { return summary(ok ? v : std::vector<double>{}); };
+  auto rate     = [&](double v) {
+    return ok ? nlohmann::ordered_json(span > 0 ? v / span : 0.0) : nlohmann::ordered_json(nullptr);
+  };
+  auto stats               = [&](const std::vector<double>& v) { return summary(ok ? v : std::vector<double>{}); };
   j["output_tokens_per_s"] = rate(l.output_tokens);
   j["total_tokens_per_s"]  = rate(l.output_tokens + l.prompt_tokens);
   j["requests_per_s"]      = rate(static_cast<double>(l.completed));
@@ -168,9 +169,9 @@ void add_serving_json(nlohmann::ordered_json& j, const RunResult& r)
   int64_t max_waiting = 0;
   for (const KvSample& k : s.kv)
     max_waiting = std::max(max_waiting, k.waiting);
-  j["queue"] = {{"mean_waiting", span > 0 ? waited / span : 0.0}, {"max_waiting", max_waiting}};
-  j["load"]  = load(s);
-  j["kv_utilization"]      = kv_utilization(s);
+  j["queue"]          = {{"mean_waiting", span > 0 ? waited / span : 0.0}, {"max_waiting", max_waiting}};
+  j["load"]           = load(s);
+  j["kv_utilization"] = kv_utilization(s);
   double peak_used = 0, peak_reserved = 0;
   for (const KvSample& k : s.kv) {
     peak_used     = std::max(peak_used, k.used_bytes);
@@ -183,17 +184,17 @@ void add_serving_json(nlohmann::ordered_json& j, const RunResult& r)
     used_time += dt > 0 ? dt * s.kv[i].used_bytes : 0.0;
     total_time += dt > 0 ? dt : 0.0;
   }
-  bool budget = s.kv_budget_bytes > 0;
-  j["kv_cache"] = {{"bytes_per_token", s.kv_bytes_per_token},
-                   {"budget_bytes", s.kv_budget_bytes},
-                   {"offloaded_fraction", s.kv_offloaded_fraction},
-                   {"offload_place", s.kv_offload_place},
-                   {"peak_used_bytes", peak_used},
-                   {"peak_reserved_bytes", peak_reserved},
-                   {"peak_used_share", budget ? nlohmann::ordered_json(peak_used / s.kv_budget_bytes) : nullptr},
-                   {"mean_used_share", budget && total_time > 0
-                                           ? nlohmann::ordered_json(used_time / total_time / s.kv_budget_bytes)
-                                           : nullptr}};
+  bool budget             = s.kv_budget_bytes > 0;
+  j["kv_cache"]           = {{"bytes_per_token", s.kv_bytes_per_token},
+                             {"budget_bytes", s.kv_budget_bytes},
+                             {"offloaded_fraction", s.kv_offloaded_fraction},
+                             {"offload_place", s.kv_offload_place},
+                             {"peak_used_bytes", peak_used},
+                             {"peak_reserved_bytes", peak_reserved},
+                             {"peak_used_share", budget ? nlohmann::ordered_json(peak_used / s.kv_budget_bytes) : nullptr},
+                             {"mean_used_share", budget && total_time > 0
+                                                     ? nlohmann::ordered_json(used_time / total_time / s.kv_budget_bytes)
+                                                     : nullptr}};
   j["kv_capacity_tokens"] = s.kv_capacity_tokens;
   j["preemptions"]        = s.preemptions;
   j["swaps"]              = s.swaps;
@@ -205,12 +206,12 @@ std::string serving_text(const nlohmann::ordered_json& j)
 {
   char line[512];
   std::string os;
-  auto t = [](const nlohmann::ordered_json& x, const char* k) { return format_duration(x[k].get<double>()); };
-  const auto& kv     = j["kv_cache"];
+  auto t         = [](const nlohmann::ordered_json& x, const char* k) { return format_duration(x[k].get<double>()); };
+  const auto& kv = j["kv_cache"];
   // Why requests were rejected, only when some were: no KV room on the GPU at all (and
   // the KV not all offloaded), or requests longer than the KV cache holds.
-  int64_t rejected   = j["requests_rejected"].get<int64_t>();
-  bool no_room       = kv_has_no_room(kv["budget_bytes"].get<double>(), kv.value("offloaded_fraction", 0.0));
+  int64_t rejected = j["requests_rejected"].get<int64_t>();
+  bool no_room     = kv_has_no_room(kv["budget_bytes"].get<double>(), kv.value("offloaded_fraction", 0.0));
   std::string why;
   if (rejected > 0) {
     const auto& by = j["requests_rejected_by_reason"];
@@ -233,12 +234,13 @@ std::string serving_text(const nlohmann::ordered_json& j)
   else
     std::snprintf(line, sizeof line, "  throughput     %s generated, %s in + out, %.3f requests/s\n",
                   format_si(j["output_tokens_per_s"].get<double>(), "tokens/s").c_str(),
-                  format_si(j["total_tokens_per_s"].get<double>(), "tokens/s").c_str(), j["requests_per_s"].get<double>());
+                  format_si(j["total_tokens_per_s"].get<double>(), "tokens/s").c_str(),
+                  j["requests_per_s"].get<double>());
   os += line;
   const std::pair<const char*, const char*> rows[] = {{"ttft_s", "time to first "},
-                                                     {"tpot_s", "per output tok"},
-                                                     {"max_itl_s", "longest pause "},
-                                                     {"latency_s", "latency e2e   "}};
+                                                      {"tpot_s", "per output tok"},
+                                                      {"max_itl_s", "longest pause "},
+                                                      {"latency_s", "latency e2e   "}};
   for (const auto& [k, label] : rows) {
     const auto& x = j[k];
     if (x["p50"].is_null()) {
@@ -253,7 +255,7 @@ std::string serving_text(const nlohmann::ordered_json& j)
   }
   // With KV offloaded, the token count is limited by the GPU's share or by the host's
   // room, and the GiB of the budget are the GPU's: say which is which.
-  double off = kv.value("offloaded_fraction", 0.0);
+  double off        = kv.value("offloaded_fraction", 0.0);
   std::string where = off > 0 ? " on the GPU; " + std::to_string(static_cast<int>(std::lround(100 * off))) +
                                     " % of each token's KV on " +
                                     (kv.value("offload_place", "cpu") == "nvme" ? "NVMe" : "host memory")
@@ -261,18 +263,22 @@ std::string serving_text(const nlohmann::ordered_json& j)
   std::snprintf(line, sizeof line,
                 "  KV cache       %s per token per GPU, room for %lld tokens (budget %s%s); %.1f %% of reserved KV "
                 "holds tokens\n",
-                format_si(kv["bytes_per_token"].get<double>(), "B").c_str(), (long long)j["kv_capacity_tokens"].get<int64_t>(),
-                format_gib(kv["budget_bytes"].get<double>()).c_str(), where.c_str(), 100 * j["kv_utilization"].get<double>());
+                format_si(kv["bytes_per_token"].get<double>(), "B").c_str(),
+                (long long)j["kv_capacity_tokens"].get<int64_t>(), format_gib(kv["budget_bytes"].get<double>()).c_str(),
+                where.c_str(), 100 * j["kv_utilization"].get<double>());
   os += line;
-  std::string share = kv.value("peak_used_share", nlohmann::ordered_json()).is_number()
-                          ? " (" + std::to_string(static_cast<int>(std::lround(100 * kv["peak_used_share"].get<double>()))) +
-                                " % of the budget)"
-                          : std::string();
-  std::snprintf(line, sizeof line, "                 peak %s used%s, %s reserved%s; %lld preemptions (%lld swaps), at most %lld sequences running\n",
-                format_gib(kv["peak_used_bytes"].get<double>()).c_str(), share.c_str(),
-                format_gib(kv["peak_reserved_bytes"].get<double>()).c_str(), off > 0 ? " (GPU and offloaded together)" : "",
-                (long long)j["preemptions"].get<int64_t>(),
-                (long long)j["swaps"].get<int64_t>(), (long long)j["max_running_seqs"].get<int64_t>());
+  std::string share =
+      kv.value("peak_used_share", nlohmann::ordered_json()).is_number()
+          ? " (" + std::to_string(static_cast<int>(std::lround(100 * kv["peak_used_share"].get<double>()))) +
+                " % of the budget)"
+          : std::string();
+  std::snprintf(
+      line, sizeof line,
+      "                 peak %s used%s, %s reserved%s; %lld preemptions (%lld swaps), at most %lld sequences running\n",
+      format_gib(kv["peak_used_bytes"].get<double>()).c_str(), share.c_str(),
+      format_gib(kv["peak_reserved_bytes"].get<double>()).c_str(), off > 0 ? " (GPU and offloaded together)" : "",
+      (long long)j["preemptions"].get<int64_t>(), (long long)j["swaps"].get<int64_t>(),
+      (long long)j["max_running_seqs"].get<int64_t>());
   os += line;
   if (j.contains("queue") && !j["scheduling_delay_s"]["p50"].is_null()) {
     const auto& d = j["scheduling_delay_s"];
@@ -283,9 +289,11 @@ std::string serving_text(const nlohmann::ordered_json& j)
   }
   const auto& ld = j.value("load", nlohmann::ordered_json());
   if (ld.is_object() && ld["saturated"].is_boolean()) {
-    std::snprintf(line, sizeof line, "  load           offered %.3f requests/s, kept up with %.3f/s (waits grew %.3f s a second)%s\n",
+    std::snprintf(line, sizeof line,
+                  "  load           offered %.3f requests/s, kept up with %.3f/s (waits grew %.3f s a second)%s\n",
                   ld["offered_requests_per_s"].get<double>(), ld["served_requests_per_s"].get<double>(),
-                  ld["wait_growth"].get<double>(), ld["saturated"].get<bool>() ? ": SATURATED, the queue grows; lower the rate or add replicas" : "");
+                  ld["wait_growth"].get<double>(),
+                  ld["saturated"].get<bool>() ? ": SATURATED, the queue grows; lower the rate or add replicas" : "");
     os += line;
   }
   return os;

@@ -1,7 +1,7 @@
 #include "analysis/StepReport.hpp"
 
-#include "base/Quantity.hpp"
 #include "analysis/ServingReport.hpp"
+#include "base/Quantity.hpp"
 
 #include <algorithm>
 
@@ -125,9 +125,9 @@ Breakdown step_breakdown(const RunResult& r)
   busy           = merged(busy);
   b.paging_stall = uncovered(paging, busy);
   busy.insert(busy.end(), paging.begin(), paging.end());
-  busy            = merged(busy);
+  busy                  = merged(busy);
   const Intervals& host = in->host.intervals();
-  b.host_overhead = uncovered(host, busy);
+  b.host_overhead       = uncovered(host, busy);
   busy.insert(busy.end(), host.begin(), host.end());
   busy            = merged(busy);
   b.offload_stall = uncovered(copies, busy);
@@ -178,10 +178,10 @@ nlohmann::ordered_json report_json(const RunResult& r)
   double step = r.makespan_s;
   // A run that did not fit reports no time and no throughput: the replay went on past
   // the failing allocation, but no real GPU would have.
-  const bool ok = fits(r);
-  auto timed    = [ok](double v) { return ok ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); };
-  j["step_time_s"]          = timed(step);
-  j["tokens_per_s"]         = timed(step > 0 ? r.tokens_per_step / step : 0.0);
+  const bool ok     = fits(r);
+  auto timed        = [ok](double v) { return ok ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); };
+  j["step_time_s"]  = timed(step);
+  j["tokens_per_s"] = timed(step > 0 ? r.tokens_per_step / step : 0.0);
   j["model_flops_per_step"] = r.model_flops_per_step;
   double peak_total         = r.peak_flops_per_gpu * r.gpus;
   j["mfu"]                  = timed(step > 0 && peak_total > 0 ? r.model_flops_per_step / (step * peak_total) : 0.0);
@@ -192,10 +192,10 @@ nlohmann::ordered_json report_json(const RunResult& r)
   for (const auto& p : r.pools) {
     max_peak = std::max(max_peak, p.peak_bytes);
     nlohmann::ordered_json d;
-    d["name"]             = p.name;
-    d["kind"]             = p.device.kind == DeviceKind::gpu ? "gpu" : p.device.kind == DeviceKind::host ? "host" : "nvme";
-    d["hardware"]         = p.hardware;
-    d["count"]            = p.count;
+    d["name"]     = p.name;
+    d["kind"]     = p.device.kind == DeviceKind::gpu ? "gpu" : p.device.kind == DeviceKind::host ? "host" : "nvme";
+    d["hardware"] = p.hardware;
+    d["count"]    = p.count;
     d["capacity_bytes"]   = p.capacity;
     d["peak_bytes"]       = p.peak_bytes;
     d["peak_time_s"]      = p.peak_time;
@@ -205,34 +205,42 @@ nlohmann::ordered_json report_json(const RunResult& r)
       d["allocator"] = {{"name", p.allocator}, {"peak_reserved_bytes", p.peak_reserved_bytes}};
     if (p.oom_count > 0) {
       const OomEvent& o = p.ooms.front();
-      d["oom"] = {{"op", o.op}, {"time_s", o.time}, {"requested_bytes", o.requested}, {"free_bytes", o.free},
-                  {"count", p.oom_count}};
+      d["oom"]          = {{"op", o.op},
+                           {"time_s", o.time},
+                           {"requested_bytes", o.requested},
+                           {"free_bytes", o.free},
+                           {"count", p.oom_count}};
     } else {
       d["oom"] = nullptr;
     }
     devices.push_back(d);
   }
-  j["max_peak_bytes"] = max_peak;
-  j["devices"]        = devices;
+  j["max_peak_bytes"]          = max_peak;
+  j["devices"]                 = devices;
   nlohmann::ordered_json links = nlohmann::ordered_json::array();
   for (const LinkResult* l : links_by_utilization(r))
-    links.push_back({{"name", l->name}, {"bandwidth", l->bandwidth}, {"bytes", l->bytes}, {"busy_s", l->busy_s},
+    links.push_back({{"name", l->name},
+                     {"bandwidth", l->bandwidth},
+                     {"bytes", l->bytes},
+                     {"busy_s", l->busy_s},
                      {"utilization", link_utilization(*l, step)}});
-  j["links"] = links;
-  Breakdown b = step_breakdown(r);
+  j["links"]       = links;
+  Breakdown b      = step_breakdown(r);
   j["breakdown_s"] = {{"compute", timed(b.compute)},
                       {"exposed_comm", timed(b.exposed_comm)},
                       {"pipeline_bubble", timed(b.pipeline_bubble)},
                       {"offload_stall", timed(b.offload_stall)},
                       {"paging_stall", timed(b.paging_stall)},
                       {"host_overhead", timed(b.host_overhead)}};
-  j["paging"] = paging_json(r);
+  j["paging"]      = paging_json(r);
   // The fitted profile that timed the kernels: catalog id or file, what it was fitted on,
   // which parts came from where ("all": the one profile; "none": the catalog's estimated
   // efficiencies). Never empty: these are sweep columns, where empty reads as missing.
-  bool none = r.profile.name.empty();
+  bool none             = r.profile.name.empty();
   j["hardware_profile"] = {{"name", none ? "none" : r.profile.name},
-                           {"source", none ? "catalog estimates" : r.profile.source.empty() ? "unknown" : r.profile.source},
+                           {"source", none                       ? "catalog estimates"
+                                      : r.profile.source.empty() ? "unknown"
+                                                                 : r.profile.source},
                            {"parts", none || r.profile.parts.empty() ? "all" : r.profile.parts}};
   if (r.moe.present) // the routing assumed: sweeps over capacity_factor or hot_expert_tokens read it
     j["moe"] = {{"experts_per_gpu", r.moe.experts_per_gpu},
@@ -241,10 +249,12 @@ nlohmann::ordered_json report_json(const RunResult& r)
   if (r.serving.present)
     add_serving_json(j, r);
   if (r.recorded.present) {
-    const RecordedKernels& k = r.recorded;
+    const RecordedKernels& k       = r.recorded;
     nlohmann::ordered_json classes = nlohmann::ordered_json::object();
     for (const auto& [name, c] : k.classes)
-      classes[name] = {{"kernels", c.kernels}, {"recorded_s", c.recorded_s}, {"replayed_s", c.replayed_s},
+      classes[name] = {{"kernels", c.kernels},
+                       {"recorded_s", c.recorded_s},
+                       {"replayed_s", c.replayed_s},
                        {"speedup", c.replayed_s > 0 ? c.recorded_s / c.replayed_s : 0.0}};
     j["trace"] = {{"recorded_on", k.recorded_on},
                   {"replayed_on", k.replayed_on},

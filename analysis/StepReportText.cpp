@@ -2,8 +2,8 @@
 // --json object so that a run file's stored summary reads the same as a fresh run.
 #include "analysis/StepReport.hpp"
 
-#include "base/Quantity.hpp"
 #include "analysis/ServingReport.hpp"
+#include "base/Quantity.hpp"
 
 #include <cstdio>
 #include <sstream>
@@ -21,7 +21,7 @@ void csv_rows(const nlohmann::ordered_json& v, const std::string& key, std::stri
       csv_rows(x, key.empty() ? k : key + "." + k, out);
   } else if (v.is_array()) {
     for (size_t i = 0; i < v.size(); ++i) {
-      const auto& x = v[i];
+      const auto& x    = v[i];
       std::string name = x.is_object() && x.contains("name") && x["name"].is_string() ? x["name"].get<std::string>()
                                                                                       : std::to_string(i);
       csv_rows(x, key + "." + name, out);
@@ -76,20 +76,23 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
     if (serving)
       os << serving_text(j);
   } else if (serving) {
-    std::snprintf(line, sizeof line, "  run time       %s (simulated)\n", format_duration(j["step_time_s"].get<double>()).c_str());
+    std::snprintf(line, sizeof line, "  run time       %s (simulated)\n",
+                  format_duration(j["step_time_s"].get<double>()).c_str());
     os << line << serving_text(j);
   } else {
     std::snprintf(line, sizeof line, "  step time      %s\n", format_duration(j["step_time_s"].get<double>()).c_str());
     os << line;
     if (!recorded) {
-      std::snprintf(line, sizeof line, "  throughput     %s\n", format_si(j["tokens_per_s"].get<double>(), "tokens/s").c_str());
+      std::snprintf(line, sizeof line, "  throughput     %s\n",
+                    format_si(j["tokens_per_s"].get<double>(), "tokens/s").c_str());
       os << line;
     }
   }
   if (fitted && recorded) {
     const auto& b = j["breakdown_s"];
     std::snprintf(line, sizeof line, "  time spent     compute %s, exposed comm %s, GPU idle %s\n",
-                  format_duration(b["compute"].get<double>()).c_str(), format_duration(b["exposed_comm"].get<double>()).c_str(),
+                  format_duration(b["compute"].get<double>()).c_str(),
+                  format_duration(b["exposed_comm"].get<double>()).c_str(),
                   format_duration(b["pipeline_bubble"].get<double>()).c_str());
     os << line;
   } else if (fitted) {
@@ -99,22 +102,23 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
     os << line;
     const auto& b = j["breakdown_s"];
     // Host overhead (a framework's own Python and launches) only where a stack has any.
-    double host = b.contains("host_overhead") ? b["host_overhead"].get<double>() : 0.0;
+    double host           = b.contains("host_overhead") ? b["host_overhead"].get<double>() : 0.0;
     std::string host_part = host > 0 ? ", host overhead " + format_duration(host) : std::string();
-    std::snprintf(line, sizeof line,
-                  "  time spent     compute %s, exposed comm %s%s, pipeline bubble %s, offload stall %s\n",
-                  format_duration(b["compute"].get<double>()).c_str(), format_duration(b["exposed_comm"].get<double>()).c_str(),
-                  host_part.c_str(), format_duration(b["pipeline_bubble"].get<double>()).c_str(),
-                  format_duration(b["offload_stall"].get<double>()).c_str());
+    std::snprintf(
+        line, sizeof line, "  time spent     compute %s, exposed comm %s%s, pipeline bubble %s, offload stall %s\n",
+        format_duration(b["compute"].get<double>()).c_str(), format_duration(b["exposed_comm"].get<double>()).c_str(),
+        host_part.c_str(), format_duration(b["pipeline_bubble"].get<double>()).c_str(),
+        format_duration(b["offload_stall"].get<double>()).c_str());
     os << line;
   }
   if (j.contains("paging")) {
     const auto& p = j["paging"];
-    double moved  = p["migrated_h2d_bytes"].get<double>() + p["migrated_d2h_bytes"].get<double>() +
-                   p["remote_bytes"].get<double>();
+    double moved =
+        p["migrated_h2d_bytes"].get<double>() + p["migrated_d2h_bytes"].get<double>() + p["remote_bytes"].get<double>();
     if (moved > 0) {
       std::string stall = fitted ? format_duration(j["breakdown_s"]["paging_stall"].get<double>()) + " stalled; " : "";
-      std::snprintf(line, sizeof line, "  paging         %s%lld faults in %lld batches, %s in, %s evicted, %s read remotely\n",
+      std::snprintf(line, sizeof line,
+                    "  paging         %s%lld faults in %lld batches, %s in, %s evicted, %s read remotely\n",
                     stall.c_str(), static_cast<long long>(p["faults"].get<int64_t>()),
                     static_cast<long long>(p["fault_batches"].get<int64_t>()),
                     format_gib(p["migrated_h2d_bytes"].get<double>()).c_str(),
@@ -128,8 +132,8 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
     const auto& oom = d["oom"];
     std::snprintf(line, sizeof line, "  %-14s x%-4d %-18s %10s of %10s  %s\n", d["name"].get<std::string>().c_str(),
                   d["count"].get<int>(), d["hardware"].get<std::string>().c_str(),
-                  format_gib(d["peak_bytes"].get<double>()).c_str(), format_gib(d["capacity_bytes"].get<double>()).c_str(),
-                  oom.is_null() ? "fits" : "OUT OF MEMORY");
+                  format_gib(d["peak_bytes"].get<double>()).c_str(),
+                  format_gib(d["capacity_bytes"].get<double>()).c_str(), oom.is_null() ? "fits" : "OUT OF MEMORY");
     os << line;
     std::string parts;
     for (const auto& [cat, bytes] : d["peak_by_category"].items())
@@ -141,7 +145,8 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
          << d["allocator"]["name"].get<std::string>()
          << " allocator's segments (reserved, the context included; out of memory when a new one does not fit)\n";
     if (!oom.is_null()) {
-      std::snprintf(line, sizeof line, "      first OOM at %.4f s in %s: asked %s with %s free (%lld failing allocations)\n",
+      std::snprintf(line, sizeof line,
+                    "      first OOM at %.4f s in %s: asked %s with %s free (%lld failing allocations)\n",
                     oom["time_s"].get<double>(), oom["op"].get<std::string>().c_str(),
                     format_gib(oom["requested_bytes"].get<double>()).c_str(),
                     format_gib(oom["free_bytes"].get<double>()).c_str(), oom["count"].get<long long>());
@@ -160,8 +165,9 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
       os << line;
     }
     if (t["collectives"].get<int64_t>() > 0) {
-      std::snprintf(line, sizeof line, "  %-12s %7lld NCCL kernels, %s recorded, timed by the collective model\n", "collectives",
-                    t["collectives"].get<long long>(), format_duration(t["collectives_recorded_s"].get<double>()).c_str());
+      std::snprintf(line, sizeof line, "  %-12s %7lld NCCL kernels, %s recorded, timed by the collective model\n",
+                    "collectives", t["collectives"].get<long long>(),
+                    format_duration(t["collectives_recorded_s"].get<double>()).c_str());
       os << line;
     }
   }

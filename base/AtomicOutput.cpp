@@ -18,7 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path folder_of(const fs::path& target) { return target.parent_path().empty() ? fs::path(".") : target.parent_path(); }
+fs::path folder_of(const fs::path& target)
+{
+  return target.parent_path().empty() ? fs::path(".") : target.parent_path();
+}
 
 std::string temp_prefix(const fs::path& target) { return "." + target.filename().string() + ".tmp"; }
 

@@ -30,7 +30,7 @@ class OutputLock {
 public:
   explicit OutputLock(const std::string& path);
   ~OutputLock();
-  OutputLock(const OutputLock&) = delete;
+  OutputLock(const OutputLock&)            = delete;
   OutputLock& operator=(const OutputLock&) = delete;
 
 private:

@@ -120,11 +120,11 @@ ChildOutcome ChildPool::finish(Child& c)
   ChildOutcome out;
   if (c.data.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::string died = worker_died_prefix;
-    out.data = WIFSIGNALED(status) ? died + " of signal " + std::to_string(WTERMSIG(status))
-                                   : died + " (status " + std::to_string(status) + ")";
+    out.data         = WIFSIGNALED(status) ? died + " of signal " + std::to_string(WTERMSIG(status))
+                                           : died + " (status " + std::to_string(status) + ")";
     return out;
   }
-  out.kind = c.data[0] == 'R' ? ChildOutcome::Kind::result
+  out.kind = c.data[0] == 'R'   ? ChildOutcome::Kind::result
              : c.data[0] == 'I' ? ChildOutcome::Kind::input_error
                                 : ChildOutcome::Kind::failure;
   out.data = c.data.substr(1);

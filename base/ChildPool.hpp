@@ -25,7 +25,7 @@ class ChildPool {
 public:
   explicit ChildPool(int max_children);
   ~ChildPool(); // kills children still running
-  ChildPool(const ChildPool&) = delete;
+  ChildPool(const ChildPool&)            = delete;
   ChildPool& operator=(const ChildPool&) = delete;
 
   bool full() const { return static_cast<int>(children_.size()) >= max_; }

@@ -94,7 +94,7 @@ std::vector<std::string> close_names(const std::string& name, const std::vector<
 {
   std::vector<std::pair<size_t, std::string>> scored;
   for (const auto& c : candidates) {
-    size_t d = edit_distance(name, c);
+    size_t d     = edit_distance(name, c);
     bool related = c.find(name) != std::string::npos || name.find(c) != std::string::npos;
     if (d <= std::max<size_t>(2, name.size() / 3) || related)
       scored.emplace_back(related ? std::min<size_t>(d, 1) : d, c);
@@ -180,7 +180,7 @@ YAML::Node ParamReader::get(const std::string& key, const std::string& type, con
 {
   if (std::find(known_.begin(), known_.end(), key) == known_.end())
     known_.push_back(key);
-  auto& docs      = param_docs();
+  auto& docs           = param_docs();
   std::string doc_path = full(key);
   if (std::none_of(docs.begin(), docs.end(), [&](const ParamDoc& d) { return d.path == doc_path; }))
     docs.push_back({doc_path, type, defaults_from_preset_ && !def.empty() ? "the preset's" : def, desc});
@@ -210,7 +210,8 @@ void ParamReader::require(const std::string& key, const std::string& type, const
 
 double ParamReader::number(const std::string& key, double def, const std::string& desc, double min, double max)
 {
-  YAML::Node n = get(key, "number in [" + format_number(min) + ", " + format_number(max) + "]", format_number(def), desc);
+  YAML::Node n =
+      get(key, "number in [" + format_number(min) + ", " + format_number(max) + "]", format_number(def), desc);
   if (!n.IsDefined())
     return def;
   std::string s = scalar(key, n, "a number");
@@ -231,15 +232,14 @@ double ParamReader::required_number(const std::string& key, const std::string& d
 double ParamReader::quantity(const std::string& key, QuantityKind kind, double def, const std::string& desc)
 {
   static const char* names[] = {"bytes (e.g. 80e9 or '80 GB')", "bytes/s (e.g. 25e9 or '200 Gb/s')",
-                                "FLOP/s (e.g. 312e12 or '312 TFLOP/s')", "seconds (e.g. 2e-6 or '2 us')",
-                                "number"};
-  std::string type = names[static_cast<int>(kind)];
+                                "FLOP/s (e.g. 312e12 or '312 TFLOP/s')", "seconds (e.g. 2e-6 or '2 us')", "number"};
+  std::string type           = names[static_cast<int>(kind)];
   // Documented in the units a person writes ("2 TB", "170 GB/s", "1 us"), not 2e+12.
   QuantityLimits lim = quantity_limits(kind);
   std::string shown  = def == 0 || kind == QuantityKind::plain ? format_number(def)
                        : kind == QuantityKind::seconds         ? format_duration(def)
                                                                : format_si(def, lim.unit);
-  YAML::Node n = get(key, type, shown, desc);
+  YAML::Node n       = get(key, type, shown, desc);
   if (!n.IsDefined())
     return def;
   std::string s = scalar(key, n, type);
@@ -295,8 +295,8 @@ bool ParamReader::flag(const std::string& key, bool def, const std::string& desc
   fail(key, "expected true or false, got '" + s + "'");
 }
 
-std::string ParamReader::choice(const std::string& key, const std::string& def,
-                                const std::vector<std::string>& allowed, const std::string& desc)
+std::string ParamReader::choice(const std::string& key, const std::string& def, const std::vector<std::string>& allowed,
+                                const std::string& desc)
 {
   YAML::Node n = get(key, "one of: " + join(allowed), def, desc);
   if (!n.IsDefined())

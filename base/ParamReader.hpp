@@ -19,9 +19,9 @@
 namespace memwall {
 
 struct ParamDoc {
-  std::string path;        // "training.micro_batch"
-  std::string type;        // "integer", "bytes", "one of: adam, sgd", ...
-  std::string default_text;// "" when required
+  std::string path;         // "training.micro_batch"
+  std::string type;         // "integer", "bytes", "one of: adam, sgd", ...
+  std::string default_text; // "" when required
   std::string description;
 };
 
@@ -80,8 +80,7 @@ public:
   const std::string& path() const { return path_; }
 
 private:
-  YAML::Node get(const std::string& key, const std::string& type, const std::string& def,
-                 const std::string& desc);
+  YAML::Node get(const std::string& key, const std::string& type, const std::string& def, const std::string& desc);
   YAML::Node lookup(const std::string& key) const;
   void require(const std::string& key, const std::string& type, const std::string& desc);
   std::string scalar(const std::string& key, const YAML::Node& n, const std::string& expected) const;

@@ -57,9 +57,7 @@ std::optional<double> unit_scale(const std::string& unit, QuantityKind kind)
   std::array<Base, 4> bases{};
   size_t n = 0;
   switch (kind) {
-    case QuantityKind::bytes:
-      bases[n++] = {"B", 1.0};
-      break;
+    case QuantityKind::bytes: bases[n++] = {"B", 1.0}; break;
     case QuantityKind::rate:
       bases[n++] = {"B/s", 1.0};
       bases[n++] = {"b/s", 0.125}; // network rates are quoted in bits
@@ -79,8 +77,7 @@ std::optional<double> unit_scale(const std::string& unit, QuantityKind kind)
       if (unit == "ns")
         return 1e-9;
       return std::nullopt;
-    case QuantityKind::plain:
-      return std::nullopt;
+    case QuantityKind::plain: return std::nullopt;
   }
   for (size_t i = 0; i < n; ++i) {
     if (ends_with(unit, bases[i].suffix)) {
@@ -114,10 +111,10 @@ std::optional<double> parse_quantity(const std::string& raw, QuantityKind kind)
 QuantityLimits quantity_limits(QuantityKind kind)
 {
   switch (kind) {
-    case QuantityKind::bytes: return {1, 1e18, "B"};              // 1 byte .. 1 EB
-    case QuantityKind::rate: return {1e3, 1e18, "B/s"};           // 1 kB/s .. 1 EB/s (a fit's flat regime)
-    case QuantityKind::flop_rate: return {1e6, 1e19, "FLOP/s"};   // 1 MFLOP/s .. 10 EFLOP/s
-    case QuantityKind::seconds: return {1e-12, 1e4, "s"};         // 1 ps .. 2.8 hours
+    case QuantityKind::bytes: return {1, 1e18, "B"};            // 1 byte .. 1 EB
+    case QuantityKind::rate: return {1e3, 1e18, "B/s"};         // 1 kB/s .. 1 EB/s (a fit's flat regime)
+    case QuantityKind::flop_rate: return {1e6, 1e19, "FLOP/s"}; // 1 MFLOP/s .. 10 EFLOP/s
+    case QuantityKind::seconds: return {1e-12, 1e4, "s"};       // 1 ps .. 2.8 hours
     case QuantityKind::plain: return {0, 1e15, ""};
   }
   return {0, 1e15, ""};

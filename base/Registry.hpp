@@ -24,8 +24,7 @@ public:
   // name the concern in the error for an unknown name.
   Registry(std::string what, std::string key, std::string list)
       : what_(std::move(what)), key_(std::move(key)), list_(std::move(list))
-  {
-  }
+  {}
 
   bool add(const std::string& name, const std::string& description, Factory make)
   {

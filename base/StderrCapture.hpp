@@ -12,15 +12,15 @@ class StderrCapture {
 public:
   StderrCapture();
   ~StderrCapture(); // restores stderr; forwards the captured text unless dropped
-  StderrCapture(const StderrCapture&) = delete;
+  StderrCapture(const StderrCapture&)            = delete;
   StderrCapture& operator=(const StderrCapture&) = delete;
   void drop() { forward_ = false; }
   // The real stderr while a capture is active (for the progress line), else 2.
   static int real_stderr();
 
 private:
-  int saved_   = -1; // the real stderr
-  int capture_ = -1; // an anonymous in-memory file
+  int saved_    = -1; // the real stderr
+  int capture_  = -1; // an anonymous in-memory file
   bool forward_ = true;
 };
 

@@ -34,8 +34,8 @@ using namespace memwall;
 namespace {
 
 // A spec whose platform is N DGX H100 (the workload is never generated).
-#define PLATFORM_YAML(N)                                                                                          \
-  "hardware: {node: dgx-h100, nodes: " #N "}\nmodel: {preset: gpt2}\n"                                              \
+#define PLATFORM_YAML(N)                                                                                               \
+  "hardware: {node: dgx-h100, nodes: " #N "}\nmodel: {preset: gpt2}\n"                                                 \
   "training: {seq_len: 256, global_batch: 24576, micro_batch: 1}\n"
 
 struct Scenario {
@@ -43,10 +43,10 @@ struct Scenario {
   const char* yaml; // inline spec, or
   const char* file; // an example under the source tree
   int runs;
-  const char* set = nullptr; // a --set override
-  bool platform_only = false; // time building the spec's platform, nothing else
-  bool import_only   = false; // time reading and importing the spec's traces, nothing else
-  bool on_trace      = false; // the spec replays the synthetic trace (yaml unused)
+  const char* set    = nullptr; // a --set override
+  bool platform_only = false;   // time building the spec's platform, nothing else
+  bool import_only   = false;   // time reading and importing the spec's traces, nothing else
+  bool on_trace      = false;   // the spec replays the synthetic trace (yaml unused)
 };
 
 // A Kineto trace of `kernels` kernels on one GPU, written once: each launched by a
@@ -66,26 +66,31 @@ std::string synthetic_trace(int kernels)
   double host = 1000, gpu = 1000;
   long long allocated = 8LL << 30;
   for (int k = 0; k < kernels; ++k) {
-    bool nccl   = k % 50 == 49;
-    double dur  = 5 + static_cast<double>(static_cast<long long>(k) * 7919 % 46);
-    int corr    = k + 1;
+    bool nccl  = k % 50 == 49;
+    double dur = 5 + static_cast<double>(static_cast<long long>(k) * 7919 % 46);
+    int corr   = k + 1;
     if (nccl) {
-      std::snprintf(line, sizeof line,
-                    R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamWaitEvent", "pid": 1, "tid": 1, "ts": %.3f, "dur": 1.0, "args": {"correlation": %d}},)",
-                    host, 10000000 + k);
+      std::snprintf(
+          line, sizeof line,
+          R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamWaitEvent", "pid": 1, "tid": 1, "ts": %.3f, "dur": 1.0, "args": {"correlation": %d}},)",
+          host, 10000000 + k);
       out += line;
       host += 2;
     }
-    std::snprintf(line, sizeof line,
-                  R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": %.3f, "dur": 4.0, "args": {"correlation": %d}},)",
-                  host, corr);
+    std::snprintf(
+        line, sizeof line,
+        R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": %.3f, "dur": 4.0, "args": {"correlation": %d}},)",
+        host, corr);
     out += line;
     gpu = std::max(gpu, host + 6);
-    std::snprintf(line, sizeof line,
-                  R"({"ph": "X", "cat": "kernel", "name": "%s", "pid": 0, "tid": %d, "ts": %.3f, "dur": %.3f, "args": {"device": 0, "stream": %d, "correlation": %d, "grid": [128, 1, 1], "block": [256, 1, 1]%s}},)",
-                  nccl ? "ncclKernel_AllReduce_RING_LL_Sum_float" : "void at::native::vectorized_elementwise_kernel<4>",
-                  nccl ? 20 : 7, gpu, dur, nccl ? 20 : 7, corr,
-                  nccl ? R"(, "Collective name": "allreduce", "In msg nelems": 1048576, "Out msg nelems": 1048576, "Group size": 2, "dtype": "Float")" : "");
+    std::snprintf(
+        line, sizeof line,
+        R"({"ph": "X", "cat": "kernel", "name": "%s", "pid": 0, "tid": %d, "ts": %.3f, "dur": %.3f, "args": {"device": 0, "stream": %d, "correlation": %d, "grid": [128, 1, 1], "block": [256, 1, 1]%s}},)",
+        nccl ? "ncclKernel_AllReduce_RING_LL_Sum_float" : "void at::native::vectorized_elementwise_kernel<4>",
+        nccl ? 20 : 7, gpu, dur, nccl ? 20 : 7, corr,
+        nccl
+            ? R"(, "Collective name": "allreduce", "In msg nelems": 1048576, "Out msg nelems": 1048576, "Group size": 2, "dtype": "Float")"
+            : "");
     out += line;
     gpu += dur;
     host += 8;
@@ -93,9 +98,10 @@ std::string synthetic_trace(int kernels)
       long long bytes = 1 << 20;
       for (int sign : {1, -1}) {
         allocated += sign * bytes;
-        std::snprintf(line, sizeof line,
-                      R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": %.3f, "args": {"Device Type": 1, "Device Id": 0, "Addr": %lld, "Bytes": %lld, "Total Allocated": %lld, "Total Reserved": 17179869184}},)",
-                      host + (sign > 0 ? 1 : 5), 4096LL * (k + 1), sign * bytes, allocated);
+        std::snprintf(
+            line, sizeof line,
+            R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": %.3f, "args": {"Device Type": 1, "Device Id": 0, "Addr": %lld, "Bytes": %lld, "Total Allocated": %lld, "Total Reserved": 17179869184}},)",
+            host + (sign > 0 ? 1 : 5), 4096LL * (k + 1), sign * bytes, allocated);
         out += line;
       }
     }
@@ -121,14 +127,17 @@ std::string trace_yaml()
 const Scenario scenarios[] = {
     {"gpt2-xl (1.5B), dp 8, 1 x DGX A100",
      "hardware: {node: dgx-a100}\nmodel: {preset: gpt2-xl}\n"
-     "training: {seq_len: 1024, global_batch: 64, micro_batch: 4, precision: bf16}\n", nullptr, 5},
+     "training: {seq_len: 1024, global_batch: 64, micro_batch: 4, precision: bf16}\n",
+     nullptr, 5},
     {"llama-2-7b, dp 64, 8 x DGX H100",
      "hardware: {node: dgx-h100, nodes: 8}\nmodel: {preset: llama-2-7b}\n"
-     "training: {seq_len: 4096, global_batch: 64, micro_batch: 1, precision: bf16}\n", nullptr, 5},
+     "training: {seq_len: 4096, global_batch: 64, micro_batch: 1, precision: bf16}\n",
+     nullptr, 5},
     // A tiny model on a large cluster: what building the platform costs (16,384 GPUs).
     {"gpt2, dp 16384, 2048 x DGX A100",
      "hardware: {node: dgx-a100, nodes: 2048}\nmodel: {preset: gpt2}\n"
-     "training: {seq_len: 256, global_batch: 16384, micro_batch: 1}\n", nullptr, 3},
+     "training: {seq_len: 256, global_batch: 16384, micro_batch: 1}\n",
+     nullptr, 3},
     {"llama-2-70b zero3, 4 x DGX H100", nullptr, "examples/llama2-70b-zero3-4xdgx-h100.yaml", 3},
     // ZeRO-3 at 384 GPUs with the step-by-step ring: every all-gather and
     // reduce-scatter as 2 (n - 1) dependent steps.
@@ -139,7 +148,8 @@ const Scenario scenarios[] = {
     // Eager PyTorch: ~150 kernels a layer, each tensor through the caching allocator.
     {"gpt2-xl pytorch stack, 1 x H100, 4 x 8 x 1024",
      "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: gpt2-xl}\n"
-     "training: {stack: pytorch, seq_len: 1024, global_batch: 32, micro_batch: 8, optimizer: adamw}\n", nullptr, 5},
+     "training: {stack: pytorch, seq_len: 1024, global_batch: 32, micro_batch: 8, optimizer: adamw}\n",
+     nullptr, 5},
     {"llama-3-8b fsdp stack, 64 x A100, per-op AC", nullptr, "calibration/validation/torchtitan-llama3-8b-op.yaml", 3},
     {"gpt3-175b, tp8 pp8 interleaved, 64 GPUs", nullptr, "examples/gpt3-175b-tp8-pp8-interleaved-8xdgx-a100.yaml", 3},
     {"megatron-1t, tp8 pp64 dp6, 3072 GPUs", nullptr, "examples/megatron-1t-tp8-pp64-384xdgx-a100.yaml", 3},
@@ -172,7 +182,7 @@ Sample run_once(const Scenario& s)
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    auto t0        = std::chrono::steady_clock::now();
+    auto t0 = std::chrono::steady_clock::now();
     std::vector<std::string> set;
     if (s.set)
       set.push_back(s.set);
@@ -189,9 +199,10 @@ Sample run_once(const Scenario& s)
       start_engine();
       Platform platform(spec.cluster);
     } else // as `memwall run --json` does: no record per op, no memory timeline
-      r = simulate(spec, /*in_child=*/false, {/*progress=*/false, /*coalesce=*/true, /*all_records=*/false, /*memory_timelines=*/false});
-    double wall    = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double out[3]  = {wall, static_cast<double>(r.op_count), static_cast<double>(r.activities)};
+      r = simulate(spec, /*in_child=*/false,
+                   {/*progress=*/false, /*coalesce=*/true, /*all_records=*/false, /*memory_timelines=*/false});
+    double wall   = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double out[3] = {wall, static_cast<double>(r.op_count), static_cast<double>(r.activities)};
     if (write(fds[1], out, sizeof out) != sizeof out)
       _exit(3);
     _exit(0);

@@ -64,7 +64,7 @@ int main(int argc, char** argv)
                          "  training.zero: [0, 1, 2, 3]\n"
                          "  training.global_batch: [128, 256, 512, 1024, 2048]\n"
                          "  training.recompute: [none, full]\n";
-  const std::string examples = std::string(MEMWALL_SOURCE_DIR) + "/examples/sweeps/";
+  const std::string examples                 = std::string(MEMWALL_SOURCE_DIR) + "/examples/sweeps/";
   const std::vector<SweepScenario> scenarios = {
       {"gpt2-xl dp8 dgx-a100, 200-point grid", grid, 200},
       {"examples/sweeps/gpt2-xl-layouts-dgx-a100", examples + "gpt2-xl-layouts-dgx-a100.yaml", 49},

@@ -58,18 +58,18 @@ std::string quote(const std::string& s)
 
 const std::vector<std::string>& measurement_columns()
 {
-  static const std::vector<std::string> c{"gpu",   "benchmark", "dtype", "m",       "n",      "k",     "ranks",
-                                          "ranks_per_node", "bytes", "flops", "time_s", "samples", "source",
-                                          "layer", "pass"};
+  static const std::vector<std::string> c{"gpu",    "benchmark", "dtype",          "m",     "n",
+                                          "k",      "ranks",     "ranks_per_node", "bytes", "flops",
+                                          "time_s", "samples",   "source",         "layer", "pass"};
   return c;
 }
 
 const std::vector<std::string>& benchmark_names()
 {
   static const std::vector<std::string> b = [] {
-    std::vector<std::string> v{"gemm",         "elementwise",  "h2d_pinned", "d2h_pinned", "h2d_pageable",
-                               "d2h_pageable", "bidir_pinned", "peer",       "all_reduce", "all_gather",
-                               "reduce_scatter", "send_recv",  "managed_fault", "managed_prefetch"};
+    std::vector<std::string> v{"gemm",           "elementwise",  "h2d_pinned",    "d2h_pinned",      "h2d_pageable",
+                               "d2h_pageable",   "bidir_pinned", "peer",          "all_reduce",      "all_gather",
+                               "reduce_scatter", "send_recv",    "managed_fault", "managed_prefetch"};
     for (KernelFamily f : fitted_kernel_families())
       v.push_back(elementwise_benchmark(f));
     return v;
@@ -132,7 +132,7 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
   if (!std::getline(in, line) || line.find_first_not_of(" \r\t") == std::string::npos)
     throw InputError(file + ": empty file; a measurement CSV starts with the header " + join(measurement_columns()));
   std::vector<std::string> header = split_csv_line(line);
-  const auto& known = measurement_columns();
+  const auto& known               = measurement_columns();
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < header.size(); ++i) {
     if (std::find(known.begin(), known.end(), header[i]) == known.end())
@@ -150,7 +150,7 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
     if (line.find_first_not_of(" \r\t") == std::string::npos)
       continue;
     std::vector<std::string> f = split_csv_line(line);
-    std::string where = file + ":" + std::to_string(row);
+    std::string where          = file + ":" + std::to_string(row);
     if (f.size() != header.size())
       throw InputError(where + ": " + std::to_string(f.size()) + " fields where the header has " +
                        std::to_string(header.size()));
@@ -165,21 +165,22 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
       throw InputError(where + ": column gpu is empty; give the catalog id (memwall list gpus)");
     if (std::find(names.begin(), names.end(), m.benchmark) == names.end())
       throw InputError(where + ": unknown benchmark '" + m.benchmark + "'; allowed: " + join(names));
-    m.dtype  = get("dtype");
-    m.m      = num("m", true);
-    m.n      = num("n", true);
-    m.k      = num("k", true);
-    m.ranks  = static_cast<int>(num("ranks", true));
+    m.dtype          = get("dtype");
+    m.m              = num("m", true);
+    m.n              = num("n", true);
+    m.k              = num("k", true);
+    m.ranks          = static_cast<int>(num("ranks", true));
     m.ranks_per_node = static_cast<int>(num("ranks_per_node", true));
-    m.bytes  = num("bytes");
-    m.flops  = num("flops");
-    m.time_s = num("time_s");
-    m.samples = static_cast<int>(num("samples", true));
-    m.source = get("source");
-    m.layer  = get("layer");
-    m.pass   = get("pass");
+    m.bytes          = num("bytes");
+    m.flops          = num("flops");
+    m.time_s         = num("time_s");
+    m.samples        = static_cast<int>(num("samples", true));
+    m.source         = get("source");
+    m.layer          = get("layer");
+    m.pass           = get("pass");
     if (!m.pass.empty() && (m.benchmark != "gemm" || !measured_gemm_pass(m.pass)))
-      throw InputError(where + ": column pass is '" + m.pass + "'; a gemm row's pass is fwd, dgrad or wgrad (or empty)");
+      throw InputError(where + ": column pass is '" + m.pass +
+                       "'; a gemm row's pass is fwd, dgrad or wgrad (or empty)");
     if (m.time_s <= 0)
       throw InputError(where + ": column time_s must be a positive number of seconds");
     if (m.benchmark == "gemm" && (m.m <= 0 || m.n <= 0 || m.k <= 0 || m.dtype.empty()))
@@ -205,8 +206,8 @@ std::string measurements_csv(const std::vector<Measurement>& rows)
   for (const Measurement& m : rows)
     body << quote(m.gpu) << ',' << m.benchmark << ',' << m.dtype << ',' << format(m.m) << ',' << format(m.n) << ','
          << format(m.k) << ',' << format(m.ranks) << ',' << format(m.ranks_per_node) << ',' << format(m.bytes) << ','
-         << format(m.flops) << ',' << format(m.time_s) << ',' << format(m.samples) << ',' << quote(m.source) << ',' << quote(m.layer) << ','
-         << m.pass << '\n';
+         << format(m.flops) << ',' << format(m.time_s) << ',' << format(m.samples) << ',' << quote(m.source) << ','
+         << quote(m.layer) << ',' << m.pass << '\n';
   return body.str();
 }
 

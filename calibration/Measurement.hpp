@@ -27,18 +27,18 @@
 namespace memwall {
 
 struct Measurement {
-  std::string gpu;       // catalog id, e.g. a100-sxm4-80gb
+  std::string gpu; // catalog id, e.g. a100-sxm4-80gb
   std::string benchmark;
-  std::string dtype;     // gemm only
+  std::string dtype; // gemm only
   double m = 0, n = 0, k = 0;
   int ranks = 0, ranks_per_node = 0;
   double bytes  = 0;
   double flops  = 0;
   double time_s = 0;
   int samples   = 0;
-  std::string source;    // where the point came from (file, tool, machine)
-  std::string layer;     // gemm: the layer the shape comes from (a label; may be empty)
-  std::string pass;      // gemm: fwd, dgrad, wgrad, or empty (a GEMM of no known pass)
+  std::string source; // where the point came from (file, tool, machine)
+  std::string layer;  // gemm: the layer the shape comes from (a label; may be empty)
+  std::string pass;   // gemm: fwd, dgrad, wgrad, or empty (a GEMM of no known pass)
 };
 
 const std::vector<std::string>& measurement_columns();

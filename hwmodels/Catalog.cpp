@@ -48,7 +48,7 @@ Spec preset_or_inline(ParamReader& r, const std::string& key, const std::string&
   if (n.IsDefined() && n.IsScalar())
     return preset(n.Scalar(), r.location(key));
   if (n.IsDefined() && n.IsMap()) {
-    ParamReader inner = r.nested(n, key);
+    ParamReader inner  = r.nested(n, key);
     YAML::Node base_id = inner.take("preset", "preset id", "preset to start from; other keys override it");
     inner.defaults_from_preset();
     if (base_id.IsDefined()) {
@@ -111,15 +111,16 @@ NodeSpec node_preset(const std::string& id, const std::string& where)
 
 GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
 {
-  using K   = QuantityKind;
-  GpuSpec g = base ? *base : GpuSpec{};
+  using K          = QuantityKind;
+  GpuSpec g        = base ? *base : GpuSpec{};
   const GpuSpec* b = base;
-  g.name   = b ? r.text("name", b->name, "marketing name") : r.required_text("name", "marketing name");
-  g.vendor = r.choice("vendor", b ? b->vendor : "nvidia", {"nvidia", "amd"}, "GPU vendor");
-  g.memory_bytes = q(r, "memory_bytes", K::bytes, b ? &b->memory_bytes : nullptr,
-                     "device memory as the driver reports it (nvidia-smi total)");
-  g.sms = static_cast<int>(r.integer("sms", g.sms, "streaming multiprocessors (compute units); 0 = unknown", 0, "", 100'000));
-  g.hbm_peak_bw  = q(r, "hbm_peak_bw", K::rate, b ? &b->hbm_peak_bw : nullptr, "datasheet memory bandwidth");
+  g.name           = b ? r.text("name", b->name, "marketing name") : r.required_text("name", "marketing name");
+  g.vendor         = r.choice("vendor", b ? b->vendor : "nvidia", {"nvidia", "amd"}, "GPU vendor");
+  g.memory_bytes   = q(r, "memory_bytes", K::bytes, b ? &b->memory_bytes : nullptr,
+                       "device memory as the driver reports it (nvidia-smi total)");
+  g.sms            = static_cast<int>(
+      r.integer("sms", g.sms, "streaming multiprocessors (compute units); 0 = unknown", 0, "", 100'000));
+  g.hbm_peak_bw = q(r, "hbm_peak_bw", K::rate, b ? &b->hbm_peak_bw : nullptr, "datasheet memory bandwidth");
   g.hbm_achievable_bw =
       q(r, "hbm_achievable_bw", K::rate, b ? &b->hbm_achievable_bw : nullptr, "sustained memory bandwidth");
   ParamReader flops = r.section("peak_flops", "dense peak FLOP/s per dtype the GPU supports");
@@ -141,15 +142,16 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
       r.number("attention_efficiency", g.attention_efficiency, "achieved fraction of peak in attention kernels", 0, 1);
   if (g.attention_efficiency <= 0)
     r.fail("attention_efficiency", "an efficiency lies in (0, 1]");
-  g.kernel_overhead_s = r.quantity("kernel_overhead_s", K::seconds, g.kernel_overhead_s, "launch and tail time per kernel");
-  g.context_bytes     = r.quantity("context_bytes", K::bytes, g.context_bytes, "CUDA context and library handles");
-  g.pcie_gen          = static_cast<int>(r.integer("pcie_gen", g.pcie_gen, "PCIe generation of the host link", 1, "", 7));
-  g.pcie_lanes        = static_cast<int>(r.integer("pcie_lanes", g.pcie_lanes, "PCIe lanes of the host link", 1, "", 32));
-  g.h2d_bw    = q(r, "h2d_bw", K::rate, b ? &b->h2d_bw : nullptr, "achievable pinned host-to-device bandwidth");
-  g.d2h_bw    = q(r, "d2h_bw", K::rate, b ? &b->d2h_bw : nullptr, "achievable pinned device-to-host bandwidth");
-  g.nvlink_bw = r.quantity("nvlink_bw", K::rate, g.nvlink_bw, "GPU-to-GPU bandwidth per direction, 0 if none");
-  g.price_usd = r.number("price_usd", g.price_usd, "indicative price per GPU in USD", 0, 1e9);
-  auto positive = [&](const char* key, double v) {
+  g.kernel_overhead_s =
+      r.quantity("kernel_overhead_s", K::seconds, g.kernel_overhead_s, "launch and tail time per kernel");
+  g.context_bytes = r.quantity("context_bytes", K::bytes, g.context_bytes, "CUDA context and library handles");
+  g.pcie_gen      = static_cast<int>(r.integer("pcie_gen", g.pcie_gen, "PCIe generation of the host link", 1, "", 7));
+  g.pcie_lanes    = static_cast<int>(r.integer("pcie_lanes", g.pcie_lanes, "PCIe lanes of the host link", 1, "", 32));
+  g.h2d_bw        = q(r, "h2d_bw", K::rate, b ? &b->h2d_bw : nullptr, "achievable pinned host-to-device bandwidth");
+  g.d2h_bw        = q(r, "d2h_bw", K::rate, b ? &b->d2h_bw : nullptr, "achievable pinned device-to-host bandwidth");
+  g.nvlink_bw     = r.quantity("nvlink_bw", K::rate, g.nvlink_bw, "GPU-to-GPU bandwidth per direction, 0 if none");
+  g.price_usd     = r.number("price_usd", g.price_usd, "indicative price per GPU in USD", 0, 1e9);
+  auto positive   = [&](const char* key, double v) {
     if (v <= 0)
       r.fail(key, "must be positive");
   };
@@ -173,29 +175,34 @@ NodeSpec read_node_ref(ParamReader& r, const std::string& key, const std::string
 
 NodeSpec read_node(ParamReader& r, const NodeSpec* base)
 {
-  using K    = QuantityKind;
-  NodeSpec n = base ? *base : NodeSpec{};
+  using K           = QuantityKind;
+  NodeSpec n        = base ? *base : NodeSpec{};
   const NodeSpec* b = base;
-  n.name = b ? r.text("name", b->name, "node name") : r.required_text("name", "node name");
-  n.gpu = read_gpu_ref(r, "gpu", "the node's GPU: preset id (see `memwall list gpus`) or mapping", b ? &b->gpu : nullptr);
-  n.gpus   = static_cast<int>(b ? r.integer("gpus", b->gpus, "GPUs in the node", 1, "", 1024)
-                                : r.required_integer("gpus", "GPUs in the node", 1, 1024));
+  n.name            = b ? r.text("name", b->name, "node name") : r.required_text("name", "node name");
+  n.gpu =
+      read_gpu_ref(r, "gpu", "the node's GPU: preset id (see `memwall list gpus`) or mapping", b ? &b->gpu : nullptr);
+  n.gpus             = static_cast<int>(b ? r.integer("gpus", b->gpus, "GPUs in the node", 1, "", 1024)
+                                          : r.required_integer("gpus", "GPUs in the node", 1, 1024));
   std::string fabric = r.choice("fabric", n.fabric == GpuFabric::nvswitch ? "nvswitch" : "pcie", {"nvswitch", "pcie"},
                                 "how GPUs reach each other: NVSwitch, or through host memory over PCIe");
-  n.fabric = fabric == "nvswitch" ? GpuFabric::nvswitch : GpuFabric::pcie;
+  n.fabric           = fabric == "nvswitch" ? GpuFabric::nvswitch : GpuFabric::pcie;
   if (n.fabric == GpuFabric::nvswitch && n.gpu.nvlink_bw <= 0)
     r.fail("fabric", "nvswitch needs a GPU with nvlink_bw > 0");
   n.nvlink_latency_s = r.quantity("nvlink_latency_s", K::seconds, n.nvlink_latency_s, "NVLink hop latency");
   n.sockets = static_cast<int>(r.integer("sockets", n.sockets, "CPU sockets (a rack: one per CPU)", 1, "", 1024));
-  n.cpu_flops_per_socket = r.quantity("cpu_flops_per_socket", K::flop_rate, n.cpu_flops_per_socket, "fp32 peak per socket");
+  n.cpu_flops_per_socket =
+      r.quantity("cpu_flops_per_socket", K::flop_rate, n.cpu_flops_per_socket, "fp32 peak per socket");
   n.dram_bytes = q(r, "dram_bytes", K::bytes, b ? &b->dram_bytes : nullptr, "host memory of the node");
-  n.dram_bw_per_socket = r.quantity("dram_bw_per_socket", K::rate, n.dram_bw_per_socket, "achievable DRAM bandwidth per socket");
-  n.pageable_copy_bw   = r.quantity("pageable_copy_bw", K::rate, n.pageable_copy_bw,
-                                    "one copy's staging memcpy between pageable host memory and the driver's pinned "
-                                    "buffer (default: an RTX 3050 host's 10.7 GB/s pageable against 13.0 pinned)");
-  n.socket_link_bw = r.quantity("socket_link_bw", K::rate, n.socket_link_bw, "inter-socket bandwidth per direction");
-  n.gpus_per_pcie_switch = static_cast<int>(r.integer("gpus_per_pcie_switch", n.gpus_per_pcie_switch, "GPUs sharing one PCIe switch uplink", 1, "", 1024));
-  n.pcie_uplink_bw = r.quantity("pcie_uplink_bw", K::rate, n.pcie_uplink_bw, "PCIe switch uplink bandwidth per direction");
+  n.dram_bw_per_socket =
+      r.quantity("dram_bw_per_socket", K::rate, n.dram_bw_per_socket, "achievable DRAM bandwidth per socket");
+  n.pageable_copy_bw = r.quantity("pageable_copy_bw", K::rate, n.pageable_copy_bw,
+                                  "one copy's staging memcpy between pageable host memory and the driver's pinned "
+                                  "buffer (default: an RTX 3050 host's 10.7 GB/s pageable against 13.0 pinned)");
+  n.socket_link_bw   = r.quantity("socket_link_bw", K::rate, n.socket_link_bw, "inter-socket bandwidth per direction");
+  n.gpus_per_pcie_switch = static_cast<int>(
+      r.integer("gpus_per_pcie_switch", n.gpus_per_pcie_switch, "GPUs sharing one PCIe switch uplink", 1, "", 1024));
+  n.pcie_uplink_bw =
+      r.quantity("pcie_uplink_bw", K::rate, n.pcie_uplink_bw, "PCIe switch uplink bandwidth per direction");
   n.pcie_latency_s = r.quantity("pcie_latency_s", K::seconds, n.pcie_latency_s, "PCIe hop latency");
   n.nics           = static_cast<int>(r.integer("nics", n.nics, "InfiniBand NICs for compute traffic", 0, "", 1024));
   n.nic_bw         = r.quantity("nic_bw", K::rate, n.nic_bw, "bandwidth per NIC per direction");

@@ -2,8 +2,8 @@
 // The hardware catalog: GPU and node presets from catalog/*.yaml (embedded in the binary
 // at build time), and the readers that turn a YAML mapping into a GpuSpec or NodeSpec,
 // used both for catalog entries and for inline hardware in a spec.
-#include "hwmodels/NodeSpec.hpp"
 #include "base/ParamReader.hpp"
+#include "hwmodels/NodeSpec.hpp"
 
 #include <string>
 #include <vector>

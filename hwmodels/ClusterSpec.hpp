@@ -7,8 +7,8 @@ namespace memwall {
 
 struct ClusterSpec {
   NodeSpec node;
-  int nodes              = 1;
-  int gpus_per_node      = 1;   // GPUs used in each node (may be fewer than node.gpus)
+  int nodes               = 1;
+  int gpus_per_node       = 1;   // GPUs used in each node (may be fewer than node.gpus)
   double oversubscription = 1.0; // 1 = non-blocking
   double switch_latency_s = 1e-6;
 

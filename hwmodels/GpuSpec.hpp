@@ -14,10 +14,10 @@ struct GpuSpec {
   std::string id;   // catalog identifier, e.g. "a100-sxm4-80gb" (public contract)
   std::string name; // marketing name
   std::string vendor;
-  double memory_bytes      = 0; // as the driver reports it (nvidia-smi total, cudaMemGetInfo)
-  int sms                  = 0; // streaming multiprocessors (compute units); 0 = unknown
-  double hbm_peak_bw       = 0; // datasheet
-  double hbm_achievable_bw = 0; // sustained copy bandwidth (measured or estimated)
+  double memory_bytes      = 0;       // as the driver reports it (nvidia-smi total, cudaMemGetInfo)
+  int sms                  = 0;       // streaming multiprocessors (compute units); 0 = unknown
+  double hbm_peak_bw       = 0;       // datasheet
+  double hbm_achievable_bw = 0;       // sustained copy bandwidth (measured or estimated)
   std::map<Dtype, double> peak_flops; // dense tensor/vector peak per dtype it supports
   double matmul_efficiency    = 0.7;  // achieved fraction of peak for large GEMMs
   double attention_efficiency = 0.5;  // achieved fraction of peak for attention kernels

@@ -13,8 +13,8 @@ struct NodeSpec {
   std::string id;
   std::string name;
   GpuSpec gpu;
-  int gpus             = 1;
-  GpuFabric fabric     = GpuFabric::pcie;
+  int gpus                = 1;
+  GpuFabric fabric        = GpuFabric::pcie;
   double nvlink_latency_s = 1e-6;
   // Host side.
   int sockets                 = 1;
@@ -24,15 +24,15 @@ struct NodeSpec {
   double socket_link_bw       = 50e9;  // inter-socket (UPI/xGMI), per direction
   // A copy between pageable host memory and a GPU goes through the driver's pinned
   // staging buffer: one CPU thread's memcpy, pipelined with the DMA, at this rate.
-  double pageable_copy_bw     = 10.7e9;
+  double pageable_copy_bw = 10.7e9;
   // PCIe tree: GPUs (and NICs) sit behind switches; each switch has one uplink to a socket.
   int gpus_per_pcie_switch = 1;
   double pcie_uplink_bw    = 25e9; // switch to socket, per direction, achievable
   double pcie_latency_s    = 1e-6;
   // Scale-out network.
-  int nics              = 0;
-  double nic_bw         = 0; // per NIC, per direction
-  double nic_latency_s  = 2e-6;
+  int nics             = 0;
+  double nic_bw        = 0; // per NIC, per direction
+  double nic_latency_s = 2e-6;
   // Local storage.
   double nvme_bytes    = 0;
   double nvme_read_bw  = 0;

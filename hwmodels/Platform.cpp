@@ -97,8 +97,8 @@ Platform::Duplex Platform::make_duplex(sg4::NetZone* z, const std::string& name,
   // Two independent links rather than a SplitDuplexLink so each direction can have its
   // own bandwidth (H2D and D2H differ on real GPUs).
   Duplex d;
-  d.up   = z->create_link(name + ".up", up_bw)->set_latency(latency)->seal();
-  d.down = z->create_link(name + ".down", down_bw)->set_latency(latency)->seal();
+  d.up                           = z->create_link(name + ".up", up_bw)->set_latency(latency)->seal();
+  d.down                         = z->create_link(name + ".down", down_bw)->set_latency(latency)->seal();
   bandwidth_[d.up->get_name()]   = up_bw;
   bandwidth_[d.down->get_name()] = down_bw;
   return d;
@@ -126,7 +126,7 @@ void Platform::build_node(int n, sg4::NetZone* parent)
   NodeParts& p             = nodes_[n];
   p.zone                   = sg4::create_full_zone("node" + std::to_string(n));
   // Not attached yet (Platform::Platform): the models it would take from its parent.
-  simgrid::kernel::routing::NetZoneImpl* zone = p.zone->get_impl();
+  simgrid::kernel::routing::NetZoneImpl* zone       = p.zone->get_impl();
   const simgrid::kernel::routing::NetZoneImpl* from = parent->get_impl();
   zone->set_network_model(from->get_network_model());
   zone->set_cpu_pm_model(from->get_cpu_pm_model());
@@ -176,8 +176,8 @@ void Platform::add_host_links(NodeParts& p, const std::string& prefix, sg4::NetZ
   //   pcie switch K ══uplink══► its socket        nvme ══read/write══► cpu0
   const NodeSpec& node = cluster_.node;
   for (int s = 0; s < node.sockets; ++s) {
-    std::string name = prefix + "cpu" + std::to_string(s);
-    sg4::Link* dram  = z->create_link(name + ".dram", node.dram_bw_per_socket)->seal();
+    std::string name             = prefix + "cpu" + std::to_string(s);
+    sg4::Link* dram              = z->create_link(name + ".dram", node.dram_bw_per_socket)->seal();
     bandwidth_[dram->get_name()] = node.dram_bw_per_socket;
     p.dram.push_back(dram);
     p.socket_link.push_back(make_duplex(z, name + ".xlink", node.socket_link_bw, node.socket_link_bw, 0));
@@ -206,8 +206,8 @@ void Platform::add_gpu_fabric(NodeParts& p, const std::string& prefix, sg4::NetZ
     return;
   double half_latency = cluster_.node.nvlink_latency_s / 2;
   for (int i = 0; i < cluster_.gpus_per_node; ++i)
-    p.nvlink.push_back(make_duplex(z, prefix + "gpu" + std::to_string(i) + ".nvlink",
-                                   cluster_.node.gpu.nvlink_bw, cluster_.node.gpu.nvlink_bw, half_latency));
+    p.nvlink.push_back(make_duplex(z, prefix + "gpu" + std::to_string(i) + ".nvlink", cluster_.node.gpu.nvlink_bw,
+                                   cluster_.node.gpu.nvlink_bw, half_latency));
 }
 
 void Platform::add_nic_links(NodeParts& p, const std::string& prefix, sg4::NetZone* z)
@@ -217,7 +217,8 @@ void Platform::add_nic_links(NodeParts& p, const std::string& prefix, sg4::NetZo
     return;
   const NodeSpec& node = cluster_.node;
   for (int k = 0; k < node.nics; ++k)
-    p.nic.push_back(make_duplex(z, prefix + "nic" + std::to_string(k), node.nic_bw, node.nic_bw, node.nic_latency_s / 2));
+    p.nic.push_back(
+        make_duplex(z, prefix + "nic" + std::to_string(k), node.nic_bw, node.nic_bw, node.nic_latency_s / 2));
 }
 
 void Platform::add_nics(NodeParts& p, const std::string& prefix)
@@ -248,7 +249,8 @@ void Platform::route_gpu_pairs(NodeParts& p)
       int si = node.socket_of_gpu(i);
       int sj = node.socket_of_gpu(j);
       route(p.zone, p.gpus[i], p.gpus[j],
-            cat({{p.pcie[i].up, p.uplink[node.pcie_switch_of_gpu(i)].up, p.dram[si]}, socket_hop(p, si, sj),
+            cat({{p.pcie[i].up, p.uplink[node.pcie_switch_of_gpu(i)].up, p.dram[si]},
+                 socket_hop(p, si, sj),
                  {p.uplink[node.pcie_switch_of_gpu(j)].down, p.pcie[j].down}}));
     }
   }
@@ -259,9 +261,10 @@ void Platform::route_host_memory(NodeParts& p)
   const NodeSpec& node = cluster_.node;
   for (int s = 0; s < node.sockets; ++s) {
     for (int i = 0; i < cluster_.gpus_per_node; ++i) {
-      int gs    = node.socket_of_gpu(i);
-      int sw    = node.pcie_switch_of_gpu(i);
-      route(p.zone, p.cpus[s], p.gpus[i], cat({{p.dram[s]}, socket_hop(p, s, gs), {p.uplink[sw].down, p.pcie[i].down}}));
+      int gs = node.socket_of_gpu(i);
+      int sw = node.pcie_switch_of_gpu(i);
+      route(p.zone, p.cpus[s], p.gpus[i],
+            cat({{p.dram[s]}, socket_hop(p, s, gs), {p.uplink[sw].down, p.pcie[i].down}}));
       route(p.zone, p.gpus[i], p.cpus[s], cat({{p.pcie[i].up, p.uplink[sw].up}, socket_hop(p, gs, s), {p.dram[s]}}));
     }
     route(p.zone, p.cpus[s], p.cpus[s], {p.dram[s]});

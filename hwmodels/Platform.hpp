@@ -49,7 +49,7 @@ private:
   struct NodeParts {
     simgrid::s4u::NetZone* zone = nullptr;
     std::vector<simgrid::s4u::Host*> gpus, cpus;
-    simgrid::s4u::Host* nvme = nullptr;
+    simgrid::s4u::Host* nvme                    = nullptr;
     simgrid::kernel::routing::NetPoint* gateway = nullptr;
     std::vector<simgrid::s4u::Link*> hbm, dram;
     std::vector<Duplex> pcie, uplink, nvlink, nic, socket_link;

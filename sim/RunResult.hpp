@@ -4,15 +4,15 @@
 // can run in a forked child process and hand its result back (one SimGrid Engine per
 // process, DESIGN.md §3). analysis/ reads this and never the simulator's internals.
 #include "hwmodels/DeviceRef.hpp"
-#include "workloads/dag/Op.hpp"
 #include "sim/replay/StepIntervals.hpp"
+#include "workloads/dag/Op.hpp"
 #include "workloads/inference/ServingStats.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <array>
-#include <string>
 #include <map>
+#include <string>
 #include <vector>
 
 namespace memwall {
@@ -25,16 +25,16 @@ struct OpRecord {
   StreamKind stream = StreamKind::compute;
   StepPhase phase   = StepPhase::setup;
   DeviceRef device;
-  double start = 0;
-  double end   = 0;
-  double bytes = 0;
-  double flops = 0;
+  double start    = 0;
+  double end      = 0;
+  double bytes    = 0;
+  double flops    = 0;
   double paging_s = 0; // a kernel's wait on unified-memory faults, migrations and remote reads
 };
 
 struct MemoryEvent {
-  double time = 0;
-  MemCategory category = MemCategory::other;
+  double time           = 0;
+  MemCategory category  = MemCategory::other;
   double category_bytes = 0; // the category's bytes after the event
   double total_bytes    = 0; // the pool's bytes after the event
 };
@@ -48,12 +48,12 @@ struct OomEvent {
 
 struct PoolResult {
   DeviceRef device;
-  std::string name;     // "node0.gpu0"
-  std::string hardware; // catalog id, e.g. "a100-sxm4-80gb"
-  int count = 1;        // identical devices this one stands for
-  double capacity    = 0;
-  double peak_bytes  = 0;
-  double peak_time   = 0;
+  std::string name;      // "node0.gpu0"
+  std::string hardware;  // catalog id, e.g. "a100-sxm4-80gb"
+  int count         = 1; // identical devices this one stands for
+  double capacity   = 0;
+  double peak_bytes = 0;
+  double peak_time  = 0;
   CategoryBytes peak_by_category{}; // composition at the peak instant
   CategoryBytes max_by_category{};  // each category's own maximum
   std::vector<MemoryEvent> timeline;
@@ -76,9 +76,9 @@ struct ManagedSample {
 struct PagingResult {
   DeviceRef device;
   std::string name; // "node0.gpu0"
-  int64_t faults        = 0;
-  int64_t fault_batches = 0;
-  int64_t evictions     = 0; // 2 MB chunks sent back to the host
+  int64_t faults            = 0;
+  int64_t fault_batches     = 0;
+  int64_t evictions         = 0; // 2 MB chunks sent back to the host
   double migrated_h2d_bytes = 0; // faulted in or prefetched
   double migrated_d2h_bytes = 0; // evicted
   double thrashing_pages    = 0; // 4 KB pages migrated in again after an eviction
@@ -107,7 +107,7 @@ struct RecordedKernels {
   bool present = false;
   std::string recorded_on, replayed_on; // GPU preset ids
   std::map<std::string, RecordedClass> classes;
-  int64_t collectives = 0;
+  int64_t collectives           = 0;
   double collectives_recorded_s = 0;
   // Kernels whose name said neither compute- nor memory-bound: timed as memory-bound.
   double unclassified_kernel_time_s = 0;
@@ -143,9 +143,9 @@ struct RunResult {
   std::vector<PoolResult> pools;
   std::vector<LinkResult> links;
   std::vector<PagingResult> paging; // GPUs with managed memory; empty without
-  ServingStats serving; // inference runs: requests, KV cache over time
-  RecordedKernels recorded; // a replayed trace (workload.trace)
-  MoeRouting moe;           // MoE models
+  ServingStats serving;             // inference runs: requests, KV cache over time
+  RecordedKernels recorded;         // a replayed trace (workload.trace)
+  MoeRouting moe;                   // MoE models
   ProfileUsed profile;
   int64_t activities = 0; // SimGrid activities the replay started (what its cost grows with)
   int64_t op_count   = 0; // ops replayed, whether or not `ops` keeps their records

@@ -21,7 +21,8 @@ NLOHMANN_JSON_SERIALIZE_ENUM(StepPhase, {{StepPhase::setup, "setup"},
                                          {StepPhase::backward, "backward"},
                                          {StepPhase::optimizer, "optimizer"},
                                          {StepPhase::serving, "serving"}})
-NLOHMANN_JSON_SERIALIZE_ENUM(DeviceKind, {{DeviceKind::gpu, "gpu"}, {DeviceKind::host, "host"}, {DeviceKind::nvme, "nvme"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(DeviceKind,
+                             {{DeviceKind::gpu, "gpu"}, {DeviceKind::host, "host"}, {DeviceKind::nvme, "nvme"}})
 NLOHMANN_JSON_SERIALIZE_ENUM(MemCategory, {{MemCategory::weights, "weights"},
                                            {MemCategory::gradients, "gradients"},
                                            {MemCategory::optimizer, "optimizer"},
@@ -40,14 +41,15 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PoolResult, device, name, hardware, count, ca
                                    peak_reserved_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ManagedSample, time, resident_bytes, host_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PagingResult, device, name, faults, fault_batches, evictions, migrated_h2d_bytes,
-                                   migrated_d2h_bytes, thrashing_pages, remote_bytes, stall_s, peak_demand_bytes, timeline)
+                                   migrated_d2h_bytes, thrashing_pages, remote_bytes, stall_s, peak_demand_bytes,
+                                   timeline)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LinkResult, name, bandwidth, bytes, busy_s)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RequestRecord, id, arrival_s, first_token_s, finish_s, max_itl_s, prompt_tokens, output_tokens,
-                                   preemptions, rejected, reject_reason, scheduled_s)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RequestRecord, id, arrival_s, first_token_s, finish_s, max_itl_s, prompt_tokens,
+                                   output_tokens, preemptions, rejected, reject_reason, scheduled_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KvSample, time, used_bytes, reserved_bytes, running, waiting)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServingStats, present, requests, kv, iterations, preemptions, swaps, max_running_seqs,
-                                   kv_capacity_tokens, kv_bytes_per_token, kv_budget_bytes, kv_offloaded_fraction,
-                                   kv_offload_place)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServingStats, present, requests, kv, iterations, preemptions, swaps,
+                                   max_running_seqs, kv_capacity_tokens, kv_bytes_per_token, kv_budget_bytes,
+                                   kv_offloaded_fraction, kv_offload_place)
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RecordedClass, kernels, recorded_s, replayed_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MoeRouting, present, experts_per_gpu, busiest_share, dropped_share)

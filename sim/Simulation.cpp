@@ -1,16 +1,16 @@
 #include "sim/Simulation.hpp"
 
-#include "hwmodels/Catalog.hpp"
-#include "hwmodels/GpuNames.hpp"
 #include "base/ChildPool.hpp"
-#include "workloads/model/ExpertLoad.hpp"
-#include "sim/timing/KernelTimer.hpp"
 #include "base/InputError.hpp"
 #include "base/StderrCapture.hpp"
-#include "workloads/training/stack/TrainingStack.hpp"
-#include "workloads/training/TrainingStepGenerator.hpp"
+#include "hwmodels/Catalog.hpp"
+#include "hwmodels/GpuNames.hpp"
+#include "sim/timing/KernelTimer.hpp"
 #include "workloads/inference/ServingDriver.hpp"
+#include "workloads/model/ExpertLoad.hpp"
 #include "workloads/trace/TraceImporter.hpp"
+#include "workloads/training/TrainingStepGenerator.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
 
 #include <simgrid/s4u.hpp>
 #include <xbt/log.h>
@@ -29,9 +29,9 @@ void start_engine()
 {
   // Logging off before the Engine exists; exactness settings before the first zone.
   xbt_log_control_set("root.thres:critical");
-  int argc         = 1;
-  char name[]      = "memwall";
-  char* argv[]     = {name, nullptr};
+  int argc     = 1;
+  char name[]  = "memwall";
+  char* argv[] = {name, nullptr};
   static simgrid::s4u::Engine engine(&argc, argv);
   configure_exact_engine();
 }
@@ -80,7 +80,7 @@ RunResult replay_in_child(const ClusterSpec& cluster, const OpDag& dag, const Re
 RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options)
 {
   ServingDriver driver(spec.model, spec.inference, spec.cluster);
-  RunResult r = with_simgrid_stderr_captured([&] {
+  RunResult r            = with_simgrid_stderr_captured([&] {
     start_engine();
     Platform platform(spec.cluster);
     Replayer replayer(driver, platform, options);
@@ -134,8 +134,8 @@ static GpuSpec recorded_gpu(const ExperimentSpec& spec, const std::vector<Kineto
 {
   for (const KinetoTrace& t : traces)
     if (t.gpu_name != traces.front().gpu_name)
-      throw InputError(t.file + ": ranks disagree: recorded on '" + t.gpu_name + "', " + traces.front().file +
-                       " on '" + traces.front().gpu_name + "'");
+      throw InputError(t.file + ": ranks disagree: recorded on '" + t.gpu_name + "', " + traces.front().file + " on '" +
+                       traces.front().gpu_name + "'");
   if (!spec.trace_recorded_on.empty())
     return gpu_preset(spec.trace_recorded_on);
   if (traces.front().gpu_name.empty())
@@ -170,13 +170,14 @@ static RunResult replay_traces(const ExperimentSpec& spec, bool child, ReplayOpt
     how.same_gpu = recorded.id == spec.cluster.node.gpu.id;
     return import_traces(traces, spec.cluster, how);
   }();
-  options.recorded_on = std::make_shared<const GpuSpec>(recorded);
-  RunResult r = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
-  r.gpus      = spec.cluster.total_gpus();
-  r.recorded  = recorded_kernels(dag, recorded, spec.cluster.node.gpu);
+  options.recorded_on    = std::make_shared<const GpuSpec>(recorded);
+  RunResult r            = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
+  r.gpus                 = spec.cluster.total_gpus();
+  r.recorded             = recorded_kernels(dag, recorded, spec.cluster.node.gpu);
   r.model_flops_per_step = dag.model_flops(); // an exported step's kernels carry theirs
   if (step.is_object()) {                     // and its section says what a step is
-    if (step.contains("tokens_per_step") && step["tokens_per_step"].is_number() && step["tokens_per_step"].get<double>() >= 0)
+    if (step.contains("tokens_per_step") && step["tokens_per_step"].is_number() &&
+        step["tokens_per_step"].get<double>() >= 0)
       r.tokens_per_step = step["tokens_per_step"].get<double>();
     if (step.contains("precision") && step["precision"].is_string())
       if (auto d = dtype_from_name(step["precision"].get<std::string>()))
@@ -259,14 +260,15 @@ static RunResult simulate_any(const ExperimentSpec& spec, bool child, const Simu
   OpDag dag = build_workload(spec, how.chains && !how.all_records && !spec.memory.enabled());
   // Under unified memory the driver, not a framework's allocator, places what the step holds.
   if (!spec.memory.enabled())
-    options.allocator = spec.training.allocator.empty() ? training_stack_registry().make(spec.training.stack)->allocator()
-                                                        : spec.training.allocator;
-  RunResult r = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
+    options.allocator = spec.training.allocator.empty()
+                            ? training_stack_registry().make(spec.training.stack)->allocator()
+                            : spec.training.allocator;
+  RunResult r            = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
   r.model_flops_per_step = dag.model_flops();
-  r.tokens_per_step    = spec.training.tokens_per_step();
-  r.gpus               = spec.cluster.total_gpus();
-  r.peak_flops_per_gpu = spec.cluster.node.gpu.peak(spec.training.precision);
-  r.moe                = moe_routing(spec);
+  r.tokens_per_step      = spec.training.tokens_per_step();
+  r.gpus                 = spec.cluster.total_gpus();
+  r.peak_flops_per_gpu   = spec.cluster.node.gpu.peak(spec.training.precision);
+  r.moe                  = moe_routing(spec);
   return r;
 }
 

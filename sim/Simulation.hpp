@@ -4,10 +4,10 @@
 // SimGrid allows one Engine per process, never reset. `replay` runs in this process and
 // may be called once; `replay_in_child` forks, replays in the child and returns the
 // result through a pipe, so tests and sweeps can run many replays from one process.
-#include "workloads/dag/OpDag.hpp"
-#include "sim/replay/Replayer.hpp"
 #include "sim/RunResult.hpp"
+#include "sim/replay/Replayer.hpp"
 #include "sim/spec/ExperimentSpec.hpp"
+#include "workloads/dag/OpDag.hpp"
 
 namespace memwall {
 
@@ -27,13 +27,13 @@ RunResult serve(const ExperimentSpec& spec, const ReplayOptions& options);
 
 // The whole pipeline for a spec; fills the throughput and MFU inputs of the result.
 struct SimulateOptions {
-  bool progress    = false; // a progress line on stderr while it replays, when stderr is a terminal
-  bool coalesce    = true;  // replay private runs of ops as one activity (ReplayOptions::coalesce)
-  bool all_records = true;  // a record per op (-o, --trace); else only the breakdown's intervals
-  bool memory_timelines = true; // every alloc and free in the pools' timelines (-o, --trace, sweeps' record.memory)
+  bool progress         = false; // a progress line on stderr while it replays, when stderr is a terminal
+  bool coalesce         = true;  // replay private runs of ops as one activity (ReplayOptions::coalesce)
+  bool all_records      = true;  // a record per op (-o, --trace); else only the breakdown's intervals
+  bool memory_timelines = true;  // every alloc and free in the pools' timelines (-o, --trace, sweeps' record.memory)
   // Without records, repeated passes generated and stored once (OpDag chains); off only
   // to check that the results are the same.
-  bool chains = true;
+  bool chains        = true;
   bool mirror_orbits = true; // shadow ranks' symmetric flows run as one (ReplayOptions::mirror_orbits)
 };
 RunResult simulate(const ExperimentSpec& spec, bool in_child, const SimulateOptions& how = {});

@@ -11,7 +11,10 @@
 namespace memwall::test {
 namespace {
 
-bool close(double a, double b, double scale) { return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), scale}); }
+bool close(double a, double b, double scale)
+{
+  return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), scale});
+}
 
 } // namespace
 
@@ -82,10 +85,10 @@ Digest decode(const std::string& in)
   for (auto* v : {&d.ops, &d.pools, &d.events, &d.links})
     *v = take(in, at);
   std::vector<double> tail = take(in, at);
-  d.makespan   = tail[0];
-  d.activities = static_cast<int64_t>(tail[1]);
-  d.op_count   = static_cast<int64_t>(tail[2]);
-  d.link_names = in.substr(at);
+  d.makespan               = tail[0];
+  d.activities             = static_cast<int64_t>(tail[1]);
+  d.op_count               = static_cast<int64_t>(tail[2]);
+  d.link_names             = in.substr(at);
   return d;
 }
 
@@ -152,6 +155,5 @@ void require_same_replay(const Digest& a, const Digest& b)
 }
 
 void require_same_replay(const RunResult& a, const RunResult& b) { require_same_replay(digest(a), digest(b)); }
-
 
 } // namespace memwall::test

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,12 +21,12 @@ ClusterSpec hand_cluster(int gpus, GpuFabric fabric, int gpus_per_switch)
   g.id                   = "hand-gpu";
   g.memory_bytes         = 80e9;
   g.hbm_peak_bw          = 2e12;
-  g.hbm_achievable_bw    = 2e12;                  // 2 TB/s
+  g.hbm_achievable_bw    = 2e12; // 2 TB/s
   g.peak_flops           = {{Dtype::fp32, 100e12}, {Dtype::bf16, 400e12}};
-  g.matmul_efficiency    = 0.5;                   // 200 TFLOP/s achieved in bf16 GEMMs
+  g.matmul_efficiency    = 0.5; // 200 TFLOP/s achieved in bf16 GEMMs
   g.attention_efficiency = 0.5;
   g.kernel_overhead_s    = 5e-6;
-  g.h2d_bw               = 50e9;                  // the GPU's own x16 link, faster than the uplink
+  g.h2d_bw               = 50e9; // the GPU's own x16 link, faster than the uplink
   g.d2h_bw               = 50e9;
   g.nvlink_bw            = 400e9;
   NodeSpec n;
@@ -37,9 +37,9 @@ ClusterSpec hand_cluster(int gpus, GpuFabric fabric, int gpus_per_switch)
   n.nvlink_latency_s     = 2e-6;
   n.sockets              = 1;
   n.dram_bytes           = 512e9;
-  n.dram_bw_per_socket   = 400e9;                 // never the bottleneck here
+  n.dram_bw_per_socket   = 400e9; // never the bottleneck here
   n.gpus_per_pcie_switch = gpus_per_switch;
-  n.pcie_uplink_bw       = 25e9;                  // shared by the GPUs behind a switch
+  n.pcie_uplink_bw       = 25e9; // shared by the GPUs behind a switch
   n.pcie_latency_s       = 1e-6;
   ClusterSpec c;
   c.node          = n;
@@ -84,7 +84,8 @@ std::string temp_path(const std::string& name)
 std::string trace_spec(const std::string& hardware, const std::string& trace, const std::string& more)
 {
   std::string spec = temp_path("trace_" + trace + std::to_string(std::hash<std::string>()(hardware + more)) + ".yaml");
-  write_file(spec, "hardware: " + hardware + "\nworkload:\n  trace: " + source_path("tests/data/traces/" + trace) + "\n" + more);
+  write_file(spec, "hardware: " + hardware + "\nworkload:\n  trace: " + source_path("tests/data/traces/" + trace) +
+                       "\n" + more);
   return spec;
 }
 
@@ -105,14 +106,14 @@ std::string read_file(const std::string& path)
 CliResult run_cli(const std::string& args, const std::string& launcher)
 {
   static int counter = 0;
-  std::string out = temp_path("cli-out-" + std::to_string(counter));
-  std::string err = temp_path("cli-err-" + std::to_string(counter++));
-  std::string cmd = launcher + " " + MEMWALL_BINARY + " " + args + " >" + out + " 2>" + err + " </dev/null";
-  int status      = std::system(cmd.c_str());
+  std::string out    = temp_path("cli-out-" + std::to_string(counter));
+  std::string err    = temp_path("cli-err-" + std::to_string(counter++));
+  std::string cmd    = launcher + " " + MEMWALL_BINARY + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  int status         = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_file(out);
-  r.err = read_file(err);
+  r.out       = read_file(out);
+  r.err       = read_file(err);
   return r;
 }
 
@@ -142,9 +143,9 @@ double op_sum(const OpDag& dag, const std::string& prefix, OpKind kind, bool flo
 {
   double total = 0;
   for (OpId id = dag.first_id(); id < dag.size(); ++id) {
-    const Op& op = dag.op(id);
+    const Op& op           = dag.op(id);
     const std::string name = op.name.str();
-    bool match = name.rfind(prefix, 0) == 0 &&
+    bool match             = name.rfind(prefix, 0) == 0 &&
                  (prefix.back() == '.' || name.size() == prefix.size() || name[prefix.size()] == '.');
     if (op.kind == kind && match)
       total += flops ? op.flops : op.bytes;
@@ -155,8 +156,9 @@ double op_sum(const OpDag& dag, const std::string& prefix, OpKind kind, bool flo
 std::string md1_serving_spec(double rate, int requests)
 {
   return "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
-         "inference: {max_num_seqs: 1, poisson: {rate: " + std::to_string(rate) + ", requests: " +
-         std::to_string(requests) + ", seed: 5, prompt_len: 64, output_len: 8}}\n";
+         "inference: {max_num_seqs: 1, poisson: {rate: " +
+         std::to_string(rate) + ", requests: " + std::to_string(requests) +
+         ", seed: 5, prompt_len: 64, output_len: 8}}\n";
 }
 
 } // namespace memwall::test

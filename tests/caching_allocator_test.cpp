@@ -2,8 +2,8 @@
 // hand calculations from c10/cuda/CUDACachingAllocator.cpp's rules, and a GPU's memory
 // pool serving a step's tensors through it (reserved beside allocated, out of memory
 // only when a new segment does not fit once the cached ones are given back).
-#include "sim/replay/MemoryPool.hpp"
 #include "sim/allocator/DeviceAllocator.hpp"
+#include "sim/replay/MemoryPool.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -145,10 +145,12 @@ TEST_CASE("the_cuda_context_is_held_beside_the_allocators_segments", "[allocator
 
 TEST_CASE("an_unknown_allocator_names_the_key_and_the_allocators", "[allocator][errors]")
 {
-  std::string err = memwall::test::refused("bad_allocator", memwall::test::small_training_spec + "  allocator: cachng\n");
+  std::string err =
+      memwall::test::refused("bad_allocator", memwall::test::small_training_spec + "  allocator: cachng\n");
   CHECK_THAT(err, Catch::Contains("bad_allocator.yaml") && Catch::Contains("training.allocator") &&
                       Catch::Contains("caching, exact"));
-  std::string list = memwall::test::refused("list_allocator", memwall::test::small_training_spec + "  allocator: [caching]\n");
+  std::string list =
+      memwall::test::refused("list_allocator", memwall::test::small_training_spec + "  allocator: [caching]\n");
   CHECK_THAT(list, Catch::Contains("training.allocator") && Catch::Contains("expected an allocator's name"));
 }
 
@@ -159,8 +161,8 @@ TEST_CASE("the_pytorch_stack_reports_what_the_caching_allocator_reserves_and_meg
   // unless an allocator is asked for.
   const std::string base = "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
                            "training: {seq_len: 1024, global_batch: 8, micro_batch: 8, ";
-  auto eager = memwall::test::run_json("alloc_eager", base + "stack: pytorch}\n")["devices"][0];
-  auto mega  = memwall::test::run_json("alloc_mega", base + "stack: megatron}\n")["devices"][0];
+  auto eager             = memwall::test::run_json("alloc_eager", base + "stack: pytorch}\n")["devices"][0];
+  auto mega              = memwall::test::run_json("alloc_mega", base + "stack: megatron}\n")["devices"][0];
   auto asked = memwall::test::run_json("alloc_asked", base + "stack: megatron, allocator: caching}\n")["devices"][0];
   REQUIRE(eager.contains("allocator"));
   CHECK(eager["allocator"]["peak_reserved_bytes"].get<double>() >= eager["peak_bytes"].get<double>());

@@ -1,15 +1,15 @@
 // Calibration on measurements of real H100 and H200 GPUs (calibration/data/measured):
 // the measured GEMM tables, the models per pass, the physical bounds of a fit, and the
 // shipped profiles checked on layers held out of their fit.
+#include "base/TextFile.hpp"
+#include "calibration/Measurement.hpp"
+#include "calibration/fit/ProfileFit.hpp"
+#include "calibration/importers/Importer.hpp"
+#include "calibration/kernels/OperandFill.hpp"
 #include "hwmodels/Catalog.hpp"
 #include "hwmodels/profile/GemmTable.hpp"
 #include "sim/timing/KernelTiming.hpp"
-#include "calibration/Measurement.hpp"
-#include "calibration/fit/ProfileFit.hpp"
 #include "tests/TestHelpers.hpp"
-#include "base/TextFile.hpp"
-#include "calibration/importers/Importer.hpp"
-#include "calibration/kernels/OperandFill.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -61,13 +61,13 @@ TEST_CASE("shipped_hopper_profiles_time_held_out_layers_gemms_within_5_percent_m
     REQUIRE(check.size() == 8 * 30 * 3);
     // Held out indeed: no held-out shape is a sweep of the profile's tables.
     for (const Measurement& m : check) {
-      GemmPass pass     = *measured_gemm_pass(m.pass);
-      GemmSweepPoint q  = sweep_point(pass, m.m, m.n, m.k);
+      GemmPass pass      = *measured_gemm_pass(m.pass);
+      GemmSweepPoint q   = sweep_point(pass, m.m, m.n, m.k);
       const GemmTable& t = gpu.profile->gemm_tables.at({Dtype::bf16, pass});
       for (const GemmSweep& s : t.sweeps)
         CHECK_FALSE((s.a == q.a && s.b == q.b));
     }
-    size_t skipped = 0;
+    size_t skipped               = 0;
     std::vector<CheckLine> lines = check_profile(*gpu.profile, check, skipped, &gpu);
     CHECK(skipped == 0);
     for (const char* pass : {"fwd", "dgrad", "wgrad"}) {
@@ -158,17 +158,17 @@ TEST_CASE("a_backward_gemm_is_its_input_and_weight_gradient_each_by_its_own_mode
   GemmModel fwd = round_model(), dgrad = round_model(), wgrad = round_model();
   dgrad.bandwidth = 0.5e12, dgrad.launch_s = 2e-6;
   wgrad.efficiency = 0.5, wgrad.launch_s = 3e-6;
-  auto p = std::make_shared<GpuProfile>();
-  p->gpu = "test";
+  auto p                                               = std::make_shared<GpuProfile>();
+  p->gpu                                               = "test";
   p->gemm_passes[{Dtype::bf16, GemmPass::forward}]     = fwd;
   p->gemm_passes[{Dtype::bf16, GemmPass::input_grad}]  = dgrad;
   p->gemm_passes[{Dtype::bf16, GemmPass::weight_grad}] = wgrad;
-  GpuSpec g  = gpu_preset("h100-sxm-80gb");
-  g.profile  = p;
-  g.peak_flops[Dtype::bf16] = 100e12;
-  Op op      = memwall::kernel_op(DeviceRef{}, KernelClass::gemm, Dtype::bf16, 2 * 2.0 * 512 * 4096 * 1024, 0, 0, "b");
-  op.shape   = gemm_shape(512, 4096, 1024);
-  op.pass    = GemmPass::backward;
+  GpuSpec g                                            = gpu_preset("h100-sxm-80gb");
+  g.profile                                            = p;
+  g.peak_flops[Dtype::bf16]                            = 100e12;
+  Op op    = memwall::kernel_op(DeviceRef{}, KernelClass::gemm, Dtype::bf16, 2 * 2.0 * 512 * 4096 * 1024, 0, 0, "b");
+  op.shape = gemm_shape(512, 4096, 1024);
+  op.pass  = GemmPass::backward;
   KernelTiming t = kernel_timing(g, op);
   CHECK(t.overhead_s == Approx(5e-6));
   CHECK(t.overhead_s + t.compute_s == Approx(dgrad.time(512, 1024, 4096) + wgrad.time(4096, 1024, 512)).epsilon(1e-12));
@@ -182,7 +182,7 @@ TEST_CASE("fp16_gemms_take_the_bf16_measurements_of_the_same_tensor_cores", "[ca
 {
   // The H100 tables hold bf16 only; fp16 has the same peak and element size, so it
   // borrows them (and the models); fp8 borrows the models at its own peak, not the table.
-  GpuSpec gpu = gpu_preset("h100-sxm-80gb");
+  GpuSpec gpu         = gpu_preset("h100-sxm-80gb");
   const GpuProfile& p = *gpu.profile;
   for (GemmPass pass : {GemmPass::forward, GemmPass::input_grad, GemmPass::weight_grad})
     CHECK(p.gemm_time(Dtype::fp16, gpu.peak(Dtype::fp16), pass, 2048, 4096, 4096) ==
@@ -263,8 +263,8 @@ TEST_CASE("a_torch_kernel_table_lands_in_the_families_the_replay_times_by", "[ca
   for (const Measurement& m : rows)
     benchmarks.insert(m.benchmark);
   CHECK(rows.size() == 88);
-  CHECK(benchmarks == std::set<std::string>{"elementwise", "elementwise.norm", "elementwise.activation",
-                                            "elementwise.residual"});
+  CHECK(benchmarks ==
+        std::set<std::string>{"elementwise", "elementwise.norm", "elementwise.activation", "elementwise.residual"});
 }
 
 TEST_CASE("calibrate_help_lists_the_path_from_measure_to_a_spec_and_every_verb_has_help", "[calibration][cli]")
@@ -285,9 +285,9 @@ TEST_CASE("bad_calibration_input_is_one_line_and_exit_2", "[calibration][cli]")
   std::string meas = temp_path("pass.csv");
   write_file(meas, "gpu,benchmark,dtype,m,n,k,time_s,layer,pass\nh100-sxm-80gb,gemm,bf16,1,2,3,1e-5,x,forward\n");
   std::string profile = temp_path("pass.yaml");
-  for (const std::string& args : {"calibrate fit " + meas + " -o " + profile,
-                                  "calibrate fit " + meas + " --exclude gemm:fp17 -o " + profile,
-                                  "calibrate fit " + meas + " -o " + meas}) {
+  for (const std::string& args :
+       {"calibrate fit " + meas + " -o " + profile, "calibrate fit " + meas + " --exclude gemm:fp17 -o " + profile,
+        "calibrate fit " + meas + " -o " + meas}) {
     CliResult r = run_cli(args);
     INFO(args << ": " << r.err);
     CHECK(r.exit_code == 2);
@@ -300,12 +300,13 @@ TEST_CASE("bad_calibration_input_is_one_line_and_exit_2", "[calibration][cli]")
   write_file(broken, "gpu: h100-sxm-80gb\ngemm_tables:\n  bf16: |\n    fwd 1024 1024 | 1 2 4 | 1e-5 1e-5 1e-5\n"
                      "    fwd 2048 1024 | 1 2 | 1e-5\n");
   std::string spec = temp_path("broken-table-spec.yaml");
-  write_file(spec, "hardware: {node: dgx-h100, gpus_per_node: 1, profile: " + broken + "}\n" + "model: {preset: gpt2}\n" +
-                       "training: {seq_len: 256, global_batch: 1, micro_batch: 1}\n");
+  write_file(spec, "hardware: {node: dgx-h100, gpus_per_node: 1, profile: " + broken + "}\n" +
+                       "model: {preset: gpt2}\n" + "training: {seq_len: 256, global_batch: 1, micro_batch: 1}\n");
   CliResult r = run_cli("run " + spec);
   CHECK(r.exit_code == 2);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  CHECK(r.err.find("gemm_tables.bf16 line 2: expected at least two token counts and a time for each") != std::string::npos);
+  CHECK(r.err.find("gemm_tables.bf16 line 2: expected at least two token counts and a time for each") !=
+        std::string::npos);
 }
 
 TEST_CASE("calibrate_check_residuals_give_every_rows_prediction", "[calibration][cli]")
@@ -327,7 +328,7 @@ TEST_CASE("calibrate_check_residuals_give_every_rows_prediction", "[calibration]
   REQUIRE(lines.size() == 3);
   CHECK(lines[0] == "gpu,benchmark,dtype,pass,layer,m,n,k,ranks,ranks_per_node,bytes,time_s,predicted_s,error");
   std::vector<std::string> f = split_csv_line(lines[1]);
-  double predicted = std::stod(f[12]);
+  double predicted           = std::stod(f[12]);
   CHECK(std::stod(f[13]) == Approx(predicted / 1e-4 - 1).epsilon(1e-6));
 }
 

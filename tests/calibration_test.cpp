@@ -1,13 +1,13 @@
 // Calibration: the measurement CSV, the importers, the fitted models and their error on
 // points held out of the fit, and bad calibration input. The measured data are Vidur's
 // and LLMCompass's published A100/H100 profiles (calibration/data, MIT and BSD-3).
-#include "hwmodels/profile/GemmModel.hpp"
+#include "base/TextFile.hpp"
 #include "calibration/Measurement.hpp"
 #include "calibration/fit/ProfileFit.hpp"
-#include "hwmodels/Catalog.hpp"
-#include "tests/TestHelpers.hpp"
-#include "base/TextFile.hpp"
 #include "calibration/importers/Importer.hpp"
+#include "hwmodels/Catalog.hpp"
+#include "hwmodels/profile/GemmModel.hpp"
+#include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -52,9 +52,9 @@ CheckLine gemm_held_out(const std::string& dir, const std::string& gpu)
   std::vector<Measurement> check_rows =
       only(import("vidur-compute", "vidur/compute/" + dir + "/Llama-2-70b-hf-mlp.csv", gpu), "gemm");
   GpuProfile p;
-  p.gpu             = gpu;
+  p.gpu               = gpu;
   p.gemm[Dtype::fp16] = fit_gemm(fit_rows, spec, Dtype::fp16);
-  size_t skipped = 0;
+  size_t skipped      = 0;
   return line_of(check_profile(p, check_rows, skipped), "gemm:fp16");
 }
 
@@ -115,13 +115,13 @@ TEST_CASE("memory_bound_kernels_fitted_per_family_on_llama2_7b_predict_llama2_70
   // H100 10.0 / 5.9 / 5.1 / 3.7 %. One curve over all of them missed by 27-47 % (A100)
   // and 22-47 % (H100): an add streams at ~1.8 TB/s and an RMSNorm at ~0.7 on the A100.
   for (const auto& [dir, gpu] : {std::pair{"a100", "a100-sxm4-80gb"}, std::pair{"h100", "h100-sxm-80gb"}}) {
-    std::string folder = std::string("vidur/compute/") + dir;
+    std::string folder                  = std::string("vidur/compute/") + dir;
     std::vector<Measurement> fit_rows   = import("vidur-compute", folder + "/Llama-2-7b-hf-mlp.csv", gpu);
     std::vector<Measurement> check_rows = import("vidur-compute", folder + "/Llama-2-70b-hf-mlp.csv", gpu);
-    GpuProfile p = fit_profile(fit_rows, gpu_preset(gpu), "test");
-    GpuProfile one = p;
+    GpuProfile p                        = fit_profile(fit_rows, gpu_preset(gpu), "test");
+    GpuProfile one                      = p;
     one.elementwise_families.clear(); // every family on the curve over all kernels
-    size_t skipped = 0;
+    size_t skipped                   = 0;
     std::vector<CheckLine> by_family = check_profile(p, check_rows, skipped);
     std::vector<CheckLine> by_one    = check_profile(one, check_rows, skipped);
     for (KernelFamily f : {KernelFamily::norm, KernelFamily::rope, KernelFamily::activation, KernelFamily::residual}) {
@@ -160,12 +160,13 @@ TEST_CASE("an_all_reduce_fitted_by_regime_predicts_another_measurement_within_8_
 {
   // Fitted on Vidur's 4-GPU NVLink all-reduces of an A100 DGX (2 KiB - 1 GiB), checked
   // on LLMCompass's independent 4 x A100 NVLink measurement (8 B - 16 GiB).
-  GpuSpec spec = gpu_preset("a100-sxm4-80gb");
+  GpuSpec spec                   = gpu_preset("a100-sxm4-80gb");
   std::vector<Measurement> vidur = import("vidur-network", "vidur/network/a100_dgx/all_reduce.csv", spec.id);
-  GpuProfile p = fit_profile(vidur, spec, "test");
-  std::vector<Measurement> llmcompass = import("llmcompass-allreduce", "llmcompass/allreduce_A100_4gpu_nvlink.csv", spec.id);
+  GpuProfile p                   = fit_profile(vidur, spec, "test");
+  std::vector<Measurement> llmcompass =
+      import("llmcompass-allreduce", "llmcompass/allreduce_A100_4gpu_nvlink.csv", spec.id);
   size_t skipped = 0;
-  CheckLine l = line_of(check_profile(p, llmcompass, skipped), "all_reduce 4x4");
+  CheckLine l    = line_of(check_profile(p, llmcompass, skipped), "all_reduce 4x4");
   INFO("median " << l.median_error);
   CHECK(l.points == 32);
   CHECK(l.median_error <= 0.08);
@@ -191,7 +192,8 @@ TEST_CASE("a_send_recv_curve_fitted_on_every_other_size_predicts_the_sizes_betwe
     for (const Measurement& m : import("vidur-network", std::string("vidur/network/") + dir + "/send_recv.csv", gpu))
       if (m.ranks_per_node == 2)
         in_node.push_back(m);
-    std::sort(in_node.begin(), in_node.end(), [](const Measurement& a, const Measurement& b) { return a.bytes < b.bytes; });
+    std::sort(in_node.begin(), in_node.end(),
+              [](const Measurement& a, const Measurement& b) { return a.bytes < b.bytes; });
     std::vector<Measurement> fit_rows, check_rows;
     for (size_t i = 0; i < in_node.size(); ++i)
       (i % 2 == 0 ? fit_rows : check_rows).push_back(in_node[i]);
@@ -216,7 +218,7 @@ TEST_CASE("the_a100_40gb_profile_is_the_80gb_fit_with_memory_bound_bandwidths_sc
   REQUIRE(a80g.profile);
   CHECK(a40g.profile->derived_from == "a100-sxm4-80gb");
   CHECK(a80g.profile->derived_from.empty());
-  const double ratio = 1358.0 / 1794.0;
+  const double ratio   = 1358.0 / 1794.0;
   const GemmModel& g40 = a40g.profile->gemm.at(Dtype::fp16);
   const GemmModel& g80 = a80g.profile->gemm.at(Dtype::fp16);
   CHECK(g40.bandwidth == Approx(g80.bandwidth * ratio).epsilon(1e-12));
@@ -248,10 +250,13 @@ TEST_CASE("the_nccl_tests_importer_reads_ranks_hosts_sizes_and_out_of_place_time
       "#  Rank  1 Group  0 Pid  102 on     node1 device  1 [0x0f] NVIDIA A100-SXM4-80GB\n"
       "#  Rank  2 Group  0 Pid  201 on     node2 device  0 [0x07] NVIDIA A100-SXM4-80GB\n"
       "#  Rank  3 Group  0 Pid  202 on     node2 device  1 [0x0f] NVIDIA A100-SXM4-80GB\n"
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n"
       "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
-      "           8             2     float     sum      -1    36.73    0.00    0.00      0    35.88    0.00    0.00      0\n"
-      "        1024           256     float     sum      -1    40.50    0.03    0.04      0    40.10    0.03    0.04      0\n"
+      "           8             2     float     sum      -1    36.73    0.00    0.00      0    35.88    0.00    0.00   "
+      "   0\n"
+      "        1024           256     float     sum      -1    40.50    0.03    0.04      0    40.10    0.03    0.04   "
+      "   0\n"
       "# Avg bus bandwidth    : 0.02\n";
   auto rows = importer_registry().make("nccl-tests", ImportRequest{"run.txt", text, "a100-sxm4-80gb"});
   REQUIRE(rows.size() == 2);
@@ -294,7 +299,7 @@ TEST_CASE("bad_calibration_input_is_one_line_and_exit_code_2", "[calibration][er
     std::string path = temp_path(c.name);
     write_file(path, c.text);
     std::string out = temp_path("profile_" + c.name + ".yaml");
-    CliResult r = run_cli("calibrate fit " + path + " -o " + out);
+    CliResult r     = run_cli("calibrate fit " + path + " -o " + out);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Catch::Contains(c.name) && Catch::Contains(c.expect));
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);

@@ -3,8 +3,8 @@
 // every link's bytes and busy time must equal the op-by-op replay's (relative
 // difference <= 1e-9), on the examples and on DAGs built to defeat each rule.
 #include "base/ChildPool.hpp"
-#include "tests/ReplayDigest.hpp"
 #include "sim/Simulation.hpp"
+#include "tests/ReplayDigest.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -44,7 +44,8 @@ void add_kernels_and_all_reduces(OpDag& dag, int count, double bytes)
   int32_t pair = dag.add_group({gpu0, gpu1});
   for (int i = 0; i < count; ++i) {
     dag.add(kernel_op(gpu0, 1e9, 1e6, "k" + std::to_string(i)));
-    dag.add(collective_op(gpu0, StreamKind::compute, CollectiveKind::all_reduce, pair, bytes, "ar" + std::to_string(i)));
+    dag.add(
+        collective_op(gpu0, StreamKind::compute, CollectiveKind::all_reduce, pair, bytes, "ar" + std::to_string(i)));
   }
 }
 
@@ -165,7 +166,7 @@ TEST_CASE("an_unbalanced_pipeline_coalesces_to_the_same_step", "[coalescing]")
   ExperimentSpec spec = parse_spec("hardware: {node: dgx-a100, gpus_per_node: 4}\nmodel: {preset: gpt2}\n"
                                    "training: {seq_len: 512, global_batch: 16, micro_batch: 1, pp: 4}\n",
                                    "test.yaml", "");
-  auto [a, b] = both_replays(spec);
+  auto [a, b]         = both_replays(spec);
   require_same_replay(a, b);
   CHECK(a.activities < b.activities);
 }

@@ -1,7 +1,7 @@
 // Collectives decomposed into flows, against the ring all-reduce formula
 // T = 2(n-1)/n * S/B + 2(n-1) * alpha (Patarasuk & Yuan 2009; NCCL's ring).
-#include "sim/Simulation.hpp"
 #include "hwmodels/profile/GpuProfile.hpp"
+#include "sim/Simulation.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -15,7 +15,8 @@ namespace {
 
 Op all_reduce(int32_t group, double bytes)
 {
-  return collective_op({DeviceKind::gpu, 0, 0}, StreamKind::comm, CollectiveKind::all_reduce, group, bytes, "allreduce");
+  return collective_op({DeviceKind::gpu, 0, 0}, StreamKind::comm, CollectiveKind::all_reduce, group, bytes,
+                       "allreduce");
 }
 
 std::vector<DeviceRef> gpus(int nodes, int per_node)
@@ -32,13 +33,13 @@ std::vector<DeviceRef> gpus(int nodes, int per_node)
 TEST_CASE("ring_all_reduce_of_s_bytes_over_n_gpus_takes_2_n_minus_1_over_n_s_over_b_plus_latencies", "[collectives]")
 {
   // 8 GPUs on an NVSwitch: B = 400 GB/s per direction, alpha = 2 us per hop.
-  const int n = 8;
+  const int n    = 8;
   const double S = 1e9, B = 400e9, alpha = 2e-6;
   ClusterSpec c = hand_cluster(n, GpuFabric::nvswitch, 2);
   for (const char* algorithm : {"ring", "bulk_ring", "auto"}) {
     OpDag dag;
     dag.add(all_reduce(dag.add_group(gpus(1, n)), S));
-    RunResult r = replay_in_child(c, dag, {.collective_algorithm = algorithm});
+    RunResult r     = replay_in_child(c, dag, {.collective_algorithm = algorithm});
     double expected = 2.0 * (n - 1) / n * S / B + 2 * (n - 1) * alpha; // 4.375 ms + 28 us
     INFO(algorithm);
     CHECK(record(r, "allreduce").end == Approx(expected).epsilon(1e-12));
@@ -49,19 +50,19 @@ TEST_CASE("hierarchical_all_reduce_scatters_in_node_reduces_per_rail_and_gathers
 {
   // 2 nodes x 2 GPUs, NVLink 400 GB/s (2 us per hop) inside; across, each GPU's own
   // 25 GB/s NIC (rail), route latency 1 us (pcie) + 1 (nic) + 1 (switch) + 1 (nic) + 1 (pcie).
-  ClusterSpec c       = hand_cluster(2, GpuFabric::nvswitch, 2);
-  c.nodes             = 2;
-  c.node.nics         = 2;
-  c.node.nic_bw       = 25e9;
+  ClusterSpec c        = hand_cluster(2, GpuFabric::nvswitch, 2);
+  c.nodes              = 2;
+  c.node.nics          = 2;
+  c.node.nic_bw        = 25e9;
   c.node.nic_latency_s = 2e-6;
-  c.switch_latency_s  = 1e-6;
+  c.switch_latency_s   = 1e-6;
   const double S = 1e9, g = 2, N = 2;
   OpDag dag;
   dag.add(all_reduce(dag.add_group(gpus(2, 2)), S));
-  RunResult r = replay_in_child(c, dag, {.collective_algorithm = "hierarchical"});
-  double intra = (g - 1) * (S / g / 400e9 + 2e-6);          // reduce-scatter, then all-gather
-  double inter = 5e-6 + 2 * (N - 1) / N * (S / g) / 25e9;   // bulk ring of the S/g shard per rail
-  double extra_latency = (2 * (N - 1) - 1) * 5e-6;           // the ring's other step latencies
+  RunResult r          = replay_in_child(c, dag, {.collective_algorithm = "hierarchical"});
+  double intra         = (g - 1) * (S / g / 400e9 + 2e-6);        // reduce-scatter, then all-gather
+  double inter         = 5e-6 + 2 * (N - 1) / N * (S / g) / 25e9; // bulk ring of the S/g shard per rail
+  double extra_latency = (2 * (N - 1) - 1) * 5e-6;                // the ring's other step latencies
   CHECK(record(r, "allreduce").end == Approx(2 * intra + inter + extra_latency).epsilon(1e-12));
 }
 
@@ -142,11 +143,11 @@ TEST_CASE("a_zero3_step_on_one_node_starts_the_flows_of_its_replayed_gpu_only", 
                                    "model: {layers: 2, hidden: 1024, heads: 16, vocab: 1024, max_seq_len: 512}\n"
                                    "training: {seq_len: 512, global_batch: 16, micro_batch: 1, zero: 3}\n",
                                    "test.yaml", "");
-  OpDag dag   = build_workload(spec);
+  OpDag dag           = build_workload(spec);
   // Mirrored orbits (OrbitFold.hpp) off in both: the unfolded rings would run as one flow.
   RunResult a = replay_in_child(spec.cluster, dag, {.collective_algorithm = "bulk_ring", .mirror_orbits = false});
-  RunResult b = replay_in_child(spec.cluster, dag,
-                                {.collective_algorithm = "bulk_ring", .fold_collectives = false, .mirror_orbits = false});
+  RunResult b = replay_in_child(
+      spec.cluster, dag, {.collective_algorithm = "bulk_ring", .fold_collectives = false, .mirror_orbits = false});
   std::set<std::string> nvlink;
   for (const LinkResult& l : a.links)
     if (l.name.find("nvlink") != std::string::npos)
@@ -166,9 +167,9 @@ namespace {
 // One all-reduce of `bytes` over the 8 GPUs of a catalog node, with its shipped profile.
 double catalog_all_reduce(const std::string& node, double bytes)
 {
-  ExperimentSpec spec = parse_spec("hardware: {node: " + node +
-                                       "}\nmodel: {preset: gpt2}\ntraining: {seq_len: 128, global_batch: 8}\n",
-                                   "test.yaml", "");
+  ExperimentSpec spec =
+      parse_spec("hardware: {node: " + node + "}\nmodel: {preset: gpt2}\ntraining: {seq_len: 128, global_batch: 8}\n",
+                 "test.yaml", "");
   OpDag dag;
   dag.add(all_reduce(dag.add_group(gpus(1, 8)), bytes));
   RunResult r = replay_in_child(spec.cluster, dag, {.collective_algorithm = "auto"});
@@ -247,12 +248,12 @@ TEST_CASE("an_ep32_decode_dispatch_and_combine_on_h800_nodes_stay_within_15_perc
                                    "training: {seq_len: 128, global_batch: 32}\n",
                                    "test.yaml", "");
   OpDag dag;
-  int32_t ep   = dag.add_group(gpus(4, 8));
+  int32_t ep = dag.add_group(gpus(4, 8));
   const DeviceRef g0{DeviceKind::gpu, 0, 0};
   const double buffer = 128.0 * 8 * 7168;
   OpId d = dag.add(collective_op(g0, StreamKind::comm, CollectiveKind::all_to_all, ep, buffer, "dispatch"));
   dag.add(collective_op(g0, StreamKind::comm, CollectiveKind::all_to_all, ep, 2 * buffer, "combine"), {d});
-  RunResult r = replay_in_child(spec.cluster, dag, {.collective_algorithm = "auto"});
+  RunResult r     = replay_in_child(spec.cluster, dag, {.collective_algorithm = "auto"});
   double dispatch = record(r, "dispatch").end - record(r, "dispatch").start;
   double combine  = record(r, "combine").end - record(r, "combine").start;
   // memwall: 161 and 317 us, 12 and 9 % under the pure-RDMA kernels, 4 and 16 % over

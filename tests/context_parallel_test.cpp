@@ -36,7 +36,9 @@ TEST_CASE("cp_splits_queries_but_each_attends_over_the_whole_sequence", "[cp]")
   OpDag one = spec_workload(spec(1, 1)), two = spec_workload(spec(2, 2));
   // Attention core: 2 x 2 b s_q s_k h FLOPs; s_q halves, s_k stays: half per rank.
   const double s = 8192, h = 1024;
-  auto core = [](const OpDag& d) { return op_sum(d, "L0.fwd.attn", OpKind::kernel, true) - op_sum(d, "L0.fwd.attn.", OpKind::kernel, true); };
+  auto core = [](const OpDag& d) {
+    return op_sum(d, "L0.fwd.attn", OpKind::kernel, true) - op_sum(d, "L0.fwd.attn.", OpKind::kernel, true);
+  };
   CHECK(core(one) == Approx(4 * s * s * h));
   CHECK(core(two) == Approx(4 * (s / 2) * s * h));
   // GEMMs on half the tokens.
@@ -54,7 +56,7 @@ TEST_CASE("cp_gathers_k_and_v_before_attention_and_reduces_their_gradients_after
   // Each rank receives (cp - 1) / cp of a gather: on 2 GPUs of an NVSwitch that is half
   // of it per gather on each GPU's NVLink (2 layers x 2 gathers, 2 layers x 1 reduce-scatter).
   nlohmann::json j = run_json("cp2-links", spec(2, 2));
-  double down = 0;
+  double down      = 0;
   for (const auto& l : j["links"])
     if (l["name"] == "node0.gpu0.nvlink.down")
       down = l["bytes"].get<double>();
@@ -79,7 +81,7 @@ TEST_CASE("a_pipeline_stage_under_cp_sends_only_its_share_of_the_sequence", "[cp
   std::string yaml = "hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {layers: 2, hidden: 1024, heads: 8, "
                      "kv_heads: 2, vocab: 4096, max_seq_len: 8192, mlp: swiglu, dropout: false}\n"
                      "training: {seq_len: 8192, global_batch: 1, micro_batch: 1, pp: 2, cp: 2}\n";
-  OpDag dag = spec_workload(yaml);
+  OpDag dag        = spec_workload(yaml);
   CHECK(op_sum(dag, "pp.send_act.", OpKind::copy, false) == 4096.0 * 1024 * 2);
   CHECK(op_sum(dag, "pp.send_grad.", OpKind::copy, false) == 4096.0 * 1024 * 2);
 }

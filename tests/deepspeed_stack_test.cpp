@@ -2,9 +2,9 @@
 // partition_parameters.py gather parameters (tensor by tensor, small ones persistent,
 // released by the reuse distance), what its 2021 per-parameter collectives cost the
 // host, and the step against Megatron SC'21 Table 2's ZeRO-3 runs.
-#include "workloads/model/ModelPresets.hpp"
 #include "sim/Simulation.hpp"
 #include "tests/TestHelpers.hpp"
+#include "workloads/model/ModelPresets.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
 #include <catch2/catch.hpp>
@@ -26,7 +26,8 @@ std::string tiny(const std::string& deepspeed)
   return "hardware: {node: dgx-a100, gpus_per_node: 2}\n"
          "model: {layers: 3, hidden: 128, heads: 4, ffn_hidden: 512, vocab: 1000, max_seq_len: 64}\n"
          "training: {stack: deepspeed, zero: 3, seq_len: 64, global_batch: 2, micro_batch: 1, recompute: full,\n"
-         "  deepspeed: {stage3_param_persistence_threshold: 1000, " + deepspeed + "}}\n";
+         "  deepspeed: {stage3_param_persistence_threshold: 1000, " +
+         deepspeed + "}}\n";
 }
 
 // All-gathers issued for each block ("L0", "embed"), from their names "L0.use3.t2.all_gather".
@@ -49,7 +50,7 @@ TEST_CASE("a_megatron_deepspeed_gpt_layer_lists_its_twelve_parameter_tensors_in_
   // 3h), attention output (h x h, h), post-attention LayerNorm, h -> 4h (4h x h, 4h),
   // 4h -> h (h x 4h, h): 12 h^2 + 13 h elements.
   const double H = 12288;
-  ModelSpec m = model_preset("gpt3-175b");
+  ModelSpec m    = model_preset("gpt3-175b");
   TrainingConfig cfg;
   cfg.stack = "deepspeed", cfg.seq_len = 2048;
   BlockPlan b = training_stack_registry().make("deepspeed")->layer(m, step_shape(cfg), 0);
@@ -66,7 +67,7 @@ TEST_CASE("transformers_modules_under_deepspeed_list_each_nn_parameter_and_cast_
   // bias each. DeepSpeed's engine casts the model to bf16: no autocast casts.
   TrainingConfig cfg;
   cfg.stack = "deepspeed", cfg.seq_len = 1024, cfg.deepspeed.modules = "transformers";
-  auto stack = make_training_stack(cfg);
+  auto stack     = make_training_stack(cfg);
   const double H = 4096, F = 14336;
   BlockPlan llama = stack->layer(model_preset("llama-3-8b"), step_shape(cfg), 2);
   std::vector<double> expected{H, H * H, H * 1024, H * 1024, H * H, H, H * F, H * F, F * H};
@@ -118,7 +119,7 @@ TEST_CASE("per_parameter_collectives_cost_the_host_a_view_and_a_copy_per_rank_an
   // (8.9 us to issue): 2 ranks x 14.2 us per call. Calls: the 30 gathers counted above,
   // and a reduce-scatter per tensor of the one micro-batch: embed 2 + 3 layers x 12 +
   // the final LayerNorm 2 = 40.
-  OpDag dag = spec_workload(tiny("stage3_max_reuse_distance: 200000, per_parameter_collectives: true"));
+  OpDag dag   = spec_workload(tiny("stage3_max_reuse_distance: 200000, per_parameter_collectives: true"));
   double host = 0;
   for (OpId id = dag.first_id(); id < dag.size(); ++id)
     if (dag.op(id).kind == OpKind::host_compute)
@@ -151,7 +152,8 @@ TEST_CASE("overlap_comm_moves_deepspeeds_gathers_off_the_compute_stream", "[stac
   CHECK(overlap[StreamKind::gather] == serial[StreamKind::compute]);
 }
 
-TEST_CASE("zero3_at_scale_comes_within_15_percent_of_sc21_table_2_and_falls_with_scale", "[stack][deepspeed][validation]")
+TEST_CASE("zero3_at_scale_comes_within_15_percent_of_sc21_table_2_and_falls_with_scale",
+          "[stack][deepspeed][validation]")
 {
   // Narayanan et al., SC'21, Table 2: ZeRO-3 without model parallelism, the 174.6B GPT,
   // global batch 1536: 144, 88, 44 TFLOP/s per GPU at 384, 768, 1536 A100s, counted as
@@ -178,8 +180,9 @@ TEST_CASE("zero3_at_scale_comes_within_15_percent_of_sc21_table_2_and_falls_with
 TEST_CASE("the_deepspeed_section_and_stack_refuse_what_they_do_not_run", "[stack][deepspeed][errors]")
 {
   const std::string hw = "hardware: {node: dgx-a100, gpus_per_node: 2}\nmodel: {preset: gpt2}\n";
-  CHECK_THAT(refused("ds_megatron", hw + "training: {seq_len: 256, global_batch: 2, deepspeed: {overlap_comm: true}}\n"),
-             Catch::Contains("training.deepspeed") && Catch::Contains("stack megatron"));
+  CHECK_THAT(
+      refused("ds_megatron", hw + "training: {seq_len: 256, global_batch: 2, deepspeed: {overlap_comm: true}}\n"),
+      Catch::Contains("training.deepspeed") && Catch::Contains("stack megatron"));
   CHECK_THAT(refused("ds_typo", hw + "training: {stack: deepspeed, seq_len: 256, global_batch: 2, "
                                      "deepspeed: {overlap_com: true}}\n"),
              Catch::Contains("overlap_com") && Catch::Contains("overlap_comm"));

@@ -29,9 +29,9 @@ TEST_CASE("moe_folding_puts_etp_ranks_together_and_ep_ranks_etp_apart", "[moe][e
 {
   // tp 2 x dp 4 on 8 GPUs of one node: rank r = t + 2 d is GPU r.
   TrainingConfig c;
-  c.tp = 2;
-  c.dp = 4;
-  c.ep = 4;
+  c.tp  = 2;
+  c.dp  = 4;
+  c.ep  = 4;
   c.etp = 1; // experts whole: ranks 0..3 form the ep group, 0 and 4 hold the same experts
   ParallelLayout one(c, 8);
   CHECK(one.ep_group(0) == std::vector<DeviceRef>{gpu(0), gpu(1), gpu(2), gpu(3)});
@@ -86,9 +86,7 @@ TEST_CASE("an_etp_1_rank_holds_its_experts_whole_and_shards_their_states_over_ed
   CHECK(wa - wb == Approx(3 * h * f * e));
   // ZeRO-1 fp32 states (master, m, v: 12 bytes) of the experts over edp: etp 1 shards
   // 2 whole experts over 2 ranks, etp 2 two halves over 1: the same 3 h f x 12 bytes.
-  auto states = [](const nlohmann::json& j) {
-    return j["devices"][0]["peak_by_category"]["optimizer"].get<double>();
-  };
+  auto states = [](const nlohmann::json& j) { return j["devices"][0]["peak_by_category"]["optimizer"].get<double>(); };
   CHECK(states(a) == Approx(states(b)));
 }
 

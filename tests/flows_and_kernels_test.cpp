@@ -82,10 +82,10 @@ TEST_CASE("a_kernels_time_is_the_max_of_its_compute_and_hbm_terms_plus_overhead"
   OpId k1 = dag.add(kernel_op(gpu0, 2e12, GB, "compute_bound"));
   // Memory-bound: 0.2 TFLOP = 1 ms against 8 GB at 2 TB/s = 4 ms.
   dag.add(kernel_op(gpu0, 0.2e12, 8 * GB, "memory_bound"), {k1});
-  RunResult r = replay_in_child(c, dag, {});
+  RunResult r           = replay_in_child(c, dag, {});
   const double overhead = 5e-6;
-  const auto& a = record(r, "compute_bound");
-  const auto& b = record(r, "memory_bound");
+  const auto& a         = record(r, "compute_bound");
+  const auto& b         = record(r, "memory_bound");
   CHECK(a.end - a.start == Approx(overhead + 2e12 / 200e12).epsilon(1e-12));
   CHECK(b.end - b.start == Approx(overhead + 8 * GB / 2e12).epsilon(1e-12));
 }
@@ -95,8 +95,8 @@ TEST_CASE("two_concurrent_memory_bound_kernels_share_hbm_bandwidth", "[kernels]"
   ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
   OpDag dag;
   // Different streams, so they run together: each gets 1 TB/s of the 2 TB/s HBM.
-  Op a = kernel_op(gpu0, 0, 4 * GB, "a");
-  Op b = kernel_op(gpu0, 0, 4 * GB, "b");
+  Op a     = kernel_op(gpu0, 0, 4 * GB, "a");
+  Op b     = kernel_op(gpu0, 0, 4 * GB, "b");
   b.stream = StreamKind::comm;
   dag.add(a);
   dag.add(b);
@@ -125,9 +125,9 @@ TEST_CASE("a_replay_that_stalls_on_a_dependency_cycle_says_so_and_when", "[flows
   OpId a = dag.add(copy_op(gpu0, StreamKind::h2d, cpu0, gpu0, GB, "a"));
   OpId b = dag.add(copy_op(gpu0, StreamKind::h2d, cpu0, gpu0, GB, "b"));
   dag.depend(a, b);
-  CHECK_THROWS_WITH(replay_in_child(c, dag, {}),
-                    Catch::Contains("2 of 2 ops never ran") && Catch::Contains("dependency cycle") &&
-                        Catch::Contains("simulated time 0.0"));
+  CHECK_THROWS_WITH(replay_in_child(c, dag, {}), Catch::Contains("2 of 2 ops never ran") &&
+                                                     Catch::Contains("dependency cycle") &&
+                                                     Catch::Contains("simulated time 0.0"));
 }
 
 TEST_CASE("a_pageable_copy_runs_at_the_slower_of_the_link_and_the_staging_memcpy", "[flows][offload]")
@@ -160,12 +160,12 @@ TEST_CASE("host_copies_take_the_profiles_measured_copy_curves_where_it_has_them"
   //                                                   copy, staging included)
   //   h2d pageable, no curve: the staging model, max(0.001 + 40, 93.46) ms
   auto time_of = [](bool pageable, bool h2d) {
-    ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
-    auto p        = std::make_shared<GpuProfile>();
-    p->gpu        = c.node.gpu.id;
+    ClusterSpec c                     = hand_cluster(1, GpuFabric::pcie, 1);
+    auto p                            = std::make_shared<GpuProfile>();
+    p->gpu                            = c.node.gpu.id;
     p->copies["h2d_pinned"].regimes   = {Regime{INFINITY, 10e-6, 12e9}};
     p->copies["d2h_pageable"].regimes = {Regime{INFINITY, 20e-6, 8e9}};
-    c.node.gpu.profile = p;
+    c.node.gpu.profile                = p;
     OpDag dag;
     dag.add(h2d ? host_copy_op(gpu0, StreamKind::h2d, cpu0, gpu0, GB, "c", !pageable)
                 : host_copy_op(gpu0, StreamKind::d2h, gpu0, cpu0, GB, "c", !pageable));

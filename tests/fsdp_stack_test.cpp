@@ -2,9 +2,9 @@
 // with and without torchtitan's per-op activation checkpointing, counted by hand from
 // autograd; what FSDP moves (bf16 all-gathers, fp32 reduce-scatters) and holds (fp32
 // shards); and the step against torchtitan's published runs on 64 A100s.
-#include "workloads/model/ModelPresets.hpp"
 #include "sim/Simulation.hpp"
 #include "tests/TestHelpers.hpp"
+#include "workloads/model/ModelPresets.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
 #include <catch2/catch.hpp>
@@ -39,7 +39,7 @@ TEST_CASE("a_titan_llama_layer_keeps_what_autograd_saves_by_hand", "[stack][fsdp
   // the two residual sums, the next norms' inputs (2 x Thc). Rotary keeps only
   // freqs_cis, repeat_kv nothing.
   double expected = 2 * 4 * T + 2 * T * h * c + 4 * T * q * c + 4 * T * heads + 4 * T * f * c + 2 * T * h * c;
-  double kept = 0;
+  double kept     = 0;
   for (const KernelPlan& k : titan_layer().kernels)
     kept += k.saved_bytes;
   CHECK(kept == Approx(expected).epsilon(1e-12));
@@ -51,8 +51,8 @@ TEST_CASE("torchtitans_per_op_checkpointing_keeps_the_input_and_every_other_matm
   // w3, w2: wq, wv, w1, w2) and SDPA's output and log-sum-exp; the checkpoint keeps the
   // layer's input. Everything else is recomputed: the norms, rotary, repeat_kv, wk, wo,
   // w3, SiLU and the product.
-  double expected = T * h * c + T * q * c + T * kv * c + T * f * c + T * h * c + T * q * c + 4 * T * heads;
-  double kept = 0;
+  double expected      = T * h * c + T * q * c + T * kv * c + T * f * c + T * h * c + T * q * c + 4 * T * heads;
+  double kept          = 0;
   int recomputed_gemms = 0;
   for (const KernelPlan& k : titan_layer().kernels) {
     kept += k.kept_under_selective();
@@ -69,10 +69,10 @@ TEST_CASE("fsdp_gathers_bf16_parameters_twice_and_reduce_scatters_fp32_gradients
   // backward (resharded after forward) at 2 B a parameter, its gradients reduce-scattered
   // at 4 B; every rank holds 4 B of weights per parameter over dp. Llama 3 8B has
   // 8,030,261,248 parameters (Meta's release).
-  const double P = 8030261248.0;
-  OpDag dag = build_workload(parse_spec(h100x8 + "training: {stack: fsdp, seq_len: 2048, global_batch: 8, "
-                                                 "micro_batch: 1}\n",
-                                        "test.yaml", ""));
+  const double P  = 8030261248.0;
+  OpDag dag       = build_workload(parse_spec(h100x8 + "training: {stack: fsdp, seq_len: 2048, global_batch: 8, "
+                                                             "micro_batch: 1}\n",
+                                              "test.yaml", ""));
   double gathered = 0, scattered = 0, weights = 0;
   for (OpId id = dag.first_id(); id < dag.size(); ++id) {
     const Op& op = dag.op(id);
@@ -99,7 +99,7 @@ TEST_CASE("torchtitans_published_64_a100_runs_come_within_8_percent_on_average",
     double published;
   };
   double sum = 0;
-  int n = 0;
+  int n      = 0;
   for (const Run& run : {Run{"torchtitan-llama3-8b-op", 2973}, Run{"torchtitan-llama3-70b-full", 331},
                          Run{"torchtitan-llama2-13b-none", 2162}, Run{"torchtitan-llama2-13b-op", 1904},
                          Run{"torchtitan-llama2-70b-op", 355}, Run{"torchtitan-llama2-70b-full", 353}}) {
@@ -134,9 +134,10 @@ TEST_CASE("the_fsdp_stack_refuses_what_torchtitans_fsdp_path_does_not_run", "[st
 {
   const std::string t = "training: {stack: fsdp, seq_len: 2048, global_batch: 8, ";
   CHECK_THAT(refused("fsdp_tp", h100x8 + t + "tp: 2}\n"), Catch::Contains("training.tp") && Catch::Contains("fsdp"));
-  CHECK_THAT(refused("fsdp_zero", h100x8 + t + "zero: 1}\n"), Catch::Contains("training.zero") && Catch::Contains("zero 3"));
+  CHECK_THAT(refused("fsdp_zero", h100x8 + t + "zero: 1}\n"),
+             Catch::Contains("training.zero") && Catch::Contains("zero 3"));
   CHECK_THAT(refused("fsdp_fp16", h100x8 + t + "precision: fp16}\n"), Catch::Contains("training.precision"));
   CHECK_THAT(refused("fsdp_gpt2", "hardware: {node: dgx-h100}\nmodel: {preset: gpt2}\n"
-                                          "training: {stack: fsdp, seq_len: 1024, global_batch: 8}\n"),
+                                  "training: {stack: fsdp, seq_len: 1024, global_batch: 8}\n"),
              Catch::Contains("training.stack") && Catch::Contains("Llama 3"));
 }

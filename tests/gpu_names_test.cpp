@@ -20,9 +20,9 @@ TEST_CASE("device_names_of_real_gpus_map_to_their_catalog_ids", "[catalog][names
       {"NVIDIA H100 80GB HBM3", 85017493504, "h100-sxm-80gb"}, // the shared H100 trace and gpubench
       {"NVIDIA H100 80GB HBM3", 0, "h100-sxm-80gb"},
       {"NVIDIA H100 PCIe", 85520809984, "h100-pcie-80gb"},
-      {"NVIDIA H100 NVL", 99857989632, ""},                    // 94 GB part: not in the catalog
+      {"NVIDIA H100 NVL", 99857989632, ""}, // 94 GB part: not in the catalog
       {"NVIDIA H800", 85520809984, "h800-sxm-80gb"},
-      {"NVIDIA H200", 150109880320, "h200-sxm-141gb"},         // gpubench on the measured H200
+      {"NVIDIA H200", 150109880320, "h200-sxm-141gb"}, // gpubench on the measured H200
       {"NVIDIA H200 NVL", 0, "h200-nvl"},
       {"NVIDIA B200", 0, "b200"},
       {"NVIDIA GB200", 0, "gb200"},

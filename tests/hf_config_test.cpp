@@ -1,10 +1,10 @@
 // Hugging Face config.json fixtures (tests/data/hf_configs, from the released models'
 // model cards) against the parameter counts their authors publish, and the MoE and MLA
 // presets against hand counts written out term by term.
-#include "workloads/model/HfConfigReader.hpp"
 #include "base/InputError.hpp"
-#include "workloads/model/ModelPresets.hpp"
 #include "tests/TestHelpers.hpp"
+#include "workloads/model/HfConfigReader.hpp"
+#include "workloads/model/ModelPresets.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -13,7 +13,10 @@ using namespace memwall::test;
 
 namespace {
 
-ModelSpec fixture(const std::string& name) { return read_hf_config(source_path("tests/data/hf_configs/" + name + "/config.json")); }
+ModelSpec fixture(const std::string& name)
+{
+  return read_hf_config(source_path("tests/data/hf_configs/" + name + "/config.json"));
+}
 
 } // namespace
 
@@ -64,7 +67,8 @@ TEST_CASE("deepseek_v3_counts_mla_shared_and_routed_experts_as_its_report", "[mo
   ModelSpec m = model_preset("deepseek-v3");
   // MLA by hand (h 7168, 128 heads): W^DQ 7168*1536, its norm 1536, W^UQ 1536*128*192,
   // W^DKV+W^KR 7168*(512+64), its norm 512, W^UK+W^UV 512*128*(128+128), W^O 16384*7168.
-  const double attn = 7168.0 * 1536 + 1536 + 1536.0 * 128 * 192 + 7168.0 * 576 + 512 + 512.0 * 128 * 256 + 16384.0 * 7168;
+  const double attn =
+      7168.0 * 1536 + 1536 + 1536.0 * 128 * 192 + 7168.0 * 576 + 512 + 512.0 * 128 * 256 + 16384.0 * 7168;
   CHECK(attn == 187107328.0);
   CHECK(m.attention_params() == attn);
   const double dense_mlp = 3.0 * 7168 * 18432, expert = 3.0 * 7168 * 2048, router = 256.0 * 7168 + 256;
@@ -95,11 +99,11 @@ TEST_CASE("moe_presets_match_their_published_active_counts_to_the_digits_given",
     const char* id;
     double published, unit;
   };
-  const Case cases[] = {{"mixtral-8x7b", 12.9e9, 0.1e9},  {"mixtral-8x22b", 39e9, 1e9},
-                        {"deepseek-v3", 37e9, 1e9},        {"qwen3-30b-a3b", 3.3e9, 0.1e9},
-                        {"qwen3-235b-a22b", 22e9, 1e9},    {"gpt-oss-120b", 5.13e9, 0.01e9}};
+  const Case cases[] = {{"mixtral-8x7b", 12.9e9, 0.1e9}, {"mixtral-8x22b", 39e9, 1e9},
+                        {"deepseek-v3", 37e9, 1e9},      {"qwen3-30b-a3b", 3.3e9, 0.1e9},
+                        {"qwen3-235b-a22b", 22e9, 1e9},  {"gpt-oss-120b", 5.13e9, 0.01e9}};
   for (const Case& c : cases) {
-    ModelSpec m = model_preset(c.id);
+    ModelSpec m   = model_preset(c.id);
     double active = m.active_params() - (m.published_active_without_embedding ? m.embedding_params() : 0.0);
     INFO(c.id << ": active " << active << " vs " << c.published << " (" << m.published_source << ")");
     CHECK(m.published_active == c.published);
@@ -115,8 +119,8 @@ TEST_CASE("mla_stores_the_latent_and_the_rotary_key_per_token_and_layer", "[mode
   // DeepSeek-V2 §2.1.2: (d_c + d_h^R) = 512 + 64 elements per token and layer, against
   // 2 n_h d_h = 2 * 128 * 128 = 32,768 for multi-head attention of the same heads.
   CHECK(m.kv_elements_per_token() == 576.0);
-  ModelSpec mha = m;
-  mha.mla = MlaSpec{};
+  ModelSpec mha         = m;
+  mha.mla               = MlaSpec{};
   mha.head_dim_override = 128;
   CHECK(mha.kv_elements_per_token() == 32768.0);
 }

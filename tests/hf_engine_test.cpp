@@ -18,8 +18,9 @@ namespace {
 std::string llama_spec(const std::string& engine, int batch, int prompt, int output)
 {
   return "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: llama-3-8b}\n"
-         "inference: {engine: " + engine + ", weight_dtype: bf16, batch: " + std::to_string(batch) +
-         ", prompt_len: " + std::to_string(prompt) + ", output_len: " + std::to_string(output) + "}\n";
+         "inference: {engine: " +
+         engine + ", weight_dtype: bf16, batch: " + std::to_string(batch) + ", prompt_len: " + std::to_string(prompt) +
+         ", output_len: " + std::to_string(output) + "}\n";
 }
 
 struct OpRow {
@@ -34,7 +35,7 @@ std::vector<OpRow> run_ops(const std::string& name, const std::string& yaml)
   write_file(spec, yaml);
   REQUIRE(run_cli("run " + spec + " -o " + h5 + " --ops all").exit_code == 0);
   H5::H5File f(h5, H5F_ACC_RDONLY);
-  H5::Group g = f.openGroup("/ops");
+  H5::Group g                    = f.openGroup("/ops");
   std::vector<std::string> names = memwall::read_texts(g, "name"), kinds = memwall::read_texts(g, "kind");
   std::vector<double> bytes = memwall::read_numbers(g, "bytes"), start = memwall::read_numbers(g, "start_s"),
                       end = memwall::read_numbers(g, "end_s");
@@ -89,7 +90,7 @@ TEST_CASE("hf_generate_has_no_kv_budget_and_runs_out_of_memory_where_vllm_batche
   // (32 layers x 2 x 8 x 128 x 2 B a token) beside 16.1 GB of bf16 weights: more than the
   // H100's 79.65 GiB. generate() takes the whole batch and grows its DynamicCache until an
   // allocation fails; vLLM sizes its KV pool first and admits the sequences that fit in it.
-  nlohmann::json hf = run_json("hf_oom", llama_spec("hf", 128, 4544, 64));
+  nlohmann::json hf   = run_json("hf_oom", llama_spec("hf", 128, 4544, 64));
   nlohmann::json vllm = run_json("vllm_admits", llama_spec("vllm", 128, 4544, 64));
   CHECK(hf["fits"] == false);
   CHECK(vllm["fits"] == true);
@@ -104,7 +105,7 @@ TEST_CASE("an_hf_prefill_moves_more_bytes_than_vllms_fused_one_and_takes_longer"
   // The same 8 x 1,024-token prefill: eager's norms go through fp32 copies, rotary,
   // SiLU and the residual adds each read and write the stream on their own; vLLM fuses
   // them into its GEMMs. Its first token comes later.
-  nlohmann::json hf = run_json("hf_prefill", llama_spec("hf", 8, 1024, 1));
+  nlohmann::json hf   = run_json("hf_prefill", llama_spec("hf", 8, 1024, 1));
   nlohmann::json vllm = run_json("vllm_prefill", llama_spec("vllm", 8, 1024, 1));
   CHECK(hf["ttft_s"]["mean"].get<double>() > vllm["ttft_s"]["mean"].get<double>());
 }

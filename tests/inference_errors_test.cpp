@@ -111,9 +111,11 @@ TEST_CASE("a_trace_token_count_past_the_limit_is_refused_not_an_endless_run", "[
 {
   // 9223372036854775807 made prompt + output overflow to a negative context, which
   // passed the max_model_len check; the run never ended.
-  std::string err = refused_inference("trace_huge_tokens", "trace: trace_huge_tokens.csv",
-                                      "arrival_time,prompt_tokens,output_tokens\n0.0,12,30\n0.5,9223372036854775807,30\n");
-  CHECK_THAT(err, Catch::Contains("trace_huge_tokens.csv:3:") && Catch::Contains("exceeds the limit of 100000000 tokens"));
+  std::string err =
+      refused_inference("trace_huge_tokens", "trace: trace_huge_tokens.csv",
+                        "arrival_time,prompt_tokens,output_tokens\n0.0,12,30\n0.5,9223372036854775807,30\n");
+  CHECK_THAT(err,
+             Catch::Contains("trace_huge_tokens.csv:3:") && Catch::Contains("exceeds the limit of 100000000 tokens"));
 }
 
 TEST_CASE("a_trace_arrival_beyond_any_calendar_is_refused", "[errors][inference][robustness]")

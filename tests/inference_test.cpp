@@ -1,9 +1,9 @@
 // Inference: KV-cache sizes, the decode roofline, paged against contiguous KV, and
 // preemption, all from replayed serving runs.
-#include "workloads/inference/InferenceKernels.hpp"
-#include "sim/Simulation.hpp"
 #include "analysis/StepReport.hpp"
+#include "sim/Simulation.hpp"
 #include "tests/TestHelpers.hpp"
+#include "workloads/inference/InferenceKernels.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -42,7 +42,8 @@ TEST_CASE("a_gqa_model_with_8_kv_heads_of_32_needs_a_quarter_of_the_mha_kv", "[i
 {
   auto run = [](int kv_heads) {
     return simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 1}\n"
-                         "model: {layers: 8, hidden: 4096, heads: 32, kv_heads: " + std::to_string(kv_heads) +
+                         "model: {layers: 8, hidden: 4096, heads: 32, kv_heads: " +
+                         std::to_string(kv_heads) +
                          ", ffn_hidden: 11008, vocab: 32000, max_seq_len: 4096, mlp: swiglu}\n"
                          "inference: {batch: 4, prompt_len: 1000, output_len: 24}\n"),
                     true);
@@ -64,9 +65,9 @@ TEST_CASE("a_batch_1_decode_takes_weights_plus_kv_bytes_over_hbm_bandwidth", "[i
   //   KV             (512 + j) tokens x 819,200 B at decode step j = 1..64, mean
   //                  (512 + 32.5) x 819,200      =                     0.4461e9 B
   // (25.3755 + 0.3277 + 0.4461)e9 / 1.555e12 = 16.82 ms per output token.
-  RunResult r = simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: llama-2-13b}\n"
-                              "inference: {batch: 1, prompt_len: 512, output_len: 65}\n"),
-                         true);
+  RunResult r     = simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: llama-2-13b}\n"
+                                      "inference: {batch: 1, prompt_len: 512, output_len: 65}\n"),
+                             true);
   double expected = (40 * 634388480.0 + 32000 * 5120 * 2.0 + (512 + 32.5) * 819200.0) / (4096 * 22016 * 2.0 / 0.116e-3);
   double tpot     = report_json(r)["tpot_s"]["mean"].get<double>();
   CHECK(tpot == Approx(expected).epsilon(0.05));
@@ -85,11 +86,12 @@ TEST_CASE("paged_kv_wastes_under_4_percent_where_contiguous_reservation_wastes_m
                          "inference:\n  poisson: {rate: 20, requests: 300, seed: 3,\n"
                          "    prompt_len: {dist: exponential, mean: 161, min: 4, max: 1024},\n"
                          "    output_len: {dist: exponential, mean: 338, min: 4, max: 1024}}\n"
-                         "  max_model_len: 2048\n  kv_manager: " + manager + "\n"),
+                         "  max_model_len: 2048\n  kv_manager: " +
+                         manager + "\n"),
                     true);
   };
   RunResult paged = run("paged"), contiguous = run("contiguous");
-  double paged_used = report_json(paged)["kv_utilization"].get<double>();
+  double paged_used      = report_json(paged)["kv_utilization"].get<double>();
   double contiguous_used = report_json(contiguous)["kv_utilization"].get<double>();
   INFO("paged " << paged_used << ", contiguous " << contiguous_used);
   CHECK(1 - paged_used < 0.04);
@@ -109,9 +111,10 @@ TEST_CASE("with_too_little_kv_memory_continuous_batching_preempts_and_still_fini
     INFO(mode);
     RunResult r = simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: llama-2-7b}\n"
                                 "inference: {poisson: {rate: 1000, requests: 16, prompt_len: 128, output_len: 256},\n"
-                                "  gpu_memory_utilization: 0.19, preemption: " + mode + "}\n"),
+                                "  gpu_memory_utilization: 0.19, preemption: " +
+                                mode + "}\n"),
                            true);
-    auto j = report_json(r);
+    auto j      = report_json(r);
     CHECK(j["kv_capacity_tokens"].get<int64_t>() < 5500);
     CHECK(j["preemptions"].get<int64_t>() > 0);
     CHECK(j["requests_completed"] == 16);
@@ -131,7 +134,8 @@ TEST_CASE("a_shared_system_prompt_is_held_once_in_paged_kv", "[inference][kv]")
   auto run = [](int prefix) {
     return simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
                          "inference: {poisson: {rate: 1000000, requests: 8, prompt_len: 528, output_len: 16},"
-                         " shared_prefix: " + std::to_string(prefix) + "}\n"),
+                         " shared_prefix: " +
+                         std::to_string(prefix) + "}\n"),
                     true);
   };
   RunResult alone = run(0), shared = run(512);

@@ -48,10 +48,10 @@ TEST_CASE("a_gpt_layer_launches_megatrons_kernels_forward_and_backward", "[inven
   // Forward: layer norm, QKV GEMM (+bias), QK^T, fused scale-mask-softmax, dropout, AV,
   // the context made contiguous, projection GEMM, bias-dropout-add, layer norm, MLP up
   // GEMM, bias-GeLU, MLP down GEMM, bias-dropout-add.
-  CHECK(names(kernels(dag, "L0.fwd.")) ==
-        std::set<std::string>{"ln1", "qkv", "attn.qk", "attn.softmax", "attn.dropout", "attn.av",
-                              "attn.context_permute", "proj", "attn.residual", "ln2", "mlp.up", "mlp.act", "mlp.down",
-                              "mlp.residual"});
+  CHECK(names(kernels(dag, "L0.fwd.")) == std::set<std::string>{"ln1", "qkv", "attn.qk", "attn.softmax", "attn.dropout",
+                                                                "attn.av", "attn.context_permute", "proj",
+                                                                "attn.residual", "ln2", "mlp.up", "mlp.act", "mlp.down",
+                                                                "mlp.residual"});
   // Backward adds a bias gradient per linear layer and the sum of the two gradients of
   // each residual-stream tensor that feeds both a norm and a residual add.
   std::set<std::string> bwd = names(kernels(dag, "L0.bwd."));
@@ -66,7 +66,7 @@ TEST_CASE("bias_dropout_add_moves_3_activations_and_a_byte_mask_and_its_backward
   // the sum and a 1-byte mask: (3 x 2 + 1) B each; backward reads gradient and mask and
   // writes the gradient: (2 x 2 + 1) B each. The gradient sum reads 2 and writes 1.
   const double elems = 512.0 * 1024;
-  OpDag dag = workload(gpt);
+  OpDag dag          = workload(gpt);
   CHECK(kernels(dag, "L0.fwd.").at("attn.residual") == Approx(7 * elems));
   CHECK(kernels(dag, "L0.bwd.").at("attn.residual") == Approx(5 * elems));
   CHECK(kernels(dag, "L0.bwd.").at("ln1.grad_sum") == Approx(6 * elems));
@@ -81,7 +81,7 @@ TEST_CASE("the_fp32_cross_entropy_passes_over_the_logits_six_times_forward_and_t
   // the target logits (read and write 4 B per token over 3 small tensors: 12 B).
   // Backward: scale the kept softmax (4 + 4), cast back to fp16 (4 + 2) = 14 B each.
   const double T = 512, N = T * 4096;
-  OpDag dag = workload(gpt);
+  OpDag dag  = workload(gpt);
   double fwd = 0, bwd = 0;
   for (const auto& [name, bytes] : kernels(dag, "head.fwd.loss."))
     fwd += bytes;
@@ -103,7 +103,7 @@ TEST_CASE("megatrons_fp16_optimizer_moves_40_bytes_per_parameter_and_bf16_36", "
   //   zero the gradients                            write 2          = 2
   // Layer of h = 1024: 12 h^2 + 13 h parameters (Narayanan et al. 2021, §3).
   const double params = 12.0 * 1024 * 1024 + 13 * 1024;
-  auto per_param = [&](const std::string& precision) {
+  auto per_param      = [&](const std::string& precision) {
     std::string yaml = gpt;
     yaml.replace(yaml.find("precision: fp16"), 15, "precision: " + precision);
     double total = 0;
@@ -121,8 +121,8 @@ TEST_CASE("a_llama_layer_has_rotary_plain_residual_adds_and_no_bias_gradients", 
   OpDag dag = workload("hardware: {node: dgx-a100, gpus_per_node: 1}\n"
                        "model: {preset: llama-2-7b, layers: 1}\n"
                        "training: {seq_len: 512, global_batch: 1, micro_batch: 1}\n");
-  auto fwd = kernels(dag, "L0.fwd.");
-  auto bwd = kernels(dag, "L0.bwd.");
+  auto fwd  = kernels(dag, "L0.fwd.");
+  auto bwd  = kernels(dag, "L0.bwd.");
   CHECK(fwd.count("attn.rope") == 1);
   // No dropout: the residual add reads 2 and writes 1 activation; its backward is free.
   CHECK(fwd.at("mlp.residual") == Approx(3 * 512.0 * 4096 * 2));

@@ -20,7 +20,7 @@ TEST_CASE("an_event_timed_profile_takes_its_event_overhead_off_every_launch", "[
   // measurement the events' and the launch's: a memory-bound kernel of 1 MB on a curve
   // of 4 us + bytes / 2 TB/s holds the stream 3 us + 0.5 us; a backward GEMM (two
   // launches of 2 us each by its models) 2 x 1 us of overhead.
-  auto p = std::make_shared<GpuProfile>();
+  auto p              = std::make_shared<GpuProfile>();
   p->gpu              = "test";
   p->event_overhead_s = 1e-6;
   p->elementwise.regimes.push_back({std::numeric_limits<double>::infinity(), 4e-6, 2e12});
@@ -29,20 +29,21 @@ TEST_CASE("an_event_timed_profile_takes_its_event_overhead_off_every_launch", "[
   g.launch_s = 2e-6, g.bandwidth = 1e12, g.blend = 1, g.k_overhead = 0;
   for (GemmPass pass : {GemmPass::forward, GemmPass::input_grad, GemmPass::weight_grad})
     p->gemm_passes[{Dtype::bf16, pass}] = g;
-  GpuSpec gpu = gpu_preset("h100-sxm-80gb");
-  gpu.profile = p;
+  GpuSpec gpu                 = gpu_preset("h100-sxm-80gb");
+  gpu.profile                 = p;
   gpu.peak_flops[Dtype::bf16] = 100e12;
-  Op ew = memwall::kernel_op(DeviceRef{}, KernelClass::elementwise, Dtype::bf16, 0, 1e6, 0, "add");
+  Op ew          = memwall::kernel_op(DeviceRef{}, KernelClass::elementwise, Dtype::bf16, 0, 1e6, 0, "add");
   KernelTiming t = kernel_timing(gpu, ew);
   CHECK(t.overhead_s == Approx(3e-6).epsilon(1e-12));
   CHECK(t.total_s(1e6) == Approx(3.5e-6).epsilon(1e-12));
-  Op bwd   = memwall::kernel_op(DeviceRef{}, KernelClass::gemm, Dtype::bf16, 2 * 2.0 * 512 * 4096 * 1024, 0, 0, "b");
+  Op bwd    = memwall::kernel_op(DeviceRef{}, KernelClass::gemm, Dtype::bf16, 2 * 2.0 * 512 * 4096 * 1024, 0, 0, "b");
   bwd.shape = gemm_shape(512, 4096, 1024);
   bwd.pass  = GemmPass::backward;
   CHECK(kernel_timing(gpu, bwd).overhead_s == Approx(2 * 2e-6 - 2 * 1e-6).epsilon(1e-12));
 }
 
-TEST_CASE("the_shipped_h100_profile_holds_a_stream_as_long_as_back_to_back_small_kernels_of_its_trace", "[calibration][measured]")
+TEST_CASE("the_shipped_h100_profile_holds_a_stream_as_long_as_back_to_back_small_kernels_of_its_trace",
+          "[calibration][measured]")
 {
   // In the recorded HF step on an H100 (tests/data/traces/h100-llama1b-hf-train.json.gz),
   // back-to-back kernels under 2 us each start 2.78 us apart (median of 150 pairs). The
@@ -50,12 +51,13 @@ TEST_CASE("the_shipped_h100_profile_holds_a_stream_as_long_as_back_to_back_small
   // from its event-timed curve less its event overhead: within 5 % of that.
   GpuSpec gpu = gpu_preset("h100-sxm-80gb");
   REQUIRE(gpu.profile->event_overhead_s == Approx(1.02e-6));
-  Op add    = memwall::kernel_op(DeviceRef{}, KernelClass::elementwise, Dtype::bf16, 0, 24576, 0, "add");
+  Op add     = memwall::kernel_op(DeviceRef{}, KernelClass::elementwise, Dtype::bf16, 0, 24576, 0, "add");
   add.family = KernelFamily::residual;
   CHECK(kernel_timing(gpu, add).total_s(24576) == Approx(2.78e-6).epsilon(0.05));
 }
 
-TEST_CASE("calibrate_fit_writes_the_event_overhead_and_launch_gap_it_is_given_and_refuses_negative_ones", "[calibration][measured]")
+TEST_CASE("calibrate_fit_writes_the_event_overhead_and_launch_gap_it_is_given_and_refuses_negative_ones",
+          "[calibration][measured]")
 {
   std::string meas = temp_path("eo.csv"), profile = temp_path("eo.yaml");
   write_file(meas, "gpu,benchmark,dtype,m,n,k,ranks,ranks_per_node,bytes,flops,time_s,samples,source\n"
@@ -83,11 +85,11 @@ TEST_CASE("a_host_paced_kernel_holds_the_gpu_for_its_own_time_without_the_launch
   // gap: 1.29 us, inside that range.
   GpuSpec gpu = gpu_preset("h100-sxm-80gb");
   REQUIRE(gpu.profile->launch_gap_s == Approx(1.57e-6));
-  Op add     = memwall::kernel_op(DeviceRef{}, KernelClass::elementwise, Dtype::bf16, 0, 24576, 0, "add");
-  add.family = KernelFamily::residual;
-  double busy = kernel_timing(gpu, add).total_s(24576);
+  Op add         = memwall::kernel_op(DeviceRef{}, KernelClass::elementwise, Dtype::bf16, 0, 24576, 0, "add");
+  add.family     = KernelFamily::residual;
+  double busy    = kernel_timing(gpu, add).total_s(24576);
   add.host_paced = true;
-  double own = kernel_timing(gpu, add).total_s(24576);
+  double own     = kernel_timing(gpu, add).total_s(24576);
   CHECK(busy - own == Approx(1.57e-6).epsilon(1e-9));
   CHECK(own >= 1.15e-6);
   CHECK(own <= 1.63e-6);

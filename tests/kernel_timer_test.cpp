@@ -13,7 +13,7 @@ namespace {
 Op kernel(KernelClass kclass, double flops, double bytes, GemmShape shape = {},
           KernelFamily family = KernelFamily::generic)
 {
-  Op op    = kernel_op(DeviceRef{}, kclass, Dtype::bf16, flops, bytes, flops, "k");
+  Op op     = kernel_op(DeviceRef{}, kclass, Dtype::bf16, flops, bytes, flops, "k");
   op.shape  = shape;
   op.family = family;
   return op;
@@ -82,11 +82,11 @@ TEST_CASE("a_norm_kernel_takes_the_profiles_norm_curve_and_a_kernel_of_no_family
   // last regime; the same bytes in a dropout (no family) in the curve over all kernels.
   GpuSpec a100 = gpu_preset("a100-sxm4-80gb");
   REQUIRE(a100.profile);
-  const double B = 2.0 * 8192 * 6144 * 2;
+  const double B     = 2.0 * 8192 * 6144 * 2;
   const Regime& norm = a100.profile->elementwise_families.at(KernelFamily::norm).regime(B);
   const Regime& all  = a100.profile->elementwise.regime(B);
-  KernelTiming n = kernel_timing(a100, kernel(KernelClass::elementwise, 0, B, {}, KernelFamily::norm));
-  KernelTiming d = kernel_timing(a100, kernel(KernelClass::elementwise, 0, B));
+  KernelTiming n     = kernel_timing(a100, kernel(KernelClass::elementwise, 0, B, {}, KernelFamily::norm));
+  KernelTiming d     = kernel_timing(a100, kernel(KernelClass::elementwise, 0, B));
   CHECK(n.total_s(B) == Approx(norm.latency_s + B / norm.bandwidth).epsilon(1e-12));
   CHECK(d.total_s(B) == Approx(all.latency_s + B / all.bandwidth).epsilon(1e-12));
   // Vidur's RMSNorm streams at about 0.69 TB/s, all its memory-bound kernels together

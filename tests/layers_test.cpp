@@ -25,27 +25,32 @@ const std::map<std::string, int> layer_rank = {
 };
 
 struct Include {
-  std::string file;   // the including file, from the root
+  std::string file; // the including file, from the root
   int line = 0;
   std::string target; // as written between the quotes
 };
 
-std::vector<Include> quoted_includes(const fs::path& root) {
+std::vector<Include> quoted_includes(const fs::path& root)
+{
   static const std::regex include_re(R"re(^\s*#\s*include\s+"([^"]+)")re");
   std::vector<Include> out;
   for (const auto& [layer, rank] : layer_rank) {
     (void)rank;
-    if (!fs::exists(root / layer)) continue;
+    if (!fs::exists(root / layer))
+      continue;
     for (const auto& entry : fs::recursive_directory_iterator(root / layer)) {
       const std::string ext = entry.path().extension().string();
-      if (!entry.is_regular_file() || (ext != ".hpp" && ext != ".cpp" && ext != ".cu" && ext != ".in")) continue;
+      if (!entry.is_regular_file() || (ext != ".hpp" && ext != ".cpp" && ext != ".cu" && ext != ".in"))
+        continue;
       const std::string rel = fs::relative(entry.path(), root).generic_string();
-      if (rel.starts_with("tests/data/") || rel.starts_with("tests/golden/")) continue;
+      if (rel.starts_with("tests/data/") || rel.starts_with("tests/golden/"))
+        continue;
       std::ifstream in(entry.path());
       std::string text;
       for (int n = 1; std::getline(in, text); ++n) {
         std::smatch m;
-        if (std::regex_search(text, m, include_re)) out.push_back({rel, n, m[1].str()});
+        if (std::regex_search(text, m, include_re))
+          out.push_back({rel, n, m[1].str()});
       }
     }
   }
@@ -57,7 +62,8 @@ std::string first_component(const std::string& path) { return path.substr(0, pat
 std::string where(const Include& inc) { return inc.file + ":" + std::to_string(inc.line) + " includes " + inc.target; }
 
 // One line per include that breaks a rule of DESIGN.md §1.
-std::vector<std::string> layering_violations(const fs::path& root) {
+std::vector<std::string> layering_violations(const fs::path& root)
+{
   std::vector<std::string> out;
   for (const Include& inc : quoted_includes(root)) {
     const std::string from = first_component(inc.file), to = first_component(inc.target);
@@ -69,28 +75,32 @@ std::vector<std::string> layering_violations(const fs::path& root) {
       out.push_back(where(inc) + ": " + from + " may not include " + to);
     // An impl/ folder's files are private to the concern that registers them.
     const auto impl = inc.target.find("/impl/");
-    if (impl != std::string::npos && !inc.file.starts_with(inc.target.substr(0, impl + 1)) &&
-        from != "tests" && from != "bench")
+    if (impl != std::string::npos && !inc.file.starts_with(inc.target.substr(0, impl + 1)) && from != "tests" &&
+        from != "bench")
       out.push_back(where(inc) + ": an implementation is reached through its registry");
   }
   return out;
 }
 
-fs::path planted_tree(const std::string& name) {
+fs::path planted_tree(const std::string& name)
+{
   const fs::path root = memwall::test::temp_path(name);
   fs::remove_all(root);
-  for (const char* dir : {"base", "sim/collective/impl", "sim/replay", "analysis"}) fs::create_directories(root / dir);
-  for (const char* file : {"base/Quantity.hpp", "sim/collective/impl/Ring.hpp", "sim/replay/Replayer.hpp",
-                           "analysis/StepReport.hpp"})
+  for (const char* dir : {"base", "sim/collective/impl", "sim/replay", "analysis"})
+    fs::create_directories(root / dir);
+  for (const char* file :
+       {"base/Quantity.hpp", "sim/collective/impl/Ring.hpp", "sim/replay/Replayer.hpp", "analysis/StepReport.hpp"})
     std::ofstream(root / file) << "#pragma once\n";
   return root;
 }
 
 } // namespace
 
-TEST_CASE("no_include_in_the_source_runs_up_the_layers_or_into_an_impl_folder") {
+TEST_CASE("no_include_in_the_source_runs_up_the_layers_or_into_an_impl_folder")
+{
   const std::vector<std::string> found = layering_violations(memwall::test::source_path(""));
-  for (const std::string& v : found) UNSCOPED_INFO(v);
+  for (const std::string& v : found)
+    UNSCOPED_INFO(v);
   CHECK(found.empty());
   // The check read the source: the engine's include of its replay is among what it saw.
   bool saw_engine = false;
@@ -99,13 +109,14 @@ TEST_CASE("no_include_in_the_source_runs_up_the_layers_or_into_an_impl_folder") 
   CHECK(saw_engine);
 }
 
-TEST_CASE("the_layer_check_refuses_an_upward_include_a_bare_name_and_a_foreign_impl_header") {
+TEST_CASE("the_layer_check_refuses_an_upward_include_a_bare_name_and_a_foreign_impl_header")
+{
   const fs::path root = planted_tree("layers_planted");
   std::ofstream(root / "sim/replay/Replayer.cpp") << "#include \"sim/replay/Replayer.hpp\"\n"
-                                                    "#include \"base/Quantity.hpp\"\n"
-                                                    "#include \"analysis/StepReport.hpp\"\n" // up a layer
-                                                    "#include \"Replayer.hpp\"\n"            // bare name
-                                                    "#include \"sim/collective/impl/Ring.hpp\"\n";
+                                                     "#include \"base/Quantity.hpp\"\n"
+                                                     "#include \"analysis/StepReport.hpp\"\n" // up a layer
+                                                     "#include \"Replayer.hpp\"\n"            // bare name
+                                                     "#include \"sim/collective/impl/Ring.hpp\"\n";
   std::ofstream(root / "sim/collective/impl/Ring.cpp") << "#include \"sim/collective/impl/Ring.hpp\"\n";
   const std::vector<std::string> found = layering_violations(root);
   REQUIRE(found.size() == 3);
@@ -115,7 +126,8 @@ TEST_CASE("the_layer_check_refuses_an_upward_include_a_bare_name_and_a_foreign_i
                     "through its registry");
 }
 
-TEST_CASE("the_engine_library_links_neither_analysis_nor_calibration_nor_the_program") {
+TEST_CASE("the_engine_library_links_neither_analysis_nor_calibration_nor_the_program")
+{
   // sim/CMakeLists.txt names what memwall_sim and its implementations link.
   const std::string cmake = memwall::test::read_file(memwall::test::source_path("sim/CMakeLists.txt"));
   REQUIRE(cmake.find("add_library(memwall_sim STATIC") != std::string::npos);

@@ -14,7 +14,8 @@ namespace {
 // GPT-2 medium: 24 layers, 16 heads; one DGX A100 (8 GPUs).
 std::string refused_training(const std::string& name, const std::string& training)
 {
-  std::string yaml = "hardware: {node: dgx-a100}\nmodel: {preset: gpt2-medium}\ntraining: {seq_len: 512, " + training + "}\n";
+  std::string yaml =
+      "hardware: {node: dgx-a100}\nmodel: {preset: gpt2-medium}\ntraining: {seq_len: 512, " + training + "}\n";
   std::string spec = temp_path(name + ".yaml");
   std::string h5   = temp_path(name + ".h5");
   write_file(spec, yaml);
@@ -71,7 +72,8 @@ TEST_CASE("the_interleaved_schedule_needs_virtual_stages_and_a_multiple_of_pp_mi
 {
   CHECK_THAT(refused_training("interleaved_v1", "pp: 2, pipeline_schedule: interleaved, global_batch: 8"),
              Catch::Contains("needs virtual_stages >= 2"));
-  CHECK_THAT(refused_training("interleaved_m", "pp: 4, dp: 2, pipeline_schedule: interleaved, virtual_stages: 2, global_batch: 12"),
+  CHECK_THAT(refused_training("interleaved_m",
+                              "pp: 4, dp: 2, pipeline_schedule: interleaved, virtual_stages: 2, global_batch: 12"),
              Catch::Contains("multiple of pp = 4"));
   CHECK_THAT(refused_training("virtual_1f1b", "pp: 2, virtual_stages: 2, global_batch: 8"),
              Catch::Contains("needs pipeline_schedule: interleaved"));
@@ -97,8 +99,9 @@ TEST_CASE("zero_stages_beyond_3_and_zero3_with_pipelines_are_refused", "[errors]
 
 TEST_CASE("offload_options_that_zero_cannot_honour_are_refused", "[errors][offload]")
 {
-  CHECK_THAT(refused_training("offload_params_zero2", "zero: 2, offload: {optimizer: cpu, params: cpu}, global_batch: 8"),
-             Catch::Contains("offload.params needs zero: 3"));
+  CHECK_THAT(
+      refused_training("offload_params_zero2", "zero: 2, offload: {optimizer: cpu, params: cpu}, global_batch: 8"),
+      Catch::Contains("offload.params needs zero: 3"));
   CHECK_THAT(refused_training("offload_zero0", "offload: {optimizer: cpu}, global_batch: 8"),
              Catch::Contains("needs zero >= 1"));
   CHECK_THAT(refused_training("offload_params_only", "zero: 3, offload: {params: nvme}, global_batch: 8"),

@@ -1,8 +1,8 @@
 // The breadth-first pipeline schedule (looped_bfs), added as one file in
 // workloads/training/schedule/impl/ and checked here against PyTorch's
 // ScheduleLoopedBFS order and the bubble and memory it implies.
-#include "sim/Simulation.hpp"
 #include "analysis/StepReport.hpp"
+#include "sim/Simulation.hpp"
 #include "tests/TestHelpers.hpp"
 #include "workloads/training/schedule/PipelineSchedule.hpp"
 
@@ -45,7 +45,7 @@ TEST_CASE("looped_bfs_runs_every_micro_batch_through_a_chunk_before_the_next_and
   const std::vector<PipelineSlot> by_hand = {{0, 0, true},  {1, 0, true},  {2, 0, true},  {0, 1, true},
                                              {1, 1, true},  {2, 1, true},  {2, 1, false}, {1, 1, false},
                                              {0, 1, false}, {2, 0, false}, {1, 0, false}, {0, 0, false}};
-  auto schedule = pipeline_schedule_registry().make("looped_bfs");
+  auto schedule                           = pipeline_schedule_registry().make("looped_bfs");
   for (int64_t stage : {0, 3}) {
     const std::vector<PipelineSlot> order = schedule->order(stage, 4, 2, 3);
     REQUIRE(order.size() == by_hand.size());

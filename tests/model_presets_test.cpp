@@ -1,8 +1,8 @@
 // Model presets and HuggingFace configs against published parameter counts.
-#include "workloads/model/HfConfigReader.hpp"
 #include "base/InputError.hpp"
-#include "workloads/model/ModelPresets.hpp"
 #include "tests/TestHelpers.hpp"
+#include "workloads/model/HfConfigReader.hpp"
+#include "workloads/model/ModelPresets.hpp"
 
 #include <catch2/catch.hpp>
 

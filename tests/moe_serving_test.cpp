@@ -1,9 +1,9 @@
 // Serving mixture-of-experts and multi-head latent attention models: the weights a
 // decode reads, the KV cache MLA keeps, against hand calculations.
-#include "workloads/model/ModelPresets.hpp"
 #include "tests/TestHelpers.hpp"
 #include "workloads/inference/InferenceKernels.hpp"
 #include "workloads/inference/kv/KvManager.hpp"
+#include "workloads/model/ModelPresets.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -30,8 +30,9 @@ TEST_CASE("a_decode_of_one_token_reads_only_its_k_experts_weights", "[moe][infer
   // FLOPs: the router and k experts, 2 per multiply-add.
   CHECK(one.layer.mlp.flops == Approx(2 * h * E + 2 * K * 3 * h * f));
   // The mean layer holds every expert.
-  CHECK(k.layer_weight_bytes() / e == Approx(m.attention_params() - 2 * 128 /* q/k norms: not read by GEMMs */ +
-                                             E * 3 * h * f + h * E).epsilon(1e-9));
+  CHECK(
+      k.layer_weight_bytes() / e ==
+      Approx(m.attention_params() - 2 * 128 /* q/k norms: not read by GEMMs */ + E * 3 * h * f + h * E).epsilon(1e-9));
 }
 
 TEST_CASE("mla_caches_576_elements_per_token_and_layer_on_every_tp_rank", "[mla][inference]")
@@ -41,7 +42,7 @@ TEST_CASE("mla_caches_576_elements_per_token_and_layer_on_every_tp_rank", "[mla]
   ModelSpec m = model_preset("deepseek-v3");
   for (int64_t tp : {1, 8}) {
     InferenceConfig c;
-    c.tp = tp;
+    c.tp       = tp;
     c.kv_dtype = c.act_dtype = c.weight_dtype = Dtype::bf16;
     CHECK(InferenceKernels(m, c).kv_bytes_per_token() == 61.0 * 576 * 2);
   }
@@ -79,16 +80,18 @@ TEST_CASE("expert_parallel_serving_moves_whole_experts_not_their_slices", "[moe]
   ModelSpec m = model_preset("mixtral-8x7b");
   InferenceConfig split, spread;
   split.tp = spread.tp = 4;
-  spread.ep = 4;
+  spread.ep            = 4;
   InferenceKernels a(m, split), b(m, spread);
   CHECK(a.layer_weight_bytes() == Approx(b.layer_weight_bytes()));
   IterationKernels ia = a.plan({{512, 0, true}}), ib = b.plan({{512, 0, true}});
   CHECK(ia.layer.mlp.flops == Approx(ib.layer.mlp.flops));
   CHECK(ia.layer.mlp.shape.n * 4 == ib.layer.mlp.shape.n);
   CHECK(ib.layer.mlp.shape.groups() == 2); // 512 tokens touch all 8 experts: 2 per GPU
-  CHECK_THAT(refused("ep-not-tp", "hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: mixtral-8x7b}\n"
-                                  "inference: {tp: 4, ep: 2, poisson: {rate: 50, requests: 10, seed: 5, prompt_len: 64, output_len: 8}}\n"),
-             Catch::Contains("inference.ep") && Catch::Contains("must be 1 or a multiple of tp = 4"));
+  CHECK_THAT(
+      refused("ep-not-tp",
+              "hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: mixtral-8x7b}\n"
+              "inference: {tp: 4, ep: 2, poisson: {rate: 50, requests: 10, seed: 5, prompt_len: 64, output_len: 8}}\n"),
+      Catch::Contains("inference.ep") && Catch::Contains("must be 1 or a multiple of tp = 4"));
 }
 
 TEST_CASE("a_sliding_window_layer_attends_to_its_window_only", "[inference][window]")
@@ -118,9 +121,10 @@ TEST_CASE("attention_data_parallel_sends_each_moe_layers_tokens_to_their_experts
   // T x 2 / 4 x 4096 x 2 bytes, of which it sends 3/4 to the other 3 GPUs each way:
   //   32 layers x 2 all-to-alls x (128 + 8) x 2 / 4 x 4096 x 2 x 3/4 = 26,738,688 bytes
   // through its NVLink port, up and down alike. Nothing else crosses NVLink (tp 1).
-  nlohmann::json j = run_json("ep4-dp-attention", "hardware: {node: dgx-h100, gpus_per_node: 4}\n"
-                                                  "model: {preset: mixtral-8x7b}\n"
-                                                  "inference: {tp: 1, ep: 4, batch: 8, prompt_len: 16, output_len: 2}\n");
+  nlohmann::json j =
+      run_json("ep4-dp-attention", "hardware: {node: dgx-h100, gpus_per_node: 4}\n"
+                                   "model: {preset: mixtral-8x7b}\n"
+                                   "inference: {tp: 1, ep: 4, batch: 8, prompt_len: 16, output_len: 2}\n");
   const double expected = 32.0 * 2 * (128 + 8) * 2 / 4 * 4096 * 2 * 3 / 4;
   CHECK(expected == 26738688.0);
   int seen = 0;
@@ -161,8 +165,8 @@ TEST_CASE("an_attention_data_parallel_group_runs_its_share_of_the_batch_and_its_
   CHECK(ib.layer.combine_bytes == ib.layer.dispatch_bytes);
   // FP8 weights run FP8 GEMMs: the tokens go out in FP8 (1 byte and a 4-byte scale per
   // 128 elements) and come back in 16 bits.
-  InferenceConfig f8 = four;
-  f8.weight_dtype    = Dtype::fp8;
+  InferenceConfig f8  = four;
+  f8.weight_dtype     = Dtype::fp8;
   IterationKernels i8 = InferenceKernels(m, f8).plan(batch);
   CHECK(i8.layer.dispatch_bytes == Approx(32 * h * 1.03125));
   CHECK(i8.layer.combine_bytes == Approx(32 * h * e));
@@ -172,7 +176,8 @@ TEST_CASE("an_attention_data_parallel_group_runs_its_share_of_the_batch_and_its_
   CHECK(a.layer_weight_bytes() - b.layer_weight_bytes() == Approx(expert_weights_one * 3 / 4));
 }
 
-TEST_CASE("pooled_attention_data_parallel_kv_keeps_a_sequence_in_one_group_and_a_prefix_in_each", "[inference][kv][a2a]")
+TEST_CASE("pooled_attention_data_parallel_kv_keeps_a_sequence_in_one_group_and_a_prefix_in_each",
+          "[inference][kv][a2a]")
 {
   // 4 groups of 1,000 slots each (blocks of 16: 992 usable each, 3,968 pooled). A
   // sequence may take one group's 992 at most; a shared prefix of 64 tokens is held by
@@ -183,7 +188,7 @@ TEST_CASE("pooled_attention_data_parallel_kv_keeps_a_sequence_in_one_group_and_a
   p.block_size      = 16;
   p.shared_prefix   = 64;
   p.groups          = 4;
-  auto kv = kv_manager_registry().make("paged", p);
+  auto kv           = kv_manager_registry().make("paged", p);
   CHECK(kv->capacity() == 3968);
   CHECK(kv->sequence_capacity() == 992);
   Sequence s;
@@ -208,7 +213,7 @@ TEST_CASE("sliding_window_layers_keep_only_their_windows_kv", "[inference][windo
   p.max_model_len   = 1 << 20;
   p.windowed_share  = 0.5;
   p.window          = 128;
-  auto paged = kv_manager_registry().make("paged", p);
+  auto paged        = kv_manager_registry().make("paged", p);
   CHECK(paged->slots_for(10000) == 5072);
   CHECK(paged->slots_for(100) == 112);
   CHECK(paged->held(10000) == 10000 - (10000 - 128) / 2); // token states stored
@@ -216,9 +221,10 @@ TEST_CASE("sliding_window_layers_keep_only_their_windows_kv", "[inference][windo
   // 73,728 bytes per token in fp16) served one 10,000-token prompt: after the prefill it
   // holds room for 10,001 tokens, 10,016 in the full layers' blocks and 144 in the
   // windowed: 10,016 - 0.5 x 9,872 = 5,080 slots, half what full attention would hold.
-  nlohmann::json j = run_json("gpt-oss-window", "hardware: {node: dgx-h100, gpus_per_node: 1}\n"
-                                                "model: {preset: gpt-oss-120b}\n"
-                                                "inference: {weight_dtype: fp4, batch: 1, prompt_len: 10000, output_len: 1}\n");
+  nlohmann::json j =
+      run_json("gpt-oss-window", "hardware: {node: dgx-h100, gpus_per_node: 1}\n"
+                                 "model: {preset: gpt-oss-120b}\n"
+                                 "inference: {weight_dtype: fp4, batch: 1, prompt_len: 10000, output_len: 1}\n");
   CHECK(j["kv_cache"]["bytes_per_token"] == 73728.0);
   CHECK(j["kv_cache"]["peak_reserved_bytes"].get<double>() == 5080.0 * 73728);
   CHECK(j["devices"][0]["peak_by_category"]["kv_cache"].get<double>() == 5080.0 * 73728);

@@ -1,10 +1,10 @@
 // Mixture-of-experts training: the FLOPs, all-to-all bytes, load imbalance and memory
 // of MoE layers under expert parallelism, against hand calculations written out
 // (Shazeer et al. 2017; Fedus et al. 2022; Megatron-Core's all-to-all dispatcher).
-#include "workloads/model/ExpertLoad.hpp"
 #include "sim/Simulation.hpp"
-#include "tests/TestHelpers.hpp"
 #include "sim/collective/RingSteps.hpp"
+#include "tests/TestHelpers.hpp"
+#include "workloads/model/ExpertLoad.hpp"
 
 #include <filesystem>
 #include <map>
@@ -29,17 +29,18 @@ std::string spec(const std::string& hardware, const std::string& model_extra, co
 
 TEST_CASE("moe_layer_forward_flops_per_token_are_k_experts_and_the_router", "[moe]")
 {
-  OpDag dag = spec_workload(spec("{node: dgx-h100, gpus_per_node: 1}", "", "global_batch: 1, micro_batch: 1"));
+  OpDag dag      = spec_workload(spec("{node: dgx-h100, gpus_per_node: 1}", "", "global_batch: 1, micro_batch: 1"));
   const double T = 1024, h = 512, f = 1024, E = 8, k = 2;
   // Per token: router h x E; each of k experts gate+up (h x 2f) and down (f x h); 2 FLOPs per MAC.
   const double router = 2 * h * E, expert = 2 * h * 2 * f + 2 * f * h;
   CHECK(op_sum(dag, "L0.fwd.moe.router", OpKind::kernel, true) == Approx(T * router));
-  CHECK(op_sum(dag, "L0.fwd.moe.experts.up", OpKind::kernel, true) + op_sum(dag, "L0.fwd.moe.experts.down", OpKind::kernel, true) ==
+  CHECK(op_sum(dag, "L0.fwd.moe.experts.up", OpKind::kernel, true) +
+            op_sum(dag, "L0.fwd.moe.experts.down", OpKind::kernel, true) ==
         Approx(T * k * expert));
   // Against the same model made dense with one MLP of inner size k x f: equal GEMM FLOPs.
   OpDag dense = spec_workload("hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {layers: 1, hidden: 512, heads: 8, "
-                         "vocab: 1024, max_seq_len: 1024, mlp: swiglu, ffn_hidden: 2048}\n"
-                         "training: {seq_len: 1024, global_batch: 1, micro_batch: 1}\n");
+                              "vocab: 1024, max_seq_len: 1024, mlp: swiglu, ffn_hidden: 2048}\n"
+                              "training: {seq_len: 1024, global_batch: 1, micro_batch: 1}\n");
   CHECK(op_sum(dense, "L0.fwd.mlp.up", OpKind::kernel, true) + op_sum(dense, "L0.fwd.mlp.down", OpKind::kernel, true) ==
         Approx(T * k * expert));
 }
@@ -47,7 +48,7 @@ TEST_CASE("moe_layer_forward_flops_per_token_are_k_experts_and_the_router", "[mo
 TEST_CASE("each_all_to_all_of_a_layer_carries_tokens_times_k_times_hidden_bytes", "[moe]")
 {
   // ep 8 on one DGX H100: each rank dispatches its T tokens' k copies (bf16) and gets them back.
-  OpDag dag = spec_workload(spec("{node: dgx-h100}", "", "global_batch: 8, micro_batch: 1, ep: 8"));
+  OpDag dag      = spec_workload(spec("{node: dgx-h100}", "", "global_batch: 8, micro_batch: 1, ep: 8"));
   const double T = 1024, h = 512, k = 2, e = 2;
   CHECK(op_sum(dag, "L0.fwd.moe.permute", OpKind::collective, false) == T * k * h * e);
   CHECK(op_sum(dag, "L0.fwd.moe.unsort", OpKind::collective, false) == T * k * h * e);
@@ -59,14 +60,15 @@ TEST_CASE("an_all_to_all_sends_ep_minus_1_over_ep_of_each_ranks_buffer_at_once",
 {
   // 8 GPUs on an NVSwitch at B = 400 GB/s, 2 us per hop: each GPU sends S/8 to each of 7
   // peers at once on its port, 7/8 S in all, and receives as much.
-  const int n = 8;
+  const int n    = 8;
   const double S = 1e9, B = 400e9, alpha = 2e-6;
   ClusterSpec c = hand_cluster(n, GpuFabric::nvswitch, 2);
   OpDag dag;
   std::vector<DeviceRef> g;
   for (int i = 0; i < n; ++i)
     g.push_back({DeviceKind::gpu, 0, i});
-  dag.add(collective_op({DeviceKind::gpu, 0, 0}, StreamKind::comm, CollectiveKind::all_to_all, dag.add_group(g), S, "a2a"));
+  dag.add(
+      collective_op({DeviceKind::gpu, 0, 0}, StreamKind::comm, CollectiveKind::all_to_all, dag.add_group(g), S, "a2a"));
   RunResult r = replay_in_child(c, dag, {.collective_algorithm = "ring"});
   CHECK(record(r, "a2a").end == Approx((n - 1.0) / n * S / B + alpha).epsilon(1e-9));
 }
@@ -77,7 +79,8 @@ TEST_CASE("a_hot_expert_with_10_percent_more_tokens_makes_its_rank_compute_10_pe
   // expert gets 27.5 %, 10 % more; with one expert per rank its rank computes 1.1 x
   // T k / ... = 2.2 T pairs instead of 2 T, and receives 10 % more in each all-to-all.
   const std::string even = spec("{node: dgx-h100}", "", "global_batch: 8, micro_batch: 1, ep: 8");
-  const std::string hot  = spec("{node: dgx-h100}", ", hot_expert_tokens: 0.275", "global_batch: 8, micro_batch: 1, ep: 8");
+  const std::string hot =
+      spec("{node: dgx-h100}", ", hot_expert_tokens: 0.275", "global_batch: 8, micro_batch: 1, ep: 8");
   OpDag a = spec_workload(even), b = spec_workload(hot);
   for (const char* p : {"L0.fwd.moe.experts.up", "L0.fwd.moe.experts.down", "L0.bwd.moe.experts.up"})
     CHECK(op_sum(b, p, OpKind::kernel, true) == Approx(1.1 * op_sum(a, p, OpKind::kernel, true)));
@@ -85,11 +88,12 @@ TEST_CASE("a_hot_expert_with_10_percent_more_tokens_makes_its_rank_compute_10_pe
         Approx(1.1 * op_sum(a, "L0.fwd.moe.permute", OpKind::collective, false)));
   // Replayed: the layer slows by the hot rank's extra work. Its expert GEMMs and the
   // all-to-alls take longer; nothing else changes.
-  auto js = [](const std::string& y) { return run_json("moe-hot", y); };
+  auto js           = [](const std::string& y) { return run_json("moe-hot", y); };
   nlohmann::json ja = js(even), jb = js(hot);
   double ta = ja["step_time_s"].get<double>(), tb = jb["step_time_s"].get<double>();
   CHECK(tb > ta);
-  RunResult ra = simulate(parse_spec(even, "even.yaml", ""), true), rb = simulate(parse_spec(hot, "hot.yaml", ""), true);
+  RunResult ra = simulate(parse_spec(even, "even.yaml", ""), true),
+            rb = simulate(parse_spec(hot, "hot.yaml", ""), true);
   double extra = 0;
   for (const char* op : {"L0.fwd.moe.experts.up", "L0.fwd.moe.experts.down", "L0.fwd.moe.experts.act",
                          "L0.fwd.moe.permute.tp", "L0.fwd.moe.unsort.tp", "L0.fwd.moe.sort", "L0.fwd.moe.unsort"}) {
@@ -106,9 +110,10 @@ TEST_CASE("a_hot_expert_with_10_percent_more_tokens_makes_its_rank_compute_10_pe
 TEST_CASE("expert_parallelism_keeps_one_share_of_the_experts_and_all_of_the_rest_per_gpu", "[moe][memory]")
 {
   // 8 experts over ep 8: one expert of the layer per GPU, attention, norms and router whole.
-  nlohmann::json j = run_json("moe-weights", spec("{node: dgx-h100}", "", "global_batch: 8, micro_batch: 1, ep: 8, zero: 1"));
+  nlohmann::json j =
+      run_json("moe-weights", spec("{node: dgx-h100}", "", "global_batch: 8, micro_batch: 1, ep: 8, zero: 1"));
   const double h = 512, f = 1024, V = 1024;
-  const double attention = 4 * h * h + 4 * h /* qkv and proj biases: 3h + h */;
+  const double attention   = 4 * h * h + 4 * h /* qkv and proj biases: 3h + h */;
   const double layer_dense = attention + 2 * (2 * h) /* two layer norms */ + 8 * h /* router */;
   const double embed = V * h + 1024 * h /* learned positions */, final_norm = 2 * h;
   double weights = (layer_dense + 3 * h * f /* one expert, no biases */ + embed + final_norm) * 2; // bf16
@@ -125,13 +130,15 @@ TEST_CASE("impossible_expert_layouts_are_refused_with_one_line", "[moe][errors]"
   CHECK_THAT(refused("moe-dense-key", "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: gpt2, "
                                       "experts_per_token: 2}\ntraining: {seq_len: 128}\n"),
              Catch::Contains("model.experts_per_token") && Catch::Contains("the model has no experts"));
-  CHECK_THAT(refused("moe-dense-ep", "hardware: {node: dgx-h100}\nmodel: {preset: gpt2}\ntraining: {seq_len: 128, ep: 2}\n"),
-             Catch::Contains("expert parallelism needs a mixture-of-experts model"));
+  CHECK_THAT(
+      refused("moe-dense-ep", "hardware: {node: dgx-h100}\nmodel: {preset: gpt2}\ntraining: {seq_len: 128, ep: 2}\n"),
+      Catch::Contains("expert parallelism needs a mixture-of-experts model"));
   CHECK_THAT(refused("moe-topk", "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: mixtral-8x7b, "
-                                  "experts_per_token: 9}\ntraining: {seq_len: 128}\n"),
+                                 "experts_per_token: 9}\ntraining: {seq_len: 128}\n"),
              Catch::Contains("must be 1..8"));
-  CHECK_THAT(refused("moe-hot", spec("{node: dgx-h100, gpus_per_node: 1}", ", hot_expert_tokens: 0.1", "global_batch: 1")),
-             Catch::Contains("below the even share"));
+  CHECK_THAT(
+      refused("moe-hot", spec("{node: dgx-h100, gpus_per_node: 1}", ", hot_expert_tokens: 0.1", "global_batch: 1")),
+      Catch::Contains("below the even share"));
   CHECK_THAT(refused("moe-tp-no-sp", spec("{node: dgx-h100}", "", "global_batch: 4, tp: 2, ep: 4")),
              Catch::Contains("need sp: true"));
 }
@@ -146,12 +153,14 @@ TEST_CASE("a_folded_all_to_all_loads_every_port_as_the_pairwise_one", "[moe][col
     for (int i = 0; i < 4; ++i)
       g.push_back({DeviceKind::gpu, n, i});
   const double S = 12e6;
-  auto loads = [&](const CollectivePhase& p) {
+  auto loads     = [&](const CollectivePhase& p) {
     std::map<std::string, double> l;
     for (const Flow& f : p.flows) {
       bool cross = f.src.node != f.dst.node;
-      l["out" + std::string(cross ? "x" : "i") + std::to_string(f.src.node) + "." + std::to_string(f.src.index)] += f.bytes;
-      l["in" + std::string(cross ? "x" : "i") + std::to_string(f.dst.node) + "." + std::to_string(f.dst.index)] += f.bytes;
+      l["out" + std::string(cross ? "x" : "i") + std::to_string(f.src.node) + "." + std::to_string(f.src.index)] +=
+          f.bytes;
+      l["in" + std::string(cross ? "x" : "i") + std::to_string(f.dst.node) + "." + std::to_string(f.dst.index)] +=
+          f.bytes;
       if (cross) {
         l["node_out" + std::to_string(f.src.node)] += f.bytes;
         l["node_in" + std::to_string(f.dst.node)] += f.bytes;
@@ -179,9 +188,9 @@ TEST_CASE("an_uneven_pipeline_puts_the_named_layers_on_the_first_and_last_stages
 {
   // 61 layers over 16 stages (DeepSeek-V3): 3 first, 2 last, 56 / 14 = 4 on the others.
   TrainingConfig t;
-  t.pp = 16;
-  t.first_stage_layers = 3;
-  t.last_stage_layers  = 2;
+  t.pp                       = 16;
+  t.first_stage_layers       = 3;
+  t.last_stage_layers        = 2;
   std::vector<int64_t> split = t.stage_layers(61);
   REQUIRE(split.size() == 16);
   CHECK(split.front() == 3);
@@ -192,10 +201,12 @@ TEST_CASE("an_uneven_pipeline_puts_the_named_layers_on_the_first_and_last_stages
   CHECK(t.stage_layers(61).empty());
   CHECK_THAT(refused("uneven", "hardware: {node: dgx-h100, nodes: 2}\nmodel: {preset: gpt2}\n"
                                "training: {seq_len: 128, pp: 4, global_batch: 16, first_stage_layers: 2}\n"),
-             Catch::Contains("training.first_stage_layers") && Catch::Contains("do not split evenly over the other 3 stages"));
+             Catch::Contains("training.first_stage_layers") &&
+                 Catch::Contains("do not split evenly over the other 3 stages"));
   // The blocks land where the split says: the first stage's GPU runs L0-L2 only.
-  OpDag dag = spec_workload("hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: gpt2}\n"
-                       "training: {seq_len: 128, pp: 4, global_batch: 4, first_stage_layers: 3, last_stage_layers: 1}\n");
+  OpDag dag =
+      spec_workload("hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: gpt2}\n"
+                    "training: {seq_len: 128, pp: 4, global_batch: 4, first_stage_layers: 3, last_stage_layers: 1}\n");
   std::map<std::string, int> layer_gpu;
   for (OpId id = dag.first_id(); id < dag.size(); ++id) {
     const Op& op = dag.op(id);
@@ -203,7 +214,7 @@ TEST_CASE("an_uneven_pipeline_puts_the_named_layers_on_the_first_and_last_stages
       layer_gpu[op.name.str().substr(0, op.name.str().find('.'))] = op.device.index;
   }
   CHECK(layer_gpu["L2"] == 0);
-  CHECK(layer_gpu["L3"] == 1);  // (12 - 3 - 1) / 2 = 4 layers on stages 1 and 2
+  CHECK(layer_gpu["L3"] == 1); // (12 - 3 - 1) / 2 = 4 layers on stages 1 and 2
   CHECK(layer_gpu["L10"] == 2);
   CHECK(layer_gpu["L11"] == 3);
 }
@@ -214,17 +225,17 @@ TEST_CASE("a_capacity_factor_caps_the_hot_expert_and_drops_its_excess", "[moe]")
   // 4 x 2 = 8 pairs; the hot expert is sent 0.4 x 4 = 1.6 of them, the other 7 share
   // 6.4 (0.914 each). Dropless: the hot rank computes 1.6 + 0.914 = 2.514.
   MoeSpec moe;
-  moe.experts = 8;
-  moe.top_k = 2;
+  moe.experts           = 8;
+  moe.top_k             = 2;
   moe.hot_expert_tokens = 0.4;
-  ExpertLoad dropless = expert_load(moe, 4);
+  ExpertLoad dropless   = expert_load(moe, 4);
   CHECK(dropless.local_experts == 2);
   CHECK(dropless.busiest_pairs == Approx(1.6 + 6.4 / 7));
   CHECK(dropless.dropped_share == 0);
   // Capacity factor 1.25: each expert takes at most 1.25 x 8 / 8 = 1.25 pairs; the hot
   // one drops 0.35 of its 1.6, 0.35 / 8 = 4.4 % of all pairs.
   moe.capacity_factor = 1.25;
-  ExpertLoad capped = expert_load(moe, 4);
+  ExpertLoad capped   = expert_load(moe, 4);
   CHECK(capped.busiest_pairs == Approx(1.25 + 6.4 / 7));
   CHECK(capped.dropped_share == Approx(0.35 / 8));
 }
@@ -259,9 +270,10 @@ TEST_CASE("the_json_summary_states_the_busiest_gpus_share_and_the_dropped_pairs"
   // A sweep over the capacity factor can name the column in a metric.
   std::string sweep = temp_path("moe-sweep.yaml"), h5 = temp_path("moe-sweep.h5");
   std::filesystem::remove(h5);
-  write_file(sweep, "spec:\n  hardware: {node: dgx-h100, gpus_per_node: 4}\n  " + moe_model +
-                        ", hot_expert_tokens: 0.4}\n  training: {seq_len: 1024, global_batch: 4, ep: 4}\n"
-                        "grid:\n  model.capacity_factor: [0, 1.25]\nmetrics:\n  dropped_pct: moe.dropped_share * 100\n");
+  write_file(sweep,
+             "spec:\n  hardware: {node: dgx-h100, gpus_per_node: 4}\n  " + moe_model +
+                 ", hot_expert_tokens: 0.4}\n  training: {seq_len: 1024, global_batch: 4, ep: 4}\n"
+                 "grid:\n  model.capacity_factor: [0, 1.25]\nmetrics:\n  dropped_pct: moe.dropped_share * 100\n");
   CliResult r = run_cli("sweep " + sweep + " -o " + h5);
   CHECK(r.exit_code == 0);
   CHECK_THAT(run_cli("report " + h5).out, Catch::Contains("4.375"));

@@ -3,9 +3,9 @@
 // (CPU 1.0e12 FLOP/s, DRAM 60 GB/s per socket, PCIe Gen3 12 GB/s); when ZeRO-Offload's
 // CPU optimizer step starts.
 #include "analysis/Hdf5Table.hpp"
-#include "workloads/model/ModelPresets.hpp"
 #include "tests/TestHelpers.hpp"
 #include "workloads/inference/FlexgenPlacement.hpp"
+#include "workloads/model/ModelPresets.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -26,7 +26,7 @@ std::string cpu_attention_spec(const std::string& attention)
 }
 
 struct OpTimes {
-  int count = 0;
+  int count       = 0;
   double duration = 0, bytes = 0, flops = 0;
 };
 
@@ -39,7 +39,7 @@ Ops read_ops(const std::string& h5)
 {
   H5::H5File f(h5, H5F_ACC_RDONLY);
   H5::Group g = f.openGroup("/ops");
-  return {memwall::read_texts(g, "name"),       memwall::read_texts(g, "phase"),   memwall::read_texts(g, "stream"),
+  return {memwall::read_texts(g, "name"),      memwall::read_texts(g, "phase"),   memwall::read_texts(g, "stream"),
           memwall::read_numbers(g, "start_s"), memwall::read_numbers(g, "end_s"), memwall::read_numbers(g, "bytes"),
           memwall::read_numbers(g, "flops")};
 }
@@ -67,7 +67,8 @@ Ops zero_offload_ops(const std::string& key, bool value)
   std::string spec = temp_path(tag + ".yaml"), h5 = temp_path(tag + ".h5");
   write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
                    "training: {seq_len: 512, global_batch: 4, micro_batch: 4, zero: 1, "
-                   "offload: {optimizer: cpu, " + key + ": " + (value ? "true" : "false") + "}}\n");
+                   "offload: {optimizer: cpu, " +
+                       key + ": " + (value ? "true" : "false") + "}}\n");
   REQUIRE(run_cli("run " + spec + " -o " + h5 + " --ops all").exit_code == 0);
   return read_ops(h5);
 }
@@ -97,7 +98,8 @@ TEST_CASE("cpu_attention_moves_the_cached_kv_seven_times_over_as_flexgens_mha_ge
   CHECK(op_times(h5, "L0.kv.h2d").count == 0);
 }
 
-TEST_CASE("cpu_attention_beats_streaming_the_kv_only_where_dram_moves_its_sevenfold_copies_fast", "[offload][inference]")
+TEST_CASE("cpu_attention_beats_streaming_the_kv_only_where_dram_moves_its_sevenfold_copies_fast",
+          "[offload][inference]")
 {
   // A decode layer of OPT-6.7B at batch 4 reads its 402,653,184 B of weights from 250 GB/s
   // memory: 1.61 ms of GPU work. Streaming overlaps that with the 33.5 MB KV copy over
@@ -106,11 +108,13 @@ TEST_CASE("cpu_attention_beats_streaming_the_kv_only_where_dram_moves_its_sevenf
   // (5.5 ms a layer, slower); at 480 GB/s 0.49 ms (2.1 ms a layer, faster).
   auto run = [](const std::string& attention, const std::string& dram) {
     return run_json("attention_" + attention + dram,
-                    "hardware: {node: {preset: cloud-t4, dram_bw_per_socket: " + dram + "}}\nmodel: {preset: opt-6.7b}\n"
-                    "inference: {batch: 4, prompt_len: 512, output_len: 2, offload: {kv: cpu, attention: " +
+                    "hardware: {node: {preset: cloud-t4, dram_bw_per_socket: " + dram +
+                        "}}\nmodel: {preset: opt-6.7b}\n"
+                        "inference: {batch: 4, prompt_len: 512, output_len: 2, offload: {kv: cpu, attention: " +
                         attention + "}}\n");
   };
-  auto gpu = run("gpu", "60e9"), cpu = run("cpu", "60e9"), gpu_fast = run("gpu", "480e9"), cpu_fast = run("cpu", "480e9");
+  auto gpu = run("gpu", "60e9"), cpu = run("cpu", "60e9"), gpu_fast = run("gpu", "480e9"),
+       cpu_fast = run("cpu", "480e9");
   REQUIRE(gpu["fits"] == true);
   REQUIRE(cpu["fits"] == true);
   CHECK(cpu["step_time_s"].get<double>() > gpu["step_time_s"].get<double>());
@@ -139,7 +143,7 @@ TEST_CASE("cpu_attention_over_kv_on_nvme_reads_it_into_a_host_workspace_first", 
                    "inference: {batch: 4, prompt_len: 512, output_len: 2, "
                    "offload: {attention: cpu, percent: {kv: [0, 50, 50]}}}\n");
   REQUIRE(run_cli("run " + spec + " -o " + h5 + " --ops all").exit_code == 0);
-  Ops o = read_ops(h5);
+  Ops o           = read_ops(h5);
   double read_end = -1, read_bytes = 0, read_s = 0, cpu_start = -1;
   for (size_t i = 0; i < o.name.size(); ++i) {
     if (o.name[i] == "L0.attn.kv.read") {
@@ -195,7 +199,9 @@ TEST_CASE("gpu_batches_share_each_layers_weights_and_hold_one_batchs_workspace",
   //   one batch:  2048 x 73,728 + 4 x 50,272 x 4                        = 151,799,296 B
   //   two of two: 1024 x 73,728 + 2 x 50,272 x 4 + 1024 x 4096 x 2 (the
   //               other batch's residual stream)                         =  84,288,256 B
-  auto activations = [](const nlohmann::json& j) { return j["devices"][0]["max_by_category"]["activations"].get<double>(); };
+  auto activations = [](const nlohmann::json& j) {
+    return j["devices"][0]["max_by_category"]["activations"].get<double>();
+  };
   CHECK(activations(one) == 151799296.0);
   CHECK(activations(two) == 84288256.0);
 }
@@ -213,7 +219,7 @@ TEST_CASE("the_offloaded_optimizer_step_waits_for_the_whole_backward_unless_over
   // before the last backward kernel ends. With overlap_step a block's step starts when its
   // gradients reach the host, while earlier layers are still in backward (GPT-2: 12 layers).
   auto first_step_vs_backward_end = [](bool overlap) {
-    Ops o = zero_offload_ops("overlap_step", overlap);
+    Ops o             = zero_offload_ops("overlap_step", overlap);
     double first_step = 1e300, backward_end = 0;
     for (size_t i = 0; i < o.name.size(); ++i) {
       if (o.name[i].size() > 9 && o.name[i].compare(o.name[i].size() - 9, 9, "_step.cpu") == 0)
@@ -234,7 +240,7 @@ TEST_CASE("zero_offload_gradient_copies_are_staged_unless_pinned", "[offload][tr
   // D2H through the driver's staging buffer at the node's 10.7 GB/s memcpy rate. Pinned,
   // they run at the DGX A100's 25 GB/s PCIe uplink (plus the GPU link's 1 us latency).
   for (bool pinned : {false, true}) {
-    Ops o = zero_offload_ops("pinned", pinned);
+    Ops o      = zero_offload_ops("pinned", pinned);
     int copies = 0;
     for (size_t i = 0; i < o.name.size(); ++i)
       if (o.name[i].find(".grads_d2h") != std::string::npos) {
@@ -253,7 +259,8 @@ namespace {
 std::string percent_spec(const std::string& percent)
 {
   return "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\n"
-         "inference: {batch: 4, prompt_len: 512, output_len: 2, offload: {percent: " + percent + "}}\n";
+         "inference: {batch: 4, prompt_len: 512, output_len: 2, offload: {percent: " +
+         percent + "}}\n";
 }
 
 } // namespace
@@ -273,8 +280,8 @@ TEST_CASE("a_weights_split_across_host_and_nvme_streams_each_part_from_its_tier"
   CHECK(h2d.bytes == Approx(half).epsilon(1e-4));
   CHECK(read.bytes == Approx(half).epsilon(1e-4));
   CHECK(nvme_h2d.bytes == read.bytes);
-  CHECK(h2d.duration == Approx(1e-6 + half / 12e9).epsilon(1e-3));  // Gen3 x16
-  CHECK(read.duration == Approx(half / 2e9).epsilon(1e-2));         // the local SSD's read rate
+  CHECK(h2d.duration == Approx(1e-6 + half / 12e9).epsilon(1e-3)); // Gen3 x16
+  CHECK(read.duration == Approx(half / 2e9).epsilon(1e-2));        // the local SSD's read rate
   // Every layer's weights: half in host DRAM and half on NVMe.
   nlohmann::json j = nlohmann::json::parse(run_cli("run " + spec + " --json").out);
   for (const auto& d : j["devices"])
@@ -290,7 +297,7 @@ TEST_CASE("offloaded_activations_leave_after_each_layer_and_come_back_before_the
   REQUIRE(run_cli("run " + spec + " -o " + h5 + " --ops all").exit_code == 0);
   // The prefill's hidden states: 4 x 512 tokens x 4096 x 2 B = 16,777,216 B each way per
   // layer boundary, 1 us + 1.40 ms over Gen3; none after the last layer (the head reads it).
-  Ops o = read_ops(h5);
+  Ops o       = read_ops(h5);
   double down = 0, first_down_end = -1, first_up_start = -1;
   int downs = 0;
   for (size_t i = 0; i < o.name.size(); ++i) {
@@ -332,8 +339,8 @@ TEST_CASE("flexgen_places_whole_weight_tensors_where_their_midpoints_fall", "[of
   // (midpoint 87.5 %), its bias and norm, the MLP's fc2 bias and norm stay on the GPU,
   // h^2 + 6 h of 12 h^2 + 13 h elements: 8.3 %, not 20 %.
   memwall::ModelSpec opt30 = memwall::model_preset("opt-30b");
-  const double h = 7168;
-  memwall::OffShares s = memwall::flexgen_weight_placement(opt30, 80, 0);
+  const double h           = 7168;
+  memwall::OffShares s     = memwall::flexgen_weight_placement(opt30, 80, 0);
   CHECK(s.cpu == Approx(1 - (h * h + 6 * h) / (12 * h * h + 13 * h)).epsilon(1e-12));
   CHECK(s.nvme == 0);
   CHECK(1 - s.cpu == Approx(0.0834).epsilon(1e-3));

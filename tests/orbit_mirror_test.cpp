@@ -2,8 +2,8 @@
 // what it computes: every op's start and end, every pool's peak, every link's bytes and
 // busy time must equal the replay that starts every shadow rank's flow (relative
 // difference <= 1e-9), on the examples and on DAGs built to break the symmetry.
-#include "tests/ReplayDigest.hpp"
 #include "sim/Simulation.hpp"
+#include "tests/ReplayDigest.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -28,15 +28,15 @@ std::pair<Digest, Digest> both_replays(const ExperimentSpec& spec)
 // GPU's own PCIe link runs 20 GB/s towards it, 50 GB/s away from it.
 ClusterSpec two_nodes()
 {
-  ClusterSpec c          = hand_cluster(8, GpuFabric::nvswitch, 2);
-  c.nodes                = 2;
-  c.oversubscription     = 2;
-  c.switch_latency_s     = 1e-6;
-  c.node.gpu.h2d_bw      = 20e9;
-  c.node.nics            = 8;
-  c.node.nic_bw          = 25e9;
-  c.node.nic_latency_s   = 2e-6;
-  c.node.pcie_uplink_bw  = 100e9;
+  ClusterSpec c         = hand_cluster(8, GpuFabric::nvswitch, 2);
+  c.nodes               = 2;
+  c.oversubscription    = 2;
+  c.switch_latency_s    = 1e-6;
+  c.node.gpu.h2d_bw     = 20e9;
+  c.node.nics           = 8;
+  c.node.nic_bw         = 25e9;
+  c.node.nic_latency_s  = 2e-6;
+  c.node.pcie_uplink_bw = 100e9;
   return c;
 }
 
@@ -150,8 +150,8 @@ TEST_CASE("a_copy_from_half_a_node_runs_as_one_flow_turned_inside_its_half", "[o
   // images are an orbit of the rotation inside each half of the node, GPUs 4-7 send
   // nothing. Each flow gets 100 / 4 = 25 GB/s of the IB link, held to 20 by its PCIe
   // link: 5e-6 + 1e9 / 20e9 = 0.050005 s, one flow started instead of 4.
-  ClusterSpec c = two_nodes();
-  OpDag dag     = send_from(3, gpu(1, 0));
+  ClusterSpec c  = two_nodes();
+  OpDag dag      = send_from(3, gpu(1, 0));
   auto [on, off] = mirrored_and_full(c, dag);
   CHECK(record(on, "send").end == Approx(5e-6 + 1e9 / 20e9).epsilon(1e-9));
   CHECK(on.activities == 1);
@@ -166,8 +166,8 @@ TEST_CASE("shadows_that_do_not_tile_the_node_keep_every_flow", "[orbits]")
   // GPU 0 standing for GPUs 0-2: blocks of 3 do not tile a node of 8, so no rotation
   // of the node maps the 3 flows onto one another. 100 / 3 GB/s of the IB link each,
   // held to 20 by PCIe: 0.050005 s again, with every flow started.
-  ClusterSpec c = two_nodes();
-  OpDag dag     = send_from(2, gpu(1, 0));
+  ClusterSpec c  = two_nodes();
+  OpDag dag      = send_from(2, gpu(1, 0));
   auto [on, off] = mirrored_and_full(c, dag);
   CHECK(record(on, "send").end == Approx(5e-6 + 1e9 / 20e9).epsilon(1e-9));
   CHECK(on.activities == 3);
@@ -180,9 +180,9 @@ TEST_CASE("a_copy_whose_shadow_images_leave_their_block_keeps_every_flow", "[orb
   // GPUs 6 and 7 of node 1 and GPU 0 of node 2, out of the half of node 1 the send
   // starts in, which no rotation inside the halves produces. Nothing is mirrored, and
   // the figures are the full replay's.
-  ClusterSpec c = two_nodes();
-  c.nodes       = 3;
-  OpDag dag     = send_from(3, gpu(1, 5));
+  ClusterSpec c  = two_nodes();
+  c.nodes        = 3;
+  OpDag dag      = send_from(3, gpu(1, 5));
   auto [on, off] = mirrored_and_full(c, dag);
   CHECK(on.activities == 4);
   require_same_replay(on, off);

@@ -34,9 +34,11 @@ TEST_CASE("json_output_carries_the_contracted_keys", "[outputs]")
                           "devices", "links", "breakdown_s"})
     CHECK(j.contains(key));
   const json& d = j["devices"].at(0);
-  for (const char* key : {"name", "kind", "count", "capacity_bytes", "peak_bytes", "peak_by_category", "max_by_category", "oom"})
+  for (const char* key :
+       {"name", "kind", "count", "capacity_bytes", "peak_bytes", "peak_by_category", "max_by_category", "oom"})
     CHECK(d.contains(key));
-  for (const char* cat : {"weights", "gradients", "optimizer", "activations", "kv_cache", "workspace", "context", "other"})
+  for (const char* cat :
+       {"weights", "gradients", "optimizer", "activations", "kv_cache", "workspace", "context", "other"})
     CHECK(d["peak_by_category"].contains(cat));
   for (const char* key : {"compute", "exposed_comm", "pipeline_bubble", "offload_stall", "paging_stall"})
     CHECK(j["breakdown_s"].contains(key));
@@ -59,7 +61,7 @@ TEST_CASE("the_breakdown_of_a_zero_offload_step_counts_the_gpu_waiting_for_the_h
   // offload stall (copies or the host's optimizer step); nothing is left unexplained.
   CliResult r = run_cli("run " + source_path("examples/llama2-13b-zero-offload-4x4090.yaml") + " --json");
   REQUIRE(r.exit_code == 0);
-  json j       = json::parse(r.out);
+  json j        = json::parse(r.out);
   const json& b = j["breakdown_s"];
   double sum    = b["compute"].get<double>() + b["exposed_comm"].get<double>() + b["pipeline_bubble"].get<double>() +
                b["offload_stall"].get<double>();
@@ -87,8 +89,8 @@ TEST_CASE("an_oom_is_a_result_with_the_op_device_requested_and_free_bytes", "[ou
 
 TEST_CASE("set_overrides_a_spec_key_from_the_command_line", "[outputs]")
 {
-  json base = json::parse(run_cli("run " + demo + " --json").out);
-  json more = json::parse(run_cli("run " + demo + " --json --set training.micro_batch=16").out);
+  json base       = json::parse(run_cli("run " + demo + " --json").out);
+  json more       = json::parse(run_cli("run " + demo + " --json --set training.micro_batch=16").out);
   double act_base = base["devices"][0]["max_by_category"]["activations"];
   double act_more = more["devices"][0]["max_by_category"]["activations"];
   CHECK(act_more == Approx(2 * act_base).epsilon(0.01)); // twice the sequences per pass
@@ -119,7 +121,7 @@ TEST_CASE("trace_output_is_chrome_trace_json_with_streams_and_memory_counters", 
   std::string path = temp_path("trace.json");
   REQUIRE(run_cli("run " + demo + " --trace " + path).exit_code == 0);
   std::ifstream in(path);
-  json t = json::parse(in);
+  json t      = json::parse(in);
   bool kernel = false, counter = false, thread_name = false;
   for (const auto& e : t["traceEvents"]) {
     kernel      = kernel || (e["ph"] == "X" && e["cat"] == "kernel");
@@ -168,15 +170,17 @@ TEST_CASE("list_prints_the_catalog_presets_and_every_parameter", "[outputs]")
     CHECK_THAT(nodes.out, Catch::Contains(id));
   CHECK_THAT(run_cli("list models").out, Catch::Contains("llama-3-405b"));
   CliResult params = run_cli("list params");
-  CHECK_THAT(params.out, Catch::Contains("training.micro_batch") && Catch::Contains("hardware.network.oversubscription"));
+  CHECK_THAT(params.out,
+             Catch::Contains("training.micro_batch") && Catch::Contains("hardware.network.oversubscription"));
 }
 
 TEST_CASE("a_serving_run_writes_json_keys_and_per_request_hdf5_records_identically_twice", "[outputs][inference]")
 {
   std::string spec = temp_path("serving.yaml");
-  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
-                   "inference: {poisson: {rate: 50, requests: 40, seed: 5, prompt_len: {dist: uniform, min: 8, max: 300},"
-                   " output_len: {dist: uniform, min: 2, max: 100}}}\n");
+  write_file(spec,
+             "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+             "inference: {poisson: {rate: 50, requests: 40, seed: 5, prompt_len: {dist: uniform, min: 8, max: 300},"
+             " output_len: {dist: uniform, min: 2, max: 100}}}\n");
   CliResult a = run_cli("run " + spec + " --json");
   CliResult b = run_cli("run " + spec + " --json");
   REQUIRE(a.exit_code == 0);
@@ -186,7 +190,8 @@ TEST_CASE("a_serving_run_writes_json_keys_and_per_request_hdf5_records_identical
     for (const char* p : {"mean", "p50", "p90", "p99"})
       CHECK(j[k][p].get<double>() > 0);
   CHECK(j["ttft_s"]["p50"].get<double>() <= j["ttft_s"]["p99"].get<double>());
-  for (const char* k : {"output_tokens_per_s", "kv_utilization", "preemptions", "max_running_seqs", "kv_capacity_tokens"})
+  for (const char* k :
+       {"output_tokens_per_s", "kv_utilization", "preemptions", "max_running_seqs", "kv_capacity_tokens"})
     CHECK(j.contains(k));
   CHECK(j["requests_completed"] == 40);
 

@@ -5,8 +5,8 @@
 // density prefetcher completing a chunk once 51 % of it faulted, 256 faults per batch,
 // 14 us per batch, on-demand migration at 7.4 / 12.2 of the copy rate.
 #include "hwmodels/Catalog.hpp"
-#include "sim/spec/MemoryReader.hpp"
 #include "sim/Simulation.hpp"
+#include "sim/spec/MemoryReader.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -21,10 +21,10 @@ namespace {
 
 const DeviceRef gpu0{DeviceKind::gpu, 0, 0};
 const DeviceRef gpu1{DeviceKind::gpu, 0, 1};
-const double GiB         = 1024.0 * 1024 * 1024;
-const double pcie        = 25e9;
-const double efficiency  = 7.4 / 12.2;
-const double batch_s     = 14e-6;
+const double GiB        = 1024.0 * 1024 * 1024;
+const double pcie       = 25e9;
+const double efficiency = 7.4 / 12.2;
+const double batch_s    = 14e-6;
 
 // Unified memory for `categories`, cold: weights start on the host, as just after loading.
 ReplayOptions managed(std::initializer_list<MemCategory> categories)
@@ -58,7 +58,8 @@ OpDag one_kernel_reading_weights(const DeviceRef& gpu, double bytes, const std::
 
 } // namespace
 
-TEST_CASE("a_kernel_reading_1_gib_of_host_resident_managed_memory_waits_for_fault_batches_and_the_migration", "[paging]")
+TEST_CASE("a_kernel_reading_1_gib_of_host_resident_managed_memory_waits_for_fault_batches_and_the_migration",
+          "[paging]")
 {
   ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
   RunResult r   = replay_in_child(c, one_kernel_reading_weights(gpu0, GiB, "read"), managed({MemCategory::weights}));
@@ -79,10 +80,10 @@ TEST_CASE("a_kernel_reading_1_gib_of_host_resident_managed_memory_waits_for_faul
 
 TEST_CASE("prefetching_before_use_turns_faults_into_one_copy_at_the_copy_engine_rate", "[paging]")
 {
-  ClusterSpec c  = hand_cluster(1, GpuFabric::pcie, 1);
-  ReplayOptions o = managed({MemCategory::weights});
+  ClusterSpec c     = hand_cluster(1, GpuFabric::pcie, 1);
+  ReplayOptions o   = managed({MemCategory::weights});
   o.memory.prefetch = "layer";
-  RunResult r = replay_in_child(c, one_kernel_reading_weights(gpu0, GiB, "read"), o);
+  RunResult r       = replay_in_child(c, one_kernel_reading_weights(gpu0, GiB, "read"), o);
   // cudaMemPrefetchAsync: 1 us + 2^30 B / 25 GB/s = 42.9 ms, no faults, then the kernel.
   double copy   = 1e-6 + GiB / pcie;
   double kernel = 5e-6 + GiB / 2e12;
@@ -110,7 +111,7 @@ TEST_CASE("accessed_by_reads_go_over_pcie_at_its_rate_without_migrating", "[pagi
 
 TEST_CASE("two_gpus_faulting_behind_one_pcie_switch_share_its_uplink", "[paging]")
 {
-  ClusterSpec c = hand_cluster(2, GpuFabric::pcie, 2); // both GPUs behind one 25 GB/s uplink
+  ClusterSpec c   = hand_cluster(2, GpuFabric::pcie, 2); // both GPUs behind one 25 GB/s uplink
   ReplayOptions o = managed({MemCategory::weights});
   RunResult alone = replay_in_child(c, one_kernel_reading_weights(gpu0, GiB, "a"), o);
   OpDag both;
@@ -123,7 +124,7 @@ TEST_CASE("two_gpus_faulting_behind_one_pcie_switch_share_its_uplink", "[paging]
   RunResult shared = replay_in_child(c, both, o);
   // Each migration gets half the uplink: 2^30 B / (12.5 GB/s x efficiency) = 141.6 ms
   // instead of 70.8 ms; the driver's 34 batches (476 us) are each GPU's own.
-  double driver = 34 * batch_s;
+  double driver        = 34 * batch_s;
   double alone_migrate = record(alone, "a").paging_s - driver;
   CHECK(alone_migrate == Approx(1e-6 + GiB / (pcie * efficiency)).epsilon(0.01));
   for (const char* name : {"a", "b"})
@@ -229,13 +230,13 @@ TEST_CASE("warm_weights_beyond_hbm_start_on_the_host_for_the_part_that_does_not_
   // 1.5 GiB of weights on a 1 GiB GPU: warm, the first 512 chunks stay on the GPU and the
   // last 256 (0.5 GiB) start on the host; one kernel reading all of them faults those in,
   // evicting the 256 oldest: 0.5 GiB each way.
-  ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
+  ClusterSpec c            = hand_cluster(1, GpuFabric::pcie, 1);
   c.node.gpu.memory_bytes  = GiB;
   c.node.gpu.context_bytes = 0;
-  ReplayOptions o = managed({MemCategory::weights});
-  o.memory.warm   = true;
-  RunResult r     = replay_in_child(c, one_kernel_reading_weights(gpu0, 1.5 * GiB, "read"), o);
-  const PagingResult& p = paging_of(r, gpu0);
+  ReplayOptions o          = managed({MemCategory::weights});
+  o.memory.warm            = true;
+  RunResult r              = replay_in_child(c, one_kernel_reading_weights(gpu0, 1.5 * GiB, "read"), o);
+  const PagingResult& p    = paging_of(r, gpu0);
   CHECK(p.migrated_h2d_bytes == 0.5 * GiB);
   CHECK(p.migrated_d2h_bytes == 0.5 * GiB);
   CHECK(p.evictions == 256);
@@ -253,10 +254,10 @@ TEST_CASE("stream_triad_over_managed_memory_on_a_v100_pcie_falls_from_hbm_speed_
   c.node.gpu      = gpu_preset("v100-pcie-16gb");
   c.nodes         = 1;
   c.gpus_per_node = 1;
-  auto bandwidth = [&](double footprint) { return footprint / triad(c, 0, footprint, 3, true).last_iteration_s; };
+  auto bandwidth  = [&](double footprint) { return footprint / triad(c, 0, footprint, 3, true).last_iteration_s; };
   double at12 = bandwidth(12e9), at24 = bandwidth(24e9), at48 = bandwidth(48e9);
-  WARN("STREAM triad, V100 PCIe: " << at12 / 1e9 << " GB/s at 12 GB (823 measured), " << at24 / 1e9
-                                   << " at 24 GB, " << at48 / 1e9 << " at 48 GB (5.0 measured)");
+  WARN("STREAM triad, V100 PCIe: " << at12 / 1e9 << " GB/s at 12 GB (823 measured), " << at24 / 1e9 << " at 24 GB, "
+                                   << at48 / 1e9 << " at 48 GB (5.0 measured)");
   // In HBM: the catalog's achievable bandwidth is this very measurement (less launch cost).
   CHECK(at12 == Approx(823e9).epsilon(0.02));
   // Past capacity the bandwidth falls by two orders of magnitude. At 300 % every kernel
@@ -324,7 +325,8 @@ TEST_CASE("bad_memory_sections_are_refused_with_one_line", "[paging][errors]")
   CHECK_THAT(refused("um_scalar", small_training_spec + "memory: {managed: weights}\n"), Contains("expected a list"));
   CHECK_THAT(refused("um_remote", small_training_spec + "memory: {managed: [weights], accessed_by: [activations]}\n"),
              Contains("not managed"));
-  CHECK_THAT(refused("um_typo", small_training_spec + "memory: {mode: unified, prefech: layer}\n"), Contains("prefech"));
+  CHECK_THAT(refused("um_typo", small_training_spec + "memory: {mode: unified, prefech: layer}\n"),
+             Contains("prefech"));
   CHECK_THAT(refused("um_policy", small_training_spec + "memory: {mode: unified, eviction: random}\n"),
              Contains("memory.eviction"));
   CHECK_THAT(refused("um_offload", "hardware: {node: desktop-4070}\nmodel: {preset: gpt2}\n"
@@ -335,9 +337,10 @@ TEST_CASE("bad_memory_sections_are_refused_with_one_line", "[paging][errors]")
                                       "inference: {batch: 4, prompt_len: 64, output_len: 2, offload: {kv: cpu}}\n"
                                       "memory: {managed: [kv_cache]}\n"),
              Contains("kv_cache are both managed"));
-  CHECK_THAT(refused("um_weights_offload", "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\n"
-                                           "inference: {batch: 4, prompt_len: 64, output_len: 2, offload: {weights: cpu}}\n"
-                                           "memory: {managed: [weights]}\n"),
+  CHECK_THAT(refused("um_weights_offload",
+                     "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\n"
+                     "inference: {batch: 4, prompt_len: 64, output_len: 2, offload: {weights: cpu}}\n"
+                     "memory: {managed: [weights]}\n"),
              Contains("offloaded by inference.offload"));
 }
 
@@ -355,8 +358,8 @@ TEST_CASE("unified_memory_lands_in_the_hdf5_file_the_sweep_table_and_the_paramet
                     "metrics:\n  over: paging.demand_bytes / gpu.capacity_bytes\n");
   REQUIRE(run_cli("sweep " + sweep + " -o " + table + " -j 1").exit_code == 0);
   CliResult csv = run_cli("report " + table + " --csv");
-  for (const char* column : {"paging.faults", "paging.evictions", "paging.migrated_h2d_bytes", "breakdown_s.paging_stall",
-                             "over"})
+  for (const char* column :
+       {"paging.faults", "paging.evictions", "paging.migrated_h2d_bytes", "breakdown_s.paging_stall", "over"})
     CHECK_THAT(csv.out, Catch::Contains(column));
   CliResult params = run_cli("list params");
   for (const char* key : {"memory.mode", "memory.managed", "memory.prefetch", "memory.eviction", "memory.accessed_by",
@@ -372,8 +375,8 @@ TEST_CASE("a_managed_kv_cache_that_fits_costs_nothing_and_one_that_does_not_page
   // server has KV room for 5 sequences at a time.
   const std::string spec = "hardware: {node: desktop-4070}\nmodel: {preset: llama-2-7b}\n"
                            "inference: {batch: 16, prompt_len: 1024, output_len: 16, weight_dtype: int8}\n";
-  nlohmann::json ex = run_json("kv_explicit", spec);
-  nlohmann::json kv = run_json("kv_managed", spec + "memory: {managed: [kv_cache]}\n");
+  nlohmann::json ex      = run_json("kv_explicit", spec);
+  nlohmann::json kv      = run_json("kv_managed", spec + "memory: {managed: [kv_cache]}\n");
   // The KV cache alone managed, within its budget: never evicted, the same run.
   CHECK(kv["paging"]["faults"] == 0);
   CHECK(kv["step_time_s"].get<double>() == ex["step_time_s"].get<double>());
@@ -396,9 +399,9 @@ TEST_CASE("first_touch_of_managed_memory_on_an_h100_takes_what_gpubench_measured
   // of the measurement. The PCIe 3 defaults (7.4 / 12.2 of the copy rate) would have
   // said 32 ms.
   ClusterSpec c;
-  c.node = node_preset("dgx-h100");
-  c.node.pcie_uplink_bw        = 64e9;
-  c.node.gpus_per_pcie_switch  = 1;
+  c.node                      = node_preset("dgx-h100");
+  c.node.pcie_uplink_bw       = 64e9;
+  c.node.gpus_per_pcie_switch = 1;
   ReplayOptions o;
   o.memory      = managed_defaults(c.node.gpu);
   o.memory.warm = false;

@@ -1,7 +1,7 @@
 // Tensor, sequence and pipeline parallelism, ZeRO and recompute: memory and time that
 // emerge from the replay, against the published formulas.
-#include "sim/Simulation.hpp"
 #include "analysis/StepReport.hpp"
+#include "sim/Simulation.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -41,16 +41,17 @@ TEST_CASE("zero_model_states_of_a_7_5b_model_match_table_i_at_nd_4_16_64_1024", 
   const double psi = 7.5e9;
   for (int nd : {4, 16, 64, 1024}) {
     for (int stage : {0, 1, 2, 3}) {
-      double expected = stage == 0   ? 16 * psi
-                        : stage == 1 ? 4 * psi + 12 * psi / nd
-                        : stage == 2 ? 2 * psi + 14 * psi / nd
-                                     : 16 * psi / nd;
-      int nodes = nd / 4;
+      double expected  = stage == 0   ? 16 * psi
+                         : stage == 1 ? 4 * psi + 12 * psi / nd
+                         : stage == 2 ? 2 * psi + 14 * psi / nd
+                                      : 16 * psi / nd;
+      int nodes        = nd / 4;
       std::string yaml = "hardware: {node: dgx-h100, gpus_per_node: 4, nodes: " + std::to_string(nodes) +
                          "}\n"
                          "model: {layers: 4, hidden: 12500, heads: 100, vocab: 64, max_seq_len: 64}\n"
-                         "training: {seq_len: 64, global_batch: " + std::to_string(nd) +
-                         ", micro_batch: 1, zero: " + std::to_string(stage) + ", bucket_bytes: 16 GB}\n";
+                         "training: {seq_len: 64, global_batch: " +
+                         std::to_string(nd) + ", micro_batch: 1, zero: " + std::to_string(stage) +
+                         ", bucket_bytes: 16 GB}\n";
       INFO("Nd = " << nd << ", stage " << stage);
       RunResult r = simulate(spec(yaml), true);
       CHECK(model_states(gpu_pool(r, 0, 0)) == Approx(expected).epsilon(0.005));
@@ -68,7 +69,8 @@ double per_layer_activations(int t, const std::string& extra)
   auto stack = [&](int layers) {
     std::string yaml = "hardware: {node: dgx-a100, gpus_per_node: " + std::to_string(t) +
                        "}\n"
-                       "model: {layers: " + std::to_string(layers) +
+                       "model: {layers: " +
+                       std::to_string(layers) +
                        ", hidden: 1024, heads: 16, vocab: 1024, max_seq_len: 2048}\n"
                        "training: {seq_len: 1024, global_batch: 2, micro_batch: 2, flash_attention: false, tp: " +
                        std::to_string(t) + (extra.empty() ? "" : ", " + extra) + "}\n";
@@ -131,8 +133,8 @@ TEST_CASE("tp_groups_sharing_a_node_all_reduce_as_fast_as_one_alone", "[tp]")
     RunResult r = simulate(spec("hardware: {node: dgx-h100, profile: none, gpus_per_node: " + std::to_string(gpus) +
                                 "}\n"
                                 "model: {layers: 2, hidden: 4096, heads: 32, vocab: 1024, max_seq_len: 4096}\n"
-                                "training: {seq_len: 4096, micro_batch: 1, tp: " + std::to_string(tp) +
-                                ", global_batch: " + std::to_string(gpus / tp) + "}\n"),
+                                "training: {seq_len: 4096, micro_batch: 1, tp: " +
+                                std::to_string(tp) + ", global_batch: " + std::to_string(gpus / tp) + "}\n"),
                            true);
     const OpRecord& op = test::record(r, "L0.fwd.proj.tp");
     return op.end - op.start;
@@ -196,10 +198,10 @@ TEST_CASE("a_heavier_last_stage_adds_its_extra_time_per_micro_batch_to_the_bubbl
   // first stage idles (p - 1)/m of its own passes plus the head's whole time over the m
   // micro-batches: stage imbalance, which Megatron-LM's placement of the head has too,
   // not an artefact of the replay (the deep 530B and 1T pipelines show exactly this).
-  RunResult r = simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 4}\n"
-                              "model: {layers: 8, hidden: 4096, heads: 32, vocab: 65536, max_seq_len: 2048}\n"
-                              "training: {seq_len: 2048, micro_batch: 1, pp: 4, optimizer: sgd, global_batch: 16}\n"),
-                         true);
+  RunResult r   = simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 4}\n"
+                                  "model: {layers: 8, hidden: 4096, heads: 32, vocab: 65536, max_seq_len: 2048}\n"
+                                  "training: {seq_len: 2048, micro_batch: 1, pp: 4, optimizer: sgd, global_batch: 16}\n"),
+                           true);
   double passes = 0, head = 0;
   for (const auto& op : r.ops) {
     bool pass = op.name.find(".fwd.") != std::string::npos || op.name.find(".bwd.") != std::string::npos;
@@ -218,7 +220,7 @@ TEST_CASE("the_first_1f1b_stage_holds_activations_of_p_micro_batches_and_gpipe_o
   // Korthikanti et al. 2022, §4.2.3: with 1F1B the first stage keeps p micro-batches
   // in flight; GPipe keeps all m.
   auto activations = [](const RunResult& r) { return category_max(gpu_pool(r, 0, 0), MemCategory::activations); };
-  double one = activations(pipeline("1f1b", 1));
+  double one       = activations(pipeline("1f1b", 1));
   CHECK(activations(pipeline("1f1b", 8)) / one == Approx(4.0).epsilon(0.01));
   CHECK(activations(pipeline("gpipe", 8)) / one == Approx(8.0).epsilon(0.01));
   // The last stage runs one micro-batch at a time.
@@ -254,12 +256,14 @@ TEST_CASE("zero_offload_on_two_gpus_behind_one_pcie_switch_is_slower_than_on_two
   // shows if its traffic is replayed beside the representative's. A Gen3-like 6 GB/s
   // uplink makes PCIe, not the CPU's DRAM, the bottleneck of the offloaded step.
   auto run = [](int per_switch) {
-    return simulate(spec("hardware:\n  node: {preset: dgx-a100, gpus: 2, sockets: 1, pcie_uplink_bw: 6 GB/s, "
-                         "gpus_per_pcie_switch: " + std::to_string(per_switch) +
-                         "}\n"
-                         "model: {preset: gpt2-xl}\n"
-                         "training: {seq_len: 1024, global_batch: 4, micro_batch: 2, zero: 2, offload: {optimizer: cpu}}\n"),
-                    true);
+    return simulate(
+        spec("hardware:\n  node: {preset: dgx-a100, gpus: 2, sockets: 1, pcie_uplink_bw: 6 GB/s, "
+             "gpus_per_pcie_switch: " +
+             std::to_string(per_switch) +
+             "}\n"
+             "model: {preset: gpt2-xl}\n"
+             "training: {seq_len: 1024, global_batch: 4, micro_batch: 2, zero: 2, offload: {optimizer: cpu}}\n"),
+        true);
   };
   RunResult shared = run(2), separate = run(1);
   CHECK(shared.makespan_s > 1.1 * separate.makespan_s);
@@ -286,7 +290,8 @@ TEST_CASE("zero_offload_gradient_buckets_wait_for_their_d2h_copies_two_in_flight
     RunResult r = simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 1}\n"
                                 "model: {layers: 8, hidden: 4096, heads: 32, vocab: 1024, max_seq_len: 1024}\n"
                                 "training: {seq_len: 1024, global_batch: 4, zero: 2, offload: {optimizer: cpu}, "
-                                "micro_batch: " + std::to_string(micro_batch) + "}\n"),
+                                "micro_batch: " +
+                                std::to_string(micro_batch) + "}\n"),
                            true);
     return category_max(gpu_pool(r, 0, 0), MemCategory::workspace);
   };
@@ -303,9 +308,9 @@ TEST_CASE("qlora_keeps_the_base_in_4_bit_and_trains_only_the_adapters", "[lora]"
   // per layer, A = 16 * 8 * 1024 * 24 = 3,145,728. Adapters: bf16 weights and gradients,
   // Adam with fp32 master (12 B). Base: NF4 with double quantization, 4.127 bits per
   // weight (Dettmers et al. 2023, section 3).
-  ExperimentSpec s = spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2-medium}\n"
-                          "training: {seq_len: 512, global_batch: 2, micro_batch: 1, lora: {rank: 8, base: nf4}}\n");
-  RunResult r = simulate(s, true);
+  ExperimentSpec s    = spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2-medium}\n"
+                                "training: {seq_len: 512, global_batch: 2, micro_batch: 1, lora: {rank: 8, base: nf4}}\n");
+  RunResult r         = simulate(s, true);
   const PoolResult& p = gpu_pool(r, 0, 0);
   const double A = 16.0 * 8 * 1024 * 24, psi = s.model.total_params();
   CHECK(category_max(p, MemCategory::gradients) == Approx(2 * A).epsilon(1e-9));

@@ -16,7 +16,7 @@ using namespace memwall::test;
 namespace {
 
 struct Png {
-  bool valid = false;
+  bool valid     = false;
   unsigned width = 0, height = 0;
   std::string bytes;
 };
@@ -68,9 +68,9 @@ TEST_CASE("a_run_plot_has_one_memory_panel_per_device", "[plot]")
 {
   // ZeRO-Offload keeps the optimizer in host RAM: two memories, so two panels. The
   // script draws 10 x (3.2 n + 0.8) inches at 110 dpi: 1100 x 792 pixels for n = 2.
-  std::string h5 = run_file("plot_offload", "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
-                                           "training: {seq_len: 512, global_batch: 4, micro_batch: 4, zero: 1, "
-                                           "offload: {optimizer: cpu}}\n");
+  std::string h5  = run_file("plot_offload", "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                                              "training: {seq_len: 512, global_batch: 4, micro_batch: 4, zero: 1, "
+                                              "offload: {optimizer: cpu}}\n");
   std::string png = temp_path("plot_offload.png");
   CHECK_THAT(plotted(h5, png), Catch::Contains("memory of 2 device(s)"));
   Png p = read_png(png);
@@ -110,7 +110,8 @@ TEST_CASE("a_sweep_plots_its_metric_its_fits_map_and_a_recorded_point", "[plot][
   CHECK(read_png(tradeoff).valid);
 
   std::string fits = temp_path("plot_fits.png");
-  CHECK_THAT(plotted(h5 + " --kind fits", fits), Catch::Contains("fits over training.micro_batch x training.recompute"));
+  CHECK_THAT(plotted(h5 + " --kind fits", fits),
+             Catch::Contains("fits over training.micro_batch x training.recompute"));
   CHECK(read_png(fits).valid);
 
   // Point 4 is micro batch 32 without recompute: one GPU, one panel.
@@ -188,9 +189,9 @@ TEST_CASE("a_unified_memory_run_plot_adds_a_panel_of_managed_bytes_on_the_gpu_an
   // GPT-2 on the 12 GB RTX 4070 with a micro-batch beyond it, all memory managed: the GPU
   // and its socket's DRAM (where evicted pages go) get panels, and the managed-memory
   // panel makes three: 10 x (3.2 x 3 + 0.8) inches at 110 dpi = 1100 x 1144 pixels.
-  std::string h5 = run_file("plot_unified", "hardware: {node: desktop-4070}\nmodel: {preset: gpt2}\n"
-                                           "training: {seq_len: 1024, global_batch: 16, micro_batch: 16}\n"
-                                           "memory: {mode: unified}\n");
+  std::string h5  = run_file("plot_unified", "hardware: {node: desktop-4070}\nmodel: {preset: gpt2}\n"
+                                              "training: {seq_len: 1024, global_batch: 16, micro_batch: 16}\n"
+                                              "memory: {mode: unified}\n");
   std::string png = temp_path("plot_unified.png");
   CHECK_THAT(plotted(h5, png), Catch::Contains("memory of 2 device(s)"));
   Png p = read_png(png);

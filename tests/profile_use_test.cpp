@@ -1,8 +1,8 @@
 // A user's own profile in a spec (hardware.profile): laid over the GPU's shipped one,
 // found beside the spec, and named in every output.
-#include "hwmodels/Catalog.hpp"
 #include "calibration/Measurement.hpp"
 #include "calibration/fit/ProfileFit.hpp"
+#include "hwmodels/Catalog.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -63,9 +63,9 @@ TEST_CASE("a_gemm_dtype_a_user_measured_replaces_the_shipped_tables_of_that_dtyp
   const GpuProfile& shipped = *gpu_preset("h100-sxm-80gb").profile;
   GpuProfile mine;
   mine.gpu = "h100-sxm-80gb", mine.name = "mine.yaml";
-  mine.gemm[Dtype::bf16] = shipped.gemm.at(Dtype::bf16);
+  mine.gemm[Dtype::bf16]            = shipped.gemm.at(Dtype::bf16);
   mine.gemm[Dtype::bf16].efficiency = 0.5;
-  GpuProfile p = overlay_profile(shipped, mine);
+  GpuProfile p                      = overlay_profile(shipped, mine);
   CHECK(p.gemm.at(Dtype::bf16).efficiency == 0.5);
   CHECK(p.gemm_tables.count({Dtype::bf16, GemmPass::forward}) == 0);
   CHECK(p.gemm_passes.count({Dtype::bf16, GemmPass::forward}) == 0);
@@ -76,7 +76,7 @@ TEST_CASE("a_specs_profile_is_found_beside_the_spec_and_named_in_its_outputs", "
 {
   // Run from the test's working folder, not the spec's: the relative path still resolves.
   std::string spec = spec_beside_profile(temp_path("profile-beside"));
-  CliResult r = run_cli("run " + spec + " --json");
+  CliResult r      = run_cli("run " + spec + " --json");
   REQUIRE(r.exit_code == 0);
   nlohmann::json out = nlohmann::json::parse(r.out);
   CHECK(out["hardware_profile"]["name"] == temp_path("profile-beside") + "/mine.yaml");

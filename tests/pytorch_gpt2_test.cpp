@@ -2,8 +2,8 @@
 // bf16 autocast): what one GPT2Block launches and keeps, counted by hand from autograd.
 // No recorded GPT-2 step exists to compare against; the Llama blocks, built from the
 // same modules, are checked against a real H100 trace in pytorch_stack_test.cpp.
-#include "workloads/model/ModelPresets.hpp"
 #include "sim/Simulation.hpp"
+#include "workloads/model/ModelPresets.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
 #include <catch2/catch.hpp>
@@ -67,8 +67,8 @@ TEST_CASE("a_gpt2_block_keeps_what_autograd_saves_by_hand", "[stack][pytorch][gp
   // and output (5 x 2Tf, the last c_proj's input); autocast's bf16 weights
   // (2 (3h^2 + h^2 + 2hf)).
   const double T = 8192, h = 768, f = 3072, heads = 12;
-  const double activations = 16 * T + 2 * T * h + 6 * T * h + 2 * T * h + 4 * T * heads + 2 * T * h + 8 * T * h +
-                             2 * T * h + 10 * T * f;
+  const double activations =
+      16 * T + 2 * T * h + 6 * T * h + 2 * T * h + 4 * T * heads + 2 * T * h + 8 * T * h + 2 * T * h + 10 * T * f;
   const double weights = 2 * (4 * h * h + 2 * h * f);
   double kept = 0, kept_weights = 0;
   for (const KernelPlan& k : gpt2_block().kernels) {
@@ -109,7 +109,7 @@ TEST_CASE("ddp_holds_its_buckets_beside_the_gradients_and_copies_each_gradient_i
   // write 4 B each way): 16 B a parameter of copies. GPT-2 small: 124,439,808 parameters.
   std::string yaml = "hardware: {node: dgx-h100, gpus_per_node: 2}\nmodel: {preset: gpt2}\n"
                      "training: {stack: pytorch, seq_len: 1024, micro_batch: 4, global_batch: 8}\n";
-  OpDag dag = build_workload(parse_spec(yaml, "test.yaml", ""));
+  OpDag dag        = build_workload(parse_spec(yaml, "test.yaml", ""));
   double buckets = 0, copies = 0;
   for (OpId id = dag.first_id(); id < dag.size(); ++id) {
     const Op& op = dag.op(id);

@@ -3,9 +3,9 @@
 // (tests/data/traces/h100-llama1b-hf-train.json.gz): the kernels one decoder layer
 // launches, what it keeps for backward, and the model states.
 #include "hwmodels/Catalog.hpp"
-#include "workloads/trace/KinetoTrace.hpp"
 #include "sim/Simulation.hpp"
 #include "tests/TestHelpers.hpp"
+#include "workloads/trace/KinetoTrace.hpp"
 #include "workloads/trace/TraceNames.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
@@ -120,7 +120,7 @@ TEST_CASE("an_hf_llama_layer_keeps_for_backward_what_the_h100_trace_allocates_pe
   // output and log-sum-exp (81 MiB), the two fp32 residual sums (2 x 64 MiB), SiLU's
   // input, its output, up's output and their product (4 x 128 MiB).
   const double traced = 1125.06 * 1024 * 1024;
-  BlockPlan b = training_stack_registry().make("pytorch")->layer(llama_1b(), shape_4x2048(), 5);
+  BlockPlan b         = training_stack_registry().make("pytorch")->layer(llama_1b(), shape_4x2048(), 5);
   double kept = 0, weights = 0;
   for (const KernelPlan& k : b.kernels) {
     kept += k.saved_bytes;
@@ -138,7 +138,7 @@ TEST_CASE("eager_pytorch_holds_16_bytes_per_parameter_without_a_master_copy", "[
   // fp32 weights 4, fp32 gradients 4, AdamW's fp32 exp_avg and exp_avg_sq 8: 16 B, where
   // Megatron's 16 B are bf16 weights and gradients (2 + 2) and fp32 master + moments (12).
   TrainingConfig cfg;
-  cfg.precision = Dtype::bf16;
+  cfg.precision         = Dtype::bf16;
   ModelStateBytes eager = training_stack_registry().make("pytorch")->state_bytes(cfg, llama_1b());
   ModelStateBytes mega  = training_stack_registry().make("megatron")->state_bytes(cfg, llama_1b());
   CHECK(eager.weights == 4);
@@ -166,9 +166,9 @@ TEST_CASE("the_hf_llama_step_peaks_where_the_traced_step_peaks", "[stack][pytorc
   nlohmann::json j = run_json("hf_llama_1b", "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {hf_config: " + cfg +
                                                  "}\ntraining: {stack: pytorch, seq_len: 2048, global_batch: 4, "
                                                  "micro_batch: 4, optimizer: adamw}\n");
-  const auto& gpu = j["devices"][0];
-  double context  = gpu["peak_by_category"]["context"].get<double>();
-  double peak     = gpu["peak_bytes"].get<double>() - context;
+  const auto& gpu  = j["devices"][0];
+  double context   = gpu["peak_by_category"]["context"].get<double>();
+  double peak      = gpu["peak_bytes"].get<double>() - context;
   CHECK(peak == Approx(43.84 * 1024 * 1024 * 1024).epsilon(0.03));
   // The caching allocator's segments: the trace's "Total Reserved" is 44.47 GiB
   // throughout the recorded (third) step, 0.63 GiB over its allocated peak. The replay,

@@ -10,8 +10,8 @@
 TEST_CASE("the_readmes_implementation_list_is_what_memwall_list_implementations_prints", "[docs]")
 {
   const std::string readme = memwall::test::read_file(memwall::test::source_path("README.md"));
-  const std::string begin = "<!-- begin: memwall list implementations -->\n```text\n";
-  const std::string end   = "```\n<!-- end: memwall list implementations -->";
+  const std::string begin  = "<!-- begin: memwall list implementations -->\n```text\n";
+  const std::string end    = "```\n<!-- end: memwall list implementations -->";
   const size_t from = readme.find(begin), to = readme.find(end);
   REQUIRE(from != std::string::npos);
   REQUIRE(to != std::string::npos);
@@ -21,10 +21,11 @@ TEST_CASE("the_readmes_implementation_list_is_what_memwall_list_implementations_
   REQUIRE(r.exit_code == 0);
   CHECK(block == r.out);
   // Every registry is in it, each under its spec key.
-  for (const char* line : {"schedules: pipeline schedule (training.pipeline_schedule)\n",
-                           "schedulers: scheduler (inference.scheduler)\n", "collectives: collective algorithm",
-                           "stacks: training stack (training.stack)\n", "engines: inference engine (inference.engine)\n",
-                           "kv-managers: KV manager (inference.kv_manager)\n", "remedies: remedy (advise)\n"}) {
+  for (const char* line :
+       {"schedules: pipeline schedule (training.pipeline_schedule)\n", "schedulers: scheduler (inference.scheduler)\n",
+        "collectives: collective algorithm", "stacks: training stack (training.stack)\n",
+        "engines: inference engine (inference.engine)\n", "kv-managers: KV manager (inference.kv_manager)\n",
+        "remedies: remedy (advise)\n"}) {
     INFO(line);
     CHECK(r.out.find(line) != std::string::npos);
   }

@@ -4,8 +4,8 @@
 // time, per-device peaks, memory events and link bytes as the op-by-op replay (1e-9),
 // and, against the same replay of the ops one by one, the same activities to the bit.
 #include "base/ChildPool.hpp"
-#include "tests/ReplayDigest.hpp"
 #include "sim/Simulation.hpp"
+#include "tests/ReplayDigest.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -58,7 +58,7 @@ void require_expands_to(const OpDag& chained, const OpDag& plain)
 {
   REQUIRE(chained.op_count() == plain.size());
   std::vector<OpId> first(chained.size()); // each entry's first member, as a plain id
-  OpId next = 0;
+  OpId next     = 0;
   size_t differ = 0;
   for (OpId e = 0; e < chained.size(); ++e) {
     first[e]     = next;
@@ -213,8 +213,8 @@ TEST_CASE("every_training_example_replays_the_same_with_its_passes_stored_once",
 TEST_CASE("the_1t_step_holds_a_thirtieth_of_its_ops_as_entries_and_replays_them_the_same", "[chains]")
 {
   ExperimentSpec spec = load_spec(source_path("examples/megatron-1t-tp8-pp64-384xdgx-a100.yaml"), {});
-  OpDag chained = build_workload(spec, true);
-  OpDag plain   = build_workload(spec, false);
+  OpDag chained       = build_workload(spec, true);
+  OpDag plain         = build_workload(spec, false);
   CHECK(chained.size() * 30 < plain.size()); // 138,018 entries for 4,410,707 ops
   CHECK(chained.model_flops() == plain.model_flops());
   require_expands_to(chained, plain);
@@ -235,7 +235,7 @@ TEST_CASE("chained_passes_beside_traffic_on_their_resources_run_member_by_member
   // through GPU 0's HBM (its kernels share HBM: op by op), or a peer copy over the
   // NVLink the all-reduces cross (those are not private: op by op).
   ClusterSpec cluster = hand_cluster(2, GpuFabric::nvswitch, 2);
-  auto build = [](bool chains, int beside) {
+  auto build          = [](bool chains, int beside) {
     OpDag dag;
     dag.set_chains(chains);
     int32_t pair = dag.add_group({gpu0, gpu1});
@@ -283,8 +283,8 @@ TEST_CASE("a_chained_tp_collective_is_measured_on_its_first_repetition", "[chain
   // stream; the first repetition runs them as flows and times them, the others reuse it.
   ExperimentSpec spec = spec_of("hardware: {node: dgx-a100, gpus_per_node: 4}\nmodel: {preset: gpt2}\n"
                                 "training: {seq_len: 512, global_batch: 8, micro_batch: 1, tp: 2, pp: 2}\n");
-  OpDag dag = build_workload(spec, true);
-  size_t tp = 0;
+  OpDag dag           = build_workload(spec, true);
+  size_t tp           = 0;
   for (size_t c = 0; c < dag.chain_count(); ++c)
     for (const Op& m : dag.chain(static_cast<uint32_t>(c)))
       tp += m.kind == OpKind::collective;
@@ -296,8 +296,9 @@ TEST_CASE("with_coalescing_off_a_chain_runs_its_members_one_by_one", "[chains]")
 {
   ExperimentSpec spec = spec_of("hardware: {node: dgx-a100, gpus_per_node: 2}\nmodel: {preset: gpt2}\n"
                                 "training: {seq_len: 512, global_batch: 8, micro_batch: 1, pp: 2}\n");
-  std::vector<Digest> d = replays(spec, {{.coalesce = false, .all_records = false, .memory_timelines = true, .chains = true},
-                                         {.coalesce = false, .all_records = true, .memory_timelines = true}});
+  std::vector<Digest> d =
+      replays(spec, {{.coalesce = false, .all_records = false, .memory_timelines = true, .chains = true},
+                     {.coalesce = false, .all_records = true, .memory_timelines = true}});
   CHECK(d[0].activities == d[1].activities);
   CHECK(d[0].makespan == d[1].makespan);
   CHECK(d[0].events == d[1].events);
@@ -309,10 +310,10 @@ TEST_CASE("passes_that_leave_their_stream_are_not_chained", "[chains]")
   // ZeRO-3 gathers parameters on their own stream ahead of every pass and ZeRO-2/3
   // reduce each micro-batch's gradients: no pass is a chain of one stream.
   for (int zero : {2, 3}) {
-    ExperimentSpec spec = spec_of("hardware: {node: dgx-a100, gpus_per_node: 4}\nmodel: {preset: gpt2}\n"
-                                  "training: {seq_len: 512, global_batch: 8, micro_batch: 1, zero: " +
-                                  std::to_string(zero) + "}\n");
-    OpDag dag = build_workload(spec, true);
+    ExperimentSpec spec    = spec_of("hardware: {node: dgx-a100, gpus_per_node: 4}\nmodel: {preset: gpt2}\n"
+                                        "training: {seq_len: 512, global_batch: 8, micro_batch: 1, zero: " +
+                                     std::to_string(zero) + "}\n");
+    OpDag dag              = build_workload(spec, true);
     size_t backward_chains = 0;
     for (size_t c = 0; c < dag.chain_count(); ++c)
       backward_chains += dag.chain(static_cast<uint32_t>(c)).back().phase == StepPhase::backward;

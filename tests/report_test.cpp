@@ -1,8 +1,8 @@
 // memwall report: a sweep's best points ranked by the chosen metric, the points that do
 // not fit with the device and categories that overflowed, errors grouped by message; a
 // run file's report is the summary `memwall run` printed.
-#include "base/Quantity.hpp"
 #include "app/sweep/SweepFile.hpp"
+#include "base/Quantity.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <H5Cpp.h>
@@ -79,8 +79,9 @@ TEST_CASE("the_sweep_report_ranks_fitting_points_and_says_why_the_others_did_not
                                     t.numbers["index"].begin());
   CHECK(t.numbers["fits"][row6] == 0);
   CHECK(t.numbers["gpu.peak.activations"][row6] > 34.4e9);
-  CHECK_THAT(r.out, Catch::Contains("node0.gpu0 (a100-sxm4-40gb) needs " + format_gib(t.numbers["gpu.peak_bytes"][row6]) +
-                                    " of " + format_gib(42297524224.0) + ": activations"));
+  CHECK_THAT(r.out,
+             Catch::Contains("node0.gpu0 (a100-sxm4-40gb) needs " + format_gib(t.numbers["gpu.peak_bytes"][row6]) +
+                             " of " + format_gib(42297524224.0) + ": activations"));
 
   // Both tp 2 points failed with one message, listed once with the two settings.
   CHECK_THAT(r.out, Catch::Contains("2 points failed") && Catch::Contains("does not divide the 1 GPUs") &&
@@ -88,22 +89,23 @@ TEST_CASE("the_sweep_report_ranks_fitting_points_and_says_why_the_others_did_not
                         Catch::Contains("index 3: micro_batch 2, recompute full, tp 2"));
 
   // Lowest step time first by default, and --top cuts the table.
-  CliResult d = run_cli("report " + h5 + " --top 2");
+  CliResult d              = run_cli("report " + h5 + " --top 2");
   std::vector<int> fastest = indices_under(d.out, "Top 2 of 5 fitting points by step_time_s (lowest first)");
   REQUIRE(fastest.size() == 2);
   double best = 1e300;
   for (size_t i = 0; i < t.rows(); ++i)
     if (t.texts["status"][i] == "ok" && t.numbers["fits"][i] == 1)
       best = std::min(best, t.numbers["step_time_s"][i]);
-  size_t first = static_cast<size_t>(std::find(t.numbers["index"].begin(), t.numbers["index"].end(),
-                                               static_cast<double>(fastest[0])) - t.numbers["index"].begin());
+  size_t first = static_cast<size_t>(
+      std::find(t.numbers["index"].begin(), t.numbers["index"].end(), static_cast<double>(fastest[0])) -
+      t.numbers["index"].begin());
   CHECK(t.numbers["step_time_s"][first] == best);
 }
 
 TEST_CASE("the_report_of_a_run_file_is_the_summary_the_run_printed", "[report]")
 {
   std::string h5 = temp_path("report_run.h5");
-  CliResult run = run_cli("run " + source_path("examples/gpt2-1gpu-a100.yaml") + " -o " + h5);
+  CliResult run  = run_cli("run " + source_path("examples/gpt2-1gpu-a100.yaml") + " -o " + h5);
   REQUIRE(run.exit_code == 0);
   CliResult r = run_cli("report " + h5);
   REQUIRE(r.exit_code == 0);
@@ -117,7 +119,7 @@ TEST_CASE("the_report_of_a_run_file_is_the_summary_the_run_printed", "[report]")
 TEST_CASE("the_report_refuses_an_unknown_metric_naming_the_columns", "[report][errors]")
 {
   std::string h5 = swept("report_bad_by");
-  CliResult r = run_cli("report " + h5 + " --by step_tim_s");
+  CliResult r    = run_cli("report " + h5 + " --by step_tim_s");
   CHECK(r.exit_code == 2);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK_THAT(r.err, Catch::Contains(h5 + ": --by step_tim_s: no such column") && Catch::Contains("step_time_s"));
@@ -186,7 +188,8 @@ TEST_CASE("a_run_files_csv_is_its_summary_as_key_value_rows", "[report]")
   REQUIRE(csv.exit_code == 0);
   CHECK_THAT(csv.out, Catch::StartsWith("key,value\n"));
   CHECK_THAT(csv.out, Catch::Contains("\nstep_time_s," + j["step_time_s"].dump() + "\n"));
-  CHECK_THAT(csv.out, Catch::Contains("\ndevices.node0.gpu0.peak_bytes," + j["devices"][0]["peak_bytes"].dump() + "\n"));
+  CHECK_THAT(csv.out,
+             Catch::Contains("\ndevices.node0.gpu0.peak_bytes," + j["devices"][0]["peak_bytes"].dump() + "\n"));
 }
 
 TEST_CASE("an_axis_asked_for_with_columns_is_shown_once", "[report][sweep]")

@@ -1,9 +1,9 @@
 // Results files under damage and failure (issue 13): damaged files are refused before
 // libhdf5 reads them, outputs are checked before a run, a failed write keeps the good
 // file, and a sweep's file is locked and resumable after a killed worker.
-#include "base/AtomicOutput.hpp"
 #include "analysis/FileChecksum.hpp"
 #include "analysis/Hdf5Table.hpp"
+#include "base/AtomicOutput.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <H5Cpp.h>
@@ -187,11 +187,11 @@ TEST_CASE("resume_runs_again_a_point_whose_worker_was_killed", "[robustness][swe
 {
   // "the worker process died of signal 9" (an OOM kill, a kill -9 of one child) was
   // kept as the point's permanent error: --resume never ran it again.
-  std::string h5 = damaged_sweep_file("killed_worker", [](H5::H5File& f) {
+  std::string h5   = damaged_sweep_file("killed_worker", [](H5::H5File& f) {
     H5::Group g = f.openGroup("/points");
     for (const char* name : {"status", "error"}) {
       std::vector<std::string> v = memwall::read_texts(g, name);
-      v[1] = std::string(name) == "status" ? "error" : "the worker process died of signal 9";
+      v[1]                       = std::string(name) == "status" ? "error" : "the worker process died of signal 9";
       g.unlink(name);
       memwall::column(g, name, v);
     }
@@ -223,7 +223,8 @@ TEST_CASE("a_damaged_results_file_is_refused_by_its_checksum_before_libhdf5_read
   std::string flipped = good, truncated = good.substr(0, good.size() / 2), zeroed = good;
   for (size_t i = 1000; i < flipped.size(); i += flipped.size() / 7)
     flipped[i] = static_cast<char>(~flipped[i]);
-  std::fill(zeroed.begin() + static_cast<long>(good.size() / 3), zeroed.begin() + static_cast<long>(good.size() / 3 + 4096), '\0');
+  std::fill(zeroed.begin() + static_cast<long>(good.size() / 3),
+            zeroed.begin() + static_cast<long>(good.size() / 3 + 4096), '\0');
   for (const Damage& d : {Damage{"flipped", flipped}, Damage{"truncated", truncated}, Damage{"zeroed", zeroed}}) {
     std::string bad = temp_path("checksummed_" + d.name + ".h5");
     write_file(bad, d.bytes);

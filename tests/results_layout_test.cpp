@@ -17,7 +17,10 @@ using namespace memwall::test;
 
 namespace {
 
-H5T_class_t type_class(const H5::H5File& f, const std::string& dataset) { return f.openDataSet(dataset).getTypeClass(); }
+H5T_class_t type_class(const H5::H5File& f, const std::string& dataset)
+{
+  return f.openDataSet(dataset).getTypeClass();
+}
 
 // A column of a results file, by its path ("/ops/phase"), with memwall's own readers.
 std::vector<std::string> texts(const H5::H5File& f, const std::string& path)
@@ -56,8 +59,9 @@ TEST_CASE("counts_and_indices_are_stored_as_integers_and_times_as_floats", "[out
   // A sweep: the index and an axis of whole numbers are integers; an axis with a
   // fraction and every result are floats (a failed point's result is NaN).
   std::string sweep = temp_path("layout_sweep.yaml"), out = temp_path("layout_sweep.h5");
-  write_file(sweep, sweep_base + "grid:\n  training.micro_batch: [1, 2]\n  hardware.gpu.hbm_achievable_bw: [5e11, 1e12]\n"
-                                 "  hardware.gpu.matmul_efficiency: [0.5]\n");
+  write_file(sweep, sweep_base +
+                        "grid:\n  training.micro_batch: [1, 2]\n  hardware.gpu.hbm_achievable_bw: [5e11, 1e12]\n"
+                        "  hardware.gpu.matmul_efficiency: [0.5]\n");
   REQUIRE(run_cli("sweep " + sweep + " -o " + out + " -j 1").exit_code == 0);
   H5::H5File f(out, H5F_ACC_RDONLY);
   CHECK(type_class(f, "/points/index") == H5T_INTEGER);
@@ -83,7 +87,7 @@ TEST_CASE("every_op_of_a_training_step_is_stamped_with_its_phase_in_step_order",
   H5::H5File f(h5, H5F_ACC_RDONLY);
   std::vector<std::string> phase = texts(f, "/ops/phase"), stream = texts(f, "/ops/stream"),
                            kind = texts(f, "/ops/kind");
-  std::vector<double> start = numbers(f, "/ops/start_s");
+  std::vector<double> start     = numbers(f, "/ops/start_s");
   std::vector<size_t> order;
   for (size_t i = 0; i < phase.size(); ++i)
     if (stream[i] == "compute" && kind[i] == "kernel" && phase[i] != "setup")

@@ -9,7 +9,6 @@
 
 using namespace memwall::test;
 
-
 TEST_CASE("serve_capacity_finds_the_md1_rate_whose_mean_wait_meets_the_ttft_target", "[serving][capacity]")
 {
   // One sequence at a time, fixed lengths: service D and prefill t_p from one request
@@ -41,13 +40,14 @@ namespace {
 // `gap` seconds from a trace file: a D/D/1 queue.
 std::string dd1_trace_spec(const std::string& name, int n, double gap)
 {
-  std::string csv = temp_path(name + ".csv");
+  std::string csv  = temp_path(name + ".csv");
   std::string rows = "arrival_time,prompt_tokens,output_tokens\n";
   for (int i = 0; i < n; ++i)
     rows += std::to_string(i * gap) + ",64,8\n";
   write_file(csv, rows);
   return "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
-         "inference: {max_num_seqs: 1, trace: " + csv + "}\n";
+         "inference: {max_num_seqs: 1, trace: " +
+         csv + "}\n";
 }
 
 } // namespace
@@ -92,7 +92,8 @@ TEST_CASE("serve_capacity_refuses_a_bad_target_or_a_spec_without_poisson_arrival
   };
   CHECK_THAT(refused_with("serve-capacity " + spec + " --ttft p95=1s"),
              Catch::Contains("--ttft p95=1s") && Catch::Contains("mean, p50, p90, p99"));
-  CHECK_THAT(refused_with("serve-capacity " + spec + " --tpot p90=fast"), Catch::Contains("'fast' is not a positive duration"));
+  CHECK_THAT(refused_with("serve-capacity " + spec + " --tpot p90=fast"),
+             Catch::Contains("'fast' is not a positive duration"));
   std::string batch = temp_path("capacity_batch.yaml");
   write_file(batch, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
                     "inference: {batch: 4, prompt_len: 16, output_len: 4}\n");

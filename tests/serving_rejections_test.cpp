@@ -34,8 +34,8 @@ TEST_CASE("a_clipped_exponential_reports_the_mean_it_came_out_as", "[serving][re
   const std::string spec = "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
                            "inference: {poisson: {rate: 1000, requests: 2000, seed: 11, output_len: 2,\n"
                            "  prompt_len: {dist: exponential, mean: 1024}}}\n";
-  nlohmann::json j = run_json("clipped_lengths", spec);
-  const double expected = 1024 * (1 - std::exp(-0.5));
+  nlohmann::json j       = run_json("clipped_lengths", spec);
+  const double expected  = 1024 * (1 - std::exp(-0.5));
   CHECK(j["request_lengths"]["prompt_tokens"]["mean"].get<double>() == Approx(expected).epsilon(0.03));
   CHECK(j["request_lengths"]["prompt_tokens"]["max"] == 512);
   write_file(temp_path("clipped_lengths_text.yaml"), spec);

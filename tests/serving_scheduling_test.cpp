@@ -1,7 +1,7 @@
 // Serving schedules: chunked prefill, static against continuous batching, and weight
 // streaming of offloaded tp ranks that share one PCIe switch, all from replayed runs.
-#include "sim/Simulation.hpp"
 #include "analysis/StepReport.hpp"
+#include "sim/Simulation.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -46,8 +46,8 @@ TEST_CASE("chunked_prefill_splits_a_long_prompt_into_token_budget_iterations_wit
   auto run = [](bool chunked) {
     return simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: llama-2-7b}\n"
                          "inference: {poisson: {rate: 1, requests: 1, prompt_len: 2000, output_len: 3},\n"
-                         "  chunked_prefill: " + std::string(chunked ? "true, max_num_batched_tokens: 512" : "false") +
-                         "}\n"),
+                         "  chunked_prefill: " +
+                         std::string(chunked ? "true, max_num_batched_tokens: 512" : "false") + "}\n"),
                     true);
   };
   RunResult whole = run(false), chunked = run(true);
@@ -67,11 +67,12 @@ TEST_CASE("chunked_prefill_bounds_the_pause_a_long_prompt_causes_in_running_deco
   // prompt tokens, so its longest pause is about 512/4000 of that (Agrawal et al.,
   // Sarathi-Serve, OSDI'24: "stall-free" batching).
   std::string path = trace("long_prompt_during_decode.csv", {"0,16,64", "0.05,4000,2"});
-  auto run = [&](bool chunked) {
+  auto run         = [&](bool chunked) {
     return simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: llama-2-7b}\n"
-                         "inference: {trace: " + path + ", chunked_prefill: " +
-                         std::string(chunked ? "true, max_num_batched_tokens: 512" : "false") + "}\n"),
-                    true);
+                                         "inference: {trace: " +
+                                 path + ", chunked_prefill: " +
+                                 std::string(chunked ? "true, max_num_batched_tokens: 512" : "false") + "}\n"),
+                            true);
   };
   RunResult whole = run(false), chunked = run(true);
   double stall = request(whole, 0).max_itl_s, bounded = request(chunked, 0).max_itl_s;
@@ -90,12 +91,13 @@ TEST_CASE("static_batching_holds_every_request_until_its_batch_s_longest_output_
   // continuous: the prefill of 0-3 (1), decodes until 1-3 are done (15), prefill of 4-6
   //   (1), decodes until 5-6 are done (15), prefill of 7 (1); request 4 has 240 decodes
   //   left: 1 + 15 + 1 + 15 + 1 + 240 = 273 iterations.
-  std::string path = trace("static_vs_continuous.csv", {"0,64,256", "0,64,16", "0,64,16", "0,64,16", "0,64,256",
-                                                        "0,64,16", "0,64,16", "0,64,16"});
-  auto run = [&](const std::string& scheduler) {
+  std::string path = trace("static_vs_continuous.csv",
+                           {"0,64,256", "0,64,16", "0,64,16", "0,64,16", "0,64,256", "0,64,16", "0,64,16", "0,64,16"});
+  auto run         = [&](const std::string& scheduler) {
     return simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: llama-2-7b}\n"
-                         "inference: {trace: " + path + ", max_num_seqs: 4, scheduler: " + scheduler + "}\n"),
-                    true);
+                                         "inference: {trace: " +
+                                 path + ", max_num_seqs: 4, scheduler: " + scheduler + "}\n"),
+                            true);
   };
   RunResult stat = run("static"), cont = run("continuous");
   CHECK(report_json(stat)["iterations"] == 512);
@@ -119,14 +121,16 @@ TEST_CASE("two_tp_ranks_streaming_offloaded_weights_share_their_pcie_switch_upli
   // both halves cross one uplink, 2.159 s.
   auto run = [](int per_switch) {
     return simulate(spec("hardware:\n  node: {preset: dgx-a100, gpus: 2, sockets: 1, pcie_uplink_bw: 6 GB/s, "
-                         "gpus_per_pcie_switch: " + std::to_string(per_switch) + "}\n"
+                         "gpus_per_pcie_switch: " +
+                         std::to_string(per_switch) +
+                         "}\n"
                          "model: {preset: llama-2-7b}\n"
                          "inference: {batch: 1, prompt_len: 16, output_len: 5, tp: 2,"
                          " offload: {weights: cpu, weights_fraction: 1.0}}\n"),
                     true);
   };
   RunResult separate = run(1), shared = run(2);
-  double per_rank = 32 * 202375168.0 * 2 / 2;
+  double per_rank      = 32 * 202375168.0 * 2 / 2;
   double tpot_separate = report_json(separate)["tpot_s"]["mean"].get<double>();
   double tpot_shared   = report_json(shared)["tpot_s"]["mean"].get<double>();
   CHECK(tpot_separate == Approx(per_rank / 6e9).epsilon(0.05));

@@ -64,7 +64,8 @@ TEST_CASE("a_negative_size_is_refused", "[errors]")
 TEST_CASE("a_negative_quantity_in_an_inline_gpu_is_refused", "[errors]")
 {
   std::string yaml = good;
-  yaml.replace(yaml.find("node: desktop-4070"), 18, "node: desktop-4070\n  gpu: {preset: rtx-4070, memory_bytes: -12e9}");
+  yaml.replace(yaml.find("node: desktop-4070"), 18,
+               "node: desktop-4070\n  gpu: {preset: rtx-4070, memory_bytes: -12e9}");
   std::string err = refused("negative_memory", yaml);
   CHECK_THAT(err, Catch::Contains("hardware.gpu.memory_bytes") && Catch::Contains("must not be negative"));
 }
@@ -99,14 +100,16 @@ TEST_CASE("a_tp_pp_dp_product_other_than_the_gpu_count_is_refused", "[errors]")
 
 TEST_CASE("a_global_batch_that_micro_batches_times_dp_do_not_divide_is_refused", "[errors]")
 {
-  std::string yaml = "hardware: {node: dgx-a100}\nmodel: {preset: gpt2}\ntraining: {global_batch: 12, micro_batch: 1}\n";
-  std::string err  = refused("bad_batch", yaml);
+  std::string yaml =
+      "hardware: {node: dgx-a100}\nmodel: {preset: gpt2}\ntraining: {global_batch: 12, micro_batch: 1}\n";
+  std::string err = refused("bad_batch", yaml);
   CHECK_THAT(err, Catch::Contains("training.global_batch") && Catch::Contains("micro_batch x dp = 8"));
 }
 
 TEST_CASE("a_precision_the_gpu_lacks_is_refused_with_what_it_supports", "[errors]")
 {
-  std::string yaml = "hardware: {node: cloud-t4}\nmodel: {preset: gpt2}\ntraining: {precision: bf16, global_batch: 1, micro_batch: 1}\n";
+  std::string yaml = "hardware: {node: cloud-t4}\nmodel: {preset: gpt2}\ntraining: {precision: bf16, global_batch: 1, "
+                     "micro_batch: 1}\n";
   std::string err  = refused("bad_precision", yaml);
   CHECK_THAT(err, Catch::Contains("bf16 is not supported by t4") && Catch::Contains("fp16"));
 }

@@ -84,8 +84,8 @@ TEST_CASE("running_out_of_host_memory_mid_replay_is_exit_3_with_one_line", "[rob
   // activities left pending (exit 139). (Without -o it stores each repeated pass once
   // and fits in less than 200 MB.)
   std::string out = temp_path("oom_mid_replay.h5");
-  CliResult r = run_cli("run " + source_path("examples/megatron-1t-tp8-pp64-384xdgx-a100.yaml") + " -o " + out,
-                        "ulimit -v 600000;");
+  CliResult r     = run_cli("run " + source_path("examples/megatron-1t-tp8-pp64-384xdgx-a100.yaml") + " -o " + out,
+                            "ulimit -v 600000;");
   INFO(r.err);
   CHECK(r.exit_code == 3);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
@@ -169,7 +169,8 @@ TEST_CASE("a_set_below_a_preset_id_overrides_one_field_of_that_preset", "[robust
   // speeds (its 1,555 GB/s datasheet bandwidth) and takes the new capacity.
   std::string spec = temp_path("set_below_preset.yaml");
   write_file(spec, small_training_spec);
-  CliResult r = run_cli("run " + spec + " --set hardware.gpu=a100-sxm4-40gb --set hardware.gpu.memory_bytes=80e9 --json");
+  CliResult r =
+      run_cli("run " + spec + " --set hardware.gpu=a100-sxm4-40gb --set hardware.gpu.memory_bytes=80e9 --json");
   REQUIRE(r.exit_code == 0);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["devices"][0]["hardware"] == "a100-sxm4-40gb-custom");
@@ -183,5 +184,6 @@ TEST_CASE("a_spec_that_is_not_a_mapping_is_refused_even_with_set", "[robustness]
   // --set into a scalar document threw yaml-cpp's BadSubscript: exit 3.
   CHECK_THAT(refused("scalar_spec", "just words\n", "--set training.micro_batch=2"),
              Catch::Contains("a spec is a mapping"));
-  CHECK_THAT(refused("list_spec", "- 1\n- 2\n", "--set training.micro_batch=2"), Catch::Contains("a spec is a mapping"));
+  CHECK_THAT(refused("list_spec", "- 1\n- 2\n", "--set training.micro_batch=2"),
+             Catch::Contains("a spec is a mapping"));
 }

@@ -3,10 +3,10 @@
 // adds its busy intervals as its ops end (StepIntervals), the pools keep their peaks.
 // The summary must not change by one byte, and what the run holds must not grow with
 // the ops it replays.
+#include "analysis/StepReport.hpp"
 #include "base/ChildPool.hpp"
 #include "sim/Simulation.hpp"
 #include "sim/replay/StepIntervals.hpp"
-#include "analysis/StepReport.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -29,12 +29,12 @@ struct Lean {
 Lean summary(const ExperimentSpec& spec, bool everything)
 {
   ChildOutcome out = run_in_child([&] {
-    RunResult r = simulate(spec, false, {false, true, everything, everything});
+    RunResult r   = simulate(spec, false, {false, true, everything, everything});
     size_t events = 0;
     for (const PoolResult& p : r.pools)
       events += p.timeline.size();
     const StepIntervals& s = r.step_intervals;
-    size_t intervals = s.compute.intervals().size() + s.comm.intervals().size() + s.copies.intervals().size() +
+    size_t intervals       = s.compute.intervals().size() + s.comm.intervals().size() + s.copies.intervals().size() +
                        s.paging.intervals().size();
     return std::to_string(r.ops.size()) + " " + std::to_string(events) + " " + std::to_string(intervals) + " " +
            std::to_string(r.op_count) + "\n" + report_json(r).dump(2);
@@ -69,10 +69,10 @@ TEST_CASE("a_summary_without_records_or_timelines_is_byte_identical", "[coalesci
   // Pipelined tensor parallelism (the breakdown's bubble), ZeRO-3 (exposed gathers),
   // ZeRO-Offload (the host's optimizer step), a single GPU, and a serving loop that
   // hands the replay its iterations one by one.
-  for (const char* example : {"examples/gpt3-175b-tp8-pp8-interleaved-8xdgx-a100.yaml",
-                              "examples/llama2-70b-zero3-4xdgx-h100.yaml",
-                              "examples/llama2-13b-zero-offload-4x4090.yaml", "examples/gpt2-1gpu-a100.yaml",
-                              "examples/llama2-7b-serving-poisson-1xa100.yaml"}) {
+  for (const char* example :
+       {"examples/gpt3-175b-tp8-pp8-interleaved-8xdgx-a100.yaml", "examples/llama2-70b-zero3-4xdgx-h100.yaml",
+        "examples/llama2-13b-zero-offload-4x4090.yaml", "examples/gpt2-1gpu-a100.yaml",
+        "examples/llama2-7b-serving-poisson-1xa100.yaml"}) {
     INFO(example);
     ExperimentSpec spec = load_spec(source_path(example), {});
     Lean all            = summary(spec, true);
@@ -117,7 +117,7 @@ TEST_CASE("an_interval_union_is_the_same_whatever_order_its_parts_arrive_in", "[
       double s = start(rng);
       parts.emplace_back(s, s + len(rng));
     }
-    parts.push_back(parts[3]);                            // a duplicate
+    parts.push_back(parts[3]);                                // a duplicate
     parts.emplace_back(parts[5].second, parts[5].second + 1); // one that touches
     std::shuffle(parts.begin(), parts.end(), rng);
     IntervalUnion v;

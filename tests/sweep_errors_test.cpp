@@ -47,15 +47,15 @@ TEST_CASE("an_empty_axis_is_refused", "[errors][sweep]")
 
 TEST_CASE("zipped_axes_of_different_lengths_are_refused", "[errors][sweep]")
 {
-  std::string err = refused_sweep("sweep_zip", std::string(base) +
-                                                   "zip:\n  training.micro_batch: [1, 2]\n  training.zero: [0, 1, 2]\n");
+  std::string err = refused_sweep(
+      "sweep_zip", std::string(base) + "zip:\n  training.micro_batch: [1, 2]\n  training.zero: [0, 1, 2]\n");
   CHECK_THAT(err, Catch::Contains("need equal lengths"));
 }
 
 TEST_CASE("a_filter_naming_no_axis_is_refused", "[errors][sweep]")
 {
-  std::string err = refused_sweep("sweep_filter", std::string(base) +
-                                                      "grid:\n  training.micro_batch: [1, 2]\nfilter: \"micro > 1\"\n");
+  std::string err = refused_sweep("sweep_filter",
+                                  std::string(base) + "grid:\n  training.micro_batch: [1, 2]\nfilter: \"micro > 1\"\n");
   CHECK_THAT(err, Catch::Contains("filter") && Catch::Contains("unknown name 'micro'"));
 }
 

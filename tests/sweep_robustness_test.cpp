@@ -71,8 +71,10 @@ TEST_CASE("metric_names_and_expressions_are_checked_before_any_point_runs", "[ro
              Catch::Contains("metrics.a/b") && Catch::Contains("letters, digits"));
   CHECK_THAT(refused_sweep_spec("metric_empty_name", one_metric("'': step_time_s"), true),
              Catch::Contains("metric's name"));
-  CHECK_THAT(refused_sweep_spec("metric_null", one_metric("m: "), true), Catch::Contains("metrics.m: expected an expression"));
-  CHECK_THAT(refused_sweep_spec("metric_list", one_metric("m: [1, 2]"), true), Catch::Contains("metrics.m: expected an expression"));
+  CHECK_THAT(refused_sweep_spec("metric_null", one_metric("m: "), true),
+             Catch::Contains("metrics.m: expected an expression"));
+  CHECK_THAT(refused_sweep_spec("metric_list", one_metric("m: [1, 2]"), true),
+             Catch::Contains("metrics.m: expected an expression"));
   CHECK_THAT(refused_sweep_spec("metric_unknown_name", one_metric("m: step_tme_s * 1000"), true),
              Catch::Contains("unknown name 'step_tme_s'"));
   // Names that do exist: an axis by its last part, a result, an earlier metric.
@@ -96,9 +98,9 @@ TEST_CASE("a_sweep_of_too_many_points_is_refused_before_it_is_enumerated", "[rob
 {
   // 10 axes of 10 values: 10^10 combinations; the --dry-run never ended.
   std::string grid = "grid:\n";
-  for (const char* key : {"training.micro_batch", "training.seq_len", "training.global_batch", "training.zero",
-                          "training.recompute", "training.precision", "training.optimizer", "training.tp",
-                          "training.bucket_bytes", "training.flash_attention"})
+  for (const char* key :
+       {"training.micro_batch", "training.seq_len", "training.global_batch", "training.zero", "training.recompute",
+        "training.precision", "training.optimizer", "training.tp", "training.bucket_bytes", "training.flash_attention"})
     grid += std::string("  ") + key + ": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n";
   CHECK_THAT(refused_sweep_spec("ten_billion", sweep_base + grid),
              Catch::Contains("10000000000 points; the limit is 1000000"));
@@ -117,5 +119,6 @@ TEST_CASE("a_sweep_whose_every_point_failed_is_reported_as_failures_not_a_missin
   CliResult r = run_cli("report " + h5);
   INFO(r.err);
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("2 points failed") && Catch::Contains("does not divide the model's 12 attention heads"));
+  CHECK_THAT(r.out,
+             Catch::Contains("2 points failed") && Catch::Contains("does not divide the model's 12 attention heads"));
 }

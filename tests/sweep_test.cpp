@@ -1,8 +1,8 @@
 // Sweeps: every point lands in one HDF5 table (errors included), values equal single
 // runs of the same settings, and a sweep killed with SIGKILL resumes to the same table.
-#include "sim/Simulation.hpp"
 #include "analysis/StepReport.hpp"
 #include "app/sweep/SweepFile.hpp"
+#include "sim/Simulation.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -76,12 +76,11 @@ TEST_CASE("a_sweep_records_every_point_with_invalid_ones_as_errors_and_values_eq
     }
     CHECK(t.texts.at("status")[i] == "ok");
     // The same settings as one run of their own give the same numbers.
-    ExperimentSpec s = parse_spec(
-        "hardware: {node: dgx-a100, gpus_per_node: 2}\nmodel: {preset: gpt2}\n"
-        "training: {seq_len: 512, global_batch: 64, micro_batch: " + std::to_string(int(mb[i])) +
-            ", tp: " + std::to_string(int(tp[i])) + "}\n",
-        "single.yaml", "");
-    auto j = report_json(simulate(s, true));
+    ExperimentSpec s = parse_spec("hardware: {node: dgx-a100, gpus_per_node: 2}\nmodel: {preset: gpt2}\n"
+                                  "training: {seq_len: 512, global_batch: 64, micro_batch: " +
+                                      std::to_string(int(mb[i])) + ", tp: " + std::to_string(int(tp[i])) + "}\n",
+                                  "single.yaml", "");
+    auto j           = report_json(simulate(s, true));
     CHECK(t.numbers.at("step_time_s")[i] == j["step_time_s"].get<double>());
     CHECK(t.numbers.at("mfu")[i] == j["mfu"].get<double>());
     CHECK(t.numbers.at("breakdown_s.compute")[i] == j["breakdown_s"]["compute"].get<double>());
@@ -104,7 +103,7 @@ TEST_CASE("a_sweep_killed_with_sigkill_and_resumed_ends_identical_to_an_uninterr
   std::string yaml = twelve_point_sweep;
   yaml.replace(yaml.find("  training.tp: [1, 2, 5]\n"), std::string("  training.tp: [1, 2, 5]\n").size(),
                "  training.tp: [1, 2, 5]\n  training.zero: [0, 1, 2, 3]\n");
-  std::string spec = write_sweep("sweep_kill", yaml);
+  std::string spec  = write_sweep("sweep_kill", yaml);
   std::string whole = temp_path("sweep_whole.h5"), killed = temp_path("sweep_killed.h5");
   std::filesystem::remove(killed);
   REQUIRE(run_cli("sweep " + spec + " -o " + whole + " -j 2").exit_code == 0);
@@ -175,6 +174,7 @@ TEST_CASE("a_dry_run_lists_every_point_with_its_settings_and_runs_nothing", "[sw
   CliResult r      = run_cli("sweep " + spec + " --dry-run");
   REQUIRE(r.exit_code == 0);
   // 4 micro batches x 3 tp values, first axis slowest, in --set syntax.
-  CHECK_THAT(r.out, Catch::StartsWith("0: training.micro_batch=1 training.tp=1\n1: training.micro_batch=1 training.tp=2\n"));
+  CHECK_THAT(r.out,
+             Catch::StartsWith("0: training.micro_batch=1 training.tp=1\n1: training.micro_batch=1 training.tp=2\n"));
   CHECK_THAT(r.out, Catch::Contains("11: training.micro_batch=8 training.tp=5\n12 points\n"));
 }

@@ -1,8 +1,8 @@
 // MoE token dispatchers (workloads/training/dispatch): how many bytes each hop of a
 // dispatch moves, against hand calculations of the nodes a token's experts land on
 // (DeepSeek-V3 §3.2.2: node-limited routing, each token sent to a node once).
-#include "workloads/model/ModelPresets.hpp"
 #include "tests/TestHelpers.hpp"
+#include "workloads/model/ModelPresets.hpp"
 #include "workloads/training/dispatch/TokenDispatcher.hpp"
 
 #include <catch2/catch.hpp>
@@ -49,8 +49,8 @@ TEST_CASE("deepep_sends_a_deepseek_token_to_4_nodes_once_where_alltoall_sends_it
   // FP8 experts (DeepSeek's training): tokens go out in FP8 with a 4-byte scale per 128
   // elements, 1.03125 bytes each, and come back in BF16; the alltoall dispatcher sends
   // 16 bits both ways.
-  DispatchShape fp8 = s;
-  fp8.fp8_row_bytes = 7168 * 1.03125;
+  DispatchShape fp8          = s;
+  fp8.fp8_row_bytes          = 7168 * 1.03125;
   std::vector<DispatchHop> q = hops("deepep", fp8);
   CHECK(q[0].dispatch_bytes == Approx(4096 * 4 * 7168 * 1.03125));
   CHECK(q[0].bytes == Approx(4096 * 4 * 7168 * 2.0));

@@ -1,8 +1,8 @@
 // `memwall export`: a training step written as PyTorch profiler traces and read back
 // with workload.trace is the same DAG, so the same replay; what cannot be exported, and
 // an exported file damaged by hand, are refused with one line.
-#include "sim/Simulation.hpp"
 #include "analysis/StepReport.hpp"
+#include "sim/Simulation.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -39,15 +39,16 @@ TEST_CASE("an_exported_step_replays_from_its_trace_to_the_same_step_time_and_pea
       files.push_back(cli.out.substr(a, b - a));
     REQUIRE(!files.empty());
     // The same hardware section, the exported files as the workload.
-    std::string hardware = memwall::test::read_file(spec);
+    std::string hardware  = memwall::test::read_file(spec);
     nlohmann::json direct = report_json(simulate(load_spec(spec), /*in_child=*/true, {}));
     std::string reimport  = temp_path("reimport_" + example + ".yaml");
     std::string list;
     for (const std::string& f : files)
       list += (list.empty() ? "" : ", ") + f;
     ExperimentSpec original = load_spec(spec);
-    write_file(reimport, "hardware:\n" + hardware.substr(hardware.find("hardware:") + 9,
-                                                          hardware.find("\nmodel:") - hardware.find("hardware:") - 9) +
+    write_file(reimport, "hardware:\n" +
+                             hardware.substr(hardware.find("hardware:") + 9,
+                                             hardware.find("\nmodel:") - hardware.find("hardware:") - 9) +
                              "\nworkload: {trace: [" + list + "]}\n");
     nlohmann::json again = report_json(simulate(load_spec(reimport), /*in_child=*/true, {}));
     CHECK(again["step_time_s"].get<double>() == Approx(direct["step_time_s"].get<double>()).epsilon(1e-9));
@@ -71,15 +72,15 @@ TEST_CASE("export_refuses_what_it_cannot_write_with_one_line", "[trace][export][
              Catch::Contains("a serving run makes its ops as it runs"));
   CHECK_THAT(refused_export("export_not_json", memwall::test::small_training_spec, "step.h5"),
              Catch::Contains("name the output .json or .json.gz"));
-  CHECK_THAT(refused_export("export_unified",
-                            memwall::test::small_training_spec + "memory: {mode: unified}\n", "unified.json"),
+  CHECK_THAT(refused_export("export_unified", memwall::test::small_training_spec + "memory: {mode: unified}\n",
+                            "unified.json"),
              Catch::Contains("not exported (yet)"));
 }
 
 TEST_CASE("an_exported_trace_with_a_broken_op_is_refused_naming_the_op", "[trace][export][errors]")
 {
   const std::string hw = "hardware: {node: dgx-a100, gpus_per_node: 1}\n";
-  auto trace = [](const std::string& ops) {
+  auto trace           = [](const std::string& ops) {
     return R"({"memwall": {"version": 1, "groups": [], "represents": [], "shadows": []}, "traceEvents": [)" + ops +
            "]}";
   };
@@ -87,13 +88,15 @@ TEST_CASE("an_exported_trace_with_a_broken_op_is_refused_naming_the_op", "[trace
     return R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 1, "args": {"device": 0, "stream": 0,
                "memwall": {"id": )" +
            std::to_string(id) + R"(, "kind": "kernel", "stream": "compute", "phase": "forward",
-               "device": ["gpu", 0, 0], "kclass": "gemm", "dtype": "bf16", "flops": 1e9)" + extra + "}}}";
+               "device": ["gpu", 0, 0], "kclass": "gemm", "dtype": "bf16", "flops": 1e9)" +
+           extra + "}}}";
   };
   struct Bad {
     std::string name, events, says;
   };
   for (const Bad& b : std::vector<Bad>{
-           {"dep_forward", kernel(0, R"(, "deps": [1])") + "," + kernel(1, ""), "op 0: args.memwall.deps lists ids of earlier ops"},
+           {"dep_forward", kernel(0, R"(, "deps": [1])") + "," + kernel(1, ""),
+            "op 0: args.memwall.deps lists ids of earlier ops"},
            {"id_gap", kernel(0, "") + "," + kernel(2, ""), "op 2: ids must run 0, 1, 2"},
            {"bad_enum", kernel(0, R"(, "kclass": "matmul")"), "kclass 'matmul' is not one of gemm, attention"},
            {"off_cluster", kernel(0, R"(, "device": ["gpu", 3, 0])"), "device node3.gpu0 is not in the cluster"},

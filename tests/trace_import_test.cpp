@@ -1,8 +1,8 @@
 // Replaying real PyTorch profiler traces (tests/data/traces, MIT): on the GPU they were
 // recorded on, a trace must reproduce itself. The expected figures are read from the
 // trace here with a plain JSON parse, independently of memwall's streaming reader.
-#include "sim/Simulation.hpp"
 #include "analysis/StepReport.hpp"
+#include "sim/Simulation.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -39,7 +39,7 @@ nlohmann::json gunzip_json(const std::string& path)
 // call or allocator event to the last one's end, and the most "Total Allocated".
 struct Recorded {
   std::map<int64_t, double> busy;
-  double span = 0;
+  double span           = 0;
   double peak_allocated = 0;
 };
 
@@ -49,16 +49,17 @@ Recorded recorded(const nlohmann::json& trace)
   double first = 1e300, last = -1e300;
   for (const auto& e : trace["traceEvents"]) {
     std::string cat = e.value("cat", "");
-    if (e.value("ph", "") == "X" && (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_runtime")) {
+    if (e.value("ph", "") == "X" &&
+        (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_runtime")) {
       double ts = e["ts"].get<double>() * 1e-6, dur = e["dur"].get<double>() * 1e-6;
       first = std::min(first, ts);
       last  = std::max(last, ts + dur);
       if (cat != "cuda_runtime")
         r.busy[e["args"]["stream"].get<int64_t>()] += dur;
     } else if (e.value("name", "") == "[memory]" && e["args"]["Device Type"] == 1) {
-      double ts = e["ts"].get<double>() * 1e-6;
-      first     = std::min(first, ts);
-      last      = std::max(last, ts);
+      double ts        = e["ts"].get<double>() * 1e-6;
+      first            = std::min(first, ts);
+      last             = std::max(last, ts);
       r.peak_allocated = std::max(r.peak_allocated, e["args"]["Total Allocated"].get<double>());
     }
   }
@@ -75,7 +76,7 @@ struct Replayed {
 Replayed replayed(const std::string& hardware, const std::string& trace, const std::string& more = "")
 {
   std::string spec = trace_spec(hardware, trace, more);
-  RunResult r = simulate(load_spec(spec), /*in_child=*/true, {});
+  RunResult r      = simulate(load_spec(spec), /*in_child=*/true, {});
   Replayed out;
   for (const OpRecord& op : r.ops)
     if (op.kind == OpKind::kernel)
@@ -167,7 +168,8 @@ TEST_CASE("a_trace_spec_refuses_bad_traces_with_one_line", "[trace][errors]")
   // Two GPUs' traces on a cluster of one GPU.
   std::string t = source_path("tests/data/traces/v100-1rank.json.gz");
   CHECK_THAT(refused("trace_too_many_ranks", hw + "workload: {trace: [" + t + ", " + t + "]}\n"),
-             Catch::Contains("the job's 2 ranks (one per trace, or its recorded world_size) is more than the cluster's 1 GPUs"));
+             Catch::Contains(
+                 "the job's 2 ranks (one per trace, or its recorded world_size) is more than the cluster's 1 GPUs"));
 }
 
 TEST_CASE("a_two_rank_nccl_trace_scaled_to_eight_ranks_spends_longer_in_its_all_reduces", "[trace][scale]")
@@ -178,7 +180,7 @@ TEST_CASE("a_two_rank_nccl_trace_scaled_to_eight_ranks_spends_longer_in_its_all_
   auto collectives = [](int ranks) {
     std::string spec = trace_spec("{node: dgx-a100, gpus_per_node: 8}", "a100-2rank-nccl.json.gz",
                                   "  recorded_on: a100-sxm4-40gb\n  ranks: " + std::to_string(ranks) + "\n");
-    RunResult r = simulate(load_spec(spec), /*in_child=*/true, {});
+    RunResult r      = simulate(load_spec(spec), /*in_child=*/true, {});
     double seconds = 0, bytes = 0;
     int count = 0;
     for (const OpRecord& op : r.ops)
@@ -191,8 +193,8 @@ TEST_CASE("a_two_rank_nccl_trace_scaled_to_eight_ranks_spends_longer_in_its_all_
   };
   // Bytes by hand from the trace: each NCCL kernel's "In msg nelems" x 4 B (Float) or
   // 8 B (Long): 15 all-reduces and 6 broadcasts, each of its whole buffer.
-  double want_bytes = 0;
-  int want_count    = 0;
+  double want_bytes    = 0;
+  int want_count       = 0;
   nlohmann::json trace = gunzip_json(source_path("tests/data/traces/a100-2rank-nccl.json.gz"));
   for (const auto& e : trace["traceEvents"])
     if (e.value("cat", "") == "kernel" && e["args"].contains("Collective name")) {
@@ -211,9 +213,9 @@ TEST_CASE("a_two_rank_nccl_trace_scaled_to_eight_ranks_spends_longer_in_its_all_
 
 TEST_CASE("traces_that_disagree_or_do_not_fit_the_layout_are_refused", "[trace][errors]")
 {
-  const std::string hw  = "hardware: {node: dgx-a100, gpus_per_node: 2}\n";
-  std::string v1        = source_path("tests/data/traces/v100-1rank.json.gz");
-  std::string a1        = source_path("tests/data/traces/a100-2rank-nccl.json.gz");
+  const std::string hw = "hardware: {node: dgx-a100, gpus_per_node: 2}\n";
+  std::string v1       = source_path("tests/data/traces/v100-1rank.json.gz");
+  std::string a1       = source_path("tests/data/traces/a100-2rank-nccl.json.gz");
   CHECK_THAT(refused("trace_disagree", hw + "workload: {trace: [" + v1 + ", " + a1 + "]}\n"),
              Catch::Contains("ranks disagree: recorded on 'NVIDIA A100-PG509-200'"));
   std::string unknown = temp_path("unknown_gpu.json");
@@ -248,7 +250,7 @@ TEST_CASE("an_allocation_takes_its_category_from_the_cpu_op_it_was_made_in", "[t
            std::to_string(ts) + R"(, "dur": )" + std::to_string(dur) + "},";
   };
   const long long MiB = 1 << 20;
-  std::string events = op("autograd::engine::evaluate_function: AddmmBackward0", 10, 30) +
+  std::string events  = op("autograd::engine::evaluate_function: AddmmBackward0", 10, 30) +
                        op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 20, 5) +
                        mem(22, MiB, MiB) + op("Optimizer.step#Adam.step", 50, 10) + mem(55, 2 * MiB, 3 * MiB) +
                        op("aten::linear", 70, 10) + mem(75, 4 * MiB, 7 * MiB) + mem(90, 8 * MiB, 15 * MiB) +
@@ -256,8 +258,8 @@ TEST_CASE("an_allocation_takes_its_category_from_the_cpu_op_it_was_made_in", "[t
                        R"( "args": {"device": 0, "stream": 7}})";
   std::string trace = temp_path("scoped_memory.json");
   write_file(trace, R"({"deviceProperties": [{"name": "NVIDIA A100-SXM4-80GB"}], "traceEvents": [)" + events + "]}");
-  auto j = memwall::test::run_json("scoped_memory", "hardware: {node: dgx-a100, gpus_per_node: 1}\nworkload: {trace: " +
-                                                        trace + "}\n");
+  auto j           = memwall::test::run_json("scoped_memory",
+                                             "hardware: {node: dgx-a100, gpus_per_node: 1}\nworkload: {trace: " + trace + "}\n");
   const auto& peak = j["devices"][0]["peak_by_category"];
   CHECK(peak["gradients"] == 1.0 * MiB);
   CHECK(peak["optimizer"] == 2.0 * MiB);
@@ -275,9 +277,8 @@ TEST_CASE("a_stream_wait_named_by_a_cuda_sync_event_waits_for_the_recorded_op_on
   // start, not after B. (Without the cuda_sync event the wait would be guessed, and a
   // guess the recording contradicts, B, dropped: C would start at its launch.)
   auto call = [](const char* name, double ts, int corr) {
-    return std::string(R"({"ph": "X", "cat": "cuda_runtime", "name": ")") + name +
-           R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(ts) + R"(, "dur": 1, "args": {"correlation": )" +
-           std::to_string(corr) + "}},";
+    return std::string(R"({"ph": "X", "cat": "cuda_runtime", "name": ")") + name + R"(", "pid": 1, "tid": 1, "ts": )" +
+           std::to_string(ts) + R"(, "dur": 1, "args": {"correlation": )" + std::to_string(corr) + "}},";
   };
   auto kernel = [](const char* name, int stream, double ts, double dur, int corr) {
     return std::string(R"({"ph": "X", "cat": "kernel", "name": ")") + name + R"(", "pid": 0, "tid": )" +
@@ -291,8 +292,9 @@ TEST_CASE("a_stream_wait_named_by_a_cuda_sync_event_waits_for_the_recorded_op_on
       R"({"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 20, "ts": 8, "dur": 0,)"
       R"( "args": {"cuda_sync_kind": "Stream Wait Event", "stream": 20, "correlation": 4, "device": 0,)"
       R"( "wait_on_stream": 7, "wait_on_cuda_event_record_corr_id": 2}},)" +
-      call("cudaLaunchKernel", 9, 5) + R"({"ph": "X", "cat": "kernel", "name": "C", "pid": 0, "tid": 20, "ts": 111,)"
-                                        R"( "dur": 50, "args": {"device": 0, "stream": 20, "correlation": 5}})";
+      call("cudaLaunchKernel", 9, 5) +
+      R"({"ph": "X", "cat": "kernel", "name": "C", "pid": 0, "tid": 20, "ts": 111,)"
+      R"( "dur": 50, "args": {"device": 0, "stream": 20, "correlation": 5}})";
   std::string trace = temp_path("cuda_sync.json");
   write_file(trace, R"({"deviceProperties": [{"name": "NVIDIA A100-SXM4-80GB"}], "traceEvents": [)" + events + "]}");
   std::string spec = temp_path("cuda_sync.yaml");
@@ -318,13 +320,18 @@ TEST_CASE("an_nccl_subgroup_runs_over_its_own_ranks_and_the_world_over_all", "[t
            std::to_string(ts) + R"(, "dur": 1, "args": {"correlation": )" + std::to_string(corr) + "}}," +
            R"({"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float", "pid": 0, "tid": 20, "ts": )" +
            std::to_string(ts + 5) + R"(, "dur": 900, "args": {"device": 3, "stream": 20, "correlation": )" +
-           std::to_string(corr) + R"(, "Collective name": "allreduce", "In msg nelems": 16777216, "Out msg nelems": 16777216,)"
-                                  R"( "dtype": "Float", "Group size": )" +
-           std::to_string(std::count(ranks.begin(), ranks.end(), ',') + 1) + R"(, "Process Group Ranks": ")" + ranks + "\"}}";
+           std::to_string(corr) +
+           R"(, "Collective name": "allreduce", "In msg nelems": 16777216, "Out msg nelems": 16777216,)"
+           R"( "dtype": "Float", "Group size": )" +
+           std::to_string(std::count(ranks.begin(), ranks.end(), ',') + 1) + R"(, "Process Group Ranks": ")" + ranks +
+           "\"}}";
   };
   std::string trace = temp_path("subgroup.json");
-  write_file(trace, R"({"deviceProperties": [{"name": "NVIDIA A100-SXM4-80GB"}], "distributedInfo": {"rank": 3, "world_size": 8},)"
-                    R"( "traceEvents": [)" + allreduce(1, 10, "[2, 3]") + "," + allreduce(2, 1000, "[0, 1, 2, 3, 4, 5, 6, 7]") + "]}");
+  write_file(
+      trace,
+      R"({"deviceProperties": [{"name": "NVIDIA A100-SXM4-80GB"}], "distributedInfo": {"rank": 3, "world_size": 8},)"
+      R"( "traceEvents": [)" +
+          allreduce(1, 10, "[2, 3]") + "," + allreduce(2, 1000, "[0, 1, 2, 3, 4, 5, 6, 7]") + "]}");
   std::string spec = temp_path("subgroup.yaml");
   write_file(spec, "hardware: {node: dgx-h100, gpus_per_node: 8}\nworkload: {trace: " + trace + "}\n");
   RunResult r = simulate(load_spec(spec), /*in_child=*/true, {});

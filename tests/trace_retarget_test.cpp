@@ -2,10 +2,10 @@
 // (GEMM, attention, memory-bound, ...), and each class moving to another GPU by what
 // bounds it (KernelTiming.hpp's recorded_kernel_timing): V100 traces on an A100 and an
 // H100, and a Hugging Face training step recorded on an H100 replayed there and on an H200.
-#include "hwmodels/Catalog.hpp"
-#include "sim/timing/KernelTiming.hpp"
-#include "sim/Simulation.hpp"
 #include "analysis/StepReport.hpp"
+#include "hwmodels/Catalog.hpp"
+#include "sim/Simulation.hpp"
+#include "sim/timing/KernelTiming.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>

@@ -58,8 +58,9 @@ TEST_CASE("a_long_run_shows_progress_on_a_terminal_and_nowhere_else", "[robustne
     WARN("skipped: no script(1) to give the run a terminal");
     return;
   }
-  std::string cmd = "MEMWALL_PROGRESS_INTERVAL_S=0 script -qec \"" + std::string(MEMWALL_BINARY) + " run " + spec + " 2>&1 >/dev/null\" /dev/null";
-  FILE* p         = ::popen(cmd.c_str(), "r");
+  std::string cmd = "MEMWALL_PROGRESS_INTERVAL_S=0 script -qec \"" + std::string(MEMWALL_BINARY) + " run " + spec +
+                    " 2>&1 >/dev/null\" /dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
   REQUIRE(p);
   std::string tty;
   char buf[4096];

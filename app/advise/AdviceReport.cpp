@@ -1,7 +1,7 @@
 #include "app/advise/AdviceReport.hpp"
 
-#include "base/Quantity.hpp"
 #include "analysis/StepReport.hpp"
+#include "base/Quantity.hpp"
 
 #include <cstdio>
 #include <sstream>
@@ -26,9 +26,9 @@ std::string figures(const Advice& a, const TryOutcome& t)
     return "invalid: " + t.error;
   const TryMeasure& m = t.m;
   char buf[256];
-  std::string state = m.oom ? "OUT OF MEMORY"
-                      : m.rejected > 0 ? "rejects requests"
-                      : m.saturated ? "saturated"
+  std::string state = m.oom               ? "OUT OF MEMORY"
+                      : m.rejected > 0    ? "rejects requests"
+                      : m.saturated       ? "saturated"
                       : !m.missed.empty() ? "misses " + m.missed
                       : m.preemptions > 0 ? "preempts " + std::to_string(static_cast<long long>(m.preemptions))
                                           : "fits";
@@ -48,7 +48,7 @@ std::string figures(const Advice& a, const TryOutcome& t)
 
 std::string run_line(const Advice& a, const std::string& spec_path, const TryOutcome& t)
 {
-  std::string line = "memwall run " + spec_path;
+  std::string line             = "memwall run " + spec_path;
   std::vector<std::string> all = a.user_overrides;
   all.insert(all.end(), t.change.overrides.begin(), t.change.overrides.end());
   for (const std::string& o : all)
@@ -94,7 +94,7 @@ TryMeasure measure_try(const ExperimentSpec& spec, const RunResult& r, const std
   }
   m.fits        = j["fits"].get<bool>();
   m.oom         = !m.fits;
-  auto number    = [](const nlohmann::ordered_json& v) { return v.is_null() ? 0.0 : v.get<double>(); }; // no figure
+  auto number   = [](const nlohmann::ordered_json& v) { return v.is_null() ? 0.0 : v.get<double>(); }; // no figure
   m.step_time_s = number(j["step_time_s"]);
   if (spec.serving) {
     m.tokens_per_s = number(j["output_tokens_per_s"]);
@@ -124,8 +124,8 @@ std::string advice_text(const Advice& a, const std::string& spec_path, const std
   const TryMeasure& g = a.given.m;
   os << title << "\n\n";
   std::string given = figures(a, a.given);
-  os << "  as given: " << g.device << " (" << g.hardware << ")\n" << std::string(29, ' ')
-     << given.substr(0, given.find_last_not_of(" +0.%") + 1) << "\n";
+  os << "  as given: " << g.device << " (" << g.hardware << ")\n"
+     << std::string(29, ' ') << given.substr(0, given.find_last_not_of(" +0.%") + 1) << "\n";
   if (g.fits) {
     os << (a.serving ? "\n  It fits and keeps up without preempting; nothing to remedy.\n"
                      : "\n  It fits; nothing to remedy.\n");
@@ -133,10 +133,10 @@ std::string advice_text(const Advice& a, const std::string& spec_path, const std
   }
   os << "\n  remedies, cheapest first, each alone on the given spec (peak of the fullest device, "
      << (a.serving ? "output tokens/s" : "step time") << ", change against as given)\n";
-  const TryOutcome* first = nullptr;
+  const TryOutcome* first   = nullptr;
   const TryOutcome* fastest = nullptr;
-  const char* first_name = "";
-  int n = 0;
+  const char* first_name    = "";
+  int n                     = 0;
   for (const RemedyOutcome& r : a.remedies) {
     char head[96];
     std::snprintf(head, sizeof head, "  %d. %-20s ", ++n, r.name.c_str());
@@ -152,7 +152,8 @@ std::string advice_text(const Advice& a, const std::string& spec_path, const std
       os << change << figures(a, t) << "\n";
       first_row = false;
       if (t.ran && t.m.fits && t.m.gpus == g.gpus) { // more GPUs are faster; say so apart
-        if (!fastest || (a.serving ? t.m.tokens_per_s > fastest->m.tokens_per_s : t.m.step_time_s < fastest->m.step_time_s))
+        if (!fastest ||
+            (a.serving ? t.m.tokens_per_s > fastest->m.tokens_per_s : t.m.step_time_s < fastest->m.step_time_s))
           fastest = &t;
       }
     }
@@ -162,10 +163,11 @@ std::string advice_text(const Advice& a, const std::string& spec_path, const std
     }
   }
   if (first) {
-    os << "\n  first that fits: " << first_name << ", " << first->change.change << "\n      " << run_line(a, spec_path, *first)
-       << "\n";
+    os << "\n  first that fits: " << first_name << ", " << first->change.change << "\n      "
+       << run_line(a, spec_path, *first) << "\n";
     if (fastest && fastest != first)
-      os << "  fastest that fits on the same " << g.gpus << " GPU" << (g.gpus == 1 ? "" : "s") << ": " << fastest->change.change << "\n      " << run_line(a, spec_path, *fastest) << "\n";
+      os << "  fastest that fits on the same " << g.gpus << " GPU" << (g.gpus == 1 ? "" : "s") << ": "
+         << fastest->change.change << "\n      " << run_line(a, spec_path, *fastest) << "\n";
     return os.str();
   }
   os << "\n  no remedy fits alone; applied together, cheapest first:\n";
@@ -175,7 +177,8 @@ std::string advice_text(const Advice& a, const std::string& spec_path, const std
     os << change << "\n       " << figures(a, t) << "\n";
   }
   if (!a.stacked.empty() && a.stacked.back().m.fits)
-    os << "\n  fits with: " << a.stacked.back().change.change << "\n      " << run_line(a, spec_path, a.stacked.back()) << "\n";
+    os << "\n  fits with: " << a.stacked.back().change.change << "\n      " << run_line(a, spec_path, a.stacked.back())
+       << "\n";
   else
     os << "\n  nothing tried fits: a larger GPU or more of them (memwall list gpus)\n";
   return os.str();
@@ -193,7 +196,7 @@ nlohmann::ordered_json advice_json(const Advice& a)
     for (const TryOutcome& t : r.tries)
       x["tries"].push_back(try_json(t));
     const TryOutcome* ans = r.answer();
-    x["fits"] = ans && ans->m.fits;
+    x["fits"]             = ans && ans->m.fits;
     j["remedies"].push_back(x);
   }
   j["stacked"] = nlohmann::ordered_json::array();

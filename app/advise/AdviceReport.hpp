@@ -3,8 +3,8 @@
 // its report: the given configuration, every remedy tried with its peak memory against
 // capacity and its step time (serving: output tokens/s), the first that fits and the
 // command line that runs it.
-#include "app/capacity/CapacitySearch.hpp"
 #include "app/advise/Advisor.hpp"
+#include "app/capacity/CapacitySearch.hpp"
 
 #include <nlohmann/json.hpp>
 

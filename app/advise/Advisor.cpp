@@ -26,7 +26,8 @@ void replay_all(const std::string& path, const std::vector<std::string>& overrid
         std::vector<std::string> all = overrides;
         all.insert(all.end(), todo[i]->change.overrides.begin(), todo[i]->change.overrides.end());
         ExperimentSpec spec = load_spec(path, all);
-        RunResult r = simulate(spec, /*in_child=*/false, {false, true, /*all_records=*/false, /*memory_timelines=*/false});
+        RunResult r =
+            simulate(spec, /*in_child=*/false, {false, true, /*all_records=*/false, /*memory_timelines=*/false});
         return nlohmann::json(measure(spec, r)).dump();
       },
       [&](size_t i, const ChildOutcome& out) {
@@ -61,7 +62,7 @@ Advice advise(const ExperimentSpec& spec, const std::string& spec_path, const st
   Advice a;
   a.serving        = spec.serving;
   a.user_overrides = overrides;
-  a.given.change = {"as given", {}};
+  a.given.change   = {"as given", {}};
   replay_all(spec_path, overrides, jobs, measure, {&a.given});
   if (!a.given.ran)
     throw InputError(a.given.error);
@@ -100,11 +101,12 @@ Advice advise(const ExperimentSpec& spec, const std::string& spec_path, const st
     const TryOutcome* best = level.answer();
     if (!best || (!best->m.fits && fill(*best) >= stack_fill))
       continue; // a remedy that saves nothing on top of the others stays out
-    stack_fill = fill(*best);
+    stack_fill      = fill(*best);
     TryOutcome step = *best;
     described += (described.empty() ? "" : " + ") + best->change.change;
     stack.insert(stack.end(), best->change.overrides.begin(), best->change.overrides.end());
-    step.change = {described, std::vector<std::string>(stack.begin() + static_cast<long>(overrides.size()), stack.end())};
+    step.change = {described,
+                   std::vector<std::string>(stack.begin() + static_cast<long>(overrides.size()), stack.end())};
     a.stacked.push_back(std::move(step));
     if (best->m.fits)
       break;

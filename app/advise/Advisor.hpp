@@ -17,23 +17,23 @@ struct TryMeasure {
   // No device out of memory; serving: also no request rejected, no preemption, keeping up
   // with the arrivals and meeting the latency targets given (what the advisor remedies).
   bool fits = false;
-  bool oom  = false;              // some device ran out of memory
-  std::string device, hardware;   // the fullest device, by peak / capacity
+  bool oom  = false;            // some device ran out of memory
+  std::string device, hardware; // the fullest device, by peak / capacity
   double peak_bytes = 0, capacity_bytes = 0;
-  double step_time_s  = 0;        // training: one optimizer step; serving: the whole run
-  double tokens_per_s = 0;        // training: tokens/s; serving: output tokens/s
-  double tpot_s       = 0;        // serving: time per output token, p50
-  double rejected     = 0;        // serving: requests longer than the KV cache
-  double preemptions  = 0;        // serving: sequences preempted (KV recomputed or swapped)
-  bool saturated      = false;    // serving: the queue grows (ServingReport's load)
-  std::string missed;             // serving: the first latency target missed ("TTFT p90"), or ""
+  double step_time_s  = 0;     // training: one optimizer step; serving: the whole run
+  double tokens_per_s = 0;     // training: tokens/s; serving: output tokens/s
+  double tpot_s       = 0;     // serving: time per output token, p50
+  double rejected     = 0;     // serving: requests longer than the KV cache
+  double preemptions  = 0;     // serving: sequences preempted (KV recomputed or swapped)
+  bool saturated      = false; // serving: the queue grows (ServingReport's load)
+  std::string missed;          // serving: the first latency target missed ("TTFT p90"), or ""
   double gpus = 0, hardware_cost_usd = 0;
 };
 using TryMeasurer = std::function<TryMeasure(const ExperimentSpec&, const RunResult&)>;
 
 struct TryOutcome {
   RemedyTry change;
-  bool ran = false;  // false: the change is invalid for this spec (error says why)
+  bool ran = false; // false: the change is invalid for this spec (error says why)
   std::string error;
   TryMeasure m;
 };

@@ -18,8 +18,9 @@ std::vector<NamedRemedy> remedies_in_cost_order(bool serving)
     if (r->for_serving() == serving)
       out.push_back({name, entry.description, std::move(r)});
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const NamedRemedy& a, const NamedRemedy& b) { return a.remedy->cost_order() < b.remedy->cost_order(); });
+  std::stable_sort(out.begin(), out.end(), [](const NamedRemedy& a, const NamedRemedy& b) {
+    return a.remedy->cost_order() < b.remedy->cost_order();
+  });
   return out;
 }
 

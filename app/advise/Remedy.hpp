@@ -3,8 +3,8 @@
 // micro-batch, recompute, ZeRO, offload, ...). Implementations live in impl/, register
 // by name with their place in the practitioners' order (cheapest first), and propose
 // spec changes; `memwall advise` simulates every proposal.
-#include "sim/spec/ExperimentSpec.hpp"
 #include "base/Registry.hpp"
+#include "sim/spec/ExperimentSpec.hpp"
 
 #include <functional>
 #include <memory>
@@ -15,15 +15,15 @@ namespace memwall {
 
 // One concrete change: what a person reads, and the --set overrides that make it.
 struct RemedyTry {
-  std::string change;                  // "micro_batch 2 (16 micro-batches per step)"
-  std::vector<std::string> overrides;  // {"training.micro_batch=2"}
+  std::string change;                 // "micro_batch 2 (16 micro-batches per step)"
+  std::vector<std::string> overrides; // {"training.micro_batch=2"}
 };
 
 class Remedy {
 public:
   virtual ~Remedy() = default;
   // Place in the order of cost: lower is tried and recommended first.
-  virtual int cost_order() const = 0;
+  virtual int cost_order() const   = 0;
   virtual bool for_serving() const = 0;
   // The changes to simulate, most preferred first (the first that fits is the remedy's
   // answer); empty when it does not apply (e.g. recompute already full).

@@ -10,7 +10,7 @@ namespace memwall {
 LatencyTarget parse_latency_target(const std::string& option, const std::string& metric, const std::string& text)
 {
   const std::string allowed = " (allowed: mean, p50, p90, p99 = a duration, e.g. " + option + " p90=2s)";
-  size_t eq = text.find('=');
+  size_t eq                 = text.find('=');
   if (eq == std::string::npos)
     throw InputError(option + " " + text + ": expected STAT=DURATION" + allowed);
   LatencyTarget t{metric, text.substr(0, eq), 0};
@@ -25,7 +25,8 @@ LatencyTarget parse_latency_target(const std::string& option, const std::string&
   return t;
 }
 
-std::vector<LatencyTarget> parse_latency_targets(const std::vector<std::string>& ttft, const std::vector<std::string>& tpot)
+std::vector<LatencyTarget> parse_latency_targets(const std::vector<std::string>& ttft,
+                                                 const std::vector<std::string>& tpot)
 {
   std::vector<LatencyTarget> targets;
   for (const std::string& t : ttft)

@@ -21,7 +21,8 @@ struct LatencyTarget {
 // `option` and what is allowed when it is not one.
 LatencyTarget parse_latency_target(const std::string& option, const std::string& metric, const std::string& text);
 // The --ttft and --tpot options of a command, in that order.
-std::vector<LatencyTarget> parse_latency_targets(const std::vector<std::string>& ttft, const std::vector<std::string>& tpot);
+std::vector<LatencyTarget> parse_latency_targets(const std::vector<std::string>& ttft,
+                                                 const std::vector<std::string>& tpot);
 // "TTFT p90".
 std::string latency_target_name(const LatencyTarget& t);
 // The target's statistic in a serving run's --json summary; -1 when none (no request completed).
@@ -30,14 +31,14 @@ double latency_target_value(const nlohmann::ordered_json& summary, const Latency
 // One simulated rate: whether it fitted, kept up (not saturated) and the value of each
 // target's statistic (negative: none, no request completed).
 struct CapacityPoint {
-  double rate      = 0;
-  bool fits        = false;
-  bool saturated   = false;
+  double rate    = 0;
+  bool fits      = false;
+  bool saturated = false;
   std::vector<double> values; // per target
-  double served    = 0;      // requests per second it kept up with
-  double window    = 0;      // seconds the arrivals spanned
-  double latency   = 0;      // mean end-to-end latency of the completed requests
-  bool meets       = false;  // fits, keeps up, every target met
+  double served  = 0;         // requests per second it kept up with
+  double window  = 0;         // seconds the arrivals spanned
+  double latency = 0;         // mean end-to-end latency of the completed requests
+  bool meets     = false;     // fits, keeps up, every target met
 };
 
 struct CapacityResult {

@@ -29,18 +29,18 @@ int advise_command(const std::vector<std::string>& args)
   if (!parse_options(args, opts, "spec", vm))
     return 0;
   if (spec_path.empty())
-    throw InputError("advise: missing SPEC.yaml (e.g. memwall advise examples/gpt2-1gpu-a100.yaml --set training.micro_batch=64)");
+    throw InputError(
+        "advise: missing SPEC.yaml (e.g. memwall advise examples/gpt2-1gpu-a100.yaml --set training.micro_batch=64)");
   if (vm.count("jobs") && jobs < 1)
     throw InputError("advise: -j must be at least 1");
   if (jobs == 0)
     jobs = cores_available();
   std::vector<LatencyTarget> targets = parse_latency_targets(ttft, tpot);
-  ExperimentSpec spec = load_spec(spec_path, overrides); // the given spec must be valid
+  ExperimentSpec spec                = load_spec(spec_path, overrides); // the given spec must be valid
   if (!targets.empty() && !spec.serving)
     throw InputError("advise: --ttft and --tpot are serving targets; " + spec_path + " trains");
-  Advice a = advise(spec, spec_path, overrides, jobs, [&](const ExperimentSpec& s, const RunResult& r) {
-    return measure_try(s, r, targets);
-  });
+  Advice a = advise(spec, spec_path, overrides, jobs,
+                    [&](const ExperimentSpec& s, const RunResult& r) { return measure_try(s, r, targets); });
   if (json)
     std::cout << advice_json(a).dump(2) << "\n";
   else

@@ -4,14 +4,14 @@
 //   import FORMAT FILE... --gpu ID -o MEAS.csv    other people's measurements, same CSV
 //   fit MEAS.csv... [--gpu ID] -o PROFILE.yaml    fit every model the rows allow
 //   check PROFILE.yaml MEAS.csv...                error per benchmark on (held-out) rows
-#include "base/AtomicOutput.hpp"
-#include "hwmodels/Catalog.hpp"
 #include "app/cli/Commands.hpp"
+#include "base/AtomicOutput.hpp"
 #include "base/InputError.hpp"
+#include "base/TextFile.hpp"
 #include "calibration/Measurement.hpp"
 #include "calibration/fit/ProfileFit.hpp"
-#include "base/TextFile.hpp"
 #include "calibration/importers/Importer.hpp"
+#include "hwmodels/Catalog.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -58,7 +58,8 @@ std::string gpubench_path()
 int measure(const std::vector<std::string>& args)
 {
   po::options_description opts("memwall calibrate measure [options]");
-  opts.add_options()("help,h", "this help")("output,o", po::value<std::string>()->required(), "measurement CSV to write")(
+  opts.add_options()("help,h", "this help")("output,o", po::value<std::string>()->required(),
+                                            "measurement CSV to write")(
       "gpu", po::value<std::string>(), "catalog id of the GPU (default: recognised from the device name)")(
       "quick", "a smaller grid (a minute instead of several)");
   po::variables_map vm;
@@ -68,7 +69,7 @@ int measure(const std::vector<std::string>& args)
   if (bench.empty() || !std::filesystem::exists(bench))
     throw InputError("calibrate measure: this build has no GPU microbenchmarks (nvcc was not found when it was "
                      "configured); install the CUDA Toolkit and rebuild");
-  std::string out = vm["output"].as<std::string>();
+  std::string out  = vm["output"].as<std::string>();
   std::string temp = out + ".partial";
   std::vector<std::string> argv{bench, "-o", temp};
   if (vm.count("gpu"))
@@ -101,7 +102,8 @@ int measure(const std::vector<std::string>& args)
 
 int import(const std::vector<std::string>& args)
 {
-  po::options_description opts("memwall calibrate import FORMAT FILE... --gpu ID -o MEAS.csv (formats: memwall list importers)");
+  po::options_description opts(
+      "memwall calibrate import FORMAT FILE... --gpu ID -o MEAS.csv (formats: memwall list importers)");
   opts.add_options()("help,h", "this help")("inputs", po::value<std::vector<std::string>>()->required(),
                                             "format, then the files")(
       "gpu", po::value<std::string>()->required(), "catalog id of the GPU measured (memwall list gpus)")(
@@ -154,8 +156,7 @@ int fit(const std::vector<std::string>& args)
       "gpu", po::value<std::string>(), "fit only the rows of this GPU (required when the files hold several)")(
       "exclude", po::value<std::vector<std::string>>()->composing(),
       "leave out rows of a benchmark (bidir_pinned), of gemm:DTYPE (gemm:fp16) or of layer:PREFIX "
-      "(layer:llama2-7b.); repeatable")(
-      "output,o", po::value<std::string>()->required(), "profile YAML to write")(
+      "(layer:llama2-7b.); repeatable")("output,o", po::value<std::string>()->required(), "profile YAML to write")(
       "event-overhead", po::value<double>()->default_value(0),
       "seconds each event-timed kernel measurement holds beyond the kernel's time on a busy stream (the events' "
       "and the launch's latency), taken off every kernel the profile times: an event-timed smallest kernel less "
@@ -166,7 +167,7 @@ int fit(const std::vector<std::string>& args)
   po::variables_map vm;
   if (!parse_inputs(args, opts, vm))
     return 0;
-  auto files = vm["inputs"].as<std::vector<std::string>>();
+  auto files   = vm["inputs"].as<std::vector<std::string>>();
   auto seconds = [&](const std::string& option) {
     double v = vm[option].as<double>();
     if (!(v >= 0 && v < 1e-3))
@@ -176,7 +177,8 @@ int fit(const std::vector<std::string>& args)
   double event_overhead = seconds("event-overhead"), launch_gap = seconds("launch-gap");
   std::string out = vm["output"].as<std::string>();
   check_output_path(out, files);
-  std::vector<std::string> exclude = vm.count("exclude") ? vm["exclude"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  std::vector<std::string> exclude =
+      vm.count("exclude") ? vm["exclude"].as<std::vector<std::string>>() : std::vector<std::string>{};
   for (const std::string& x : exclude) {
     const auto& names = benchmark_names();
     bool gemm_dtype   = x.rfind("gemm:", 0) == 0 && dtype_from_name(x.substr(5));
@@ -186,14 +188,15 @@ int fit(const std::vector<std::string>& args)
                        "), gemm:DTYPE nor layer:PREFIX");
   }
   std::vector<Measurement> rows = read_all(files);
-  std::string gpu = vm.count("gpu") ? vm["gpu"].as<std::string>() : rows.front().gpu;
+  std::string gpu               = vm.count("gpu") ? vm["gpu"].as<std::string>() : rows.front().gpu;
   std::vector<Measurement> mine;
   for (const Measurement& m : rows)
     if (m.gpu == gpu) {
       if (!excluded(m, exclude))
         mine.push_back(m);
     } else if (!vm.count("gpu")) {
-      throw InputError("calibrate fit: the measurements hold GPUs " + gpu + " and " + m.gpu + "; choose one with --gpu");
+      throw InputError("calibrate fit: the measurements hold GPUs " + gpu + " and " + m.gpu +
+                       "; choose one with --gpu");
     }
   if (mine.empty())
     throw InputError("calibrate fit: no measurements of GPU " + gpu);
@@ -203,7 +206,7 @@ int fit(const std::vector<std::string>& args)
     source += (source.empty() ? "" : ", ") + std::filesystem::path(f).filename().string();
   for (const std::string& x : exclude)
     source += " (without " + x + ")";
-  GpuProfile p = fit_profile(mine, spec, "memwall calibrate fit over " + source);
+  GpuProfile p       = fit_profile(mine, spec, "memwall calibrate fit over " + source);
   p.event_overhead_s = event_overhead;
   p.launch_gap_s     = launch_gap;
   write_atomically(out, [&](const std::string& temp) {
@@ -218,7 +221,8 @@ int fit(const std::vector<std::string>& args)
 }
 
 // One row per measurement with the profile's prediction: where a fit misses.
-void write_residuals(const std::string& path, const std::vector<Measurement>& rows, const std::vector<double>& predicted)
+void write_residuals(const std::string& path, const std::vector<Measurement>& rows,
+                     const std::vector<double>& predicted)
 {
   write_atomically(path, [&](const std::string& temp) {
     std::ofstream f(temp);
@@ -226,8 +230,8 @@ void write_residuals(const std::string& path, const std::vector<Measurement>& ro
     f.precision(10);
     for (size_t i = 0; i < rows.size(); ++i) {
       const Measurement& m = rows[i];
-      f << m.gpu << ',' << m.benchmark << ',' << m.dtype << ',' << m.pass << ',' << m.layer << ',' << m.m << ','
-        << m.n << ',' << m.k << ',' << m.ranks << ',' << m.ranks_per_node << ',' << m.bytes << ',' << m.time_s << ',';
+      f << m.gpu << ',' << m.benchmark << ',' << m.dtype << ',' << m.pass << ',' << m.layer << ',' << m.m << ',' << m.n
+        << ',' << m.k << ',' << m.ranks << ',' << m.ranks_per_node << ',' << m.bytes << ',' << m.time_s << ',';
       if (predicted[i] >= 0)
         f << predicted[i] << ',' << predicted[i] / m.time_s - 1;
       else
@@ -256,10 +260,10 @@ int check(const std::vector<std::string>& args)
   std::string residuals = vm.count("residuals") ? vm["residuals"].as<std::string>() : "";
   if (!residuals.empty())
     check_output_path(residuals, inputs);
-  GpuProfile p = load_profile(inputs[0]);
+  GpuProfile p                  = load_profile(inputs[0]);
   std::vector<Measurement> rows = read_all({inputs.begin() + 1, inputs.end()});
-  size_t skipped = 0;
-  std::vector<std::string> ids = gpu_preset_ids();
+  size_t skipped                = 0;
+  std::vector<std::string> ids  = gpu_preset_ids();
   std::optional<GpuSpec> gpu;
   if (std::find(ids.begin(), ids.end(), p.gpu) != ids.end())
     gpu = gpu_preset(p.gpu);
@@ -286,13 +290,14 @@ int calibrate_command(const std::vector<std::string>& args)
   static const std::map<std::string, int (*)(const std::vector<std::string>&)> verbs{
       {"measure", measure}, {"import", import}, {"fit", fit}, {"check", check}};
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "help")) {
-    std::cout << "memwall calibrate VERB [options]: from a real GPU to a hardware profile the replay uses\n"
-                 "  measure -o MEAS.csv [--gpu ID] [--quick]        run the CUDA microbenchmarks on this machine's GPU\n"
-                 "  import FORMAT FILE... --gpu ID -o MEAS.csv      other people's measurements (memwall list importers)\n"
-                 "  fit MEAS.csv... -o PROFILE.yaml [--gpu ID]      fit every model the measurements allow\n"
-                 "  check PROFILE.yaml MEAS.csv... [--residuals F]  error of the profile on (held-out) measurements\n"
-                 "Then `hardware: {profile: PROFILE.yaml}` in a spec uses it (over the GPU's shipped profile).\n"
-                 "memwall calibrate VERB --help for each verb's options.\n";
+    std::cout
+        << "memwall calibrate VERB [options]: from a real GPU to a hardware profile the replay uses\n"
+           "  measure -o MEAS.csv [--gpu ID] [--quick]        run the CUDA microbenchmarks on this machine's GPU\n"
+           "  import FORMAT FILE... --gpu ID -o MEAS.csv      other people's measurements (memwall list importers)\n"
+           "  fit MEAS.csv... -o PROFILE.yaml [--gpu ID]      fit every model the measurements allow\n"
+           "  check PROFILE.yaml MEAS.csv... [--residuals F]  error of the profile on (held-out) measurements\n"
+           "Then `hardware: {profile: PROFILE.yaml}` in a spec uses it (over the GPU's shipped profile).\n"
+           "memwall calibrate VERB --help for each verb's options.\n";
     return 0;
   }
   if (args.empty() || !verbs.count(args[0]))

@@ -1,10 +1,10 @@
 // memwall export SPEC.yaml -o STEP.json.gz: a training step's op DAG, replayed, written
 // as PyTorch profiler traces (analysis/KinetoTraceWriter.hpp) that Perfetto opens and
 // `workload: {trace: ...}` replays again.
-#include "base/AtomicOutput.hpp"
-#include "app/cli/Commands.hpp"
-#include "base/InputError.hpp"
 #include "analysis/KinetoTraceWriter.hpp"
+#include "app/cli/Commands.hpp"
+#include "base/AtomicOutput.hpp"
+#include "base/InputError.hpp"
 #include "sim/Simulation.hpp"
 
 #include <iostream>

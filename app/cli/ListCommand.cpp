@@ -1,22 +1,22 @@
-#include "hwmodels/Catalog.hpp"
-#include "app/cli/Commands.hpp"
-#include "workloads/model/HfConfigReader.hpp"
-#include "workloads/model/ModelPresets.hpp"
-#include "base/Quantity.hpp"
-#include "workloads/training/schedule/PipelineSchedule.hpp"
-#include "workloads/training/dispatch/TokenDispatcher.hpp"
-#include "workloads/training/stack/TrainingStack.hpp"
-#include "workloads/inference/kv/KvManager.hpp"
-#include "workloads/inference/scheduler/BatchScheduler.hpp"
-#include "workloads/inference/engine/InferenceEngine.hpp"
-#include "sim/collective/CollectiveAlgorithm.hpp"
 #include "app/advise/Remedy.hpp"
+#include "app/cli/Commands.hpp"
+#include "base/Quantity.hpp"
 #include "calibration/importers/Importer.hpp"
-#include "sim/spec/ExperimentSpec.hpp"
-#include "sim/spec/SpecParams.hpp"
+#include "hwmodels/Catalog.hpp"
+#include "sim/allocator/DeviceAllocator.hpp"
+#include "sim/collective/CollectiveAlgorithm.hpp"
 #include "sim/paging/EvictionPolicy.hpp"
 #include "sim/paging/PrefetchPolicy.hpp"
-#include "sim/allocator/DeviceAllocator.hpp"
+#include "sim/spec/ExperimentSpec.hpp"
+#include "sim/spec/SpecParams.hpp"
+#include "workloads/inference/engine/InferenceEngine.hpp"
+#include "workloads/inference/kv/KvManager.hpp"
+#include "workloads/inference/scheduler/BatchScheduler.hpp"
+#include "workloads/model/HfConfigReader.hpp"
+#include "workloads/model/ModelPresets.hpp"
+#include "workloads/training/dispatch/TokenDispatcher.hpp"
+#include "workloads/training/schedule/PipelineSchedule.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
 
 #include <cstdio>
 #include <functional>
@@ -34,12 +34,14 @@ int list_gpus()
   std::printf("%-16s %-30s %11s %11s %12s %10s %9s  %s\n", "id", "name", "memory", "HBM bw", "bf16/fp16", "NVLink/dir",
               "price", "profile");
   for (const auto& id : gpu_preset_ids()) {
-    GpuSpec g = gpu_preset(id);
+    GpuSpec g   = gpu_preset(id);
     double half = std::max(g.peak(Dtype::bf16), g.peak(Dtype::fp16));
     std::printf("%-16s %-30s %11s %11s %12s %10s %8.0f$  %s\n", id.c_str(), g.name.c_str(),
                 format_gib(g.memory_bytes).c_str(), format_si(g.hbm_peak_bw, "B/s").c_str(),
                 format_si(half, "FLOP/s").c_str(), format_si(g.nvlink_bw, "B/s").c_str(), g.price_usd,
-                !g.profile ? "estimated" : g.profile->derived_from.empty() ? "measured" : "derived");
+                !g.profile                        ? "estimated"
+                : g.profile->derived_from.empty() ? "measured"
+                                                  : "derived");
   }
   return 0;
 }
@@ -48,7 +50,7 @@ int list_nodes()
 {
   std::printf("%-20s %-34s %-20s %8s %10s %10s\n", "id", "name", "GPUs", "fabric", "DRAM", "NICs");
   for (const auto& id : node_preset_ids()) {
-    NodeSpec n = node_preset(id);
+    NodeSpec n       = node_preset(id);
     std::string gpus = std::to_string(n.gpus) + " x " + n.gpu.id;
     std::string nics = n.nics ? std::to_string(n.nics) + " x " + format_si(n.nic_bw, "B/s") : "none";
     std::printf("%-20s %-34s %-20s %8s %10s %10s\n", id.c_str(), n.name.c_str(), gpus.c_str(),
@@ -62,7 +64,7 @@ int list_models()
   std::printf("%-16s %-12s %7s %7s %6s %6s %7s %7s %9s %10s %10s\n", "id", "family", "layers", "hidden", "heads", "kv",
               "ffn", "vocab", "experts", "parameters", "active");
   for (const auto& id : model_preset_ids()) {
-    ModelSpec m = model_preset(id);
+    ModelSpec m         = model_preset(id);
     std::string experts = m.moe.enabled() ? std::to_string(m.moe.top_k) + "/" + std::to_string(m.moe.experts) : "-";
     if (m.moe.shared_experts > 0)
       experts += "+" + std::to_string(m.moe.shared_experts);

@@ -3,9 +3,9 @@
 // The pictures are drawn by analysis/plot_results.py with matplotlib: this command checks
 // the file is memwall's, finds the script and a Python that has matplotlib and h5py, and
 // passes the options on.
+#include "analysis/ResultsFile.hpp"
 #include "app/cli/Commands.hpp"
 #include "base/InputError.hpp"
-#include "analysis/ResultsFile.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -51,11 +51,13 @@ int plot_command(const std::vector<std::string>& args)
   int point = -1;
   po::options_description opts("memwall plot RESULTS.h5|RUN.h5 -o OUT.png");
   opts.add_options()("help,h", "this help")("output,o", po::value(&out), "the picture (PNG)")(
-      "kind", po::value(&kind), "memory (a run's memory over time; default for run files), metric (a sweep's metric "
-                                "against an axis; default for sweeps) or fits (a sweep's fits map over two axes)")(
+      "kind", po::value(&kind),
+      "memory (a run's memory over time; default for run files), metric (a sweep's metric "
+      "against an axis; default for sweeps) or fits (a sweep's fits map over two axes)")(
       "x", po::value(&x), "metric/fits: the axis across (default: the first axis)")(
-      "y", po::value(&y), "metric: the column plotted (default step_time_s, serving output_tokens_per_s); fits: the "
-                          "axis up (default: the second axis)")(
+      "y", po::value(&y),
+      "metric: the column plotted (default step_time_s, serving output_tokens_per_s); fits: the "
+      "axis up (default: the second axis)")(
       "lines", po::value(&lines), "metric: one line per value of this axis (default: the next axis; '' for one line)")(
       "point", po::value(&point), "memory of a sweep: the point's index (recorded with record: {memory: true})")(
       "device", po::value(&device), "memory: only this device (e.g. node0.gpu0)")(

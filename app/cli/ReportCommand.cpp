@@ -1,9 +1,9 @@
 // memwall report RESULTS.h5|RUN.h5 [--by METRIC] [--order asc|desc] [--top N] [--columns A,B] [--csv]
-#include "app/cli/Commands.hpp"
-#include "base/InputError.hpp"
 #include "analysis/ResultsFile.hpp"
 #include "analysis/StepReport.hpp"
+#include "app/cli/Commands.hpp"
 #include "app/sweep/SweepReport.hpp"
+#include "base/InputError.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -18,16 +18,19 @@ int report_command(const std::vector<std::string>& args)
 {
   std::string path, columns;
   SweepReportOptions o;
-  int top = 10;
+  int top  = 10;
   bool csv = false;
   po::options_description opts("memwall report RESULTS.h5|RUN.h5");
   opts.add_options()("help,h", "this help")(
-      "by", po::value(&o.by), "sweep: rank the fitting points by this column (default step_time_s; serving sweeps "
-                              "output_tokens_per_s)")(
-      "order", po::value(&o.order), "sweep: asc or desc (default: highest first for rates, MFU and utilization)")(
+      "by", po::value(&o.by),
+      "sweep: rank the fitting points by this column (default step_time_s; serving sweeps "
+      "output_tokens_per_s)")("order", po::value(&o.order),
+                              "sweep: asc or desc (default: highest first for rates, MFU and utilization)")(
       "top", po::value(&top), "sweep: rows per table (default 10)")(
-      "columns", po::value(&columns), "sweep: comma-separated columns after the axes (default: the key figures that vary)")(
-      "csv", po::bool_switch(&csv), "print CSV instead (for spreadsheets): a sweep's whole table, a run's summary as key,value")(
+      "columns", po::value(&columns),
+      "sweep: comma-separated columns after the axes (default: the key figures that vary)")(
+      "csv", po::bool_switch(&csv),
+      "print CSV instead (for spreadsheets): a sweep's whole table, a run's summary as key,value")(
       "file", po::value(&path), "a results file of memwall sweep or memwall run -o");
   po::variables_map vm;
   if (!parse_options(args, opts, "file", vm))

@@ -1,11 +1,11 @@
 #include "analysis/ChromeTraceWriter.hpp"
+#include "analysis/Hdf5Writer.hpp"
+#include "analysis/StepReport.hpp"
 #include "app/cli/Commands.hpp"
 #include "base/AtomicOutput.hpp"
-#include "analysis/Hdf5Writer.hpp"
-#include "workloads/model/ExpertLoad.hpp"
 #include "base/InputError.hpp"
 #include "sim/Simulation.hpp"
-#include "analysis/StepReport.hpp"
+#include "workloads/model/ExpertLoad.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -29,21 +29,23 @@ std::string experiment_title(const ExperimentSpec& s)
   if (!s.traces.empty())
     return "memwall: replaying " + s.traces.front() +
            (s.traces.size() > 1 ? " and " + std::to_string(s.traces.size() - 1) + " more rank traces" : "") + " on " +
-           hardware_description(s) + "\n  GPU work and host gaps from the trace, kernel times moved to this GPU by class (below)";
+           hardware_description(s) +
+           "\n  GPU work and host gaps from the trace, kernel times moved to this GPU by class (below)";
   if (s.serving) {
     const InferenceConfig& c = s.inference;
-    std::string src = c.source == "trace"   ? "trace " + c.trace_path
-                      : c.source == "batch" ? "fixed batch"
-                                            : "Poisson arrivals";
+    std::string src          = c.source == "trace"   ? "trace " + c.trace_path
+                               : c.source == "batch" ? "fixed batch"
+                                                     : "Poisson arrivals";
     return "memwall: serving " + s.model.name + " on " + hardware_description(s) + "\n  " +
            std::to_string(c.requests.size()) + " requests (" + src + "): " + describe_request_lengths(c) + "\n  " +
            describe_inference(c) +
            (s.model.moe.enabled() ? "\n  " + describe_expert_load(s.model.moe, c.ep, true) : std::string());
   }
   const TrainingConfig& t = s.training;
-  return "memwall: training " + s.model.name + " on " + hardware_description(s) + "\n  seq " + std::to_string(t.seq_len) +
-         ", global batch " + std::to_string(t.global_batch) + ", micro batch " + std::to_string(t.micro_batch) + " (" +
-         std::to_string(t.micro_batches()) + " per step)\n  " + describe_training(t) +
+  return "memwall: training " + s.model.name + " on " + hardware_description(s) + "\n  seq " +
+         std::to_string(t.seq_len) + ", global batch " + std::to_string(t.global_batch) + ", micro batch " +
+         std::to_string(t.micro_batch) + " (" + std::to_string(t.micro_batches()) + " per step)\n  " +
+         describe_training(t) +
          (s.model.moe.enabled() ? "\n  " + describe_expert_load(s.model.moe, t.ep) : std::string());
 }
 
@@ -70,12 +72,12 @@ int run_command(const std::vector<std::string>& args)
   po::options_description opts("memwall run SPEC.yaml");
   opts.add_options()("help,h", "this help")("set", po::value(&overrides)->composing(),
                                             "override a spec key: --set training.micro_batch=4 (repeatable)")(
-      "json", po::bool_switch(&json), "print one JSON object instead of the summary")(
-      "output,o", po::value(&h5_path), "write the run to HDF5")(
-      "ops", po::value(&ops_text), "with -o: none, summary (one row per kind of op, the default) or all (one row per op)")(
-      "trace", po::value(&trace_path),
-                                                                "write a Chrome/Perfetto trace (JSON)")(
-      "spec", po::value(&spec_path), "experiment spec (YAML)");
+      "json", po::bool_switch(&json), "print one JSON object instead of the summary")("output,o", po::value(&h5_path),
+                                                                                      "write the run to HDF5")(
+      "ops", po::value(&ops_text),
+      "with -o: none, summary (one row per kind of op, the default) or all (one row per op)")(
+      "trace", po::value(&trace_path), "write a Chrome/Perfetto trace (JSON)")("spec", po::value(&spec_path),
+                                                                               "experiment spec (YAML)");
   po::variables_map vm;
   if (!parse_options(args, opts, "spec", vm))
     return 0;
@@ -91,8 +93,8 @@ int run_command(const std::vector<std::string>& args)
   OpsTable ops        = ops_table_from("run: --ops", ops_text);
   ExperimentSpec spec = load_spec(spec_path, overrides);
   // A record per op only for what reads them: --trace, and -o's ops table.
-  bool every_op  = !trace_path.empty() || (!h5_path.empty() && ops != OpsTable::none);
-  bool timelines = !h5_path.empty() || !trace_path.empty();
+  bool every_op    = !trace_path.empty() || (!h5_path.empty() && ops != OpsTable::none);
+  bool timelines   = !h5_path.empty() || !trace_path.empty();
   RunResult result = simulate(spec, /*in_child=*/false, {/*progress=*/true, /*coalesce=*/true, every_op, timelines});
   if (!h5_path.empty())
     write_run_hdf5(result, {spec.file, spec.text, hardware_description(spec), experiment_title(spec)}, h5_path, ops);

@@ -3,14 +3,14 @@
 // The highest arrival rate the spec's server sustains within the latency targets
 // (CapacitySearch.hpp): of its Poisson arrivals, or of its trace replayed faster or
 // slower; each rate a full simulation of the spec's requests.
+#include "analysis/StepReport.hpp"
 #include "app/capacity/CapacitySearch.hpp"
-#include "base/ChildPool.hpp"
 #include "app/cli/Commands.hpp"
-#include "sim/spec/ExperimentSpec.hpp"
+#include "base/ChildPool.hpp"
 #include "base/InputError.hpp"
 #include "base/Quantity.hpp"
 #include "sim/Simulation.hpp"
-#include "analysis/StepReport.hpp"
+#include "sim/spec/ExperimentSpec.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -86,7 +86,8 @@ nlohmann::ordered_json to_json(const CapacityResult& r, const std::vector<Latenc
                            {"meets", p.meets}});
   }
   j["capacity_requests_per_s"] = r.capacity > 0 ? nlohmann::ordered_json(r.capacity) : nlohmann::ordered_json(nullptr);
-  j["failed_above_requests_per_s"] = r.bracket > 0 ? nlohmann::ordered_json(r.bracket) : nlohmann::ordered_json(nullptr);
+  j["failed_above_requests_per_s"] =
+      r.bracket > 0 ? nlohmann::ordered_json(r.bracket) : nlohmann::ordered_json(nullptr);
   return j;
 }
 
@@ -98,8 +99,9 @@ int serve_capacity_command(const std::vector<std::string>& args)
   std::vector<std::string> overrides, ttft, tpot;
   bool json = false;
   po::options_description opts("memwall serve-capacity SPEC.yaml");
-  opts.add_options()("help,h", "this help")(
-      "ttft", po::value(&ttft)->composing(), "time to first token target: STAT=DURATION, STAT mean|p50|p90|p99 (repeatable)")(
+  opts.add_options()("help,h",
+                     "this help")("ttft", po::value(&ttft)->composing(),
+                                  "time to first token target: STAT=DURATION, STAT mean|p50|p90|p99 (repeatable)")(
       "tpot", po::value(&tpot)->composing(), "time per output token target: STAT=DURATION (repeatable)")(
       "set", po::value(&overrides)->composing(), "override a spec key: --set inference.max_num_seqs=128 (repeatable)")(
       "json", po::bool_switch(&json), "print one JSON object instead of the table")(
@@ -111,10 +113,11 @@ int serve_capacity_command(const std::vector<std::string>& args)
     throw InputError("serve-capacity: missing SPEC.yaml (e.g. memwall serve-capacity "
                      "examples/llama2-7b-serving-poisson-1xa100.yaml --ttft p90=2s --tpot p90=100ms)");
   std::vector<LatencyTarget> targets = parse_latency_targets(ttft, tpot);
-  ExperimentSpec spec = load_spec(spec_path, overrides); // the given spec must be valid
-  const InferenceConfig& inf = spec.inference;
+  ExperimentSpec spec                = load_spec(spec_path, overrides); // the given spec must be valid
+  const InferenceConfig& inf         = spec.inference;
   if (!spec.serving || (inf.source != "poisson" && inf.source != "trace"))
-    throw InputError(spec_path + ": serve-capacity varies the arrival rate of inference.poisson or inference.trace; "
+    throw InputError(spec_path +
+                     ": serve-capacity varies the arrival rate of inference.poisson or inference.trace; "
                      "this spec " +
                      (spec.serving ? "serves a fixed batch" : std::string("trains")));
   // A trace keeps its requests and the shape of its arrivals; the search replays it
@@ -146,15 +149,15 @@ int serve_capacity_command(const std::vector<std::string>& args)
       throw std::runtime_error("serve-capacity at " + rate_text(rate) + " requests/s: " + out.data);
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(out.data);
     CapacityPoint p;
-    p.fits      = j["fits"].get<bool>();
-    p.saturated = j["load"]["saturated"].is_boolean() && j["load"]["saturated"].get<bool>();
+    p.fits           = j["fits"].get<bool>();
+    p.saturated      = j["load"]["saturated"].is_boolean() && j["load"]["saturated"].get<bool>();
     const auto& kept = j["load"]["served_requests_per_s"];
     const auto& off  = j["load"]["offered_requests_per_s"];
     p.window         = off.is_number() && off.get<double>() > 0
                            ? static_cast<double>(spec.inference.requests.size() - 1) / off.get<double>()
                            : 0.0;
     p.latency        = j["latency_s"]["mean"].is_number() ? j["latency_s"]["mean"].get<double>() : 0.0;
-    p.served    = kept.is_number() ? kept.get<double>() : 0.0;
+    p.served         = kept.is_number() ? kept.get<double>() : 0.0;
     for (const LatencyTarget& t : targets)
       p.values.push_back(latency_target_value(j, t));
     return p;

@@ -2,13 +2,13 @@
 // Under `mpirun -n N` (an MPI build): rank 0 writes RESULTS.h5, the other ranks run the
 // points, -j at once each (default 1: one rank per core is mpirun's business).
 #include "app/cli/Commands.hpp"
-#include "base/AtomicOutput.hpp"
-#include "base/InputError.hpp"
+#include "app/sweep/MpiWorld.hpp"
 #include "app/sweep/SweepFile.hpp"
 #include "app/sweep/SweepProgress.hpp"
-#include "base/ChildPool.hpp"
-#include "app/sweep/MpiWorld.hpp"
 #include "app/sweep/SweepRunner.hpp"
+#include "base/AtomicOutput.hpp"
+#include "base/ChildPool.hpp"
+#include "base/InputError.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -54,7 +54,8 @@ int sweep_command(const std::vector<std::string>& args)
   if (!parse_options(args, opts, "sweep", vm))
     return 0;
   if (sweep_path.empty())
-    throw InputError("sweep: missing SWEEP.yaml (e.g. memwall sweep examples/sweeps/gpt2-xl-layouts-dgx-a100.yaml -o results.h5)");
+    throw InputError(
+        "sweep: missing SWEEP.yaml (e.g. memwall sweep examples/sweeps/gpt2-xl-layouts-dgx-a100.yaml -o results.h5)");
   MpiWorld world;
   if (dry_run) {
     // Checks the spec as a real sweep would (axis keys, filter), without running.
@@ -121,10 +122,10 @@ int sweep_command(const std::vector<std::string>& args)
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   SweepProgress progress(sweep.points.size(), rows.size(), std::cerr);
-  using clock        = std::chrono::steady_clock;
-  auto last_write    = clock::now();
-  double write_cost  = 0;
-  auto write         = [&] {
+  using clock       = std::chrono::steady_clock;
+  auto last_write   = clock::now();
+  double write_cost = 0;
+  auto write        = [&] {
     auto t0 = clock::now();
     write_sweep_file(out_path, sweep, rows, info);
     last_write = clock::now();
@@ -169,8 +170,8 @@ int sweep_command(const std::vector<std::string>& args)
   if (!finished) {
     write();
     progress.finish();
-    std::cerr << "memwall sweep: interrupted; " << rows.size() << " of " << sweep.points.size()
-              << " points in " << out_path << " (run again with --resume)\n";
+    std::cerr << "memwall sweep: interrupted; " << rows.size() << " of " << sweep.points.size() << " points in "
+              << out_path << " (run again with --resume)\n";
     if (world.size() > 1)
       world.abort(130); // the other ranks wait for points that will not come
     return 130;

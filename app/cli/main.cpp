@@ -1,7 +1,7 @@
 // memwall: discrete-event simulation of the GPU memory hierarchy for LLM training and
 // inference. `memwall <command> [options]`; `memwall help` lists the commands.
-#include "app/cli/Commands.hpp"
 #include "analysis/Hdf5Writer.hpp"
+#include "app/cli/Commands.hpp"
 #include "base/InputError.hpp"
 
 #include <boost/program_options/errors.hpp>
@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
-#include <new>
 #include <map>
+#include <new>
 
 namespace {
 
@@ -23,29 +23,43 @@ struct Command {
 const std::map<std::string, Command>& commands()
 {
   static const std::map<std::string, Command> table{
-      {"run", {"simulate one experiment spec: memwall run SPEC.yaml [--set KEY=VALUE]... [--json] [-o RUN.h5] [--trace RUN.json]",
-               memwall::run_command}},
-      {"sweep", {"run a parameter sweep into one HDF5 file: memwall sweep SWEEP.yaml -o RESULTS.h5 [-j N] [--resume]",
-                 memwall::sweep_command}},
-      {"report", {"print the best points, the ones that do not fit and the errors of a sweep, or a run's summary: "
-                  "memwall report RESULTS.h5|RUN.h5 [--by METRIC] [--top N]",
-                  memwall::report_command}},
-      {"plot", {"draw a run's memory over time, or a sweep's metric against an axis or its fits map, as PNG: "
-                "memwall plot RESULTS.h5|RUN.h5 -o OUT.png [--kind memory|metric|fits] [--x AXIS] [--y COLUMN]",
-                memwall::plot_command}},
-      {"advise", {"when a spec does not fit (or a server drops, preempts, falls behind or misses a target), simulate the standard remedies cheapest first: "
-                  "memwall advise SPEC.yaml [--set KEY=VALUE]... [--ttft p90=2s] [--tpot p90=100ms] [--json]",
-                  memwall::advise_command}},
-      {"serve-capacity", {"the highest Poisson arrival rate a server sustains within latency targets, simulated: "
-                          "memwall serve-capacity SPEC.yaml [--ttft p90=2s] [--tpot p90=100ms] [--set KEY=VALUE]... [--json]",
-                          memwall::serve_capacity_command}},
-      {"list", {"list presets and parameters: memwall list gpus|nodes|models|params|collectives|schedules|stacks|dispatchers|schedulers|kv-managers|remedies|importers|allocators", memwall::list_command}},
-      {"export", {"write a training step's replayed op DAG as PyTorch profiler traces (Perfetto, HTA; replayable "
-                  "with workload.trace): memwall export SPEC.yaml -o STEP.json.gz [--set KEY=VALUE]...",
-                  memwall::export_command}},
-      {"calibrate", {"measure a GPU, import published measurements, fit and check hardware profiles: "
-                     "memwall calibrate measure|import|fit|check ...",
-                     memwall::calibrate_command}},
+      {"run",
+       {"simulate one experiment spec: memwall run SPEC.yaml [--set KEY=VALUE]... [--json] [-o RUN.h5] [--trace "
+        "RUN.json]",
+        memwall::run_command}},
+      {"sweep",
+       {"run a parameter sweep into one HDF5 file: memwall sweep SWEEP.yaml -o RESULTS.h5 [-j N] [--resume]",
+        memwall::sweep_command}},
+      {"report",
+       {"print the best points, the ones that do not fit and the errors of a sweep, or a run's summary: "
+        "memwall report RESULTS.h5|RUN.h5 [--by METRIC] [--top N]",
+        memwall::report_command}},
+      {"plot",
+       {"draw a run's memory over time, or a sweep's metric against an axis or its fits map, as PNG: "
+        "memwall plot RESULTS.h5|RUN.h5 -o OUT.png [--kind memory|metric|fits] [--x AXIS] [--y COLUMN]",
+        memwall::plot_command}},
+      {"advise",
+       {"when a spec does not fit (or a server drops, preempts, falls behind or misses a target), simulate the "
+        "standard remedies cheapest first: "
+        "memwall advise SPEC.yaml [--set KEY=VALUE]... [--ttft p90=2s] [--tpot p90=100ms] [--json]",
+        memwall::advise_command}},
+      {"serve-capacity",
+       {"the highest Poisson arrival rate a server sustains within latency targets, simulated: "
+        "memwall serve-capacity SPEC.yaml [--ttft p90=2s] [--tpot p90=100ms] [--set KEY=VALUE]... [--json]",
+        memwall::serve_capacity_command}},
+      {"list",
+       {"list presets and parameters: memwall list "
+        "gpus|nodes|models|params|collectives|schedules|stacks|dispatchers|schedulers|kv-managers|remedies|importers|"
+        "allocators",
+        memwall::list_command}},
+      {"export",
+       {"write a training step's replayed op DAG as PyTorch profiler traces (Perfetto, HTA; replayable "
+        "with workload.trace): memwall export SPEC.yaml -o STEP.json.gz [--set KEY=VALUE]...",
+        memwall::export_command}},
+      {"calibrate",
+       {"measure a GPU, import published measurements, fit and check hardware profiles: "
+        "memwall calibrate measure|import|fit|check ...",
+        memwall::calibrate_command}},
   };
   return table;
 }

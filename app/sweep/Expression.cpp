@@ -11,7 +11,7 @@ namespace memwall {
 
 struct Expression::Node {
   enum class Kind { number, text, name, unary, binary, call } kind = Kind::number;
-  double number = 0;
+  double number                                                    = 0;
   std::string text; // text literal, name, operator or function
   std::vector<std::unique_ptr<Node>> args;
 };
@@ -110,7 +110,11 @@ private:
     }
     return parse_compare();
   }
-  bool peek(char c) { skip(); return pos_ < s_.size() && s_[pos_] == c; }
+  bool peek(char c)
+  {
+    skip();
+    return pos_ < s_.size() && s_[pos_] == c;
+  }
   bool peek_at(size_t k, char c) const { return pos_ + k < s_.size() && s_[pos_ + k] == c; }
   NodePtr parse_compare()
   {
@@ -200,7 +204,8 @@ private:
     if (!std::isalpha(static_cast<unsigned char>(c)) && c != '_')
       fail("unexpected '" + std::string(1, c) + "'");
     size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' || s_[pos_] == '.'))
+    while (pos_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' || s_[pos_] == '.'))
       ++pos_;
     std::string name = s_.substr(start, pos_ - start);
     if (name == "true" || name == "false") {
@@ -283,15 +288,24 @@ ExprValue eval(const Node& n, const Lookup& lookup, const std::string& where)
     return r ? 1.0 : 0.0;
   }
   double x = as_number(a, where, op), y = as_number(b, where, op);
-  if (op == "+") return x + y;
-  if (op == "-") return x - y;
-  if (op == "*") return x * y;
-  if (op == "/") return x / y;
-  if (op == "%") return std::fmod(x, y);
-  if (op == "**") return std::pow(x, y);
-  if (op == "<") return x < y ? 1.0 : 0.0;
-  if (op == "<=") return x <= y ? 1.0 : 0.0;
-  if (op == ">") return x > y ? 1.0 : 0.0;
+  if (op == "+")
+    return x + y;
+  if (op == "-")
+    return x - y;
+  if (op == "*")
+    return x * y;
+  if (op == "/")
+    return x / y;
+  if (op == "%")
+    return std::fmod(x, y);
+  if (op == "**")
+    return std::pow(x, y);
+  if (op == "<")
+    return x < y ? 1.0 : 0.0;
+  if (op == "<=")
+    return x <= y ? 1.0 : 0.0;
+  if (op == ">")
+    return x > y ? 1.0 : 0.0;
   return x >= y ? 1.0 : 0.0;
 }
 
@@ -299,9 +313,8 @@ ExprValue eval(const Node& n, const Lookup& lookup, const std::string& where)
 
 Expression::Expression(const std::string& text, const std::string& where)
     : text_(text), where_(where), root_(Parser(text_, where_).parse())
-{
-}
-Expression::~Expression()                           = default;
+{}
+Expression::~Expression()                                = default;
 Expression::Expression(Expression&&) noexcept            = default;
 Expression& Expression::operator=(Expression&&) noexcept = default;
 

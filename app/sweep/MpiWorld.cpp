@@ -3,12 +3,12 @@
 #include "base/ChildPool.hpp"
 #include "base/InputError.hpp"
 
-#include <cstdlib>
-#include <cstdio>
-#include <cstring>
-#include <stdexcept>
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
 #include <thread>
 
 #ifdef MEMWALL_HAVE_MPI
@@ -139,7 +139,7 @@ void MpiWorld::serve_points(const SweepSpec& sweep, int jobs, const PointSummary
     if (pool.running() == 0)
       break;
     auto [index, outcome] = pool.wait_one();
-    std::string m = encode(index, outcome);
+    std::string m         = encode(index, outcome);
     MPI_Send(m.data(), static_cast<int>(m.size()), MPI_CHAR, 0, result, MPI_COMM_WORLD);
   }
   MPI_Send(nullptr, 0, MPI_CHAR, 0, done_tag, MPI_COMM_WORLD);

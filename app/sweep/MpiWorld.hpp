@@ -25,7 +25,7 @@ public:
   // Joins MPI when launched by mpirun with several ranks; otherwise a world of one.
   MpiWorld();
   ~MpiWorld(); // MPI_Finalize
-  MpiWorld(const MpiWorld&) = delete;
+  MpiWorld(const MpiWorld&)            = delete;
   MpiWorld& operator=(const MpiWorld&) = delete;
 
   int rank() const { return rank_; }

@@ -1,11 +1,11 @@
 #include "app/sweep/SweepFile.hpp"
 
-#include "base/AtomicOutput.hpp"
 #include "analysis/Hdf5Table.hpp"
 #include "analysis/Hdf5Writer.hpp"
-#include "base/InputError.hpp"
 #include "analysis/ResultsFile.hpp"
 #include "analysis/RunTables.hpp"
+#include "base/AtomicOutput.hpp"
+#include "base/InputError.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -151,9 +151,11 @@ std::string timestamp_now()
     // The reproducible-builds convention: whole seconds since 1970, UTC. Anything else
     // used to mean 1970 silently, or (past year 9999) crash in strftime.
     std::string e = epoch;
-    bool digits   = !e.empty() && e.size() <= 12 && std::all_of(e.begin(), e.end(), [](char c) { return c >= '0' && c <= '9'; });
+    bool digits =
+        !e.empty() && e.size() <= 12 && std::all_of(e.begin(), e.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits || std::stoll(e) > 253402300799LL)
-      throw InputError("SOURCE_DATE_EPOCH='" + e + "': expected whole seconds since 1970-01-01 UTC, at most 253402300799 "
+      throw InputError("SOURCE_DATE_EPOCH='" + e +
+                       "': expected whole seconds since 1970-01-01 UTC, at most 253402300799 "
                        "(year 9999)");
     t = static_cast<std::time_t>(std::stoll(e));
   }
@@ -226,11 +228,11 @@ ResultsTable read_sweep_file(const std::string& path)
     for (const char* a : {"memwall_version", "git_commit", "sweep_file", "sweep_text", "base_spec_text",
                           "hardware_profiles", "started_at", "finished_at"})
       t.attributes[a] = text_attribute(root, a).value_or("");
-    t.points_total  = number_attribute(root, "points_total").value_or(0);
-    H5::Group g     = root.openGroup("points");
-    t.columns       = nlohmann::json::parse(text_attribute(g, "columns").value_or("[]")).get<std::vector<std::string>>();
-    t.axes          = nlohmann::json::parse(text_attribute(g, "axes").value_or("[]")).get<std::vector<std::string>>();
-    t.metrics = nlohmann::json::parse(text_attribute(g, "metrics").value_or("[]")).get<std::vector<std::string>>();
+    t.points_total = number_attribute(root, "points_total").value_or(0);
+    H5::Group g    = root.openGroup("points");
+    t.columns      = nlohmann::json::parse(text_attribute(g, "columns").value_or("[]")).get<std::vector<std::string>>();
+    t.axes         = nlohmann::json::parse(text_attribute(g, "axes").value_or("[]")).get<std::vector<std::string>>();
+    t.metrics      = nlohmann::json::parse(text_attribute(g, "metrics").value_or("[]")).get<std::vector<std::string>>();
     for (const std::string& c : t.columns) {
       if (is_text_column(g, c))
         t.texts[c] = read_texts(g, c);
@@ -250,7 +252,7 @@ std::map<int64_t, SweepRow> read_sweep_rows(const std::string& path, const Sweep
   ResultsTable t = read_sweep_file(path);
   if (t.attributes["sweep_text"] != sweep.text || t.attributes["base_spec_text"] != sweep.base_text)
     throw InputError(path + ": holds the results of another sweep spec (or its base spec changed); "
-                     "resume only with the spec that started it, or write to a new file");
+                            "resume only with the spec that started it, or write to a new file");
   info.started_at = t.attributes["started_at"];
   std::set<std::string> fixed{"index", "status", "error"};
   fixed.insert(t.axes.begin(), t.axes.end());
@@ -262,7 +264,8 @@ std::map<int64_t, SweepRow> read_sweep_rows(const std::string& path, const Sweep
       SweepRow row;
       if (!(index[r] >= 0 && index[r] < static_cast<double>(sweep.points.size())) || index[r] != std::floor(index[r]))
         throw InputError(path + ": /points row " + std::to_string(r) + " has index " + format_g(index[r]) +
-                         ", not one of the sweep's " + std::to_string(sweep.points.size()) + " points; the file is corrupt");
+                         ", not one of the sweep's " + std::to_string(sweep.points.size()) +
+                         " points; the file is corrupt");
       row.index = static_cast<int64_t>(index[r]);
       if (rows.count(row.index))
         throw InputError(path + ": /points holds point " + std::to_string(row.index) + " twice; the file is corrupt");

@@ -43,10 +43,10 @@ void SweepProgress::point_done(bool failed)
 
 void SweepProgress::draw()
 {
-  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  std::string eta = ran_ > 0 && done_ < total_ ? duration_text(elapsed / static_cast<double>(ran_) *
-                                                                static_cast<double>(total_ - done_))
-                                               : "-";
+  double elapsed  = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  std::string eta = ran_ > 0 && done_ < total_
+                        ? duration_text(elapsed / static_cast<double>(ran_) * static_cast<double>(total_ - done_))
+                        : "-";
   char line[160];
   if (terminal_) {
     const int width = 30;

@@ -51,7 +51,7 @@ std::string header(const ResultsTable& t, const std::string& col)
   if (std::find(t.axes.begin(), t.axes.end(), col) == t.axes.end())
     return col;
   std::string tail = col.substr(col.rfind('.') + 1);
-  int same = 0;
+  int same         = 0;
   for (const std::string& a : t.axes)
     same += a.substr(a.rfind('.') + 1) == tail ? 1 : 0;
   return same == 1 ? tail : col;
@@ -102,7 +102,7 @@ std::string why_not_fit(const ResultsTable& t, size_t r)
   std::string why;
   for (const char* kind : {"gpu", "host", "nvme"}) {
     std::string k = kind;
-    auto oom = t.numbers.find(k + ".oom_count");
+    auto oom      = t.numbers.find(k + ".oom_count");
     if (oom == t.numbers.end() || !(oom->second[r] > 0))
       continue;
     std::string name = has(t, k + ".name") ? cell(t, k + ".name", r) : k;
@@ -124,10 +124,11 @@ std::string why_not_fit(const ResultsTable& t, size_t r)
 
 std::vector<std::string> key_figures(const ResultsTable& t, const std::string& by, const std::vector<size_t>& rows)
 {
-  bool serving = has(t, "ttft_s.p50");
-  std::vector<std::string> wanted = serving ? std::vector<std::string>{"output_tokens_per_s", "ttft_s.p50", "tpot_s.p50",
-                                                                       "latency_s.p99", "requests_rejected"}
-                                            : std::vector<std::string>{"step_time_s", "tokens_per_s", "mfu"};
+  bool serving                    = has(t, "ttft_s.p50");
+  std::vector<std::string> wanted = serving
+                                        ? std::vector<std::string>{"output_tokens_per_s", "ttft_s.p50", "tpot_s.p50",
+                                                                   "latency_s.p99", "requests_rejected"}
+                                        : std::vector<std::string>{"step_time_s", "tokens_per_s", "mfu"};
   wanted.insert(wanted.end(), {"gpu.peak_bytes", "gpus", "hardware_cost_usd"});
   wanted.insert(wanted.end(), t.metrics.begin(), t.metrics.end());
   std::vector<std::string> cols{by};
@@ -179,7 +180,7 @@ bool higher_is_better(const std::string& metric)
 std::string sweep_report_text(const ResultsTable& t, const std::string& path, const SweepReportOptions& o)
 {
   std::string by = o.by.empty() ? (has(t, "ttft_s.p50") ? "output_tokens_per_s" : "step_time_s") : o.by;
-  auto known = [&](const std::string& c, const char* option) {
+  auto known     = [&](const std::string& c, const char* option) {
     if (has(t, c))
       return;
     std::string list;
@@ -214,8 +215,9 @@ std::string sweep_report_text(const ResultsTable& t, const std::string& path, co
   os << "  sweep " << a.at("sweep_file") << ", memwall " << a.at("memwall_version") << " (git " << a.at("git_commit")
      << "), " << a.at("started_at") << " to " << (a.at("finished_at").empty() ? "(unfinished)" : a.at("finished_at"))
      << "\n";
-  os << "  " << t.rows() << " of " << static_cast<long long>(t.points_total) << " points: " << fitting.size() << " fit, "
-     << not_fitting.size() << (not_fitting.size() == 1 ? " does" : " do") << " not fit, " << failed.size() << " failed\n";
+  os << "  " << t.rows() << " of " << static_cast<long long>(t.points_total) << " points: " << fitting.size()
+     << " fit, " << not_fitting.size() << (not_fitting.size() == 1 ? " does" : " do") << " not fit, " << failed.size()
+     << " failed\n";
 
   std::vector<size_t> ranked = fitting;
   if (has(t, by) && t.numbers.count(by)) {
@@ -244,7 +246,8 @@ std::string sweep_report_text(const ResultsTable& t, const std::string& path, co
 
   if (!not_fitting.empty()) {
     size_t n = std::min(o.top, not_fitting.size());
-    os << "\n" << not_fitting.size() << " point" << (not_fitting.size() == 1 ? " does" : "s do")
+    os << "\n"
+       << not_fitting.size() << " point" << (not_fitting.size() == 1 ? " does" : "s do")
        << " not fit (the overflowing device needs its peak; largest categories)\n";
     std::vector<size_t> shown(not_fitting.begin(), not_fitting.begin() + static_cast<long>(n));
     std::vector<std::string> why;

@@ -82,7 +82,7 @@ std::vector<std::string> result_column_names()
   r.links.push_back(LinkResult{});
   r.serving.present = true;
   r.moe.present     = true;
-  SweepRow row = result_row(r, ExperimentSpec{});
+  SweepRow row      = result_row(r, ExperimentSpec{});
   std::vector<std::string> names{"index", "status", "error"}; // the file's own columns
   for (const auto& [k, v] : row.numbers)
     names.push_back(k);
@@ -104,7 +104,7 @@ bool is_metric_name(const std::string& name)
 void check_sweep_metrics(const SweepSpec& sweep)
 {
   std::vector<std::string> results = result_column_names();
-  auto known = [&](const std::vector<std::string>& v, const std::string& n) {
+  auto known                       = [&](const std::vector<std::string>& v, const std::string& n) {
     return std::find(v.begin(), v.end(), n) != v.end();
   };
   // An axis is also reachable by the last part of its key (setting_lookup).
@@ -118,7 +118,9 @@ void check_sweep_metrics(const SweepSpec& sweep)
       throw InputError(at + ": a metric's name is letters, digits, '_' and '.', starting with a letter or '_'");
     if (known(results, name) || known(sweep.axes, name) || known(earlier, name))
       throw InputError(at + ": '" + name + "' is already a column (" +
-                       (known(sweep.axes, name) ? "an axis" : known(earlier, name) ? "an earlier metric" : "a result") +
+                       (known(sweep.axes, name) ? "an axis"
+                        : known(earlier, name)  ? "an earlier metric"
+                                                : "a result") +
                        "); give the metric another name");
     for (const std::string& used : expr.names())
       if (!known(sweep.axes, used) && !known(results, used) && !known(earlier, used) && !axis_tail(used))
@@ -173,11 +175,11 @@ SweepRow row_from_payload(int64_t index, const std::string& payload)
 {
   Json j = Json::parse(payload);
   SweepRow row;
-  row.index   = index;
+  row.index = index;
   for (const auto& kv : j["numbers"]) // NaN and infinities travel as null
     row.numbers.emplace_back(kv[0].get<std::string>(),
                              kv[1].is_number() ? kv[1].get<double>() : std::numeric_limits<double>::quiet_NaN());
-  row.texts   = j["texts"].get<std::vector<std::pair<std::string, std::string>>>();
+  row.texts = j["texts"].get<std::vector<std::pair<std::string, std::string>>>();
   RunResult detail;
   from_json(nlohmann::json::parse(j["detail"].dump()), detail);
   row.pools = std::move(detail.pools);

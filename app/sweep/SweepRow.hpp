@@ -3,8 +3,8 @@
 // summary flattened: "breakdown_s.compute", "ttft_s.p50", the worst GPU's peak by
 // category as "gpu.peak.activations", ...), derived metrics, or its error; optionally
 // its memory timelines and link statistics.
-#include "sim/RunResult.hpp"
 #include "app/sweep/SweepSpec.hpp"
+#include "sim/RunResult.hpp"
 
 #include <string>
 #include <utility>

@@ -21,7 +21,9 @@ void run_points(const SweepSpec& sweep, const std::vector<int64_t>& todo, int jo
   run_in_children(
       todo.size(), jobs,
       [&](size_t i) { return run_point(sweep, sweep.points.at(static_cast<size_t>(todo[i])), summarize); },
-      [&](size_t i, const ChildOutcome& out) { done({todo[i], out.kind == ChildOutcome::Kind::result, out.data}); });
+      [&](size_t i, const ChildOutcome& out) {
+        done({todo[i], out.kind == ChildOutcome::Kind::result, out.data});
+      });
 }
 
 } // namespace memwall

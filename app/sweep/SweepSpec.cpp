@@ -2,8 +2,8 @@
 
 #include "base/InputError.hpp"
 #include "base/ParamReader.hpp"
-#include "sim/spec/SpecParams.hpp"
 #include "base/TextFile.hpp"
+#include "sim/spec/SpecParams.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -38,11 +38,13 @@ std::vector<Axis> read_axes(const YAML::Node& map, const std::string& file, cons
   std::vector<Axis> axes;
   for (const auto& kv : map) {
     if (!kv.first.IsScalar())
-      throw InputError(file + ":" + line_of(kv.first) + ": " + where + ": an axis key must be a spec key such as training.micro_batch");
+      throw InputError(file + ":" + line_of(kv.first) + ": " + where +
+                       ": an axis key must be a spec key such as training.micro_batch");
     std::string key = kv.first.Scalar();
     std::string at  = file + ":" + line_of(kv.first) + ": " + where + "." + key;
     if (!is_spec_key(key))
-      throw InputError(at + ": unknown axis key; axes are spec keys such as training.micro_batch (see memwall list params)");
+      throw InputError(at +
+                       ": unknown axis key; axes are spec keys such as training.micro_batch (see memwall list params)");
     if (!kv.second.IsSequence())
       throw InputError(at + ": expected a list of values, e.g. [1, 2, 4]");
     if (kv.second.size() == 0)
@@ -104,20 +106,22 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file, con
 {
   YAML::Node root = parse_yaml(yaml_text, file);
   if (!root.IsMap())
-    throw InputError(file + ": a sweep spec is a mapping with base (or spec), grid and/or zip, filter, metrics, record");
+    throw InputError(file +
+                     ": a sweep spec is a mapping with base (or spec), grid and/or zip, filter, metrics, record");
   SweepSpec s;
   s.file = file;
   s.text = yaml_text;
   ParamReader top(root, file, "");
-  std::string base = top.text("base", "", "experiment spec the points start from, relative to the sweep spec");
+  std::string base       = top.text("base", "", "experiment spec the points start from, relative to the sweep spec");
   YAML::Node inline_spec = top.take("spec", "mapping", "the experiment spec inline (instead of base)", "none");
   YAML::Node grid        = top.take("grid", "mapping", "axes whose values combine as a cartesian product", "none");
   YAML::Node zip         = top.take("zip", "mapping or list of mappings", "axes that vary together", "none");
-  std::string filter     = top.text("filter", "", "expression over the axes; combinations where it is false are dropped");
-  YAML::Node metrics     = top.take("metrics", "mapping", "derived columns: name -> expression over axes and results", "none");
-  ParamReader record     = top.section("record", "per-point detail in the results file", "empty");
-  s.record_memory        = record.flag("memory", false, "memory timeline of every device per point");
-  s.record_links         = record.flag("links", false, "link statistics per point");
+  std::string filter = top.text("filter", "", "expression over the axes; combinations where it is false are dropped");
+  YAML::Node metrics =
+      top.take("metrics", "mapping", "derived columns: name -> expression over axes and results", "none");
+  ParamReader record = top.section("record", "per-point detail in the results file", "empty");
+  s.record_memory    = record.flag("memory", false, "memory timeline of every device per point");
+  s.record_links     = record.flag("links", false, "link statistics per point");
   record.finish();
   top.finish();
 
@@ -154,7 +158,7 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file, con
     else
       zips.push_back(zip);
     for (size_t g = 0; g < zips.size(); ++g) {
-      std::string where = zip.IsSequence() ? "zip[" + std::to_string(g) + "]" : "zip";
+      std::string where      = zip.IsSequence() ? "zip[" + std::to_string(g) + "]" : "zip";
       std::vector<Axis> axes = read_axes(zips[g], file, where);
       for (const Axis& a : axes) {
         if (a.values.size() != axes.front().values.size())

@@ -12,10 +12,10 @@ struct Vertex {
   double f;
 };
 
-std::vector<double> one_run(const std::function<double(const std::vector<double>&)>& f, const std::vector<double>& start,
-                            double step, int budget, int& used)
+std::vector<double> one_run(const std::function<double(const std::vector<double>&)>& f,
+                            const std::vector<double>& start, double step, int budget, int& used)
 {
-  size_t n = start.size();
+  size_t n  = start.size();
   auto eval = [&](const std::vector<double>& x) {
     ++used;
     double v = f(x);
@@ -47,8 +47,8 @@ std::vector<double> one_run(const std::function<double(const std::vector<double>
     r.f = eval(r.x);
     if (r.f < s.front().f) {
       Vertex e{along(-2), 0};
-      e.f        = eval(e.x);
-      s.back()   = e.f < r.f ? e : r;
+      e.f      = eval(e.x);
+      s.back() = e.f < r.f ? e : r;
     } else if (r.f < s[n - 1].f) {
       s.back() = r;
     } else {

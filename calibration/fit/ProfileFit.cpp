@@ -34,8 +34,8 @@ GemmModel gemm_from(const std::vector<double>& x, const GemmModel& base, double 
   g.efficiency = logistic(x[1]);
   g.bandwidth  = max_bandwidth * logistic(x[2]);
   g.small_tile_efficiency = between(GemmModel::min_small_tile_efficiency, 1, x[3]);
-  g.blend      = between(1, GemmModel::max_blend, x[4]);
-  g.k_overhead = GemmModel::max_k_overhead * logistic(x[5]);
+  g.blend                 = between(1, GemmModel::max_blend, x[4]);
+  g.k_overhead            = GemmModel::max_k_overhead * logistic(x[5]);
   return g;
 }
 
@@ -119,12 +119,13 @@ GemmModel fit_gemm(const std::vector<Measurement>& points, const GpuSpec& gpu, D
     return sum / points.size();
   };
   double start_bw = std::min(gpu.hbm_achievable_bw > 0 ? gpu.hbm_achievable_bw : 0.75 * max_bw, 0.9 * max_bw);
-  std::vector<double> start{unit_logit(std::log(GemmModel::min_launch_s), std::log(GemmModel::max_launch_s), std::log(5e-6)),
-                            logit(0.75),
-                            logit(start_bw / max_bw),
-                            unit_logit(GemmModel::min_small_tile_efficiency, 1, 0.8),
-                            unit_logit(1, GemmModel::max_blend, 2),
-                            logit(64 / GemmModel::max_k_overhead)};
+  std::vector<double> start{
+      unit_logit(std::log(GemmModel::min_launch_s), std::log(GemmModel::max_launch_s), std::log(5e-6)),
+      logit(0.75),
+      logit(start_bw / max_bw),
+      unit_logit(GemmModel::min_small_tile_efficiency, 1, 0.8),
+      unit_logit(1, GemmModel::max_blend, 2),
+      logit(64 / GemmModel::max_k_overhead)};
   return gemm_from(nelder_mead(objective, start, 0.5, 3000), base, max_bw);
 }
 
@@ -142,7 +143,7 @@ LatencyBandwidthCurve fit_curve(const std::vector<Measurement>& points, int max_
   // A later regime's latency may fit to 0 where the time per byte grows with size
   // (pageable copies beyond 16 MiB: 13.6 then 11.2 GB/s on an H100); the monotone check
   // below keeps such a curve from dropping at the boundary.
-  auto line = [&](size_t i, size_t j) { return fit_line(pts, i, j, max_bandwidth); };
+  auto line               = [&](size_t i, size_t j) { return fit_line(pts, i, j, max_bandwidth); };
   const size_t min_points = 3;
   // best[r][j]: the best fit of the first j points with r regimes.
   std::vector<std::vector<double>> best(max_regimes + 1, std::vector<double>(n + 1, INFINITY));
@@ -294,7 +295,7 @@ GpuProfile fit_profile(const std::vector<Measurement>& rows, const GpuSpec& gpu,
       continue;
     CollectiveCurve c;
     std::tie(c.kind, c.ranks, c.ranks_per_node) = key;
-    c.curve = fit_curve(pts);
+    c.curve                                     = fit_curve(pts);
     p.collectives.push_back(c);
   }
   if (p.gemm.empty() && p.elementwise.empty() && p.copies.empty() && p.collectives.empty())

@@ -2,9 +2,9 @@
 // Fits a GpuProfile to measurements of one GPU (memwall calibrate fit), and measures a
 // profile's error on measurements (memwall calibrate check; to be meaningful, points
 // held out of the fit).
-#include "hwmodels/profile/GpuProfile.hpp"
-#include "hwmodels/GpuSpec.hpp"
 #include "calibration/Measurement.hpp"
+#include "hwmodels/GpuSpec.hpp"
+#include "hwmodels/profile/GpuProfile.hpp"
 
 #include <string>
 #include <vector>
@@ -32,7 +32,7 @@ GpuProfile fit_profile(const std::vector<Measurement>& rows, const GpuSpec& gpu,
 
 struct CheckLine {
   std::string benchmark; // gemm:fp16, gemm:bf16:dgrad, elementwise, all_reduce 8x8, h2d_pinned, ...
-  size_t points = 0;
+  size_t points       = 0;
   double median_error = 0, p90_error = 0, max_error = 0; // |predicted / measured - 1|
   double median_signed = 0;                              // predicted / measured - 1
 };

@@ -3,8 +3,8 @@
 // rows (Measurement.hpp). One file per format in impl/, registered by name;
 // `memwall calibrate import FORMAT FILE... --gpu ID -o MEAS.csv` picks one and
 // `memwall list importers` prints them.
-#include "calibration/Measurement.hpp"
 #include "base/Registry.hpp"
+#include "calibration/Measurement.hpp"
 
 #include <functional>
 #include <string>
@@ -13,9 +13,9 @@
 namespace memwall {
 
 struct ImportRequest {
-  std::string path;  // for messages and the rows' source column
-  std::string text;  // the file's content
-  std::string gpu;   // catalog id the measurements were taken on
+  std::string path; // for messages and the rows' source column
+  std::string text; // the file's content
+  std::string gpu;  // catalog id the measurements were taken on
 };
 
 using ImportFn = std::function<std::vector<Measurement>(const ImportRequest&)>;

@@ -5,10 +5,10 @@
 #include "calibration/kernels/OperandFill.hpp"
 
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
-#include <cublas_v2.h>
 
 namespace gpubench {
 namespace {
@@ -51,12 +51,14 @@ void bench_gemm(bool quick)
     cublasComputeType_t compute;
     size_t bytes;
   };
-  const Type types[] = {{"fp32", CUDA_R_32F, CUBLAS_COMPUTE_32F, 4},
-                        {"tf32", CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4},
-                        {"fp16", CUDA_R_16F, CUBLAS_COMPUTE_32F, 2},
-                        {"bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2}};
-  std::vector<int> ms = quick ? std::vector<int>{16, 128, 1024, 4096} : std::vector<int>{1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
-  std::vector<int> nk = quick ? std::vector<int>{1024, 4096, 8192} : std::vector<int>{512, 1024, 2048, 4096, 8192, 12288, 16384};
+  const Type types[]  = {{"fp32", CUDA_R_32F, CUBLAS_COMPUTE_32F, 4},
+                         {"tf32", CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4},
+                         {"fp16", CUDA_R_16F, CUBLAS_COMPUTE_32F, 2},
+                         {"bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2}};
+  std::vector<int> ms = quick ? std::vector<int>{16, 128, 1024, 4096}
+                              : std::vector<int>{1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+  std::vector<int> nk =
+      quick ? std::vector<int>{1024, 4096, 8192} : std::vector<int>{512, 1024, 2048, 4096, 8192, 12288, 16384};
   // Operands and results apart: a result never becomes the next GEMM's operand (random
   // data multiplied again and again grows past fp16's range).
   size_t biggest = 0, biggest_out = 0;
@@ -80,9 +82,9 @@ void bench_gemm(bool quick)
     for (int m : ms)
       for (int n : nk)
         for (int k : nk) {
-          char* A = static_cast<char*>(buf);
-          char* B = A + size_t(m) * k * t.bytes;
-          char* C = static_cast<char*>(out);
+          char* A     = static_cast<char*>(buf);
+          char* B     = A + size_t(m) * k * t.bytes;
+          char* C     = static_cast<char*>(out);
           float alpha = 1, beta = 0;
           // Row-major C[m x n] = A[m x k] B[k x n] is column-major C^T = B^T A^T.
           auto run = [&] {
@@ -111,7 +113,6 @@ void bench_gemm(bool quick)
   cublasDestroy(h);
 }
 
-
 // FP8 (e4m3) GEMMs through cuBLASLt, bf16 output, fp32 accumulation: what FP8 training
 // (Transformer Engine) and FP8 serving run. cuBLASLt's FP8 kernels want the "TN" layout
 // (A transposed) and dimensions that are multiples of 16, so m < 16 is left out. A shape
@@ -119,7 +120,8 @@ void bench_gemm(bool quick)
 void bench_gemm_fp8(const cudaDeviceProp& prop, bool quick)
 {
   if (prop.major * 10 + prop.minor < 89) {
-    std::fprintf(stderr, "memwall-gpubench: no FP8 tensor cores on sm_%d%d; fp8 GEMMs skipped\n", prop.major, prop.minor);
+    std::fprintf(stderr, "memwall-gpubench: no FP8 tensor cores on sm_%d%d; fp8 GEMMs skipped\n", prop.major,
+                 prop.minor);
     return;
   }
   cublasLtHandle_t lt;
@@ -127,8 +129,10 @@ void bench_gemm_fp8(const cudaDeviceProp& prop, bool quick)
     std::fprintf(stderr, "memwall-gpubench: cublasLtCreate failed; fp8 GEMMs skipped\n");
     return;
   }
-  std::vector<int> ms = quick ? std::vector<int>{16, 128, 1024, 4096} : std::vector<int>{16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
-  std::vector<int> nk = quick ? std::vector<int>{1024, 4096, 8192} : std::vector<int>{512, 1024, 2048, 4096, 8192, 12288, 16384};
+  std::vector<int> ms = quick ? std::vector<int>{16, 128, 1024, 4096}
+                              : std::vector<int>{16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+  std::vector<int> nk =
+      quick ? std::vector<int>{1024, 4096, 8192} : std::vector<int>{512, 1024, 2048, 4096, 8192, 12288, 16384};
   size_t biggest = 0, biggest_out = 0;
   for (int m : ms)
     for (int n : nk)
@@ -147,26 +151,29 @@ void bench_gemm_fp8(const cudaDeviceProp& prop, bool quick)
   for (int m : ms)
     for (int n : nk)
       for (int k : nk) {
-        char* A = static_cast<char*>(buf);
-        char* B = A + size_t(m) * k;
-        char* C = static_cast<char*>(out);
-        cublasLtMatmulDesc_t op = nullptr;
+        char* A                  = static_cast<char*>(buf);
+        char* B                  = A + size_t(m) * k;
+        char* C                  = static_cast<char*>(out);
+        cublasLtMatmulDesc_t op  = nullptr;
         cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
         cublasLtMatmulPreference_t pref = nullptr;
         cublasOperation_t trans = CUBLAS_OP_T, plain = CUBLAS_OP_N;
         cublasLtMatmulHeuristicResult_t heuristic{};
         int found = 0;
-        bool ok = cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
-                  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans) == CUBLAS_STATUS_SUCCESS &&
-                  cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &plain, sizeof plain) == CUBLAS_STATUS_SUCCESS &&
-                  cublasLtMatrixLayoutCreate(&a, CUDA_R_8F_E4M3, k, m, k) == CUBLAS_STATUS_SUCCESS &&
-                  cublasLtMatrixLayoutCreate(&b, CUDA_R_8F_E4M3, k, n, k) == CUBLAS_STATUS_SUCCESS &&
-                  cublasLtMatrixLayoutCreate(&c, CUDA_R_16BF, m, n, m) == CUBLAS_STATUS_SUCCESS &&
-                  cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
-                  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
-                                                       sizeof workspace_bytes) == CUBLAS_STATUS_SUCCESS &&
-                  cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, c, c, pref, 1, &heuristic, &found) == CUBLAS_STATUS_SUCCESS &&
-                  found > 0;
+        bool ok =
+            cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+            cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans) ==
+                CUBLAS_STATUS_SUCCESS &&
+            cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &plain, sizeof plain) ==
+                CUBLAS_STATUS_SUCCESS &&
+            cublasLtMatrixLayoutCreate(&a, CUDA_R_8F_E4M3, k, m, k) == CUBLAS_STATUS_SUCCESS &&
+            cublasLtMatrixLayoutCreate(&b, CUDA_R_8F_E4M3, k, n, k) == CUBLAS_STATUS_SUCCESS &&
+            cublasLtMatrixLayoutCreate(&c, CUDA_R_16BF, m, n, m) == CUBLAS_STATUS_SUCCESS &&
+            cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                                 sizeof workspace_bytes) == CUBLAS_STATUS_SUCCESS &&
+            cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, c, c, pref, 1, &heuristic, &found) == CUBLAS_STATUS_SUCCESS &&
+            found > 0;
         float alpha = 1, beta = 0;
         auto run = [&] {
           cublasStatus_t st = cublasLtMatmul(lt, op, &alpha, A, a, B, b, &beta, C, c, C, c, &heuristic.algo, workspace,
@@ -190,11 +197,16 @@ void bench_gemm_fp8(const cudaDeviceProp& prop, bool quick)
         } else {
           ++skipped;
         }
-        if (pref) cublasLtMatmulPreferenceDestroy(pref);
-        if (c) cublasLtMatrixLayoutDestroy(c);
-        if (b) cublasLtMatrixLayoutDestroy(b);
-        if (a) cublasLtMatrixLayoutDestroy(a);
-        if (op) cublasLtMatmulDescDestroy(op);
+        if (pref)
+          cublasLtMatmulPreferenceDestroy(pref);
+        if (c)
+          cublasLtMatrixLayoutDestroy(c);
+        if (b)
+          cublasLtMatrixLayoutDestroy(b);
+        if (a)
+          cublasLtMatrixLayoutDestroy(a);
+        if (op)
+          cublasLtMatmulDescDestroy(op);
       }
   if (skipped)
     std::fprintf(stderr, "memwall-gpubench: %zu fp8 GEMM shapes have no cuBLASLt kernel; skipped\n", skipped);

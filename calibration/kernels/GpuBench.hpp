@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#define CHECK(call)                                                                                     \
-  do {                                                                                                  \
-    cudaError_t e_ = (call);                                                                            \
-    if (e_ != cudaSuccess) {                                                                            \
-      std::fprintf(stderr, "memwall-gpubench: %s failed: %s\n", #call, cudaGetErrorString(e_));        \
-      std::exit(3);                                                                                     \
-    }                                                                                                   \
+#define CHECK(call)                                                                                                    \
+  do {                                                                                                                 \
+    cudaError_t e_ = (call);                                                                                           \
+    if (e_ != cudaSuccess) {                                                                                           \
+      std::fprintf(stderr, "memwall-gpubench: %s failed: %s\n", #call, cudaGetErrorString(e_));                        \
+      std::exit(3);                                                                                                    \
+    }                                                                                                                  \
   } while (0)
 
 namespace gpubench {

@@ -21,7 +21,8 @@ __global__ void copy_kernel(const float4* __restrict__ in, float4* __restrict__ 
 
 __global__ void touch_kernel(char* p, size_t n, size_t stride)
 {
-  for (size_t i = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) * stride; i < n; i += size_t(gridDim.x) * blockDim.x * stride)
+  for (size_t i = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) * stride; i < n;
+       i += size_t(gridDim.x) * blockDim.x * stride)
     p[i] += 1;
 }
 
@@ -42,9 +43,9 @@ void bench_elementwise(bool quick)
   CHECK(cudaMalloc(&in, top));
   CHECK(cudaMalloc(&out, top));
   for (size_t b : sizes(1024, top)) {
-    size_t n = b / sizeof(float4);
+    size_t n   = b / sizeof(float4);
     int blocks = int(std::min<size_t>((n + 255) / 256, 65535));
-    auto run = [&] { copy_kernel<<<blocks, 256>>>(static_cast<float4*>(in), static_cast<float4*>(out), n); };
+    auto run   = [&] { copy_kernel<<<blocks, 256>>>(static_cast<float4*>(in), static_cast<float4*>(out), n); };
     Row r;
     r.benchmark = "elementwise";
     r.bytes     = 2.0 * b; // read and written

@@ -7,13 +7,13 @@
 
 namespace gpubench {
 
-#define NCCL_CHECK(call)                                                                                \
-  do {                                                                                                  \
-    ncclResult_t r_ = (call);                                                                           \
-    if (r_ != ncclSuccess) {                                                                            \
-      std::fprintf(stderr, "memwall-gpubench: %s failed: %s\n", #call, ncclGetErrorString(r_));         \
-      std::exit(3);                                                                                     \
-    }                                                                                                   \
+#define NCCL_CHECK(call)                                                                                               \
+  do {                                                                                                                 \
+    ncclResult_t r_ = (call);                                                                                          \
+    if (r_ != ncclSuccess) {                                                                                           \
+      std::fprintf(stderr, "memwall-gpubench: %s failed: %s\n", #call, ncclGetErrorString(r_));                        \
+      std::exit(3);                                                                                                    \
+    }                                                                                                                  \
   } while (0)
 
 // NCCL collectives over the first g GPUs of this machine (g = 2, 4, 8 ...), one process

@@ -70,10 +70,11 @@ int main(int argc, char** argv)
     std::fprintf(stderr, "usage: memwall-gpubench -o MEAS.csv [--gpu ID] [--quick]\n");
     return 2;
   }
-  int devices = 0;
+  int devices   = 0;
   cudaError_t e = cudaGetDeviceCount(&devices);
   if (e != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "memwall-gpubench: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    std::fprintf(stderr, "memwall-gpubench: no CUDA device (%s)\n",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     return 2;
   }
   cudaDeviceProp prop;
@@ -91,8 +92,10 @@ int main(int argc, char** argv)
 #ifdef MEMWALL_HAVE_NCCL
   std::fprintf(stderr, "memwall-gpubench: %s, %d device(s); NCCL %d\n", prop.name, devices, NCCL_VERSION_CODE);
 #else
-  std::fprintf(stderr, "memwall-gpubench: %s, %d device(s); NCCL collectives: not built (use nccl-tests and "
-                       "memwall calibrate import nccl-tests)\n", prop.name, devices);
+  std::fprintf(stderr,
+               "memwall-gpubench: %s, %d device(s); NCCL collectives: not built (use nccl-tests and "
+               "memwall calibrate import nccl-tests)\n",
+               prop.name, devices);
 #endif
   bench_gemm(quick);
   bench_gemm_fp8(prop, quick);

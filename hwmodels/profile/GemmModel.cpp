@@ -11,7 +11,7 @@ struct Tile {
   double m, n;
 };
 // The tile shapes GEMM libraries pick from on Ampere and Hopper tensor cores.
-constexpr Tile tiles[] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}};
+constexpr Tile tiles[]    = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}};
 constexpr double splits[] = {1, 2, 4, 8, 16};
 
 } // namespace
@@ -23,13 +23,14 @@ double GemmModel::compute_time(double m, double n, double k, double groups) cons
   double per_sm = peak_flops * efficiency / sms;
   double best   = std::numeric_limits<double>::infinity();
   for (const Tile& t : tiles) {
-    double area = t.m * t.n;
-    double eff  = area >= 128 * 128 ? 1.0 : area >= 64 * 128 ? small_tile_efficiency
-                                                             : small_tile_efficiency * small_tile_efficiency;
+    double area  = t.m * t.n;
+    double eff   = area >= 128 * 128  ? 1.0
+                   : area >= 64 * 128 ? small_tile_efficiency
+                                      : small_tile_efficiency * small_tile_efficiency;
     double count = groups * std::ceil(m / t.m) * std::ceil(n / t.n);
     for (double s : splits) {
       double waves = std::ceil(count * s / sms);
-      best = std::min(best, waves * 2 * area * (std::ceil(k / s) + k_overhead) / (per_sm * eff));
+      best         = std::min(best, waves * 2 * area * (std::ceil(k / s) + k_overhead) / (per_sm * eff));
     }
   }
   return best;

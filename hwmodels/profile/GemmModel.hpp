@@ -21,15 +21,15 @@
 namespace memwall {
 
 struct GemmModel {
-  double peak_flops    = 0;   // datasheet dense peak of the dtype
-  int sms              = 108; // streaming multiprocessors
-  double element_bytes = 2;
-  double launch_s      = 5e-6;
-  double efficiency    = 0.75; // of peak, in big tiles
-  double bandwidth     = 1.5e12; // operand streaming, bytes/s
-  double small_tile_efficiency = 0.8; // relative rate of 64x128 tiles (64x64: squared)
-  double blend         = 2;   // p-norm exponent combining compute and memory
-  double k_overhead    = 64;  // prologue/epilogue of a tile, in K iterations
+  double peak_flops            = 0;   // datasheet dense peak of the dtype
+  int sms                      = 108; // streaming multiprocessors
+  double element_bytes         = 2;
+  double launch_s              = 5e-6;
+  double efficiency            = 0.75;   // of peak, in big tiles
+  double bandwidth             = 1.5e12; // operand streaming, bytes/s
+  double small_tile_efficiency = 0.8;    // relative rate of 64x128 tiles (64x64: squared)
+  double blend                 = 2;      // p-norm exponent combining compute and memory
+  double k_overhead            = 64;     // prologue/epilogue of a tile, in K iterations
 
   // Physical ranges of the fitted parameters: a fit stays inside them, a profile outside
   // them is refused. Launch and tail: 2-10 us on every GPU measured (calibration/data);

@@ -25,12 +25,12 @@ double log_error(const GemmSweep& s, GemmPass pass, const GemmModel& model, doub
     gemm_dims(pass, {s.tokens[i], s.a, s.b}, m, n, k);
     return std::log(s.time_s[i] / model.time(m, n, k));
   };
-  auto hi = std::lower_bound(s.tokens.begin(), s.tokens.end(), tokens);
+  auto hi  = std::lower_bound(s.tokens.begin(), s.tokens.end(), tokens);
   size_t j = static_cast<size_t>(hi - s.tokens.begin());
   if (j < s.tokens.size() && s.tokens[j] == tokens)
     return at(j);
   double lo_t = std::log(s.tokens[j - 1]), hi_t = std::log(s.tokens[j]);
-  double f    = (std::log(tokens) - lo_t) / (hi_t - lo_t);
+  double f = (std::log(tokens) - lo_t) / (hi_t - lo_t);
   return (1 - f) * at(j - 1) + f * at(j);
 }
 
@@ -86,8 +86,9 @@ double GemmTable::correction(const GemmModel& model, double m, double n, double 
   if (near.empty())
     return 0;
   size_t take = std::min(nearest_sweeps, near.size());
-  std::partial_sort(near.begin(), near.begin() + static_cast<long>(take), near.end(),
-                    [](const auto& x, const auto& y) { return x.first < y.first || (x.first == y.first && x.second < y.second); });
+  std::partial_sort(near.begin(), near.begin() + static_cast<long>(take), near.end(), [](const auto& x, const auto& y) {
+    return x.first < y.first || (x.first == y.first && x.second < y.second);
+  });
   if (near.front().first < 1e-9) // a measured shape: its own sweep alone
     return std::exp(log_error(*near.front().second, pass, model, q.tokens));
   double sum = 0, weights = 0;

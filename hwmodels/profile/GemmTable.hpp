@@ -15,8 +15,8 @@
 // linearly in log token count along each of the nearest sweeps, then weighted by inverse
 // distance between the shapes in log2 space. At a measured point that gives the measured
 // time. Outside the table the model alone.
-#include "hwmodels/profile/GemmModel.hpp"
 #include "hwmodels/GemmPass.hpp"
+#include "hwmodels/profile/GemmModel.hpp"
 
 #include <map>
 #include <string>
@@ -25,9 +25,9 @@
 namespace memwall {
 
 struct GemmSweep {
-  double a = 0, b = 0;          // the fixed dimensions, in (m, n, k) order without the token one
-  std::vector<double> tokens;   // ascending
-  std::vector<double> time_s;   // measured, one per token count
+  double a = 0, b = 0;        // the fixed dimensions, in (m, n, k) order without the token one
+  std::vector<double> tokens; // ascending
+  std::vector<double> time_s; // measured, one per token count
 };
 
 struct GemmTable {

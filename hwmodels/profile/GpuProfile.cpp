@@ -53,8 +53,8 @@ GemmModel read_gemm(ParamReader& r)
   g.efficiency    = r.required_number("efficiency", "fraction of peak reached in big tiles");
   g.bandwidth     = r.required_quantity("bandwidth", QuantityKind::rate, "operand streaming bandwidth");
   g.small_tile_efficiency = r.required_number("small_tile_efficiency", "rate of 64x128 tiles relative to big tiles");
-  g.blend         = r.required_number("blend", "p-norm exponent combining compute and memory time", 1);
-  g.k_overhead    = r.required_number("k_overhead", "tile prologue and epilogue, in K iterations");
+  g.blend                 = r.required_number("blend", "p-norm exponent combining compute and memory time", 1);
+  g.k_overhead            = r.required_number("k_overhead", "tile prologue and epilogue, in K iterations");
   if (g.efficiency <= 0 || g.efficiency > 1)
     r.fail("efficiency", "must lie in (0, 1]");
   if (g.small_tile_efficiency < GemmModel::min_small_tile_efficiency || g.small_tile_efficiency > 1)
@@ -110,8 +110,8 @@ const std::vector<std::string>& copy_kinds()
   // bidir_pinned: an h2d and a d2h copy of the size at once (bytes: both); managed_fault:
   // managed memory migrated to the GPU by first-touch faults; managed_prefetch: by
   // cudaMemPrefetchAsync.
-  static const std::vector<std::string> k{"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable", "peer",
-                                          "bidir_pinned", "managed_fault", "managed_prefetch"};
+  static const std::vector<std::string> k{"h2d_pinned", "d2h_pinned",   "h2d_pageable",  "d2h_pageable",
+                                          "peer",       "bidir_pinned", "managed_fault", "managed_prefetch"};
   return k;
 }
 
@@ -201,7 +201,7 @@ const GemmTable* GpuProfile::gemm_table(Dtype d, double peak, GemmPass p) const
   std::optional<Dtype> from = lender(d);
   if (!from || *from == d)
     return nullptr;
-  auto it = gemm_tables.find({*from, p});
+  auto it            = gemm_tables.find({*from, p});
   const GemmModel* m = own_model(*this, *from, static_cast<int>(p));
   // Measured times stand for another dtype only on the same units at the same element size.
   if (it == gemm_tables.end() || !m || m->peak_flops != peak || dtype_bytes(*from) != dtype_bytes(d))
@@ -262,15 +262,15 @@ GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
                                 "seconds each event-timed kernel measurement holds beyond the kernel's time on a busy "
                                 "stream; taken off every kernel the profile times",
                                 0, 1e-3);
-  p.launch_gap_s = r.number("launch_gap_s", 0,
-                            "seconds a busy stream idles between two back-to-back kernels; not held by a kernel "
-                            "the host launches slower than the GPU runs it",
-                            0, 1e-3);
-  ParamReader gemm = r.section("gemm", "GEMM model per dtype (fp32, tf32, bf16, fp16, fp8, int8)", "none");
+  p.launch_gap_s     = r.number("launch_gap_s", 0,
+                                "seconds a busy stream idles between two back-to-back kernels; not held by a kernel "
+                                    "the host launches slower than the GPU runs it",
+                                0, 1e-3);
+  ParamReader gemm   = r.section("gemm", "GEMM model per dtype (fp32, tf32, bf16, fp16, fp8, int8)", "none");
   for (Dtype d : all_dtypes())
     if (gemm.has(dtype_name(d))) {
       ParamReader one = gemm.section(dtype_name(d), std::string("GEMM model of ") + dtype_name(d));
-      p.gemm[d] = read_gemm(one);
+      p.gemm[d]       = read_gemm(one);
     }
   gemm.finish();
   ParamReader passes = r.section("gemm_passes", "GEMM model per dtype and pass (fwd, dgrad, wgrad)", "none");
@@ -279,14 +279,15 @@ GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
       ParamReader of = passes.section(dtype_name(d), std::string("GEMM models of ") + dtype_name(d) + " by pass");
       for (GemmPass g : {GemmPass::forward, GemmPass::input_grad, GemmPass::weight_grad})
         if (of.has(gemm_pass_name(g))) {
-          ParamReader one = of.section(gemm_pass_name(g), std::string("GEMM model of the ") + gemm_pass_name(g) + " pass");
+          ParamReader one =
+              of.section(gemm_pass_name(g), std::string("GEMM model of the ") + gemm_pass_name(g) + " pass");
           p.gemm_passes[{d, g}] = read_gemm(one);
         }
       of.finish();
     }
   passes.finish();
-  ParamReader tables = r.section("gemm_tables", "measured GEMM times per dtype: a block of lines PASS A B | TOKENS | TIME_S",
-                                 "none");
+  ParamReader tables =
+      r.section("gemm_tables", "measured GEMM times per dtype: a block of lines PASS A B | TOKENS | TIME_S", "none");
   for (Dtype d : all_dtypes()) {
     YAML::Node block = tables.take(dtype_name(d), "text", "sweeps of measured GEMMs (GemmTable.hpp)", "none");
     if (!block.IsDefined() || block.IsNull())
@@ -307,7 +308,9 @@ GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
       p.elementwise_families[f] = c;
   }
   families.finish();
-  ParamReader copies = r.section("copies", "copy curves: h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable, peer, bidir_pinned, managed_fault, managed_prefetch",
+  ParamReader copies = r.section("copies",
+                                 "copy curves: h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable, peer, bidir_pinned, "
+                                 "managed_fault, managed_prefetch",
                                  "none");
   for (const std::string& k : copy_kinds()) {
     LatencyBandwidthCurve c = read_curve(copies, k, k + " copies");
@@ -322,13 +325,13 @@ GpuProfile read_profile(const std::string& yaml_text, const std::string& file)
     for (size_t i = 0; i < coll.size(); ++i) {
       ParamReader c(coll[i], file, "collectives[" + std::to_string(i) + "]");
       CollectiveCurve cc;
-      cc.kind  = c.required_text("kind", "collective kind: all_reduce, all_gather, reduce_scatter, send_recv");
+      cc.kind           = c.required_text("kind", "collective kind: all_reduce, all_gather, reduce_scatter, send_recv");
       const auto& kinds = collective_kinds();
       if (std::find(kinds.begin(), kinds.end(), cc.kind) == kinds.end())
         c.fail("kind", "must be one of all_reduce, all_gather, reduce_scatter, send_recv");
-      cc.ranks = static_cast<int>(c.required_integer("ranks", "ranks in the group", 2));
+      cc.ranks          = static_cast<int>(c.required_integer("ranks", "ranks in the group", 2));
       cc.ranks_per_node = static_cast<int>(c.required_integer("ranks_per_node", "ranks of the group in one node", 1));
-      cc.curve = read_curve(c, "regimes", "latency and algorithm bandwidth by size");
+      cc.curve          = read_curve(c, "regimes", "latency and algorithm bandwidth by size");
       if (cc.curve.empty())
         c.fail("regimes", "is required");
       c.finish();
@@ -369,10 +372,10 @@ std::string profile_yaml(const GpuProfile& p)
     root["copies"][k] = curve_node(c);
   for (const CollectiveCurve& c : p.collectives) {
     YAML::Node n;
-    n["kind"] = c.kind;
-    n["ranks"] = c.ranks;
+    n["kind"]           = c.kind;
+    n["ranks"]          = c.ranks;
     n["ranks_per_node"] = c.ranks_per_node;
-    n["regimes"] = curve_node(c.curve);
+    n["regimes"]        = curve_node(c.curve);
     root["collectives"].push_back(n);
   }
   out << root;
@@ -391,7 +394,8 @@ std::string profile_yaml(const GpuProfile& p)
       tables += "    " + line + "\n";
   }
   return std::string("# memwall hardware profile (memwall calibrate fit). Units: seconds, bytes, bytes/s, FLOP/s.\n") +
-         out.c_str() + "\n" + (tables.empty() ? "" : "gemm_tables:  # per dtype: PASS A B | TOKENS ... | TIME_S ...\n" + tables);
+         out.c_str() + "\n" +
+         (tables.empty() ? "" : "gemm_tables:  # per dtype: PASS A B | TOKENS ... | TIME_S ...\n" + tables);
 }
 
 } // namespace memwall

@@ -13,10 +13,10 @@
 //   collectives:  per kind, ranks and ranks per node: latency + bytes / busbw per regime
 //                 (bandwidth is the algorithm bandwidth: bytes of the buffer / time)
 #include "hwmodels/Dtype.hpp"
-#include "hwmodels/profile/GemmModel.hpp"
 #include "hwmodels/GemmPass.hpp"
-#include "hwmodels/profile/GemmTable.hpp"
 #include "hwmodels/KernelFamily.hpp"
+#include "hwmodels/profile/GemmModel.hpp"
+#include "hwmodels/profile/GemmTable.hpp"
 #include "hwmodels/profile/LatencyBandwidthCurve.hpp"
 
 #include <map>
@@ -27,15 +27,15 @@
 namespace memwall {
 
 struct CollectiveCurve {
-  std::string kind;        // all_reduce, all_gather, reduce_scatter, send_recv
+  std::string kind; // all_reduce, all_gather, reduce_scatter, send_recv
   int ranks          = 0;
-  int ranks_per_node = 0;  // ranks == ranks_per_node: inside one node
+  int ranks_per_node = 0; // ranks == ranks_per_node: inside one node
   LatencyBandwidthCurve curve;
 };
 
 struct GpuProfile {
-  std::string gpu;         // catalog id the profile was measured on
-  std::string source;      // where the measurements came from
+  std::string gpu;    // catalog id the profile was measured on
+  std::string source; // where the measurements came from
   // How a run named it ("catalog h100-sxm-80gb", or the file a spec gave), and, for a
   // user's profile laid over the shipped one, which parts came from which (overlay_profile).
   std::string name;

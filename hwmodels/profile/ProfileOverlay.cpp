@@ -51,7 +51,8 @@ GpuProfile overlay_profile(const GpuProfile& base, const GpuProfile& top)
   for (const auto& [f, c] : top.elementwise_families)
     p.elementwise_families[f] = c;
   for (const auto& [f, c] : p.elementwise_families)
-    (top.elementwise_families.count(f) ? curves_mine : curves_kept).push_back(std::string("elementwise.") + kernel_family_name(f));
+    (top.elementwise_families.count(f) ? curves_mine : curves_kept)
+        .push_back(std::string("elementwise.") + kernel_family_name(f));
   for (const auto& [k, c] : top.copies)
     p.copies[k] = c;
   for (const auto& [k, c] : p.copies)
@@ -79,7 +80,7 @@ GpuProfile overlay_profile(const GpuProfile& base, const GpuProfile& top)
     return join(parts);
   };
   std::string kept = describe(gemm_kept, curves_kept, p.collectives.size() - collectives_mine);
-  p.parts = describe(gemm_mine, curves_mine, collectives_mine) + " from " + top.name;
+  p.parts          = describe(gemm_mine, curves_mine, collectives_mine) + " from " + top.name;
   if (!kept.empty())
     p.parts += "; " + kept + " from " + base.name;
   return p;

@@ -23,11 +23,11 @@ public:
   // Serves `bytes` for tensor `tensor` (ids may repeat while live: a repeated chain of
   // ops allocates under the same id; frees then return the oldest first).
   virtual void alloc(uint32_t tensor, double bytes) = 0;
-  virtual void free(uint32_t tensor, double bytes) = 0;
+  virtual void free(uint32_t tensor, double bytes)  = 0;
   // What a failed cudaMalloc makes it do before trying again: give cached segments back.
   virtual void release_cached() = 0;
   // Bytes held from the device (segments) and served to live tensors.
-  virtual double reserved() const = 0;
+  virtual double reserved() const  = 0;
   virtual double allocated() const = 0;
 };
 

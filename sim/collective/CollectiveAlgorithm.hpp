@@ -4,10 +4,10 @@
 //
 // A plan is a list of phases run one after another; the activities of a phase (its
 // flows, and a pure delay where latency terms are added analytically) run together.
+#include "base/Registry.hpp"
 #include "hwmodels/ClusterSpec.hpp"
 #include "hwmodels/DeviceRef.hpp"
 #include "workloads/dag/Op.hpp"
-#include "base/Registry.hpp"
 
 #include <functional>
 #include <map>
@@ -19,21 +19,21 @@ namespace memwall {
 
 struct Flow {
   DeviceRef src, dst;
-  double bytes = 0;
+  double bytes                       = 0;
   bool operator==(const Flow&) const = default;
 };
 
 struct CollectivePhase {
   std::vector<Flow> flows;
-  double delay_s = 0; // runs beside the flows; a phase of only a delay models latency
-  int repeat     = 1; // run this many times, each after the last (the steps of a ring)
+  double delay_s                                = 0; // runs beside the flows; a phase of only a delay models latency
+  int repeat                                    = 1; // run this many times, each after the last (the steps of a ring)
   bool operator==(const CollectivePhase&) const = default;
 };
 
 struct CollectiveRequest {
-  CollectiveKind kind = CollectiveKind::all_reduce;
+  CollectiveKind kind                 = CollectiveKind::all_reduce;
   const std::vector<DeviceRef>* group = nullptr; // ring order
-  double bytes = 0; // all-reduce: buffer; all-gather: output; reduce-scatter: input
+  double bytes                        = 0;       // all-reduce: buffer; all-gather: output; reduce-scatter: input
   // Latency of the route between two devices (one hop of a step).
   std::function<double(const DeviceRef&, const DeviceRef&)> latency;
   // GPUs of a node reach each other through a switch (NVSwitch): every intra-node route
@@ -43,7 +43,7 @@ struct CollectiveRequest {
 
 class CollectiveAlgorithm {
 public:
-  virtual ~CollectiveAlgorithm() = default;
+  virtual ~CollectiveAlgorithm()                                              = default;
   virtual std::vector<CollectivePhase> plan(const CollectiveRequest& r) const = 0;
 };
 

@@ -16,8 +16,8 @@
 // counterpart that is kept, so leaving it out changes no time, only the activity count
 // (a 384-GPU ring step: 9 flows instead of 384; a ZeRO-3 gather on one DGX: 2 of 8).
 // The links a left-out flow alone would have crossed carry no bytes in the outputs.
-#include "sim/collective/CollectiveAlgorithm.hpp"
 #include "hwmodels/DeviceRef.hpp"
+#include "sim/collective/CollectiveAlgorithm.hpp"
 
 #include <set>
 #include <unordered_map>

@@ -19,8 +19,8 @@ CollectivePhase ring_step(const std::vector<std::vector<DeviceRef>>& rings, doub
   return p;
 }
 
-void append_bulk_steps(std::vector<CollectivePhase>& phases, const std::vector<std::vector<DeviceRef>>& rings, int steps,
-                       double chunk, double hop_latency)
+void append_bulk_steps(std::vector<CollectivePhase>& phases, const std::vector<std::vector<DeviceRef>>& rings,
+                       int steps, double chunk, double hop_latency)
 {
   if (steps <= 0)
     return;

@@ -11,8 +11,8 @@ CollectivePhase ring_step(const std::vector<std::vector<DeviceRef>>& rings, doub
 // `steps` ring steps of `chunk` bytes in bulk form: one phase in which every member
 // sends steps x chunk to its successor, then the latencies of the other steps as a
 // delay. The same bandwidth time as the steps, with n flows instead of n x steps.
-void append_bulk_steps(std::vector<CollectivePhase>& phases, const std::vector<std::vector<DeviceRef>>& rings, int steps,
-                       double chunk, double hop_latency);
+void append_bulk_steps(std::vector<CollectivePhase>& phases, const std::vector<std::vector<DeviceRef>>& rings,
+                       int steps, double chunk, double hop_latency);
 // An all-to-all of `bytes` per member (each member sends bytes / n to every member).
 // When the group is whole nodes' worth of the same local GPUs (k nodes x g GPUs, the
 // same local indices on each) and the nodes are switched, one phase of 2n flows in

@@ -16,8 +16,7 @@ size_t index(MemCategory c) { return static_cast<size_t>(c); }
 
 ManagedMemory::ManagedMemory(const UnifiedMemoryConfig& cfg, std::unique_ptr<EvictionPolicy> eviction)
     : cfg_(cfg), eviction_(std::move(eviction))
-{
-}
+{}
 
 int ManagedMemory::new_chunk(uint32_t tensor, MemCategory c, double bytes)
 {
@@ -47,7 +46,8 @@ Migration ManagedMemory::add(uint32_t tensor, MemCategory c, double bytes, Start
     int id = new_chunk(tensor, c, std::min(cfg_.chunk_bytes, bytes - at));
     ids.push_back(id);
     Chunk& ch = chunks_[static_cast<size_t>(id)];
-    bool on_gpu = start == Start::gpu ? ensure_room(ch.bytes, room, m) : start == Start::gpu_if_room && room >= ch.bytes;
+    bool on_gpu =
+        start == Start::gpu ? ensure_room(ch.bytes, room, m) : start == Start::gpu_if_room && room >= ch.bytes;
     if (on_gpu) {
       place_on_gpu(id, m);
       room -= ch.bytes;

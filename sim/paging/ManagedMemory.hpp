@@ -10,10 +10,10 @@
 //   chunk   on the GPU  -> resident; eviction order kept by the EvictionPolicy
 //           on the host -> a touch faults: ceil(density x 64 KB pages) faults, then
 //                          the whole chunk migrates (the density prefetcher's 2 MB)
-#include "sim/paging/EvictionPolicy.hpp"
-#include "workloads/dag/OpDag.hpp"
 #include "sim/RunResult.hpp"
+#include "sim/paging/EvictionPolicy.hpp"
 #include "sim/paging/UnifiedMemoryConfig.hpp"
+#include "workloads/dag/OpDag.hpp"
 
 #include <memory>
 #include <unordered_map>
@@ -23,14 +23,14 @@ namespace memwall {
 
 // What one piece of bookkeeping moved.
 struct Migration {
-  double h2d    = 0; // bytes migrated to the GPU
-  double d2h    = 0; // bytes evicted back to the host
-  double remote = 0; // bytes the GPU read over PCIe where they lie
-  int64_t faults    = 0;
-  int64_t evictions = 0; // chunks
+  double h2d             = 0; // bytes migrated to the GPU
+  double d2h             = 0; // bytes evicted back to the host
+  double remote          = 0; // bytes the GPU read over PCIe where they lie
+  int64_t faults         = 0;
+  int64_t evictions      = 0; // chunks
   double thrashing_pages = 0; // 4 KB pages migrated in again after an eviction
-  CategoryBytes to_gpu{};  // change of GPU-resident bytes by category
-  CategoryBytes to_host{}; // change of host-resident bytes by category
+  CategoryBytes to_gpu{};     // change of GPU-resident bytes by category
+  CategoryBytes to_host{};    // change of host-resident bytes by category
   bool moved() const { return h2d > 0 || d2h > 0 || remote > 0; }
 };
 
@@ -58,11 +58,11 @@ public:
 
 private:
   struct Chunk {
-    uint32_t tensor = 0;
+    uint32_t tensor      = 0;
     MemCategory category = MemCategory::other;
-    double bytes  = 0;
-    bool on_gpu   = false;
-    bool evicted  = false; // has left the GPU before: coming back is thrashing
+    double bytes         = 0;
+    bool on_gpu          = false;
+    bool evicted         = false; // has left the GPU before: coming back is thrashing
   };
   struct Touch {
     double position; // where in the kernel's sweep, 0..1

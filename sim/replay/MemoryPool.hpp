@@ -43,7 +43,7 @@ private:
 
   PoolResult result_;
   CategoryBytes used_{};
-  double total_ = 0;
+  double total_  = 0;
   bool timeline_ = true;
   std::unique_ptr<DeviceAllocator> allocator_;
   double bypass_ = 0; // bytes held outside the allocator

@@ -4,10 +4,7 @@
 
 namespace memwall {
 
-void OrbitFold::add_orbit(const std::vector<int>& image_routes)
-{
-  orbits_.insert(image_routes);
-}
+void OrbitFold::add_orbit(const std::vector<int>& image_routes) { orbits_.insert(image_routes); }
 
 void OrbitFold::add_foreign(int route) { foreign_.push_back(route); }
 

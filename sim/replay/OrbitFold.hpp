@@ -53,10 +53,7 @@ public:
   enum class Role : uint8_t { alone, canonical, image };
   // A flow over `route`: run it (alone), run it for its whole orbit (canonical), or
   // leave it to its canonical image (image).
-  Role role(int route) const
-  {
-    return static_cast<size_t>(route) < roles_.size() ? roles_[route] : Role::alone;
-  }
+  Role role(int route) const { return static_cast<size_t>(route) < roles_.size() ? roles_[route] : Role::alone; }
   // The canonical links crossed by m > 1 images of each orbit: run at 1/m capacity.
   struct Scaled {
     int link         = 0;
@@ -72,10 +69,10 @@ private:
   void grow(int link);
 
   RouteLinks links_of_;
-  std::set<std::vector<int>> orbits_;      // each orbit's image routes, once
-  std::vector<int> foreign_;               // routes, possibly repeated
-  std::vector<int> link_class_;            // union-find over link ids: link orbits
-  std::vector<Role> roles_;                // per route
+  std::set<std::vector<int>> orbits_; // each orbit's image routes, once
+  std::vector<int> foreign_;          // routes, possibly repeated
+  std::vector<int> link_class_;       // union-find over link ids: link orbits
+  std::vector<Role> roles_;           // per route
   struct Class {
     int canonical    = -1;
     int multiplicity = 0;

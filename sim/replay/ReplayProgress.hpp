@@ -12,7 +12,7 @@ class ReplayProgress {
 public:
   explicit ReplayProgress(bool wanted);
   ~ReplayProgress(); // erases the line
-  ReplayProgress(const ReplayProgress&) = delete;
+  ReplayProgress(const ReplayProgress&)            = delete;
   ReplayProgress& operator=(const ReplayProgress&) = delete;
 
   // After each completed op: `total` is the ops known so far (a serving run grows).
@@ -25,10 +25,10 @@ public:
 private:
   void draw(size_t completed, size_t total, double simulated_s);
 
-  int fd_       = 2; // the terminal, even while SimGrid's stderr is captured
-  bool on_      = false;
-  bool drawn_   = false;
-  size_t calls_ = 0;
+  int fd_            = 2; // the terminal, even while SimGrid's stderr is captured
+  bool on_           = false;
+  bool drawn_        = false;
+  size_t calls_      = 0;
   double interval_s_ = 0.5;
   std::chrono::steady_clock::time_point start_, last_;
 };

@@ -17,7 +17,8 @@ Replayer* current = nullptr; // the one replay of this process (one Engine per p
 } // namespace
 
 Replayer::Replayer(const OpDag& dag, const Platform& platform, ReplayOptions options)
-    : dag_(dag), platform_(platform), options_(std::move(options)), collective_(collective_registry().make(options_.collective_algorithm)),
+    : dag_(dag), platform_(platform), options_(std::move(options)),
+      collective_(collective_registry().make(options_.collective_algorithm)),
       kernel_timer_(platform.cluster().node.gpu, options_.recorded_on.get())
 {
   if (paging_on())
@@ -97,9 +98,10 @@ void Replayer::keep_records(size_t from, size_t to)
   for (size_t v = from; v < to; ++v) {
     const Op& op = dag_.op(static_cast<OpId>(v));
     // A chain's members share its device: whether any of their kinds is read.
-    summary_op_[v - base_] = gpu.node >= 0 && (op.kind == OpKind::chain ? intervals_.reads(OpKind::host_compute, op.device) ||
-                                                                               intervals_.reads(OpKind::kernel, op.device)
-                                                                         : intervals_.reads(op.kind, op.device));
+    summary_op_[v - base_] =
+        gpu.node >= 0 && (op.kind == OpKind::chain ? intervals_.reads(OpKind::host_compute, op.device) ||
+                                                         intervals_.reads(OpKind::kernel, op.device)
+                                                   : intervals_.reads(op.kind, op.device));
   }
 }
 
@@ -139,7 +141,7 @@ RunResult Replayer::run()
 {
   if (current)
     throw std::logic_error("one replay per process: SimGrid has one Engine per process");
-  current = this;
+  current               = this;
   static bool connected = false;
   if (!connected) {
     connected = true;
@@ -172,8 +174,8 @@ RunResult Replayer::run()
 // topological sort proves or refutes a cycle; without one, an activity never ended.
 std::string Replayer::stall_message() const
 {
-  std::string head = "replay stalled at simulated time " + std::to_string(sg4::Engine::get_clock()) + " s: " +
-                     std::to_string(dag_.size() - completed_) + " of " + std::to_string(dag_.size()) +
+  std::string head = "replay stalled at simulated time " + std::to_string(sg4::Engine::get_clock()) +
+                     " s: " + std::to_string(dag_.size() - completed_) + " of " + std::to_string(dag_.size()) +
                      " ops never ran";
   // Kahn's algorithm over the batch: ops left unvisited lie on a cycle or behind one.
   std::vector<uint32_t> in(in_count_);
@@ -208,7 +210,7 @@ void Replayer::replay_loop(sg4::Engine* engine)
     // A wait shorter than the engine resolves (SimGrid ends an activity whose remaining
     // work is below its precision without moving the clock) has still ended: the source
     // is told the time it asked to wake at, or it would ask for the same wait forever.
-    double now = std::max(sg4::Engine::get_clock(), waiting_until_);
+    double now     = std::max(sg4::Engine::get_clock(), waiting_until_);
     waiting_until_ = 0;
     StepDecision d = source_->next(now);
     take_new_ops();

@@ -14,27 +14,27 @@
 //   under unified memory (ReplayerPaging.cpp) a kernel first waits for its faults:
 //                  the driver's time per fault batch, eviction write-backs and
 //                  migrations as flows on the GPU's PCIe route, one after another.
-#include "sim/timing/KernelTimer.hpp"
-#include "sim/replay/MemoryPool.hpp"
-#include "workloads/dag/OpDag.hpp"
-#include "sim/replay/OrbitFold.hpp"
 #include "hwmodels/Platform.hpp"
 #include "sim/RunResult.hpp"
-#include "sim/replay/StepIntervals.hpp"
-#include "workloads/dag/StepSource.hpp"
 #include "sim/collective/CollectiveAlgorithm.hpp"
 #include "sim/collective/FlowFold.hpp"
 #include "sim/paging/ManagedMemory.hpp"
 #include "sim/paging/PrefetchPolicy.hpp"
+#include "sim/replay/MemoryPool.hpp"
+#include "sim/replay/OrbitFold.hpp"
+#include "sim/replay/StepIntervals.hpp"
+#include "sim/timing/KernelTimer.hpp"
+#include "workloads/dag/OpDag.hpp"
+#include "workloads/dag/StepSource.hpp"
 
 #include <simgrid/s4u/Activity.hpp>
 
 #include <functional>
 #include <map>
-#include <queue>
-#include <tuple>
-#include <set>
 #include <memory>
+#include <queue>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -44,7 +44,7 @@ class ReplayProgress;
 
 struct ReplayOptions {
   std::string collective_algorithm = "auto";
-  bool record_ops = true;
+  bool record_ops                  = true;
   // Start only the collective flows that can affect what the replay runs (FlowFold.hpp).
   // The same times either way; off only to check that.
   bool fold_collectives = true;
@@ -82,7 +82,7 @@ public:
   // all its ops have completed, source.next() is asked for more.
   Replayer(StepSource& source, const Platform& platform, ReplayOptions options);
   ~Replayer();
-  Replayer(const Replayer&) = delete;
+  Replayer(const Replayer&)            = delete;
   Replayer& operator=(const Replayer&) = delete;
 
   // Runs the SimGrid engine to completion. Call once per process.
@@ -94,8 +94,8 @@ private:
     double latency = 0;
   };
   struct Activity {
-    OpId op = 0;
-    int route = -1; // index into routes_, -1 for an Exec
+    OpId op      = 0;
+    int route    = -1; // index into routes_, -1 for an Exec
     double bytes = 0;
     simgrid::s4u::ActivityPtr handle;
     bool paging = false; // a migration, fault batch or remote read, not the op's own work
@@ -110,22 +110,22 @@ private:
     bool timed      = false;
     double duration = 0;
     std::vector<double> link_bytes, link_busy; // per entry of `links`
-    uint64_t batch = 0; // fold_batch_ it was last checked in
+    uint64_t batch = 0;                        // fold_batch_ it was last checked in
   };
   using CollectiveKey = std::tuple<int32_t, CollectiveKind, double>;
   struct CollectiveRun {
     PlannedCollective* plan = nullptr;
-    size_t next = 0;
-    int repeats_done = 0; // of plan->phases[next]
-    bool measure     = false; // private and not yet timed: measure this one
-    double start     = 0;
+    size_t next             = 0;
+    int repeats_done        = 0;     // of plan->phases[next]
+    bool measure            = false; // private and not yet timed: measure this one
+    double start            = 0;
     std::vector<double> bytes_before, busy_before; // of plan->links
   };
   // An alloc or free inside a coalesced run, applied when the clock reaches it.
   struct DueMemoryOp {
-    double time = 0;
-    uint64_t seq = 0;
-    OpId op = 0;
+    double time    = 0;
+    uint64_t seq   = 0;
+    OpId op        = 0;
     const Op* what = nullptr; // the op, or the chain's member (storage that never moves)
     bool operator>(const DueMemoryOp& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
@@ -138,7 +138,7 @@ private:
   };
   struct PagedKernel {
     std::vector<PagingStep> steps;
-    size_t next = 0;
+    size_t next   = 0;
     double remote = 0, ahead_h2d = 0, ahead_d2h = 0; // beside the kernel step
     double exec_start = 0, own_end = 0;
   };
@@ -168,14 +168,14 @@ private:
   // What the replay derives from a chain's members (which may join a run) is derived
   // once per stored chain and batch, not once per repetition.
   struct ChainInfo {
-    uint64_t batch = 0;        // fold_batch_ the fields below were derived in
-    std::vector<uint8_t> priv; // per member: private (find_private_ops)
-    std::vector<KernelTiming> timing;                // per member: a kernel's
+    uint64_t batch = 0;                         // fold_batch_ the fields below were derived in
+    std::vector<uint8_t> priv;                  // per member: private (find_private_ops)
+    std::vector<KernelTiming> timing;           // per member: a kernel's
     std::vector<const PlannedCollective*> plan; // per member: a collective's
   };
   // One step of a stream's work: op `id`, or member `member` of chain op `id`.
   struct Step {
-    OpId id = 0;
+    OpId id         = 0;
     uint32_t member = 0;
   };
   const Op& step_op(Step s) const;
@@ -288,7 +288,7 @@ private:
   KernelTimer kernel_timer_;
 
   // Per op the DAG still holds (op id - base_):
-  std::vector<uint32_t> waiting_on_;   // unfinished dependencies
+  std::vector<uint32_t> waiting_on_; // unfinished dependencies
   // The last batch of ops taken, [batch_, taken_) (index_batch): each op's successors
   // out_[out_start_[v - batch_] ..], and its dependencies inside the batch.
   OpId batch_ = 0;
@@ -318,16 +318,16 @@ private:
   std::map<CollectiveKey, std::vector<CollectivePhase>> unfolded_;
   FlowFold fold_;
   std::unique_ptr<OrbitFold> orbits_; // null: every flow runs
-  int orbit_block_ = 0;                // GPUs a rotation turns: a representative and its shadows
+  int orbit_block_ = 0;               // GPUs a rotation turns: a representative and its shadows
   std::vector<std::pair<simgrid::s4u::Link*, double>> scaled_links_; // and their own bandwidth
-  uint64_t fold_batch_ = 0; // batches folded so far
-  std::vector<uint8_t> private_;  // per op (id - base_): may join a coalesced run
+  uint64_t fold_batch_ = 0;                                          // batches folded so far
+  std::vector<uint8_t> private_;                                     // per op (id - base_): may join a coalesced run
   struct RunInFlight {
     std::vector<OpId> entries; // ops it completes before its last member
     size_t members = 0;        // ops and chain members it runs
     double end     = 0;        // the prefix sum of the members' times
   };
-  std::map<OpId, RunInFlight> runs_; // by the run's last op
+  std::map<OpId, RunInFlight> runs_;  // by the run's last op
   std::vector<uint32_t> member_;      // per op (id - base_): a chain's member it is at
   std::vector<ChainInfo> chain_info_; // per stored chain
   std::vector<uint64_t> chain_seen_;  // per stored chain: the visit_ops call that last saw it
@@ -361,20 +361,20 @@ private:
   std::vector<double> link_busy_since_, link_busy_, link_bytes_;
   std::map<DeviceRef, std::unique_ptr<MemoryPool>> pools_;
   std::pair<DeviceRef, MemoryPool*> last_pool_{{DeviceKind::gpu, -1, -1}, nullptr}; // consecutive ops share one
-  std::vector<int> hbm_routes_; // per GPU (node x gpus per node + index), -1 until found
+  std::vector<int> hbm_routes_;    // per GPU (node x gpus per node + index), -1 until found
   std::set<DeviceRef> shared_hbm_; // GPUs whose kernels may overlap (see take_new_ops)
   std::map<DeviceRef, StreamKind> kernel_stream_;
   std::unique_ptr<PrefetchPolicy> prefetch_;
   std::map<DeviceRef, GpuPaging> paging_;
   std::map<OpId, PagedKernel> paged_;
-  StepSource* source_ = nullptr;
-  double waiting_until_ = 0; // the time a source asked to wake at while its delay runs (replay_loop)
-  size_t taken_       = 0;
-  OpId base_          = 0; // the DAG's first_id() when ops were last taken
-  size_t completed_ = 0;
+  StepSource* source_         = nullptr;
+  double waiting_until_       = 0; // the time a source asked to wake at while its delay runs (replay_loop)
+  size_t taken_               = 0;
+  OpId base_                  = 0; // the DAG's first_id() when ops were last taken
+  size_t completed_           = 0;
   int64_t started_activities_ = 0;
-  ReplayProgress* progress_ = nullptr; // while run() runs
-  bool draining_    = false;
+  ReplayProgress* progress_   = nullptr; // while run() runs
+  bool draining_              = false;
 };
 
 } // namespace memwall

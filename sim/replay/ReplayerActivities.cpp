@@ -35,8 +35,7 @@ DeviceRef Replayer::shadow_of(const DeviceRef& rep, const DeviceRef& peer, const
   return d;
 }
 
-void Replayer::for_each_route(const Op& op,
-                              const std::function<void(const DeviceRef&, const DeviceRef&)>& f) const
+void Replayer::for_each_route(const Op& op, const std::function<void(const DeviceRef&, const DeviceRef&)>& f) const
 {
   switch (op.kind) {
     case OpKind::copy:
@@ -136,7 +135,7 @@ void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, d
   int r           = route_index(from, to);
   if (orbits_ && orbits_->role(r) == OrbitFold::Role::image)
     return; // its orbit's canonical image runs for it
-  double now      = sg4::Engine::get_clock();
+  double now = sg4::Engine::get_clock();
   for (int l : routes_[r].links) {
     if (link_active_[l]++ == 0)
       link_busy_since_[l] = now;

@@ -2,8 +2,8 @@
 // algorithm, the shadow ranks' concurrent groups, NCCL's fitted speed inside a node, the
 // flows left out because nothing the replay runs can see them: FlowFold) and running
 // the phases in turn.
-#include "sim/timing/CollectiveTiming.hpp"
 #include "sim/replay/Replayer.hpp"
+#include "sim/timing/CollectiveTiming.hpp"
 
 #include <simgrid/s4u.hpp>
 
@@ -11,10 +11,7 @@
 
 namespace memwall {
 
-const std::vector<int>& Replayer::flow_links(const Flow& f)
-{
-  return routes_[route_of(f.src, f.dst)].links;
-}
+const std::vector<int>& Replayer::flow_links(const Flow& f) { return routes_[route_of(f.src, f.dst)].links; }
 
 // A plan depends on the collective, its group and size, and on which of its flows can
 // matter (fold_batch). It outlives its batch while those stay the same, and with them
@@ -90,9 +87,7 @@ void Replayer::fold_batch(size_t from, size_t to)
     added[route] = want;
     fold_.add_links(routes_[route].links, watched);
   };
-  auto watch_route = [&](const DeviceRef& a, const DeviceRef& b) {
-    add_route(route_of(a, b), true);
-  };
+  auto watch_route = [&](const DeviceRef& a, const DeviceRef& b) { add_route(route_of(a, b), true); };
   DeviceRef last_kernel_gpu{DeviceKind::nvme, -1, -1};
   visit_ops(from, to, [&](const Op& op) {
     if (op.kind == OpKind::collective) {
@@ -122,19 +117,17 @@ void Replayer::fold_batch(size_t from, size_t to)
 std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
 {
   CollectiveRequest req;
-  req.kind    = op.collective;
-  req.bytes   = op.bytes;
+  req.kind           = op.collective;
+  req.bytes          = op.bytes;
   req.switched_nodes = platform_.cluster().node.fabric == GpuFabric::nvswitch;
-  req.latency = [this](const DeviceRef& a, const DeviceRef& b) {
-    return routes_[route_of(a, b)].latency;
-  };
+  req.latency        = [this](const DeviceRef& a, const DeviceRef& b) { return routes_[route_of(a, b)].latency; };
   const std::vector<DeviceRef>& group = dag_.group(op.group);
-  req.group = &group;
+  req.group                           = &group;
   std::vector<CollectivePhase> phases = collective_->plan(req);
   // The same collective of the shadow ranks' own groups, at the same time; their flows
   // join the matching phases.
   for (const std::vector<DeviceRef>& other : dag_.concurrent_groups(op.group)) {
-    req.group = &other;
+    req.group                          = &other;
     std::vector<CollectivePhase> extra = collective_->plan(req);
     for (size_t i = 0; i < extra.size() && i < phases.size(); ++i)
       phases[i].flows.insert(phases[i].flows.end(), extra[i].flows.begin(), extra[i].flows.end());

@@ -17,7 +17,7 @@ namespace memwall {
 // Under contention the copy still shares its links.
 double Replayer::measured_payload(int route, double bytes, double latency_s, double bandwidth) const
 {
-  const Route& r    = routes_[route];
+  const Route& r   = routes_[route];
   double narrowest = 0;
   for (int l : r.links) {
     double bw = links_[l]->get_bandwidth();
@@ -46,20 +46,20 @@ double Replayer::copy_payload(const Op& op, const DeviceRef& src, const DeviceRe
   if (gpus && op.stream == StreamKind::p2p) {
     if (c.node.fabric != GpuFabric::nvswitch)
       return -1;
-    int route = route_of(src, dst);
-    double hop = routes_[route].latency;
+    int route          = route_of(src, dst);
+    double hop         = routes_[route].latency;
     CollectiveTiming t = nvlink_collective_timing(c.node.gpu, CollectiveKind::send_recv, 2, op.bytes, hop);
     if (t.flow_scale == 1 && t.delay_s == 0)
       return -1;
     return measured_payload(route, op.bytes, hop + t.delay_s, c.node.gpu.nvlink_bw / t.flow_scale);
   }
-  bool h2d = src.kind == DeviceKind::host && dst.kind == DeviceKind::gpu;
-  bool d2h = src.kind == DeviceKind::gpu && dst.kind == DeviceKind::host;
-  const char* kind = h2d   ? (op.pageable ? "h2d_pageable" : "h2d_pinned")
-                     : d2h ? (op.pageable ? "d2h_pageable" : "d2h_pinned")
+  bool h2d         = src.kind == DeviceKind::host && dst.kind == DeviceKind::gpu;
+  bool d2h         = src.kind == DeviceKind::gpu && dst.kind == DeviceKind::host;
+  const char* kind = h2d    ? (op.pageable ? "h2d_pageable" : "h2d_pinned")
+                     : d2h  ? (op.pageable ? "d2h_pageable" : "d2h_pinned")
                      : gpus ? "peer"
                             : nullptr;
-  auto it = kind ? p->copies.find(kind) : p->copies.end();
+  auto it          = kind ? p->copies.find(kind) : p->copies.end();
   if (it == p->copies.end() || it->second.empty())
     return -1;
   const Regime& r = it->second.regime(op.bytes);

@@ -65,9 +65,9 @@ void Replayer::add_collective_orbits(const PlannedCollective& plan)
         orbits_->add_foreign(route_of(f.src, f.dst));
         continue;
       }
-      int offset       = f.src.index % b;
-      auto [it, fresh] = by_canonical.try_emplace({turned(f.src, -offset), turned(f.dst, -offset), f.bytes},
-                                                  std::vector<int>(b, 0));
+      int offset = f.src.index % b;
+      auto [it, fresh] =
+          by_canonical.try_emplace({turned(f.src, -offset), turned(f.dst, -offset), f.bytes}, std::vector<int>(b, 0));
       ++it->second[offset];
     }
     for (const auto& [key, counts] : by_canonical) {
@@ -98,7 +98,7 @@ void Replayer::mirror_orbits()
                    c.node.fabric == GpuFabric::nvswitch && (c.nodes == 1 || c.node.nics == c.node.gpus);
   if (!symmetric)
     return;
-  orbits_ = std::make_unique<OrbitFold>([this](int r) -> const std::vector<int>& { return routes_[r].links; });
+  orbits_      = std::make_unique<OrbitFold>([this](int r) -> const std::vector<int>& { return routes_[r].links; });
   auto foreign = [this](const DeviceRef& a, const DeviceRef& b) { orbits_->add_foreign(route_of(a, b)); };
   std::set<std::tuple<DeviceRef, DeviceRef, DeviceRef, bool>> copies; // each kind of copy once
   std::set<const PlannedCollective*> plans;

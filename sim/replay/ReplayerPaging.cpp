@@ -22,7 +22,8 @@ Replayer::GpuPaging& Replayer::gpu_paging(const DeviceRef& gpu)
 {
   auto [it, fresh] = paging_.try_emplace(gpu);
   if (fresh) {
-    it->second.memory = std::make_unique<ManagedMemory>(options_.memory, eviction_registry().make(options_.memory.eviction));
+    it->second.memory =
+        std::make_unique<ManagedMemory>(options_.memory, eviction_registry().make(options_.memory.eviction));
     it->second.result.device = gpu;
     it->second.result.name   = gpu.name();
   }
@@ -38,8 +39,8 @@ double Replayer::hbm_room(const DeviceRef& gpu) { return pool(gpu).free_bytes();
 
 void Replayer::apply(const DeviceRef& gpu, const Migration& m, const OpName& what)
 {
-  double now      = sg4::Engine::get_clock();
-  DeviceRef host  = host_of(gpu);
+  double now     = sg4::Engine::get_clock();
+  DeviceRef host = host_of(gpu);
   // Host memory is shared by the ranks on the socket that this GPU stands for.
   double sharing = 1;
   for (const DeviceRef& peer : dag_.shadows(gpu))
@@ -62,8 +63,8 @@ void Replayer::apply(const DeviceRef& gpu, const Migration& m, const OpName& wha
     if (m.to_host[c] > 0)
       pool(host).alloc(cat, m.to_host[c] * sharing, now, what);
   }
-  GpuPaging& g       = gpu_paging(gpu);
-  PagingResult& r    = g.result;
+  GpuPaging& g    = gpu_paging(gpu);
+  PagingResult& r = g.result;
   r.migrated_h2d_bytes += m.h2d;
   r.migrated_d2h_bytes += m.d2h;
   r.remote_bytes += m.remote;
@@ -82,15 +83,15 @@ void Replayer::apply(const DeviceRef& gpu, const Migration& m, const OpName& wha
 
 void Replayer::note_demand(const DeviceRef& gpu)
 {
-  PagingResult& r = gpu_paging(gpu).result;
-  double host     = r.timeline.empty() ? 0 : r.timeline.back().host_bytes;
+  PagingResult& r     = gpu_paging(gpu).result;
+  double host         = r.timeline.empty() ? 0 : r.timeline.back().host_bytes;
   r.peak_demand_bytes = std::max(r.peak_demand_bytes, pool(gpu).used_bytes() + host);
 }
 
 void Replayer::alloc_with_paging(OpId id, const Op& op)
 {
   const UnifiedMemoryConfig& cfg = options_.memory;
-  GpuPaging& g = gpu_paging(op.pool);
+  GpuPaging& g                   = gpu_paging(op.pool);
   if (op.tensor != 0 && cfg.is_managed(op.category) && op.category != MemCategory::context) {
     // Weights and optimizer states are written by the CPU (loaded, initialised): cold, their
     // pages are on the host; warm, a previous step left what fits on the GPU. What a
@@ -101,7 +102,7 @@ void Replayer::alloc_with_paging(OpId id, const Op& op)
                       : cfg.is_remote(op.category) ? ManagedMemory::Start::host
                       : cfg.warm                   ? ManagedMemory::Start::gpu_if_room
                                                    : ManagedMemory::Start::host;
-    Migration m = g.memory->add(op.tensor, op.category, op.bytes, start, hbm_room(op.pool));
+    Migration m     = g.memory->add(op.tensor, op.category, op.bytes, start, hbm_room(op.pool));
     apply(op.pool, m, op.name);
     // Room for first-touch pages is made by the driver, evicting as it does for faults.
     start_paging_flow(id, op.pool, false, m.d2h, 1.0 / cfg.migration_efficiency);
@@ -150,8 +151,8 @@ std::vector<OpId> Replayer::kernels_ahead(OpId id, const Op& op, int count) cons
 void Replayer::start_paged_kernel(OpId id, const Op& op)
 {
   const UnifiedMemoryConfig& cfg = options_.memory;
-  GpuPaging& g     = gpu_paging(op.device);
-  const auto& acc  = dag_.accesses(id);
+  GpuPaging& g                   = gpu_paging(op.device);
+  const auto& acc                = dag_.accesses(id);
   PagedKernel pk;
   auto step = [&](PagingStep::Kind k, double amount, double scale) {
     if (amount > 0)

@@ -22,9 +22,9 @@
 //
 // A run walks steps: ops, and the members of chain ops (OpDag::end_capture), whose
 // privacy, kernel timings and collective plans are derived once per stored chain.
-#include "sim/timing/KernelTiming.hpp"
-#include "sim/replay/Replayer.hpp"
 #include "sim/replay/ReplayProgress.hpp"
+#include "sim/replay/Replayer.hpp"
+#include "sim/timing/KernelTiming.hpp"
 
 #include <simgrid/s4u.hpp>
 
@@ -132,8 +132,8 @@ bool Replayer::step_duration(Step s, const Op& op, double& seconds, KernelTiming
   if (!step_private(s))
     return false;
   // A chain's member reads what its ChainInfo keeps; an op works it out.
-  const Op& whole     = dag_.op(s.id);
-  const ChainInfo* c  = whole.kind == OpKind::chain ? &chain_info_[whole.chain] : nullptr;
+  const Op& whole    = dag_.op(s.id);
+  const ChainInfo* c = whole.kind == OpKind::chain ? &chain_info_[whole.chain] : nullptr;
   switch (op.kind) {
     case OpKind::alloc:
     case OpKind::free: seconds = 0; return true;
@@ -235,9 +235,9 @@ bool Replayer::start_run(OpId head)
   for (Step v{head, member_[head - base_]};;) {
     const Op& op = step_op(v);
     Member m;
-    m.step  = v;
-    m.op    = &op;
-    m.begin = t;
+    m.step   = v;
+    m.op     = &op;
+    m.begin  = t;
     double d = 0;
     if (!step_duration(v, op, d, m.kernel, m.plan))
       break;
@@ -273,8 +273,8 @@ bool Replayer::start_run(OpId head)
   // The last one ends with the run's activity (finish_run).
   open_record(pending.step.id, *pending.op, pending.begin);
   account(pending);
-  OpId tail                = pending.step.id;
-  member_[tail - base_]    = pending.step.member; // what complete() closes
+  OpId tail             = pending.step.id;
+  member_[tail - base_] = pending.step.member; // what complete() closes
   start_delay(tail, pending.end - now);
   activities_.back().run = true;
   runs_[tail]            = {std::move(entries), count, pending.end};
@@ -283,8 +283,8 @@ bool Replayer::start_run(OpId head)
 
 void Replayer::finish_run(OpId tail)
 {
-  auto it                  = runs_.find(tail);
-  RunInFlight run          = std::move(it->second);
+  auto it         = runs_.find(tail);
+  RunInFlight run = std::move(it->second);
   runs_.erase(it);
   // Inside the run, each op is the only dependency of the next: nothing else to release.
   ops_done_ += run.members - 1;

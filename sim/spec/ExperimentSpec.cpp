@@ -1,11 +1,11 @@
 #include "sim/spec/ExperimentSpec.hpp"
-#include "hwmodels/Catalog.hpp"
 #include "base/TextFile.hpp"
+#include "hwmodels/Catalog.hpp"
 
+#include "sim/allocator/DeviceAllocator.hpp"
 #include "sim/spec/HardwareReader.hpp"
 #include "sim/spec/MemoryReader.hpp"
 #include "workloads/model/ModelReader.hpp"
-#include "sim/allocator/DeviceAllocator.hpp"
 
 #include <glob.h>
 
@@ -92,9 +92,8 @@ std::vector<std::string> read_trace_paths(ParamReader& workload, const std::stri
     workload.fail("trace", "the list is empty; name at least one trace");
   std::vector<std::string> files;
   for (const std::string& p : patterns) {
-    std::string full = std::filesystem::path(p).is_absolute() || spec_dir.empty()
-                           ? p
-                           : (std::filesystem::path(spec_dir) / p).string();
+    std::string full =
+        std::filesystem::path(p).is_absolute() || spec_dir.empty() ? p : (std::filesystem::path(spec_dir) / p).string();
     if (full.find_first_of("*?[") == std::string::npos) {
       files.push_back(full);
       continue;
@@ -146,13 +145,14 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
   if (top.has("workload")) {
     if (top.has("model") || top.has("training") || top.has("inference") || top.has("memory"))
       throw InputError(file + ": a spec with `workload` (a recorded trace) takes only the section hardware besides it");
-    ParamReader hw = top.section("hardware", "the cluster: node preset, node count, network", "");
-    spec.cluster   = read_hardware_section(hw, spec.collective_algorithm, spec_dir);
+    ParamReader hw       = top.section("hardware", "the cluster: node preset, node count, network", "");
+    spec.cluster         = read_hardware_section(hw, spec.collective_algorithm, spec_dir);
     ParamReader workload = top.section("workload", "a recorded workload to replay instead of a generated step");
-    spec.trace_ranks     = static_cast<int>(workload.integer(
-        "ranks", 0, "ranks to replay: the job's recorded world_size, or more as data-parallel replicas of the "
-                    "traced ranks, their NCCL collectives resized to the new group", 0, "the recorded world_size",
-        1'000'000));
+    spec.trace_ranks     = static_cast<int>(
+        workload.integer("ranks", 0,
+                             "ranks to replay: the job's recorded world_size, or more as data-parallel replicas of the "
+                                 "traced ranks, their NCCL collectives resized to the new group",
+                             0, "the recorded world_size", 1'000'000));
     spec.trace_recorded_on = workload.text(
         "recorded_on", "", "GPU preset the traces were recorded on; by default the one their deviceProperties name");
     if (!spec.trace_recorded_on.empty())
@@ -165,17 +165,17 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
   if (!top.has("hardware") || !top.has("model") || top.has("training") == top.has("inference"))
     throw InputError(file + ": a spec needs the sections hardware, model, and one of training or inference "
                             "(or hardware and workload)");
-  ParamReader hw = top.section("hardware", "the cluster: node preset, node count, network", "");
-  spec.cluster   = read_hardware_section(hw, spec.collective_algorithm, spec_dir);
-  ParamReader model = top.section("model", "the transformer: preset, hf_config or explicit shape", "");
-  spec.model        = read_model_section(model, spec_dir);
+  ParamReader hw     = top.section("hardware", "the cluster: node preset, node count, network", "");
+  spec.cluster       = read_hardware_section(hw, spec.collective_algorithm, spec_dir);
+  ParamReader model  = top.section("model", "the transformer: preset, hf_config or explicit shape", "");
+  spec.model         = read_model_section(model, spec_dir);
   ParamReader memory = top.section("memory", "explicit memory, or CUDA unified memory and its hints");
   spec.memory        = read_memory_section(memory, spec.cluster.node.gpu);
-  spec.serving = top.has("inference");
+  spec.serving       = top.has("inference");
   const GpuSpec& gpu = spec.cluster.node.gpu;
   if (spec.serving) {
     ParamReader inference = top.section("inference", "serving or offline generation: requests, batching, KV cache", "");
-    spec.inference = read_inference_section(inference, spec.cluster.total_gpus(), spec.model, spec_dir);
+    spec.inference        = read_inference_section(inference, spec.cluster.total_gpus(), spec.model, spec_dir);
     spec.inference.record_tensor_accesses = spec.memory.enabled();
     spec.inference.managed_weights        = spec.memory.is_managed(MemCategory::weights);
     spec.inference.managed_activations    = spec.memory.is_managed(MemCategory::activations);
@@ -190,7 +190,7 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
     return spec;
   }
   ParamReader training = top.section("training", "one training step: batch, precision, optimizer, parallelism", "");
-  spec.training = read_training_section(training, spec.cluster.total_gpus(), spec.model);
+  spec.training        = read_training_section(training, spec.cluster.total_gpus(), spec.model);
   spec.training.record_tensor_accesses = spec.memory.enabled();
   if (!spec.training.allocator.empty() && !allocator_registry().entries().count(spec.training.allocator))
     training.fail("allocator", "unknown allocator '" + spec.training.allocator + "'; one of: " +

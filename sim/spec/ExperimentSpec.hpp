@@ -4,10 +4,10 @@
 // read with its description and default (see `memwall list params`); unknown keys,
 // wrong types and impossible layouts are InputErrors naming file, line and key.
 #include "hwmodels/ClusterSpec.hpp"
+#include "sim/paging/UnifiedMemoryConfig.hpp"
 #include "workloads/inference/InferenceConfig.hpp"
 #include "workloads/model/ModelSpec.hpp"
 #include "workloads/training/TrainingConfig.hpp"
-#include "sim/paging/UnifiedMemoryConfig.hpp"
 
 #include <string>
 #include <vector>
@@ -15,19 +15,19 @@
 namespace memwall {
 
 struct ExperimentSpec {
-  std::string file;  // as given on the command line
-  std::string text;  // the YAML after --set overrides, for provenance
+  std::string file; // as given on the command line
+  std::string text; // the YAML after --set overrides, for provenance
   ClusterSpec cluster;
   ModelSpec model;
-  TrainingConfig training;   // when `training` is given
-  bool serving = false;      // `inference` is given instead
+  TrainingConfig training; // when `training` is given
+  bool serving = false;    // `inference` is given instead
   InferenceConfig inference;
   std::string collective_algorithm = "auto";
   UnifiedMemoryConfig memory; // `memory`: explicit, or unified for some or all categories
   // `workload.trace`: PyTorch profiler traces to replay instead of a generated step,
   // one per rank, resolved against the spec's folder and expanded (globs).
   std::vector<std::string> traces;
-  int trace_ranks = 0;          // workload.ranks: 0 = one per trace
+  int trace_ranks = 0;           // workload.ranks: 0 = one per trace
   std::string trace_recorded_on; // workload.recorded_on: a GPU preset id, "" = from the trace
 };
 

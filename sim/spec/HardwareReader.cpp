@@ -2,8 +2,8 @@
 
 #include "hwmodels/Catalog.hpp"
 
-#include <filesystem>
 #include "sim/collective/CollectiveAlgorithm.hpp"
+#include <filesystem>
 
 namespace memwall {
 
@@ -33,7 +33,7 @@ void read_profile_choice(ParamReader& r, GpuSpec& gpu, const std::string& spec_d
   } catch (const InputError& e) {
     throw InputError(r.location("profile") + ": " + e.what());
   }
-  p.name = path.string();
+  p.name           = path.string();
   std::string base = gpu.id;
   if (base.size() > 7 && base.compare(base.size() - 7, 7, "-custom") == 0)
     base.resize(base.size() - 7);
@@ -47,23 +47,25 @@ void read_profile_choice(ParamReader& r, GpuSpec& gpu, const std::string& spec_d
 ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algorithm, const std::string& spec_dir)
 {
   ClusterSpec c;
-  c.node = read_node_ref(r, "node", "node preset id (see `memwall list nodes`) or inline node", nullptr);
+  c.node           = read_node_ref(r, "node", "node preset id (see `memwall list nodes`) or inline node", nullptr);
   GpuSpec node_gpu = c.node.gpu;
-  c.node.gpu = read_gpu_ref(r, "gpu", "replace the node's GPU: preset id or mapping", &node_gpu);
+  c.node.gpu       = read_gpu_ref(r, "gpu", "replace the node's GPU: preset id or mapping", &node_gpu);
   read_profile_choice(r, c.node.gpu, spec_dir);
-  c.nodes         = static_cast<int>(r.integer("nodes", 1, "number of nodes", 1, "", 100'000));
-  c.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", c.node.gpus, "GPUs used per node; default: all", 1, "", 1024));
+  c.nodes = static_cast<int>(r.integer("nodes", 1, "number of nodes", 1, "", 100'000));
+  c.gpus_per_node =
+      static_cast<int>(r.integer("gpus_per_node", c.node.gpus, "GPUs used per node; default: all", 1, "", 1024));
   if (c.gpus_per_node > c.node.gpus)
-    r.fail("gpus_per_node", std::to_string(c.gpus_per_node) + " exceeds the node's " + std::to_string(c.node.gpus) + " GPUs");
+    r.fail("gpus_per_node",
+           std::to_string(c.gpus_per_node) + " exceeds the node's " + std::to_string(c.node.gpus) + " GPUs");
 
-  ParamReader net = r.section("network", "scale-out network and collectives");
+  ParamReader net    = r.section("network", "scale-out network and collectives");
   c.oversubscription = net.number("oversubscription", 1.0, "core oversubscription; 1 = non-blocking fabric", 1.0, 1000);
   c.switch_latency_s = net.quantity("switch_latency_s", QuantityKind::seconds, c.switch_latency_s, "IB switch latency");
-  c.node.nics    = static_cast<int>(net.integer("nics", c.node.nics, "NICs per node for compute traffic", 0, "", 1024));
-  c.node.nic_bw  = net.quantity("nic_bw", QuantityKind::rate, c.node.nic_bw, "bandwidth per NIC per direction");
+  c.node.nics   = static_cast<int>(net.integer("nics", c.node.nics, "NICs per node for compute traffic", 0, "", 1024));
+  c.node.nic_bw = net.quantity("nic_bw", QuantityKind::rate, c.node.nic_bw, "bandwidth per NIC per direction");
   c.node.nic_latency_s = net.quantity("nic_latency_s", QuantityKind::seconds, c.node.nic_latency_s, "NIC latency");
-  collective_algorithm = net.choice("collective_algorithm", "auto", collective_registry().names(),
-                                    "how collectives become flows");
+  collective_algorithm =
+      net.choice("collective_algorithm", "auto", collective_registry().names(), "how collectives become flows");
   if (c.nodes > 1 && (c.node.nics <= 0 || c.node.nic_bw <= 0))
     net.fail("nics", "a cluster of " + std::to_string(c.nodes) + " nodes needs nics > 0 and nic_bw > 0 (node " +
                          c.node.id + " has none)");

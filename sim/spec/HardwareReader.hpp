@@ -1,8 +1,8 @@
 #pragma once
 // The `hardware` section: a node preset or inline node, how many nodes, how many of
 // each node's GPUs to use, an optional GPU override and network settings.
-#include "hwmodels/ClusterSpec.hpp"
 #include "base/ParamReader.hpp"
+#include "hwmodels/ClusterSpec.hpp"
 
 namespace memwall {
 

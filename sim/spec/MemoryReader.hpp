@@ -1,8 +1,8 @@
 #pragma once
 // The spec's `memory` section: explicit memory (cudaMalloc, the default) or CUDA unified
 // memory for the whole run or for chosen categories, with the program's hints.
-#include "hwmodels/GpuSpec.hpp"
 #include "base/ParamReader.hpp"
+#include "hwmodels/GpuSpec.hpp"
 #include "sim/paging/UnifiedMemoryConfig.hpp"
 
 namespace memwall {

@@ -31,8 +31,8 @@ CollectiveTiming nvlink_collective_timing(const GpuSpec& g, CollectiveKind kind,
     return t;
   // The curve's regime at the size whose collective moves the same bytes per port, its
   // bus bandwidth, and its latency per ring step.
-  const size_t n  = static_cast<size_t>(ranks);
-  const Regime& r = c->curve.regime(bus_factor(kind, ranks) * bytes / bus_factor(curve_kind, ranks));
+  const size_t n    = static_cast<size_t>(ranks);
+  const Regime& r   = c->curve.regime(bus_factor(kind, ranks) * bytes / bus_factor(curve_kind, ranks));
   double efficiency = std::min(1.0, bus_factor(curve_kind, ranks) * r.bandwidth / g.nvlink_bw);
   if (efficiency > 0)
     t.flow_scale = 1.0 / efficiency;

@@ -13,7 +13,8 @@ size_t KernelTimer::KeyHash::operator()(const Key& k) const
   mix(k.shape.m);
   mix(k.shape.n);
   mix(k.shape.k | static_cast<size_t>(k.shape.groups()) << 32);
-  mix(static_cast<size_t>(k.host_paced) << 32 | static_cast<size_t>(k.pass) << 24 | static_cast<size_t>(k.family) << 16 | static_cast<size_t>(k.kclass) << 8 | static_cast<size_t>(k.dtype));
+  mix(static_cast<size_t>(k.host_paced) << 32 | static_cast<size_t>(k.pass) << 24 |
+      static_cast<size_t>(k.family) << 16 | static_cast<size_t>(k.kclass) << 8 | static_cast<size_t>(k.dtype));
   return h;
 }
 
@@ -27,7 +28,8 @@ KernelTiming KernelTimer::operator()(const Op& op)
   // then, so that the table stays small (and fast) however long the run.
   if (known_.size() >= max_known)
     known_.clear();
-  KernelTiming t = op.seconds > 0 && recorded_on_ ? recorded_kernel_timing(*recorded_on_, gpu_, op) : kernel_timing(gpu_, op);
+  KernelTiming t =
+      op.seconds > 0 && recorded_on_ ? recorded_kernel_timing(*recorded_on_, gpu_, op) : kernel_timing(gpu_, op);
   return known_.emplace(key, t).first->second;
 }
 

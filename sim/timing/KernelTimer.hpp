@@ -18,8 +18,7 @@ public:
   // `gpu` by recorded_kernel_timing. Without it they run as recorded.
   KernelTimer(GpuSpec gpu, const GpuSpec* recorded_on)
       : gpu_(std::move(gpu)), recorded_on_(recorded_on ? std::make_unique<GpuSpec>(*recorded_on) : nullptr)
-  {
-  }
+  {}
   // By value: the table may be cleared by the next call.
   KernelTiming operator()(const Op& op);
 
@@ -35,9 +34,9 @@ private:
     bool host_paced     = false;
     bool operator==(const Key& o) const
     {
-      return flops == o.flops && bytes == o.bytes && seconds == o.seconds && shape.m == o.shape.m && shape.n == o.shape.n &&
-             shape.k == o.shape.k && shape.groups() == o.shape.groups() && kclass == o.kclass && family == o.family &&
-             dtype == o.dtype && pass == o.pass && host_paced == o.host_paced;
+      return flops == o.flops && bytes == o.bytes && seconds == o.seconds && shape.m == o.shape.m &&
+             shape.n == o.shape.n && shape.k == o.shape.k && shape.groups() == o.shape.groups() && kclass == o.kclass &&
+             family == o.family && dtype == o.dtype && pass == o.pass && host_paced == o.host_paced;
     }
   };
   struct KeyHash {

@@ -48,17 +48,17 @@ KernelTiming recorded_kernel_timing(const GpuSpec& from, const GpuSpec& to, cons
   // The first launch_s of a kernel is launch and tail; a kernel shorter than that is
   // all of it.
   double launch_from = launch_s(from), launch_to = launch_s(to);
-  double fixed       = std::min(op.seconds, launch_from);
-  double body        = op.seconds - fixed;
-  t.overhead_s       = launch_from > 0 ? fixed * launch_to / launch_from : fixed;
+  double fixed = std::min(op.seconds, launch_from);
+  double body  = op.seconds - fixed;
+  t.overhead_s = launch_from > 0 ? fixed * launch_to / launch_from : fixed;
   if (op.kclass == KernelClass::gemm || op.kclass == KernelClass::attention) {
     bool attention   = op.kclass == KernelClass::attention;
     double eff_to    = attention ? to.attention_efficiency : to.matmul_efficiency;
     double rate_from = from.peak(op.dtype) * (attention ? from.attention_efficiency : from.matmul_efficiency);
     // A format the target lacks (fp8 on an A100) runs at what a job would fall back to.
-    Dtype on_to      = to.supports(op.dtype) ? op.dtype : to.supports(Dtype::fp16) ? Dtype::fp16 : Dtype::fp32;
-    double rate_to   = to.peak(on_to) * eff_to;
-    t.compute_s = rate_from > 0 && rate_to > 0 ? body * rate_from / rate_to : body;
+    Dtype on_to    = to.supports(op.dtype) ? op.dtype : to.supports(Dtype::fp16) ? Dtype::fp16 : Dtype::fp32;
+    double rate_to = to.peak(on_to) * eff_to;
+    t.compute_s    = rate_from > 0 && rate_to > 0 ? body * rate_from / rate_to : body;
     return t;
   }
   // Memory-bound: the bytes it moved at the source's rate, at the target's.
@@ -102,10 +102,10 @@ KernelTiming kernel_timing(const GpuSpec& g, const Op& op)
     t.compute_s = op.seconds;
     return t;
   }
-  t.overhead_s     = g.kernel_overhead_s;
-  t.memory_bw      = g.hbm_achievable_bw;
-  double rate      = estimated_rate(g, op);
-  t.compute_s      = rate > 0 ? op.flops / rate : 0.0;
+  t.overhead_s        = g.kernel_overhead_s;
+  t.memory_bw         = g.hbm_achievable_bw;
+  double rate         = estimated_rate(g, op);
+  t.compute_s         = rate > 0 ? op.flops / rate : 0.0;
   const GpuProfile* p = g.profile.get();
   if (!p)
     return t;
@@ -116,8 +116,8 @@ KernelTiming kernel_timing(const GpuSpec& g, const Op& op)
     if (op.kclass == KernelClass::elementwise) {
       // Its family's curve where the profile measured the family, else all kernels'.
       const LatencyBandwidthCurve& c = p->elementwise_curve(op.family);
-      t.overhead_s = c.latency(op.bytes);
-      t.memory_bw  = c.bandwidth(op.bytes);
+      t.overhead_s                   = c.latency(op.bytes);
+      t.memory_bw                    = c.bandwidth(op.bytes);
     }
   }
   if (op.kclass == KernelClass::gemm && op.shape.known()) {
@@ -130,10 +130,10 @@ KernelTiming kernel_timing(const GpuSpec& g, const Op& op)
       double one    = 2.0 * op.shape.m * op.shape.n * op.shape.k * groups;
       // The op may stand for several launches of this shape (backward: input and
       // weight gradients).
-      launches        = std::max(1.0, std::round(op.flops / one));
-      double body     = m->time(op.shape.m, op.shape.n, op.shape.k, groups) - m->launch_s;
-      t.overhead_s    = launches * m->launch_s;
-      t.compute_s     = body > 0 ? op.flops / (one / body) : 0.0;
+      launches     = std::max(1.0, std::round(op.flops / one));
+      double body  = m->time(op.shape.m, op.shape.n, op.shape.k, groups) - m->launch_s;
+      t.overhead_s = launches * m->launch_s;
+      t.compute_s  = body > 0 ? op.flops / (one / body) : 0.0;
     }
   }
   // Measured one kernel at a time between events: each launch held the stream that much

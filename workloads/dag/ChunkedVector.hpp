@@ -15,8 +15,8 @@ class ChunkedVector {
 public:
   static constexpr size_t chunk = size_t{1} << ChunkBits;
 
-  ChunkedVector() = default;
-  ChunkedVector(const ChunkedVector&) = delete;
+  ChunkedVector()                                = default;
+  ChunkedVector(const ChunkedVector&)            = delete;
   ChunkedVector& operator=(const ChunkedVector&) = delete;
   ChunkedVector(ChunkedVector&& o) noexcept : chunks_(std::move(o.chunks_)), size_(o.size_) { o.size_ = 0; }
   ~ChunkedVector() { clear(); }
@@ -24,7 +24,7 @@ public:
   void push_back(T value)
   {
     if (size_ == chunks_.size() * chunk)
-      chunks_.emplace_back(static_cast<T*>(::operator new(chunk * sizeof(T), std::align_val_t{alignof(T)})));
+      chunks_.emplace_back(static_cast<T*>(::operator new (chunk * sizeof(T), std::align_val_t{alignof(T)})));
     new (&(*this)[size_]) T(std::move(value));
     ++size_;
   }
@@ -48,7 +48,7 @@ public:
 
 private:
   struct Release {
-    void operator()(T* p) const { ::operator delete(p, std::align_val_t{alignof(T)}); }
+    void operator()(T* p) const { ::operator delete (p, std::align_val_t{alignof(T)}); }
   };
   std::vector<std::unique_ptr<T, Release>> chunks_;
   size_t size_ = 0;

@@ -9,9 +9,9 @@ GemmShape gemm_shape(double m, double n, double k, double groups)
 {
   auto dim = [](double v, double max) { return static_cast<uint32_t>(std::clamp(std::round(v), 0.0, max)); };
   GemmShape s;
-  s.m = dim(m, 4.0e9);
-  s.n = dim(n, 4.0e9);
-  s.k = dim(k, 16777215.0) & 0xFFFFFFu;
+  s.m               = dim(m, 4.0e9);
+  s.n               = dim(n, 4.0e9);
+  s.k               = dim(k, 16777215.0) & 0xFFFFFFu;
   s.groups_less_one = (dim(groups, 256.0) - (groups >= 1 ? 1u : 0u)) & 0xFFu;
   return s;
 }
@@ -32,11 +32,13 @@ const char* op_kind_name(OpKind k)
 
 bool same_work(const Op& a, const Op& b)
 {
-  return a.flops == b.flops && a.model_flops == b.model_flops && a.bytes == b.bytes && a.seconds == b.seconds && a.name == b.name &&
-         a.device == b.device && a.src == b.src && a.dst == b.dst && a.pool == b.pool && a.shape.m == b.shape.m &&
-         a.shape.n == b.shape.n && a.shape.k == b.shape.k && a.shape.groups() == b.shape.groups() && a.group == b.group && a.chain == b.chain &&
-         a.kind == b.kind && a.stream == b.stream && a.phase == b.phase && a.kclass == b.kclass && a.family == b.family &&
-         a.dtype == b.dtype && a.pageable == b.pageable && a.pass == b.pass && a.host_paced == b.host_paced && a.collective == b.collective && a.category == b.category;
+  return a.flops == b.flops && a.model_flops == b.model_flops && a.bytes == b.bytes && a.seconds == b.seconds &&
+         a.name == b.name && a.device == b.device && a.src == b.src && a.dst == b.dst && a.pool == b.pool &&
+         a.shape.m == b.shape.m && a.shape.n == b.shape.n && a.shape.k == b.shape.k &&
+         a.shape.groups() == b.shape.groups() && a.group == b.group && a.chain == b.chain && a.kind == b.kind &&
+         a.stream == b.stream && a.phase == b.phase && a.kclass == b.kclass && a.family == b.family &&
+         a.dtype == b.dtype && a.pageable == b.pageable && a.pass == b.pass && a.host_paced == b.host_paced &&
+         a.collective == b.collective && a.category == b.category;
 }
 
 const char* stream_name(StreamKind s)

@@ -31,8 +31,8 @@ constexpr size_t mem_category_count = 8;
 
 inline const std::array<const char*, mem_category_count>& mem_category_names()
 {
-  static const std::array<const char*, mem_category_count> names{
-      "weights", "gradients", "optimizer", "activations", "kv_cache", "workspace", "context", "other"};
+  static const std::array<const char*, mem_category_count> names{"weights",  "gradients", "optimizer", "activations",
+                                                                 "kv_cache", "workspace", "context",   "other"};
   return names;
 }
 inline const char* mem_category_name(MemCategory c) { return mem_category_names()[static_cast<size_t>(c)]; }
@@ -50,7 +50,7 @@ const char* phase_name(StepPhase p);
 // limit is 10^7), up to 256 groups (more are counted as 256).
 struct GemmShape {
   uint32_t m = 0, n = 0;
-  uint32_t k : 24 = 0;
+  uint32_t k : 24              = 0;
   uint32_t groups_less_one : 8 = 0;
   bool known() const { return m > 0 && n > 0 && k > 0; }
   uint32_t groups() const { return groups_less_one + 1u; }
@@ -72,17 +72,17 @@ struct Op {
   double seconds = 0;
   OpName name; // "L3.fwd.qkv", "ddp.bucket2.allreduce", ...
 
-  DeviceRef device; // where the op is issued (its stream's device)
-  DeviceRef src, dst; // copy
-  DeviceRef pool;     // alloc / free: memory that holds the tensor
-  GemmShape shape;    // kernel of class gemm: its GEMM's shape
-  int32_t group  = -1; // collective: index into OpDag::group()
-  uint32_t tensor = 0; // alloc / free: pairs a free with its alloc
-  uint32_t chain  = 0; // chain: its members, OpDag::chain(chain)
+  DeviceRef device;     // where the op is issued (its stream's device)
+  DeviceRef src, dst;   // copy
+  DeviceRef pool;       // alloc / free: memory that holds the tensor
+  GemmShape shape;      // kernel of class gemm: its GEMM's shape
+  int32_t group   = -1; // collective: index into OpDag::group()
+  uint32_t tensor = 0;  // alloc / free: pairs a free with its alloc
+  uint32_t chain  = 0;  // chain: its members, OpDag::chain(chain)
 
-  OpKind kind       = OpKind::kernel;
-  StreamKind stream = StreamKind::compute;
-  StepPhase phase   = StepPhase::setup; // stamped by OpDag::add from its current phase
+  OpKind kind        = OpKind::kernel;
+  StreamKind stream  = StreamKind::compute;
+  StepPhase phase    = StepPhase::setup;  // stamped by OpDag::add from its current phase
   KernelClass kclass = KernelClass::gemm; // kernel / host_compute
   Dtype dtype        = Dtype::bf16;
   // Four small fields share a byte, so that Op stays at 120 bytes.
@@ -94,7 +94,7 @@ struct Op {
   // kernel: launched by a host slower than the GPU (an eager decode), so the stream idles
   // between kernels on the host's time: the kernel holds the GPU for its own time only,
   // without the gap between back-to-back launches (GpuProfile::launch_gap_s).
-  bool host_paced : 1 = false;
+  bool host_paced : 1       = false;
   CollectiveKind collective = CollectiveKind::all_reduce;
   MemCategory category      = MemCategory::other; // alloc / free
 };

@@ -51,8 +51,7 @@ OpId OpDag::resolve(OpId id) const
 {
   if (id == none || !(id & captured_bit) || (capturing_ && id >= held_tag_))
     return id;
-  auto c = std::upper_bound(captures_.begin(), captures_.end(), id,
-                            [](OpId v, const Capture& k) { return v < k.tag; });
+  auto c = std::upper_bound(captures_.begin(), captures_.end(), id, [](OpId v, const Capture& k) { return v < k.tag; });
   --c; // the capture whose ids include `id`
   if (!c->chained)
     return c->first + (id - c->tag);
@@ -111,9 +110,9 @@ bool OpDag::end_capture(uint64_t key)
     for (Op& op : held_)
       ops_.push_back(std::move(op));
   } else {
-    auto [it, fresh] = chain_by_key_.try_emplace(key, static_cast<uint32_t>(chains_store_.size()));
+    auto [it, fresh]            = chain_by_key_.try_emplace(key, static_cast<uint32_t>(chains_store_.size()));
     const std::vector<Op>* same = fresh ? nullptr : &chains_store_[it->second];
-    bool equal = same && same->size() == held_.size();
+    bool equal                  = same && same->size() == held_.size();
     for (size_t i = 0; equal && i < held_.size(); ++i)
       equal = same_work((*same)[i], held_[i]);
     if (!equal) {
@@ -203,7 +202,7 @@ double OpDag::model_flops() const
   // per run of its ops, not once per op.
   DeviceRef last{DeviceKind::nvme, -1, -1};
   int times = 1;
-  auto add = [&](const Op& op) {
+  auto add  = [&](const Op& op) {
     if (op.model_flops == 0)
       return;
     if (!(op.device == last)) {
@@ -228,14 +227,14 @@ Tensor OpDag::alloc(const DeviceRef& device, StreamKind stream, const DeviceRef&
 {
   Tensor t{next_tensor_++, pool, category, bytes};
   Op op;
-  op.kind     = OpKind::alloc;
-  op.stream   = stream;
-  op.device   = device;
-  op.name     = name;
-  op.bytes    = bytes;
-  op.category = category;
-  op.pool     = pool;
-  op.tensor   = t.id;
+  op.kind         = OpKind::alloc;
+  op.stream       = stream;
+  op.device       = device;
+  op.name         = name;
+  op.bytes        = bytes;
+  op.category     = category;
+  op.pool         = pool;
+  op.tensor       = t.id;
   last_memory_op_ = add(std::move(op), deps);
   return t;
 }
@@ -244,14 +243,14 @@ OpId OpDag::free(const Tensor& t, const DeviceRef& device, StreamKind stream, Op
                  std::initializer_list<OpId> deps)
 {
   Op op;
-  op.kind     = OpKind::free;
-  op.stream   = stream;
-  op.device   = device;
-  op.name     = name;
-  op.bytes    = t.bytes;
-  op.category = t.category;
-  op.pool     = t.pool;
-  op.tensor   = t.id;
+  op.kind         = OpKind::free;
+  op.stream       = stream;
+  op.device       = device;
+  op.name         = name;
+  op.bytes        = t.bytes;
+  op.category     = t.category;
+  op.pool         = t.pool;
+  op.tensor       = t.id;
   last_memory_op_ = add(std::move(op), deps);
   return last_memory_op_;
 }

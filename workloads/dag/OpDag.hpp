@@ -131,18 +131,18 @@ private:
   // A capture's provisional ids [tag, tag + n): added as [first, first + n), or as the
   // one chain op `first`.
   struct Capture {
-    OpId tag = 0;
-    uint32_t n = 0;
-    OpId first = 0;
+    OpId tag     = 0;
+    uint32_t n   = 0;
+    OpId first   = 0;
     bool chained = false;
   };
   bool chain_ok() const;
   Op chain_entry(uint32_t c) const; // the entry standing for stored chain c
-  OpId resolve(OpId id) const; // a provisional id's final one
+  OpId resolve(OpId id) const;      // a provisional id's final one
   const Op& captured_op(OpId id) const;
   std::vector<Capture> captures_;
   OpId next_tag_ = captured_bit;
-  OpId held_tag_ = 0;   // the current capture's first provisional id
+  OpId held_tag_ = 0;     // the current capture's first provisional id
   bool escaped_  = false; // a held op's id was handed out as a stream's tail
   ChunkedVector<Op> ops_;
   // Capturing: the held ops and the edges they take, ids as add() returned them.
@@ -171,7 +171,7 @@ private:
   std::map<DeviceRef, int> represents_;
   std::map<DeviceRef, std::vector<DeviceRef>> shadows_;
   std::unordered_map<OpId, std::vector<TensorAccess>> accesses_;
-  bool track_accesses_ = false;
+  bool track_accesses_  = false;
   uint32_t next_tensor_ = 1;
   OpId last_memory_op_  = none;
   OpId base_            = 0;

@@ -12,13 +12,13 @@ namespace memwall {
 
 struct StepDecision {
   enum class Kind { ops, wait, done } kind = Kind::done;
-  double wake_at = 0; // wait: the time to be called again
+  double wake_at                           = 0; // wait: the time to be called again
 };
 
 class StepSource {
 public:
-  virtual ~StepSource() = default;
-  virtual const OpDag& dag() const = 0;
+  virtual ~StepSource()                 = default;
+  virtual const OpDag& dag() const      = 0;
   virtual StepDecision next(double now) = 0;
 };
 

@@ -27,15 +27,16 @@ void place(const std::vector<double>& sizes, double disk_pct, double cpu_pct, do
 
 OffShares flexgen_weight_placement(const ModelSpec& m, double cpu_pct, double disk_pct)
 {
-  double h   = static_cast<double>(m.hidden);
-  double q   = static_cast<double>(m.q_dim());
-  double kv  = static_cast<double>(m.kv_dim());
-  double out = static_cast<double>(m.attn_out_dim());
-  double norm_elems = m.norm == NormKind::layernorm ? 2 * h : h;
-  auto bias = [](bool on, double n) { return on ? n : 0.0; };
-  std::vector<double> attn = {h * q,  bias(m.qkv_bias, q),  h * kv, bias(m.qkv_bias, kv), h * kv,
-                              bias(m.qkv_bias, kv), out * h, bias(m.proj_bias, h), norm_elems};
-  double ffn = static_cast<double>(m.ffn_hidden);
+  double h                 = static_cast<double>(m.hidden);
+  double q                 = static_cast<double>(m.q_dim());
+  double kv                = static_cast<double>(m.kv_dim());
+  double out               = static_cast<double>(m.attn_out_dim());
+  double norm_elems        = m.norm == NormKind::layernorm ? 2 * h : h;
+  auto bias                = [](bool on, double n) { return on ? n : 0.0; };
+  std::vector<double> attn = {h * q,     bias(m.qkv_bias, q),  h * kv,  bias(m.qkv_bias, kv),
+                              h * kv,    bias(m.qkv_bias, kv), out * h, bias(m.proj_bias, h),
+                              norm_elems};
+  double ffn               = static_cast<double>(m.ffn_hidden);
   std::vector<double> mlp;
   int experts = m.moe.enabled() ? static_cast<int>(m.moe.experts) : 1;
   if (m.moe.enabled())

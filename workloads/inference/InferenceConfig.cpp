@@ -1,12 +1,12 @@
 #include "workloads/inference/InferenceConfig.hpp"
 
-#include "workloads/model/InputLimits.hpp"
 #include "workloads/inference/FlexgenPlacement.hpp"
 #include "workloads/inference/PoissonRequests.hpp"
 #include "workloads/inference/RequestTrace.hpp"
 #include "workloads/inference/engine/InferenceEngine.hpp"
 #include "workloads/inference/kv/KvManager.hpp"
 #include "workloads/inference/scheduler/BatchScheduler.hpp"
+#include "workloads/model/InputLimits.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -51,9 +51,8 @@ void read_percent(ParamReader& o, InferenceConfig& c, const ModelSpec& m)
   ParamReader p = o.nested(n, "percent");
   // `whole_tensors`: the category is placed as FlexGen places weights, tensor by tensor.
   auto split = [&](const std::string& key, OffShares& out, bool whole_tensors) {
-    YAML::Node v = p.take(key, "list of 3 numbers: [gpu, cpu, disk] in %", "percent of " + key +
-                                                                                  " on the GPU, in host memory, on NVMe",
-                          "[100, 0, 0]");
+    YAML::Node v = p.take(key, "list of 3 numbers: [gpu, cpu, disk] in %",
+                          "percent of " + key + " on the GPU, in host memory, on NVMe", "[100, 0, 0]");
     if (!v.IsDefined() || v.IsNull())
       return;
     if (!v.IsSequence() || v.size() != 3)
@@ -88,7 +87,7 @@ void read_percent(ParamReader& o, InferenceConfig& c, const ModelSpec& m)
 LengthDistribution read_length(ParamReader& parent, const std::string& key, int64_t def, const std::string& what)
 {
   LengthDistribution d;
-  d.value = def;
+  d.value      = def;
   YAML::Node n = parent.take(key, "integer, or {dist: fixed|uniform|exponential, value, min, max, mean}",
                              what + " tokens per request", str(def));
   if (!n.IsDefined() || n.IsNull())
@@ -97,17 +96,17 @@ LengthDistribution read_length(ParamReader& parent, const std::string& key, int6
     YAML::Node wrapped;
     wrapped["value"] = n;
     ParamReader wrap = parent.nested(wrapped, key);
-    d.value = wrap.integer("value", def, what + " tokens", 1, "", limits::tokens);
+    d.value          = wrap.integer("value", def, what + " tokens", 1, "", limits::tokens);
     return d;
   }
   ParamReader r = parent.nested(n, key);
-  d.dist  = r.choice("dist", "fixed", {"fixed", "uniform", "exponential"}, "length distribution");
-  d.value = r.integer("value", def, "fixed: the length", 1, "", limits::tokens);
-  d.min   = r.integer("min", 1, "uniform / exponential: the smallest length", 1, "", limits::tokens);
-  d.max   = r.integer("max", std::max<int64_t>(def, 1), "uniform / exponential: the largest length", 1, "",
-                      limits::tokens);
-  d.mean  = r.number("mean", static_cast<double>(def), "exponential: the mean before clipping to [min, max]", 1.0,
-                     static_cast<double>(limits::tokens));
+  d.dist        = r.choice("dist", "fixed", {"fixed", "uniform", "exponential"}, "length distribution");
+  d.value       = r.integer("value", def, "fixed: the length", 1, "", limits::tokens);
+  d.min         = r.integer("min", 1, "uniform / exponential: the smallest length", 1, "", limits::tokens);
+  d.max =
+      r.integer("max", std::max<int64_t>(def, 1), "uniform / exponential: the largest length", 1, "", limits::tokens);
+  d.mean = r.number("mean", static_cast<double>(def), "exponential: the mean before clipping to [min, max]", 1.0,
+                    static_cast<double>(limits::tokens));
   if (d.max < d.min)
     r.fail("max", "max " + str(d.max) + " is below min " + str(d.min));
   r.finish();
@@ -120,21 +119,22 @@ std::vector<Request> read_requests(ParamReader& r, InferenceConfig& c, const std
   bool trace   = r.has("trace");
   bool poisson = r.has("poisson");
   if (int(batch) + int(trace) + int(poisson) > 1)
-    r.fail(trace ? "trace" : "poisson",
-           "give one source of requests: batch/prompt_len/output_len, trace, or poisson");
+    r.fail(trace ? "trace" : "poisson", "give one source of requests: batch/prompt_len/output_len, trace, or poisson");
   int64_t b      = r.integer("batch", 1, "fixed batch: sequences generated together, all arriving at t = 0", 1, "",
                              limits::requests);
   int64_t prompt = r.integer("prompt_len", 512, "fixed batch: prompt tokens per sequence", 1, "", limits::tokens);
   int64_t output = r.integer("output_len", 128, "fixed batch: generated tokens per sequence", 1, "", limits::tokens);
-  YAML::Node t = r.take("trace", "path", "request trace: CSV with a header (arrival_time|TIMESTAMP, "
-                        "prompt_tokens|ContextTokens, output_tokens|GeneratedTokens) or JSONL", "none");
+  YAML::Node t   = r.take("trace", "path",
+                          "request trace: CSV with a header (arrival_time|TIMESTAMP, "
+                            "prompt_tokens|ContextTokens, output_tokens|GeneratedTokens) or JSONL",
+                          "none");
   if (trace && (!t.IsScalar() || t.Scalar().empty()))
     r.fail("trace", "expected the path of a .csv or .jsonl file");
   std::string path = trace ? t.Scalar() : "";
-  double speedup = r.number("trace_speedup", 1.0,
-                            "trace: its arrival times divided by this (2: the same requests twice as often; what "
-                            "serve-capacity varies for a trace)",
-                            1e-6, 1e6);
+  double speedup   = r.number("trace_speedup", 1.0,
+                              "trace: its arrival times divided by this (2: the same requests twice as often; what "
+                                "serve-capacity varies for a trace)",
+                              1e-6, 1e6);
   if (r.has("trace_speedup") && !trace)
     r.fail("trace_speedup", "scales the arrival times of inference.trace; this spec has no trace");
   ParamReader p = r.section("poisson", "synthetic requests with Poisson arrivals");
@@ -143,25 +143,25 @@ std::vector<Request> read_requests(ParamReader& r, InferenceConfig& c, const std
   pc.requests = p.integer("requests", pc.requests, "number of requests", 1, "", limits::requests);
   pc.seed     = static_cast<uint64_t>(
       p.integer("seed", 1, "random seed (same seed, same requests)", 0, "", 9'000'000'000'000'000));
-  pc.prompt   = read_length(p, "prompt_len", 512, "prompt");
-  pc.output   = read_length(p, "output_len", 128, "output");
+  pc.prompt = read_length(p, "prompt_len", 512, "prompt");
+  pc.output = read_length(p, "output_len", 128, "output");
   p.finish();
   if (trace) {
     c.source = "trace";
     std::filesystem::path f(path);
     if (f.is_relative() && !spec_dir.empty())
       f = std::filesystem::path(spec_dir) / f;
-    c.trace_path = f.lexically_normal().string();
+    c.trace_path                  = f.lexically_normal().string();
     std::vector<Request> requests = read_request_trace(c.trace_path);
     for (Request& q : requests)
       q.arrival_s /= speedup;
     return requests;
   }
   if (poisson) {
-    c.source      = "poisson";
+    c.source       = "poisson";
     c.prompt_dist  = pc.prompt;
     c.poisson_rate = pc.rate;
-    c.output_dist = pc.output;
+    c.output_dist  = pc.output;
     return poisson_requests(pc);
   }
   c.source = "batch";
@@ -179,17 +179,20 @@ void check(ParamReader& r, InferenceConfig& c, int64_t gpus, const ModelSpec& m)
   if (c.ep > 1 && !m.moe.enabled())
     r.fail("ep", "expert parallelism needs a mixture-of-experts model (model.num_experts > 0)");
   if (c.ep > 1 && c.ep % c.tp != 0)
-    r.fail("ep", "ep = " + str(c.ep) + " must be 1 or a multiple of tp = " + str(c.tp) +
-                     " (tp: experts spread over the tp GPUs; tp x d: over d attention data-parallel groups of tp GPUs)");
+    r.fail("ep",
+           "ep = " + str(c.ep) + " must be 1 or a multiple of tp = " + str(c.tp) +
+               " (tp: experts spread over the tp GPUs; tp x d: over d attention data-parallel groups of tp GPUs)");
   if (c.ep > 1 && m.moe.experts % c.ep != 0)
     r.fail("ep", "ep = " + str(c.ep) + " does not divide the model's " + str(m.moe.experts) + " experts");
   if (c.replica_gpus() != gpus)
-    r.fail(c.attention_dp() > 1 ? "ep" : "tp",
-           "one model replica runs on " + std::string(c.attention_dp() > 1 ? "ep = " + str(c.ep) : "tp = " + str(c.tp)) +
-               " GPUs but the hardware has " + str(gpus) + "; set hardware.gpus_per_node (and nodes) to the GPUs it uses");
+    r.fail(
+        c.attention_dp() > 1 ? "ep" : "tp",
+        "one model replica runs on " + std::string(c.attention_dp() > 1 ? "ep = " + str(c.ep) : "tp = " + str(c.tp)) +
+            " GPUs but the hardware has " + str(gpus) + "; set hardware.gpus_per_node (and nodes) to the GPUs it uses");
   if (!c.chunked_prefill && c.max_num_batched_tokens < c.max_model_len)
-    r.fail("max_num_batched_tokens", str(c.max_num_batched_tokens) + " is below max_model_len " + str(c.max_model_len) +
-                                         ": a long prompt could never be scheduled; raise it or set chunked_prefill: true");
+    r.fail("max_num_batched_tokens",
+           str(c.max_num_batched_tokens) + " is below max_model_len " + str(c.max_model_len) +
+               ": a long prompt could never be scheduled; raise it or set chunked_prefill: true");
   if (c.block_size < 1)
     r.fail("block_size", "must be at least 1 token");
   if (c.gpu_memory_utilization <= 0 || c.gpu_memory_utilization > 1)
@@ -215,7 +218,8 @@ void check(ParamReader& r, InferenceConfig& c, int64_t gpus, const ModelSpec& m)
     // as vLLM's server answers it; a fixed batch of them is a mistake in the spec.
     if (q.prompt_tokens + q.output_tokens > c.max_model_len && c.source == "batch")
       fail("prompt_len", "prompt " + str(q.prompt_tokens) + " + output " + str(q.output_tokens) +
-                             " tokens exceed the context of " + str(c.max_model_len) + " tokens (inference.max_model_len)");
+                             " tokens exceed the context of " + str(c.max_model_len) +
+                             " tokens (inference.max_model_len)");
     if (q.prompt_tokens + q.output_tokens > c.max_model_len) {
       q.reject = q.prompt_tokens > c.max_model_len ? RejectReason::prompt_too_long : RejectReason::exceeds_context;
       ++refused;
@@ -232,10 +236,7 @@ void check(ParamReader& r, InferenceConfig& c, int64_t gpus, const ModelSpec& m)
 
 } // namespace
 
-bool InferenceConfig::kv_heads_ok(const ModelSpec& m) const
-{
-  return m.kv_heads % tp == 0 || tp % m.kv_heads == 0;
-}
+bool InferenceConfig::kv_heads_ok(const ModelSpec& m) const { return m.kv_heads % tp == 0 || tp % m.kv_heads == 0; }
 
 namespace {
 
@@ -254,7 +255,7 @@ std::string expert_layout(const InferenceConfig& c)
 
 std::string describe_request_lengths(const InferenceConfig& c)
 {
-  auto one = [&](const char* what, int64_t Request::* field, const LengthDistribution& asked) {
+  auto one = [&](const char* what, int64_t Request::*field, const LengthDistribution& asked) {
     if (c.requests.empty())
       return std::string(what) + " none";
     int64_t lo = c.requests.front().*field, hi = lo;
@@ -271,7 +272,8 @@ std::string describe_request_lengths(const InferenceConfig& c)
     if (c.source == "poisson" && asked.dist == "exponential") {
       char m[32];
       std::snprintf(m, sizeof m, "%g", asked.mean);
-      s += std::string(" (asked: exponential of mean ") + m + ", clipped to " + str(asked.min) + "-" + str(asked.max) + ")";
+      s += std::string(" (asked: exponential of mean ") + m + ", clipped to " + str(asked.min) + "-" + str(asked.max) +
+           ")";
     }
     return s;
   };
@@ -287,10 +289,11 @@ std::string describe_request_lengths(const InferenceConfig& c)
 
 std::string describe_inference(const InferenceConfig& c)
 {
-  std::string s = inference_engine_registry().make(c.engine)->summary_prefix() + dtype_name(c.weight_dtype) + " weights, " + dtype_name(c.kv_dtype) + " KV, tp " +
-                  str(c.tp) + expert_layout(c) + ", " +
-                  c.scheduler + " batching (max " + str(c.max_num_seqs) + " seqs" + (c.attention_dp() > 1 ? " per group" : "") +
-                  (c.chunked_prefill ? ", chunked prefill" : "") + "), " + c.kv_manager + " KV";
+  std::string s = inference_engine_registry().make(c.engine)->summary_prefix() + dtype_name(c.weight_dtype) +
+                  " weights, " + dtype_name(c.kv_dtype) + " KV, tp " + str(c.tp) + expert_layout(c) + ", " +
+                  c.scheduler + " batching (max " + str(c.max_num_seqs) + " seqs" +
+                  (c.attention_dp() > 1 ? " per group" : "") + (c.chunked_prefill ? ", chunked prefill" : "") + "), " +
+                  c.kv_manager + " KV";
   if (c.kv_manager == "paged")
     s += " (block " + str(c.block_size) + ", preempt by " + c.preemption + ")";
   if (c.shared_prefix > 0)
@@ -313,7 +316,8 @@ std::string describe_inference(const InferenceConfig& c)
   return s;
 }
 
-InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const ModelSpec& model, const std::string& spec_dir)
+InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const ModelSpec& model,
+                                       const std::string& spec_dir)
 {
   InferenceConfig c;
   c.requests = read_requests(r, c, spec_dir);
@@ -324,47 +328,50 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
                    "tp x d: the replica is d attention data-parallel groups of tp GPUs, each with its own batch and KV "
                    "cache, whose MoE layers dispatch and combine tokens by all-to-all over the ep GPUs",
                    1);
-  std::string w = r.choice("weight_dtype", "fp16", {"fp16", "bf16", "fp8", "int8", "int4", "fp4"},
-                           "weight precision; int8/int4 are weight-only (dequantized inside the GEMM); fp4 "
-                           "(NVFP4/MXFP4) runs fp4 GEMMs where the GPU has fp4 tensor cores, else weight-only");
-  c.weight_dtype = *dtype_from_name(w);
-  c.act_dtype    = c.weight_dtype == Dtype::bf16 ? Dtype::bf16 : Dtype::fp16;
-  std::string kv = r.choice("kv_dtype", "auto", {"auto", "fp16", "bf16", "fp8", "int8"},
-                            "KV-cache precision; auto: the activation precision");
-  c.kv_dtype     = kv == "auto" ? c.act_dtype : *dtype_from_name(kv);
+  std::string w     = r.choice("weight_dtype", "fp16", {"fp16", "bf16", "fp8", "int8", "int4", "fp4"},
+                               "weight precision; int8/int4 are weight-only (dequantized inside the GEMM); fp4 "
+                                   "(NVFP4/MXFP4) runs fp4 GEMMs where the GPU has fp4 tensor cores, else weight-only");
+  c.weight_dtype    = *dtype_from_name(w);
+  c.act_dtype       = c.weight_dtype == Dtype::bf16 ? Dtype::bf16 : Dtype::fp16;
+  std::string kv    = r.choice("kv_dtype", "auto", {"auto", "fp16", "bf16", "fp8", "int8"},
+                               "KV-cache precision; auto: the activation precision");
+  c.kv_dtype        = kv == "auto" ? c.act_dtype : *dtype_from_name(kv);
   c.flash_attention = r.flag("flash_attention", true, "fused attention kernels (off: the scores go through HBM)");
   c.gpu_memory_utilization = r.number("gpu_memory_utilization", 0.9,
                                       "fraction of GPU memory the server may use; the KV cache gets what is left", 0.0);
-  c.max_model_len = r.integer("max_model_len", model.max_seq_len, "longest prompt + output allowed", 1,
-                              "the model's max_seq_len", limits::tokens);
-  c.engine = r.choice("engine", "vllm", inference_engine_registry().names(),
-                      "how the model is served: vllm (fused kernels, paged KV, continuous batching) or hf (Hugging "
-                      "Face generate() in eager PyTorch, one static batch); see `memwall list engines`");
-  auto engine = inference_engine_registry().make(c.engine);
+  c.max_model_len          = r.integer("max_model_len", model.max_seq_len, "longest prompt + output allowed", 1,
+                                       "the model's max_seq_len", limits::tokens);
+  c.engine                 = r.choice("engine", "vllm", inference_engine_registry().names(),
+                                      "how the model is served: vllm (fused kernels, paged KV, continuous batching) or hf (Hugging "
+                                                      "Face generate() in eager PyTorch, one static batch); see `memwall list engines`");
+  auto engine              = inference_engine_registry().make(c.engine);
   c.scheduler = r.choice("scheduler", engine->default_scheduler(c.source), batch_scheduler_registry().names(),
                          "batching: static (a batch runs to its longest output) or continuous (vLLM); "
                          "see `memwall list schedulers`");
-  c.max_num_seqs = r.integer("max_num_seqs", 256, "most sequences in one iteration (of each attention data-parallel group)", 1, "", limits::requests);
+  c.max_num_seqs =
+      r.integer("max_num_seqs", 256, "most sequences in one iteration (of each attention data-parallel group)", 1, "",
+                limits::requests);
   c.chunked_prefill = r.flag("chunked_prefill", false, "split prefills into chunks mixed with decodes");
-  c.max_num_batched_tokens = r.integer("max_num_batched_tokens", 0, "most tokens in one iteration (of each attention data-parallel group)", 1,
-                                       "512 with chunked prefill, else max(max_model_len, 2048)", limits::tokens);
+  c.max_num_batched_tokens =
+      r.integer("max_num_batched_tokens", 0, "most tokens in one iteration (of each attention data-parallel group)", 1,
+                "512 with chunked prefill, else max(max_model_len, 2048)", limits::tokens);
   if (!r.has("max_num_batched_tokens"))
     c.max_num_batched_tokens = c.chunked_prefill ? 512 : std::max<int64_t>(c.max_model_len, 2048);
-  c.kv_manager = r.choice("kv_manager", "paged", kv_manager_registry().names(),
-                          "paged blocks (vLLM) or a contiguous reservation of max_model_len per request; "
-                          "see `memwall list kv-managers`");
-  c.block_size = r.integer("block_size", engine->default_block_size(), "paged KV: tokens per block", 0,
-                           "16 (engine hf: 1)", limits::tokens);
-  c.preemption = r.choice("preemption", "recompute", {"recompute", "swap"},
-                          "when KV blocks run out: drop and recompute a sequence, or swap its KV to host memory");
-  c.swap_space = r.quantity("swap_space", QuantityKind::bytes, c.swap_space, "host memory for swapped KV per GPU");
-  c.shared_prefix = r.integer("shared_prefix", 0, "tokens of a system prompt every prompt starts with (shared KV)", 0, "",
-                              limits::tokens);
-  c.gpu_batches = r.integer("gpu_batches", 1,
-                            "GPU batches each iteration's sequences are split into, run one after another through "
-                            "each layer while its weights are on the GPU (FlexGen's num_gpu_batches)",
-                            1, "", 4096);
-  ParamReader o = r.section("offload", "FlexGen-style offload of weights and KV cache, streamed per layer");
+  c.kv_manager     = r.choice("kv_manager", "paged", kv_manager_registry().names(),
+                              "paged blocks (vLLM) or a contiguous reservation of max_model_len per request; "
+                                  "see `memwall list kv-managers`");
+  c.block_size     = r.integer("block_size", engine->default_block_size(), "paged KV: tokens per block", 0,
+                               "16 (engine hf: 1)", limits::tokens);
+  c.preemption     = r.choice("preemption", "recompute", {"recompute", "swap"},
+                              "when KV blocks run out: drop and recompute a sequence, or swap its KV to host memory");
+  c.swap_space     = r.quantity("swap_space", QuantityKind::bytes, c.swap_space, "host memory for swapped KV per GPU");
+  c.shared_prefix  = r.integer("shared_prefix", 0, "tokens of a system prompt every prompt starts with (shared KV)", 0,
+                               "", limits::tokens);
+  c.gpu_batches    = r.integer("gpu_batches", 1,
+                               "GPU batches each iteration's sequences are split into, run one after another through "
+                                  "each layer while its weights are on the GPU (FlexGen's num_gpu_batches)",
+                               1, "", 4096);
+  ParamReader o    = r.section("offload", "FlexGen-style offload of weights and KV cache, streamed per layer");
   std::string w_at = o.choice("weights", "none", {"none", "cpu", "nvme"}, "where offloaded weights live");
   double wf        = o.number("weights_fraction", 1.0, "part of each layer's weights off the GPU", 0.0);
   std::string k_at = o.choice("kv", "none", {"none", "cpu", "nvme"}, "where offloaded KV cache lives");
@@ -379,13 +386,13 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
   if (o.has("percent") && tiers)
     o.fail("percent", "give either percent or weights/kv with their fractions, not both");
   read_percent(o, c, model);
-  c.cpu_attention    = o.choice("attention", "gpu", {"gpu", "cpu"},
-                                "where attention over offloaded KV runs: gpu (the KV streams over PCIe) or cpu "
-                                "(FlexGen's cpu_cache_compute: queries down, outputs up; KV on NVMe is read into "
-                                "host memory first)") == "cpu";
-  c.offload_pinned   = o.flag("pinned", true,
-                              "offloaded weights and KV in page-locked host memory (FlexGen's pin_weight); false: "
-                              "copies staged through the driver's pinned buffer at hardware.node.pageable_copy_bw");
+  c.cpu_attention  = o.choice("attention", "gpu", {"gpu", "cpu"},
+                              "where attention over offloaded KV runs: gpu (the KV streams over PCIe) or cpu "
+                               "(FlexGen's cpu_cache_compute: queries down, outputs up; KV on NVMe is read into "
+                               "host memory first)") == "cpu";
+  c.offload_pinned = o.flag("pinned", true,
+                            "offloaded weights and KV in page-locked host memory (FlexGen's pin_weight); false: "
+                            "copies staged through the driver's pinned buffer at hardware.node.pageable_copy_bw");
   o.finish();
   check(r, c, gpus, model);
   engine->check(r, c, model);

@@ -3,11 +3,11 @@
 // generator), the model's precision, tensor parallelism, the batch scheduler, the KV
 // memory manager and offloading. Read and checked in read_inference_section(); the
 // requests are resolved there, so a broken trace fails before anything runs.
-#include "hwmodels/Dtype.hpp"
-#include "workloads/model/ModelSpec.hpp"
 #include "base/ParamReader.hpp"
+#include "hwmodels/Dtype.hpp"
 #include "workloads/inference/PoissonRequests.hpp"
 #include "workloads/inference/Request.hpp"
+#include "workloads/model/ModelSpec.hpp"
 
 #include <cstdint>
 #include <string>
@@ -29,35 +29,35 @@ struct OffShares {
 
 struct InferenceConfig {
   std::string source = "batch"; // batch | trace | poisson
-  std::string trace_path;        // as opened (relative paths resolved against the spec)
+  std::string trace_path;       // as opened (relative paths resolved against the spec)
   std::vector<Request> requests;
   // Poisson lengths as asked (the requests hold what they came out as, after clipping).
   LengthDistribution prompt_dist, output_dist;
-  double poisson_rate = 0; // arrivals per second (source poisson)
-  std::string engine     = "vllm"; // inference.engine: vllm | hf (engine/InferenceEngine.hpp)
-  int64_t tp             = 1;
+  double poisson_rate = 0;      // arrivals per second (source poisson)
+  std::string engine  = "vllm"; // inference.engine: vllm | hf (engine/InferenceEngine.hpp)
+  int64_t tp          = 1;
   // MoE: the GPUs the experts are spread over, whole (1: each expert split by tp). ep = tp
   // spreads them over the replica's tp GPUs; ep = tp x d makes the replica d attention
   // data-parallel groups of tp GPUs whose MoE layers dispatch tokens by all-to-all.
-  int64_t ep             = 1;
-  Dtype weight_dtype     = Dtype::fp16; // int8 / int4: weight-only, dequantized in the GEMM
-  Dtype kv_dtype         = Dtype::fp16;
-  Dtype act_dtype        = Dtype::fp16; // activations and the GEMMs' compute dtype (fp8: fp8 GEMMs)
-  bool flash_attention   = true;
-  double gpu_memory_utilization = 0.9;
-  int64_t max_model_len  = 0;
-  std::string scheduler  = "continuous";
-  int64_t max_num_seqs   = 256;
+  int64_t ep                     = 1;
+  Dtype weight_dtype             = Dtype::fp16; // int8 / int4: weight-only, dequantized in the GEMM
+  Dtype kv_dtype                 = Dtype::fp16;
+  Dtype act_dtype                = Dtype::fp16; // activations and the GEMMs' compute dtype (fp8: fp8 GEMMs)
+  bool flash_attention           = true;
+  double gpu_memory_utilization  = 0.9;
+  int64_t max_model_len          = 0;
+  std::string scheduler          = "continuous";
+  int64_t max_num_seqs           = 256;
   int64_t max_num_batched_tokens = 0;
-  bool chunked_prefill   = false;
-  std::string kv_manager = "paged";
-  int64_t block_size     = 16;
-  std::string preemption = "recompute"; // recompute | swap
-  double swap_space      = 4.0 * (1ull << 30);
-  int64_t shared_prefix  = 0; // tokens of a system prompt every request starts with
-  OffShares weights_off; // parts of every layer's weights kept off the GPU
-  OffShares kv_off;      // parts of every sequence's KV kept off the GPU
-  OffShares act_off;     // parts of the hidden states between layers kept off the GPU
+  bool chunked_prefill           = false;
+  std::string kv_manager         = "paged";
+  int64_t block_size             = 16;
+  std::string preemption         = "recompute"; // recompute | swap
+  double swap_space              = 4.0 * (1ull << 30);
+  int64_t shared_prefix          = 0; // tokens of a system prompt every request starts with
+  OffShares weights_off;              // parts of every layer's weights kept off the GPU
+  OffShares kv_off;                   // parts of every sequence's KV kept off the GPU
+  OffShares act_off;                  // parts of the hidden states between layers kept off the GPU
   // Attention over KV held in host memory runs on the CPU (FlexGen's cpu_cache_compute,
   // ZeRO-Inference): queries go down, outputs come up, the KV never crosses PCIe.
   bool cpu_attention = false;
@@ -106,6 +106,7 @@ std::string describe_request_lengths(const InferenceConfig& c);
 // `gpus` is the number of GPUs the hardware section provides (one model replica: tp, or ep
 // when the experts are spread over attention data-parallel groups);
 // `spec_dir` resolves a relative trace path.
-InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const ModelSpec& model, const std::string& spec_dir);
+InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const ModelSpec& model,
+                                       const std::string& spec_dir);
 
 } // namespace memwall

@@ -10,10 +10,10 @@ namespace memwall {
 InferenceKernels::InferenceKernels(const ModelSpec& m, const InferenceConfig& c)
     : m_(m), c_(c), engine_(inference_engine_registry().make(c.engine))
 {
-  tp_       = static_cast<double>(c.tp);
-  dp_       = static_cast<double>(c.attention_dp());
-  expert_div_ = static_cast<double>(std::max(c.tp, c.ep));
-  h_        = static_cast<double>(m.hidden);
+  tp_          = static_cast<double>(c.tp);
+  dp_          = static_cast<double>(c.attention_dp());
+  expert_div_  = static_cast<double>(std::max(c.tp, c.ep));
+  h_           = static_cast<double>(m.hidden);
   double heads = static_cast<double>(m.heads / c.tp);
   if (m.mla.enabled()) {
     double latent = static_cast<double>(m.mla.kv_lora_rank), rope = static_cast<double>(m.mla.qk_rope_head_dim);
@@ -25,21 +25,18 @@ InferenceKernels::InferenceKernels(const ModelSpec& m, const InferenceConfig& c)
     kv_elems_   = 2.0 * static_cast<double>(c.kv_heads_per_rank(m) * m.head_dim());
     pair_flops_ = 4 * q_dim_;
   }
-  out_dim_  = static_cast<double>(m.attn_out_dim()) / tp_; // MLA: heads x v_head_dim, not the latent queries
-  ffn_      = static_cast<double>(m.ffn_hidden) / tp_;
-  vocab_    = static_cast<double>(m.vocab) / tp_;
-  e_        = c.act_bytes();
-  wb_       = c.weight_bytes();
-  kvb_      = c.kv_bytes();
-  mlp_mats_ = m.mlp == MlpKind::swiglu ? 3 : 2;
-  moe_share_ = m.moe.enabled() ? static_cast<double>(m.moe_layers()) / static_cast<double>(m.layers) : 0.0;
+  out_dim_        = static_cast<double>(m.attn_out_dim()) / tp_; // MLA: heads x v_head_dim, not the latent queries
+  ffn_            = static_cast<double>(m.ffn_hidden) / tp_;
+  vocab_          = static_cast<double>(m.vocab) / tp_;
+  e_              = c.act_bytes();
+  wb_             = c.weight_bytes();
+  kvb_            = c.kv_bytes();
+  mlp_mats_       = m.mlp == MlpKind::swiglu ? 3 : 2;
+  moe_share_      = m.moe.enabled() ? static_cast<double>(m.moe_layers()) / static_cast<double>(m.layers) : 0.0;
   windowed_share_ = static_cast<double>(m.windowed_layers()) / static_cast<double>(m.layers);
 }
 
-double InferenceKernels::kv_bytes_per_token() const
-{
-  return static_cast<double>(m_.layers) * kv_elems_ * kvb_;
-}
+double InferenceKernels::kv_bytes_per_token() const { return static_cast<double>(m_.layers) * kv_elems_ * kvb_; }
 
 double InferenceKernels::attention_weights() const
 {
@@ -61,7 +58,8 @@ double InferenceKernels::layer_weight_bytes() const
   double moe   = 0;
   if (m_.moe.enabled()) {
     const MoeSpec& x = m_.moe;
-    moe = static_cast<double>(x.experts) * mlp_mats_ * h_ * static_cast<double>(x.expert_ffn) / expert_div_ + // E/ep whole or E split by tp
+    moe              = static_cast<double>(x.experts) * mlp_mats_ * h_ * static_cast<double>(x.expert_ffn) /
+              expert_div_ + // E/ep whole or E split by tp
           static_cast<double>(x.shared_experts) * mlp_mats_ * h_ * static_cast<double>(x.shared_ffn) / tp_ +
           h_ * static_cast<double>(x.experts);
   }
@@ -83,7 +81,8 @@ double InferenceKernels::activation_bytes(int64_t tokens, int64_t seqs, int64_t 
   double inner = moe_share_ < 1 ? ffn_ : 0.0; // the MLP's widest intermediate per token
   if (m_.moe.enabled())
     inner = std::max(inner, static_cast<double>(m_.moe.top_k * m_.moe.expert_ffn) / tp_);
-  double bytes = t * e_ * (2 * h_ + q_dim_ + kv_elems_ + (mlp_mats_ - 1) * inner) + static_cast<double>(seqs) * vocab_ * 4;
+  double bytes =
+      t * e_ * (2 * h_ + q_dim_ + kv_elems_ + (mlp_mats_ - 1) * inner) + static_cast<double>(seqs) * vocab_ * 4;
   if (!c_.flash_attention)
     bytes += t * static_cast<double>(m_.heads / c_.tp) * static_cast<double>(longest_context) * e_;
   return bytes;
@@ -122,19 +121,20 @@ KernelCost InferenceKernels::mlp(double T, double routed) const
   // back by all-to-all (attention data parallelism).
   const MoeSpec& x = m_.moe;
   const double ep = static_cast<double>(c_.ep), split = c_.ep > 1 ? 1.0 : tp_; // tensor split of an expert
-  double fe = static_cast<double>(x.expert_ffn) / split, fs = static_cast<double>(x.shared_experts * x.shared_ffn) / tp_;
+  double fe = static_cast<double>(x.expert_ffn) / split,
+         fs = static_cast<double>(x.shared_experts * x.shared_ffn) / tp_;
   double E = static_cast<double>(x.experts), pairs = routed * static_cast<double>(x.top_k) / ep,
          touched = experts_touched(routed) / ep;
   KernelCost moe = gemm("mlp", pairs, h_, mlp_mats_ * fe);
-  moe.flops = 2 * T * h_ * E + 2 * pairs * mlp_mats_ * h_ * fe + 2 * T * mlp_mats_ * h_ * fs;
-  moe.bytes = (touched * mlp_mats_ * h_ * fe + h_ * E + mlp_mats_ * h_ * fs) * wb_ +
+  moe.flops      = 2 * T * h_ * E + 2 * pairs * mlp_mats_ * h_ * fe + 2 * T * mlp_mats_ * h_ * fs;
+  moe.bytes      = (touched * mlp_mats_ * h_ * fe + h_ * E + mlp_mats_ * h_ * fs) * wb_ +
               (pairs * (2 * h_ + mlp_mats_ * fe) + T * (4 * h_ + mlp_mats_ * fs)) * e_ + T * E * 4;
   moe.shape = gemm_shape(pairs / std::max(touched, 1.0), mlp_mats_ * fe, h_, std::max(touched, 1.0));
   if (moe_share_ >= 1)
     return moe;
   KernelCost mean = moe_share_ >= 0.5 ? moe : dense;
-  mean.flops = (1 - moe_share_) * dense.flops + moe_share_ * moe.flops;
-  mean.bytes = (1 - moe_share_) * dense.bytes + moe_share_ * moe.bytes;
+  mean.flops      = (1 - moe_share_) * dense.flops + moe_share_ * moe.flops;
+  mean.bytes      = (1 - moe_share_) * dense.bytes + moe_share_ * moe.bytes;
   return mean;
 }
 
@@ -171,23 +171,24 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   // Attention data parallelism: the rank's group runs a d-th of the replica's batch; the
   // experts see every group's tokens.
   const double routed = T;
-  for (double* x : {&T, &sampled, &pairs, &kv_tokens, &scores, &cached_pairs, &cached, &cached_q, &pairs_w, &kv_tokens_w})
+  for (double* x :
+       {&T, &sampled, &pairs, &kv_tokens, &scores, &cached_pairs, &cached, &cached_q, &pairs_w, &kv_tokens_w})
     *x /= dp_;
-  it.tokens = static_cast<int64_t>(std::ceil(T));
+  it.tokens       = static_cast<int64_t>(std::ceil(T));
   LayerKernels& L = it.layer;
   L.qkv = gemm("qkv", T, h_, (attention_weights() - out_dim_ * h_) / h_); // every weight but the output projection's
-  L.qkv.bytes += 2 * T * h_ * e_; // input norm
+  L.qkv.bytes += 2 * T * h_ * e_;                                         // input norm
   L.attn.name   = "attn";
   L.attn.kclass = KernelClass::attention;
   L.attn.dtype  = c_.act_dtype;
   // QK^T and AV: 2 FLOPs per multiply-add, head_dim per query-key pair and head.
   // The mean layer: windowed layers in proportion.
-  L.attn.flops    = pair_flops_ * ((1 - windowed_share_) * pairs + windowed_share_ * pairs_w);
-  L.kv_read_bytes = ((1 - windowed_share_) * kv_tokens + windowed_share_ * kv_tokens_w) * kv_elems_ * kvb_;
+  L.attn.flops      = pair_flops_ * ((1 - windowed_share_) * pairs + windowed_share_ * pairs_w);
+  L.kv_read_bytes   = ((1 - windowed_share_) * kv_tokens + windowed_share_ * kv_tokens_w) * kv_elems_ * kvb_;
   L.cached_pairs    = cached_pairs;
   L.cached_kv_bytes = cached * kv_elems_ * kvb_;
   L.cached_queries  = cached_q;
-  L.attn.bytes    = L.kv_read_bytes + T * kv_elems_ * kvb_ + 2 * T * q_dim_ * e_;
+  L.attn.bytes      = L.kv_read_bytes + T * kv_elems_ * kvb_ + 2 * T * q_dim_ * e_;
   if (!c_.flash_attention) // scores written, read by softmax, probabilities written and read
     L.attn.bytes += 4 * scores * static_cast<double>(m_.heads / c_.tp) * e_;
   L.proj = gemm("proj", T, out_dim_, h_);

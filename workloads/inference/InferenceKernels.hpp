@@ -27,9 +27,9 @@
 // whole ones) for its ep-th of all the replica's token-expert pairs, which reach it and
 // go back by all-to-all (each tp rank of a group dispatches a tp-th of the group's tokens,
 // then the group all-gathers them: the sequence-parallel form, no token sent twice).
+#include "workloads/dag/Op.hpp"
 #include "workloads/inference/InferenceConfig.hpp"
 #include "workloads/model/ModelSpec.hpp"
-#include "workloads/dag/Op.hpp"
 
 #include <memory>
 #include <string>
@@ -40,8 +40,8 @@ namespace memwall {
 class InferenceEngine;
 
 struct SeqWork {
-  int64_t tokens  = 0; // run through the model this iteration
-  int64_t context = 0; // already in the KV cache
+  int64_t tokens  = 0;    // run through the model this iteration
+  int64_t context = 0;    // already in the KV cache
   bool samples    = true; // produces a token (its last prompt chunk, or a decode)
 };
 
@@ -51,7 +51,7 @@ struct KernelCost {
   Dtype dtype        = Dtype::fp16;
   double flops       = 0;
   double bytes       = 0;
-  GemmShape shape;   // gemm: tokens x out, contracted over in
+  GemmShape shape;                             // gemm: tokens x out, contracted over in
   KernelFamily family = KernelFamily::generic; // elementwise: which fitted curve times it
   bool host_paced     = false;                 // Op::host_paced: an eager engine's launch
 };
@@ -66,13 +66,13 @@ struct LayerKernels {
   double dispatch_bytes   = 0;
   double combine_bytes    = 0;
   double moe_gather_bytes = 0;
-  double kv_read_bytes   = 0; // KV of the batch's context read by attention
+  double kv_read_bytes    = 0; // KV of the batch's context read by attention
   // The part of attention over KV already cached (decodes, later prefill chunks): what
   // CPU attention (FlexGen's cpu_cache_compute) takes off the GPU when that KV lives in
   // host memory. A prefill's attention over its own new tokens stays on the GPU.
-  double cached_pairs     = 0; // query-key pairs whose key is cached
-  double cached_kv_bytes  = 0; // KV of those keys, read once
-  double cached_queries   = 0; // query tokens that see cached keys
+  double cached_pairs    = 0; // query-key pairs whose key is cached
+  double cached_kv_bytes = 0; // KV of those keys, read once
+  double cached_queries  = 0; // query tokens that see cached keys
   // An engine that launches its own kernels (eager PyTorch): the layer's, in order, in
   // place of qkv, attn, proj and mlp.
   std::vector<KernelCost> eager;
@@ -80,10 +80,10 @@ struct LayerKernels {
 
 struct IterationKernels {
   KernelCost embed, head;
-  LayerKernels layer;          // the same for every layer
-  double logits_gather_bytes = 0; // tp > 1: vocabulary-parallel logits all-gathered
-  double activation_bytes    = 0; // peak workspace of the iteration
-  int64_t tokens             = 0; // the representative rank's (its group's share when d > 1)
+  LayerKernels layer;                              // the same for every layer
+  double logits_gather_bytes = 0;                  // tp > 1: vocabulary-parallel logits all-gathered
+  double activation_bytes    = 0;                  // peak workspace of the iteration
+  int64_t tokens             = 0;                  // the representative rank's (its group's share when d > 1)
   std::vector<KernelCost> eager_embed, eager_head; // the engine's own, in place of embed and head
 };
 
@@ -100,10 +100,10 @@ public:
   double layer_weight_bytes() const; // one layer's weights on one rank (the mean layer)
   // Experts of one MoE layer the tokens of an iteration are routed to (even routing).
   double experts_touched(double tokens) const;
-  double query_width() const { return q_dim_; }   // query heads x head_dim on one rank
+  double query_width() const { return q_dim_; }     // query heads x head_dim on one rank
   double kv_width() const { return kv_elems_ / 2; } // K (or V) elements per token on one rank
   double activation_element_bytes() const { return e_; }
-  double weight_bytes() const;       // all of one rank's weights
+  double weight_bytes() const; // all of one rank's weights
   // Largest activation workspace an iteration of `tokens` tokens over `seqs` sequences needs.
   double activation_bytes(int64_t tokens, int64_t seqs, int64_t longest_context) const;
   // The same iteration run as `parts` GPU batches one after another (FlexGen's zig-zag
@@ -120,14 +120,14 @@ private:
   // The mean layer's MLP (dense and MoE layers in proportion) for the rank's `tokens`,
   // its routed experts taking their share of the `routed` tokens of all ep GPUs' groups.
   KernelCost mlp(double tokens, double routed) const;
-  double attention_weights() const;               // QKV (MLA: its projections) and output, one rank
+  double attention_weights() const; // QKV (MLA: its projections) and output, one rank
 
   ModelSpec m_;
   InferenceConfig c_;
   std::shared_ptr<const InferenceEngine> engine_;
   double tp_, dp_, expert_div_; // tp; attention data-parallel groups; GPUs one expert layer is spread over
   double h_, out_dim_, q_dim_, kv_elems_, ffn_, vocab_, e_, wb_, kvb_;
-  double pair_flops_;   // attention FLOPs per query-key pair on one rank
+  double pair_flops_;     // attention FLOPs per query-key pair on one rank
   double moe_share_;      // MoE layers / layers
   double windowed_share_; // sliding-window layers / layers
   int mlp_mats_;

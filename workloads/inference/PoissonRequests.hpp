@@ -15,7 +15,7 @@ struct LengthDistribution {
   int64_t value    = 128;     // fixed
   int64_t min      = 1;       // uniform, exponential (clipped)
   int64_t max      = 1024;
-  double mean      = 128;     // exponential
+  double mean      = 128; // exponential
 };
 
 struct PoissonConfig {

@@ -18,7 +18,7 @@ struct Request {
   double arrival_s      = 0;
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
-  int64_t row           = 0; // line of the trace file it came from (0: not from a file)
+  int64_t row           = 0;                  // line of the trace file it came from (0: not from a file)
   RejectReason reject   = RejectReason::none; // refused on arrival (read_inference_section decides)
 };
 

@@ -1,8 +1,8 @@
 #include "workloads/inference/RequestTrace.hpp"
 
 #include "base/InputError.hpp"
-#include "workloads/model/InputLimits.hpp"
 #include "base/TextFile.hpp"
+#include "workloads/model/InputLimits.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -131,7 +131,8 @@ std::vector<Request> read_csv(const std::string& path, std::istream& in)
     if (!line.empty() && line.back() == ',')
       cells.emplace_back();
     if (cells.size() != columns.size())
-      bad_row(path, row, "expected " + std::to_string(columns.size()) + " fields, found " + std::to_string(cells.size()));
+      bad_row(path, row,
+              "expected " + std::to_string(columns.size()) + " fields, found " + std::to_string(cells.size()));
     double arrival = 0;
     int64_t prompt = 0, output = 0;
     for (size_t i = 0; i < cells.size(); ++i) {
@@ -162,7 +163,7 @@ std::vector<Request> read_jsonl(const std::string& path, std::istream& in)
     }
     if (!j.is_object())
       bad_row(path, row, "not a JSON object");
-    bool have[3] = {false, false, false};
+    bool have[3]   = {false, false, false};
     double arrival = 0;
     int64_t prompt = 0, output = 0;
     for (const auto& [key, value] : j.items()) {
@@ -170,7 +171,7 @@ std::vector<Request> read_jsonl(const std::string& path, std::istream& in)
       if (c == Column::other)
         continue;
       have[static_cast<int>(c)] = true;
-      std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+      std::string text          = value.is_string() ? value.get<std::string>() : value.dump();
       if (c == Column::arrival && !parse_time(text, arrival))
         bad_row(path, row, key + " '" + text + "' is neither seconds nor a YYYY-MM-DD HH:MM:SS time");
       if (c == Column::prompt)
@@ -219,7 +220,8 @@ std::vector<Request> read_request_trace(const std::string& path)
     throw InputError(path + ": unknown trace format '" + ext + "'; allowed: .csv (with a header row), .jsonl");
   if (out.empty())
     throw InputError(path + ": the trace holds no requests");
-  std::stable_sort(out.begin(), out.end(), [](const Request& a, const Request& b) { return a.arrival_s < b.arrival_s; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Request& a, const Request& b) { return a.arrival_s < b.arrival_s; });
   double t0 = out.front().arrival_s;
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].arrival_s -= t0;

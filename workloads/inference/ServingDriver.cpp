@@ -11,9 +11,9 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
     : model_(model), cfg_(cfg), cluster_(cluster), kernels_(model, cfg)
 {
   const NodeSpec& node = cluster_.node;
-  gpu_  = DeviceRef{DeviceKind::gpu, 0, 0};
-  host_ = DeviceRef{DeviceKind::host, 0, node.socket_of_gpu(0)};
-  nvme_ = DeviceRef{DeviceKind::nvme, 0, 0};
+  gpu_                 = DeviceRef{DeviceKind::gpu, 0, 0};
+  host_                = DeviceRef{DeviceKind::host, 0, node.socket_of_gpu(0)};
+  nvme_                = DeviceRef{DeviceKind::nvme, 0, 0};
   // The replica's ranks in Megatron order (the first tp are the representative's group);
   // those on the representative's node (its shadows) share its NVMe, those on its socket
   // also its DRAM.
@@ -72,10 +72,10 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
     p.windowed_share = static_cast<double>(model_.windowed_layers()) / static_cast<double>(model_.layers);
     p.window         = model_.sliding_window;
   }
-  p.max_model_len   = cfg_.max_model_len;
-  p.block_size      = cfg_.block_size;
-  p.shared_prefix   = cfg_.shared_prefix;
-  kv_ = kv_manager_registry().make(cfg_.kv_manager, p);
+  p.max_model_len = cfg_.max_model_len;
+  p.block_size    = cfg_.block_size;
+  p.shared_prefix = cfg_.shared_prefix;
+  kv_             = kv_manager_registry().make(cfg_.kv_manager, p);
 
   stats_.present            = true;
   stats_.kv_capacity_tokens = kv_->capacity();
@@ -84,8 +84,8 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
   if (cfg_.kv_off.any()) {
     stats_.kv_offloaded_fraction = cfg_.kv_off.total();
     stats_.kv_offload_place      = cfg_.kv_off.cpu > 0 && cfg_.kv_off.nvme > 0 ? "cpu+nvme"
-                                   : cfg_.kv_off.nvme > 0                   ? "nvme"
-                                                                            : "cpu";
+                                   : cfg_.kv_off.nvme > 0                      ? "nvme"
+                                                                               : "cpu";
   }
 }
 
@@ -125,8 +125,8 @@ void ServingDriver::setup()
     dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::context, g.context_bytes, "cuda_context");
   double layer_w = kernels_.layer_weight_bytes() * static_cast<double>(model_.layers);
   double w_off   = cfg_.weights_off.total();
-  weights_ = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::weights, kernels_.weight_bytes() - layer_w * w_off,
-                        "weights");
+  weights_       = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::weights,
+                              kernels_.weight_bytes() - layer_w * w_off, "weights");
   for (OffloadPlace tier : {OffloadPlace::cpu, OffloadPlace::nvme}) // every rank's share sits in the same DRAM / NVMe
     if (cfg_.weights_off.of(tier) > 0)
       dag_.alloc(gpu_, StreamKind::compute, offload_pool(tier), MemCategory::weights,
@@ -207,8 +207,8 @@ StepDecision ServingDriver::next(double now)
 ServingStats ServingDriver::take_stats()
 {
   for (const Sequence& s : st_.seqs)
-    stats_.requests.push_back({s.req.id, s.req.arrival_s, s.first_token_s, s.finish_s, s.max_itl_s,
-                               s.req.prompt_tokens, s.req.output_tokens, s.preemptions, s.rejected,
+    stats_.requests.push_back({s.req.id, s.req.arrival_s, s.first_token_s, s.finish_s, s.max_itl_s, s.req.prompt_tokens,
+                               s.req.output_tokens, s.preemptions, s.rejected,
                                static_cast<uint8_t>(s.rejected ? s.req.reject : RejectReason::none), s.scheduled_s});
   return std::move(stats_);
 }

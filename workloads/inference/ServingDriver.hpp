@@ -19,10 +19,10 @@
 // Implementation files: ServingDriver.cpp (setup, sequences, statistics),
 // ServingIteration.cpp (the ops of an iteration), ServingTouches.cpp (what kernels touch).
 #include "hwmodels/ClusterSpec.hpp"
+#include "workloads/dag/StepSource.hpp"
 #include "workloads/inference/InferenceConfig.hpp"
 #include "workloads/inference/InferenceKernels.hpp"
 #include "workloads/inference/ServingStats.hpp"
-#include "workloads/dag/StepSource.hpp"
 #include "workloads/inference/kv/KvManager.hpp"
 #include "workloads/inference/scheduler/BatchScheduler.hpp"
 
@@ -85,20 +85,20 @@ private:
   std::unique_ptr<BatchScheduler> scheduler_;
   ServingStats stats_;
 
-  Tensor weights_; // on the GPU (all of them unless offloaded)
-  Tensor act_;     // the current iteration's activation workspace
-  std::vector<Tensor> kv_slabs_; // managed KV (unified memory), oldest first
-  double kv_gpu_bytes_ = 0;      // the GPU's KV bytes the slabs hold
+  Tensor weights_;                           // on the GPU (all of them unless offloaded)
+  Tensor act_;                               // the current iteration's activation workspace
+  std::vector<Tensor> kv_slabs_;             // managed KV (unified memory), oldest first
+  double kv_gpu_bytes_                  = 0; // the GPU's KV bytes the slabs hold
   static constexpr double kv_slab_bytes = 64.0 * 1024 * 1024;
   DeviceRef gpu_, host_, nvme_;
   int32_t tp_group_ = -1, ep_group_ = -1; // ep: attention data parallelism's all-to-all group
   std::vector<DeviceRef> tp_members_, ep_members_, node_peers_;
   std::vector<std::vector<DeviceRef>> other_tp_groups_;
   int ranks_on_socket_ = 1; // tp ranks sharing the representative's DRAM (itself included)
-  bool started_     = false;
+  bool started_        = false;
   Iteration current_;
-  int64_t kv_slots_ = 0;   // slots allocated in the pools so far
-  OpId kv_ready_    = OpDag::none;
+  int64_t kv_slots_   = 0; // slots allocated in the pools so far
+  OpId kv_ready_      = OpDag::none;
   double model_flops_ = 0;
 };
 

@@ -45,8 +45,8 @@ void ServingDriver::emit_kv_changes(const Iteration& it)
   kv_slots_ = now_slots;
   for (int s : it.swapped_in) {
     double bytes = static_cast<double>(kv_->held(st_.seqs[s].computed)) * per_token * (1 - off);
-    OpId copy = dag_.add(copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes, "kv.swap_in"),
-                         {after.empty() ? OpDag::none : after.back()});
+    OpId copy    = dag_.add(copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes, "kv.swap_in"),
+                            {after.empty() ? OpDag::none : after.back()});
     after.push_back(dag_.free(bytes_of(host_, MemCategory::kv_cache, bytes * ranks_on_socket_), gpu_, StreamKind::h2d,
                               "kv.swap_space", {copy}));
   }
@@ -55,10 +55,10 @@ void ServingDriver::emit_kv_changes(const Iteration& it)
 
 OpId ServingDriver::emit_kernel(const KernelCost& k, OpName name, std::initializer_list<OpId> deps)
 {
-  double model = k.kclass == KernelClass::elementwise ? 0.0 : k.flops;
-  Op op     = kernel_op(gpu_, k.kclass, k.dtype, k.flops, k.bytes, model, name);
-  op.shape  = k.shape;
-  op.family = k.family;
+  double model  = k.kclass == KernelClass::elementwise ? 0.0 : k.flops;
+  Op op         = kernel_op(gpu_, k.kclass, k.dtype, k.flops, k.bytes, model, name);
+  op.shape      = k.shape;
+  op.family     = k.family;
   op.host_paced = k.host_paced;
   return dag_.add(std::move(op), deps);
 }
@@ -69,12 +69,13 @@ OpId ServingDriver::emit_kernel(const KernelCost& k, OpName name, std::initializ
 OpId ServingDriver::emit_fetch(const OffShares& from, double bytes, const std::string& name, OpId after, Tensor& staged,
                                MemCategory category)
 {
-  staged = dag_.alloc(gpu_, StreamKind::h2d, gpu_, category, bytes * from.total(), name + ".staging", {after});
+  staged     = dag_.alloc(gpu_, StreamKind::h2d, gpu_, category, bytes * from.total(), name + ".staging", {after});
   OpId ready = dag_.last_alloc_or_free();
   OpId last  = ready;
   if (from.cpu > 0)
-    last = dag_.add(host_copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes * from.cpu, name + ".h2d", cfg_.offload_pinned),
-                    {ready});
+    last =
+        dag_.add(host_copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes * from.cpu, name + ".h2d", cfg_.offload_pinned),
+                 {ready});
   if (from.nvme > 0) {
     OpId read = dag_.add(copy_op(gpu_, StreamKind::host, nvme_, host_, bytes * from.nvme, name + ".read"), {ready});
     last      = dag_.add(host_copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes * from.nvme,
@@ -110,17 +111,17 @@ OpId ServingDriver::emit_activation_offload(double bytes, const std::string& nam
   const OffShares& a = cfg_.act_off;
   if (!a.any() || bytes <= 0)
     return OpDag::none;
-  OpId down = dag_.add(host_copy_op(gpu_, StreamKind::d2h, gpu_, host_, bytes * a.total(), name + ".act.d2h",
-                                    cfg_.offload_pinned),
-                       {dag_.stream_tail(gpu_, StreamKind::compute)});
+  OpId down = dag_.add(
+      host_copy_op(gpu_, StreamKind::d2h, gpu_, host_, bytes * a.total(), name + ".act.d2h", cfg_.offload_pinned),
+      {dag_.stream_tail(gpu_, StreamKind::compute)});
   OpId back = down;
   if (a.nvme > 0) {
     OpId write = dag_.add(copy_op(gpu_, StreamKind::d2h, host_, nvme_, bytes * a.nvme, name + ".act.write"), {down});
     back       = dag_.add(copy_op(gpu_, StreamKind::host, nvme_, host_, bytes * a.nvme, name + ".act.read"), {write});
   }
-  return dag_.add(host_copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes * a.total(), name + ".act.h2d",
-                               cfg_.offload_pinned),
-                  {back});
+  return dag_.add(
+      host_copy_op(gpu_, StreamKind::h2d, host_, gpu_, bytes * a.total(), name + ".act.h2d", cfg_.offload_pinned),
+      {back});
 }
 
 // FlexGen's cpu_cache_compute: the `share` of attention over cached keys whose KV lives
@@ -137,11 +138,11 @@ OpId ServingDriver::emit_activation_offload(double bytes, const std::string& nam
 OpId ServingDriver::emit_cpu_attention(const LayerKernels& k, double share, const std::string& name,
                                        std::vector<OpId>& freed_kv)
 {
-  double io   = k.cached_queries * kernels_.query_width() * kernels_.activation_element_bytes();
-  OpId down   = dag_.add(host_copy_op(gpu_, StreamKind::d2h, gpu_, host_, io, name + ".q.d2h", cfg_.offload_pinned),
-                         {dag_.stream_tail(gpu_, StreamKind::compute)});
-  double rep  = kernels_.query_width() / kernels_.kv_width();
-  double kv   = k.cached_kv_bytes * share;
+  double io  = k.cached_queries * kernels_.query_width() * kernels_.activation_element_bytes();
+  OpId down  = dag_.add(host_copy_op(gpu_, StreamKind::d2h, gpu_, host_, io, name + ".q.d2h", cfg_.offload_pinned),
+                        {dag_.stream_tail(gpu_, StreamKind::compute)});
+  double rep = kernels_.query_width() / kernels_.kv_width();
+  double kv  = k.cached_kv_bytes * share;
   double from_disk = k.cached_kv_bytes * cfg_.kv_off.nvme;
   Tensor workspace;
   OpId read = OpDag::none;
@@ -166,7 +167,6 @@ OpId ServingDriver::emit_cpu_attention(const LayerKernels& k, double share, cons
   return dag_.add(host_copy_op(gpu_, StreamKind::h2d, host_, gpu_, io, name + ".out.h2d", cfg_.offload_pinned), {done});
 }
 
-
 void ServingDriver::emit_iteration(const Iteration& it)
 {
   std::vector<SeqWork> batch;
@@ -178,7 +178,7 @@ void ServingDriver::emit_iteration(const Iteration& it)
   IterationKernels k = kernels_.plan(batch);
   // One GPU batch's workspace at a time, beside the other batches' residual streams.
   std::vector<IterationKernels> parts;
-  double act_bytes = 0;
+  double act_bytes                        = 0;
   std::vector<std::vector<SeqWork>> split = split_batch(batch, cfg_.gpu_batches);
   for (const auto& part : split) {
     parts.push_back(split.size() == 1 ? k : kernels_.plan(part)); // one batch: the plan above
@@ -188,8 +188,8 @@ void ServingDriver::emit_iteration(const Iteration& it)
   // "it7123.embed": the iteration's number, not interned (OpName), so that a long serving
   // loop adds no names.
   auto tag = [&](const std::string& what) { return OpName("it", static_cast<uint64_t>(stats_.iterations), what); };
-  act_ = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::activations, act_bytes, tag(".activations"),
-                   {kv_ready_});
+  act_     = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::activations, act_bytes, tag(".activations"),
+                        {kv_ready_});
   // Offloaded hidden states between layers, in host memory or on NVMe for every rank there.
   std::vector<Tensor> act_off;
   for (OffloadPlace tier : {OffloadPlace::cpu, OffloadPlace::nvme})
@@ -279,7 +279,8 @@ void ServingDriver::emit_layer_part(const IterationKernels& k, int64_t layer, co
   if (kv_off > 0) {
     if (fetch)
       freed_kv.push_back(dag_.free(kv_stage, gpu_, StreamKind::compute, L + ".kv.staging"));
-    dag_.add(host_copy_op(gpu_, StreamKind::d2h, gpu_, host_, kv_new * kv_off, L + ".kv.d2h", cfg_.offload_pinned), {attn});
+    dag_.add(host_copy_op(gpu_, StreamKind::d2h, gpu_, host_, kv_new * kv_off, L + ".kv.d2h", cfg_.offload_pinned),
+             {attn});
     if (cfg_.kv_off.nvme > 0)
       dag_.add(copy_op(gpu_, StreamKind::d2h, host_, nvme_, kv_new * cfg_.kv_off.nvme, L + ".kv.write"));
   }

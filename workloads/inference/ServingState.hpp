@@ -14,10 +14,10 @@ enum class SeqState { future, waiting, running, swapped, finished };
 
 struct Sequence {
   Request req;
-  SeqState state      = SeqState::future;
-  int64_t generated   = 0;  // output tokens sampled so far
-  int64_t computed    = 0;  // tokens whose KV is in the cache
-  bool done           = false; // sampled its last token (static batching keeps it as padding)
+  SeqState state       = SeqState::future;
+  int64_t generated    = 0;     // output tokens sampled so far
+  int64_t computed     = 0;     // tokens whose KV is in the cache
+  bool done            = false; // sampled its last token (static batching keeps it as padding)
   double first_token_s = -1;
   double last_token_s  = -1;
   double max_itl_s     = 0; // longest pause between two of its tokens
@@ -64,7 +64,7 @@ struct ServingState {
   std::deque<int> waiting;
   std::vector<int> running; // admission order: the newest is preempted first
   std::deque<int> swapped;
-  int64_t swap_used = 0;    // tokens in host swap space
+  int64_t swap_used = 0; // tokens in host swap space
   ServingLimits limits;
 
   void admit_arrivals(double now)
@@ -83,7 +83,10 @@ struct ServingState {
       ++n;
     return n;
   }
-  bool all_finished() const { return next_arrival == seqs.size() && waiting.empty() && running.empty() && swapped.empty(); }
+  bool all_finished() const
+  {
+    return next_arrival == seqs.size() && waiting.empty() && running.empty() && swapped.empty();
+  }
   double next_arrival_time() const { return next_arrival < seqs.size() ? seqs[next_arrival].req.arrival_s : -1; }
 };
 

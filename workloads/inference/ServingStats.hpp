@@ -18,7 +18,7 @@ struct RequestRecord {
   int64_t output_tokens = 0;
   int64_t preemptions   = 0;
   bool rejected         = false;
-  uint8_t reject_reason = 0; // RejectReason (Request.hpp): 1 kv_cache, 2 prompt_too_long, 3 exceeds_context
+  uint8_t reject_reason = 0;  // RejectReason (Request.hpp): 1 kv_cache, 2 prompt_too_long, 3 exceeds_context
   double scheduled_s    = -1; // when it left the waiting queue (first ran in an iteration)
 };
 

@@ -18,10 +18,7 @@ void ServingDriver::touch_weights(OpId k, double offset, double bytes)
   dag_.touch(k, weights_, std::min(bytes, weights_.bytes - offset), false, offset);
 }
 
-void ServingDriver::touch_activations(OpId k, double bytes)
-{
-  dag_.touch(k, act_, std::min(bytes, act_.bytes), true);
-}
+void ServingDriver::touch_activations(OpId k, double bytes) { dag_.touch(k, act_, std::min(bytes, act_.bytes), true); }
 
 void ServingDriver::touch_edge(OpId k, const KernelCost& c, bool head)
 {
@@ -69,8 +66,8 @@ void ServingDriver::resize_managed_kv(double gpu_bytes, OpId after)
   kv_gpu_bytes_ = std::max(0.0, gpu_bytes);
   double held   = kv_slab_bytes * static_cast<double>(kv_slabs_.size());
   while (held < kv_gpu_bytes_) {
-    kv_slabs_.push_back(dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::kv_cache, kv_slab_bytes, "kv.slab",
-                                   {after}));
+    kv_slabs_.push_back(
+        dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::kv_cache, kv_slab_bytes, "kv.slab", {after}));
     held += kv_slab_bytes;
   }
   while (!kv_slabs_.empty() && held - kv_slab_bytes >= kv_gpu_bytes_) {

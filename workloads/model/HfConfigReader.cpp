@@ -61,14 +61,14 @@ private:
 // head size of its own) only where the class has grouped-query attention.
 void decoder_sizes(const HfConfig& c, ModelSpec& m, const char* ffn_key, int64_t positions, bool gqa)
 {
-  m.layers = c.integer("num_hidden_layers");
-  m.hidden = c.integer("hidden_size");
-  m.heads = c.integer("num_attention_heads");
+  m.layers   = c.integer("num_hidden_layers");
+  m.hidden   = c.integer("hidden_size");
+  m.heads    = c.integer("num_attention_heads");
   m.kv_heads = gqa ? c.integer_or("num_key_value_heads", m.heads) : m.heads;
   if (gqa)
     m.head_dim_override = c.integer_or("head_dim", 0);
-  m.ffn_hidden = c.integer(ffn_key);
-  m.vocab = c.integer("vocab_size");
+  m.ffn_hidden  = c.integer(ffn_key);
+  m.vocab       = c.integer("vocab_size");
   m.max_seq_len = c.integer_or("max_position_embeddings", positions);
 }
 
@@ -77,14 +77,14 @@ void decoder_sizes(const HfConfig& c, ModelSpec& m, const char* ffn_key, int64_t
 void llama_base(const HfConfig& c, ModelSpec& m)
 {
   decoder_sizes(c, m, "intermediate_size", 4096, true);
-  m.mlp = MlpKind::swiglu;
-  m.norm = NormKind::rmsnorm;
+  m.mlp               = MlpKind::swiglu;
+  m.norm              = NormKind::rmsnorm;
   m.learned_positions = false;
-  m.tied_embeddings = c.flag_or("tie_word_embeddings", false);
-  bool bias = c.flag_or("attention_bias", false);
+  m.tied_embeddings   = c.flag_or("tie_word_embeddings", false);
+  bool bias           = c.flag_or("attention_bias", false);
   m.qkv_bias = m.proj_bias = bias;
-  m.mlp_bias = c.flag_or("mlp_bias", false);
-  m.dropout = false;
+  m.mlp_bias               = c.flag_or("mlp_bias", false);
+  m.dropout                = false;
 }
 
 // Sliding-window attention named by `layer_types` (newer configs), else by a window that
@@ -96,7 +96,7 @@ void sliding_window(const HfConfig& c, ModelSpec& m, int64_t global_every)
   m.sliding_window = c.integer("sliding_window");
   m.global_every   = global_every;
   if (c.has("layer_types") && c.raw("layer_types").is_array()) {
-    const json& t = c.raw("layer_types");
+    const json& t  = c.raw("layer_types");
     int64_t global = 0;
     for (const auto& v : t)
       global += v == "full_attention" ? 1 : 0;
@@ -194,7 +194,7 @@ void read_phi3(const HfConfig& c, ModelSpec& m)
 void read_deepseek_v3(const HfConfig& c, ModelSpec& m)
 {
   llama_base(c, m);
-  MlaSpec& a = m.mla;
+  MlaSpec& a         = m.mla;
   a.q_lora_rank      = c.integer_or("q_lora_rank", 0);
   a.kv_lora_rank     = c.integer("kv_lora_rank");
   a.qk_nope_head_dim = c.integer("qk_nope_head_dim");
@@ -226,12 +226,12 @@ void read_gpt_oss(const HfConfig& c, ModelSpec& m)
 
 void read_gpt2(const HfConfig& c, ModelSpec& m)
 {
-  m.layers = c.integer("n_layer");
-  m.hidden = c.integer("n_embd");
-  m.heads = c.integer("n_head");
-  m.kv_heads = m.heads;
-  m.ffn_hidden = c.integer_or("n_inner", 4 * m.hidden);
-  m.vocab = c.integer("vocab_size");
+  m.layers      = c.integer("n_layer");
+  m.hidden      = c.integer("n_embd");
+  m.heads       = c.integer("n_head");
+  m.kv_heads    = m.heads;
+  m.ffn_hidden  = c.integer_or("n_inner", 4 * m.hidden);
+  m.vocab       = c.integer("vocab_size");
   m.max_seq_len = c.integer_or("n_positions", 1024);
 }
 
@@ -246,20 +246,29 @@ void read_gpt_neox(const HfConfig& c, ModelSpec& m)
 {
   decoder_sizes(c, m, "intermediate_size", 2048, false);
   m.learned_positions = false;
-  m.tied_embeddings = c.flag_or("tie_word_embeddings", false);
+  m.tied_embeddings   = c.flag_or("tie_word_embeddings", false);
 }
 
 using Reader = std::function<void(const HfConfig&, ModelSpec&)>;
 
 const std::map<std::string, Reader>& readers()
 {
-  static const std::map<std::string, Reader> all{
-      {"llama", read_llama},         {"mistral", read_llama},       {"mixtral", read_mixtral},
-      {"qwen2", read_qwen2},         {"qwen2_moe", read_qwen2_moe}, {"qwen3", read_qwen3},
-      {"qwen3_moe", read_qwen3_moe}, {"gemma2", read_gemma2},       {"gemma3", read_gemma3_text},
-      {"gemma3_text", read_gemma3_text}, {"phi3", read_phi3},       {"deepseek_v3", read_deepseek_v3},
-      {"gpt_oss", read_gpt_oss},     {"gpt2", read_gpt2},           {"opt", read_opt},
-      {"gpt_neox", read_gpt_neox}};
+  static const std::map<std::string, Reader> all{{"llama", read_llama},
+                                                 {"mistral", read_llama},
+                                                 {"mixtral", read_mixtral},
+                                                 {"qwen2", read_qwen2},
+                                                 {"qwen2_moe", read_qwen2_moe},
+                                                 {"qwen3", read_qwen3},
+                                                 {"qwen3_moe", read_qwen3_moe},
+                                                 {"gemma2", read_gemma2},
+                                                 {"gemma3", read_gemma3_text},
+                                                 {"gemma3_text", read_gemma3_text},
+                                                 {"phi3", read_phi3},
+                                                 {"deepseek_v3", read_deepseek_v3},
+                                                 {"gpt_oss", read_gpt_oss},
+                                                 {"gpt2", read_gpt2},
+                                                 {"opt", read_opt},
+                                                 {"gpt_neox", read_gpt_neox}};
   return all;
 }
 
@@ -286,13 +295,13 @@ ModelSpec read_hf_config(const std::string& path)
     throw InputError(path + ": not a HuggingFace config.json (no string 'model_type')");
   // A multimodal Gemma 3 keeps its language model's keys under text_config.
   if (j.at("model_type") == "gemma3" && j.contains("text_config") && j.at("text_config").is_object()) {
-    json text = j.at("text_config");
+    json text          = j.at("text_config");
     text["model_type"] = "gemma3";
-    j = std::move(text);
+    j                  = std::move(text);
   }
   HfConfig c(j, path);
   std::string type = c.type();
-  auto it = readers().find(type);
+  auto it          = readers().find(type);
   if (it == readers().end())
     throw InputError(path + ": model_type '" + type + "' is not supported; supported: " + join(hf_model_types()));
   ModelSpec m;
@@ -311,7 +320,8 @@ ModelSpec read_hf_config(const std::string& path)
   if (m.heads % m.kv_heads != 0)
     throw InputError(path + ": num_key_value_heads must divide num_attention_heads");
   if (m.moe.enabled() && (m.moe.top_k > m.moe.experts || m.moe.first_k_dense >= m.layers))
-    throw InputError(path + ": num_experts_per_tok must be at most the experts, and a dense prefix shorter than the layers");
+    throw InputError(path +
+                     ": num_experts_per_tok must be at most the experts, and a dense prefix shorter than the layers");
   return m;
 }
 

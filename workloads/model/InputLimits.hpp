@@ -7,14 +7,14 @@
 
 namespace memwall::limits {
 
-constexpr int64_t tokens    = 100'000'000;    // a sequence, prompt, output or context
-constexpr int64_t sequences = 100'000'000;    // a batch
+constexpr int64_t tokens    = 100'000'000; // a sequence, prompt, output or context
+constexpr int64_t sequences = 100'000'000; // a batch
 constexpr int64_t layers    = 10'000;
-constexpr int64_t width     = 10'000'000;     // hidden, ffn_hidden
+constexpr int64_t width     = 10'000'000; // hidden, ffn_hidden
 constexpr int64_t heads     = 100'000;
 constexpr int64_t vocab     = 100'000'000;
-constexpr int64_t experts   = 100'000;        // routed experts of one MoE layer
-constexpr int64_t requests  = 1'000'000;      // one serving run (~130 MB of records each 1e6)
+constexpr int64_t experts   = 100'000;   // routed experts of one MoE layer
+constexpr int64_t requests  = 1'000'000; // one serving run (~130 MB of records each 1e6)
 // Layer passes one GPU replays per training step: micro-batches x layers of its stage
 // (the 1T Megatron example has 512 x 2, a one-GPU GPT-3 with 4,096 micro-batches 393k).
 constexpr int64_t layer_passes = 1'000'000;

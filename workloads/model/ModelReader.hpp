@@ -1,8 +1,8 @@
 #pragma once
 // The `model` section of a spec: a preset, a HuggingFace config.json, or an explicit
 // shape; explicit keys override what a preset or config gives.
-#include "workloads/model/ModelSpec.hpp"
 #include "base/ParamReader.hpp"
+#include "workloads/model/ModelSpec.hpp"
 
 namespace memwall {
 

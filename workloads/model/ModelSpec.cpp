@@ -27,8 +27,8 @@ double ModelSpec::attention_params() const
     w = mla_down_params() + mla_norm_params() + mla_up_params();
   } else {
     double kv = static_cast<double>(kv_dim());
-    w = h * q + 2 * h * kv + o * h; // Q, K and V, output projection
-    b = (qkv_bias ? q + 2 * kv : 0.0) + (proj_bias ? h : 0.0);
+    w         = h * q + 2 * h * kv + o * h; // Q, K and V, output projection
+    b         = (qkv_bias ? q + 2 * kv : 0.0) + (proj_bias ? h : 0.0);
   }
   if (qk_norm)
     w += 2.0 * head_dim();
@@ -113,7 +113,8 @@ double ModelSpec::embedding_params() const
 
 double ModelSpec::total_params() const
 {
-  double p = embedding_params() + (final_norm ? norm_params() : 0.0) + head_params() + static_cast<double>(extra_params);
+  double p =
+      embedding_params() + (final_norm ? norm_params() : 0.0) + head_params() + static_cast<double>(extra_params);
   for (int64_t l = 0; l < layers; ++l)
     p += layer_params(l);
   return p;
@@ -121,7 +122,8 @@ double ModelSpec::total_params() const
 
 double ModelSpec::active_params() const
 {
-  double p = embedding_params() + (final_norm ? norm_params() : 0.0) + head_params() + static_cast<double>(extra_params);
+  double p =
+      embedding_params() + (final_norm ? norm_params() : 0.0) + head_params() + static_cast<double>(extra_params);
   for (int64_t l = 0; l < layers; ++l)
     p += active_layer_params(l);
   return p;

@@ -13,7 +13,7 @@ namespace {
 void check_device(const DeviceRef& d, const ClusterSpec& c, const std::string& where)
 {
   bool ok = d.node >= 0 && d.node < c.nodes && d.index >= 0 &&
-            (d.kind == DeviceKind::gpu ? d.index < c.gpus_per_node
+            (d.kind == DeviceKind::gpu    ? d.index < c.gpus_per_node
              : d.kind == DeviceKind::host ? d.index < c.node.sockets
                                           : d.index == 0);
   if (!ok)
@@ -63,7 +63,8 @@ OpDag import_exported(const std::vector<KinetoTrace>& traces, const ClusterSpec&
     std::vector<std::vector<DeviceRef>> concurrent;
     for (const auto& c : g.value("concurrent", nlohmann::json::array()))
       concurrent.push_back(devices_from_json(c, cluster, where + ".groups"));
-    std::vector<DeviceRef> members = devices_from_json(g.value("members", nlohmann::json()), cluster, where + ".groups");
+    std::vector<DeviceRef> members =
+        devices_from_json(g.value("members", nlohmann::json()), cluster, where + ".groups");
     if (members.empty())
       throw InputError(where + ".groups: a group needs members");
     dag.add_group(std::move(members), std::move(concurrent));
@@ -91,7 +92,7 @@ OpDag import_exported(const std::vector<KinetoTrace>& traces, const ClusterSpec&
     if (id != static_cast<int64_t>(i))
       throw InputError(op_where + ": ids must run 0, 1, 2, ... once each (expected " + std::to_string(i) + ")");
     const nlohmann::json& j = *at.first;
-    Op op = op_from_json(j, op_where);
+    Op op                   = op_from_json(j, op_where);
     for (const DeviceRef* d : {&op.device, &op.src, &op.dst, &op.pool})
       check_device(*d, cluster, op_where);
     if (op.kind == OpKind::collective && op.group >= static_cast<int32_t>(groups.size()))

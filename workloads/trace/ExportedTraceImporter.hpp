@@ -5,8 +5,8 @@
 // checked (ids in order, dependencies on earlier ops, devices in the cluster, a free
 // matching its alloc); an error names the file and the op.
 #include "hwmodels/ClusterSpec.hpp"
-#include "workloads/trace/KinetoTrace.hpp"
 #include "workloads/dag/OpDag.hpp"
+#include "workloads/trace/KinetoTrace.hpp"
 
 namespace memwall {
 

@@ -26,7 +26,7 @@ GzipInput::int_type GzipInput::underflow()
     return traits_type::to_int_type(*gptr());
   int n = gzread(file_, buffer_.data(), static_cast<unsigned>(buffer_.size()));
   if (n < 0) {
-    int err = 0;
+    int err         = 0;
     const char* msg = gzerror(file_, &err);
     throw InputError(path_ + ": not a readable gzip or text file (" + (msg ? msg : "zlib error") + ")");
   }

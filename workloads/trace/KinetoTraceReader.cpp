@@ -1,7 +1,7 @@
 // Streaming reader of Kineto traces: nlohmann's SAX interface over a gzip stream, so a
 // trace is never held whole, only the events memwall keeps (KinetoTrace.hpp).
-#include "workloads/trace/GzipInput.hpp"
 #include "base/InputError.hpp"
+#include "workloads/trace/GzipInput.hpp"
 #include "workloads/trace/KinetoTrace.hpp"
 
 #include <nlohmann/json.hpp>
@@ -17,8 +17,8 @@ namespace {
 // One JSON scalar as the SAX callbacks deliver it.
 struct Scalar {
   enum class Kind { none, integer, real, text } kind = Kind::none;
-  int64_t i = 0;
-  double d  = 0;
+  int64_t i                                          = 0;
+  double d                                           = 0;
   std::string s; // text, or a real's digits as written
 };
 
@@ -39,8 +39,8 @@ bool to_ns(const Scalar& v, int64_t& ns)
   if (v.kind != Scalar::Kind::real || !std::isfinite(v.d) || std::fabs(v.d) > static_cast<double>(largest_time_us))
     return false;
   const std::string& t = v.s;
-  size_t dot = t.find('.');
-  bool plain = dot != std::string::npos && t.find_first_of("eE") == std::string::npos && dot > 0;
+  size_t dot           = t.find('.');
+  bool plain           = dot != std::string::npos && t.find_first_of("eE") == std::string::npos && dot > 0;
   if (!plain) {
     ns = std::llround(v.d * 1000);
     return true;
@@ -195,8 +195,7 @@ public:
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override
   {
-    throw InputError(out_.file + ": not a JSON trace (at byte " + std::to_string(position) + ": " +
-                     ex.what() + ")");
+    throw InputError(out_.file + ": not a JSON trace (at byte " + std::to_string(position) + ": " + ex.what() + ")");
   }
 
   bool root_object() const { return root_object_; }
@@ -209,11 +208,11 @@ private:
     bool has_ts = false;
     // args
     int64_t device = -1, stream = -1, correlation = -1;
-    double bytes    = 0;
+    double bytes = 0;
     TraceCollective coll;
     bool is_collective = false;
     TraceMemoryEvent mem;
-    nlohmann::json memwall; // args.memwall of an exported trace
+    nlohmann::json memwall;                               // args.memwall of an exported trace
     int64_t wait_on_stream = -1, record_correlation = -1; // cuda_sync
   };
 
@@ -368,8 +367,9 @@ private:
       if (e.device < 0 || e.stream < 0)
         return;
       TraceGpuOp op;
-      op.kind = e.cat == "kernel" ? TraceGpuOp::Kind::kernel
-              : e.cat == "gpu_memcpy" ? TraceGpuOp::Kind::memcpy : TraceGpuOp::Kind::memset;
+      op.kind        = e.cat == "kernel"       ? TraceGpuOp::Kind::kernel
+                       : e.cat == "gpu_memcpy" ? TraceGpuOp::Kind::memcpy
+                                               : TraceGpuOp::Kind::memset;
       op.start_ns    = e.ts_ns;
       op.dur_ns      = e.dur_ns;
       op.device      = static_cast<int>(std::clamp<int64_t>(e.device, 0, 1 << 20));
@@ -412,11 +412,11 @@ private:
   }
 
   KinetoTrace& out_;
-  int depth_ = 0;
+  int depth_        = 0;
   bool root_object_ = false, saw_events_ = false;
-  std::string top_;    // key at depth 1
+  std::string top_;     // key at depth 1
   std::string key2_[2]; // keys at depths 2 and 3
-  std::string arg_;    // key inside an event's args
+  std::string arg_;     // key inside an event's args
   Event event_;
   std::unordered_map<std::string, uint32_t> name_ids_;
   std::vector<nlohmann::json*> dom_;

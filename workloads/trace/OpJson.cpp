@@ -45,8 +45,7 @@ double number(const nlohmann::json& j, const char* key, const std::string& where
   return v;
 }
 
-int64_t integer(const nlohmann::json& j, const char* key, int64_t lo, int64_t hi, int64_t def,
-                const std::string& where)
+int64_t integer(const nlohmann::json& j, const char* key, int64_t lo, int64_t hi, int64_t def, const std::string& where)
 {
   if (!j.contains(key))
     return def;
@@ -77,8 +76,10 @@ DeviceRef device_from_json(const nlohmann::json& j, const std::string& where)
     throw InputError(where + ": device kind '" + k + "' is not one of gpu, host, nvme");
   if (node < 0 || node > 1'000'000 || index < 0 || index > 1'000)
     throw InputError(where + ": device node or index out of range");
-  return {k == "gpu" ? DeviceKind::gpu : k == "host" ? DeviceKind::host : DeviceKind::nvme, static_cast<int32_t>(node),
-          static_cast<int32_t>(index)};
+  return {k == "gpu"    ? DeviceKind::gpu
+          : k == "host" ? DeviceKind::host
+                        : DeviceKind::nvme,
+          static_cast<int32_t>(node), static_cast<int32_t>(index)};
 }
 
 nlohmann::json op_to_json(const Op& op)
@@ -103,8 +104,9 @@ nlohmann::json op_to_json(const Op& op)
       if (op.family != KernelFamily::generic)
         j["family"] = kernel_family_name(op.family);
       if (op.shape.known())
-        j["shape"] = op.shape.groups() > 1 ? nlohmann::json{op.shape.m, op.shape.n, uint32_t(op.shape.k), op.shape.groups()}
-                                           : nlohmann::json{op.shape.m, op.shape.n, uint32_t(op.shape.k)};
+        j["shape"] = op.shape.groups() > 1
+                         ? nlohmann::json{op.shape.m, op.shape.n, uint32_t(op.shape.k), op.shape.groups()}
+                         : nlohmann::json{op.shape.m, op.shape.n, uint32_t(op.shape.k)};
       if (op.shape.known() && op.pass != GemmPass::forward)
         j["pass"] = gemm_pass_name(op.pass);
       if (op.kind == OpKind::host_compute)
@@ -136,10 +138,10 @@ Op op_from_json(const nlohmann::json& j, const std::string& where)
   if (!j.is_object())
     throw InputError(where + ": args.memwall is not an object");
   Op op;
-  op.kind = by_name(j, "kind", 6, op_kind_name, where); // not chain
-  op.stream  = by_name(j, "stream", 7, stream_name, where);
-  op.phase   = by_name(j, "phase", 5, phase_name, where);
-  op.device  = device_from_json(j.value("device", nlohmann::json()), where);
+  op.kind        = by_name(j, "kind", 6, op_kind_name, where); // not chain
+  op.stream      = by_name(j, "stream", 7, stream_name, where);
+  op.phase       = by_name(j, "phase", 5, phase_name, where);
+  op.device      = device_from_json(j.value("device", nlohmann::json()), where);
   op.flops       = number(j, "flops", where);
   op.model_flops = number(j, "model_flops", where);
   op.bytes       = number(j, "bytes", where);
@@ -150,10 +152,10 @@ Op op_from_json(const nlohmann::json& j, const std::string& where)
       op.kclass = by_name(j, "kclass", 4, kclass_name, where);
       if (j.contains("family"))
         op.family = by_name(j, "family", 6, kernel_family_name, where);
-      op.dtype  = by_name(j, "dtype", static_cast<int>(all_dtypes().size()), dtype_text, where);
+      op.dtype = by_name(j, "dtype", static_cast<int>(all_dtypes().size()), dtype_text, where);
       if (j.contains("shape")) {
         const auto& s = j["shape"];
-        bool ok = s.is_array() && (s.size() == 3 || s.size() == 4);
+        bool ok       = s.is_array() && (s.size() == 3 || s.size() == 4);
         for (size_t i = 0; ok && i < s.size(); ++i)
           ok = s[i].is_number();
         if (!ok)

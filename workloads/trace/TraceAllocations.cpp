@@ -13,12 +13,12 @@ void TraceAllocations::allocate_before_trace()
     if (!cuda_memory(m) || seen[m.device_id])
       continue;
     seen[m.device_id] = true;
-    int64_t before = m.total_allocated - m.bytes;
+    int64_t before    = m.total_allocated - m.bytes;
     if (before <= 0)
       continue;
-    const DeviceRef& gpu = gpus_.at(m.device_id);
-    before_[m.device_id] = dag_.alloc(gpu, StreamKind::host, gpu, MemCategory::other, static_cast<double>(before),
-                                      "allocated before the trace");
+    const DeviceRef& gpu      = gpus_.at(m.device_id);
+    before_[m.device_id]      = dag_.alloc(gpu, StreamKind::host, gpu, MemCategory::other, static_cast<double>(before),
+                                           "allocated before the trace");
     before_left_[m.device_id] = before;
   }
   // A GPU the allocator said nothing of still has its memory reported (as 0 B), and
@@ -56,7 +56,7 @@ std::vector<const std::string*> TraceAllocations::scope_at(int64_t tid, int64_t 
 void TraceAllocations::on_memory(const TraceMemoryEvent& m)
 {
   const DeviceRef& gpu = gpus_.at(m.device_id);
-  auto& live = live_[m.device_id];
+  auto& live           = live_[m.device_id];
   if (m.bytes > 0) {
     MemCategory c = scope_category(scope_at(m.tid, m.ts_ns));
     live[m.addr]  = dag_.alloc(gpu, StreamKind::host, gpu, c, static_cast<double>(m.bytes), "alloc");
@@ -72,7 +72,7 @@ void TraceAllocations::on_memory(const TraceMemoryEvent& m)
   }
   // A block allocated before the trace began.
   int64_t size = -m.bytes;
-  auto b = before_.find(m.device_id);
+  auto b       = before_.find(m.device_id);
   if (b == before_.end() || before_left_[m.device_id] < size)
     return;
   Tensor part = b->second;

@@ -8,8 +8,8 @@
 // first "Total Allocated" less that event's bytes) is one allocation at the start, and
 // frees of blocks it holds are taken from it. A GPU without allocator events still gets
 // a pool (0 B), so that it reports its memory.
-#include "workloads/trace/KinetoTrace.hpp"
 #include "workloads/dag/OpDag.hpp"
+#include "workloads/trace/KinetoTrace.hpp"
 
 #include <map>
 #include <string>
@@ -23,8 +23,7 @@ public:
   // `gpus`: the trace's CUDA device ids and the cluster GPUs they replay on.
   TraceAllocations(const KinetoTrace& t, OpDag& dag, const std::map<int, DeviceRef>& gpus)
       : t_(t), dag_(dag), gpus_(gpus)
-  {
-  }
+  {}
   // Whether the event is a CUDA allocation or free of one of this rank's GPUs.
   bool cuda_memory(const TraceMemoryEvent& m) const { return m.device_type == 1 && gpus_.count(m.device_id); }
   // The memory each GPU held when the trace began; call before the first event.

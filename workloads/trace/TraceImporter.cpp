@@ -1,7 +1,7 @@
 #include "workloads/trace/TraceImporter.hpp"
 
-#include "workloads/trace/ExportedTraceImporter.hpp"
 #include "base/InputError.hpp"
+#include "workloads/trace/ExportedTraceImporter.hpp"
 #include "workloads/trace/TraceAllocations.hpp"
 #include "workloads/trace/TraceNames.hpp"
 
@@ -90,7 +90,8 @@ private:
         launched_by_[it->second].push_back(g);
     }
     for (auto& v : launched_by_)
-      std::sort(v.begin(), v.end(), [&](uint32_t a, uint32_t b) { return t_.gpu_ops[a].start_ns < t_.gpu_ops[b].start_ns; });
+      std::sort(v.begin(), v.end(),
+                [&](uint32_t a, uint32_t b) { return t_.gpu_ops[a].start_ns < t_.gpu_ops[b].start_ns; });
   }
 
   std::vector<Item> timeline() const
@@ -115,9 +116,9 @@ private:
     if (time <= cpu_ns_ && waits_.empty() && host_ != OpDag::none)
       return host_;
     Op op;
-    op.kind    = OpKind::host_compute;
-    op.device  = first_gpu();
-    op.stream  = StreamKind::host;
+    op.kind   = OpKind::host_compute;
+    op.device = first_gpu();
+    op.stream = StreamKind::host;
     static const OpName host_step("host");
     op.name    = host_step;
     op.seconds = std::max<int64_t>(time - cpu_ns_, 1) * ns; // a step takes at least 1 ns
@@ -179,8 +180,8 @@ private:
     host_until(c.start_ns);
     int64_t returned = c.start_ns + c.dur_ns + clock_slack_ns;
     for (auto& [key, ops] : launched_) {
-      auto it = std::upper_bound(ops.begin(), ops.end(), returned,
-                                 [](int64_t t, const Launched& l) { return t < l.end_ns; });
+      auto it =
+          std::upper_bound(ops.begin(), ops.end(), returned, [](int64_t t, const Launched& l) { return t < l.end_ns; });
       // ops end in launch order on one stream: the last one ended by `returned`
       if (it != ops.begin())
         waits_.push_back(std::prev(it)->id);
@@ -229,7 +230,8 @@ private:
     if (g.kind == TraceGpuOp::Kind::memcpy && (h2d || d2h) && g.bytes > 0) {
       DeviceRef host{DeviceKind::host, op.device.node, how_.cluster->node.socket_of_gpu(op.device.index)};
       bool pinned = name.find("Pageable") == std::string::npos;
-      Op copy = host_copy_op(op.device, op.stream, h2d ? host : op.device, h2d ? op.device : host, g.bytes, op.name, pinned);
+      Op copy =
+          host_copy_op(op.device, op.stream, h2d ? host : op.device, h2d ? op.device : host, g.bytes, op.name, pinned);
       copy.seconds = 0;
       return copy;
     }
@@ -247,10 +249,10 @@ private:
       return op;
     }
     const TraceCollective& c = t_.collectives[g.collective];
-    double size   = element_bytes(c.dtype);
-    int n         = how_.ranks;
-    int32_t group = how_.group;
-    int members   = c.ranks.empty() ? c.group_size : static_cast<int>(c.ranks.size());
+    double size              = element_bytes(c.dtype);
+    int n                    = how_.ranks;
+    int32_t group            = how_.group;
+    int members              = c.ranks.empty() ? c.group_size : static_cast<int>(c.ranks.size());
     if (members > 0 && members < t_.world_size) { // a subgroup (tensor parallelism): as recorded
       group = subgroup(c, op.device, members);
       n     = members;
@@ -262,7 +264,7 @@ private:
                     kind == CollectiveKind::reduce_scatter;
     double bytes = per_rank ? static_cast<double>(std::min(c.in_elements, c.out_elements)) * size * n
                             : static_cast<double>(c.in_elements) * size;
-    Op coll     = collective_op(op.device, op.stream, kind, group, bytes, op.name);
+    Op coll      = collective_op(op.device, op.stream, kind, group, bytes, op.name);
     coll.seconds = op.seconds; // what it took where it was recorded, for the report only
     return coll;
   }
@@ -304,7 +306,7 @@ private:
   {
     const TraceGpuOp& g = t_.gpu_ops[index];
     std::vector<OpId> deps{host};
-    Op op = gpu_op(g, deps);
+    Op op    = gpu_op(g, deps);
     auto key = std::make_pair(g.device, g.stream);
     if (auto w = stream_waits_.find(key); w != stream_waits_.end()) {
       deps.insert(deps.end(), w->second.begin(), w->second.end());
@@ -314,8 +316,7 @@ private:
       // Which event it waits for an old trace does not say: the other streams' latest
       // ops, where the recording shows they had ended when this op began.
       for (auto& [other, ops] : launched_)
-        if (other.first == g.device && other != key && !ops.empty() &&
-            ops.back().end_ns <= g.start_ns + clock_slack_ns)
+        if (other.first == g.device && other != key && !ops.empty() && ops.back().end_ns <= g.start_ns + clock_slack_ns)
           deps.push_back(ops.back().id);
       wait_pending_ = false;
     }
@@ -323,7 +324,7 @@ private:
     if (leads_ && op.kind == OpKind::collective)
       collectives_.push_back(id);
     std::vector<Launched>& mine = launched_[key];
-    int64_t end = g.start_ns + g.dur_ns;
+    int64_t end                 = g.start_ns + g.dur_ns;
     if (!mine.empty()) // keep ends sorted (they are on one stream; clocks may jitter)
       end = std::max(end, mine.back().end_ns);
     mine.push_back({id, end});
@@ -337,7 +338,7 @@ private:
   bool leads_;
   TraceAllocations allocations_;
   size_t next_collective_ = 0;
-  std::vector<std::optional<Named>> named_; // per KinetoTrace::names
+  std::vector<std::optional<Named>> named_;       // per KinetoTrace::names
   std::map<std::vector<int>, int32_t> subgroups_; // GPU slots -> OpDag group
   // Stream waits the trace names (cuda_sync events): by their cudaStreamWaitEvent call;
   // each cudaEventRecord call's view of every stream's last op; the waits the next op of
@@ -346,8 +347,8 @@ private:
   std::unordered_map<int64_t, std::map<std::pair<int, int64_t>, OpId>> recorded_tails_;
   std::map<std::pair<int, int64_t>, std::vector<OpId>> stream_waits_;
   std::map<int, std::map<int64_t, StreamKind>> streams_;
-  std::vector<std::vector<uint32_t>> launched_by_; // per call: the GPU ops it launched
-  std::vector<uint32_t> orphans_;                   // GPU ops no call launched
+  std::vector<std::vector<uint32_t>> launched_by_;                    // per call: the GPU ops it launched
+  std::vector<uint32_t> orphans_;                                     // GPU ops no call launched
   std::map<std::pair<int, int64_t>, std::vector<Launched>> launched_; // per (device, stream)
   std::vector<OpId> waits_;
   bool wait_pending_ = false;
@@ -375,11 +376,12 @@ OpDag import_traces(const std::vector<KinetoTrace>& traces, const ClusterSpec& c
     throw InputError(traces.front().file + ": workload.ranks (" + std::to_string(how.ranks) +
                      ") must be a multiple of the number of traces (" + std::to_string(files) + ")");
   if (how.ranks > cluster.total_gpus())
-    throw InputError(traces.front().file + ": " +
-                     (given ? "workload.ranks (" + std::to_string(how.ranks) + ")"
-                            : "the job's " + std::to_string(how.ranks) + " ranks (one per trace, or its recorded world_size)") +
-                     " is more than the cluster's " + std::to_string(cluster.total_gpus()) +
-                     " GPUs (hardware.nodes x hardware.gpus_per_node)" + (given ? "" : "; or set workload.ranks"));
+    throw InputError(
+        traces.front().file + ": " +
+        (given ? "workload.ranks (" + std::to_string(how.ranks) + ")"
+               : "the job's " + std::to_string(how.ranks) + " ranks (one per trace, or its recorded world_size)") +
+        " is more than the cluster's " + std::to_string(cluster.total_gpus()) +
+        " GPUs (hardware.nodes x hardware.gpus_per_node)" + (given ? "" : "; or set workload.ranks"));
   // Rank r on the cluster's GPU r; the collectives span all ranks (data parallelism).
   std::vector<DeviceRef> all;
   for (int r = 0; r < how.ranks; ++r)
@@ -387,7 +389,7 @@ OpDag import_traces(const std::vector<KinetoTrace>& traces, const ClusterSpec& c
   how.group = dag.add_group(all);
   std::vector<OpId> collectives;
   size_t expected = 0;
-  int next = 0;
+  int next        = 0;
   for (const KinetoTrace& t : traces) {
     std::map<int, DeviceRef> gpus;
     for (const TraceGpuOp& g : t.gpu_ops)

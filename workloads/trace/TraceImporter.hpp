@@ -25,8 +25,8 @@
 // devices takes as many). A rank's threads are merged into one issue order (PyTorch's
 // main and autograd threads take turns).
 #include "hwmodels/ClusterSpec.hpp"
-#include "workloads/trace/KinetoTrace.hpp"
 #include "workloads/dag/OpDag.hpp"
+#include "workloads/trace/KinetoTrace.hpp"
 
 namespace memwall {
 

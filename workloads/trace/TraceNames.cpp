@@ -26,7 +26,8 @@ Dtype kernel_dtype(const std::string& name)
 {
   if (contains_any(name, {"e4m3", "e5m2", "fp8", "_q_"}))
     return Dtype::fp8;
-  if (contains_any(name, {"tf32", "s1688", "s16816", "tensorop_s"}) || (name.rfind("nvjet", 0) == 0 && contains_any(name, {"_s_"})))
+  if (contains_any(name, {"tf32", "s1688", "s16816", "tensorop_s"}) ||
+      (name.rfind("nvjet", 0) == 0 && contains_any(name, {"_s_"})))
     return Dtype::tf32;
   if (contains_any(name, {"bf16", "BFloat16"}))
     return Dtype::bf16;
@@ -68,12 +69,18 @@ KernelKind kernel_kind(const std::string& name)
                                "Conv", "winograd", "h884", "s884", "1688", "16816", "hmma"}))
     k.kclass = KernelClass::gemm;
   else if (name.rfind("triton_", 0) == 0 ||
-           contains_any(name, {"elementwise", "reduce", "Reduce", "bn_", "batch_norm", "norm", "Norm", "softmax",
-                               "Softmax", "SoftMax", "nll_loss", "nchwTo", "nhwcTo", "copy", "Copy", "fill", "Fill",
-                               "index", "Index", "cat_", "Cat", "scatter", "gather", "embedding", "Embedding",
-                               "grad_weight", "krn_partial", "partial_segments", "adam", "Adam", "multi_tensor", "pool", "Pool",
-                               "transpose", "dropout", "Dropout", "relu", "gelu", "silu", "arange", "scan", "Memcpy",
-                               "Memset", "unrolled", "vectorized"}))
+           contains_any(name, {"elementwise", "reduce",      "Reduce",       "bn_",
+                               "batch_norm",  "norm",        "Norm",         "softmax",
+                               "Softmax",     "SoftMax",     "nll_loss",     "nchwTo",
+                               "nhwcTo",      "copy",        "Copy",         "fill",
+                               "Fill",        "index",       "Index",        "cat_",
+                               "Cat",         "scatter",     "gather",       "embedding",
+                               "Embedding",   "grad_weight", "krn_partial",  "partial_segments",
+                               "adam",        "Adam",        "multi_tensor", "pool",
+                               "Pool",        "transpose",   "dropout",      "Dropout",
+                               "relu",        "gelu",        "silu",         "arange",
+                               "scan",        "Memcpy",      "Memset",       "unrolled",
+                               "vectorized"}))
     k.kclass = KernelClass::elementwise;
   return k;
 }
@@ -86,7 +93,8 @@ bool collective_kind(const std::string& name, CollectiveKind& kind)
       n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (n == "allreduce")
     kind = CollectiveKind::all_reduce;
-  else if (n == "allgather" || n == "allgatherbase" || n == "broadcast") // a ring broadcast moves what an all-gather does
+  else if (n == "allgather" || n == "allgatherbase" ||
+           n == "broadcast") // a ring broadcast moves what an all-gather does
     kind = CollectiveKind::all_gather;
   else if (n == "reducescatter" || n == "reducescatterbase")
     kind = CollectiveKind::reduce_scatter;

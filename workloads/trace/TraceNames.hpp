@@ -2,8 +2,8 @@
 // What the names in a PyTorch profiler trace say: a kernel's class and format, an NCCL
 // collective's kind and element size, an allocation's category from the CPU ops around
 // it, and which CUDA stream is which of memwall's.
-#include "workloads/trace/KinetoTrace.hpp"
 #include "workloads/dag/Op.hpp"
+#include "workloads/trace/KinetoTrace.hpp"
 
 #include <map>
 #include <string>

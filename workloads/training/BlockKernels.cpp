@@ -12,7 +12,6 @@ using namespace kernels;
 // per 256 of those: 4 + 8/64 + 32/(64*256) = 4.127 bits (Dettmers et al. 2023, §3).
 constexpr double nf4_bytes_per_weight = 4.127 / 8;
 
-
 // Per-token widths of one tp rank's attention tensors: queries, keys, values (as the
 // core reads them) and the context it writes (the projection's input).
 struct AttnWidths {
@@ -24,8 +23,8 @@ AttnWidths attn_widths(const ModelSpec& m, const StepShape& s, int64_t layer)
 {
   AttnWidths w;
   double t = tp(s);
-  w.q   = m.q_dim() / t;
-  w.out = m.attn_out_dim() / t;
+  w.q      = m.q_dim() / t;
+  w.out    = m.attn_out_dim() / t;
   if (m.mla.enabled()) { // K and V rebuilt per head from the latent (DeepSeek-V2 §2.1.2)
     w.k = m.heads * m.mla.qk_head_dim() / t;
     w.v = w.out;
@@ -57,11 +56,11 @@ void attention(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepShape&
   const TpComm kv_grads{CollectiveKind::reduce_scatter, gathered, CommGroup::cp};
   if (s.flash) {
     KernelPlan k;
-    k.name        = "attn";
-    k.kclass      = KernelClass::attention;
-    k.dtype       = s.attn_dtype;
-    k.fwd_flops   = qk_flops + av_flops;
-    k.fwd_bytes   = T * (w.q + w.out) * e + Tk * (w.k + w.v) * e;
+    k.name      = "attn";
+    k.kclass    = KernelClass::attention;
+    k.dtype     = s.attn_dtype;
+    k.fwd_flops = qk_flops + av_flops;
+    k.fwd_bytes = T * (w.q + w.out) * e + Tk * (w.k + w.v) * e;
     // Flash backward recomputes QK^T: 5 s x s products instead of 4 (model FLOPs count 4).
     k.bwd_flops       = 2.5 * k.fwd_flops;
     k.bwd_model_flops = 2 * k.fwd_flops;
@@ -76,16 +75,16 @@ void attention(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepShape&
   }
   double scores = b * a * sq * sk; // elements of the s x s attention matrices of a/t heads
   KernelPlan qk;
-  qk.name = "attn.qk";
-  qk.kclass = KernelClass::attention;
-  qk.dtype = s.attn_dtype;
+  qk.name      = "attn.qk";
+  qk.kclass    = KernelClass::attention;
+  qk.dtype     = s.attn_dtype;
   qk.fwd_flops = qk_flops;
   qk.fwd_bytes = T * w.q * e + Tk * w.k * e + scores * e;
   if (s.cp > 1) // the backward of the core runs from av back to qk
     qk.bwd_after = kv_grads;
   qk.bwd_flops = qk.bwd_model_flops = 2 * qk_flops;
-  qk.bwd_bytes = 2 * qk.fwd_bytes;
-  qk.selective = true;
+  qk.bwd_bytes                      = 2 * qk.fwd_bytes;
+  qk.selective                      = true;
   ks.push_back(qk);
   // Softmax output saved: 2as^2b.
   KernelPlan softmax = pointwise("attn.softmax", KernelFamily::generic, scores, scores, 5, s, scores * e);
@@ -97,9 +96,9 @@ void attention(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepShape&
     ks.push_back(drop);
   }
   KernelPlan av;
-  av.name = "attn.av";
-  av.kclass = KernelClass::attention;
-  av.dtype = s.attn_dtype;
+  av.name      = "attn.av";
+  av.kclass    = KernelClass::attention;
+  av.dtype     = s.attn_dtype;
   av.fwd_flops = av_flops;
   av.fwd_bytes = scores * e + Tk * w.v * e + T * w.out * e;
   av.bwd_flops = av.bwd_model_flops = 2 * av_flops;
@@ -121,24 +120,24 @@ void attention(std::vector<KernelPlan>& ks, const ModelSpec& m, const StepShape&
 StepShape step_shape(const TrainingConfig& cfg)
 {
   StepShape s;
-  s.micro_batch  = cfg.micro_batch;
-  s.seq_len      = cfg.seq_len / cfg.cp;
-  s.kv_seq       = cfg.seq_len;
-  s.cp           = cfg.cp;
-  s.tp           = cfg.tp;
-  s.ep           = cfg.ep;
-  s.etp          = cfg.etp;
+  s.micro_batch    = cfg.micro_batch;
+  s.seq_len        = cfg.seq_len / cfg.cp;
+  s.kv_seq         = cfg.seq_len;
+  s.cp             = cfg.cp;
+  s.tp             = cfg.tp;
+  s.ep             = cfg.ep;
+  s.etp            = cfg.etp;
   s.moe_dispatcher = cfg.moe_dispatcher;
-  s.sp           = cfg.sp;
+  s.sp             = cfg.sp;
   // fp8 training (Transformer Engine) keeps bf16 activations and weights and casts each
   // GEMM's operands to fp8; attention runs in bf16.
-  s.act_bytes    = cfg.precision == Dtype::fp32 ? 4.0 : 2.0;
-  s.weight_bytes = s.act_bytes;
+  s.act_bytes           = cfg.precision == Dtype::fp32 ? 4.0 : 2.0;
+  s.weight_bytes        = s.act_bytes;
   s.frozen_weight_bytes = cfg.lora.nf4_base ? nf4_bytes_per_weight : s.weight_bytes;
-  s.gemm_dtype   = cfg.precision;
-  s.attn_dtype   = cfg.precision == Dtype::fp8 ? Dtype::bf16 : cfg.precision;
-  s.flash        = cfg.flash_attention;
-  s.lora         = cfg.lora;
+  s.gemm_dtype          = cfg.precision;
+  s.attn_dtype          = cfg.precision == Dtype::fp8 ? Dtype::bf16 : cfg.precision;
+  s.flash               = cfg.flash_attention;
+  s.lora                = cfg.lora;
   return s;
 }
 
@@ -150,7 +149,7 @@ void attention_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, int64_
 {
   double h = m.hidden, e = s.act_bytes, t = tp(s), r = rep_div(s);
   const AttnWidths w = attn_widths(m, s, layer);
-  auto& ks = b.kernels;
+  auto& ks           = b.kernels;
   // Backward sums the gradients of the two consumers of each residual-stream tensor
   // (its norm and the residual add): read 2, write 1. Listed before the norm, so it runs
   // after the norm's backward.
@@ -175,9 +174,11 @@ void attention_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, int64_
     }
     ks.push_back(gemm("attn.kv_down", T, h, kvl + rope, s, 0)); // the same input as the queries'
     ks.push_back(pointwise("attn.kv_norm", KernelFamily::norm, T * kvl, T * kvl, 8, s, T * kvl * e));
-    ks.push_back(gemm("attn.kv_up", T, kvl, w.k - m.heads * rope / t + w.v, s, T * kvl * e + T * (w.q + w.k + w.v) * e));
+    ks.push_back(
+        gemm("attn.kv_up", T, kvl, w.k - m.heads * rope / t + w.v, s, T * kvl * e + T * (w.q + w.k + w.v) * e));
   } else {
-    ks.push_back(gemm("qkv", T, h, w.q + 2 * w.k, s, T * h * e / r + T * (w.q + 2 * w.k) * e)); // input 2sbh; Q, K, V 6sbh/t
+    ks.push_back(
+        gemm("qkv", T, h, w.q + 2 * w.k, s, T * h * e / r + T * (w.q + 2 * w.k) * e)); // input 2sbh; Q, K, V 6sbh/t
     bias_grad(ks, m.qkv_bias, "qkv", T * (w.q + 2 * w.k), e);
   }
   if (m.qk_norm) { // a norm over each head of Q and K (Qwen3, Gemma 3), saving its input
@@ -185,8 +186,8 @@ void attention_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, int64_
     ks.push_back(pointwise("attn.qk_norm", KernelFamily::norm, qk, qk, 8, s, qk * e));
   }
   if (!m.learned_positions) { // rotary on Q and K, in place
-    double rotated = m.mla.enabled() ? T * (m.heads * m.mla.qk_rope_head_dim / t + m.mla.qk_rope_head_dim)
-                                     : T * (w.q + w.k);
+    double rotated =
+        m.mla.enabled() ? T * (m.heads * m.mla.qk_rope_head_dim / t + m.mla.qk_rope_head_dim) : T * (w.q + w.k);
     KernelPlan rope = pointwise("attn.rope", KernelFamily::rope, rotated, rotated, 6, s, 0);
     rope.bwd_bytes  = rope.fwd_bytes; // the gradient rotated back, in place
     ks.push_back(rope);
@@ -204,7 +205,7 @@ void attention_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, int64_
 void dense_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T)
 {
   double h = m.hidden, f = m.ffn_hidden, e = s.act_bytes, t = tp(s), r = rep_div(s);
-  auto& ks = b.kernels;
+  auto& ks            = b.kernels;
   const double stream = T * h / r;
   ks.push_back(grad_sum("ln2.grad_sum", stream, e));
   ks.push_back(pointwise("ln2", KernelFamily::norm, stream, stream, 8, s, T * h * e / r)); // LN input: 2sbh
@@ -232,7 +233,7 @@ BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_
   b.layer = true;
   // Norm weights and the router are replicated on every tp rank; the rest is split, and
   // routed experts spread over the ep ranks too.
-  const bool moe = m.moe_layer(layer);
+  const bool moe    = m.moe_layer(layer);
   double replicated = m.layer_norm_params() + (moe ? m.router_params() : 0.0);
   if (m.mla.enabled())
     replicated += m.mla_down_params() + m.mla_norm_params();
@@ -244,12 +245,16 @@ BlockPlan transformer_layer_block(const ModelSpec& m, const StepShape& s, int64_
   }
   if (s.lora.enabled) {
     b.frozen_params = params;
-    double rk = static_cast<double>(s.lora.rank);
-    double up = m.mlp == MlpKind::swiglu ? 2 * f : f;
-    if (s.lora.targets_kernel("qkv")) b.params += rk * (h + (h + 2 * kv) / t);
-    if (s.lora.targets_kernel("proj")) b.params += rk * (h / t + h);
-    if (s.lora.targets_kernel("mlp.up")) b.params += rk * (h + up / t);
-    if (s.lora.targets_kernel("mlp.down")) b.params += rk * (f / t + h);
+    double rk       = static_cast<double>(s.lora.rank);
+    double up       = m.mlp == MlpKind::swiglu ? 2 * f : f;
+    if (s.lora.targets_kernel("qkv"))
+      b.params += rk * (h + (h + 2 * kv) / t);
+    if (s.lora.targets_kernel("proj"))
+      b.params += rk * (h / t + h);
+    if (s.lora.targets_kernel("mlp.up"))
+      b.params += rk * (h + up / t);
+    if (s.lora.targets_kernel("mlp.down"))
+      b.params += rk * (f / t + h);
   } else {
     b.params = params;
   }

@@ -9,8 +9,8 @@
 // off and dropout on, a layer saves sbh(10 + 24/t + 5as/(ht)) bytes per rank under
 // tensor parallelism, sbh(34/t + 5as/(ht)) with sequence parallelism; each term below
 // is named after the tensor it stores.
-#include "workloads/model/ModelSpec.hpp"
 #include "workloads/dag/Op.hpp"
+#include "workloads/model/ModelSpec.hpp"
 #include "workloads/training/TrainingConfig.hpp"
 
 #include <string>
@@ -31,19 +31,19 @@ struct TpComm {
 
 struct KernelPlan {
   std::string name;
-  KernelClass kclass = KernelClass::gemm;
-  KernelFamily family = KernelFamily::generic; // elementwise: which fitted curve times it
-  Dtype dtype        = Dtype::bf16;
-  double fwd_flops   = 0;
-  double fwd_bytes   = 0;
-  double bwd_flops   = 0;
-  double bwd_model_flops = 0; // part of bwd_flops counted as model FLOPs
-  double bwd_bytes   = 0;
-  double saved_bytes = 0;     // activations kept from this kernel's forward to its backward
+  KernelClass kclass         = KernelClass::gemm;
+  KernelFamily family        = KernelFamily::generic; // elementwise: which fitted curve times it
+  Dtype dtype                = Dtype::bf16;
+  double fwd_flops           = 0;
+  double fwd_bytes           = 0;
+  double bwd_flops           = 0;
+  double bwd_model_flops     = 0; // part of bwd_flops counted as model FLOPs
+  double bwd_bytes           = 0;
+  double saved_bytes         = 0;                        // activations kept from this kernel's forward to its backward
   MemCategory saved_category = MemCategory::activations; // weights: autocast's casts of the weights
-  GemmShape shape;            // gemm: the forward GEMM (tokens x out, contracted over in)
-  GemmPass bwd_pass  = GemmPass::backward; // gemm: its backward's GEMMs (frozen weights: input gradient only)
-  bool selective     = false; // recomputed in backward under selective recompute (attention core)
+  GemmShape shape;                                       // gemm: the forward GEMM (tokens x out, contracted over in)
+  GemmPass bwd_pass = GemmPass::backward; // gemm: its backward's GEMMs (frozen weights: input gradient only)
+  bool selective    = false;              // recomputed in backward under selective recompute (attention core)
   // Under selective recompute: what is held from forward to backward, and what the
   // block's recompute in backward brings back of saved_bytes; -1: Megatron's (a
   // recomputed kernel keeps nothing and gets its saved_bytes back, the others keep
@@ -59,7 +59,7 @@ struct KernelPlan {
   // Adds a micro-batch's weight gradient into the one earlier micro-batches of the step
   // left (autograd's AccumulateGrad): runs from the second micro-batch's backward on.
   bool accumulates = false;
-  TpComm fwd_after;           // after the forward kernel
+  TpComm fwd_after; // after the forward kernel
   TpComm bwd_before, bwd_after;
   // Whether the kernel has work in forward (backward); a gradient sum runs only in
   // backward, a cast's forward only in forward.
@@ -68,35 +68,35 @@ struct KernelPlan {
 
 struct BlockPlan {
   std::string name;                // "embed", "L0", ..., "head"
-  bool layer = false;              // a transformer layer: what recompute applies to
+  bool layer           = false;    // a transformer layer: what recompute applies to
   double params        = 0;        // trainable parameters held by one tp rank
   double frozen_params = 0;        // frozen (LoRA base) parameters held by one tp rank
   double expert_params = 0;        // part of params in this rank's routed experts: reduced over the edp group
   std::vector<KernelPlan> kernels; // forward order
   double backward_workspace = 0;   // activation gradients alive during the block's backward
-  double input_bytes = 0;          // the block's input: what full recompute keeps, what a stage sends
+  double input_bytes        = 0;   // the block's input: what full recompute keeps, what a stage sends
   // Elements of each parameter tensor of params, in the order forward uses them (a stack
   // whose ZeRO-3 gathers parameters one by one fills it; empty: the block gathers whole).
   std::vector<double> tensors;
 };
 
 struct StepShape {
-  int64_t micro_batch = 1;
-  int64_t seq_len     = 1;   // tokens of a sequence on this rank: seq_len / cp
-  int64_t kv_seq      = 1;   // keys each query attends over: the whole sequence
-  int64_t cp          = 1;
-  int64_t tp          = 1;
-  int64_t ep          = 1;
-  int64_t etp         = 1;   // ranks each routed expert is split over (Megatron-Core's expert tensor parallelism)
-  int64_t ep_nodes    = 1;   // nodes the ep group spans, as many ranks on each (1: inside a node or uneven)
+  int64_t micro_batch        = 1;
+  int64_t seq_len            = 1; // tokens of a sequence on this rank: seq_len / cp
+  int64_t kv_seq             = 1; // keys each query attends over: the whole sequence
+  int64_t cp                 = 1;
+  int64_t tp                 = 1;
+  int64_t ep                 = 1;
+  int64_t etp                = 1; // ranks each routed expert is split over (Megatron-Core's expert tensor parallelism)
+  int64_t ep_nodes           = 1; // nodes the ep group spans, as many ranks on each (1: inside a node or uneven)
   std::string moe_dispatcher = "alltoall";
-  bool sp             = false;
-  double act_bytes    = 2;   // bytes per activation element (2 for 16-bit and fp8 training, 4 for fp32)
-  double weight_bytes = 2;   // bytes per trainable weight element read by kernels
+  bool sp                    = false;
+  double act_bytes           = 2; // bytes per activation element (2 for 16-bit and fp8 training, 4 for fp32)
+  double weight_bytes        = 2; // bytes per trainable weight element read by kernels
   double frozen_weight_bytes = 2; // LoRA base weights (0.5159 for NF4)
-  Dtype gemm_dtype    = Dtype::bf16;
-  Dtype attn_dtype    = Dtype::bf16;
-  bool flash          = true;
+  Dtype gemm_dtype           = Dtype::bf16;
+  Dtype attn_dtype           = Dtype::bf16;
+  bool flash                 = true;
   LoraConfig lora;
 };
 

@@ -62,11 +62,11 @@ void TrainingStepGenerator::plan_tensor_fetches()
   std::vector<Use> trace;
   const double persist = cfg_.deepspeed.persistence_numel;
   for (size_t j = 0; j < uses_.size(); ++j) {
-    int b                = uses_[j];
-    const BlockPlan& p   = blocks_[b].plan;
-    bool forward         = use_forward_[j];
-    bool recomputed      = !forward && p.layer && cfg_.recompute == Recompute::full;
-    auto add             = [&](size_t t) {
+    int b              = uses_[j];
+    const BlockPlan& p = blocks_[b].plan;
+    bool forward       = use_forward_[j];
+    bool recomputed    = !forward && p.layer && cfg_.recompute == Recompute::full;
+    auto add           = [&](size_t t) {
       if (p.tensors[t] > persist)
         trace.push_back({j, t, p.tensors[t], static_cast<int64_t>(b) * 4096 + static_cast<int64_t>(t)});
     };
@@ -104,7 +104,7 @@ OpId TrainingStepGenerator::list_collective(const Stage& s, StreamKind stream, C
                                             const CallName& call, OpId after)
 {
   // "L3.use41.t2.all_gather": numbered names, so that uses add none to the table.
-  auto named = [&](const std::string& what) { return OpName(call.prefix, call.number, call.suffix + what); };
+  auto named        = [&](const std::string& what) { return OpName(call.prefix, call.number, call.suffix + what); };
   const OpName name = named("");
   const DeepSpeedConfig& d = cfg_.deepspeed;
   if (!d.per_parameter_collectives) {
@@ -112,7 +112,7 @@ OpId TrainingStepGenerator::list_collective(const Stage& s, StreamKind stream, C
     return dag_.add(std::move(c), {after});
   }
   const double ranks = static_cast<double>(cfg_.replicas());
-  auto host = [&](double seconds, const char* what, std::initializer_list<OpId> deps) {
+  auto host          = [&](double seconds, const char* what, std::initializer_list<OpId> deps) {
     Op h;
     h.kind    = OpKind::host_compute;
     h.stream  = StreamKind::host;
@@ -122,7 +122,7 @@ OpId TrainingStepGenerator::list_collective(const Stage& s, StreamKind stream, C
     return dag_.add(std::move(h), deps);
   };
   auto device = [&](double traffic, const char* what, std::initializer_list<OpId> deps) {
-    Op k   = kernel_op(s.gpu, KernelClass::elementwise, shape_.gemm_dtype, 0, traffic, 0, named(what));
+    Op k     = kernel_op(s.gpu, KernelClass::elementwise, shape_.gemm_dtype, 0, traffic, 0, named(what));
     k.stream = stream;
     return dag_.add(std::move(k), deps);
   };
@@ -143,33 +143,33 @@ OpId TrainingStepGenerator::list_collective(const Stage& s, StreamKind stream, C
 
 OpId TrainingStepGenerator::gather_tensors(const Stage& s, size_t use, OpId after)
 {
-  const Block& blk = blocks_[uses_[use]];
-  const double gb  = state_bytes_.gathered > 0 ? state_bytes_.gathered : weight_bytes_per_param();
+  const Block& blk  = blocks_[uses_[use]];
+  const double gb   = state_bytes_.gathered > 0 ? state_bytes_.gathered : weight_bytes_per_param();
   StreamKind stream = zero_stream(StreamKind::gather);
-  OpId last = after;
+  OpId last         = after;
   for (const auto& [t, elements] : fetches_[use])
-    last = list_collective(s, stream, CollectiveKind::all_gather, elements * gb,
-                           {blk.plan.name + ".use", static_cast<uint64_t>(use), ".t" + std::to_string(t) + ".all_gather"},
-                           last);
+    last = list_collective(
+        s, stream, CollectiveKind::all_gather, elements * gb,
+        {blk.plan.name + ".use", static_cast<uint64_t>(use), ".t" + std::to_string(t) + ".all_gather"}, last);
   return last;
 }
 
 OpId TrainingStepGenerator::reduce_tensors(int b, int64_t mb, OpId after)
 {
-  Block& blk     = blocks_[b];
-  const Stage& s = stage_of(b);
-  const double g = gradient_bytes_per_param();
-  StreamKind stream = zero_stream(StreamKind::comm);
+  Block& blk               = blocks_[b];
+  const Stage& s           = stage_of(b);
+  const double g           = gradient_bytes_per_param();
+  StreamKind stream        = zero_stream(StreamKind::comm);
   const std::string prefix = blk.plan.name + ".mb";
-  const auto number         = static_cast<uint64_t>(mb);
-  auto name = [&](const std::string& what) { return OpName(prefix, number, what); };
+  const auto number        = static_cast<uint64_t>(mb);
+  auto name                = [&](const std::string& what) { return OpName(prefix, number, what); };
   // DeepSpeed copies each gradient into its contiguous bucket and divides the bucket by
   // the ranks before reducing it (contiguous_gradients, average_tensor).
   double full = blk.plan.params * g;
   Op copy     = kernel_op(s.gpu, KernelClass::elementwise, shape_.gemm_dtype, 0, 2 * full, 0, name(".ipg_copy"));
   OpId last   = dag_.add(std::move(copy), {after});
-  Op divide   = kernel_op(s.gpu, KernelClass::elementwise, shape_.gemm_dtype, blk.plan.params, 2 * full, 0,
-                          name(".average"));
+  Op divide =
+      kernel_op(s.gpu, KernelClass::elementwise, shape_.gemm_dtype, blk.plan.params, 2 * full, 0, name(".average"));
   divide.stream = stream;
   last          = dag_.add(std::move(divide), {last});
   if (s.dp_group < 0)

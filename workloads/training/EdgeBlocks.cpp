@@ -17,7 +17,7 @@ BlockPlan embedding_block(const ModelSpec& m, const StepShape& s)
   BlockPlan b;
   b.name = "embed";
   // Vocabulary-parallel: each rank holds V/t rows and the partial lookups are all-reduced.
-  double params = m.embedding_params() / tp(s);
+  double params                                 = m.embedding_params() / tp(s);
   (s.lora.enabled ? b.frozen_params : b.params) = params;
   // Gathers T rows of the table; saves the token ids (int64) for the sparse gradient.
   KernelPlan k = pointwise("embed.lookup", KernelFamily::generic, T * h, T * h, 1, s, T * 8);
@@ -28,7 +28,7 @@ BlockPlan embedding_block(const ModelSpec& m, const StepShape& s)
   if (m.learned_positions) {
     // Position rows looked up (read, write) and added to the words (read 2, write 1);
     // backward accumulates their gradient into the position table.
-    double rows = T * h / rep_div(s);
+    double rows    = T * h / rep_div(s);
     KernelPlan pos = pointwise("embed.positions", KernelFamily::generic, rows, rows, 1, s, 0);
     pos.fwd_bytes  = 5 * rows * e;
     pos.bwd_bytes  = 2 * rows * e;
@@ -81,10 +81,10 @@ BlockPlan head_block(const ModelSpec& m, const StepShape& s)
   double T = static_cast<double>(s.micro_batch) * s.seq_len;
   double h = m.hidden, V = m.vocab / tp(s), e = s.act_bytes, r = rep_div(s);
   BlockPlan b;
-  b.name = "head";
-  double params = (m.final_norm ? m.norm_params() : 0.0) + m.head_params() / tp(s);
+  b.name                                        = "head";
+  double params                                 = (m.final_norm ? m.norm_params() : 0.0) + m.head_params() / tp(s);
   (s.lora.enabled ? b.frozen_params : b.params) = params;
-  b.input_bytes = T * h * e / r;
+  b.input_bytes                                 = T * h * e / r;
   if (m.final_norm)
     b.kernels.push_back(pointwise("final_ln", KernelFamily::norm, T * h / r, T * h / r, 8, s, T * h * e / r));
   // Vocabulary-parallel logits: the input is replicated (gathered under sp); the logits

@@ -23,7 +23,7 @@ void TrainingStepGenerator::alloc_gradients(int b)
   Stage& s   = stage_of(b);
   if (blk.plan.params <= 0)
     return;
-  double full = blk.plan.params * gradient_bytes_per_param();
+  double full  = blk.plan.params * gradient_bytes_per_param();
   bool offload = cfg_.offload_optimizer != OffloadTarget::none;
   if (blk.backwards == 0) {
     if (cfg_.zero <= 1)
@@ -32,8 +32,9 @@ void TrainingStepGenerator::alloc_gradients(int b)
       blk.grads = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::gradients, shard(b, full),
                              blk.plan.name + ".grad_shard");
     if (offload) // fp32 gradient shard in host DRAM, for every rank on the socket
-      blk.host_grads = dag_.alloc(s.gpu, StreamKind::compute, s.host, MemCategory::gradients,
-                                  4.0 * shard(b, blk.plan.params) * host_share(s, false), blk.plan.name + ".host_grads");
+      blk.host_grads =
+          dag_.alloc(s.gpu, StreamKind::compute, s.host, MemCategory::gradients,
+                     4.0 * shard(b, blk.plan.params) * host_share(s, false), blk.plan.name + ".host_grads");
   }
   // ZeRO-2/3: the block's full gradient of this micro-batch is built in a bucket; with
   // `buckets_in_flight` buckets still reducing, backward waits for the oldest.
@@ -55,12 +56,13 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
     return;
   double full = blk.plan.params * gradient_bytes_per_param();
   if (cfg_.zero <= 1 && blk.backwards < cfg_.micro_batches())
-    return; // no_sync: nothing waits on this pass, so it may repeat as a chain (OpDag)
+    return;                // no_sync: nothing waits on this pass, so it may repeat as a chain (OpDag)
   if (ddp_bucket_copies()) // grad * (1 / dp) into the bucket's view (Reducer::mark_variable_ready_dense)
-    dag_.add(kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, 0, 2 * full, 0, blk.plan.name + ".ddp.copy_into_bucket"));
-  OpId last = dag_.stream_tail(s.gpu, StreamKind::compute);
-  auto [dense, experts]   = dense_and_experts(b, full);
-  const double parts[2]   = {dense, experts}; // per lane: dense gradients, routed experts'
+    dag_.add(kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, 0, 2 * full, 0,
+                       blk.plan.name + ".ddp.copy_into_bucket"));
+  OpId last             = dag_.stream_tail(s.gpu, StreamKind::compute);
+  auto [dense, experts] = dense_and_experts(b, full);
+  const double parts[2] = {dense, experts}; // per lane: dense gradients, routed experts'
   if (cfg_.zero <= 1) {
     for (size_t l = 0; l < s.lanes.size(); ++l) {
       BucketLane& lane = s.lanes[l];
@@ -82,7 +84,7 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
   // "L3.mb17.reduce_scatter": numbered names, so that micro-batches add none to the table.
   const std::string prefix = blk.plan.name + ".mb";
   auto name                = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(mb), what); };
-  StreamKind free_on = zero_stream(StreamKind::comm);
+  StreamKind free_on       = zero_stream(StreamKind::comm);
   if (!blk.plan.tensors.empty()) // DeepSpeed: per parameter or per reduce_bucket_size bucket
     last = reduce_tensors(b, mb, last);
   else
@@ -92,7 +94,9 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
                                       name(s.lanes[l].experts ? ".experts.reduce_scatter" : ".reduce_scatter")),
                         {last});
   if (cfg_.offload_optimizer != OffloadTarget::none) {
-    last    = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(b, full), name(".grads_d2h"), cfg_.offload_pinned), {last});
+    last = dag_.add(
+        host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, shard(b, full), name(".grads_d2h"), cfg_.offload_pinned),
+        {last});
     free_on = StreamKind::d2h;
   }
   s.buckets_in_flight.push_back(dag_.free(blk.bucket, s.gpu, free_on, name(".free_grad_bucket"), {last}));
@@ -102,21 +106,22 @@ void TrainingStepGenerator::reduce_gradients(int b, int64_t mb)
 void TrainingStepGenerator::emit_bucket(int stage, const BucketLane& lane, double bytes, const std::vector<int>& blocks,
                                         OpId after, int index)
 {
-  Stage& s = stages_[stage];
+  Stage& s         = stages_[stage];
   std::string name = (cfg_.pp > 1 ? "stage" + std::to_string(stage) + "." : std::string()) +
                      (cfg_.zero == 0 ? "ddp" : "zero1") + (lane.experts ? ".expert_bucket" : ".bucket") +
                      std::to_string(index);
   OpId last = after;
   if (lane.group >= 0) {
     CollectiveKind kind = cfg_.zero == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
-    last = dag_.add(collective_op(s.gpu, zero_stream(StreamKind::comm), kind, lane.group, bytes,
-                                  name + "." + collective_name(kind)),
-                    {after});
+    last                = dag_.add(collective_op(s.gpu, zero_stream(StreamKind::comm), kind, lane.group, bytes,
+                                                 name + "." + collective_name(kind)),
+                                   {after});
   }
   // Offload: this rank's shard of the bucket (the experts' over their edp group).
   double host = shard(bytes) * (lane.experts ? cfg_.expert_shard_scale() : 1.0);
   if (cfg_.offload_optimizer != OffloadTarget::none)
-    last = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, host, name + ".grads_d2h", cfg_.offload_pinned), {last});
+    last = dag_.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, host, name + ".grads_d2h", cfg_.offload_pinned),
+                    {last});
   for (int b : blocks)
     blocks_[b].grads_ready = last;
   if (ddp_bucket_copies())

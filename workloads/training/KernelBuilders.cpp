@@ -8,14 +8,14 @@ namespace memwall::kernels {
 KernelPlan gemm(const std::string& name, double tokens, double in, double out, const StepShape& s, double saved)
 {
   KernelPlan k;
-  k.name      = name;
-  k.kclass    = KernelClass::gemm;
-  k.dtype     = s.gemm_dtype;
-  k.fwd_flops = 2 * tokens * in * out;
-  k.shape     = gemm_shape(tokens, out, in);
+  k.name         = name;
+  k.kclass       = KernelClass::gemm;
+  k.dtype        = s.gemm_dtype;
+  k.fwd_flops    = 2 * tokens * in * out;
+  k.shape        = gemm_shape(tokens, out, in);
   bool frozen    = s.lora.enabled;
   double weights = in * out * (frozen ? s.frozen_weight_bytes : s.weight_bytes);
-  k.fwd_bytes = weights + tokens * (in + out) * s.act_bytes;
+  k.fwd_bytes    = weights + tokens * (in + out) * s.act_bytes;
   // Backward: input gradient and weight gradient, each a GEMM of the forward's size;
   // reads the output gradient, the saved input and the weights, accumulates the gradient.
   k.bwd_flops = 2 * k.fwd_flops;
@@ -56,10 +56,10 @@ KernelPlan memory_bound(const std::string& name)
 KernelPlan pointwise(const std::string& name, KernelFamily family, double in, double out, double flops_per_elem,
                      const StepShape& s, double saved)
 {
-  KernelPlan k  = memory_bound(name);
-  k.family      = family;
-  k.fwd_flops   = flops_per_elem * in;
-  k.fwd_bytes   = (in + out) * s.act_bytes;
+  KernelPlan k = memory_bound(name);
+  k.family     = family;
+  k.fwd_flops  = flops_per_elem * in;
+  k.fwd_bytes  = (in + out) * s.act_bytes;
   // Backward reads the output's gradient and the saved input (or output), writes the
   // input's gradient.
   k.bwd_flops   = 2 * k.fwd_flops;
@@ -72,9 +72,9 @@ KernelPlan dropout(const std::string& name, double elems, const StepShape& s, do
 {
   // Forward reads the input and writes the output and a 1-byte mask; backward reads the
   // gradient and the mask and writes the gradient.
-  KernelPlan k  = pointwise(name, KernelFamily::generic, elems, elems, 2, s, saved);
-  k.fwd_bytes   = (2 * s.act_bytes + 1) * elems;
-  k.bwd_bytes   = k.fwd_bytes;
+  KernelPlan k = pointwise(name, KernelFamily::generic, elems, elems, 2, s, saved);
+  k.fwd_bytes  = (2 * s.act_bytes + 1) * elems;
+  k.bwd_bytes  = k.fwd_bytes;
   return k;
 }
 
@@ -112,8 +112,8 @@ void tp_pair(KernelPlan& norm, KernelPlan& column, KernelPlan& row, double full_
   if (s.tp == 1)
     return;
   if (!s.sp) {
-    row.fwd_after     = {CollectiveKind::all_reduce, full_act};
-    column.bwd_after  = {CollectiveKind::all_reduce, full_act};
+    row.fwd_after    = {CollectiveKind::all_reduce, full_act};
+    column.bwd_after = {CollectiveKind::all_reduce, full_act};
     return;
   }
   norm.fwd_after    = {CollectiveKind::all_gather, full_act};

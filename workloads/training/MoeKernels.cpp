@@ -62,11 +62,11 @@ void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T
   double E = static_cast<double>(moe.experts), k = static_cast<double>(moe.top_k);
   double fe = static_cast<double>(moe.expert_ffn), up = m.mlp == MlpKind::swiglu ? 2 * fe : fe;
   const ExpertLoad load = expert_load(moe, s.ep);
-  const double Tr    = T / r;                       // tokens this tp rank routes
-  const double sent  = Tr * load.busiest_pairs;     // pairs it receives from its ep group
-  const double pairs = sent * t;                    // pairs it computes (its etp group's after the gather)
-  auto& ks = b.kernels;
-  const double stream = T * h / r;
+  const double Tr       = T / r;                   // tokens this tp rank routes
+  const double sent     = Tr * load.busiest_pairs; // pairs it receives from its ep group
+  const double pairs    = sent * t;                // pairs it computes (its etp group's after the gather)
+  auto& ks              = b.kernels;
+  const double stream   = T * h / r;
   ks.push_back(grad_sum("ln2.grad_sum", stream, e));
   ks.push_back(pointwise("ln2", KernelFamily::norm, stream, stream, 8, s, T * h * e / r));
   if (moe.shared_experts > 0) {
@@ -88,10 +88,10 @@ void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T
     return TpComm{CollectiveKind::all_to_all, out ? hop.dispatch_bytes : hop.bytes,
                   hop.group == DispatchGroup::ep_node ? CommGroup::ep_node : CommGroup::ep};
   };
-  const double forwarded = hops.front().bytes / (h * e); // rows a forwarding rank receives
-  KernelPlan permute = shuffle("moe.permute", Tr * k, h, s, Tr * k * 4); // int32 routing map
-  permute.fwd_after  = a2a(hops.front(), true);
-  permute.bwd_before = a2a(hops.front(), false);
+  const double forwarded = hops.front().bytes / (h * e);                     // rows a forwarding rank receives
+  KernelPlan permute     = shuffle("moe.permute", Tr * k, h, s, Tr * k * 4); // int32 routing map
+  permute.fwd_after      = a2a(hops.front(), true);
+  permute.bwd_before     = a2a(hops.front(), false);
   ks.push_back(permute);
   if (hops.size() > 1) {
     KernelPlan forward = shuffle("moe.forward", forwarded, h, s, 0);

@@ -30,15 +30,15 @@ void TrainingStepGenerator::emit_optimizer()
 void TrainingStepGenerator::emit_gpu_step(int b)
 {
   // The stack's passes over this rank's shard, each its own kernel, one after another.
-  Block& blk = blocks_[b];
-  Stage& s   = stage_of(b);
-  double n   = shard(b, blk.plan.params);
+  Block& blk               = blocks_[b];
+  Stage& s                 = stage_of(b);
+  double n                 = shard(b, blk.plan.params);
   const std::string prefix = blk.plan.name + ".";
-  OpId last = blk.grads_ready;
-  OpId step = last;
+  OpId last                = blk.grads_ready;
+  OpId step                = last;
   for (const OptimizerPass& p : stack_->optimizer_passes(cfg_, state_bytes_)) {
-    Op op = kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, p.flops_per_param * n, p.bytes_per_param * n, 0,
-                      prefix + p.name);
+    Op op     = kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, p.flops_per_param * n, p.bytes_per_param * n, 0,
+                          prefix + p.name);
     op.family = KernelFamily::optimizer;
     last      = dag_.add(std::move(op), {last});
     touch_optimizer_pass(last, b, p.grads, p.states, p.weights);
@@ -58,13 +58,13 @@ void TrainingStepGenerator::gather_updated_weights(int b, OpId after)
   if (cfg_.zero != 1 && cfg_.zero != 2)
     return;
   // Dense weights among the dp group, routed experts' among their owners (the edp group).
-  auto [dense, experts]   = dense_and_experts(b, blocks_[b].plan.params * weight_bytes_per_param());
-  const double parts[2]   = {dense, experts};
+  auto [dense, experts] = dense_and_experts(b, blocks_[b].plan.params * weight_bytes_per_param());
+  const double parts[2] = {dense, experts};
   for (size_t l = 0; l < s.lanes.size(); ++l)
     if (s.lanes[l].group >= 0 && parts[l] > 0)
       dag_.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::all_gather, s.lanes[l].group, parts[l],
-                             blocks_[b].plan.name +
-                                 (s.lanes[l].experts ? ".updated_expert_weights.all_gather" : ".updated_weights.all_gather")),
+                             blocks_[b].plan.name + (s.lanes[l].experts ? ".updated_expert_weights.all_gather"
+                                                                        : ".updated_weights.all_gather")),
                {after});
 }
 
@@ -87,14 +87,14 @@ OpId TrainingStepGenerator::all_grads_ready(int stage)
 
 void TrainingStepGenerator::emit_offloaded_step(int b, bool first)
 {
-  Block& blk  = blocks_[b];
-  Stage& s    = stage_of(b);
-  double n    = shard(b, blk.plan.params);
-  double ob   = optimizer_bytes_per_param();
-  double wb   = weight_bytes_per_param();
-  bool nvme   = cfg_.offload_optimizer == OffloadTarget::nvme;
+  Block& blk               = blocks_[b];
+  Stage& s                 = stage_of(b);
+  double n                 = shard(b, blk.plan.params);
+  double ob                = optimizer_bytes_per_param();
+  double wb                = weight_bytes_per_param();
+  bool nvme                = cfg_.offload_optimizer == OffloadTarget::nvme;
   const std::string prefix = blk.plan.name + ".optimizer";
-  OpId ready  = blk.grads_ready;
+  OpId ready               = blk.grads_ready;
   Tensor staging;
   // DeepSpeed calls optimizer.step() after backward: the first step (of the last block,
   // whose gradients arrive first) waits for every block's; the host stream keeps the rest
@@ -129,7 +129,7 @@ void TrainingStepGenerator::emit_offloaded_step(int b, bool first)
   if (cfg_.offload_params != OffloadTarget::none)
     return; // the updated shard stays where the parameters live; the next forward fetches it
   OpId up = dag_.add(host_copy_op(s.gpu, StreamKind::h2d, s.host, s.gpu, n * wb, blk.plan.name + ".updated_weights_h2d",
-                                       cfg_.offload_pinned),
+                                  cfg_.offload_pinned),
                      {done});
   gather_updated_weights(b, up);
 }

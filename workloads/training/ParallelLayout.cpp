@@ -6,9 +6,9 @@
 namespace memwall {
 
 ParallelLayout::ParallelLayout(const TrainingConfig& cfg, int gpus_per_node)
-    : tp_(cfg.tp), pp_(cfg.pp), dp_(cfg.replicas()), ep_(cfg.ep), etp_(cfg.etp), cp_(cfg.cp), gpus_per_node_(gpus_per_node)
-{
-}
+    : tp_(cfg.tp), pp_(cfg.pp), dp_(cfg.replicas()), ep_(cfg.ep), etp_(cfg.etp), cp_(cfg.cp),
+      gpus_per_node_(gpus_per_node)
+{}
 
 DeviceRef ParallelLayout::device(int64_t t, int64_t d, int64_t p) const
 {
@@ -30,8 +30,8 @@ std::vector<DeviceRef> ParallelLayout::tp_group(int64_t stage) const { return ra
 
 std::vector<DeviceRef> ParallelLayout::dp_group(int64_t stage) const { return ranks(0, tp_, dp_, stage); }
 
-std::vector<std::vector<DeviceRef>> ParallelLayout::on_node(
-    int64_t stage, int64_t count, const std::function<std::vector<DeviceRef>(int64_t)>& group) const
+std::vector<std::vector<DeviceRef>>
+ParallelLayout::on_node(int64_t stage, int64_t count, const std::function<std::vector<DeviceRef>(int64_t)>& group) const
 {
   std::vector<std::vector<DeviceRef>> groups;
   int node = representative(stage).node;
@@ -72,8 +72,7 @@ std::vector<std::vector<DeviceRef>> ParallelLayout::peer_ep_groups(int64_t stage
   // Group i = et * edp + k holds ranks et + etp (e + ep k), e < ep (with etp = tp: the
   // span of ep consecutive dp ranks k ep .. of tp index et).
   const int64_t n = edp();
-  return on_node(stage, etp_ * n,
-                 [&](int64_t i) { return ranks(i / n + etp_ * ep_ * (i % n), etp_, ep_, stage); });
+  return on_node(stage, etp_ * n, [&](int64_t i) { return ranks(i / n + etp_ * ep_ * (i % n), etp_, ep_, stage); });
 }
 
 std::vector<std::vector<DeviceRef>> ParallelLayout::peer_edp_groups(int64_t stage) const

@@ -25,9 +25,9 @@ void TrainingStepGenerator::emit_pipeline()
     for (size_t p = 0; p < order.size(); ++p) {
       while (pos[p] < order[p].size()) {
         const PipelineSlot& s = order[p][pos[p]];
-        int64_t vs = s.chunk * cfg_.pp + static_cast<int64_t>(p);
-        bool ready = s.forward ? (vs == 0 || fwd_sent_.count({vs - 1, s.microbatch}))
-                               : (vs == last_vs || bwd_sent_.count({vs + 1, s.microbatch}));
+        int64_t vs            = s.chunk * cfg_.pp + static_cast<int64_t>(p);
+        bool ready            = s.forward ? (vs == 0 || fwd_sent_.count({vs - 1, s.microbatch}))
+                                          : (vs == last_vs || bwd_sent_.count({vs + 1, s.microbatch}));
         if (!ready)
           break;
         emit_slot(static_cast<int>(p), s.microbatch, s.chunk, s.forward);
@@ -38,7 +38,8 @@ void TrainingStepGenerator::emit_pipeline()
   }
   for (size_t p = 0; p < order.size(); ++p)
     if (pos[p] != order[p].size())
-      throw std::logic_error("pipeline schedule '" + cfg_.pipeline_schedule + "' deadlocks at stage " + std::to_string(p));
+      throw std::logic_error("pipeline schedule '" + cfg_.pipeline_schedule + "' deadlocks at stage " +
+                             std::to_string(p));
 }
 
 void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool forward)

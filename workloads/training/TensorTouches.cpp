@@ -35,7 +35,7 @@ void TrainingStepGenerator::touch_kernel(OpId k, int b, size_t i, bool forward, 
 {
   if (!dag_.tracks_accesses())
     return;
-  const Block& blk = blocks_[b];
+  const Block& blk     = blocks_[b];
   auto [offset, share] = weight_slice(blk.plan, i);
   if (share > 0) {
     Tensor w = weights_in_use(b);

@@ -1,8 +1,8 @@
 #include "workloads/training/TrainingConfig.hpp"
 
 #include "workloads/model/InputLimits.hpp"
-#include "workloads/training/schedule/PipelineSchedule.hpp"
 #include "workloads/training/dispatch/TokenDispatcher.hpp"
+#include "workloads/training/schedule/PipelineSchedule.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
 #include <algorithm>
@@ -21,13 +21,14 @@ LoraConfig read_lora(ParamReader& parent)
 {
   // Read (and so documented) even when absent; the section's presence turns LoRA on.
   LoraConfig l;
-  l.enabled  = parent.has("lora");
-  ParamReader r = parent.section("lora", "LoRA adapters; absent: all weights are trained");
-  l.rank     = r.integer("rank", l.rank, "adapter rank r", 1);
+  l.enabled        = parent.has("lora");
+  ParamReader r    = parent.section("lora", "LoRA adapters; absent: all weights are trained");
+  l.rank           = r.integer("rank", l.rank, "adapter rank r", 1);
   std::string base = r.choice("base", "bf16", {"bf16", "nf4"},
                               "frozen base weights: bf16, or nf4 for QLoRA (4-bit NormalFloat, double quantization)");
-  l.nf4_base = base == "nf4";
-  YAML::Node t = r.take("targets", "list of: qkv, proj, mlp.up, mlp.down", "projections that get adapters", "[qkv, proj, mlp.up, mlp.down]");
+  l.nf4_base       = base == "nf4";
+  YAML::Node t     = r.take("targets", "list of: qkv, proj, mlp.up, mlp.down", "projections that get adapters",
+                            "[qkv, proj, mlp.up, mlp.down]");
   if (t.IsDefined() && !t.IsNull()) {
     if (!t.IsSequence() || t.size() == 0)
       r.fail("targets", "expected a non-empty list of: qkv, proj, mlp.up, mlp.down");
@@ -46,18 +47,18 @@ LoraConfig read_lora(ParamReader& parent)
 void read_offload(ParamReader& parent, TrainingConfig& t)
 {
   ParamReader r = parent.section("offload", "ZeRO-Offload / ZeRO-Infinity: where optimizer states and parameters live");
-  t.offload_optimizer = offload_target(r.choice(
-      "optimizer", "none", {"none", "cpu", "nvme"},
-      "optimizer states (and fp32 master weights) in host DRAM or on NVMe; the step runs on the CPU"));
-  t.offload_params = offload_target(r.choice("params", "none", {"none", "cpu", "nvme"},
-                                             "ZeRO-3 parameter shards in host DRAM or on NVMe, streamed per layer"));
+  t.offload_optimizer = offload_target(
+      r.choice("optimizer", "none", {"none", "cpu", "nvme"},
+               "optimizer states (and fp32 master weights) in host DRAM or on NVMe; the step runs on the CPU"));
+  t.offload_params         = offload_target(r.choice("params", "none", {"none", "cpu", "nvme"},
+                                                     "ZeRO-3 parameter shards in host DRAM or on NVMe, streamed per layer"));
   t.overlap_offloaded_step = r.flag("overlap_step", false,
-                                       "start each block's CPU optimizer step as soon as its gradients reach the host, "
-                                       "overlapping the rest of backward (false: after the whole backward, as "
-                                       "DeepSpeed's optimizer.step() runs)");
-  t.offload_pinned = r.flag("pinned", false,
-                            "host buffers page-locked (DeepSpeed's pin_memory, off by default); pageable copies are "
-                            "staged through the driver's pinned buffer at hardware.node.pageable_copy_bw");
+                                    "start each block's CPU optimizer step as soon as its gradients reach the host, "
+                                    "overlapping the rest of backward (false: after the whole backward, as "
+                                    "DeepSpeed's optimizer.step() runs)");
+  t.offload_pinned         = r.flag("pinned", false,
+                                    "host buffers page-locked (DeepSpeed's pin_memory, off by default); pageable copies are "
+                                            "staged through the driver's pinned buffer at hardware.node.pageable_copy_bw");
   r.finish();
 }
 
@@ -65,31 +66,31 @@ void read_deepspeed(ParamReader& parent, TrainingConfig& t)
 {
   DeepSpeedConfig& d = t.deepspeed;
   bool given         = parent.has("deepspeed");
-  ParamReader r = parent.section("deepspeed", "DeepSpeed's zero_optimization settings, by its names (training.stack "
-                                              "deepspeed)");
-  d.modules = r.choice("modules", d.modules, {"megatron", "transformers"},
-                       "whose model code DeepSpeed drives: Megatron-DeepSpeed's GPT (fused kernels) or a Hugging "
-                       "Face model's transformers modules (the Trainer's; weights in the compute dtype, no autocast)");
-  d.overlap_comm = r.flag("overlap_comm", t.zero == 3,
-                          "gather parameters and reduce gradients on their own streams, overlapping compute (default: "
-                          "true with zero 3, else false, as DeepSpeed; false in its 2021 releases); false: on the "
-                          "compute stream");
-  d.prefetch_numel  = r.number("stage3_prefetch_bucket_size", d.prefetch_numel,
-                               "ZeRO-3: parameter elements all-gathered ahead of their use (memwall: with overlap_comm, "
-                               "any positive value gathers the next block during this one; 0: no prefetch)",
-                               0, 1e13);
-  d.max_live_numel  = r.number("stage3_max_live_parameters", d.max_live_numel,
-                               "ZeRO-3: gathered parameter elements alive at once (read for DeepSpeed's config; "
-                               "memwall's prefetch is one block ahead whatever it says)",
-                               0, 1e13);
-  d.max_reuse_numel = r.number("stage3_max_reuse_distance", d.max_reuse_numel,
-                               "ZeRO-3: a parameter used again within this many gathered elements is not released",
-                               0, 1e13);
-  d.persistence_numel = r.number("stage3_param_persistence_threshold", d.persistence_numel,
-                                 "ZeRO-3: parameters of at most this many elements are held whole on every rank", 0,
-                                 1e13);
-  d.reduce_bucket_numel = r.number("reduce_bucket_size", d.reduce_bucket_numel,
-                                   "gradient elements reduced in one collective", 1, 1e13);
+  ParamReader r    = parent.section("deepspeed", "DeepSpeed's zero_optimization settings, by its names (training.stack "
+                                                    "deepspeed)");
+  d.modules        = r.choice("modules", d.modules, {"megatron", "transformers"},
+                              "whose model code DeepSpeed drives: Megatron-DeepSpeed's GPT (fused kernels) or a Hugging "
+                                     "Face model's transformers modules (the Trainer's; weights in the compute dtype, no autocast)");
+  d.overlap_comm   = r.flag("overlap_comm", t.zero == 3,
+                            "gather parameters and reduce gradients on their own streams, overlapping compute (default: "
+                              "true with zero 3, else false, as DeepSpeed; false in its 2021 releases); false: on the "
+                              "compute stream");
+  d.prefetch_numel = r.number("stage3_prefetch_bucket_size", d.prefetch_numel,
+                              "ZeRO-3: parameter elements all-gathered ahead of their use (memwall: with overlap_comm, "
+                              "any positive value gathers the next block during this one; 0: no prefetch)",
+                              0, 1e13);
+  d.max_live_numel = r.number("stage3_max_live_parameters", d.max_live_numel,
+                              "ZeRO-3: gathered parameter elements alive at once (read for DeepSpeed's config; "
+                              "memwall's prefetch is one block ahead whatever it says)",
+                              0, 1e13);
+  d.max_reuse_numel =
+      r.number("stage3_max_reuse_distance", d.max_reuse_numel,
+               "ZeRO-3: a parameter used again within this many gathered elements is not released", 0, 1e13);
+  d.persistence_numel =
+      r.number("stage3_param_persistence_threshold", d.persistence_numel,
+               "ZeRO-3: parameters of at most this many elements are held whole on every rank", 0, 1e13);
+  d.reduce_bucket_numel =
+      r.number("reduce_bucket_size", d.reduce_bucket_numel, "gradient elements reduced in one collective", 1, 1e13);
   d.per_parameter_collectives =
       r.flag("per_parameter_collectives", false,
              "DeepSpeed 0.3-0.4 on PyTorch <= 1.9: one all-gather and one reduce-scatter per parameter, over "
@@ -102,8 +103,8 @@ void read_deepspeed(ParamReader& parent, TrainingConfig& t)
                                        "(cudaMemcpyAsync device to device, median of the A100 2-rank NCCL trace)");
   r.finish();
   if (given && t.stack != "deepspeed")
-    parent.fail("deepspeed", "the deepspeed section configures training.stack deepspeed; this spec runs stack " +
-                                 t.stack);
+    parent.fail("deepspeed",
+                "the deepspeed section configures training.stack deepspeed; this spec runs stack " + t.stack);
 }
 
 std::string str(int64_t v) { return std::to_string(v); }
@@ -115,7 +116,9 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
   // In double first: tp, pp and cp of up to 10^9 each overflow an int64 product.
   if (static_cast<double>(t.tp) * static_cast<double>(t.pp) * static_cast<double>(t.cp) > static_cast<double>(gpus) ||
       gpus % (t.tp * t.pp * t.cp) != 0)
-    r.fail(t.cp > 1 ? "cp" : t.pp > 1 ? "pp" : "tp",
+    r.fail(t.cp > 1   ? "cp"
+           : t.pp > 1 ? "pp"
+                      : "tp",
            (t.cp > 1 ? "tp x pp x cp = " : "tp x pp = ") + str(t.tp * t.pp * t.cp) + " does not divide the " +
                str(gpus) + " GPUs");
   if (dp_given && t.gpus() != gpus)
@@ -125,14 +128,15 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
   if (t.seq_len % t.cp != 0)
     r.fail("cp", "cp = " + str(t.cp) + " does not divide seq_len " + str(t.seq_len) +
                      " (each context-parallel rank holds seq_len / cp tokens)");
-  bool uneven = t.first_stage_layers > 0 || t.last_stage_layers > 0;
+  bool uneven                      = t.first_stage_layers > 0 || t.last_stage_layers > 0;
   const std::vector<int64_t> split = t.stage_layers(m.layers);
   if (uneven && (t.pp < 2 || t.virtual_stages > 1))
     r.fail(t.first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers",
            "an uneven pipeline needs pp >= 2 and virtual_stages: 1");
   if (uneven && split.empty())
     r.fail(t.first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers",
-           "the model's " + str(m.layers) + " layers less the first and last stages' do not split evenly over the other " +
+           "the model's " + str(m.layers) +
+               " layers less the first and last stages' do not split evenly over the other " +
                str(t.pp - (t.first_stage_layers > 0) - (t.last_stage_layers > 0)) + " stages");
   if (!uneven && m.layers % (t.pp * t.virtual_stages) != 0)
     r.fail(t.virtual_stages > 1 ? "virtual_stages" : "pp",
@@ -141,14 +145,16 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
   if (t.sp && t.tp == 1)
     r.fail("sp", "sequence parallelism splits activations over the tp group: it needs tp > 1");
   if (t.global_batch % (t.micro_batch * t.dp) != 0)
-    r.fail("global_batch", "global_batch " + str(t.global_batch) + " is not a multiple of micro_batch x dp = " +
-                               str(t.micro_batch * t.dp));
-  int64_t per_stage = split.empty() ? m.layers / t.pp : *std::max_element(split.begin(), split.end()) * t.virtual_stages;
+    r.fail("global_batch", "global_batch " + str(t.global_batch) +
+                               " is not a multiple of micro_batch x dp = " + str(t.micro_batch * t.dp));
+  int64_t per_stage =
+      split.empty() ? m.layers / t.pp : *std::max_element(split.begin(), split.end()) * t.virtual_stages;
   int64_t passes = t.micro_batches() * per_stage;
   if (passes > limits::layer_passes)
-    r.fail("global_batch", "each GPU would replay " + str(passes) + " layer passes per step (" + str(t.micro_batches()) +
-                               " micro-batches x " + str(per_stage) + " layers), more than the limit " +
-                               str(limits::layer_passes) + "; raise micro_batch or lower global_batch");
+    r.fail("global_batch", "each GPU would replay " + str(passes) + " layer passes per step (" +
+                               str(t.micro_batches()) + " micro-batches x " + str(per_stage) +
+                               " layers), more than the limit " + str(limits::layer_passes) +
+                               "; raise micro_batch or lower global_batch");
   check_pipeline_schedule(t.pipeline_schedule, {t.pp, t.virtual_stages, t.micro_batches()}, r);
 }
 
@@ -180,13 +186,17 @@ void check_experts(ParamReader& r, const TrainingConfig& t, const ModelSpec& m)
   if (t.lora.enabled)
     r.fail("lora", "LoRA on a mixture-of-experts model is not supported");
   if (t.zero == 3 && (t.ep > 1 || t.etp != t.tp))
-    r.fail("zero", "ZeRO-3 with expert parallelism is not supported; use zero <= 2 (Megatron's distributed optimizer is ZeRO-1)");
+    r.fail(
+        "zero",
+        "ZeRO-3 with expert parallelism is not supported; use zero <= 2 (Megatron's distributed optimizer is ZeRO-1)");
 }
 
 void check_memory_options(ParamReader& r, const TrainingConfig& t)
 {
   if (t.zero == 3 && t.pp > 1)
-    r.fail("zero", "ZeRO-3 shards parameters per layer and cannot be combined with pipeline parallelism (pp > 1); use zero <= 1");
+    r.fail(
+        "zero",
+        "ZeRO-3 shards parameters per layer and cannot be combined with pipeline parallelism (pp > 1); use zero <= 1");
   if (t.offload_params != OffloadTarget::none && t.zero != 3)
     r.fail("offload", "offload.params needs zero: 3 (ZeRO-Infinity offloads parameter shards)");
   if (t.offload_params != OffloadTarget::none && t.offload_optimizer == OffloadTarget::none)
@@ -233,8 +243,8 @@ std::string describe_training(const TrainingConfig& t)
   static const char* optimizers[] = {"adam", "adamw", "adam8bit", "sgd", "adafactor"};
   static const char* recomputes[] = {"none", "selective", "full"};
   static const char* targets[]    = {"none", "cpu", "nvme"};
-  std::string s = (t.stack == "megatron" ? std::string() : t.stack + ", ") + "tp " + str(t.tp) + (t.sp ? " (sp)" : "") + " x pp " + str(t.pp) +
-                  (t.cp > 1 ? " x cp " + str(t.cp) : std::string()) + " x dp " + str(t.dp);
+  std::string s = (t.stack == "megatron" ? std::string() : t.stack + ", ") + "tp " + str(t.tp) + (t.sp ? " (sp)" : "") +
+                  " x pp " + str(t.pp) + (t.cp > 1 ? " x cp " + str(t.cp) : std::string()) + " x dp " + str(t.dp);
   if (t.ep > 1 || t.etp != t.tp)
     s += " (ep " + str(t.ep) + (t.etp != t.tp ? ", etp " + str(t.etp) : std::string()) + ")";
   if (t.pp > 1)
@@ -254,36 +264,40 @@ std::string describe_training(const TrainingConfig& t)
 TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSpec& model)
 {
   TrainingConfig t;
-  t.seq_len      = r.integer("seq_len", t.seq_len, "tokens per sequence", 1, "", limits::tokens);
-  t.global_batch = r.integer("global_batch", t.global_batch, "sequences per optimizer step (all replicas)", 1, "",
-                             limits::sequences);
-  t.micro_batch  = r.integer("micro_batch", t.micro_batch, "sequences per forward/backward pass on one GPU", 1, "",
-                             limits::sequences);
-  t.tp = r.integer("tp", 1, "tensor-parallel degree (Megatron column/row split of attention and MLP)", 1);
-  t.pp = r.integer("pp", 1, "pipeline-parallel stages", 1);
-  bool dp_given = r.has("dp");
-  t.dp = r.integer("dp", 0, "data-parallel replicas", 1, "GPUs / (tp x pp x cp)");
-  t.cp = r.integer("cp", 1, "context-parallel degree: each sequence split over this many ranks, K and V all-gathered "
-                           "for attention (long context)", 1, "", limits::tokens);
-  t.ep = r.integer("ep", 1,
-                   "expert-parallel degree: routed experts spread over this many ranks (MoE); with etp = tp they are "
-                   "data-parallel ranks, with a smaller etp the group runs across the tp ranks too",
-                   1, "", limits::experts);
-  t.etp = r.integer("etp", t.tp,
-                    "expert-tensor-parallel degree: each routed expert split over this many ranks (Megatron-Core's "
-                    "expert_tensor_parallel_size; 1: experts whole, no tp collectives around them)",
-                    1, "tp", limits::experts);
+  t.seq_len        = r.integer("seq_len", t.seq_len, "tokens per sequence", 1, "", limits::tokens);
+  t.global_batch   = r.integer("global_batch", t.global_batch, "sequences per optimizer step (all replicas)", 1, "",
+                               limits::sequences);
+  t.micro_batch    = r.integer("micro_batch", t.micro_batch, "sequences per forward/backward pass on one GPU", 1, "",
+                               limits::sequences);
+  t.tp             = r.integer("tp", 1, "tensor-parallel degree (Megatron column/row split of attention and MLP)", 1);
+  t.pp             = r.integer("pp", 1, "pipeline-parallel stages", 1);
+  bool dp_given    = r.has("dp");
+  t.dp             = r.integer("dp", 0, "data-parallel replicas", 1, "GPUs / (tp x pp x cp)");
+  t.cp             = r.integer("cp", 1,
+                               "context-parallel degree: each sequence split over this many ranks, K and V all-gathered "
+                                           "for attention (long context)",
+                               1, "", limits::tokens);
+  t.ep             = r.integer("ep", 1,
+                               "expert-parallel degree: routed experts spread over this many ranks (MoE); with etp = tp they are "
+                                           "data-parallel ranks, with a smaller etp the group runs across the tp ranks too",
+                               1, "", limits::experts);
+  t.etp            = r.integer("etp", t.tp,
+                               "expert-tensor-parallel degree: each routed expert split over this many ranks (Megatron-Core's "
+                                          "expert_tensor_parallel_size; 1: experts whole, no tp collectives around them)",
+                               1, "tp", limits::experts);
   t.moe_dispatcher = r.choice("moe_dispatcher", "alltoall", token_dispatcher_registry().names(),
                               "how an MoE layer's tokens reach their experts' GPUs and come back; see `memwall list "
                               "dispatchers`");
-  t.sp = r.flag("sp", false, "sequence parallelism: all-gather/reduce-scatter instead of all-reduce, norms split by tp");
+  t.sp =
+      r.flag("sp", false, "sequence parallelism: all-gather/reduce-scatter instead of all-reduce, norms split by tp");
   t.stack = r.choice("stack", t.stack, training_stack_registry().names(),
                      "the software stack that runs the step: what it launches, keeps and holds (see `memwall list "
                      "stacks`)");
-  t.zero = static_cast<int>(r.integer("zero", training_stack_registry().make(t.stack)->default_zero(),
-                                      "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0,
-                                      "the stack's (fsdp: 3)", 3));
-  t.zero_prefetch = r.integer("zero_prefetch", 1, "ZeRO-3: layers whose parameters are all-gathered ahead of use (0: none)", 0);
+  t.zero  = static_cast<int>(r.integer("zero", training_stack_registry().make(t.stack)->default_zero(),
+                                       "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0,
+                                       "the stack's (fsdp: 3)", 3));
+  t.zero_prefetch =
+      r.integer("zero_prefetch", 1, "ZeRO-3: layers whose parameters are all-gathered ahead of use (0: none)", 0);
   YAML::Node allocator = r.take("allocator", "name (see `memwall list allocators`)",
                                 "the GPU memory allocator that serves the step's tensors: what the device holds "
                                 "beside what they use, and when it runs out",
@@ -295,35 +309,37 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   }
   t.pipeline_schedule = r.choice("pipeline_schedule", "1f1b", pipeline_schedule_registry().names(),
                                  "pipeline schedule (see `memwall list schedules`)");
-  t.virtual_stages = r.integer("virtual_stages", 1, "model chunks per pipeline stage (interleaved schedule)", 1);
-  t.first_stage_layers = r.integer("first_stage_layers", 0,
-                                   "layers of the first pipeline stage, the rest split evenly (0: an even split)", 0,
-                                   "", limits::layers);
-  t.last_stage_layers = r.integer("last_stage_layers", 0,
-                                  "layers of the last pipeline stage, the rest split evenly (0: an even split)", 0, "",
-                                  limits::layers);
-  std::string rc = r.choice("recompute", "none", {"none", "selective", "full"},
-                            "activation recomputation: selective (attention core) or full (keep layer inputs only)");
-  t.recompute = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
-  std::string p = r.choice("precision", "bf16", {"fp32", "bf16", "fp16", "fp8"},
-                           "compute precision; bf16/fp16/fp8 keep fp32 master weights (fp8: bf16 weights, fp8 GEMMs)");
-  t.precision   = *dtype_from_name(p);
-  std::string o = r.choice("optimizer", "adam", {"adam", "adamw", "adam8bit", "sgd", "adafactor"},
-                           "adam or adamw (2 fp32 states; adamw's decoupled weight decay costs the same), adam8bit (2 "
-                           "one-byte states), sgd with momentum, adafactor (factored)");
-  t.optimizer   = o == "adam" ? Optimizer::adam : o == "adamw" ? Optimizer::adamw : o == "adam8bit" ? Optimizer::adam8bit
-                : o == "sgd"  ? Optimizer::sgd
-                              : Optimizer::adafactor;
+  t.virtual_stages    = r.integer("virtual_stages", 1, "model chunks per pipeline stage (interleaved schedule)", 1);
+  t.first_stage_layers =
+      r.integer("first_stage_layers", 0, "layers of the first pipeline stage, the rest split evenly (0: an even split)",
+                0, "", limits::layers);
+  t.last_stage_layers =
+      r.integer("last_stage_layers", 0, "layers of the last pipeline stage, the rest split evenly (0: an even split)",
+                0, "", limits::layers);
+  std::string rc    = r.choice("recompute", "none", {"none", "selective", "full"},
+                               "activation recomputation: selective (attention core) or full (keep layer inputs only)");
+  t.recompute       = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
+  std::string p     = r.choice("precision", "bf16", {"fp32", "bf16", "fp16", "fp8"},
+                               "compute precision; bf16/fp16/fp8 keep fp32 master weights (fp8: bf16 weights, fp8 GEMMs)");
+  t.precision       = *dtype_from_name(p);
+  std::string o     = r.choice("optimizer", "adam", {"adam", "adamw", "adam8bit", "sgd", "adafactor"},
+                               "adam or adamw (2 fp32 states; adamw's decoupled weight decay costs the same), adam8bit (2 "
+                                   "one-byte states), sgd with momentum, adafactor (factored)");
+  t.optimizer       = o == "adam"       ? Optimizer::adam
+                      : o == "adamw"    ? Optimizer::adamw
+                      : o == "adam8bit" ? Optimizer::adam8bit
+                      : o == "sgd"      ? Optimizer::sgd
+                                        : Optimizer::adafactor;
   t.flash_attention = r.flag("flash_attention", t.flash_attention,
                              "fused attention; off stores the s x s scores, softmax and dropout mask");
   t.bucket_bytes = r.quantity("bucket_bytes", QuantityKind::bytes, t.bucket_bytes, "gradient bucket size (DDP, ZeRO)");
   t.overlap_grad_reduce = r.flag("overlap_grad_reduce", t.overlap_grad_reduce,
                                  "reduce gradient buckets during backward instead of after it");
-  t.buckets_in_flight = r.integer("buckets_in_flight", t.buckets_in_flight,
-                                  "ZeRO-2/3: gradient buckets being reduced (and copied to the host) while backward "
-                                  "goes on; backward waits for the oldest beyond this (DeepSpeed overlap_comm: 2)",
-                                  1);
-  t.lora = read_lora(r);
+  t.buckets_in_flight   = r.integer("buckets_in_flight", t.buckets_in_flight,
+                                    "ZeRO-2/3: gradient buckets being reduced (and copied to the host) while backward "
+                                      "goes on; backward waits for the oldest beyond this (DeepSpeed overlap_comm: 2)",
+                                    1);
+  t.lora                = read_lora(r);
   read_offload(r, t);
   read_deepspeed(r, t);
   if (t.seq_len > model.max_seq_len)

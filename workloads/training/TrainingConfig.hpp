@@ -2,9 +2,9 @@
 // The `training` section: batch shape, precision, optimizer, the parallel layout
 // (tp x pp x dp), ZeRO, recompute, LoRA and offload. Every key is read, documented and
 // checked in read_training_section(); inconsistent combinations are refused there.
+#include "base/ParamReader.hpp"
 #include "hwmodels/Dtype.hpp"
 #include "workloads/model/ModelSpec.hpp"
-#include "base/ParamReader.hpp"
 
 #include <cstdint>
 #include <string>
@@ -20,9 +20,9 @@ enum class Recompute { none, selective, full };
 enum class OffloadTarget { none, cpu, nvme };
 
 struct LoraConfig {
-  bool enabled    = false;
-  int64_t rank    = 16;
-  bool nf4_base   = false; // QLoRA: frozen base weights in 4-bit NormalFloat with double quantization
+  bool enabled  = false;
+  int64_t rank  = 16;
+  bool nf4_base = false; // QLoRA: frozen base weights in 4-bit NormalFloat with double quantization
   std::vector<std::string> targets{"qkv", "proj", "mlp.up", "mlp.down"};
   bool targets_kernel(const std::string& gemm) const;
 };
@@ -30,13 +30,13 @@ struct LoraConfig {
 // DeepSpeed's zero_optimization knobs, under DeepSpeed's own names where it has them
 // (deepspeed/runtime/zero/config.py); the `deepspeed` stack reads them.
 struct DeepSpeedConfig {
-  std::string modules            = "megatron"; // whose model code: Megatron-DeepSpeed's GPT or transformers' modules
-  bool overlap_comm              = false; // collectives on their own streams (else on the compute stream)
-  double prefetch_numel          = 5e7;   // stage3_prefetch_bucket_size: parameters gathered ahead of use
-  double max_live_numel          = 1e9;   // stage3_max_live_parameters: gathered parameters alive at once
-  double max_reuse_numel         = 1e9;   // stage3_max_reuse_distance: kept gathered if used again within this
-  double persistence_numel       = 1e5;   // stage3_param_persistence_threshold: smaller parameters held whole
-  double reduce_bucket_numel     = 5e8;   // reduce_bucket_size: gradient elements reduced together
+  std::string modules        = "megatron"; // whose model code: Megatron-DeepSpeed's GPT or transformers' modules
+  bool overlap_comm          = false;      // collectives on their own streams (else on the compute stream)
+  double prefetch_numel      = 5e7;        // stage3_prefetch_bucket_size: parameters gathered ahead of use
+  double max_live_numel      = 1e9;        // stage3_max_live_parameters: gathered parameters alive at once
+  double max_reuse_numel     = 1e9;        // stage3_max_reuse_distance: kept gathered if used again within this
+  double persistence_numel   = 1e5;        // stage3_param_persistence_threshold: smaller parameters held whole
+  double reduce_bucket_numel = 5e8;        // reduce_bucket_size: gradient elements reduced together
   // DeepSpeed 0.3-0.4 with PyTorch <= 1.9: one collective per parameter, over a list of
   // one view per rank, each built in Python (narrow) and copied by PyTorch out of
   // (all-gather) or into (reduce-scatter) a flat buffer: host work per rank and call.
@@ -46,44 +46,44 @@ struct DeepSpeedConfig {
 };
 
 struct TrainingConfig {
-  int64_t seq_len      = 1024;
-  int64_t global_batch = 8;  // sequences per optimizer step, all replicas together
-  int64_t micro_batch  = 1;  // sequences per forward/backward pass on one replica
-  int64_t tp           = 1;  // tensor-parallel ranks per layer (Megatron)
-  int64_t pp           = 1;  // pipeline stages
-  int64_t dp           = 1;  // data-parallel replicas
-  int64_t ep           = 1;  // expert-parallel ranks (MoE), folded over the tp x cp x dp ranks
-  int64_t etp          = 1;  // expert-tensor-parallel ranks: each routed expert split this many ways (default tp)
+  int64_t seq_len            = 1024;
+  int64_t global_batch       = 8; // sequences per optimizer step, all replicas together
+  int64_t micro_batch        = 1; // sequences per forward/backward pass on one replica
+  int64_t tp                 = 1; // tensor-parallel ranks per layer (Megatron)
+  int64_t pp                 = 1; // pipeline stages
+  int64_t dp                 = 1; // data-parallel replicas
+  int64_t ep                 = 1; // expert-parallel ranks (MoE), folded over the tp x cp x dp ranks
+  int64_t etp                = 1; // expert-tensor-parallel ranks: each routed expert split this many ways (default tp)
   std::string moe_dispatcher = "alltoall"; // how tokens reach their experts (TokenDispatcher registry)
-  int64_t cp           = 1;  // context-parallel ranks: each holds seq_len / cp tokens of every sequence
-  bool sp              = false; // sequence parallelism inside the tp group
-  int zero             = 0;  // ZeRO stage 0..3
-  int64_t zero_prefetch = 1; // ZeRO-3: layers whose parameters are gathered ahead of use
-  std::string stack = "megatron"; // the software stack (TrainingStack registry)
-  std::string allocator;          // the GPU memory allocator the replay models ("": the stack's)
+  int64_t cp                 = 1;          // context-parallel ranks: each holds seq_len / cp tokens of every sequence
+  bool sp                    = false;      // sequence parallelism inside the tp group
+  int zero                   = 0;          // ZeRO stage 0..3
+  int64_t zero_prefetch      = 1;          // ZeRO-3: layers whose parameters are gathered ahead of use
+  std::string stack          = "megatron"; // the software stack (TrainingStack registry)
+  std::string allocator;                   // the GPU memory allocator the replay models ("": the stack's)
   std::string pipeline_schedule = "1f1b";
-  int64_t virtual_stages = 1; // model chunks per pipeline stage (interleaved schedule)
+  int64_t virtual_stages        = 1; // model chunks per pipeline stage (interleaved schedule)
   // Uneven pipelines (Megatron's --decoder-first/last-pipeline-num-layers): layers of
   // the first and last stage, the rest split evenly; 0: an even split.
   int64_t first_stage_layers = 0;
   int64_t last_stage_layers  = 0;
-  Recompute recompute  = Recompute::none;
-  Dtype precision      = Dtype::bf16; // compute dtype; anything but fp32 keeps fp32 master weights
-  Optimizer optimizer  = Optimizer::adam;
-  bool flash_attention = true;
-  double bucket_bytes  = 25.0 * 1024 * 1024; // gradient bucket (PyTorch DDP default 25 MiB)
-  bool overlap_grad_reduce = true;
-  int64_t buckets_in_flight = 2; // ZeRO-2/3: gradient buckets reducing while backward goes on
+  Recompute recompute        = Recompute::none;
+  Dtype precision            = Dtype::bf16; // compute dtype; anything but fp32 keeps fp32 master weights
+  Optimizer optimizer        = Optimizer::adam;
+  bool flash_attention       = true;
+  double bucket_bytes        = 25.0 * 1024 * 1024; // gradient bucket (PyTorch DDP default 25 MiB)
+  bool overlap_grad_reduce   = true;
+  int64_t buckets_in_flight  = 2; // ZeRO-2/3: gradient buckets reducing while backward goes on
   LoraConfig lora;
   DeepSpeedConfig deepspeed;
   OffloadTarget offload_optimizer = OffloadTarget::none;
   OffloadTarget offload_params    = OffloadTarget::none;
   // Offloaded step: false (DeepSpeed's default) starts the CPU optimizer after the whole
   // backward pass; true starts each block's step as soon as its gradients reach the host.
-  bool overlap_offloaded_step     = false;
+  bool overlap_offloaded_step = false;
   // Host buffers of offloaded gradients and weights page-locked (DeepSpeed's pin_memory,
   // off by default): pageable copies are staged through the driver's pinned buffer.
-  bool offload_pinned             = false;
+  bool offload_pinned = false;
   // Unified memory is on (spec `memory`): kernels record the tensors they touch.
   bool record_tensor_accesses = false;
 

@@ -4,18 +4,17 @@ namespace memwall {
 
 TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const TrainingConfig& cfg,
                                              const ClusterSpec& cluster)
-    : model_(model), cfg_(cfg), stack_(make_training_stack(cfg)),
-      state_bytes_(stack_->state_bytes(cfg, model)), cluster_(cluster), layout_(cfg, cluster.gpus_per_node),
-      shape_(step_shape(cfg))
+    : model_(model), cfg_(cfg), stack_(make_training_stack(cfg)), state_bytes_(stack_->state_bytes(cfg, model)),
+      cluster_(cluster), layout_(cfg, cluster.gpus_per_node), shape_(step_shape(cfg))
 {
   shape_.weight_bytes = weight_bytes_per_param();
   shape_.ep_nodes     = cfg.ep > 1 ? layout_.ep_nodes() : 1;
   // Virtual stage vs = chunk * pp + stage holds the next cfg.stage_layers()[vs] layers
   // (an even split unless first/last_stage_layers say otherwise); the embedding goes
   // with the first virtual stage, the head with the last.
-  int64_t virtual_stages = cfg.pp * cfg.virtual_stages;
+  int64_t virtual_stages     = cfg.pp * cfg.virtual_stages;
   std::vector<int64_t> split = cfg.stage_layers(model.layers);
-  auto add = [&](BlockPlan plan, int64_t vs) {
+  auto add                   = [&](BlockPlan plan, int64_t vs) {
     Block b;
     b.plan  = std::move(plan);
     b.stage = static_cast<int>(vs % cfg.pp);
@@ -76,9 +75,9 @@ void TrainingStepGenerator::build_stages()
   const NodeSpec& node = cluster_.node;
   for (int64_t p = 0; p < cfg_.pp; ++p) {
     Stage s;
-    s.gpu  = layout_.representative(p);
-    s.host = DeviceRef{DeviceKind::host, s.gpu.node, node.socket_of_gpu(s.gpu.index)};
-    s.nvme = DeviceRef{DeviceKind::nvme, s.gpu.node, 0};
+    s.gpu                        = layout_.representative(p);
+    s.host                       = DeviceRef{DeviceKind::host, s.gpu.node, node.socket_of_gpu(s.gpu.index)};
+    s.nvme                       = DeviceRef{DeviceKind::nvme, s.gpu.node, 0};
     std::vector<DeviceRef> peers = layout_.node_peers(p);
     for (const auto& q : peers) {
       s.shadows_on_node++;
@@ -141,18 +140,18 @@ void TrainingStepGenerator::emit_setup()
     Block& b = blocks_[index];
     Stage& s = stages_[b.stage];
     if (b.plan.frozen_params > 0)
-      dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::weights, b.plan.frozen_params * shape_.frozen_weight_bytes,
-                 b.plan.name + ".frozen_weights");
+      dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::weights,
+                 b.plan.frozen_params * shape_.frozen_weight_bytes, b.plan.name + ".frozen_weights");
     if (b.plan.params <= 0)
       continue;
     double weights = b.plan.params * weight_bytes_per_param();
     if (cfg_.zero == 3) {
       // Persistent tensors (DeepSpeed's small parameters) are held whole, the rest sharded.
       double whole = persistent_params(static_cast<int>(index)) * weight_bytes_per_param();
-      b.weights = place(s, cfg_.offload_params, MemCategory::weights,
-                        (weights - whole) / static_cast<double>(cfg_.replicas()) + whole, b.plan.name + ".weight_shard");
-    }
-    else
+      b.weights =
+          place(s, cfg_.offload_params, MemCategory::weights,
+                (weights - whole) / static_cast<double>(cfg_.replicas()) + whole, b.plan.name + ".weight_shard");
+    } else
       b.weights = place(s, OffloadTarget::none, MemCategory::weights, weights, b.plan.name + ".weights");
     if (ddp_bucket_copies())
       dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::gradients, b.plan.params * gradient_bytes_per_param(),
@@ -182,7 +181,7 @@ const OpName& TrainingStepGenerator::name(int b, size_t i, Role role)
                                                                             {".bwd.", ".free_saved"},
                                                                             {".bwd.", ".free_regenerated"}}};
     const auto& [infix, suffix] = parts[static_cast<size_t>(role)];
-    n = OpName(blk.plan.name + infix + blk.plan.kernels[i].name + suffix);
+    n                           = OpName(blk.plan.name + infix + blk.plan.kernels[i].name + suffix);
   }
   return n;
 }
@@ -192,9 +191,9 @@ OpId TrainingStepGenerator::kernel(const DeviceRef& gpu, const OpName& name, con
 {
   // Elementwise FLOPs and recomputation do not count toward MFU.
   double model = k.kclass != KernelClass::elementwise && !recompute ? (forward ? k.fwd_flops : k.bwd_model_flops) : 0.0;
-  Op op = kernel_op(gpu, k.kclass, k.dtype, forward ? k.fwd_flops : k.bwd_flops, forward ? k.fwd_bytes : k.bwd_bytes,
-                    model, name);
-  op.shape  = k.shape;
+  Op op    = kernel_op(gpu, k.kclass, k.dtype, forward ? k.fwd_flops : k.bwd_flops, forward ? k.fwd_bytes : k.bwd_bytes,
+                       model, name);
+  op.shape = k.shape;
   op.family = k.family;
   if (!forward)
     op.pass = k.bwd_pass;
@@ -204,11 +203,11 @@ OpId TrainingStepGenerator::kernel(const DeviceRef& gpu, const OpName& name, con
 void TrainingStepGenerator::tp_collective(int b, size_t i, Role role, const TpComm& c)
 {
   const Stage& s = stage_of(b);
-  int32_t group  = c.group == CommGroup::ep    ? s.ep_group
-                   : c.group == CommGroup::cp  ? s.cp_group
-                   : c.group == CommGroup::etp ? s.etp_group
+  int32_t group  = c.group == CommGroup::ep        ? s.ep_group
+                   : c.group == CommGroup::cp      ? s.cp_group
+                   : c.group == CommGroup::etp     ? s.etp_group
                    : c.group == CommGroup::ep_node ? s.ep_node_group
-                                               : s.tp_group;
+                                                   : s.tp_group;
   if (c.bytes <= 0 || group < 0)
     return;
   // Megatron's tp collectives (and MoE all-to-alls) block the compute stream.
@@ -217,24 +216,24 @@ void TrainingStepGenerator::tp_collective(int b, size_t i, Role role, const TpCo
 
 void TrainingStepGenerator::emit_forward(int b, int64_t mb)
 {
-  Block& blk     = blocks_[b];
-  Stage& s       = stage_of(b);
-  const auto& ks = blk.plan.kernels;
-  bool full      = blk.plan.layer && cfg_.recompute == Recompute::full;
-  bool selective = blk.plan.layer && cfg_.recompute == Recompute::selective;
-  OpId params    = gathered(b);
+  Block& blk               = blocks_[b];
+  Stage& s                 = stage_of(b);
+  const auto& ks           = blk.plan.kernels;
+  bool full                = blk.plan.layer && cfg_.recompute == Recompute::full;
+  bool selective           = blk.plan.layer && cfg_.recompute == Recompute::selective;
+  OpId params              = gathered(b);
   const std::string prefix = blk.plan.name + ".fwd.";
-  auto& saved = saved_[{b, mb}];
+  auto& saved              = saved_[{b, mb}];
   saved.assign(ks.size(), Tensor{});
   if (full)
     checkpoints_[{b, mb}] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations,
                                        blk.plan.input_bytes, prefix + "checkpoint", {params});
   for (size_t i = 0; i < ks.size(); ++i) {
     const KernelPlan& k = ks[i];
-    double keep = full ? 0.0 : selective ? k.kept_under_selective() : k.saved_bytes;
+    double keep         = full ? 0.0 : selective ? k.kept_under_selective() : k.saved_bytes;
     if (keep > 0)
-      saved[i] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, keep, name(b, i, Role::fwd_saved),
-                            {params});
+      saved[i] =
+          dag_.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, keep, name(b, i, Role::fwd_saved), {params});
     if (k.runs(true)) {
       OpId id = kernel(s.gpu, name(b, i, Role::fwd), k, true, false);
       dag_.depend(id, params);
@@ -247,8 +246,8 @@ void TrainingStepGenerator::emit_forward(int b, int64_t mb)
 
 void TrainingStepGenerator::emit_recompute(int b, int64_t mb, bool selective_only)
 {
-  Block& blk = blocks_[b];
-  Stage& s   = stage_of(b);
+  Block& blk  = blocks_[b];
+  Stage& s    = stage_of(b);
   auto& saved = saved_[{b, mb}];
   for (size_t i = 0; i < blk.plan.kernels.size(); ++i) {
     const KernelPlan& k = blk.plan.kernels[i];
@@ -278,7 +277,7 @@ void TrainingStepGenerator::emit_backward(int b, int64_t mb)
   Block& blk = blocks_[b];
   Stage& s   = stage_of(b);
   alloc_gradients(b);
-  OpId params = gathered(b);
+  OpId params              = gathered(b);
   const std::string prefix = blk.plan.name + ".bwd.";
   Tensor ws;
   if (blk.plan.backward_workspace > 0)

@@ -19,9 +19,9 @@
 // Implementation files: TrainingStepGenerator.cpp (setup, blocks), PipelineSlots.cpp
 // (schedule order, stage-to-stage sends, repeated slots), GradientSync.cpp (buckets, reductions), OptimizerStep.cpp, ParamGather.cpp (ZeRO-3),
 // DeepSpeedFetch.cpp (ZeRO-3 as DeepSpeed gathers).
-#include "workloads/training/BlockKernels.hpp"
 #include "hwmodels/ClusterSpec.hpp"
 #include "workloads/dag/OpDag.hpp"
+#include "workloads/training/BlockKernels.hpp"
 #include "workloads/training/ParallelLayout.hpp"
 #include "workloads/training/TrainingConfig.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
@@ -48,28 +48,38 @@ public:
 private:
   struct Block {
     BlockPlan plan;
-    int stage = 0;
+    int stage     = 0;
     int64_t chunk = 0;
-    Tensor weights;         // this rank's weights (its shard under ZeRO-3), where they are placed
-    Tensor states;          // this rank's optimizer states, where they are placed
-    Tensor grads;           // on the GPU: full (ZeRO-0/1) or this rank's shard (ZeRO-2/3)
-    Tensor host_grads;      // ZeRO-Offload: fp32 gradient shard in host DRAM
-    Tensor bucket;          // ZeRO-2/3: this micro-batch's full gradient before reduce-scatter
-    int64_t backwards = 0;  // backward passes emitted so far
-    OpId grads_ready = OpDag::none; // last op before the optimizer may read the gradients
+    Tensor weights;                  // this rank's weights (its shard under ZeRO-3), where they are placed
+    Tensor states;                   // this rank's optimizer states, where they are placed
+    Tensor grads;                    // on the GPU: full (ZeRO-0/1) or this rank's shard (ZeRO-2/3)
+    Tensor host_grads;               // ZeRO-Offload: fp32 gradient shard in host DRAM
+    Tensor bucket;                   // ZeRO-2/3: this micro-batch's full gradient before reduce-scatter
+    int64_t backwards = 0;           // backward passes emitted so far
+    OpId grads_ready  = OpDag::none; // last op before the optimizer may read the gradients
     // Its kernels' op names by role, made on first use: every micro-batch reuses them
     // instead of building and interning the same strings again.
     std::vector<std::array<OpName, 11>> names;
   };
   // The ops a block's kernel i gives rise to, each with its own name.
   enum class Role : uint8_t {
-    fwd, fwd_saved, fwd_tp, rc, rc_saved, rc_tp, bwd, bwd_tp_in, bwd_tp, bwd_free_saved, bwd_free_regenerated
+    fwd,
+    fwd_saved,
+    fwd_tp,
+    rc,
+    rc_saved,
+    rc_tp,
+    bwd,
+    bwd_tp_in,
+    bwd_tp,
+    bwd_free_saved,
+    bwd_free_regenerated
   };
   // DDP / ZeRO-1 gradient buckets of one reduction group: the dp group, or for routed
   // experts' gradients under expert parallelism the edp group.
   struct BucketLane {
-    int32_t group = -1;
-    bool experts  = false;
+    int32_t group  = -1;
+    bool experts   = false;
     double pending = 0;
     std::vector<int> pending_blocks;
     std::vector<std::pair<double, std::vector<int>>> deferred; // when overlap is off
@@ -77,14 +87,14 @@ private:
   struct Stage {
     DeviceRef gpu, host, nvme;
     int32_t tp_group = -1, dp_group = -1;
-    int32_t ep_group = -1; // expert parallelism (the edp group is lanes[1].group)
-    int32_t ep_node_group = -1; // the ep ranks on the node (a two-hop dispatcher's NVLink hop)
-    int32_t etp_group = -1; // expert tensor parallelism (the tp group when etp = tp)
-    int32_t cp_group = -1; // context parallelism
+    int32_t ep_group      = -1;                     // expert parallelism (the edp group is lanes[1].group)
+    int32_t ep_node_group = -1;                     // the ep ranks on the node (a two-hop dispatcher's NVLink hop)
+    int32_t etp_group     = -1;                     // expert tensor parallelism (the tp group when etp = tp)
+    int32_t cp_group      = -1;                     // context parallelism
     int shadows_on_socket = 1, shadows_on_node = 1; // ranks sharing the host's DRAM / the node's NVMe
-    std::vector<std::vector<int>> chunks;            // block indices per chunk, forward order
-    std::array<BucketLane, 2> lanes;    // dense gradients, routed experts' gradients
-    std::deque<OpId> buckets_in_flight; // ZeRO-2/3: frees of the buckets still reducing
+    std::vector<std::vector<int>> chunks;           // block indices per chunk, forward order
+    std::array<BucketLane, 2> lanes;                // dense gradients, routed experts' gradients
+    std::deque<OpId> buckets_in_flight;             // ZeRO-2/3: frees of the buckets still reducing
     // DDP's copies back from its buckets, made when backward ends: (all-reduce, bytes, blocks).
     std::vector<std::tuple<OpId, double, std::vector<int>>> ddp_copy_back;
   };
@@ -121,7 +131,8 @@ private:
   // GradientSync.cpp
   void alloc_gradients(int b);
   void reduce_gradients(int b, int64_t mb);
-  void emit_bucket(int stage, const BucketLane& lane, double bytes, const std::vector<int>& blocks, OpId after, int index);
+  void emit_bucket(int stage, const BucketLane& lane, double bytes, const std::vector<int>& blocks, OpId after,
+                   int index);
   void flush_buckets();
   bool ddp_bucket_copies() const;
   // OptimizerStep.cpp
@@ -157,7 +168,7 @@ private:
   OpId gathered(int b); // waits for block b's next use's parameters; returns the op to depend on
   void release_gather();
 
-  double shard(double params) const;            // optimizer (and ZeRO-2/3 gradient) shard of a tp rank's params
+  double shard(double params) const; // optimizer (and ZeRO-2/3 gradient) shard of a tp rank's params
   // The same for a quantity `full` in proportion to block b's parameters: routed
   // experts' part sharded over the edp group (dp / ep ranks), the rest over dp.
   double shard(int b, double full) const;
@@ -178,13 +189,13 @@ private:
   OpDag dag_;
   std::vector<Block> blocks_;
   std::vector<Stage> stages_;
-  std::map<std::pair<int, int64_t>, std::vector<Tensor>> saved_; // (block, micro-batch) -> per kernel
+  std::map<std::pair<int, int64_t>, std::vector<Tensor>> saved_;       // (block, micro-batch) -> per kernel
   std::map<std::pair<int, int64_t>, std::vector<Tensor>> regenerated_; // what a recompute brings back beside saved_
-  std::map<std::pair<int, int64_t>, Tensor> checkpoints_;         // full recompute: kept layer inputs
-  std::map<std::pair<int64_t, int64_t>, OpId> fwd_sent_, bwd_sent_; // (virtual stage, micro-batch) -> send
+  std::map<std::pair<int, int64_t>, Tensor> checkpoints_;              // full recompute: kept layer inputs
+  std::map<std::pair<int64_t, int64_t>, OpId> fwd_sent_, bwd_sent_;    // (virtual stage, micro-batch) -> send
   struct SlotRepeat {
-    bool last_steady = false; // the last slot captured under the key was steady
-    bool verified    = false; // and matched the steady one before it: repeat from now on
+    bool last_steady = false;               // the last slot captured under the key was steady
+    bool verified    = false;               // and matched the steady one before it: repeat from now on
     std::vector<std::vector<Tensor>> saved; // forward: its blocks' saved tensors, in chunk order
     std::vector<Tensor> checkpoints;        // forward: its blocks' kept inputs (full recompute)
   };
@@ -194,7 +205,7 @@ private:
   std::vector<bool> use_forward_; // uses_[j] is a forward
   std::vector<Gather> gathers_;
   std::vector<std::vector<std::pair<size_t, double>>> fetches_; // per use: (tensor index, elements) gathered
-  size_t next_use_ = 0;
+  size_t next_use_        = 0;
   size_t gathers_emitted_ = 0;
 };
 

@@ -20,9 +20,9 @@ public:
   }
 };
 
-const bool registered = remedy_registry().add(
-    "higher-zero", "shard optimizer states, gradients, then parameters over data-parallel ranks",
-    [] { return std::make_unique<HigherZero>(); });
+const bool registered =
+    remedy_registry().add("higher-zero", "shard optimizer states, gradients, then parameters over data-parallel ranks",
+                          [] { return std::make_unique<HigherZero>(); });
 
 } // namespace
 } // namespace memwall

@@ -17,9 +17,8 @@ public:
   }
 };
 
-const bool registered = remedy_registry().add(
-    "kv-quantization", "fp8 KV cache (half the bytes per token of fp16)",
-    [] { return std::make_unique<KvQuantization>(); });
+const bool registered = remedy_registry().add("kv-quantization", "fp8 KV cache (half the bytes per token of fp16)",
+                                              [] { return std::make_unique<KvQuantization>(); });
 
 } // namespace
 } // namespace memwall

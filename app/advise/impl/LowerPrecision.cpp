@@ -20,14 +20,15 @@ public:
     if (adam)
       out.push_back({"8-bit Adam", {"training.optimizer=adam8bit"}});
     if (fp32 && adam)
-      out.push_back({"bf16 mixed precision and 8-bit Adam", {"training.precision=bf16", "training.optimizer=adam8bit"}});
+      out.push_back(
+          {"bf16 mixed precision and 8-bit Adam", {"training.precision=bf16", "training.optimizer=adam8bit"}});
     return out;
   }
 };
 
-const bool registered = remedy_registry().add(
-    "lower-precision", "bf16 mixed precision instead of fp32, then an 8-bit optimizer",
-    [] { return std::make_unique<LowerPrecision>(); });
+const bool registered =
+    remedy_registry().add("lower-precision", "bf16 mixed precision instead of fp32, then an 8-bit optimizer",
+                          [] { return std::make_unique<LowerPrecision>(); });
 
 } // namespace
 } // namespace memwall

@@ -47,9 +47,9 @@ public:
   }
 };
 
-const bool registered = remedy_registry().add(
-    "model-parallel-split", "more tensor or pipeline parallelism on the same GPUs",
-    [] { return std::make_unique<ModelParallelSplit>(); });
+const bool registered =
+    remedy_registry().add("model-parallel-split", "more tensor or pipeline parallelism on the same GPUs",
+                          [] { return std::make_unique<ModelParallelSplit>(); });
 
 } // namespace
 } // namespace memwall

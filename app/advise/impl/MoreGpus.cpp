@@ -28,18 +28,18 @@ public:
       int64_t mb = std::min(t.micro_batch, t.global_batch / dp);
       while ((t.global_batch / dp) % mb != 0)
         --mb;
-      out.push_back({std::to_string(gpus) + " GPUs (" + std::to_string(nodes) + " x " + c.node.id + "), ZeRO-3, dp " +
-                         std::to_string(dp) + (mb != t.micro_batch ? ", micro_batch " + std::to_string(mb) : ""),
-                     {"hardware.nodes=" + std::to_string(nodes), "hardware.gpus_per_node=" + std::to_string(per_node),
-                      "training.zero=3", "training.dp=" + std::to_string(dp), "training.micro_batch=" + std::to_string(mb)}});
+      out.push_back(
+          {std::to_string(gpus) + " GPUs (" + std::to_string(nodes) + " x " + c.node.id + "), ZeRO-3, dp " +
+               std::to_string(dp) + (mb != t.micro_batch ? ", micro_batch " + std::to_string(mb) : ""),
+           {"hardware.nodes=" + std::to_string(nodes), "hardware.gpus_per_node=" + std::to_string(per_node),
+            "training.zero=3", "training.dp=" + std::to_string(dp), "training.micro_batch=" + std::to_string(mb)}});
     }
     return out;
   }
 };
 
-const bool registered = remedy_registry().add(
-    "more-gpus", "more GPUs (a full node, then twice the nodes) with ZeRO-3",
-    [] { return std::make_unique<MoreGpus>(); });
+const bool registered = remedy_registry().add("more-gpus", "more GPUs (a full node, then twice the nodes) with ZeRO-3",
+                                              [] { return std::make_unique<MoreGpus>(); });
 
 } // namespace
 } // namespace memwall

@@ -17,9 +17,8 @@ public:
   }
 };
 
-const bool registered = remedy_registry().add(
-    "paged-kv", "paged KV cache instead of contiguous reservation",
-    [] { return std::make_unique<PagedKv>(); });
+const bool registered = remedy_registry().add("paged-kv", "paged KV cache instead of contiguous reservation",
+                                              [] { return std::make_unique<PagedKv>(); });
 
 } // namespace
 } // namespace memwall

@@ -24,12 +24,12 @@ private:
   int order_;
 };
 
-const bool selective = remedy_registry().add(
-    "selective-recompute", "recompute the attention scores in the backward pass",
-    [] { return std::make_unique<Recomputation>(Recompute::selective, 20); });
-const bool full = remedy_registry().add(
-    "full-recompute", "keep only each layer's input, recompute the layer in the backward pass",
-    [] { return std::make_unique<Recomputation>(Recompute::full, 30); });
+const bool selective =
+    remedy_registry().add("selective-recompute", "recompute the attention scores in the backward pass",
+                          [] { return std::make_unique<Recomputation>(Recompute::selective, 20); });
+const bool full =
+    remedy_registry().add("full-recompute", "keep only each layer's input, recompute the layer in the backward pass",
+                          [] { return std::make_unique<Recomputation>(Recompute::full, 30); });
 
 } // namespace
 } // namespace memwall

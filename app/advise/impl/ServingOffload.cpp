@@ -16,18 +16,19 @@ public:
     if (!c.weights_off.any()) {
       out.push_back({"half of the weights in host RAM",
                      {"inference.offload.weights=cpu", "inference.offload.weights_fraction=0.5"}});
-      out.push_back({"all weights in host RAM", {"inference.offload.weights=cpu", "inference.offload.weights_fraction=1.0"}});
+      out.push_back(
+          {"all weights in host RAM", {"inference.offload.weights=cpu", "inference.offload.weights_fraction=1.0"}});
     }
     if (!c.kv_off.any())
-      out.push_back({"all weights and the KV cache in host RAM",
-                     {"inference.offload.weights=cpu", "inference.offload.weights_fraction=1.0", "inference.offload.kv=cpu"}});
+      out.push_back(
+          {"all weights and the KV cache in host RAM",
+           {"inference.offload.weights=cpu", "inference.offload.weights_fraction=1.0", "inference.offload.kv=cpu"}});
     return out;
   }
 };
 
-const bool registered = remedy_registry().add(
-    "offload", "weights, then the KV cache, in host RAM (FlexGen-style)",
-    [] { return std::make_unique<ServingOffload>(); });
+const bool registered = remedy_registry().add("offload", "weights, then the KV cache, in host RAM (FlexGen-style)",
+                                              [] { return std::make_unique<ServingOffload>(); });
 
 } // namespace
 } // namespace memwall

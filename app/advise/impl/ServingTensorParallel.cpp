@@ -18,9 +18,9 @@ public:
   }
 };
 
-const bool registered = remedy_registry().add(
-    "tensor-parallel", "split weights and KV heads over more GPUs of the node",
-    [] { return std::make_unique<ServingTensorParallel>(); });
+const bool registered =
+    remedy_registry().add("tensor-parallel", "split weights and KV heads over more GPUs of the node",
+                          [] { return std::make_unique<ServingTensorParallel>(); });
 
 } // namespace
 } // namespace memwall

@@ -14,7 +14,7 @@ public:
   std::vector<RemedyTry> tries(const ExperimentSpec& spec) const override
   {
     const InferenceConfig& c = spec.inference;
-    int64_t now = std::min<int64_t>(c.max_num_seqs, static_cast<int64_t>(c.requests.size()));
+    int64_t now              = std::min<int64_t>(c.max_num_seqs, static_cast<int64_t>(c.requests.size()));
     std::vector<RemedyTry> out;
     for (int64_t n = now / 2; n >= 1 && out.size() < 4; n /= 2)
       out.push_back({"max_num_seqs " + std::to_string(n), {"inference.max_num_seqs=" + std::to_string(n)}});
@@ -22,9 +22,8 @@ public:
   }
 };
 
-const bool registered = remedy_registry().add(
-    "smaller-concurrency", "fewer sequences batched at once (max_num_seqs)",
-    [] { return std::make_unique<SmallerConcurrency>(); });
+const bool registered = remedy_registry().add("smaller-concurrency", "fewer sequences batched at once (max_num_seqs)",
+                                              [] { return std::make_unique<SmallerConcurrency>(); });
 
 } // namespace
 } // namespace memwall

@@ -16,16 +16,16 @@ public:
     std::vector<RemedyTry> out; // largest first: the first that fits loses the least
     for (int64_t mb = t.micro_batch - 1; mb >= 1; --mb)
       if (per_replica % mb == 0)
-        out.push_back({"micro_batch " + std::to_string(mb) + " (" + std::to_string(per_replica / mb) +
-                           " micro-batches per step)",
-                       {"training.micro_batch=" + std::to_string(mb)}});
+        out.push_back(
+            {"micro_batch " + std::to_string(mb) + " (" + std::to_string(per_replica / mb) + " micro-batches per step)",
+             {"training.micro_batch=" + std::to_string(mb)}});
     return out;
   }
 };
 
-const bool registered = remedy_registry().add(
-    "smaller-micro-batch", "smaller micro-batch, same global batch by gradient accumulation",
-    [] { return std::make_unique<SmallerMicroBatch>(); });
+const bool registered =
+    remedy_registry().add("smaller-micro-batch", "smaller micro-batch, same global batch by gradient accumulation",
+                          [] { return std::make_unique<SmallerMicroBatch>(); });
 
 } // namespace
 } // namespace memwall

@@ -21,9 +21,8 @@ public:
   }
 };
 
-const bool registered = remedy_registry().add(
-    "weight-quantization", "int8, then int4 weight-only quantization",
-    [] { return std::make_unique<WeightQuantization>(); });
+const bool registered = remedy_registry().add("weight-quantization", "int8, then int4 weight-only quantization",
+                                              [] { return std::make_unique<WeightQuantization>(); });
 
 } // namespace
 } // namespace memwall

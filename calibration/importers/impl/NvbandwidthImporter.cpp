@@ -54,7 +54,7 @@ std::vector<Measurement> import_nvbandwidth(const ImportRequest& req)
   for (const auto& tc : root["testcases"]) {
     if (!tc.is_object() || !tc.contains("name") || !tc["name"].is_string() || !tc.contains("bandwidth_matrix"))
       continue;
-    std::string name = tc["name"].get<std::string>();
+    std::string name  = tc["name"].get<std::string>();
     std::string bench = benchmark_of(name);
     if (bench.empty() || !tc["bandwidth_matrix"].is_array())
       continue;

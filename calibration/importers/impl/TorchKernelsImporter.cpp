@@ -15,11 +15,11 @@ namespace {
 const std::map<std::string, KernelFamily>& op_families()
 {
   static const std::map<std::string, KernelFamily> m{
-      {"add", KernelFamily::residual},     {"mul", KernelFamily::residual},
-      {"silu", KernelFamily::activation},  {"gelu_tanh", KernelFamily::activation},
-      {"gelu", KernelFamily::activation},  {"silu_and_mul", KernelFamily::activation},
-      {"layer_norm", KernelFamily::norm},  {"rms_norm", KernelFamily::norm},
-      {"softmax", KernelFamily::generic},  {"dropout", KernelFamily::generic},
+      {"add", KernelFamily::residual},      {"mul", KernelFamily::residual},
+      {"silu", KernelFamily::activation},   {"gelu_tanh", KernelFamily::activation},
+      {"gelu", KernelFamily::activation},   {"silu_and_mul", KernelFamily::activation},
+      {"layer_norm", KernelFamily::norm},   {"rms_norm", KernelFamily::norm},
+      {"softmax", KernelFamily::generic},   {"dropout", KernelFamily::generic},
       {"cast_fp32", KernelFamily::generic}, {"copy", KernelFamily::generic},
       {"rope", KernelFamily::rope}};
   return m;
@@ -27,7 +27,7 @@ const std::map<std::string, KernelFamily>& op_families()
 
 std::vector<Measurement> import_torch_kernels(const ImportRequest& req)
 {
-  CsvTable t = parse_csv_table(req.text, req.path, true);
+  CsvTable t  = parse_csv_table(req.text, req.path, true);
   size_t c_op = t.column("op", req.path), c_bytes = t.column("bytes", req.path), c_time = t.column("time_s", req.path);
   std::vector<Measurement> out;
   for (size_t i = 0; i < t.rows.size(); ++i) {
@@ -38,8 +38,8 @@ std::vector<Measurement> import_torch_kernels(const ImportRequest& req)
       std::string known;
       for (const auto& [name, family] : op_families())
         known += (known.empty() ? "" : ", ") + name;
-      throw InputError(req.path + ":" + std::to_string(row) + ": op '" + r[c_op] + "' is not one this importer knows (" +
-                       known + ")");
+      throw InputError(req.path + ":" + std::to_string(row) + ": op '" + r[c_op] +
+                       "' is not one this importer knows (" + known + ")");
     }
     Measurement m;
     m.gpu       = req.gpu;
@@ -55,7 +55,8 @@ std::vector<Measurement> import_torch_kernels(const ImportRequest& req)
 }
 
 const bool registered = importer_registry().add(
-    "torch-kernels", "memory-bound torch ops timed one by one (op, bytes, time_s; calibration/data/measured/*/kernels.csv)",
+    "torch-kernels",
+    "memory-bound torch ops timed one by one (op, bytes, time_s; calibration/data/measured/*/kernels.csv)",
     import_torch_kernels);
 
 } // namespace

@@ -12,22 +12,23 @@ namespace {
 
 std::vector<Measurement> import_vidur_compute(const ImportRequest& req)
 {
-  CsvTable t = parse_csv_table(req.text, req.path, true);
-  auto col = [&](const std::string& c) { return t.column(c, req.path); };
+  CsvTable t      = parse_csv_table(req.text, req.path, true);
+  auto col        = [&](const std::string& c) { return t.column(c, req.path); };
   size_t c_tokens = col("num_tokens"), c_tp = col("num_tensor_parallel_workers"), c_h = col("n_embd"),
          c_f = col("n_expanded_embd"), c_heads = col("n_head"), c_kv = col("n_kv_head"), c_gated = col("use_gated_mlp");
   std::vector<Measurement> out;
   for (size_t i = 0; i < t.rows.size(); ++i) {
     const auto& r = t.rows[i];
     size_t row    = i + 2;
-    auto num = [&](size_t c) { return csv_number(r[c], req.path, row, t.header[c]); };
+    auto num      = [&](size_t c) { return csv_number(r[c], req.path, row, t.header[c]); };
     double T = num(c_tokens), tp = num(c_tp), h = num(c_h), f = num(c_f), heads = num(c_heads), kvh = num(c_kv);
     if (T <= 0 || tp <= 0 || h <= 0 || heads <= 0)
-      throw InputError(req.path + ":" + std::to_string(row) + ": tokens, tensor parallel workers, n_embd and n_head must be positive");
+      throw InputError(req.path + ":" + std::to_string(row) +
+                       ": tokens, tensor parallel workers, n_embd and n_head must be positive");
     bool gated   = r[c_gated] == "True" || r[c_gated] == "true" || r[c_gated] == "1";
     double kvdim = kvh * h / heads;
-    auto median = [&](const std::string& op) { return num(col("time_stats." + op + ".median")) * 1e-3; };
-    auto add = [&](const std::string& op, Measurement m) {
+    auto median  = [&](const std::string& op) { return num(col("time_stats." + op + ".median")) * 1e-3; };
+    auto add     = [&](const std::string& op, Measurement m) {
       m.gpu    = req.gpu;
       m.time_s = median(op);
       m.source = req.path + " " + op + " tp" + r[c_tp];
@@ -55,9 +56,9 @@ std::vector<Measurement> import_vidur_compute(const ImportRequest& req)
     gemm("mlp_down_proj", f / tp, h);
     elementwise("input_layernorm", KernelFamily::norm, 2 * 2 * T * h);
     elementwise("post_attention_layernorm", KernelFamily::norm, 2 * 2 * T * h);
-    elementwise("attn_rope", KernelFamily::rope, 2 * 2 * T * (h + kvdim) / tp);          // q and k rotated in place
+    elementwise("attn_rope", KernelFamily::rope, 2 * 2 * T * (h + kvdim) / tp);         // q and k rotated in place
     elementwise("mlp_act", KernelFamily::activation, 2 * T * f / tp * (gated ? 3 : 2)); // silu(gate) * up
-    elementwise("add", KernelFamily::residual, 2 * 3 * T * h);                         // two inputs, one output
+    elementwise("add", KernelFamily::residual, 2 * 3 * T * h);                          // two inputs, one output
   }
   return out;
 }

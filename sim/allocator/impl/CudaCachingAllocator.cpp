@@ -25,12 +25,12 @@
 namespace memwall {
 namespace {
 
-constexpr int64_t kMinBlockSize = 512;
-constexpr int64_t kSmallSize    = 1 << 20;
-constexpr int64_t kSmallBuffer  = 2 << 20;
-constexpr int64_t kLargeBuffer  = 20 << 20;
+constexpr int64_t kMinBlockSize  = 512;
+constexpr int64_t kSmallSize     = 1 << 20;
+constexpr int64_t kSmallBuffer   = 2 << 20;
+constexpr int64_t kLargeBuffer   = 20 << 20;
 constexpr int64_t kMinLargeAlloc = 10 << 20;
-constexpr int64_t kRoundLarge   = 2 << 20;
+constexpr int64_t kRoundLarge    = 2 << 20;
 
 int64_t round_size(double bytes)
 {
@@ -71,9 +71,9 @@ public:
       reserved_ += static_cast<double>(blocks_[b].size);
     }
     if (should_split(blocks_[b], size)) {
-      int rest                = make_block(blocks_[b].address + size, blocks_[b].size - size, blocks_[b].small);
-      blocks_[rest].prev      = b;
-      blocks_[rest].next      = blocks_[b].next;
+      int rest           = make_block(blocks_[b].address + size, blocks_[b].size - size, blocks_[b].small);
+      blocks_[rest].prev = b;
+      blocks_[rest].next = blocks_[b].next;
       if (blocks_[b].next >= 0)
         blocks_[blocks_[b].next].prev = rest;
       blocks_[b].next = rest;
@@ -168,7 +168,7 @@ private:
   int merge(int b, int n)
   {
     pool(blocks_[n].small).erase(key(n));
-    int first = blocks_[b].address < blocks_[n].address ? b : n;
+    int first  = blocks_[b].address < blocks_[n].address ? b : n;
     int second = first == b ? n : b;
     blocks_[first].size += blocks_[second].size;
     blocks_[first].next = blocks_[second].next;

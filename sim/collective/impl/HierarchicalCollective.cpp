@@ -20,7 +20,7 @@ public:
     std::map<int, std::vector<DeviceRef>> by_node;
     for (const auto& d : g)
       by_node[d.node].push_back(d);
-    size_t local = by_node.begin()->second.size();
+    size_t local     = by_node.begin()->second.size();
     bool rectangular = true;
     for (const auto& [node, members] : by_node)
       rectangular = rectangular && members.size() == local;
@@ -37,9 +37,9 @@ public:
         rails[i].push_back(members[i]);
     }
     std::vector<CollectivePhase> phases;
-    bool scatter = r.kind != CollectiveKind::all_gather;
-    bool gather  = r.kind != CollectiveKind::reduce_scatter;
-    double shard = r.bytes / static_cast<double>(local);
+    bool scatter     = r.kind != CollectiveKind::all_gather;
+    bool gather      = r.kind != CollectiveKind::reduce_scatter;
+    double shard     = r.bytes / static_cast<double>(local);
     double intra_hop = local > 1 ? r.latency(intra[0][0], intra[0][1]) : 0.0;
     int intra_steps  = static_cast<int>(local) - 1;
     if (scatter)
@@ -73,8 +73,9 @@ public:
   }
 };
 
-const bool registered_auto = collective_registry().add(
-    "auto", "bulk ring within a node, hierarchical across nodes (default)", [] { return std::make_unique<AutoCollective>(); });
+const bool registered_auto =
+    collective_registry().add("auto", "bulk ring within a node, hierarchical across nodes (default)",
+                              [] { return std::make_unique<AutoCollective>(); });
 
 } // namespace
 } // namespace memwall

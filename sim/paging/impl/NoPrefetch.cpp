@@ -11,7 +11,7 @@ public:
 };
 
 const bool registered = prefetch_registry().add("none", "no hints: kernels fault pages in on demand (default)",
-                                               [] { return std::make_unique<NoPrefetch>(); });
+                                                [] { return std::make_unique<NoPrefetch>(); });
 
 } // namespace
 } // namespace memwall

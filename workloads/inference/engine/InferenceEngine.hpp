@@ -8,9 +8,9 @@
 //   hf    Hugging Face transformers' generate() in eager PyTorch: each module's kernels
 //         one by one (the inventories the training stacks use), a DynamicCache grown by
 //         torch.cat every step, one static batch, no KV budget.
-#include "workloads/inference/InferenceKernels.hpp"
 #include "base/ParamReader.hpp"
 #include "base/Registry.hpp"
+#include "workloads/inference/InferenceKernels.hpp"
 
 #include <functional>
 #include <memory>

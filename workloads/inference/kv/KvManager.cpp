@@ -8,7 +8,7 @@ namespace memwall {
 int64_t KvManager::held(int64_t tokens, int64_t granule) const
 {
   auto round_up = [&](int64_t n) { return (n + granule - 1) / granule * granule; };
-  int64_t all = round_up(tokens);
+  int64_t all   = round_up(tokens);
   if (p_.windowed_share <= 0 || p_.window <= 0)
     return all;
   int64_t kept = std::min(all, round_up(p_.window) + (granule > 1 ? granule : 0));

@@ -20,10 +20,10 @@ struct KvManagerParams {
   int64_t capacity_tokens = 0; // slots the KV budget holds (of one group)
   // Attention data-parallel groups pooled in one manager: capacity is groups x the
   // group's, a sequence must fit in one group's, a shared prefix is held by each group.
-  int64_t groups          = 1;
-  int64_t max_model_len   = 0;
-  int64_t block_size      = 16;
-  int64_t shared_prefix   = 0; // tokens every prompt starts with
+  int64_t groups        = 1;
+  int64_t max_model_len = 0;
+  int64_t block_size    = 16;
+  int64_t shared_prefix = 0; // tokens every prompt starts with
   // Sliding-window layers (vLLM's hybrid KV cache manager, TensorRT-LLM's cyclic KV):
   // their share of a token's KV bytes and their window. They keep only a sequence's
   // last `window` tokens, so a longer sequence holds less than a slot per token.
@@ -39,7 +39,7 @@ public:
   // Grows s's reservation to hold `tokens` tokens; false (and nothing changes) if the
   // free slots do not suffice.
   virtual bool reserve(Sequence& s, int64_t tokens) = 0;
-  virtual void release(Sequence& s) = 0;
+  virtual void release(Sequence& s)                 = 0;
   // Slots one sequence of `tokens` tokens takes.
   virtual int64_t slots_for(int64_t tokens) const = 0;
   // Tokens at the start of s's prompt whose KV already sits in the cache (shared prefix).

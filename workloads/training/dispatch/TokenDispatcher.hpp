@@ -10,8 +10,8 @@
 //             those experts' GPUs; with group-limited routing it touches at most
 //             groups_per_token nodes. Tokens go out in FP8 when the experts compute
 //             in FP8 and come back in 16 bits (§3.3.2).
-#include "workloads/model/ModelSpec.hpp"
 #include "base/Registry.hpp"
+#include "workloads/model/ModelSpec.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -34,8 +34,8 @@ struct DispatchHop {
 
 struct DispatchShape {
   MoeSpec moe;
-  double tokens        = 0; // tokens one rank routes (T / tp under sequence parallelism)
-  double row_bytes     = 0; // one token's hidden state: hidden x bytes per element
+  double tokens    = 0; // tokens one rank routes (T / tp under sequence parallelism)
+  double row_bytes = 0; // one token's hidden state: hidden x bytes per element
   // The same in FP8 with a 32-bit scale per 128 elements (1.03125 bytes each) when the
   // experts' GEMMs run in FP8, else row_bytes; for a dispatcher that quantizes.
   double fp8_row_bytes = 0;
@@ -46,7 +46,7 @@ struct DispatchShape {
 
 class TokenDispatcher {
 public:
-  virtual ~TokenDispatcher() = default;
+  virtual ~TokenDispatcher()                                          = default;
   virtual std::vector<DispatchHop> hops(const DispatchShape& s) const = 0;
 };
 

@@ -33,8 +33,9 @@ struct PipelineShape {
 
 class PipelineSchedule {
 public:
-  virtual ~PipelineSchedule() = default;
-  virtual std::vector<PipelineSlot> order(int64_t stage, int64_t stages, int64_t chunks, int64_t microbatches) const = 0;
+  virtual ~PipelineSchedule()                                         = default;
+  virtual std::vector<PipelineSlot> order(int64_t stage, int64_t stages, int64_t chunks,
+                                          int64_t microbatches) const = 0;
   // Whether a stage may hold several model chunks (virtual_stages > 1).
   virtual bool runs_chunks() const { return false; }
   // Refuses, through r.fail naming the key, a shape this schedule cannot run. The

@@ -20,9 +20,9 @@ void EagerOps::op(const std::vector<EagerKernel>& forward, const std::vector<Eag
 {
   size_t first = out_.size();
   for (auto it = backward.rbegin(); it != backward.rend(); ++it) {
-    KernelPlan p = memory_bound(*it);
-    p.bwd_bytes  = it->bytes;
-    p.bwd_flops  = it->flops;
+    KernelPlan p  = memory_bound(*it);
+    p.bwd_bytes   = it->bytes;
+    p.bwd_flops   = it->flops;
     p.accumulates = it->accumulates;
     out_.push_back(p);
   }
@@ -44,25 +44,27 @@ void EagerOps::gemm(const std::string& name, double tokens, double in, double ou
                     double saved)
 {
   KernelPlan k;
-  k.name      = name;
-  k.kclass    = KernelClass::gemm;
-  k.dtype     = dtype;
-  k.fwd_flops = 2 * tokens * in * out;
-  k.shape     = gemm_shape(tokens, out, in);
-  double e    = dtype_bytes(dtype);
-  k.fwd_bytes = (in * out + tokens * (in + out)) * e;
-  k.bwd_flops = weight_grad ? 2 * k.fwd_flops : k.fwd_flops;
+  k.name            = name;
+  k.kclass          = KernelClass::gemm;
+  k.dtype           = dtype;
+  k.fwd_flops       = 2 * tokens * in * out;
+  k.shape           = gemm_shape(tokens, out, in);
+  double e          = dtype_bytes(dtype);
+  k.fwd_bytes       = (in * out + tokens * (in + out)) * e;
+  k.bwd_flops       = weight_grad ? 2 * k.fwd_flops : k.fwd_flops;
   k.bwd_model_flops = k.bwd_flops;
-  k.bwd_pass  = weight_grad ? GemmPass::backward : GemmPass::input_grad;
+  k.bwd_pass        = weight_grad ? GemmPass::backward : GemmPass::input_grad;
   // dgrad reads the output gradient and the weights, writes the input gradient; wgrad
   // reads the output gradient and the saved input, writes the weight gradient.
-  k.bwd_bytes = (tokens * out + in * out + tokens * in) * e + (weight_grad ? (tokens * out + tokens * in + in * out) * e : 0.0);
+  k.bwd_bytes =
+      (tokens * out + in * out + tokens * in) * e + (weight_grad ? (tokens * out + tokens * in + in * out) * e : 0.0);
   k.saved_bytes = saved;
   out_.push_back(k);
 }
 
 void EagerOps::attention(const std::string& name, double flops, double bytes, double saved, Dtype dtype,
-                         const std::vector<EagerKernel>& backward_before, const std::vector<EagerKernel>& backward_after)
+                         const std::vector<EagerKernel>& backward_before,
+                         const std::vector<EagerKernel>& backward_after)
 {
   // The reverse walk meets entries from the last: the helpers that run before the main
   // backward kernel go after it in the list, those that run after it before it.

@@ -23,8 +23,8 @@ namespace memwall {
 
 struct EagerKernel {
   std::string name;
-  double bytes = 0;
-  double flops = 0;
+  double bytes        = 0;
+  double flops        = 0;
   KernelFamily family = KernelFamily::generic;
   bool accumulates    = false; // KernelPlan::accumulates
 };

@@ -53,8 +53,8 @@ BlockPlan gpt2_embedding(const ModelSpec& m, const Tokens& t, const Precision& p
   // gradients in backward, the token table's summed with the tied head's.
   std::vector<EagerKernel> wte = embedding_backward("embed.wte", T, V, h, e, m.tied_embeddings);
   ops.op({{"embed.wte", 8 * T + 2 * T * h * e, 0, KernelFamily::generic}}, wte, 8 * T);
-  ops.op({{"embed.wpe", 8 * T + 2 * T * h * e, 0, KernelFamily::generic}}, embedding_backward("embed.wpe", T, P, h, e, false),
-         8 * T);
+  ops.op({{"embed.wpe", 8 * T + 2 * T * h * e, 0, KernelFamily::generic}},
+         embedding_backward("embed.wpe", T, P, h, e, false), 8 * T);
   ops.op({{"embed.add", 3 * T * h * e, T * h, KernelFamily::residual}}, {});
   if (m.dropout)
     dropout(ops, "embed.dropout", T * h, e);

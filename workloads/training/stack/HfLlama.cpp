@@ -47,7 +47,8 @@ BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   // the activation's and up's in c, the stream's in fp32), or the attention's (cuDNN's
   // fp32 dq accumulator, dk and dv per query head, the stream's).
   double heads_per_kv = static_cast<double>(m.heads) / static_cast<double>(m.kv_heads);
-  b.backward_workspace = std::max(3 * T * f * c + 2 * T * h * e, T * q * 4 + 2 * heads_per_kv * T * kv * c + 2 * T * h * e);
+  b.backward_workspace =
+      std::max(3 * T * f * c + 2 * T * h * e, T * q * 4 + 2 * heads_per_kv * T * kv * c + 2 * T * h * e);
   return b;
 }
 

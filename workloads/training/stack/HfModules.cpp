@@ -6,7 +6,7 @@ namespace memwall::hf {
 namespace {
 
 constexpr KernelFamily generic  = KernelFamily::generic;
-constexpr KernelFamily binary   = KernelFamily::residual;   // adds and multiplies of two tensors
+constexpr KernelFamily binary   = KernelFamily::residual; // adds and multiplies of two tensors
 constexpr KernelFamily activate = KernelFamily::activation;
 
 // AccumulateGrad's in-place add of a micro-batch's gradient of `elems` parameters of
@@ -128,8 +128,7 @@ void rotary(EagerOps& ops, const std::string& name, double T, double width, cons
   ops.op(fwd, bwd);
 }
 
-void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSpec& m, const Precision& p,
-          bool rotated)
+void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSpec& m, const Precision& p, bool rotated)
 {
   const double T = t.T(), q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
   const double Eq = T * q, Ekv = T * kv, c = p.compute, heads = static_cast<double>(m.heads);
@@ -151,8 +150,8 @@ void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSp
     after.push_back({name + ".bwd.reduce_dk", Ekv * (group + 1) * c, Ekv * group, generic});
     after.push_back({name + ".bwd.reduce_dv", Ekv * (group + 1) * c, Ekv * group, generic});
   }
-  ops.attention(name, flops, bytes, saved, p.compute_dtype, {{name + ".bwd.dot_do_o", 2 * Eq * c + T * heads * 4, Eq, generic}},
-                after);
+  ops.attention(name, flops, bytes, saved, p.compute_dtype,
+                {{name + ".bwd.dot_do_o", 2 * Eq * c + T * heads * 4, Eq, generic}}, after);
 }
 
 void residual_add(EagerOps& ops, const std::string& name, double T, double h, const Precision& p)
@@ -185,8 +184,8 @@ void conv1d(EagerOps& ops, const std::string& name, double T, double in, double 
 {
   // addmm's bias: cast with the weight; backward its gradient is the output gradient
   // summed over the tokens, then cast back (AccumulateGrad).
-  std::vector<EagerKernel> bias_fwd, bias_bwd{{name + ".bwd.bias_grad", T * out * p.compute + out * p.compute, T * out,
-                                                KernelFamily::generic}};
+  std::vector<EagerKernel> bias_fwd,
+      bias_bwd{{name + ".bwd.bias_grad", T * out * p.compute + out * p.compute, T * out, KernelFamily::generic}};
   if (p.autocast()) {
     bias_fwd.push_back(cast(name + ".cast_bias", out, p.param, p.compute));
     bias_bwd.push_back(cast(name + ".bwd.cast_bias_grad", out, p.compute, p.param));
@@ -205,25 +204,18 @@ void dropout(EagerOps& ops, const std::string& name, double elems, double bytes)
 void gelu_new(EagerOps& ops, const std::string& name, double T, double f, const Precision& p)
 {
   const double E = T * f, c = p.compute;
-  std::vector<EagerKernel> fwd{{name + ".pow3", 2 * E * c, 2 * E, activate},
-                               {name + ".mul_coef", 2 * E * c, E, activate},
-                               {name + ".add_x", 3 * E * c, E, activate},
-                               {name + ".mul_sqrt", 2 * E * c, E, activate},
-                               {name + ".tanh", 2 * E * c, 10 * E, activate},
-                               {name + ".add_one", 2 * E * c, E, activate},
-                               {name + ".mul_half", 2 * E * c, E, activate},
-                               {name + ".mul", 3 * E * c, E, activate}};
-  std::vector<EagerKernel> bwd{{name + ".bwd.mul_b", 3 * E * c, E, activate},
-                               {name + ".bwd.mul_a", 3 * E * c, E, activate},
-                               {name + ".bwd.mul_half", 2 * E * c, E, activate},
-                               {name + ".bwd.tanh", 3 * E * c, 3 * E, activate},
-                               {name + ".bwd.mul_sqrt", 2 * E * c, E, activate},
-                               {name + ".bwd.mul_coef", 2 * E * c, E, activate},
-                               {name + ".bwd.pow2", 2 * E * c, E, activate},
-                               {name + ".bwd.mul3", 2 * E * c, E, activate},
-                               {name + ".bwd.mul_grad", 3 * E * c, E, activate},
-                               {name + ".bwd.add_grads", 3 * E * c, E, activate},
-                               {name + ".bwd.add_grads2", 3 * E * c, E, activate}};
+  std::vector<EagerKernel> fwd{
+      {name + ".pow3", 2 * E * c, 2 * E, activate},  {name + ".mul_coef", 2 * E * c, E, activate},
+      {name + ".add_x", 3 * E * c, E, activate},     {name + ".mul_sqrt", 2 * E * c, E, activate},
+      {name + ".tanh", 2 * E * c, 10 * E, activate}, {name + ".add_one", 2 * E * c, E, activate},
+      {name + ".mul_half", 2 * E * c, E, activate},  {name + ".mul", 3 * E * c, E, activate}};
+  std::vector<EagerKernel> bwd{
+      {name + ".bwd.mul_b", 3 * E * c, E, activate},     {name + ".bwd.mul_a", 3 * E * c, E, activate},
+      {name + ".bwd.mul_half", 2 * E * c, E, activate},  {name + ".bwd.tanh", 3 * E * c, 3 * E, activate},
+      {name + ".bwd.mul_sqrt", 2 * E * c, E, activate},  {name + ".bwd.mul_coef", 2 * E * c, E, activate},
+      {name + ".bwd.pow2", 2 * E * c, E, activate},      {name + ".bwd.mul3", 2 * E * c, E, activate},
+      {name + ".bwd.mul_grad", 3 * E * c, E, activate},  {name + ".bwd.add_grads", 3 * E * c, E, activate},
+      {name + ".bwd.add_grads2", 3 * E * c, E, activate}};
   ops.op(fwd, bwd, 5 * E * c);
 }
 
@@ -231,9 +223,9 @@ std::vector<EagerKernel> embedding_backward(const std::string& name, double T, d
                                             bool tied)
 {
   std::vector<EagerKernel> k{{name + ".bwd.zero_table", rows * h * e, 0, generic}};
-  for (const char* step : {".bwd.sort_histogram", ".bwd.sort_onesweep", ".bwd.sort_onesweep2", ".bwd.sort_onesweep3",
-                           ".bwd.sort_onesweep4", ".bwd.unique", ".bwd.scan", ".bwd.segments", ".bwd.segment_offsets",
-                           ".bwd.partials"})
+  for (const char* step :
+       {".bwd.sort_histogram", ".bwd.sort_onesweep", ".bwd.sort_onesweep2", ".bwd.sort_onesweep3",
+        ".bwd.sort_onesweep4", ".bwd.unique", ".bwd.scan", ".bwd.segments", ".bwd.segment_offsets", ".bwd.partials"})
     k.push_back({name + step, 16 * T, 0, generic});
   k.push_back({name + ".bwd.grad_weight", 2 * T * h * e, T * h, generic});
   k.push_back({name + ".bwd.sum_and_scatter", 3 * T * h * e, T * h, generic});
@@ -253,13 +245,14 @@ void causal_lm_loss(EagerOps& ops, const Tokens& t, double V, const Precision& p
   // output) then nll_loss. Backward: nll's gradient zeroed and scattered, log_softmax's
   // backward (reads the gradient twice and the output once), the gradient cast back.
   ops.op({{"loss.upcast", N * (c + 4), 0, generic}}, {{"loss.bwd.downcast", N * (4 + c), 0, generic}});
-  ops.op({{"loss.labels_fill", 16 * t.b, 0, generic}, {"loss.labels_pad", 16 * T, 0, generic},
+  ops.op({{"loss.labels_fill", 16 * t.b, 0, generic},
+          {"loss.labels_pad", 16 * T, 0, generic},
           {"loss.labels_shift", 16 * T, 0, generic}},
          {});
   ops.op({{"loss.log_softmax", 16 * N, 4 * N, generic}}, {{"loss.bwd.log_softmax", 16 * N, 3 * N, generic}}, 4 * N);
-  ops.op({{"loss.nll", 12 * T, T, generic}},
-         {{"loss.bwd.ones", 4, 0, generic}, {"loss.bwd.nll_zero", 4 * N, 0, generic},
-          {"loss.bwd.nll_scatter", 12 * T, T, generic}});
+  ops.op({{"loss.nll", 12 * T, T, generic}}, {{"loss.bwd.ones", 4, 0, generic},
+                                              {"loss.bwd.nll_zero", 4 * N, 0, generic},
+                                              {"loss.bwd.nll_scatter", 12 * T, T, generic}});
 }
 
 BlockPlan lm_head(const ModelSpec& m, const Tokens& t, const Precision& p, NormFn final_norm)

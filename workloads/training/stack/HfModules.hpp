@@ -10,16 +10,16 @@
 // table is fp32, and adding a bf16 branch to it promotes), the norms compute in fp32,
 // and every linear casts its weight (once a forward: autocast's cache, kept for
 // backward) and its input (again for each linear that reads it) to the compute dtype.
-#include "workloads/training/stack/EagerOps.hpp"
 #include "workloads/model/ModelSpec.hpp"
+#include "workloads/training/stack/EagerOps.hpp"
 
 namespace memwall::hf {
 
 // Element sizes of one eager step: the parameters' (and so the residual stream's and the
 // norms') and autocast's compute dtype.
 struct Precision {
-  double param   = 4;
-  double compute = 2;
+  double param        = 4;
+  double compute      = 2;
   Dtype compute_dtype = Dtype::bf16;
   bool autocast() const { return param != compute; }
 };

@@ -52,7 +52,7 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   const double q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
   const double heads = static_cast<double>(m.heads), c = p.compute;
   const Dtype dt = p.compute_dtype;
-  BlockPlan b = hf::layer_plan(m, l, T * h * c);
+  BlockPlan b    = hf::layer_plan(m, l, T * h * c);
   EagerOps ops(b.kernels);
   // h = x + attention(attention_norm(x)): x's gradient from both users summed.
   hf::grad_accumulate(ops, "attn.grad_sum", T * h, c);
@@ -68,9 +68,9 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   repeat_kv(ops, "attention.repeat_v", T, kv, q, c);
   // SDPA (flash): q and the repeated k and v, the output and the fp32 log-sum-exp kept;
   // backward dO.O first, dq's fp32 accumulator converted after.
-  double flops = 2 * t.b * t.s * t.s * (q + static_cast<double>(m.attn_out_dim()));
+  double flops      = 2 * t.b * t.s * t.s * (q + static_cast<double>(m.attn_out_dim()));
   double sdpa_saved = 4 * T * q * c + T * heads * 4;
-  size_t sdpa_at = b.kernels.size();
+  size_t sdpa_at    = b.kernels.size();
   ops.attention("attention.sdpa", flops, 4 * T * q * c, sdpa_saved, dt,
                 {{"attention.sdpa.bwd.dot_do_o", 2 * T * q * c + T * heads * 4, T * q, generic}},
                 {{"attention.sdpa.bwd.convert_dq", T * q * (4 + c), 0, generic}});
@@ -99,13 +99,13 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
     // checkpoint's, kept on an entry of its own.
     int mm = 0;
     for (size_t i = 0; i < b.kernels.size(); ++i) {
-      KernelPlan& k = b.kernels[i];
-      k.selective   = true; // recomputed: keeps nothing, gets its saved tensors back
-      k.selective_kept = 0;
+      KernelPlan& k           = b.kernels[i];
+      k.selective             = true; // recomputed: keeps nothing, gets its saved tensors back
+      k.selective_kept        = 0;
       k.selective_regenerated = k.saved_bytes;
       if (i == sdpa_at) { // the SDPA entry that holds its saved tensors
-        k.selective      = false;
-        k.selective_kept = T * q * c + T * heads * 4; // the output and log-sum-exp
+        k.selective             = false;
+        k.selective_kept        = T * q * c + T * heads * 4;     // the output and log-sum-exp
         k.selective_regenerated = sdpa_saved - k.selective_kept; // q and the repeated k and v
       } else if (k.kclass == KernelClass::attention) {
         k.selective = false;
@@ -115,9 +115,9 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
       }
     }
     KernelPlan input;
-    input.name           = "checkpoint.input";
-    input.kclass         = KernelClass::elementwise;
-    input.selective_kept = T * h * c;
+    input.name                  = "checkpoint.input";
+    input.kclass                = KernelClass::elementwise;
+    input.selective_kept        = T * h * c;
     input.selective_regenerated = 0;
     b.kernels.insert(b.kernels.begin(), input);
   }

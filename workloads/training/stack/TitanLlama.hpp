@@ -14,8 +14,7 @@
 
 namespace memwall::titan {
 
-BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t layer,
-                bool per_op_checkpoint);
+BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t layer, bool per_op_checkpoint);
 BlockPlan embedding(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p);
 BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p);
 

@@ -38,8 +38,12 @@ ModelStateBytes master_weight_state_bytes(const TrainingConfig& cfg, const Model
 
 OptimizerPass fused_adamw_pass(const TrainingConfig& cfg, const ModelStateBytes& b)
 {
-  return {"fused_adamw", optimizer_flops_per_param(cfg.optimizer), 2 * b.weights + b.gradients + 2 * b.optimizer, true,
-          true, true};
+  return {"fused_adamw",
+          optimizer_flops_per_param(cfg.optimizer),
+          2 * b.weights + b.gradients + 2 * b.optimizer,
+          true,
+          true,
+          true};
 }
 
 } // namespace memwall

@@ -5,9 +5,9 @@
 // ops apart, keeps fp32 parameters and gradients and casts the weights per use. One
 // interface, implementations in impl/ registered by name and chosen by `training.stack`
 // (`memwall list stacks`); a stack is one file there and its tests.
-#include "workloads/training/BlockKernels.hpp"
-#include "workloads/model/ModelSpec.hpp"
 #include "base/Registry.hpp"
+#include "workloads/model/ModelSpec.hpp"
+#include "workloads/training/BlockKernels.hpp"
 #include "workloads/training/TrainingConfig.hpp"
 
 #include <functional>
@@ -19,8 +19,8 @@ namespace memwall {
 
 // Bytes per trainable parameter of each model state a rank holds (before ZeRO shards them).
 struct ModelStateBytes {
-  double weights   = 2; // the weights kept between steps
-  double gradients = 2; // the gradient buffer backward accumulates into
+  double weights   = 2;  // the weights kept between steps
+  double gradients = 2;  // the gradient buffer backward accumulates into
   double optimizer = 12; // optimizer states, with any fp32 master copy of the weights
   double gathered  = 0;  // ZeRO-3 / FSDP: what a gathered (unsharded) parameter takes; 0: as `weights`
 };
@@ -44,9 +44,9 @@ public:
   virtual void adjust(const ParamReader&, TrainingConfig&) const {}
   // The kernels of one rank's blocks in forward order (BlockKernels.hpp): what each
   // launches forward and backward, its bytes and FLOPs, and what it keeps for backward.
-  virtual BlockPlan embedding(const ModelSpec& m, const StepShape& s) const = 0;
-  virtual BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t layer) const = 0;
-  virtual BlockPlan head(const ModelSpec& m, const StepShape& s) const = 0;
+  virtual BlockPlan embedding(const ModelSpec& m, const StepShape& s) const                = 0;
+  virtual BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t layer) const     = 0;
+  virtual BlockPlan head(const ModelSpec& m, const StepShape& s) const                     = 0;
   virtual ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec& m) const = 0;
   // DDP as PyTorch runs it by default (gradient_as_bucket_view=False): flat buckets beside
   // the gradients (as many bytes again), each gradient copied in (scaled by 1/dp) before

@@ -13,9 +13,9 @@
 // Host work (Python, dispatch, launches) is not modelled: an eager decode's host is slower
 // than its GPU, so each kernel is host-paced (Op::host_paced) and the iteration takes
 // its kernels' own GPU time, what a profiler sums, without the idle gaps between them.
+#include "workloads/inference/engine/InferenceEngine.hpp"
 #include "workloads/training/stack/HfModel.hpp"
 #include "workloads/training/stack/HfModules.hpp"
-#include "workloads/inference/engine/InferenceEngine.hpp"
 
 #include <algorithm>
 
@@ -25,13 +25,13 @@ namespace {
 KernelCost forward_cost(const KernelPlan& k)
 {
   KernelCost c;
-  c.name   = k.name;
-  c.kclass = k.kclass;
-  c.family = k.family;
-  c.dtype  = k.dtype;
-  c.flops  = k.fwd_flops;
-  c.bytes  = k.fwd_bytes;
-  c.shape  = k.shape;
+  c.name       = k.name;
+  c.kclass     = k.kclass;
+  c.family     = k.family;
+  c.dtype      = k.dtype;
+  c.flops      = k.fwd_flops;
+  c.bytes      = k.fwd_bytes;
+  c.shape      = k.shape;
   c.host_paced = true;
   return c;
 }
@@ -72,7 +72,9 @@ public:
     if (!c.flash_attention)
       refuse("flash_attention", "attention through torch's SDPA (attn_implementation sdpa)");
     if (c.kv_manager != "paged" || c.block_size != 1 || c.shared_prefix > 0)
-      refuse(c.kv_manager != "paged" ? "kv_manager" : c.block_size != 1 ? "block_size" : "shared_prefix",
+      refuse(c.kv_manager != "paged" ? "kv_manager"
+             : c.block_size != 1     ? "block_size"
+                                     : "shared_prefix",
              "the DynamicCache holds each sequence's tokens as they come, one by one (kv_manager paged, block_size 1, "
              "no shared prefix)");
   }

@@ -12,8 +12,7 @@ namespace {
 
 class PagedKvManager : public KvManager {
 public:
-  explicit PagedKvManager(const KvManagerParams& p)
-      : KvManager(p), prefix_blocks_(p.shared_prefix / p.block_size)
+  explicit PagedKvManager(const KvManagerParams& p) : KvManager(p), prefix_blocks_(p.shared_prefix / p.block_size)
   {
     // The budget is whole blocks.
     p_.capacity_tokens = p.capacity_tokens / p.block_size * p.block_size;
@@ -22,7 +21,7 @@ public:
   bool reserve(Sequence& s, int64_t tokens) override
   {
     int64_t shared = 0, new_prefix = 0;
-    bool joins     = !s.shares_prefix && prefix_blocks_ > 0 && s.kv_slots == 0;
+    bool joins = !s.shares_prefix && prefix_blocks_ > 0 && s.kv_slots == 0;
     if (joins || s.shares_prefix) {
       shared = prefix_blocks_ * p_.block_size;
       if (joins && prefix_users_ == 0)
@@ -63,7 +62,7 @@ public:
 
   int64_t stored_tokens(const ServingState& st) const override
   {
-    int64_t n = KvManager::stored_tokens(st);
+    int64_t n      = KvManager::stored_tokens(st);
     int64_t shared = prefix_blocks_ * p_.block_size;
     for (int s : st.running)
       if (st.seqs[s].shares_prefix)

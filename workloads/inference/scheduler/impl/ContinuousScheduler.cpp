@@ -26,7 +26,7 @@ public:
         return it;
     }
     for (size_t i = 0; i < st.running.size(); ++i) {
-      int s = st.running[i];
+      int s       = st.running[i];
       Sequence& q = st.seqs[s];
       if (q.prefilling())
         continue; // chunked: after the decodes
@@ -37,7 +37,7 @@ public:
     }
     if (st.limits.chunked_prefill) {
       for (size_t i = 0; i < st.running.size() && budget > 0; ++i) {
-        int s = st.running[i];
+        int s       = st.running[i];
         Sequence& q = st.seqs[s];
         if (!q.prefilling())
           continue;
@@ -74,8 +74,8 @@ private:
     while (!st.waiting.empty() && static_cast<int64_t>(st.running.size()) < st.limits.max_num_seqs && budget > 0) {
       if (reject_if_too_long(st, kv, it))
         continue;
-      int s = st.waiting.front();
-      Sequence& q = st.seqs[s];
+      int s          = st.waiting.front();
+      Sequence& q    = st.seqs[s];
       int64_t cached = q.computed == 0 ? std::min(kv.cached_prefix(q), q.tokens() - 1) : 0;
       int64_t start  = std::max(q.computed, cached);
       int64_t tokens = q.tokens() - start;
@@ -97,7 +97,7 @@ private:
   void swap_in(ServingState& st, KvManager& kv, Iteration& it, int64_t& budget)
   {
     while (!st.swapped.empty() && static_cast<int64_t>(st.running.size()) < st.limits.max_num_seqs && budget > 0) {
-      int s = st.swapped.front();
+      int s       = st.swapped.front();
       Sequence& q = st.seqs[s];
       if (!kv.reserve(q, q.computed + 1))
         break;

@@ -19,7 +19,7 @@ public:
       while (!st.waiting.empty() && static_cast<int64_t>(st.running.size()) < st.limits.max_num_seqs) {
         if (reject_if_too_long(st, kv, it))
           continue;
-        int s = st.waiting.front();
+        int s       = st.waiting.front();
         Sequence& q = st.seqs[s];
         if (!kv.reserve(q, q.req.prompt_tokens + q.req.output_tokens))
           break;

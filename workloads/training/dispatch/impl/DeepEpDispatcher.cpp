@@ -42,7 +42,7 @@ public:
     double touched = nodes_touched(static_cast<double>(m.experts), static_cast<double>(m.experts) / n, k, n);
     if (m.expert_groups > 0 && m.expert_groups % s.ep_nodes == 0) {
       double G = static_cast<double>(m.expert_groups);
-      touched = nodes_touched(G, G / n, static_cast<double>(m.groups_per_token), n);
+      touched  = nodes_touched(G, G / n, static_cast<double>(m.groups_per_token), n);
     }
     // Uneven routing loads the busiest rank's node in proportion.
     const double rows = s.tokens * touched * (s.busiest_pairs / k) * s.row_bytes;

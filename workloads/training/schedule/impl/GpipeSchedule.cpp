@@ -18,9 +18,9 @@ public:
   }
 };
 
-const bool registered = pipeline_schedule_registry().add(
-    "gpipe", "all forwards, then all backwards; holds m micro-batches of activations",
-    [] { return std::make_unique<GpipeSchedule>(); });
+const bool registered =
+    pipeline_schedule_registry().add("gpipe", "all forwards, then all backwards; holds m micro-batches of activations",
+                                     [] { return std::make_unique<GpipeSchedule>(); });
 
 } // namespace
 } // namespace memwall

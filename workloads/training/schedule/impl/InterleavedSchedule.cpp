@@ -16,7 +16,7 @@ public:
   {
     int64_t total  = microbatches * chunks;
     int64_t warmup = std::min((stages - stage - 1) * 2 + (chunks - 1) * stages, total);
-    auto slot = [&](int64_t k, bool forward) {
+    auto slot      = [&](int64_t k, bool forward) {
       int64_t in_group = k % (stages * chunks);
       int64_t chunk    = in_group / stages;
       if (!forward)
@@ -46,8 +46,8 @@ public:
       r.fail("pipeline_schedule", "the interleaved schedule needs pp >= 2");
     if (s.microbatches % s.stages != 0)
       r.fail("pipeline_schedule", "the interleaved schedule needs the micro-batches per step (" +
-                                      std::to_string(s.microbatches) + ") to be a multiple of pp = " +
-                                      std::to_string(s.stages));
+                                      std::to_string(s.microbatches) +
+                                      ") to be a multiple of pp = " + std::to_string(s.stages));
   }
 };
 

@@ -111,11 +111,13 @@ public:
   void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec& m) const override
   {
     if (m.moe.enabled())
-      r.fail("stack", "training.stack deepspeed: DeepSpeed-MoE is not modelled yet; " + m.name + " is a mixture of experts");
+      r.fail("stack",
+             "training.stack deepspeed: DeepSpeed-MoE is not modelled yet; " + m.name + " is a mixture of experts");
     if (m.mla.enabled())
       r.fail("stack", "training.stack deepspeed: multi-head latent attention is not modelled yet (" + m.name + ")");
     if (cfg.cp > 1)
-      r.fail("cp", "training.stack deepspeed: context parallelism is Megatron-LM's (DeepSpeed's Ulysses is not modelled)");
+      r.fail("cp",
+             "training.stack deepspeed: context parallelism is Megatron-LM's (DeepSpeed's Ulysses is not modelled)");
     if (!transformers_)
       return;
     auto refuse = [&](const char* key, const std::string& why) {
@@ -133,7 +135,8 @@ public:
       refuse("flash_attention", "the eager attention implementation is not modelled yet (SDPA: flash_attention true)");
     if (hf::architecture(m) == hf::Arch::none)
       r.fail("stack", "training.deepspeed.modules transformers models transformers' Llama-family decoders and "
-                      "GPT-2 so far: " + m.name + " is neither");
+                      "GPT-2 so far: " +
+                          m.name + " is neither");
   }
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
@@ -175,8 +178,8 @@ public:
       p.push_back({"grads_to_fp32", 1, g + 4, true, false, false});
     p.push_back({"grad_norm", 2, mixed ? 4.0 : g, !mixed, mixed, false});
     double weights = mixed ? 0.0 : 2 * b.weights;
-    p.push_back({"optimizer_step", optimizer_flops_per_param(cfg.optimizer), 4 + 2 * b.optimizer + weights, !mixed, true,
-                 !mixed});
+    p.push_back({"optimizer_step", optimizer_flops_per_param(cfg.optimizer), 4 + 2 * b.optimizer + weights, !mixed,
+                 true, !mixed});
     if (mixed)
       p.push_back({"copy_to_weights", 1, 4 + b.weights, false, true, true});
     return p;

@@ -29,7 +29,11 @@ public:
   {
     auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "training.stack fsdp: " + why); };
     if (cfg.tp > 1 || cfg.pp > 1 || cfg.cp > 1 || cfg.sp || cfg.ep > 1)
-      refuse(cfg.tp > 1 ? "tp" : cfg.pp > 1 ? "pp" : cfg.cp > 1 ? "cp" : cfg.sp ? "sp" : "ep",
+      refuse(cfg.tp > 1   ? "tp"
+             : cfg.pp > 1 ? "pp"
+             : cfg.cp > 1 ? "cp"
+             : cfg.sp     ? "sp"
+                          : "ep",
              "FSDP over the data-parallel ranks only so far (torchtitan's 2-D and 3-D layouts are not modelled yet)");
     if (cfg.zero != 3)
       refuse("zero", "FSDP2's fully_shard shards parameters, gradients and optimizer states: zero 3 (the default)");
@@ -47,7 +51,8 @@ public:
                  !m.mla.enabled() && !m.qk_norm && m.norms_per_layer == 2 && !m.qkv_bias;
     if (!llama)
       r.fail("stack", "training.stack fsdp models torchtitan's Llama 3 (RMSNorm, rotary positions, a SwiGLU MLP, no "
-                      "biases, no MoE): " + m.name + " is not one");
+                      "biases, no MoE): " +
+                          m.name + " is not one");
   }
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override

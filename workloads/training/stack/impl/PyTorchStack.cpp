@@ -53,7 +53,8 @@ public:
       refuse("optimizer", "the stack runs torch.optim.AdamW(fused=True): optimizer adam or adamw");
     if (hf::architecture(m) == hf::Arch::none)
       r.fail("stack", "training.stack pytorch models transformers' Llama-family decoders (RMSNorm, rotary positions, "
-                      "a gated MLP, no MoE) and GPT-2 so far: " + m.name + " is neither");
+                      "a gated MLP, no MoE) and GPT-2 so far: " +
+                          m.name + " is neither");
   }
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
