@@ -16,12 +16,12 @@ namespace {
 
 // 4 identical stages of 2 layers on one DGX A100 (a 128-token vocabulary makes the
 // embedding and head negligible), m micro-batches, v chunks per stage.
-RunResult bfs_pipeline(const std::string& schedule, int microbatches, int chunks)
+RunResult bfs_pipeline(const std::string& schedule, int micro_batches, int chunks)
 {
   return simulate(parse_spec("hardware: {node: dgx-a100, gpus_per_node: 4}\n"
                              "model: {layers: 8, hidden: 4096, heads: 32, vocab: 128, max_seq_len: 2048}\n"
                              "training: {seq_len: 2048, micro_batch: 1, pp: 4, optimizer: sgd, global_batch: " +
-                                 std::to_string(microbatches) + ", pipeline_schedule: " + schedule +
+                                 std::to_string(micro_batches) + ", pipeline_schedule: " + schedule +
                                  ", virtual_stages: " + std::to_string(chunks) + "}\n",
                              "test.yaml", ""),
                   true);
@@ -51,7 +51,7 @@ TEST_CASE("looped_bfs_runs_every_micro_batch_through_a_chunk_before_the_next_and
     REQUIRE(order.size() == by_hand.size());
     for (size_t i = 0; i < order.size(); ++i) {
       INFO("stage " << stage << " slot " << i);
-      CHECK(order[i].microbatch == by_hand[i].microbatch);
+      CHECK(order[i].micro_batch == by_hand[i].micro_batch);
       CHECK(order[i].chunk == by_hand[i].chunk);
       CHECK(order[i].forward == by_hand[i].forward);
     }

@@ -153,12 +153,12 @@ namespace {
 // A pipeline of 4 identical stages of 2 layers (the vocabulary of 128 makes the
 // embedding and head negligible); no tp or dp, so only the schedule and the small
 // stage-to-stage sends over NVLink stand between the stages.
-RunResult pipeline(const std::string& schedule, int microbatches, int virtual_stages = 1)
+RunResult pipeline(const std::string& schedule, int micro_batches, int virtual_stages = 1)
 {
   return simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 4}\n"
                        "model: {layers: 8, hidden: 4096, heads: 32, vocab: 128, max_seq_len: 2048}\n"
                        "training: {seq_len: 2048, micro_batch: 1, pp: 4, optimizer: sgd, global_batch: " +
-                       std::to_string(microbatches) + ", pipeline_schedule: " + schedule +
+                       std::to_string(micro_batches) + ", pipeline_schedule: " + schedule +
                        ", virtual_stages: " + std::to_string(virtual_stages) + "}\n"),
                   true);
 }

@@ -26,11 +26,11 @@ void TrainingStepGenerator::emit_pipeline()
       while (pos[p] < order[p].size()) {
         const PipelineSlot& s = order[p][pos[p]];
         int64_t vs            = s.chunk * cfg_.pp + static_cast<int64_t>(p);
-        bool ready            = s.forward ? (vs == 0 || fwd_sent_.count({vs - 1, s.microbatch}))
-                                          : (vs == last_vs || bwd_sent_.count({vs + 1, s.microbatch}));
+        bool ready            = s.forward ? (vs == 0 || fwd_sent_.count({vs - 1, s.micro_batch}))
+                                          : (vs == last_vs || bwd_sent_.count({vs + 1, s.micro_batch}));
         if (!ready)
           break;
-        emit_slot(static_cast<int>(p), s.microbatch, s.chunk, s.forward);
+        emit_slot(static_cast<int>(p), s.micro_batch, s.chunk, s.forward);
         ++pos[p];
         progress = true;
       }

@@ -109,7 +109,7 @@ private:
   void emit_setup();
   // PipelineSlots.cpp
   void emit_pipeline();
-  void emit_slot(int stage, int64_t microbatch, int64_t chunk, bool forward);
+  void emit_slot(int stage, int64_t micro_batch, int64_t chunk, bool forward);
   // Reuse along time (OpDag chains). A steady slot changes no state but its micro-batch's
   // own tensors: any forward, and a backward that is neither a block's first (gradients
   // allocated) nor its last (buckets reduced), without ZeRO-2/3's per-micro-batch work.
@@ -118,8 +118,8 @@ private:
   // keeps the tensors' bookkeeping as building them would.
   bool steady_slot(int stage, int64_t chunk, bool forward) const;
   // Builds the slot's ops inside an OpDag capture, and notes whether it verified a repeat.
-  void capture_slot(int stage, int64_t microbatch, int64_t chunk, bool forward, uint64_t key, bool steady);
-  void repeat_slot(int stage, int64_t microbatch, int64_t chunk, bool forward, uint64_t key);
+  void capture_slot(int stage, int64_t micro_batch, int64_t chunk, bool forward, uint64_t key, bool steady);
+  void repeat_slot(int stage, int64_t micro_batch, int64_t chunk, bool forward, uint64_t key);
   // TrainingStepGenerator.cpp
   void emit_forward(int b, int64_t mb);
   void emit_backward(int b, int64_t mb);

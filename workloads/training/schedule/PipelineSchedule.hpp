@@ -20,7 +20,7 @@
 namespace memwall {
 
 struct PipelineSlot {
-  int64_t microbatch = 0;
+  int64_t micro_batch = 0;
   int64_t chunk      = 0;
   bool forward       = true;
 };
@@ -28,14 +28,14 @@ struct PipelineSlot {
 // What a schedule is asked to run: P pipeline stages, v model chunks per stage
 // (`virtual_stages`), m micro-batches per step.
 struct PipelineShape {
-  int64_t stages = 1, chunks = 1, microbatches = 1;
+  int64_t stages = 1, chunks = 1, micro_batches = 1;
 };
 
 class PipelineSchedule {
 public:
   virtual ~PipelineSchedule()                                         = default;
   virtual std::vector<PipelineSlot> order(int64_t stage, int64_t stages, int64_t chunks,
-                                          int64_t microbatches) const = 0;
+                                          int64_t micro_batches) const = 0;
   // Whether a stage may hold several model chunks (virtual_stages > 1).
   virtual bool runs_chunks() const { return false; }
   // Refuses, through r.fail naming the key, a shape this schedule cannot run. The

@@ -7,12 +7,12 @@ namespace {
 
 class GpipeSchedule : public PipelineSchedule {
 public:
-  std::vector<PipelineSlot> order(int64_t, int64_t, int64_t, int64_t microbatches) const override
+  std::vector<PipelineSlot> order(int64_t, int64_t, int64_t, int64_t micro_batches) const override
   {
     std::vector<PipelineSlot> slots;
-    for (int64_t mb = 0; mb < microbatches; ++mb)
+    for (int64_t mb = 0; mb < micro_batches; ++mb)
       slots.push_back({mb, 0, true});
-    for (int64_t mb = 0; mb < microbatches; ++mb)
+    for (int64_t mb = 0; mb < micro_batches; ++mb)
       slots.push_back({mb, 0, false});
     return slots;
   }

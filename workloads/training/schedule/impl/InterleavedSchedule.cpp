@@ -12,9 +12,9 @@ namespace {
 
 class InterleavedSchedule : public PipelineSchedule {
 public:
-  std::vector<PipelineSlot> order(int64_t stage, int64_t stages, int64_t chunks, int64_t microbatches) const override
+  std::vector<PipelineSlot> order(int64_t stage, int64_t stages, int64_t chunks, int64_t micro_batches) const override
   {
-    int64_t total  = microbatches * chunks;
+    int64_t total  = micro_batches * chunks;
     int64_t warmup = std::min((stages - stage - 1) * 2 + (chunks - 1) * stages, total);
     auto slot      = [&](int64_t k, bool forward) {
       int64_t in_group = k % (stages * chunks);
@@ -44,9 +44,9 @@ public:
       r.fail("virtual_stages", "the interleaved schedule needs virtual_stages >= 2");
     if (s.stages < 2)
       r.fail("pipeline_schedule", "the interleaved schedule needs pp >= 2");
-    if (s.microbatches % s.stages != 0)
+    if (s.micro_batches % s.stages != 0)
       r.fail("pipeline_schedule", "the interleaved schedule needs the micro-batches per step (" +
-                                      std::to_string(s.microbatches) +
+                                      std::to_string(s.micro_batches) +
                                       ") to be a multiple of pp = " + std::to_string(s.stages));
   }
 };

@@ -13,14 +13,14 @@ namespace {
 
 class LoopedBfsSchedule : public PipelineSchedule {
 public:
-  std::vector<PipelineSlot> order(int64_t, int64_t, int64_t chunks, int64_t microbatches) const override
+  std::vector<PipelineSlot> order(int64_t, int64_t, int64_t chunks, int64_t micro_batches) const override
   {
     std::vector<PipelineSlot> slots;
     for (int64_t chunk = 0; chunk < chunks; ++chunk)
-      for (int64_t mb = 0; mb < microbatches; ++mb)
+      for (int64_t mb = 0; mb < micro_batches; ++mb)
         slots.push_back({mb, chunk, true});
     for (int64_t chunk = chunks - 1; chunk >= 0; --chunk)
-      for (int64_t mb = microbatches - 1; mb >= 0; --mb)
+      for (int64_t mb = micro_batches - 1; mb >= 0; --mb)
         slots.push_back({mb, chunk, false});
     return slots;
   }

@@ -11,17 +11,17 @@ namespace {
 
 class OneFOneBSchedule : public PipelineSchedule {
 public:
-  std::vector<PipelineSlot> order(int64_t stage, int64_t stages, int64_t, int64_t microbatches) const override
+  std::vector<PipelineSlot> order(int64_t stage, int64_t stages, int64_t, int64_t micro_batches) const override
   {
-    int64_t warmup = std::min(stages - stage - 1, microbatches);
+    int64_t warmup = std::min(stages - stage - 1, micro_batches);
     std::vector<PipelineSlot> slots;
     for (int64_t mb = 0; mb < warmup; ++mb)
       slots.push_back({mb, 0, true});
-    for (int64_t i = 0; i < microbatches - warmup; ++i) {
+    for (int64_t i = 0; i < micro_batches - warmup; ++i) {
       slots.push_back({warmup + i, 0, true});
       slots.push_back({i, 0, false});
     }
-    for (int64_t mb = microbatches - warmup; mb < microbatches; ++mb)
+    for (int64_t mb = micro_batches - warmup; mb < micro_batches; ++mb)
       slots.push_back({mb, 0, false});
     return slots;
   }
