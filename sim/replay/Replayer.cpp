@@ -271,8 +271,8 @@ void Replayer::start(OpId id)
         run.measure = true;
         run.start   = now;
         for (int l : run.plan->links) {
-          run.bytes_before.push_back(link_bytes_[l]);
-          run.busy_before.push_back(link_busy_[l]);
+          run.bytes_before.push_back(routes_.accounts().bytes(l));
+          run.busy_before.push_back(routes_.accounts().busy(l));
         }
       }
       start_collective_phase(id);
@@ -289,9 +289,7 @@ void Replayer::on_activity_done(size_t index)
   Activity& a = activities_.at(index);
   double now  = sg4::Engine::get_clock();
   if (a.route >= 0)
-    for (int l : routes_[a.route].links)
-      if (--link_active_[l] == 0)
-        link_busy_[l] += now - link_busy_since_[l];
+    routes_.accounts().flow_ended(routes_.route(a.route).links, now);
   parked_.push_back(std::move(a.handle));
   OpId op = a.op;
   if (op == OpDag::none)
@@ -383,12 +381,13 @@ RunResult Replayer::collect()
   for (auto& [d, p] : pools_)
     r.pools.push_back(p->take_result());
   if (orbits_)
-    orbits_->mirror(link_bytes_, link_busy_);
-  for (size_t l = 0; l < links_.size(); ++l) {
-    if (link_bytes_[l] <= 0)
+    orbits_->mirror(routes_.accounts().all_bytes(), routes_.accounts().all_busy());
+  const LinkAccounts& accounts = routes_.accounts();
+  for (int l = 0; l < static_cast<int>(routes_.link_count()); ++l) {
+    if (accounts.bytes(l) <= 0)
       continue;
-    const std::string& name = links_[l]->get_name();
-    r.links.push_back({name, platform_.link_bandwidth(name), link_bytes_[l], link_busy_[l]});
+    const std::string& name = routes_.link(l)->get_name();
+    r.links.push_back({name, platform_.link_bandwidth(name), accounts.bytes(l), accounts.busy(l)});
   }
   // By name: the order routes were first asked for depends on how the replay ran.
   std::sort(r.links.begin(), r.links.end(), [](const LinkResult& a, const LinkResult& b) { return a.name < b.name; });

@@ -22,6 +22,7 @@
 #include "sim/paging/PrefetchPolicy.hpp"
 #include "sim/replay/MemoryPool.hpp"
 #include "sim/replay/OrbitFold.hpp"
+#include "sim/replay/RouteTable.hpp"
 #include "sim/replay/StepIntervals.hpp"
 #include "sim/timing/KernelTimer.hpp"
 #include "workloads/dag/OpDag.hpp"
@@ -89,13 +90,9 @@ public:
   RunResult run();
 
 private:
-  struct Route {
-    std::vector<int> links;
-    double latency = 0;
-  };
   struct Activity {
     OpId op      = 0;
-    int route    = -1; // index into routes_, -1 for an Exec
+    int route    = -1; // RouteTable's number, -1 for an Exec
     double bytes = 0;
     simgrid::s4u::ActivityPtr handle;
     bool paging = false; // a migration, fault batch or remote read, not the op's own work
@@ -264,10 +261,9 @@ private:
   void open_record(OpId id, const Op& op, double now);
   void apply_memory_op(OpId id, const Op& op, double now);
   void apply_due_memory(double now);
-  int route_index(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
   int route_of(const DeviceRef& src, const DeviceRef& dst)
   {
-    return route_index(platform_.host(src), platform_.host(dst));
+    return routes_.index(platform_.host(src), platform_.host(dst));
   }
   MemoryPool& pool(const DeviceRef& d);
   void drain_ready();
@@ -336,29 +332,7 @@ private:
   std::priority_queue<DueMemoryOp, std::vector<DueMemoryOp>, std::greater<>> due_memory_;
   uint64_t due_seq_ = 0;
   std::map<std::pair<DeviceRef, StreamKind>, int> stream_keys_;
-  // Looked up for every flow: hashed, not ordered (only ever found, never walked).
-  struct HostPairHash {
-    size_t operator()(const std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>& p) const
-    {
-      // Pointers share their low and high bits: mix them (identity hashes chained long).
-      uint64_t h = reinterpret_cast<uintptr_t>(p.first) * 0x9E3779B97F4A7C15ull;
-      h ^= reinterpret_cast<uintptr_t>(p.second) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
-      return static_cast<size_t>(h ^ (h >> 29));
-    }
-  };
-  std::unordered_map<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>, int, HostPairHash> route_ids_;
-  // In front of route_ids_, a direct-mapped cache: a step's flows use a few hundred
-  // pairs over and over, and a node-based hash map costs a cache miss or two per flow.
-  struct CachedRoute {
-    simgrid::s4u::Host *src = nullptr, *dst = nullptr;
-    int route = -1;
-  };
-  std::vector<CachedRoute> route_cache_ = std::vector<CachedRoute>(4096);
-  std::vector<Route> routes_;
-  std::vector<simgrid::s4u::Link*> links_;
-  std::map<simgrid::s4u::Link*, int> link_ids_;
-  std::vector<int> link_active_;
-  std::vector<double> link_busy_since_, link_busy_, link_bytes_;
+  RouteTable routes_;
   std::map<DeviceRef, std::unique_ptr<MemoryPool>> pools_;
   std::pair<DeviceRef, MemoryPool*> last_pool_{{DeviceKind::gpu, -1, -1}, nullptr}; // consecutive ops share one
   std::vector<int> hbm_routes_;    // per GPU (node x gpus per node + index), -1 until found

@@ -93,10 +93,8 @@ void Replayer::account_hbm_alone(const Op& op, const KernelTiming& t)
 {
   if (op.bytes <= 0 || op.seconds > 0) // a measured op's bytes were moved where it was recorded
     return;
-  for (int l : routes_[hbm_route(op.device)].links) {
-    link_bytes_[l] += op.bytes;
-    link_busy_[l] += t.overhead_s + t.memory_s(op.bytes);
-  }
+  for (int l : routes_.route(hbm_route(op.device)).links)
+    routes_.accounts().add(l, op.bytes, t.overhead_s + t.memory_s(op.bytes));
 }
 
 void Replayer::start_host_compute(OpId id, const DeviceRef& socket, const Op& op)
@@ -132,15 +130,10 @@ void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, d
 {
   sg4::Host* from = platform_.host(src);
   sg4::Host* to   = platform_.host(dst);
-  int r           = route_index(from, to);
+  int r           = routes_.index(from, to);
   if (orbits_ && orbits_->role(r) == OrbitFold::Role::image)
     return; // its orbit's canonical image runs for it
-  double now = sg4::Engine::get_clock();
-  for (int l : routes_[r].links) {
-    if (link_active_[l]++ == 0)
-      link_busy_since_[l] = now;
-    link_bytes_[l] += bytes;
-  }
+  routes_.accounts().flow_started(routes_.route(r).links, bytes, sg4::Engine::get_clock());
   sg4::CommPtr c = sg4::Comm::sendto_init(from, to);
   c->set_payload_size(static_cast<uint64_t>((payload < 0 ? bytes : payload) + 0.5));
   activities_.push_back({op, r, bytes, c});
@@ -157,40 +150,9 @@ int Replayer::hbm_route(const DeviceRef& gpu)
     hbm_routes_.resize(i + 1, -1);
   if (hbm_routes_[i] < 0) {
     sg4::Host* h   = platform_.host(gpu);
-    hbm_routes_[i] = route_index(h, h);
+    hbm_routes_[i] = routes_.index(h, h);
   }
   return hbm_routes_[i];
-}
-
-int Replayer::route_index(sg4::Host* src, sg4::Host* dst)
-{
-  auto key            = std::make_pair(src, dst);
-  CachedRoute& cached = route_cache_[HostPairHash()(key) & (route_cache_.size() - 1)];
-  if (cached.src == src && cached.dst == dst)
-    return cached.route;
-  if (auto it = route_ids_.find(key); it != route_ids_.end()) {
-    cached = {src, dst, it->second};
-    return it->second;
-  }
-  std::vector<sg4::Link*> links;
-  double latency = 0;
-  src->route_to(dst, links, &latency);
-  Route route;
-  route.latency = latency;
-  for (sg4::Link* l : links) {
-    auto [it, fresh] = link_ids_.try_emplace(l, static_cast<int>(links_.size()));
-    if (fresh) {
-      links_.push_back(l);
-      link_active_.push_back(0);
-      link_busy_since_.push_back(0);
-      link_busy_.push_back(0);
-      link_bytes_.push_back(0);
-    }
-    route.links.push_back(it->second);
-  }
-  routes_.push_back(std::move(route));
-  route_ids_.emplace(key, static_cast<int>(routes_.size() - 1));
-  return static_cast<int>(routes_.size() - 1);
 }
 
 } // namespace memwall

@@ -11,7 +11,7 @@
 
 namespace memwall {
 
-const std::vector<int>& Replayer::flow_links(const Flow& f) { return routes_[route_of(f.src, f.dst)].links; }
+const std::vector<int>& Replayer::flow_links(const Flow& f) { return routes_.route(route_of(f.src, f.dst)).links; }
 
 // A plan depends on the collective, its group and size, and on which of its flows can
 // matter (fold_batch). It outlives its batch while those stay the same, and with them
@@ -85,7 +85,7 @@ void Replayer::fold_batch(size_t from, size_t to)
     if (added[route] >= want)
       return;
     added[route] = want;
-    fold_.add_links(routes_[route].links, watched);
+    fold_.add_links(routes_.route(route).links, watched);
   };
   auto watch_route = [&](const DeviceRef& a, const DeviceRef& b) { add_route(route_of(a, b), true); };
   DeviceRef last_kernel_gpu{DeviceKind::nvme, -1, -1};
@@ -120,7 +120,7 @@ std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
   req.kind           = op.collective;
   req.bytes          = op.bytes;
   req.switched_nodes = platform_.cluster().node.fabric == GpuFabric::nvswitch;
-  req.latency        = [this](const DeviceRef& a, const DeviceRef& b) { return routes_[route_of(a, b)].latency; };
+  req.latency        = [this](const DeviceRef& a, const DeviceRef& b) { return routes_.route(route_of(a, b)).latency; };
   const std::vector<DeviceRef>& group = dag_.group(op.group);
   req.group                           = &group;
   std::vector<CollectivePhase> phases = collective_->plan(req);
@@ -145,7 +145,7 @@ void Replayer::calibrate_collective(const Op& op, const std::vector<DeviceRef>& 
   for (const DeviceRef& d : group)
     if (d.node != group.front().node)
       return; // across nodes the network, not the GPU's profile, sets the speed
-  double hop = routes_[route_of(group[0], group[1])].latency;
+  double hop = routes_.route(route_of(group[0], group[1])).latency;
   CollectiveTiming t =
       nvlink_collective_timing(c.node.gpu, op.collective, static_cast<int>(group.size()), op.bytes, hop);
   for (CollectivePhase& p : phases)
@@ -189,8 +189,8 @@ void Replayer::measure_collective(CollectiveRun& run)
   p.link_bytes.resize(p.links.size());
   p.link_busy.resize(p.links.size());
   for (size_t i = 0; i < p.links.size(); ++i) {
-    p.link_bytes[i] = link_bytes_[p.links[i]] - run.bytes_before[i];
-    p.link_busy[i]  = link_busy_[p.links[i]] - run.busy_before[i];
+    p.link_bytes[i] = routes_.accounts().bytes(p.links[i]) - run.bytes_before[i];
+    p.link_busy[i]  = routes_.accounts().busy(p.links[i]) - run.busy_before[i];
   }
 }
 

@@ -17,10 +17,10 @@ namespace memwall {
 // Under contention the copy still shares its links.
 double Replayer::measured_payload(int route, double bytes, double latency_s, double bandwidth) const
 {
-  const Route& r   = routes_[route];
-  double narrowest = 0;
+  const RouteTable::Route& r = routes_.route(route);
+  double narrowest           = 0;
   for (int l : r.links) {
-    double bw = links_[l]->get_bandwidth();
+    double bw = routes_.link(l)->get_bandwidth();
     narrowest = narrowest > 0 ? std::min(narrowest, bw) : bw;
   }
   if (narrowest <= 0 || bandwidth <= 0)
@@ -47,7 +47,7 @@ double Replayer::copy_payload(const Op& op, const DeviceRef& src, const DeviceRe
     if (c.node.fabric != GpuFabric::nvswitch)
       return -1;
     int route          = route_of(src, dst);
-    double hop         = routes_[route].latency;
+    double hop         = routes_.route(route).latency;
     CollectiveTiming t = nvlink_collective_timing(c.node.gpu, CollectiveKind::send_recv, 2, op.bytes, hop);
     if (t.flow_scale == 1 && t.delay_s == 0)
       return -1;

@@ -98,7 +98,7 @@ void Replayer::mirror_orbits()
                    c.node.fabric == GpuFabric::nvswitch && (c.nodes == 1 || c.node.nics == c.node.gpus);
   if (!symmetric)
     return;
-  orbits_      = std::make_unique<OrbitFold>([this](int r) -> const std::vector<int>& { return routes_[r].links; });
+  orbits_ = std::make_unique<OrbitFold>([this](int r) -> const std::vector<int>& { return routes_.route(r).links; });
   auto foreign = [this](const DeviceRef& a, const DeviceRef& b) { orbits_->add_foreign(route_of(a, b)); };
   std::set<std::tuple<DeviceRef, DeviceRef, DeviceRef, bool>> copies; // each kind of copy once
   std::set<const PlannedCollective*> plans;
@@ -123,7 +123,7 @@ void Replayer::mirror_orbits()
   });
   orbits_->solve();
   for (const OrbitFold::Scaled& s : orbits_->scaled_links()) {
-    simgrid::s4u::Link* link = links_[s.link];
+    simgrid::s4u::Link* link = routes_.link(s.link);
     scaled_links_.emplace_back(link, link->get_bandwidth());
     link->set_bandwidth(link->get_bandwidth() / s.multiplicity);
   }

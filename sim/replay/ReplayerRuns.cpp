@@ -57,7 +57,7 @@ void Replayer::find_private_ops(size_t from, size_t to)
     o      = (o == no_owner || o == key) ? key : shared;
   };
   auto claim_route = [&](int key, const DeviceRef& a, const DeviceRef& b) {
-    for (int l : routes_[route_of(a, b)].links)
+    for (int l : routes_.route(route_of(a, b)).links)
       claim(key, l);
   };
   visit_ops(from, to, [&](const Op& op) {
@@ -225,8 +225,7 @@ bool Replayer::start_run(OpId head)
       case OpKind::kernel: account_hbm_alone(*m.op, m.kernel); break;
       case OpKind::collective:
         for (size_t j = 0; j < m.plan->links.size(); ++j) {
-          link_bytes_[m.plan->links[j]] += m.plan->link_bytes[j];
-          link_busy_[m.plan->links[j]] += m.plan->link_busy[j];
+          routes_.accounts().add(m.plan->links[j], m.plan->link_bytes[j], m.plan->link_busy[j]);
         }
         break;
       default: break;
