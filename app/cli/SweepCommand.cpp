@@ -18,6 +18,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -102,9 +103,15 @@ int sweep_command(const std::vector<std::string>& args)
       std::erase_if(rows, [](const auto& r) { return r.second.error.rfind(worker_died_prefix, 0) == 0; });
     } else
       info.started_at = timestamp_now();
-  } catch (const InputError&) {
+  } catch (const InputError& e) {
+    if (world.size() == 1)
+      throw;
+    // The line goes out before the other ranks hear the status: once one of them exits
+    // with 2, mpirun ends the job, rank 0 with it, whatever it had still to write.
+    std::fprintf(stderr, "%s\n", one_line("memwall: " + std::string(e.what())).c_str());
+    std::fflush(stderr);
     world.broadcast_status(2);
-    throw;
+    return 2;
   }
   world.broadcast_status(0);
   std::vector<int64_t> todo;
