@@ -118,8 +118,8 @@ TEST_CASE("ops_on_one_stream_run_in_issue_order", "[dag]")
 
 TEST_CASE("a_replay_that_stalls_on_a_dependency_cycle_says_so_and_when", "[flows][errors]")
 {
-  // a -> b on one stream, and b -> a by an explicit edge: neither can start. The stall
-  // used to be blamed on a cycle whatever its cause; the cycle is now checked.
+  // a -> b on one stream, and b -> a by an explicit edge: neither can start. A stall is
+  // called a cycle only when the replay finds one.
   ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
   OpDag dag;
   OpId a = dag.add(copy_op(gpu0, StreamKind::h2d, cpu0, gpu0, GB, "a"));

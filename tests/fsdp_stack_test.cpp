@@ -5,6 +5,7 @@
 #include "sim/Simulation.hpp"
 #include "tests/TestHelpers.hpp"
 #include "workloads/model/ModelPresets.hpp"
+#include "workloads/training/SavedActivations.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
 #include <catch2/catch.hpp>
@@ -51,11 +52,13 @@ TEST_CASE("torchtitans_per_op_checkpointing_keeps_the_input_and_every_other_matm
   // w3, w2: wq, wv, w1, w2) and SDPA's output and log-sum-exp; the checkpoint keeps the
   // layer's input. Everything else is recomputed: the norms, rotary, repeat_kv, wk, wo,
   // w3, SiLU and the product.
-  double expected      = T * h * c + T * q * c + T * kv * c + T * f * c + T * h * c + T * q * c + 4 * T * heads;
-  double kept          = 0;
-  int recomputed_gemms = 0;
-  for (const KernelPlan& k : titan_layer().kernels) {
-    kept += k.kept_under_selective();
+  double expected       = T * h * c + T * q * c + T * kv * c + T * f * c + T * h * c + T * q * c + 4 * T * heads;
+  double kept           = 0;
+  int recomputed_gemms  = 0;
+  const BlockPlan layer = titan_layer();
+  REQUIRE(layer.layer);
+  for (const KernelPlan& k : layer.kernels) {
+    kept += SavedActivations(Recompute::selective).kept(layer, k);
     if (k.kclass == KernelClass::gemm && k.selective)
       ++recomputed_gemms;
   }

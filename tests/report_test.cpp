@@ -194,7 +194,7 @@ TEST_CASE("a_run_files_csv_is_its_summary_as_key_value_rows", "[report]")
 
 TEST_CASE("an_axis_asked_for_with_columns_is_shown_once", "[report][sweep]")
 {
-  // The axes come first in every table; naming one in --columns (or index) used to print it twice.
+  // The axes come first in every table, once, even when --columns names one (or index).
   std::string h5 = swept("report_axis_once");
   CliResult r    = run_cli("report " + h5 + " --columns index,training.micro_batch,step_time_s");
   REQUIRE(r.exit_code == 0);

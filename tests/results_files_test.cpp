@@ -1,4 +1,4 @@
-// Results files under damage and failure (issue 13): damaged files are refused before
+// Results files under damage and failure: damaged files are refused before
 // libhdf5 reads them, outputs are checked before a run, a failed write keeps the good
 // file, and a sweep's file is locked and resumable after a killed worker.
 #include "analysis/FileChecksum.hpp"
@@ -174,7 +174,8 @@ TEST_CASE("a_report_written_to_a_full_disk_is_a_failure", "[robustness][outputs]
 
 TEST_CASE("two_sweeps_cannot_write_one_results_file", "[robustness][outputs]")
 {
-  // Both used to exit 0, and the results of one vanished.
+  // Were both to write, one's results would vanish though both exit 0: the second waits
+  // for none and is refused.
   std::string sweep = temp_path("locked.yaml"), results = temp_path("locked.h5");
   write_file(sweep, sweep_base + "grid:\n  training.micro_batch: [1]\n");
   memwall::OutputLock held(results); // as a running sweep holds it

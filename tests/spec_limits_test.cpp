@@ -1,6 +1,6 @@
-// Hostile and absurd values in specs (issue 13): each case here crashed, hung or ran
-// on silently wrong numbers before its fix. Each now gets one line on stderr and exit
-// code 2 (bad input) or 3 (a failure while simulating), never a signal.
+// Hostile and absurd values in specs, each of which could crash, hang or run on silently
+// wrong numbers: each gets one line on stderr and exit code 2 (bad input) or 3 (a
+// failure while simulating), never a signal.
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -79,9 +79,9 @@ TEST_CASE("running_out_of_host_memory_mid_replay_is_exit_3_with_one_line", "[rob
   return;
 #endif
   // The 1T example with -o keeps a record of each of its 4.4 M ops (about 1 GB); at
-  // 600 MB of address space it fails while it simulates. SimGrid used to print a stack
-  // trace per pending activity, and its static destructors then crashed on the
-  // activities left pending (exit 139). (Without -o it stores each repeated pass once
+  // 600 MB of address space it fails while it simulates. Left to itself, SimGrid prints a
+  // stack trace per pending activity and its static destructors crash on the activities
+  // left pending (exit 139). (Without -o it stores each repeated pass once
   // and fits in less than 200 MB.)
   std::string out = temp_path("oom_mid_replay.h5");
   CliResult r     = run_cli("run " + source_path("examples/megatron-1t-tp8-pp64-384xdgx-a100.yaml") + " -o " + out,

@@ -48,7 +48,7 @@ Lean summary(const ExperimentSpec& spec, bool everything)
   return l;
 }
 
-// The union of closed intervals the way StepReport used to take it from the records:
+// The union of closed intervals taken independently from the records, for comparison:
 // sort, then merge each into the last when it starts at or before the last's end.
 std::vector<std::pair<double, double>> sorted_union(std::vector<std::pair<double, double>> v)
 {

@@ -1,6 +1,5 @@
-// Hostile sweep specs (issue 13): each case here crashed, hung, or ran every point
-// only to fail writing, before its fix. Each is now refused up front: one line, exit
-// code 2, no results file.
+// Hostile sweep specs, each of which could crash, hang, or run every point only to fail
+// writing: each is refused up front, one line, exit code 2, no results file.
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>

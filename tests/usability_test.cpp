@@ -1,4 +1,4 @@
-// What users hit first (issue 13): the version, durations in readable units, a
+// What users hit first: the version, durations in readable units, a
 // progress line on a terminal, and servers that do not fit or offload their KV cache
 // saying so plainly.
 #include "base/Quantity.hpp"
@@ -28,8 +28,8 @@ TEST_CASE("version_and_human_units", "[robustness][usability]")
 TEST_CASE("a_server_whose_weights_do_not_fit_says_so_and_reports_no_latencies", "[robustness][inference]")
 {
   // Llama-2-70B in fp16 on one A100 80GB: 68.98e9 x 2 B = 128.5 GiB of weights against
-  // 0.9 x 81,920 MiB = 72.0 GiB the server may use. It used to report "4 rejected
-  // (longer than the KV cache)" and latencies of 0.0 ms.
+  // 0.9 x 81,920 MiB = 72.0 GiB the server may use: it does not fit, said so, not as
+  // "4 rejected (longer than the KV cache)" with latencies of 0.0 ms.
   std::string spec = temp_path("weights_do_not_fit.yaml");
   write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: llama-2-70b}\n"
                    "inference:\n  poisson: {rate: 1, requests: 4, prompt_len: 128, output_len: 16}\n");

@@ -18,8 +18,8 @@
 #include <signal.h>
 
 #include <chrono>
-#include <cstdio>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 

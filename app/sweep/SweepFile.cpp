@@ -148,8 +148,8 @@ std::string timestamp_now()
 {
   std::time_t t = std::time(nullptr);
   if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH")) {
-    // The reproducible-builds convention: whole seconds since 1970, UTC. Anything else
-    // used to mean 1970 silently, or (past year 9999) crash in strftime.
+    // The reproducible-builds convention: whole seconds since 1970, UTC. Anything else is
+    // refused: read leniently it would mean 1970, and past year 9999 strftime fails.
     std::string e = epoch;
     bool digits =
         !e.empty() && e.size() <= 12 && std::all_of(e.begin(), e.end(), [](char c) { return c >= '0' && c <= '9'; });

@@ -49,13 +49,9 @@ struct KernelPlan {
   // recomputed kernel keeps nothing and gets its saved_bytes back, the others keep
   // theirs). A per-op policy keeps some kernels' outputs instead (torchtitan's: the
   // matmuls' and attention's) and recomputes everything else.
+  // (SavedActivations reads them.)
   double selective_kept        = -1;
   double selective_regenerated = -1;
-  double kept_under_selective() const { return selective_kept >= 0 ? selective_kept : selective ? 0.0 : saved_bytes; }
-  double regenerated_under_selective() const
-  {
-    return selective_regenerated >= 0 ? selective_regenerated : selective ? saved_bytes : 0.0;
-  }
   // Adds a micro-batch's weight gradient into the one earlier micro-batches of the step
   // left (autograd's AccumulateGrad): runs from the second micro-batch's backward on.
   bool accumulates = false;

@@ -65,7 +65,7 @@ void TrainingStepGenerator::plan_tensor_fetches()
     int b              = uses_[j];
     const BlockPlan& p = blocks_[b].plan;
     bool forward       = use_forward_[j];
-    bool recomputed    = !forward && p.layer && cfg_.recompute == Recompute::full;
+    bool recomputed    = !forward && SavedActivations(cfg_.recompute).checkpoints(p);
     auto add           = [&](size_t t) {
       if (p.tensors[t] > persist)
         trace.push_back({j, t, p.tensors[t], static_cast<int64_t>(b) * 4096 + static_cast<int64_t>(t)});

@@ -216,11 +216,11 @@ void TrainingStepGenerator::tp_collective(int b, size_t i, Role role, const TpCo
 
 void TrainingStepGenerator::emit_forward(int b, int64_t mb)
 {
-  Block& blk               = blocks_[b];
-  Stage& s                 = stage_of(b);
-  const auto& ks           = blk.plan.kernels;
-  bool full                = blk.plan.layer && cfg_.recompute == Recompute::full;
-  bool selective           = blk.plan.layer && cfg_.recompute == Recompute::selective;
+  Block& blk     = blocks_[b];
+  Stage& s       = stage_of(b);
+  const auto& ks = blk.plan.kernels;
+  const SavedActivations policy(cfg_.recompute);
+  bool full                = policy.checkpoints(blk.plan);
   OpId params              = gathered(b);
   const std::string prefix = blk.plan.name + ".fwd.";
   auto& saved              = saved_[{b, mb}];
@@ -230,7 +230,7 @@ void TrainingStepGenerator::emit_forward(int b, int64_t mb)
                                        blk.plan.input_bytes, prefix + "checkpoint", {params});
   for (size_t i = 0; i < ks.size(); ++i) {
     const KernelPlan& k = ks[i];
-    double keep         = full ? 0.0 : selective ? k.kept_under_selective() : k.saved_bytes;
+    double keep         = policy.kept(blk.plan, k);
     if (keep > 0)
       saved[i] =
           dag_.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, keep, name(b, i, Role::fwd_saved), {params});
@@ -244,15 +244,16 @@ void TrainingStepGenerator::emit_forward(int b, int64_t mb)
   release_gather();
 }
 
-void TrainingStepGenerator::emit_recompute(int b, int64_t mb, bool selective_only)
+void TrainingStepGenerator::emit_recompute(int b, int64_t mb)
 {
   Block& blk  = blocks_[b];
   Stage& s    = stage_of(b);
   auto& saved = saved_[{b, mb}];
+  const SavedActivations policy(cfg_.recompute);
   for (size_t i = 0; i < blk.plan.kernels.size(); ++i) {
     const KernelPlan& k = blk.plan.kernels[i];
     // What backward needs of this kernel and forward did not keep comes back now.
-    double back = selective_only ? k.regenerated_under_selective() : k.saved_bytes;
+    double back = policy.regenerated(blk.plan, k);
     if (back > 0) {
       Tensor t = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, back, name(b, i, Role::rc_saved));
       if (saved[i].id == 0) {
@@ -263,11 +264,11 @@ void TrainingStepGenerator::emit_recompute(int b, int64_t mb, bool selective_onl
         again[i] = t;
       }
     }
-    if (selective_only && !k.selective)
+    if (!policy.reruns(blk.plan, k))
       continue;
     if (k.runs(true))
       touch_kernel(kernel(s.gpu, name(b, i, Role::rc), k, true, true), b, i, true, saved[i]);
-    if (!selective_only)
+    if (policy.checkpoints(blk.plan)) // a whole forward again, its collectives with it
       tp_collective(b, i, Role::rc_tp, k.fwd_after);
   }
 }
@@ -283,8 +284,8 @@ void TrainingStepGenerator::emit_backward(int b, int64_t mb)
   if (blk.plan.backward_workspace > 0)
     ws = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::workspace, blk.plan.backward_workspace,
                     prefix + "activation_grads", {params});
-  if (blk.plan.layer && cfg_.recompute != Recompute::none)
-    emit_recompute(b, mb, cfg_.recompute == Recompute::selective);
+  if (SavedActivations(cfg_.recompute).recomputes(blk.plan))
+    emit_recompute(b, mb);
   auto& saved = saved_[{b, mb}];
   auto again  = regenerated_.find({b, mb});
   for (size_t i = blk.plan.kernels.size(); i-- > 0;) {

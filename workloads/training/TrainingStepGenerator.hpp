@@ -23,6 +23,7 @@
 #include "workloads/dag/OpDag.hpp"
 #include "workloads/training/BlockKernels.hpp"
 #include "workloads/training/ParallelLayout.hpp"
+#include "workloads/training/SavedActivations.hpp"
 #include "workloads/training/TrainingConfig.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
@@ -123,7 +124,7 @@ private:
   // TrainingStepGenerator.cpp
   void emit_forward(int b, int64_t mb);
   void emit_backward(int b, int64_t mb);
-  void emit_recompute(int b, int64_t mb, bool selective_only);
+  void emit_recompute(int b, int64_t mb); // what SavedActivations says the backward brings back
   OpId kernel(const DeviceRef& gpu, const OpName& name, const KernelPlan& k, bool forward, bool recompute);
   // Block b's kernel i's tp collective in `role`, if it has one.
   void tp_collective(int b, size_t i, Role role, const TpComm& c);

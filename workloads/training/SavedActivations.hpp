@@ -1,0 +1,54 @@
+#pragma once
+// What a block's forward keeps for its backward, and what its backward brings back by
+// recomputing, under `training.recompute` (Korthikanti et al. 2022, §4): the one place
+// the training generator asks. Only transformer layers recompute (BlockPlan::layer);
+// embedding and head blocks keep what they save.
+//   none       every kernel keeps its saved tensors;
+//   selective  the kernels marked selective (the attention core) keep nothing and rerun
+//              in backward, getting their saved tensors back; a stack's per-op policy
+//              (KernelPlan::selective_kept / selective_regenerated, torchtitan's) keeps
+//              other kernels' outputs instead and brings the rest back;
+//   full       a layer keeps only its input (a checkpoint) and reruns its whole forward,
+//              tensor-parallel collectives included, getting every saved tensor back.
+#include "workloads/training/BlockKernels.hpp"
+#include "workloads/training/TrainingConfig.hpp"
+
+namespace memwall {
+
+class SavedActivations {
+public:
+  explicit SavedActivations(Recompute recompute) : recompute_(recompute) {}
+
+  // Full recompute of a layer: it keeps its input and reruns its forward whole.
+  bool checkpoints(const BlockPlan& b) const { return b.layer && recompute_ == Recompute::full; }
+  // Its backward starts by recomputing.
+  bool recomputes(const BlockPlan& b) const { return b.layer && recompute_ != Recompute::none; }
+  // Bytes kernel k's forward keeps until its backward.
+  double kept(const BlockPlan& b, const KernelPlan& k) const
+  {
+    if (!b.layer || recompute_ == Recompute::none)
+      return k.saved_bytes;
+    if (recompute_ == Recompute::full)
+      return 0;
+    return k.selective_kept >= 0 ? k.selective_kept : k.selective ? 0.0 : k.saved_bytes;
+  }
+  // Bytes of k's saved tensors the recompute brings back.
+  double regenerated(const BlockPlan& b, const KernelPlan& k) const
+  {
+    if (!recomputes(b))
+      return 0;
+    if (recompute_ == Recompute::full)
+      return k.saved_bytes;
+    return k.selective_regenerated >= 0 ? k.selective_regenerated : k.selective ? k.saved_bytes : 0.0;
+  }
+  // Whether the recompute reruns kernel k.
+  bool reruns(const BlockPlan& b, const KernelPlan& k) const
+  {
+    return recomputes(b) && (recompute_ == Recompute::full || k.selective);
+  }
+
+private:
+  Recompute recompute_;
+};
+
+} // namespace memwall
