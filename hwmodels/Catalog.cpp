@@ -116,13 +116,16 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
   const GpuSpec* b = base;
   g.name           = b ? r.text("name", b->name, "marketing name") : r.required_text("name", "marketing name");
   g.vendor         = r.choice("vendor", b ? b->vendor : "nvidia", {"nvidia", "amd"}, "GPU vendor");
-  g.memory_bytes   = q(r, "memory_bytes", K::bytes, b ? &b->memory_bytes : nullptr,
-                       "device memory as the driver reports it (nvidia-smi total)");
-  g.sms            = static_cast<int>(
-      r.integer("sms", g.sms, "streaming multiprocessors (compute units); 0 = unknown", 0, "", 100'000));
-  g.hbm_peak_bw = q(r, "hbm_peak_bw", K::rate, b ? &b->hbm_peak_bw : nullptr, "datasheet memory bandwidth");
-  g.hbm_achievable_bw =
-      q(r, "hbm_achievable_bw", K::rate, b ? &b->hbm_achievable_bw : nullptr, "sustained memory bandwidth");
+  // Each field as GpuSpec.hpp declares it: key, unit, default (the base's), meaning.
+#define MEMWALL_READ_REQUIRED(key, unit, description) g.key = q(r, #key, K::unit, b ? &b->key : nullptr, description);
+#define MEMWALL_READ_QUANTITY(key, unit, def, description) g.key = r.quantity(#key, K::unit, g.key, description);
+#define MEMWALL_READ_NUMBER(key, def, least, most, description) g.key = r.number(#key, g.key, description, least, most);
+#define MEMWALL_READ_COUNT(key, def, least, most, description)                                                         \
+  g.key = static_cast<int>(r.integer(#key, g.key, description, least, "", most));
+  MEMWALL_GPU_REQUIRED_QUANTITIES(MEMWALL_READ_REQUIRED)
+  MEMWALL_GPU_QUANTITIES(MEMWALL_READ_QUANTITY)
+  MEMWALL_GPU_NUMBERS(MEMWALL_READ_NUMBER)
+  MEMWALL_GPU_COUNTS(MEMWALL_READ_COUNT)
   ParamReader flops = r.section("peak_flops", "dense peak FLOP/s per dtype the GPU supports");
   for (Dtype d : all_dtypes()) {
     double def = g.peak(d);
@@ -135,23 +138,11 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
   flops.finish();
   if (!g.supports(Dtype::fp32))
     r.fail("peak_flops", "must give at least fp32");
-  g.matmul_efficiency = r.number("matmul_efficiency", g.matmul_efficiency, "achieved fraction of peak in GEMMs", 0, 1);
   if (g.matmul_efficiency <= 0)
     r.fail("matmul_efficiency", "an efficiency lies in (0, 1]");
-  g.attention_efficiency =
-      r.number("attention_efficiency", g.attention_efficiency, "achieved fraction of peak in attention kernels", 0, 1);
   if (g.attention_efficiency <= 0)
     r.fail("attention_efficiency", "an efficiency lies in (0, 1]");
-  g.kernel_overhead_s =
-      r.quantity("kernel_overhead_s", K::seconds, g.kernel_overhead_s, "launch and tail time per kernel");
-  g.context_bytes = r.quantity("context_bytes", K::bytes, g.context_bytes, "CUDA context and library handles");
-  g.pcie_gen      = static_cast<int>(r.integer("pcie_gen", g.pcie_gen, "PCIe generation of the host link", 1, "", 7));
-  g.pcie_lanes    = static_cast<int>(r.integer("pcie_lanes", g.pcie_lanes, "PCIe lanes of the host link", 1, "", 32));
-  g.h2d_bw        = q(r, "h2d_bw", K::rate, b ? &b->h2d_bw : nullptr, "achievable pinned host-to-device bandwidth");
-  g.d2h_bw        = q(r, "d2h_bw", K::rate, b ? &b->d2h_bw : nullptr, "achievable pinned device-to-host bandwidth");
-  g.nvlink_bw     = r.quantity("nvlink_bw", K::rate, g.nvlink_bw, "GPU-to-GPU bandwidth per direction, 0 if none");
-  g.price_usd     = r.number("price_usd", g.price_usd, "indicative price per GPU in USD", 0, 1e9);
-  auto positive   = [&](const char* key, double v) {
+  auto positive = [&](const char* key, double v) {
     if (v <= 0)
       r.fail(key, "must be positive");
   };
@@ -188,29 +179,18 @@ NodeSpec read_node(ParamReader& r, const NodeSpec* base)
   n.fabric           = fabric == "nvswitch" ? GpuFabric::nvswitch : GpuFabric::pcie;
   if (n.fabric == GpuFabric::nvswitch && n.gpu.nvlink_bw <= 0)
     r.fail("fabric", "nvswitch needs a GPU with nvlink_bw > 0");
-  n.nvlink_latency_s = r.quantity("nvlink_latency_s", K::seconds, n.nvlink_latency_s, "NVLink hop latency");
-  n.sockets = static_cast<int>(r.integer("sockets", n.sockets, "CPU sockets (a rack: one per CPU)", 1, "", 1024));
-  n.cpu_flops_per_socket =
-      r.quantity("cpu_flops_per_socket", K::flop_rate, n.cpu_flops_per_socket, "fp32 peak per socket");
-  n.dram_bytes = q(r, "dram_bytes", K::bytes, b ? &b->dram_bytes : nullptr, "host memory of the node");
-  n.dram_bw_per_socket =
-      r.quantity("dram_bw_per_socket", K::rate, n.dram_bw_per_socket, "achievable DRAM bandwidth per socket");
-  n.pageable_copy_bw = r.quantity("pageable_copy_bw", K::rate, n.pageable_copy_bw,
-                                  "one copy's staging memcpy between pageable host memory and the driver's pinned "
-                                  "buffer (default: an RTX 3050 host's 10.7 GB/s pageable against 13.0 pinned)");
-  n.socket_link_bw   = r.quantity("socket_link_bw", K::rate, n.socket_link_bw, "inter-socket bandwidth per direction");
-  n.gpus_per_pcie_switch = static_cast<int>(
-      r.integer("gpus_per_pcie_switch", n.gpus_per_pcie_switch, "GPUs sharing one PCIe switch uplink", 1, "", 1024));
-  n.pcie_uplink_bw =
-      r.quantity("pcie_uplink_bw", K::rate, n.pcie_uplink_bw, "PCIe switch uplink bandwidth per direction");
-  n.pcie_latency_s = r.quantity("pcie_latency_s", K::seconds, n.pcie_latency_s, "PCIe hop latency");
-  n.nics           = static_cast<int>(r.integer("nics", n.nics, "InfiniBand NICs for compute traffic", 0, "", 1024));
-  n.nic_bw         = r.quantity("nic_bw", K::rate, n.nic_bw, "bandwidth per NIC per direction");
-  n.nic_latency_s  = r.quantity("nic_latency_s", K::seconds, n.nic_latency_s, "NIC latency");
-  n.nvme_bytes     = r.quantity("nvme_bytes", K::bytes, n.nvme_bytes, "local NVMe capacity");
-  n.nvme_read_bw   = r.quantity("nvme_read_bw", K::rate, n.nvme_read_bw, "NVMe sequential read bandwidth");
-  n.nvme_write_bw  = r.quantity("nvme_write_bw", K::rate, n.nvme_write_bw, "NVMe sequential write bandwidth");
-  n.price_usd      = r.number("price_usd", n.price_usd, "indicative node price in USD, GPUs included", 0, 1e10);
+    // Each field as NodeSpec.hpp declares it.
+#define MEMWALL_READ_NODE_REQUIRED(key, unit, description)                                                             \
+  n.key = q(r, #key, K::unit, b ? &b->key : nullptr, description);
+#define MEMWALL_READ_NODE_QUANTITY(key, unit, def, description) n.key = r.quantity(#key, K::unit, n.key, description);
+#define MEMWALL_READ_NODE_NUMBER(key, def, least, most, description)                                                   \
+  n.key = r.number(#key, n.key, description, least, most);
+#define MEMWALL_READ_NODE_COUNT(key, def, least, most, description)                                                    \
+  n.key = static_cast<int>(r.integer(#key, n.key, description, least, "", most));
+  MEMWALL_NODE_COUNTS(MEMWALL_READ_NODE_COUNT)
+  MEMWALL_NODE_REQUIRED_QUANTITIES(MEMWALL_READ_NODE_REQUIRED)
+  MEMWALL_NODE_QUANTITIES(MEMWALL_READ_NODE_QUANTITY)
+  MEMWALL_NODE_NUMBERS(MEMWALL_READ_NODE_NUMBER)
   if (n.gpus_per_pcie_switch > n.gpus)
     r.fail("gpus_per_pcie_switch", "cannot exceed gpus (" + std::to_string(n.gpus) + ")");
   if (n.nics > 0 && n.nic_bw <= 0)

@@ -1,6 +1,9 @@
 #pragma once
 // One GPU model: memory, compute and host-link figures from the catalog or a spec.
-// All quantities in SI units: bytes, bytes/s, FLOP/s, seconds, USD.
+// Each figure is declared once below, with its spec key (the member's name), its unit
+// (a QuantityKind: bytes, bytes/s, FLOP/s, seconds), its default and its meaning; the
+// struct's members and the catalog reader (read_gpu) both expand these lists, and
+// `memwall list params` prints what the reader declares. Values are SI.
 #include "hwmodels/Dtype.hpp"
 #include "hwmodels/profile/GpuProfile.hpp"
 
@@ -8,27 +11,45 @@
 #include <memory>
 #include <string>
 
+// X(key, unit, description): required in a catalog entry, defaulting to the preset's
+// figure in a mapping that starts from one.
+#define MEMWALL_GPU_REQUIRED_QUANTITIES(X)                                                                             \
+  X(memory_bytes, bytes, "device memory as the driver reports it (nvidia-smi total)")                                  \
+  X(hbm_peak_bw, rate, "datasheet memory bandwidth")                                                                   \
+  X(hbm_achievable_bw, rate, "sustained memory bandwidth")                                                             \
+  X(h2d_bw, rate, "achievable pinned host-to-device bandwidth")                                                        \
+  X(d2h_bw, rate, "achievable pinned device-to-host bandwidth")
+// X(key, unit, default, description)
+#define MEMWALL_GPU_QUANTITIES(X)                                                                                      \
+  X(kernel_overhead_s, seconds, 4e-6, "launch and tail time per kernel")                                               \
+  X(context_bytes, bytes, 0, "CUDA context and library handles")                                                       \
+  X(nvlink_bw, rate, 0, "GPU-to-GPU bandwidth per direction, 0 if none")
+// X(key, default, least, most, description): plain numbers
+#define MEMWALL_GPU_NUMBERS(X)                                                                                         \
+  X(matmul_efficiency, 0.7, 0, 1, "achieved fraction of peak in GEMMs")                                                \
+  X(attention_efficiency, 0.5, 0, 1, "achieved fraction of peak in attention kernels")                                 \
+  X(price_usd, 0, 0, 1e9, "indicative price per GPU in USD")
+// X(key, default, least, most, description): counts
+#define MEMWALL_GPU_COUNTS(X)                                                                                          \
+  X(sms, 0, 0, 100'000, "streaming multiprocessors (compute units); 0 = unknown")                                      \
+  X(pcie_gen, 4, 1, 7, "PCIe generation of the host link")                                                             \
+  X(pcie_lanes, 16, 1, 32, "PCIe lanes of the host link")
+
 namespace memwall {
 
 struct GpuSpec {
   std::string id;   // catalog identifier, e.g. "a100-sxm4-80gb" (public contract)
   std::string name; // marketing name
   std::string vendor;
-  double memory_bytes      = 0;       // as the driver reports it (nvidia-smi total, cudaMemGetInfo)
-  int sms                  = 0;       // streaming multiprocessors (compute units); 0 = unknown
-  double hbm_peak_bw       = 0;       // datasheet
-  double hbm_achievable_bw = 0;       // sustained copy bandwidth (measured or estimated)
-  std::map<Dtype, double> peak_flops; // dense tensor/vector peak per dtype it supports
-  double matmul_efficiency    = 0.7;  // achieved fraction of peak for large GEMMs
-  double attention_efficiency = 0.5;  // achieved fraction of peak for attention kernels
-  double kernel_overhead_s    = 4e-6; // launch + tail of one kernel
-  double context_bytes        = 0;    // CUDA context, cuBLAS/NCCL handles
-  int pcie_gen                = 4;
-  int pcie_lanes              = 16;
-  double h2d_bw               = 0; // achievable pinned host-to-device
-  double d2h_bw               = 0; // achievable pinned device-to-host
-  double nvlink_bw            = 0; // per direction, all links together; 0 = none
-  double price_usd            = 0;
+#define MEMWALL_REQUIRED_MEMBER(key, unit, description) double key = 0;
+#define MEMWALL_QUANTITY_MEMBER(key, unit, def, description) double key = def;
+#define MEMWALL_NUMBER_MEMBER(key, def, least, most, description) double key = def;
+#define MEMWALL_COUNT_MEMBER(key, def, least, most, description) int key = def;
+  MEMWALL_GPU_REQUIRED_QUANTITIES(MEMWALL_REQUIRED_MEMBER)
+  MEMWALL_GPU_QUANTITIES(MEMWALL_QUANTITY_MEMBER)
+  MEMWALL_GPU_NUMBERS(MEMWALL_NUMBER_MEMBER)
+  MEMWALL_GPU_COUNTS(MEMWALL_COUNT_MEMBER)
+  std::map<Dtype, double> peak_flops; // dense tensor/vector peak per dtype it supports, FLOP/s
   // Fitted from microbenchmarks (calibration/); null: the efficiencies above are estimates.
   std::shared_ptr<const GpuProfile> profile;
 

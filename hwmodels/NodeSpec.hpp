@@ -1,9 +1,38 @@
 #pragma once
 // One server: its GPUs, how they connect to each other, to the CPU sockets, to the
-// NICs and to local NVMe. Numbers in SI units (bytes, bytes/s, FLOP/s, seconds, USD).
+// NICs and to local NVMe. Each figure is declared once below with its spec key, unit,
+// default and meaning, as GpuSpec's are; the struct and the catalog reader (read_node)
+// both expand the lists. Values are SI (bytes, bytes/s, FLOP/s, seconds, USD).
 #include "hwmodels/GpuSpec.hpp"
 
 #include <string>
+
+// X(key, unit, description): required in a catalog entry.
+#define MEMWALL_NODE_REQUIRED_QUANTITIES(X) X(dram_bytes, bytes, "host memory of the node")
+// X(key, unit, default, description)
+#define MEMWALL_NODE_QUANTITIES(X)                                                                                     \
+  X(nvlink_latency_s, seconds, 1e-6, "NVLink hop latency")                                                             \
+  X(cpu_flops_per_socket, flop_rate, 1e12, "fp32 peak per socket")                                                     \
+  X(dram_bw_per_socket, rate, 100e9, "achievable DRAM bandwidth per socket")                                           \
+  /* A copy between pageable host memory and a GPU goes through the driver's pinned */                                 \
+  /* staging buffer: one CPU thread's memcpy, pipelined with the DMA, at this rate.  */                                \
+  X(pageable_copy_bw, rate, 10.7e9,                                                                                    \
+    "one copy's staging memcpy between pageable host memory and the driver's pinned "                                  \
+    "buffer (default: an RTX 3050 host's 10.7 GB/s pageable against 13.0 pinned)")                                     \
+  X(socket_link_bw, rate, 50e9, "inter-socket bandwidth per direction")                                                \
+  X(pcie_uplink_bw, rate, 25e9, "PCIe switch uplink bandwidth per direction")                                          \
+  X(pcie_latency_s, seconds, 1e-6, "PCIe hop latency")                                                                 \
+  X(nic_bw, rate, 0, "bandwidth per NIC per direction")                                                                \
+  X(nic_latency_s, seconds, 2e-6, "NIC latency")                                                                       \
+  X(nvme_bytes, bytes, 0, "local NVMe capacity")                                                                       \
+  X(nvme_read_bw, rate, 0, "NVMe sequential read bandwidth")                                                           \
+  X(nvme_write_bw, rate, 0, "NVMe sequential write bandwidth")
+// X(key, default, least, most, description)
+#define MEMWALL_NODE_NUMBERS(X) X(price_usd, 0, 0, 1e10, "indicative node price in USD, GPUs included")
+#define MEMWALL_NODE_COUNTS(X)                                                                                         \
+  X(sockets, 1, 1, 1024, "CPU sockets (a rack: one per CPU)")                                                          \
+  X(gpus_per_pcie_switch, 1, 1, 1024, "GPUs sharing one PCIe switch uplink")                                           \
+  X(nics, 0, 0, 1024, "InfiniBand NICs for compute traffic")
 
 namespace memwall {
 
@@ -13,31 +42,12 @@ struct NodeSpec {
   std::string id;
   std::string name;
   GpuSpec gpu;
-  int gpus                = 1;
-  GpuFabric fabric        = GpuFabric::pcie;
-  double nvlink_latency_s = 1e-6;
-  // Host side.
-  int sockets                 = 1;
-  double cpu_flops_per_socket = 1e12;  // fp32 FLOP/s (vector FMA peak)
-  double dram_bytes           = 0;     // whole node
-  double dram_bw_per_socket   = 100e9; // achievable
-  double socket_link_bw       = 50e9;  // inter-socket (UPI/xGMI), per direction
-  // A copy between pageable host memory and a GPU goes through the driver's pinned
-  // staging buffer: one CPU thread's memcpy, pipelined with the DMA, at this rate.
-  double pageable_copy_bw = 10.7e9;
-  // PCIe tree: GPUs (and NICs) sit behind switches; each switch has one uplink to a socket.
-  int gpus_per_pcie_switch = 1;
-  double pcie_uplink_bw    = 25e9; // switch to socket, per direction, achievable
-  double pcie_latency_s    = 1e-6;
-  // Scale-out network.
-  int nics             = 0;
-  double nic_bw        = 0; // per NIC, per direction
-  double nic_latency_s = 2e-6;
-  // Local storage.
-  double nvme_bytes    = 0;
-  double nvme_read_bw  = 0;
-  double nvme_write_bw = 0;
-  double price_usd     = 0; // whole node, GPUs included
+  int gpus         = 1;
+  GpuFabric fabric = GpuFabric::pcie;
+  MEMWALL_NODE_REQUIRED_QUANTITIES(MEMWALL_REQUIRED_MEMBER)
+  MEMWALL_NODE_QUANTITIES(MEMWALL_QUANTITY_MEMBER)
+  MEMWALL_NODE_NUMBERS(MEMWALL_NUMBER_MEMBER)
+  MEMWALL_NODE_COUNTS(MEMWALL_COUNT_MEMBER)
 
   int gpus_per_socket() const { return (gpus + sockets - 1) / sockets; }
   int socket_of_gpu(int local) const { return local / gpus_per_socket(); }

@@ -48,9 +48,8 @@ const std::map<std::string, Command>& commands()
         "memwall serve-capacity SPEC.yaml [--ttft p90=2s] [--tpot p90=100ms] [--set KEY=VALUE]... [--json]",
         memwall::serve_capacity_command}},
       {"list",
-       {"list presets and parameters: memwall list "
-        "gpus|nodes|models|params|collectives|schedules|stacks|dispatchers|schedulers|kv-managers|remedies|importers|"
-        "allocators",
+       {"list presets, parameters and implementations: memwall list gpus|nodes|models|params|implementations, or "
+        "one concern's implementations (memwall list names every subject)",
         memwall::list_command}},
       {"export",
        {"write a training step's replayed op DAG as PyTorch profiler traces (Perfetto, HTA; replayable "
