@@ -9,6 +9,7 @@
 #include "workloads/inference/ServingDriver.hpp"
 #include "workloads/model/ExpertLoad.hpp"
 #include "workloads/trace/TraceImporter.hpp"
+#include "workloads/trace/TraceNames.hpp"
 #include "workloads/training/TrainingStepGenerator.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
@@ -110,7 +111,7 @@ static RecordedKernels recorded_kernels(const OpDag& dag, const GpuSpec& from, c
     const Op& op = dag.op(id);
     if (op.seconds <= 0)
       continue;
-    if (op.kind == OpKind::collective || (op.kind == OpKind::kernel && op.name.str().rfind("nccl", 0) == 0)) {
+    if (op.kind == OpKind::collective || (op.kind == OpKind::kernel && is_nccl_kernel(op.name.str()))) {
       k.collectives++;
       k.collectives_recorded_s += op.seconds;
     } else if (op.kind == OpKind::kernel) {

@@ -39,6 +39,8 @@ Dtype kernel_dtype(const std::string& name)
 
 } // namespace
 
+bool is_nccl_kernel(const std::string& name) { return name.rfind("nccl", 0) == 0; }
+
 // Kernels by the library that names them, checked in this order (the first match wins):
 // 1. memory-bound helpers of fused attention and sorting (cuDNN's fusion:: pre- and
 //    post-processing of flash attention, CUB's sorts and scans): elementwise, though
@@ -57,7 +59,7 @@ Dtype kernel_dtype(const std::string& name)
 KernelKind kernel_kind(const std::string& name)
 {
   KernelKind k;
-  if (name.rfind("nccl", 0) == 0) // kept as a kernel only where NCCL runs as recorded
+  if (is_nccl_kernel(name))
     return k;
   k.dtype = kernel_dtype(name);
   if (contains_any(name, {"cudnn::fusion::", "cub::", "DeviceRadixSort", "DeviceScan", "DeviceUniqueByKey"}))

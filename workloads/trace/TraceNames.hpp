@@ -20,6 +20,9 @@ struct KernelKind {
   Dtype dtype        = Dtype::fp32;
 };
 KernelKind kernel_kind(const std::string& name);
+// An NCCL kernel (ncclKernel_*, ncclDevKernel_*): a collective, kept as a kernel only
+// where NCCL runs as recorded.
+bool is_nccl_kernel(const std::string& name);
 
 // NCCL's "Collective name" as memwall's collective; false for what it does not model.
 bool collective_kind(const std::string& name, CollectiveKind& kind);
