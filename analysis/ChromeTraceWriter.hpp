@@ -2,7 +2,7 @@
 // Chrome Trace Event JSON that Perfetto (ui.perfetto.dev) and chrome://tracing open:
 // one process per device, one thread track per stream, and a counter track of memory
 // per category for every pool.
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 
 #include <string>
 

@@ -6,7 +6,7 @@
 #include "analysis/Hdf5Table.hpp"
 #include "analysis/RunTables.hpp"
 #include "base/InputError.hpp"
-#include "sim/replay/StepIntervals.hpp"
+#include "sim/result/StepIntervals.hpp"
 
 #include <cctype>
 #include <map>

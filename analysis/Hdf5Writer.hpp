@@ -12,7 +12,7 @@
 //   /links/{name,bandwidth,bytes,busy_s}
 // Every table is a group of equal-length 1-D datasets:
 //   pandas.DataFrame({k: f["ops"][k][:] for k in f["ops"]}).
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 
 #include <string>
 

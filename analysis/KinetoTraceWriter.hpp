@@ -5,7 +5,7 @@
 // event carries its op whole in args.memwall (every field, its id and dependencies) and
 // the first file the DAG's groups and folded ranks, so `workload: {trace: ...}` reads it
 // back to the same DAG and the same replay.
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 #include "workloads/dag/OpDag.hpp"
 
 #include <nlohmann/json.hpp>

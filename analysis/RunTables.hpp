@@ -4,7 +4,7 @@
 //   memory/<device>/{time_s,category,category_bytes,total_bytes}   one row per change
 //                   attributes: hardware, capacity_bytes, peak_bytes, peak_time_s, count
 //   links/{name,bandwidth,bytes,busy_s}
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 
 #include <H5Cpp.h>
 

@@ -2,7 +2,7 @@
 // The figures of a serving run, from its per-request records and KV samples: time to
 // first token, time per output token and end-to-end latency (mean, p50, p90, p99),
 // throughput, KV-cache utilization (used / reserved, time-weighted), preemptions.
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 
 #include <nlohmann/json.hpp>
 

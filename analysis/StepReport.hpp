@@ -2,7 +2,7 @@
 // Turns a RunResult into the figures a person asks for: step time, throughput, MFU,
 // where the time went, peak memory per device by category against capacity, busiest
 // links. The JSON keys are a public contract (scripts and tests read them).
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 
 #include <nlohmann/json.hpp>
 

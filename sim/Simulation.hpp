@@ -4,7 +4,7 @@
 // SimGrid allows one Engine per process, never reset. `replay` runs in this process and
 // may be called once; `replay_in_child` forks, replays in the child and returns the
 // result through a pipe, so tests and sweeps can run many replays from one process.
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 #include "sim/replay/Replayer.hpp"
 #include "sim/spec/ExperimentSpec.hpp"
 #include "workloads/dag/OpDag.hpp"

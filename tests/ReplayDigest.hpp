@@ -4,7 +4,7 @@
 // pool's peak and timeline, every link's bytes and busy time. Children hand a Digest
 // back in a moment where a whole RunResult of a million op records takes a minute to
 // encode.
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 #include "sim/Simulation.hpp"
 
 #include <string>

@@ -2,7 +2,7 @@
 // Small builders shared by the tests: hand-made clusters whose every number is chosen
 // so the expected times can be written out by hand, and a way to run the CLI.
 #include "hwmodels/ClusterSpec.hpp"
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 #include "workloads/dag/OpDag.hpp"
 
 #include <nlohmann/json.hpp>

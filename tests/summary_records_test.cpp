@@ -6,7 +6,7 @@
 #include "analysis/StepReport.hpp"
 #include "base/ChildPool.hpp"
 #include "sim/Simulation.hpp"
-#include "sim/replay/StepIntervals.hpp"
+#include "sim/result/StepIntervals.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>

@@ -4,7 +4,7 @@
 // alone, the cheapest ones stacked until the stack fits. Every candidate is a full
 // replay in its own process; nothing here is a formula.
 #include "app/advise/Remedy.hpp"
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 
 #include <functional>
 #include <string>

@@ -4,7 +4,7 @@
 // category as "gpu.peak.activations", ...), derived metrics, or its error; optionally
 // its memory timelines and link statistics.
 #include "app/sweep/SweepSpec.hpp"
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 
 #include <string>
 #include <utility>

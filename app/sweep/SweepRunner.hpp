@@ -4,7 +4,7 @@
 // dividing the heads) or whose replay fails is an outcome with its error, not the end
 // of the sweep.
 #include "app/sweep/SweepSpec.hpp"
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 
 #include <functional>
 #include <string>

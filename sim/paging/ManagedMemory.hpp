@@ -10,7 +10,7 @@
 //   chunk   on the GPU  -> resident; eviction order kept by the EvictionPolicy
 //           on the host -> a touch faults: ceil(density x 64 KB pages) faults, then
 //                          the whole chunk migrates (the density prefetcher's 2 MB)
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 #include "sim/paging/EvictionPolicy.hpp"
 #include "sim/paging/UnifiedMemoryConfig.hpp"
 #include "workloads/dag/OpDag.hpp"

@@ -15,7 +15,7 @@
 //                  the driver's time per fault batch, eviction write-backs and
 //                  migrations as flows on the GPU's PCIe route, one after another.
 #include "hwmodels/Platform.hpp"
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 #include "sim/collective/CollectiveAlgorithm.hpp"
 #include "sim/collective/FlowFold.hpp"
 #include "sim/paging/ManagedMemory.hpp"
@@ -23,7 +23,7 @@
 #include "sim/replay/MemoryPool.hpp"
 #include "sim/replay/OrbitFold.hpp"
 #include "sim/replay/RouteTable.hpp"
-#include "sim/replay/StepIntervals.hpp"
+#include "sim/result/StepIntervals.hpp"
 #include "sim/timing/KernelTimer.hpp"
 #include "workloads/dag/OpDag.hpp"
 #include "workloads/dag/StepSource.hpp"

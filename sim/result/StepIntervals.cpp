@@ -1,4 +1,4 @@
-#include "sim/replay/StepIntervals.hpp"
+#include "sim/result/StepIntervals.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "sim/RunResult.hpp"
+#include "sim/result/RunResult.hpp"
 
 namespace memwall {
 

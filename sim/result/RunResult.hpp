@@ -4,7 +4,7 @@
 // can run in a forked child process and hand its result back (one SimGrid Engine per
 // process, DESIGN.md §3). analysis/ reads this and never the simulator's internals.
 #include "hwmodels/DeviceRef.hpp"
-#include "sim/replay/StepIntervals.hpp"
+#include "sim/result/StepIntervals.hpp"
 #include "workloads/dag/Op.hpp"
 #include "workloads/inference/ServingStats.hpp"
 
