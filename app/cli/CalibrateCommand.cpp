@@ -30,20 +30,6 @@ namespace po = boost::program_options;
 namespace memwall {
 namespace {
 
-// Options with any number of positional "inputs"; false after printing --help.
-bool parse_inputs(const std::vector<std::string>& args, const po::options_description& opts, po::variables_map& vm)
-{
-  po::positional_options_description pos;
-  pos.add("inputs", -1);
-  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return false;
-  }
-  po::notify(vm);
-  return true;
-}
-
 // The CUDA microbenchmark program, built beside memwall when nvcc was found.
 std::string gpubench_path()
 {
@@ -109,7 +95,7 @@ int import(const std::vector<std::string>& args)
       "gpu", po::value<std::string>()->required(), "catalog id of the GPU measured (memwall list gpus)")(
       "output,o", po::value<std::string>()->required(), "measurement CSV to write");
   po::variables_map vm;
-  if (!parse_inputs(args, opts, vm))
+  if (!parse_options(args, opts, "inputs", vm, -1))
     return 0;
   auto inputs = vm["inputs"].as<std::vector<std::string>>();
   if (inputs.size() < 2)
@@ -165,7 +151,7 @@ int fit(const std::vector<std::string>& args)
       "seconds a busy stream idles between two back-to-back kernels (a trace's gap from one kernel's end to the "
       "next one's start): not held by kernels the host launches slower than the GPU runs them");
   po::variables_map vm;
-  if (!parse_inputs(args, opts, vm))
+  if (!parse_options(args, opts, "inputs", vm, -1))
     return 0;
   auto files   = vm["inputs"].as<std::vector<std::string>>();
   auto seconds = [&](const std::string& option) {
@@ -252,7 +238,7 @@ int check(const std::vector<std::string>& args)
       "residuals", po::value<std::string>(),
       "write every row's prediction and error (predicted / measured - 1) to this CSV");
   po::variables_map vm;
-  if (!parse_inputs(args, opts, vm))
+  if (!parse_options(args, opts, "inputs", vm, -1))
     return 0;
   auto inputs = vm["inputs"].as<std::vector<std::string>>();
   if (inputs.size() < 2)

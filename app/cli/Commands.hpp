@@ -18,10 +18,10 @@ int calibrate_command(const std::vector<std::string>& args);
 int export_command(const std::vector<std::string>& args);
 int serve_capacity_command(const std::vector<std::string>& args);
 
-// Parses a command's options with one positional argument (`positional`); prints the
-// help and returns false for --help.
+// Parses a command's options with up to `max_count` positional arguments (-1: any
+// number) named `positional`; prints the help and returns false for --help.
 bool parse_options(const std::vector<std::string>& args, const boost::program_options::options_description& opts,
-                   const char* positional, boost::program_options::variables_map& vm);
+                   const char* positional, boost::program_options::variables_map& vm, int max_count = 1);
 
 // The cores this process may run on (its affinity mask): the default of -j.
 int cores_available();

@@ -50,10 +50,10 @@ std::string experiment_title(const ExperimentSpec& s)
 }
 
 bool parse_options(const std::vector<std::string>& args, const po::options_description& opts, const char* positional,
-                   po::variables_map& vm)
+                   po::variables_map& vm, int max_count)
 {
   po::positional_options_description pos;
-  pos.add(positional, 1);
+  pos.add(positional, max_count);
   po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
   // Help before the required options are checked: `VERB --help` needs none of them.
   if (vm.count("help")) {
