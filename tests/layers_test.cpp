@@ -64,10 +64,10 @@ std::string first_component(const std::string& path) { return path.substr(0, pat
 std::string where(const Include& inc) { return inc.file + ":" + std::to_string(inc.line) + " includes " + inc.target; }
 
 // One line per include that breaks a rule of DESIGN.md §1.
-std::vector<std::string> layering_violations(const fs::path& root)
+std::vector<std::string> layering_violations(const fs::path& root, const std::vector<Include>& includes)
 {
   std::vector<std::string> out;
-  for (const Include& inc : quoted_includes(root)) {
+  for (const Include& inc : includes) {
     const std::string from = first_component(inc.file), to = first_component(inc.target);
     if (!layer_rank.contains(to) || !fs::exists(root / inc.target)) {
       out.push_back(where(inc) + ": not a path from the repository root");
@@ -151,13 +151,15 @@ fs::path planted_tree(const std::string& name)
 
 TEST_CASE("no_include_in_the_source_runs_up_the_layers_or_into_an_impl_folder")
 {
-  const std::vector<std::string> found = layering_violations(memwall::test::source_path(""));
+  const fs::path root                  = memwall::test::source_path("");
+  const std::vector<Include> includes  = quoted_includes(root);
+  const std::vector<std::string> found = layering_violations(root, includes);
   for (const std::string& v : found)
     UNSCOPED_INFO(v);
   CHECK(found.empty());
   // The check read the source: the engine's include of its replay is among what it saw.
   bool saw_engine = false;
-  for (const Include& inc : quoted_includes(memwall::test::source_path("")))
+  for (const Include& inc : includes)
     saw_engine |= inc.file == "sim/Simulation.hpp" && inc.target == "sim/replay/Replayer.hpp";
   CHECK(saw_engine);
 }
@@ -171,7 +173,7 @@ TEST_CASE("the_layer_check_refuses_an_upward_include_a_bare_name_and_a_foreign_i
                                                      "#include \"Replayer.hpp\"\n"            // bare name
                                                      "#include \"sim/collective/impl/Ring.hpp\"\n";
   std::ofstream(root / "sim/collective/impl/Ring.cpp") << "#include \"sim/collective/impl/Ring.hpp\"\n";
-  const std::vector<std::string> found = layering_violations(root);
+  const std::vector<std::string> found = layering_violations(root, quoted_includes(root));
   REQUIRE(found.size() == 3);
   CHECK(found[0] == "sim/replay/Replayer.cpp:3 includes analysis/StepReport.hpp: sim may not include analysis");
   CHECK(found[1] == "sim/replay/Replayer.cpp:4 includes Replayer.hpp: not a path from the repository root");

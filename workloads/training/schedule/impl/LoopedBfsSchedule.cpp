@@ -25,8 +25,7 @@ public:
     return slots;
   }
 
-  bool runs_chunks() const override { return true; }
-  void check(const PipelineShape&, const ParamReader&) const override {}
+  bool runs_chunks() const override { return true; } // any v >= 1 and any m: nothing to refuse
 };
 
 const bool registered = pipeline_schedule_registry().add(
