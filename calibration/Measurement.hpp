@@ -17,8 +17,8 @@
 //   managed_fault: bytes migrated by first-touch faults
 //   managed_prefetch: bytes migrated to the GPU by cudaMemPrefetchAsync
 // time_s is the median of `samples` timed runs, in seconds.
-#include "hwmodels/GemmPass.hpp"
-#include "hwmodels/KernelFamily.hpp"
+#include "hwmodels/kernel/GemmPass.hpp"
+#include "hwmodels/kernel/KernelFamily.hpp"
 
 #include <optional>
 #include <string>

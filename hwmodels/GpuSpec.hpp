@@ -4,7 +4,7 @@
 // (a QuantityKind: bytes, bytes/s, FLOP/s, seconds), its default and its meaning; the
 // struct's members and the catalog reader (read_gpu) both expand these lists, and
 // `memwall list params` prints what the reader declares. Values are SI.
-#include "hwmodels/Dtype.hpp"
+#include "hwmodels/kernel/Dtype.hpp"
 #include "hwmodels/profile/GpuProfile.hpp"
 
 #include <map>

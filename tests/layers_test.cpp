@@ -192,25 +192,19 @@ TEST_CASE("the_engine_library_links_neither_analysis_nor_calibration_nor_the_pro
   }
 }
 
-TEST_CASE("no_new_circle_of_folders_includes_one_another", "[layers]")
+TEST_CASE("no_circle_of_folders_includes_one_another", "[layers]")
 {
-  // Layers never form one (the rank rule above). Inside a layer these circles exist
-  // today, each a parent folder whose basic types its concern folders use while it uses
-  // their interfaces; none may be added, and one that is broken is taken off this list.
-  const std::set<std::set<std::string>> known = {
-      {"hwmodels", "hwmodels/profile"},
-      {"workloads/training", "workloads/training/stack"},
-      {"workloads/inference", "workloads/inference/engine", "workloads/inference/kv", "workloads/inference/scheduler"},
-  };
+  // Layers never form one (the rank rule above); inside a layer, a parent folder that
+  // asks its concern folders' registries keeps the plain types those concerns use in a
+  // folder below them (hwmodels/kernel, training/config, inference/requests, ...).
   const std::set<std::set<std::string>> found = folder_cycles(memwall::test::source_path(""));
   for (const auto& cycle : found) {
     std::string names;
     for (const std::string& f : cycle)
       names += f + " ";
-    INFO("a circle of folders: " << names);
-    CHECK(known.count(cycle) == 1);
+    UNSCOPED_INFO("a circle of folders: " << names);
   }
-  CHECK(found.size() == known.size());
+  CHECK(found.empty());
 }
 
 TEST_CASE("the_cycle_check_finds_two_folders_that_include_each_other", "[layers]")

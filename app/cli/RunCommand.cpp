@@ -5,6 +5,7 @@
 #include "base/AtomicOutput.hpp"
 #include "base/InputError.hpp"
 #include "sim/Simulation.hpp"
+#include "workloads/inference/InferenceSection.hpp"
 #include "workloads/model/ExpertLoad.hpp"
 
 #include <boost/program_options.hpp>

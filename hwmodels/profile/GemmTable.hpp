@@ -15,7 +15,7 @@
 // linearly in log token count along each of the nearest sweeps, then weighted by inverse
 // distance between the shapes in log2 space. At a measured point that gives the measured
 // time. Outside the table the model alone.
-#include "hwmodels/GemmPass.hpp"
+#include "hwmodels/kernel/GemmPass.hpp"
 #include "hwmodels/profile/GemmModel.hpp"
 
 #include <map>

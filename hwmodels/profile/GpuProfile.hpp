@@ -12,9 +12,9 @@
 //   copies:       h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable, peer: per regime
 //   collectives:  per kind, ranks and ranks per node: latency + bytes / busbw per regime
 //                 (bandwidth is the algorithm bandwidth: bytes of the buffer / time)
-#include "hwmodels/Dtype.hpp"
-#include "hwmodels/GemmPass.hpp"
-#include "hwmodels/KernelFamily.hpp"
+#include "hwmodels/kernel/Dtype.hpp"
+#include "hwmodels/kernel/GemmPass.hpp"
+#include "hwmodels/kernel/KernelFamily.hpp"
 #include "hwmodels/profile/GemmModel.hpp"
 #include "hwmodels/profile/GemmTable.hpp"
 #include "hwmodels/profile/LatencyBandwidthCurve.hpp"

@@ -5,7 +5,9 @@
 #include "sim/allocator/DeviceAllocator.hpp"
 #include "sim/spec/HardwareReader.hpp"
 #include "sim/spec/MemoryReader.hpp"
+#include "workloads/inference/InferenceSection.hpp"
 #include "workloads/model/ModelReader.hpp"
+#include "workloads/training/TrainingSection.hpp"
 
 #include <glob.h>
 

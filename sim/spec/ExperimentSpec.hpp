@@ -5,9 +5,9 @@
 // wrong types and impossible layouts are InputErrors naming file, line and key.
 #include "hwmodels/ClusterSpec.hpp"
 #include "sim/paging/UnifiedMemoryConfig.hpp"
-#include "workloads/inference/InferenceConfig.hpp"
+#include "workloads/inference/config/InferenceConfig.hpp"
 #include "workloads/model/ModelSpec.hpp"
-#include "workloads/training/TrainingConfig.hpp"
+#include "workloads/training/config/TrainingConfig.hpp"
 
 #include <string>
 #include <vector>

@@ -2,9 +2,9 @@
 // One node of the op DAG (DESIGN.md §2). An op runs on one stream of one device;
 // ops on a stream run in issue order; other orderings are explicit edges.
 #include "hwmodels/DeviceRef.hpp"
-#include "hwmodels/Dtype.hpp"
-#include "hwmodels/GemmPass.hpp"
-#include "hwmodels/KernelFamily.hpp"
+#include "hwmodels/kernel/Dtype.hpp"
+#include "hwmodels/kernel/GemmPass.hpp"
+#include "hwmodels/kernel/KernelFamily.hpp"
 #include "workloads/dag/OpName.hpp"
 
 #include <array>

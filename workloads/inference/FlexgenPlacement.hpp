@@ -1,7 +1,7 @@
 // Where FlexGen puts a decoder layer's weights for a percent policy.
 #pragma once
 
-#include "workloads/inference/InferenceConfig.hpp"
+#include "workloads/inference/config/InferenceConfig.hpp"
 #include "workloads/model/ModelSpec.hpp"
 
 namespace memwall {

@@ -27,8 +27,8 @@
 // whole ones) for its ep-th of all the replica's token-expert pairs, which reach it and
 // go back by all-to-all (each tp rank of a group dispatches a tp-th of the group's tokens,
 // then the group all-gathers them: the sequence-parallel form, no token sent twice).
-#include "workloads/dag/Op.hpp"
-#include "workloads/inference/InferenceConfig.hpp"
+#include "workloads/inference/config/InferenceConfig.hpp"
+#include "workloads/inference/engine/IterationKernels.hpp"
 #include "workloads/model/ModelSpec.hpp"
 
 #include <memory>
@@ -38,54 +38,6 @@
 namespace memwall {
 
 class InferenceEngine;
-
-struct SeqWork {
-  int64_t tokens  = 0;    // run through the model this iteration
-  int64_t context = 0;    // already in the KV cache
-  bool samples    = true; // produces a token (its last prompt chunk, or a decode)
-};
-
-struct KernelCost {
-  std::string name;
-  KernelClass kclass = KernelClass::gemm;
-  Dtype dtype        = Dtype::fp16;
-  double flops       = 0;
-  double bytes       = 0;
-  GemmShape shape;                             // gemm: tokens x out, contracted over in
-  KernelFamily family = KernelFamily::generic; // elementwise: which fitted curve times it
-  bool host_paced     = false;                 // Op::host_paced: an eager engine's launch
-};
-
-struct LayerKernels {
-  KernelCost qkv, attn, proj, mlp;
-  double allreduce_bytes = 0; // after proj and after the MLP when tp > 1
-  // Attention data parallelism: the buffer each GPU holds in the dispatch all-to-all and
-  // in the combine, its received token-expert pairs x hidden x bytes (dispatched in FP8
-  // with a 4-byte scale per 128 elements when the GEMMs run in FP8, as DeepEP does), and
-  // what its tp group all-gathers after the combine (tp > 1).
-  double dispatch_bytes   = 0;
-  double combine_bytes    = 0;
-  double moe_gather_bytes = 0;
-  double kv_read_bytes    = 0; // KV of the batch's context read by attention
-  // The part of attention over KV already cached (decodes, later prefill chunks): what
-  // CPU attention (FlexGen's cpu_cache_compute) takes off the GPU when that KV lives in
-  // host memory. A prefill's attention over its own new tokens stays on the GPU.
-  double cached_pairs    = 0; // query-key pairs whose key is cached
-  double cached_kv_bytes = 0; // KV of those keys, read once
-  double cached_queries  = 0; // query tokens that see cached keys
-  // An engine that launches its own kernels (eager PyTorch): the layer's, in order, in
-  // place of qkv, attn, proj and mlp.
-  std::vector<KernelCost> eager;
-};
-
-struct IterationKernels {
-  KernelCost embed, head;
-  LayerKernels layer;                              // the same for every layer
-  double logits_gather_bytes = 0;                  // tp > 1: vocabulary-parallel logits all-gathered
-  double activation_bytes    = 0;                  // peak workspace of the iteration
-  int64_t tokens             = 0;                  // the representative rank's (its group's share when d > 1)
-  std::vector<KernelCost> eager_embed, eager_head; // the engine's own, in place of embed and head
-};
 
 class InferenceKernels {
 public:

@@ -20,9 +20,9 @@
 // ServingIteration.cpp (the ops of an iteration), ServingTouches.cpp (what kernels touch).
 #include "hwmodels/ClusterSpec.hpp"
 #include "workloads/dag/StepSource.hpp"
-#include "workloads/inference/InferenceConfig.hpp"
 #include "workloads/inference/InferenceKernels.hpp"
 #include "workloads/inference/ServingStats.hpp"
+#include "workloads/inference/config/InferenceConfig.hpp"
 #include "workloads/inference/kv/KvManager.hpp"
 #include "workloads/inference/scheduler/BatchScheduler.hpp"
 

@@ -21,7 +21,7 @@
 // share that node's PCIe switches, DRAM, NVMe and NICs, so the replay repeats their
 // traffic (OpDag::set_shadows); ranks on other nodes load only their own links.
 #include "hwmodels/DeviceRef.hpp"
-#include "workloads/training/TrainingConfig.hpp"
+#include "workloads/training/config/TrainingConfig.hpp"
 
 #include <cstdint>
 #include <functional>

@@ -10,8 +10,8 @@
 //              other kernels' outputs instead and brings the rest back;
 //   full       a layer keeps only its input (a checkpoint) and reruns its whole forward,
 //              tensor-parallel collectives included, getting every saved tensor back.
-#include "workloads/training/BlockKernels.hpp"
-#include "workloads/training/TrainingConfig.hpp"
+#include "workloads/training/blocks/BlockKernels.hpp"
+#include "workloads/training/config/TrainingConfig.hpp"
 
 namespace memwall {
 

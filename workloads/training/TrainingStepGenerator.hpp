@@ -21,10 +21,10 @@
 // DeepSpeedFetch.cpp (ZeRO-3 as DeepSpeed gathers).
 #include "hwmodels/ClusterSpec.hpp"
 #include "workloads/dag/OpDag.hpp"
-#include "workloads/training/BlockKernels.hpp"
 #include "workloads/training/ParallelLayout.hpp"
 #include "workloads/training/SavedActivations.hpp"
-#include "workloads/training/TrainingConfig.hpp"
+#include "workloads/training/blocks/BlockKernels.hpp"
+#include "workloads/training/config/TrainingConfig.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
 #include <array>

@@ -10,7 +10,8 @@
 //         torch.cat every step, one static batch, no KV budget.
 #include "base/ParamReader.hpp"
 #include "base/Registry.hpp"
-#include "workloads/inference/InferenceKernels.hpp"
+#include "workloads/inference/config/InferenceConfig.hpp"
+#include "workloads/inference/engine/IterationKernels.hpp"
 
 #include <functional>
 #include <memory>

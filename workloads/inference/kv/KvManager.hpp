@@ -8,7 +8,7 @@
 // The manager only counts slots; the driver turns their changes into alloc/free ops,
 // so the memory timeline comes from the replay.
 #include "base/Registry.hpp"
-#include "workloads/inference/ServingState.hpp"
+#include "workloads/inference/requests/ServingState.hpp"
 
 #include <functional>
 #include <memory>

@@ -5,8 +5,8 @@
 //   static      a batch is admitted whole and runs until its longest output is done;
 //   continuous  iteration-level scheduling as in vLLM (Orca's idea): sequences join and
 //               leave every iteration, preempted when KV runs out, optional chunked prefill.
-#include "workloads/inference/ServingState.hpp"
 #include "workloads/inference/kv/KvManager.hpp"
+#include "workloads/inference/requests/ServingState.hpp"
 
 #include <functional>
 #include <memory>

@@ -14,7 +14,7 @@
 // TensorIterator kernel reads each input once and writes its output; the reductions and
 // softmaxes say where they read more); `saved` is what autograd holds from the forward
 // kernel that makes it until the op's backward has run.
-#include "workloads/training/BlockKernels.hpp"
+#include "workloads/training/blocks/BlockKernels.hpp"
 
 #include <string>
 #include <vector>

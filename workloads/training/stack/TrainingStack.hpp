@@ -7,8 +7,8 @@
 // (`memwall list stacks`); a stack is one file there and its tests.
 #include "base/Registry.hpp"
 #include "workloads/model/ModelSpec.hpp"
-#include "workloads/training/BlockKernels.hpp"
-#include "workloads/training/TrainingConfig.hpp"
+#include "workloads/training/blocks/BlockKernels.hpp"
+#include "workloads/training/config/TrainingConfig.hpp"
 
 #include <functional>
 #include <memory>

@@ -3,7 +3,7 @@
 // drawn from simple distributions. Deterministic for a seed on every platform: the
 // draws come from std::mt19937_64 (fixed by the standard) through our own inverse
 // transforms, never through std:: distributions (implementation-defined).
-#include "workloads/inference/Request.hpp"
+#include "workloads/inference/requests/Request.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-#include "workloads/inference/RequestTrace.hpp"
+#include "workloads/inference/requests/RequestTrace.hpp"
 
 #include "base/InputError.hpp"
 #include "base/TextFile.hpp"

@@ -1,10 +1,10 @@
-#include "workloads/inference/InferenceConfig.hpp"
+#include "workloads/inference/InferenceSection.hpp"
 
 #include "workloads/inference/FlexgenPlacement.hpp"
-#include "workloads/inference/PoissonRequests.hpp"
-#include "workloads/inference/RequestTrace.hpp"
 #include "workloads/inference/engine/InferenceEngine.hpp"
 #include "workloads/inference/kv/KvManager.hpp"
+#include "workloads/inference/requests/PoissonRequests.hpp"
+#include "workloads/inference/requests/RequestTrace.hpp"
 #include "workloads/inference/scheduler/BatchScheduler.hpp"
 #include "workloads/model/InputLimits.hpp"
 
@@ -235,8 +235,6 @@ void check(ParamReader& r, InferenceConfig& c, int64_t gpus, const ModelSpec& m)
 }
 
 } // namespace
-
-bool InferenceConfig::kv_heads_ok(const ModelSpec& m) const { return m.kv_heads % tp == 0 || tp % m.kv_heads == 0; }
 
 namespace {
 

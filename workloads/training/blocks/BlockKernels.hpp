@@ -11,7 +11,7 @@
 // is named after the tensor it stores.
 #include "workloads/dag/Op.hpp"
 #include "workloads/model/ModelSpec.hpp"
-#include "workloads/training/TrainingConfig.hpp"
+#include "workloads/training/config/TrainingConfig.hpp"
 
 #include <string>
 #include <vector>

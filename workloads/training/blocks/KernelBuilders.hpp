@@ -1,6 +1,6 @@
 #pragma once
 // Builders of KernelPlans shared by the blocks (BlockKernels.cpp, EdgeBlocks.cpp).
-#include "workloads/training/BlockKernels.hpp"
+#include "workloads/training/blocks/BlockKernels.hpp"
 
 namespace memwall::kernels {
 

@@ -3,8 +3,8 @@
 // all-reduce, the learned-position lookup and add, dropout; the final norm, the logits
 // GEMM and the cross-entropy in fp32, six passes over the logits and three small
 // all-reduces among the tp ranks (max, target logit, sum of exponentials).
-#include "workloads/training/BlockKernels.hpp"
-#include "workloads/training/KernelBuilders.hpp"
+#include "workloads/training/blocks/BlockKernels.hpp"
+#include "workloads/training/blocks/KernelBuilders.hpp"
 
 namespace memwall {
 

@@ -1,12 +1,11 @@
 #pragma once
 // The `inference` section: which requests (a fixed batch, a trace file or a Poisson
 // generator), the model's precision, tensor parallelism, the batch scheduler, the KV
-// memory manager and offloading. Read and checked in read_inference_section(); the
+// memory manager and offloading. Read and checked in read_inference_section() (InferenceSection.hpp); the
 // requests are resolved there, so a broken trace fails before anything runs.
-#include "base/ParamReader.hpp"
-#include "hwmodels/Dtype.hpp"
-#include "workloads/inference/PoissonRequests.hpp"
-#include "workloads/inference/Request.hpp"
+#include "hwmodels/kernel/Dtype.hpp"
+#include "workloads/inference/requests/PoissonRequests.hpp"
+#include "workloads/inference/requests/Request.hpp"
 #include "workloads/model/ModelSpec.hpp"
 
 #include <cstdint>
@@ -94,19 +93,8 @@ struct InferenceConfig {
   int64_t attention_dp() const { return ep > tp ? ep / tp : 1; }
   int64_t replica_gpus() const { return tp * attention_dp(); }
   // KV heads are split over tp ranks, or replicated when there are fewer than tp.
-  bool kv_heads_ok(const ModelSpec& m) const;
+  bool kv_heads_ok(const ModelSpec& m) const { return m.kv_heads % tp == 0 || tp % m.kv_heads == 0; }
   int64_t kv_heads_per_rank(const ModelSpec& m) const { return m.kv_heads >= tp ? m.kv_heads / tp : 1; }
 };
-
-// "fp16 weights, fp16 KV, tp 1, continuous batching (max 256 seqs), paged KV (block 16)"
-std::string describe_inference(const InferenceConfig& c);
-// "prompt 4-2048, mean 155.2 (asked: exponential of mean 161, clipped to 4-2048) tokens; output ..."
-std::string describe_request_lengths(const InferenceConfig& c);
-
-// `gpus` is the number of GPUs the hardware section provides (one model replica: tp, or ep
-// when the experts are spread over attention data-parallel groups);
-// `spec_dir` resolves a relative trace path.
-InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const ModelSpec& model,
-                                       const std::string& spec_dir);
 
 } // namespace memwall

@@ -2,7 +2,7 @@
 // The requests of a serving run as sequences moving between queues, as vLLM keeps
 // them: waiting (arrived, not admitted, or preempted for recompute), running, swapped
 // (KV in host memory), finished. Schedulers and KV managers read and move them.
-#include "workloads/inference/Request.hpp"
+#include "workloads/inference/requests/Request.hpp"
 
 #include <cstddef>
 #include <deque>

@@ -1,4 +1,4 @@
-#include "workloads/inference/PoissonRequests.hpp"
+#include "workloads/inference/requests/PoissonRequests.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,9 +1,8 @@
 #pragma once
 // The `training` section: batch shape, precision, optimizer, the parallel layout
 // (tp x pp x dp), ZeRO, recompute, LoRA and offload. Every key is read, documented and
-// checked in read_training_section(); inconsistent combinations are refused there.
-#include "base/ParamReader.hpp"
-#include "hwmodels/Dtype.hpp"
+// checked in read_training_section() (TrainingSection.hpp); inconsistent combinations are refused there.
+#include "hwmodels/kernel/Dtype.hpp"
 #include "workloads/model/ModelSpec.hpp"
 
 #include <cstdint>
@@ -107,8 +106,5 @@ struct TrainingConfig {
 
 // "tp 8 x pp 8 x dp 1, 1f1b, ZeRO-1, bf16, adam, recompute selective, flash attention on, ..."
 std::string describe_training(const TrainingConfig& t);
-
-// `gpus` is the number of GPUs the hardware section provides; dp defaults to gpus / (tp pp).
-TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSpec& model);
 
 } // namespace memwall

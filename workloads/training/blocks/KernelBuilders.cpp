@@ -1,4 +1,4 @@
-#include "workloads/training/KernelBuilders.hpp"
+#include "workloads/training/blocks/KernelBuilders.hpp"
 
 namespace memwall::kernels {
 

@@ -15,7 +15,7 @@
 // Its experts run as one grouped GEMM: all their weights read, FLOPs for the pairs it
 // received. Activations are saved for routed pairs only.
 #include "workloads/model/ExpertLoad.hpp"
-#include "workloads/training/KernelBuilders.hpp"
+#include "workloads/training/blocks/KernelBuilders.hpp"
 #include "workloads/training/dispatch/TokenDispatcher.hpp"
 
 namespace memwall::kernels {

@@ -9,7 +9,7 @@
 //   output   output_tokens | generatedtokens | output_len | output_length
 // Arrival times are made relative to the earliest request; rows are stable-sorted by
 // arrival. A malformed row is an InputError naming the file and row.
-#include "workloads/inference/Request.hpp"
+#include "workloads/inference/requests/Request.hpp"
 
 #include <string>
 

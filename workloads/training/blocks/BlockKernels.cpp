@@ -1,5 +1,5 @@
-#include "workloads/training/BlockKernels.hpp"
-#include "workloads/training/KernelBuilders.hpp"
+#include "workloads/training/blocks/BlockKernels.hpp"
+#include "workloads/training/blocks/KernelBuilders.hpp"
 
 #include <algorithm>
 
