@@ -155,10 +155,23 @@ bool fits(const RunResult& r)
 
 nlohmann::ordered_json did_not_fit(const RunResult& r)
 {
+  // The shortfall is the device's whole demand over its capacity, not the first failing
+  // allocation's: the replay goes on allocating past it, so its peak is what the job needs.
+  // Its time is that of the same GPU with room enough (allocations never slow a kernel).
   for (const auto& p : r.pools)
     if (p.oom_count > 0) {
       const OomEvent& o = p.ooms.front();
-      return {{"device", p.name}, {"what", o.op}, {"time_s", o.time}, {"overflow_bytes", o.requested - o.free}};
+      nlohmann::ordered_json d{{"device", p.name},
+                               {"what", o.op},
+                               {"time_s", o.time},
+                               {"needs_bytes", p.peak_bytes},
+                               {"capacity_bytes", p.capacity},
+                               {"overflow_bytes", p.peak_bytes - p.capacity}};
+      if (!r.serving.present && r.makespan_s > 0) {
+        d["step_time_if_it_fit_s"]  = r.makespan_s;
+        d["tokens_per_s_if_it_fit"] = r.tokens_per_step / r.makespan_s;
+      }
+      return d;
     }
   if (serving_has_no_room(r))
     for (const auto& p : r.pools)
@@ -190,7 +203,10 @@ nlohmann::ordered_json report_json(const RunResult& r)
   double max_peak           = 0;
   nlohmann::ordered_json devices = nlohmann::ordered_json::array();
   for (const auto& p : r.pools) {
-    max_peak = std::max(max_peak, p.peak_bytes);
+    // The GPUs' peak, what `fits` is about; a host's DRAM (offload, pinned buffers) is its
+    // own device entry and would read as a GPU over capacity.
+    if (p.device.kind == DeviceKind::gpu)
+      max_peak = std::max(max_peak, p.peak_bytes);
     nlohmann::ordered_json d;
     d["name"]     = p.name;
     d["kind"]     = p.device.kind == DeviceKind::gpu ? "gpu" : p.device.kind == DeviceKind::host ? "host" : "nvme";

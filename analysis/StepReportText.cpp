@@ -69,10 +69,23 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
   os << "\n";
   if (!fitted) {
     const auto& d = j["did_not_fit"];
-    std::snprintf(line, sizeof line, "  DID NOT FIT    on %s, %s: %s over; no time or throughput to report\n",
-                  d["device"].get<std::string>().c_str(), d["what"].get<std::string>().c_str(),
-                  format_gib(d["overflow_bytes"].get<double>()).c_str());
+    if (d.contains("needs_bytes")) { // results files written before the demand was kept have none
+      std::snprintf(line, sizeof line, "  DID NOT FIT    %s needs %s of %s (%s over); first failing allocation %s\n",
+                    d["device"].get<std::string>().c_str(), format_gib(d["needs_bytes"].get<double>()).c_str(),
+                    format_gib(d["capacity_bytes"].get<double>()).c_str(),
+                    format_gib(d["overflow_bytes"].get<double>()).c_str(), d["what"].get<std::string>().c_str());
+    } else {
+      std::snprintf(line, sizeof line, "  DID NOT FIT    on %s, %s: %s over\n", d["device"].get<std::string>().c_str(),
+                    d["what"].get<std::string>().c_str(), format_gib(d["overflow_bytes"].get<double>()).c_str());
+    }
     os << line;
+    if (d.contains("step_time_if_it_fit_s")) {
+      std::snprintf(line, sizeof line, "  if it fit      step time %s, throughput %s (a GPU with room enough)\n",
+                    format_duration(d["step_time_if_it_fit_s"].get<double>()).c_str(),
+                    format_si(d["tokens_per_s_if_it_fit"].get<double>(), "tokens/s").c_str());
+      os << line;
+    }
+    os << "                 `memwall advise` on the same spec suggests what would make it fit\n";
     if (serving)
       os << serving_text(j);
   } else if (serving) {

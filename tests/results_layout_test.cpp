@@ -121,11 +121,18 @@ TEST_CASE("a_run_that_does_not_fit_reports_its_overflow_and_no_time_or_throughpu
   REQUIRE(!oom.is_null());
   CHECK(j["did_not_fit"]["device"] == "node0.gpu0");
   CHECK(j["did_not_fit"]["what"] == oom["op"]);
+  // The shortfall is the whole demand over the capacity, not the first failing request's
+  // excess (which understated it: a job needing twice its GPU read "1.7 GiB over").
+  const auto& gpu = j["devices"][0];
+  CHECK(j["did_not_fit"]["needs_bytes"] == gpu["peak_bytes"]);
   CHECK(j["did_not_fit"]["overflow_bytes"].get<double>() ==
+        gpu["peak_bytes"].get<double>() - gpu["capacity_bytes"].get<double>());
+  CHECK(j["did_not_fit"]["overflow_bytes"].get<double>() >
         oom["requested_bytes"].get<double>() - oom["free_bytes"].get<double>());
   CliResult text = run_cli("run " + spec);
-  CHECK_THAT(text.out, Catch::Contains("DID NOT FIT    on node0.gpu0, " + oom["op"].get<std::string>()) &&
-                           !Catch::Contains("step time") && !Catch::Contains("tokens/s"));
+  CHECK_THAT(text.out, Catch::Contains("DID NOT FIT    node0.gpu0 needs ") &&
+                           Catch::Contains("first failing allocation " + oom["op"].get<std::string>()) &&
+                           !Catch::Contains("step time     ") && Catch::Contains("if it fit"));
 
   // In a sweep the point's times are NaN (its row still says why), fitting points keep theirs.
   std::string sweep = temp_path("unfit_sweep.yaml"), out = temp_path("unfit_sweep.h5");
@@ -139,6 +146,23 @@ TEST_CASE("a_run_that_does_not_fit_reports_its_overflow_and_no_time_or_throughpu
     CHECK(std::isnan(step[i]) == (fits[i] == 0));
     CHECK((over[i] > 0) == (fits[i] == 0));
   }
+}
+
+TEST_CASE("a_job_that_does_not_fit_says_the_step_time_of_the_same_gpu_with_room_enough", "[outputs][memory]")
+{
+  // The same job on an A100 whose memory is 200 GB instead of 40 GB fits; its step time
+  // and peak are what the run on the 40 GB GPU reports as "if it fit" and "needs".
+  std::string spec = temp_path("unfit_if.yaml");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1, gpu: a100-sxm4-40gb}\nmodel: {preset: gpt2}\n"
+                   "training: {seq_len: 1024, global_batch: 32, micro_batch: 32, flash_attention: false}\n");
+  auto small = nlohmann::json::parse(run_cli("run " + spec + " --json").out);
+  auto big   = nlohmann::json::parse(
+        run_cli("run " + spec + " --json --set 'hardware.gpu={preset: a100-sxm4-40gb, memory_bytes: 200e9}'").out);
+  REQUIRE(small["fits"] == false);
+  REQUIRE(big["fits"] == true);
+  CHECK(small["did_not_fit"]["step_time_if_it_fit_s"] == big["step_time_s"]);
+  CHECK(small["did_not_fit"]["tokens_per_s_if_it_fit"] == big["tokens_per_s"]);
+  CHECK(small["did_not_fit"]["needs_bytes"] == big["max_peak_bytes"]);
 }
 
 TEST_CASE("a_server_with_no_room_for_kv_cache_does_not_fit", "[outputs][inference]")
