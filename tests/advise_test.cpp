@@ -76,6 +76,15 @@ TEST_CASE("the_advisor_fits_an_oversized_micro_batch_by_gradient_accumulation", 
   json r = json::parse(run.out);
   CHECK(r["fits"] == true);
   CHECK(r["max_peak_bytes"].get<double>() == mb16["peak_bytes"].get<double>());
+
+  // The printed line sets micro_batch once, to the remedy's 16 (the user's 32 is
+  // replaced, not repeated before it), and running that line as printed fits.
+  size_t at = text.out.find("memwall run ");
+  REQUIRE(at != std::string::npos);
+  std::string line = text.out.substr(at + 8, text.out.find('\n', at) - at - 8);
+  CHECK_THAT(line, Catch::Contains("--set training.micro_batch=16") && !Catch::Contains("micro_batch=32"));
+  json printed = json::parse(run_cli(line + " --json").out);
+  CHECK(printed["fits"] == true);
 }
 
 TEST_CASE("the_advisor_quantizes_weights_that_exceed_the_gpu", "[advise][inference]")

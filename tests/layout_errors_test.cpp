@@ -118,3 +118,18 @@ TEST_CASE("lora_with_zero3_and_unknown_lora_targets_are_refused", "[errors][lora
              Catch::Contains("'lm_head' is not a projection"));
   CHECK_THAT(refused_training("lora_rank", "lora: {rank: 0}, global_batch: 8"), Catch::Contains("training.lora.rank"));
 }
+
+TEST_CASE("a_seq_len_past_the_models_context_names_the_key_that_extends_it", "[errors][layout]")
+{
+  // GPT-2 medium has 1,024 positions; the line says how a longer-context variant is run.
+  std::string spec = temp_path("seq_past_context.yaml");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2-medium}\n"
+                   "training: {seq_len: 2048, global_batch: 8, micro_batch: 1}\n");
+  CliResult r = run_cli("run " + spec);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("training.seq_len") &&
+                        Catch::Contains("2048 exceeds the model's max_seq_len 1024") &&
+                        Catch::Contains("--set model.max_seq_len=2048"));
+  // And that key does run it.
+  CHECK(run_cli("run " + spec + " --json --set model.max_seq_len=2048").exit_code == 0);
+}

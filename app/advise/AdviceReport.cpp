@@ -3,6 +3,7 @@
 #include "analysis/StepReport.hpp"
 #include "base/Quantity.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -48,10 +49,16 @@ std::string figures(const Advice& a, const TryOutcome& t)
 
 std::string run_line(const Advice& a, const std::string& spec_path, const TryOutcome& t)
 {
-  std::string line             = "memwall run " + spec_path;
-  std::vector<std::string> all = a.user_overrides;
-  all.insert(all.end(), t.change.overrides.begin(), t.change.overrides.end());
-  for (const std::string& o : all)
+  // A key the remedy sets replaces the user's --set of it: the line says each key once.
+  auto key          = [](const std::string& o) { return o.substr(0, o.find('=')); };
+  std::string line  = "memwall run " + spec_path;
+  for (const std::string& o : a.user_overrides) {
+    bool replaced = std::any_of(t.change.overrides.begin(), t.change.overrides.end(),
+                                [&](const std::string& c) { return key(c) == key(o); });
+    if (!replaced)
+      line += " --set " + o;
+  }
+  for (const std::string& o : t.change.overrides)
     line += " --set " + o;
   return line;
 }

@@ -198,7 +198,10 @@ void check(ParamReader& r, InferenceConfig& c, int64_t gpus, const ModelSpec& m)
   if (c.gpu_memory_utilization <= 0 || c.gpu_memory_utilization > 1)
     r.fail("gpu_memory_utilization", "must be in (0, 1]");
   if (c.max_model_len > m.max_seq_len)
-    r.fail("max_model_len", str(c.max_model_len) + " exceeds the model's context of " + str(m.max_seq_len) + " tokens");
+    r.fail("max_model_len", str(c.max_model_len) + " exceeds the model's context of " + str(m.max_seq_len) +
+                                " tokens (a model extended to longer contexts: set model.max_seq_len, e.g. --set "
+                                "model.max_seq_len=" +
+                                str(c.max_model_len) + ")");
   if (c.shared_prefix > 0 && c.kv_manager != "paged")
     r.fail("shared_prefix", "sharing a prefix's KV needs kv_manager: paged");
   if (c.cpu_attention && m.mla.enabled())

@@ -297,7 +297,9 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   read_offload(r, t);
   read_deepspeed(r, t);
   if (t.seq_len > model.max_seq_len)
-    r.fail("seq_len", str(t.seq_len) + " exceeds the model's max_seq_len " + str(model.max_seq_len));
+    r.fail("seq_len", str(t.seq_len) + " exceeds the model's max_seq_len " + str(model.max_seq_len) +
+                          " (a model extended to longer contexts: set model.max_seq_len, e.g. --set model.max_seq_len=" +
+                          str(t.seq_len) + ")");
   if (!dp_given)
     t.dp = std::max<int64_t>(1, gpus / (t.tp * t.pp * t.cp));
   check_layout(r, t, gpus, model, dp_given);
