@@ -249,6 +249,14 @@ nlohmann::ordered_json report_json(const RunResult& r)
                       {"paging_stall", timed(b.paging_stall)},
                       {"host_overhead", timed(b.host_overhead)}};
   j["paging"]      = paging_json(r);
+  // The GPUs' energy at board power (TDP) times the PUE: an upper bound on the GPUs' draw
+  // (they rarely hold TDP), a lower bound on the facility's (CPUs and network not counted).
+  bool powered = r.power_w > 0;
+  auto energy  = [&](double v) { return ok && powered ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); };
+  j["energy"]  = {{"power_w", powered ? nlohmann::ordered_json(r.power_w) : nlohmann::ordered_json(nullptr)},
+                  {"joules_per_step", energy(r.power_w * step)},
+                  {"usd_per_step", energy(r.power_w * step / 3.6e9 * r.usd_per_mwh)},
+                  {"usd_per_mwh", r.usd_per_mwh}};
   // The fitted profile that timed the kernels: catalog id or file, what it was fitted on,
   // which parts came from where ("all": the one profile; "none": the catalog's estimated
   // efficiencies). Never empty: these are sweep columns, where empty reads as missing.

@@ -3,6 +3,7 @@
 #include "analysis/StepReport.hpp"
 
 #include "analysis/ServingReport.hpp"
+#include "base/NumberFormat.hpp"
 #include "base/Quantity.hpp"
 
 #include <cstdio>
@@ -103,10 +104,10 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
   }
   if (fitted && recorded) {
     const auto& b = j["breakdown_s"];
-    std::snprintf(line, sizeof line, "  time spent     compute %s, exposed comm %s, GPU idle %s\n",
-                  format_duration(b["compute"].get<double>()).c_str(),
-                  format_duration(b["exposed_comm"].get<double>()).c_str(),
-                  format_duration(b["pipeline_bubble"].get<double>()).c_str());
+    auto t        = format_durations(
+               {b["compute"].get<double>(), b["exposed_comm"].get<double>(), b["pipeline_bubble"].get<double>()});
+    std::snprintf(line, sizeof line, "  time spent     compute %s, exposed comm %s, GPU idle %s\n", t[0].c_str(),
+                  t[1].c_str(), t[2].c_str());
     os << line;
   } else if (fitted) {
     std::snprintf(line, sizeof line, "  model FLOPs    %s per %s, MFU %.1f %%\n",
@@ -116,12 +117,21 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
     const auto& b = j["breakdown_s"];
     // Host overhead (a framework's own Python and launches) only where a stack has any.
     double host           = b.contains("host_overhead") ? b["host_overhead"].get<double>() : 0.0;
-    std::string host_part = host > 0 ? ", host overhead " + format_duration(host) : std::string();
-    std::snprintf(
-        line, sizeof line, "  time spent     compute %s, exposed comm %s%s, pipeline bubble %s, offload stall %s\n",
-        format_duration(b["compute"].get<double>()).c_str(), format_duration(b["exposed_comm"].get<double>()).c_str(),
-        host_part.c_str(), format_duration(b["pipeline_bubble"].get<double>()).c_str(),
-        format_duration(b["offload_stall"].get<double>()).c_str());
+    auto t                = format_durations({b["compute"].get<double>(), b["exposed_comm"].get<double>(), host,
+                                              b["pipeline_bubble"].get<double>(), b["offload_stall"].get<double>()});
+    std::string host_part = host > 0 ? ", host overhead " + t[2] : std::string();
+    std::snprintf(line, sizeof line,
+                  "  time spent     compute %s, exposed comm %s%s, pipeline bubble %s, offload stall %s\n",
+                  t[0].c_str(), t[1].c_str(), host_part.c_str(), t[3].c_str(), t[4].c_str());
+    os << line;
+  }
+  if (fitted && j.contains("energy") && j["energy"]["power_w"].is_number()) {
+    const auto& e   = j["energy"];
+    double per_hour = e["power_w"].get<double>() / 1e6 * e["usd_per_mwh"].get<double>();
+    std::snprintf(line, sizeof line, "  energy         %s per %s at %s (the GPUs' TDP x PUE), %s an hour at %s/MWh\n",
+                  format_si(e["joules_per_step"].get<double>() / 3600, "Wh").c_str(), serving ? "run" : "step",
+                  format_si(e["power_w"].get<double>(), "W").c_str(), format_usd_cents(per_hour).c_str(),
+                  format_usd(e["usd_per_mwh"].get<double>()).c_str());
     os << line;
   }
   if (j.contains("paging")) {
@@ -131,9 +141,9 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
     if (moved > 0) {
       std::string stall = fitted ? format_duration(j["breakdown_s"]["paging_stall"].get<double>()) + " stalled; " : "";
       std::snprintf(line, sizeof line,
-                    "  paging         %s%lld faults in %lld batches, %s in, %s evicted, %s read remotely\n",
-                    stall.c_str(), static_cast<long long>(p["faults"].get<int64_t>()),
-                    static_cast<long long>(p["fault_batches"].get<int64_t>()),
+                    "  paging         %s%s faults in %s batches, %s in, %s evicted, %s read remotely\n", stall.c_str(),
+                    format_count(p["faults"].get<double>()).c_str(),
+                    format_count(p["fault_batches"].get<double>()).c_str(),
                     format_gib(p["migrated_h2d_bytes"].get<double>()).c_str(),
                     format_gib(p["migrated_d2h_bytes"].get<double>()).c_str(),
                     format_gib(p["remote_bytes"].get<double>()).c_str());

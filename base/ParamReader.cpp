@@ -1,5 +1,7 @@
 #include "base/ParamReader.hpp"
 
+#include "base/NumberFormat.hpp"
+
 #include <yaml-cpp/depthguard.h>
 
 #include <algorithm>
@@ -8,13 +10,6 @@
 
 namespace memwall {
 namespace {
-
-std::string format_number(double v)
-{
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
 
 size_t edit_distance(const std::string& a, const std::string& b)
 {
@@ -236,10 +231,13 @@ double ParamReader::quantity(const std::string& key, QuantityKind kind, double d
   std::string type           = names[static_cast<int>(kind)];
   // Documented in the units a person writes ("2 TB", "170 GB/s", "1 us"), not 2e+12.
   QuantityLimits lim = quantity_limits(kind);
-  std::string shown  = def == 0 || kind == QuantityKind::plain ? format_number(def)
-                       : kind == QuantityKind::seconds         ? format_duration(def)
-                                                               : format_si(def, lim.unit);
-  YAML::Node n       = get(key, type, shown, desc);
+  // Sizes defined in binary units (a 2 MiB chunk) read in them; the others in SI.
+  bool binary       = kind == QuantityKind::bytes && def >= 1024 && std::fmod(def, 1024.0) == 0;
+  std::string shown = def == 0 || kind == QuantityKind::plain ? format_number(def)
+                      : kind == QuantityKind::seconds         ? format_duration(def)
+                      : binary                                ? format_bytes(def)
+                                                              : format_si(def, lim.unit);
+  YAML::Node n      = get(key, type, shown, desc);
   if (!n.IsDefined())
     return def;
   std::string s = scalar(key, n, type);

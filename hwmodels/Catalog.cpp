@@ -172,13 +172,16 @@ NodeSpec read_node(ParamReader& r, const NodeSpec* base)
   n.name            = b ? r.text("name", b->name, "node name") : r.required_text("name", "node name");
   n.gpu =
       read_gpu_ref(r, "gpu", "the node's GPU: preset id (see `memwall list gpus`) or mapping", b ? &b->gpu : nullptr);
-  n.gpus             = static_cast<int>(b ? r.integer("gpus", b->gpus, "GPUs in the node", 1, "", 1024)
-                                          : r.required_integer("gpus", "GPUs in the node", 1, 1024));
-  std::string fabric = r.choice("fabric", n.fabric == GpuFabric::nvswitch ? "nvswitch" : "pcie", {"nvswitch", "pcie"},
-                                "how GPUs reach each other: NVSwitch, or through host memory over PCIe");
-  n.fabric           = fabric == "nvswitch" ? GpuFabric::nvswitch : GpuFabric::pcie;
-  if (n.fabric == GpuFabric::nvswitch && n.gpu.nvlink_bw <= 0)
-    r.fail("fabric", "nvswitch needs a GPU with nvlink_bw > 0");
+  n.gpus = static_cast<int>(b ? r.integer("gpus", b->gpus, "GPUs in the node", 1, "", 1024)
+                              : r.required_integer("gpus", "GPUs in the node", 1, 1024));
+  std::string fabric =
+      r.choice("fabric", gpu_fabric_name(n.fabric), {"nvswitch", "mesh", "pcie"},
+               "how GPUs reach each other: NVLink switches; direct links between every pair (Infinity "
+               "Fabric, NVLink bridges), modelled as a switch of each GPU's link bandwidth; or through "
+               "host memory over PCIe");
+  n.fabric = fabric == "nvswitch" ? GpuFabric::nvswitch : fabric == "mesh" ? GpuFabric::mesh : GpuFabric::pcie;
+  if (gpu_links(n.fabric) && n.gpu.nvlink_bw <= 0)
+    r.fail("fabric", fabric + " needs a GPU with nvlink_bw > 0");
     // Each field as NodeSpec.hpp declares it.
 #define MEMWALL_READ_NODE_REQUIRED(key, unit, description)                                                             \
   n.key = q(r, #key, K::unit, b ? &b->key : nullptr, description);
@@ -199,6 +202,16 @@ NodeSpec read_node(ParamReader& r, const NodeSpec* base)
     r.fail("dram_bw_per_socket", "host bandwidths must be positive");
   r.finish();
   return n;
+}
+
+const char* gpu_fabric_name(GpuFabric f)
+{
+  switch (f) {
+    case GpuFabric::nvswitch: return "nvswitch";
+    case GpuFabric::mesh: return "mesh";
+    case GpuFabric::pcie: return "pcie";
+  }
+  return "pcie";
 }
 
 } // namespace memwall

@@ -12,8 +12,17 @@ struct ClusterSpec {
   double oversubscription = 1.0; // 1 = non-blocking
   double switch_latency_s = 1e-6;
 
+  // Facility overheads of the GPUs' power (cooling, conversion) and the price of energy.
+  double pue         = 1.56; // Uptime Institute, Global Data Center Survey 2024: the average PUE
+  double usd_per_mwh = 80;   // US EIA, Electric Power Monthly 2024: industrial average, ~8.0 cents/kWh
+
   int total_gpus() const { return nodes * gpus_per_node; }
-  double price_usd() const { return node.price_usd * nodes; }
+  // The GPUs used and their share of each node (part of a DGX is priced as that part,
+  // as a cloud or a shared node bills it; whole nodes as bought).
+  double price_usd() const { return node.price_usd * nodes * gpus_per_node / node.gpus; }
+  // The facility power the GPUs draw at their board power (TDP) times the PUE; 0 when
+  // the GPU's TDP is unknown. CPUs, NICs and switches are not counted: a lower bound.
+  double gpu_facility_power_w() const { return node.gpu.tdp_w * total_gpus() * pue; }
 };
 
 } // namespace memwall

@@ -28,7 +28,8 @@
 #define MEMWALL_GPU_NUMBERS(X)                                                                                         \
   X(matmul_efficiency, 0.7, 0, 1, "achieved fraction of peak in GEMMs")                                                \
   X(attention_efficiency, 0.5, 0, 1, "achieved fraction of peak in attention kernels")                                 \
-  X(price_usd, 0, 0, 1e9, "indicative price per GPU in USD")
+  X(price_usd, 0, 0, 1e9, "indicative price per GPU in USD")                                                           \
+  X(tdp_w, 0, 0, 1e5, "board power (TDP) in watts, from the datasheet: a run's power and energy; 0 = unknown")
 // X(key, default, least, most, description): counts
 #define MEMWALL_GPU_COUNTS(X)                                                                                          \
   X(sms, 0, 0, 100'000, "streaming multiprocessors (compute units); 0 = unknown")                                      \

@@ -36,7 +36,13 @@
 
 namespace memwall {
 
-enum class GpuFabric { nvswitch, pcie };
+// How a node's GPUs reach one another: through NVLink switches, over direct links
+// between every pair (AMD's Infinity Fabric, NVLink bridges), both modelled as a switch of
+// each GPU's aggregate link bandwidth; or through host memory over PCIe.
+enum class GpuFabric { nvswitch, mesh, pcie };
+const char* gpu_fabric_name(GpuFabric f);
+// Whether GPUs exchange data over their own links (a switch or a mesh), not PCIe.
+inline bool gpu_links(GpuFabric f) { return f != GpuFabric::pcie; }
 
 struct NodeSpec {
   std::string id;

@@ -202,7 +202,7 @@ void Platform::add_host_side(NodeParts& p, const std::string& prefix)
 void Platform::add_gpu_fabric(NodeParts& p, const std::string& prefix, sg4::NetZone* z)
 {
   //   gpuI ──nvlink.up──► [NVSwitch] ──nvlink.down──► gpuJ     (fabric: nvswitch)
-  if (cluster_.node.fabric != GpuFabric::nvswitch)
+  if (!gpu_links(cluster_.node.fabric))
     return;
   double half_latency = cluster_.node.nvlink_latency_s / 2;
   for (int i = 0; i < cluster_.gpus_per_node; ++i)
@@ -241,7 +241,7 @@ void Platform::route_gpu_pairs(NodeParts& p)
     for (int j = 0; j < cluster_.gpus_per_node; ++j) {
       if (i == j)
         continue;
-      if (node.fabric == GpuFabric::nvswitch) {
+      if (gpu_links(node.fabric)) {
         route(p.zone, p.gpus[i], p.gpus[j], {p.nvlink[i].up, p.nvlink[j].down});
         continue;
       }

@@ -234,8 +234,10 @@ static RunResult simulate_any(const ExperimentSpec& spec, bool child, const Simu
 
 RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions& how)
 {
-  RunResult r = simulate_any(spec, child, how);
-  r.profile   = profile_used(spec);
+  RunResult r   = simulate_any(spec, child, how);
+  r.profile     = profile_used(spec);
+  r.power_w     = spec.cluster.gpu_facility_power_w();
+  r.usd_per_mwh = spec.cluster.usd_per_mwh;
   return r;
 }
 

@@ -26,11 +26,11 @@ TEST_CASE("rates_and_times_beyond_any_hardware_are_refused_with_the_limit_named"
   // 1e-300 B/s made one kernel outlast a double's range: the replay then stalled
   // ("the op DAG has a cycle") and SimGrid's destructors segfaulted (exit 139).
   CHECK_THAT(with_set("tiny_bw", "hardware.gpu.hbm_achievable_bw=1e-300"),
-             Catch::Contains("hardware.gpu.hbm_achievable_bw") && Catch::Contains("[1000, 1e+18] B/s") &&
+             Catch::Contains("hardware.gpu.hbm_achievable_bw") && Catch::Contains("[1000, 1e18] B/s") &&
                  Catch::Contains("1e-300"));
   // 1e308 PB/s overflowed to inf inside SimGrid: an 81-line backtrace.
   CHECK_THAT(with_set("huge_nvlink", "hardware.gpu.nvlink_bw=1e308 PB/s"),
-             Catch::Contains("hardware.gpu.nvlink_bw") && Catch::Contains("1e+18"));
+             Catch::Contains("hardware.gpu.nvlink_bw") && Catch::Contains("1e18"));
   CHECK_THAT(with_set("huge_overhead", "hardware.gpu.kernel_overhead_s=1e300"),
              Catch::Contains("hardware.gpu.kernel_overhead_s") && Catch::Contains("[1e-12, 10000] s"));
 }

@@ -90,9 +90,9 @@ TEST_CASE("a_sweep_records_every_point_with_invalid_ones_as_errors_and_values_eq
     CHECK(t.numbers.at("step_ms")[i] == Approx(1000 * j["step_time_s"].get<double>()).epsilon(1e-12));
     // A metric names an axis by the last part of its key, as the filter does.
     CHECK(t.numbers.at("tokens_per_micro_batch")[i] == 512 * mb[i]);
-    // One DGX A100 node costs 200,000 USD in the catalog; two of its eight GPUs are used
-    // but the node is what is bought.
-    CHECK(t.numbers.at("hardware_cost_usd")[i] == 200000);
+    // One DGX A100 node costs 200,000 USD in the catalog; two of its eight GPUs are used:
+    // their share, 2/8 x 200,000 = 50,000 USD (a whole node when all eight are).
+    CHECK(t.numbers.at("hardware_cost_usd")[i] == 50000);
   }
 }
 

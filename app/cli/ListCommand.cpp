@@ -1,5 +1,6 @@
 #include "app/advise/Remedy.hpp"
 #include "app/cli/Commands.hpp"
+#include "base/NumberFormat.hpp"
 #include "base/Quantity.hpp"
 #include "calibration/importers/Importer.hpp"
 #include "hwmodels/Catalog.hpp"
@@ -18,6 +19,7 @@
 #include "workloads/training/schedule/PipelineSchedule.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -25,54 +27,73 @@
 namespace memwall {
 namespace {
 
+// Columns as wide as their widest cell, so that a long name never shifts the rest.
+void print_table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right)
+{
+  std::vector<size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size(); ++c)
+      width[c] = std::max(width[c], row[c].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      std::string pad(width[c] - row[c].size(), ' ');
+      line += (c ? "  " : "") + (right[c] ? pad + row[c] : row[c] + (c + 1 < row.size() ? pad : ""));
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
 int list_gpus()
 {
   // Memory is what the driver reports (nvidia-smi's total), in GiB; profile: "measured"
   // where the GPU ships a profile fitted on measurements of the part itself, "derived"
   // where that profile scales a sibling part's fit, "estimated" where its efficiencies
   // are guesses.
-  std::printf("%-16s %-30s %11s %11s %12s %10s %9s  %s\n", "id", "name", "memory", "HBM bw", "bf16/fp16", "NVLink/dir",
-              "price", "profile");
+  std::vector<std::vector<std::string>> rows{
+      {"id", "name", "memory", "HBM bw", "bf16/fp16", "NVLink/dir", "TDP", "price", "profile"}};
   for (const auto& id : gpu_preset_ids()) {
     GpuSpec g   = gpu_preset(id);
     double half = std::max(g.peak(Dtype::bf16), g.peak(Dtype::fp16));
-    std::printf("%-16s %-30s %11s %11s %12s %10s %8.0f$  %s\n", id.c_str(), g.name.c_str(),
-                format_gib(g.memory_bytes).c_str(), format_si(g.hbm_peak_bw, "B/s").c_str(),
-                format_si(half, "FLOP/s").c_str(), format_si(g.nvlink_bw, "B/s").c_str(), g.price_usd,
-                !g.profile                        ? "estimated"
-                : g.profile->derived_from.empty() ? "measured"
-                                                  : "derived");
+    rows.push_back({id, g.name, format_gib(g.memory_bytes), format_si(g.hbm_peak_bw, "B/s"), format_si(half, "FLOP/s"),
+                    g.nvlink_bw > 0 ? format_si(g.nvlink_bw, "B/s") : "none",
+                    g.tdp_w > 0 ? format_count(g.tdp_w) + " W" : "-", format_usd(g.price_usd),
+                    !g.profile                        ? "estimated"
+                    : g.profile->derived_from.empty() ? "measured"
+                                                      : "derived"});
   }
+  print_table(rows, {false, false, true, true, true, true, true, true, false});
   return 0;
 }
 
 int list_nodes()
 {
-  std::printf("%-20s %-34s %-20s %8s %10s %10s\n", "id", "name", "GPUs", "fabric", "DRAM", "NICs");
+  std::vector<std::vector<std::string>> rows{{"id", "name", "GPUs", "GPU fabric", "DRAM", "NICs", "price"}};
   for (const auto& id : node_preset_ids()) {
-    NodeSpec n       = node_preset(id);
-    std::string gpus = std::to_string(n.gpus) + " x " + n.gpu.id;
-    std::string nics = n.nics ? std::to_string(n.nics) + " x " + format_si(n.nic_bw, "B/s") : "none";
-    std::printf("%-20s %-34s %-20s %8s %10s %10s\n", id.c_str(), n.name.c_str(), gpus.c_str(),
-                n.fabric == GpuFabric::nvswitch ? "nvswitch" : "pcie", format_gib(n.dram_bytes).c_str(), nics.c_str());
+    NodeSpec n = node_preset(id);
+    rows.push_back(
+        {id, n.name, std::to_string(n.gpus) + " x " + n.gpu.id, gpu_fabric_name(n.fabric), format_bytes(n.dram_bytes),
+         n.nics ? std::to_string(n.nics) + " x " + format_si(n.nic_bw, "B/s") : "none", format_usd(n.price_usd)});
   }
+  print_table(rows, {false, false, false, false, true, true, true});
   return 0;
 }
 
 int list_models()
 {
-  std::printf("%-16s %-12s %7s %7s %6s %6s %7s %7s %9s %10s %10s\n", "id", "family", "layers", "hidden", "heads", "kv",
-              "ffn", "vocab", "experts", "parameters", "active");
+  std::vector<std::vector<std::string>> rows{
+      {"id", "family", "layers", "hidden", "heads", "kv", "ffn", "vocab", "experts", "parameters", "active"}};
   for (const auto& id : model_preset_ids()) {
     ModelSpec m         = model_preset(id);
     std::string experts = m.moe.enabled() ? std::to_string(m.moe.top_k) + "/" + std::to_string(m.moe.experts) : "-";
     if (m.moe.shared_experts > 0)
       experts += "+" + std::to_string(m.moe.shared_experts);
-    std::printf("%-16s %-12s %7lld %7lld %6lld %6lld %7lld %7lld %9s %10s %10s\n", id.c_str(), m.family.c_str(),
-                (long long)m.layers, (long long)m.hidden, (long long)m.heads, (long long)m.kv_heads,
-                (long long)(m.moe.enabled() ? m.moe.expert_ffn : m.ffn_hidden), (long long)m.vocab, experts.c_str(),
-                format_si(m.total_params(), "").c_str(), format_si(m.active_params(), "").c_str());
+    auto n = [](int64_t v) { return format_count(static_cast<double>(v)); };
+    rows.push_back({id, m.family, n(m.layers), n(m.hidden), n(m.heads), n(m.kv_heads),
+                    n(m.moe.enabled() ? m.moe.expert_ffn : m.ffn_hidden), n(m.vocab), experts,
+                    format_params(m.total_params()), format_params(m.active_params())});
   }
+  print_table(rows, {false, false, true, true, true, true, true, true, true, true, true});
   std::printf("\nexperts: routed per token / routed (+ shared); ffn: one expert's for MoE models.\n"
               "model.hf_config reads a HuggingFace config.json of model_type %s.\n",
               join(hf_model_types()).c_str());

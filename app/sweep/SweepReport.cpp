@@ -1,6 +1,7 @@
 #include "app/sweep/SweepReport.hpp"
 
 #include "base/InputError.hpp"
+#include "base/NumberFormat.hpp"
 #include "base/Quantity.hpp"
 
 #include <algorithm>
@@ -33,15 +34,16 @@ std::string cell(const ResultsTable& t, const std::string& col, size_t row)
     return format_gib(v);
   if (col == "mfu" || !ends(col, "utilization").empty())
     std::snprintf(buf, sizeof buf, "%.1f %%", 100 * v);
-  else if (!ends(col, "_usd").empty()) {
-    std::string digits = std::to_string(static_cast<long long>(std::llround(v)));
-    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
-      digits.insert(static_cast<size_t>(i), ",");
-    return "$" + digits;
-  } else if (!ends(col, "_s").empty() && col.find("per_s") == std::string::npos)
-    std::snprintf(buf, sizeof buf, "%.4g s", v);
-  else
-    std::snprintf(buf, sizeof buf, "%.4g", v);
+  else if (!ends(col, "_usd").empty())
+    return format_usd(v);
+  else {
+    // Four significant digits below a thousand, whole numbers with separators above
+    // ("630,200 tokens/s", "1,904,000 GPU-hours"), never "6.302e+05".
+    bool seconds = !ends(col, "_s").empty() && col.find("per_s") == std::string::npos;
+    if (std::fabs(v) >= 1000)
+      return format_count(v) + (seconds ? " s" : "");
+    std::snprintf(buf, sizeof buf, seconds ? "%.4g s" : "%.4g", v);
+  }
   return buf;
 }
 

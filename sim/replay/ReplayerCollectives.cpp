@@ -119,7 +119,7 @@ std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
   CollectiveRequest req;
   req.kind           = op.collective;
   req.bytes          = op.bytes;
-  req.switched_nodes = platform_.cluster().node.fabric == GpuFabric::nvswitch;
+  req.switched_nodes = gpu_links(platform_.cluster().node.fabric);
   req.latency        = [this](const DeviceRef& a, const DeviceRef& b) { return routes_.route(route_of(a, b)).latency; };
   const std::vector<DeviceRef>& group = dag_.group(op.group);
   req.group                           = &group;
@@ -140,7 +140,7 @@ void Replayer::calibrate_collective(const Op& op, const std::vector<DeviceRef>& 
                                     std::vector<CollectivePhase>& phases)
 {
   const ClusterSpec& c = platform_.cluster();
-  if (c.node.fabric != GpuFabric::nvswitch || group.size() < 2)
+  if (!gpu_links(c.node.fabric) || group.size() < 2)
     return;
   for (const DeviceRef& d : group)
     if (d.node != group.front().node)

@@ -44,7 +44,7 @@ double Replayer::copy_payload(const Op& op, const DeviceRef& src, const DeviceRe
     return -1;
   bool gpus = src.kind == DeviceKind::gpu && dst.kind == DeviceKind::gpu && src.node == dst.node;
   if (gpus && op.stream == StreamKind::p2p) {
-    if (c.node.fabric != GpuFabric::nvswitch)
+    if (!gpu_links(c.node.fabric))
       return -1;
     int route          = route_of(src, dst);
     double hop         = routes_.route(route).latency;

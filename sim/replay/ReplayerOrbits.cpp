@@ -94,8 +94,8 @@ void Replayer::mirror_orbits()
   // The rotation maps the platform onto itself: one NVSwitch port, PCIe link and NIC per
   // GPU (a shared PCIe switch or NIC, or host memory on the way, is not turned alike).
   bool symmetric = options_.mirror_orbits && !paging_on() && !source_ && orbit_block_ > 1 &&
-                   c.gpus_per_node % orbit_block_ == 0 && c.gpus_per_node == c.node.gpus &&
-                   c.node.fabric == GpuFabric::nvswitch && (c.nodes == 1 || c.node.nics == c.node.gpus);
+                   c.gpus_per_node % orbit_block_ == 0 && c.gpus_per_node == c.node.gpus && gpu_links(c.node.fabric) &&
+                   (c.nodes == 1 || c.node.nics == c.node.gpus);
   if (!symmetric)
     return;
   orbits_ = std::make_unique<OrbitFold>([this](int r) -> const std::vector<int>& { return routes_.route(r).links; });

@@ -72,6 +72,8 @@ void to_json(nlohmann::json& j, const RunResult& r)
                      {"tokens_per_step", r.tokens_per_step},
                      {"gpus", r.gpus},
                      {"peak_flops_per_gpu", r.peak_flops_per_gpu},
+                     {"power_w", r.power_w},
+                     {"usd_per_mwh", r.usd_per_mwh},
                      {"ops", r.ops},
                      {"step_intervals", r.step_intervals},
                      {"pools", r.pools},
@@ -92,6 +94,10 @@ void from_json(const nlohmann::json& j, RunResult& r)
   j.at("tokens_per_step").get_to(r.tokens_per_step);
   j.at("gpus").get_to(r.gpus);
   j.at("peak_flops_per_gpu").get_to(r.peak_flops_per_gpu);
+  if (j.contains("power_w")) { // absent from results written before energy was reported
+    j.at("power_w").get_to(r.power_w);
+    j.at("usd_per_mwh").get_to(r.usd_per_mwh);
+  }
   j.at("ops").get_to(r.ops);
   if (j.contains("step_intervals"))
     j.at("step_intervals").get_to(r.step_intervals);

@@ -58,6 +58,14 @@ ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algori
     r.fail("gpus_per_node",
            std::to_string(c.gpus_per_node) + " exceeds the node's " + std::to_string(c.node.gpus) + " GPUs");
 
+  c.pue = r.number("pue", c.pue,
+                   "power usage effectiveness: facility power over IT power (default: the 2024 average, Uptime "
+                   "Institute)",
+                   1.0, 10.0);
+  c.usd_per_mwh =
+      r.number("usd_per_mwh", c.usd_per_mwh,
+               "price of electricity in USD per MWh (default: the 2024 US industrial average, EIA)", 0.0, 1e6);
+
   ParamReader net    = r.section("network", "scale-out network and collectives");
   c.oversubscription = net.number("oversubscription", 1.0, "core oversubscription; 1 = non-blocking fabric", 1.0, 1000);
   c.switch_latency_s = net.quantity("switch_latency_s", QuantityKind::seconds, c.switch_latency_s, "IB switch latency");

@@ -338,17 +338,18 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
                                "KV-cache precision; auto: the activation precision");
   c.kv_dtype        = kv == "auto" ? c.act_dtype : *dtype_from_name(kv);
   c.flash_attention = r.flag("flash_attention", true, "fused attention kernels (off: the scores go through HBM)");
-  c.gpu_memory_utilization = r.number("gpu_memory_utilization", 0.9,
-                                      "fraction of GPU memory the server may use; the KV cache gets what is left", 0.0);
-  c.max_model_len          = r.integer("max_model_len", model.max_seq_len, "longest prompt + output allowed", 1,
-                                       "the model's max_seq_len", limits::tokens);
-  c.engine                 = r.choice("engine", "vllm", inference_engine_registry().names(),
-                                      "how the model is served: vllm (fused kernels, paged KV, continuous batching) or hf (Hugging "
-                                                      "Face generate() in eager PyTorch, one static batch); see `memwall list engines`");
-  auto engine              = inference_engine_registry().make(c.engine);
-  c.scheduler = r.choice("scheduler", engine->default_scheduler(c.source), batch_scheduler_registry().names(),
-                         "batching: static (a batch runs to its longest output) or continuous (vLLM); "
-                         "see `memwall list schedulers`");
+  c.gpu_memory_utilization =
+      r.number("gpu_memory_utilization", 0.9,
+               "fraction of GPU memory the server may use; the KV cache gets what is left", 0.0, 1.0);
+  c.max_model_len = r.integer("max_model_len", model.max_seq_len, "longest prompt + output allowed", 1,
+                              "the model's max_seq_len", limits::tokens);
+  c.engine        = r.choice("engine", "vllm", inference_engine_registry().names(),
+                             "how the model is served: vllm (fused kernels, paged KV, continuous batching) or hf (Hugging "
+                                    "Face generate() in eager PyTorch, one static batch); see `memwall list engines`");
+  auto engine     = inference_engine_registry().make(c.engine);
+  c.scheduler     = r.choice("scheduler", engine->default_scheduler(c.source), batch_scheduler_registry().names(),
+                             "batching: static (a batch runs to its longest output) or continuous (vLLM); "
+                                 "see `memwall list schedulers`");
   c.max_num_seqs =
       r.integer("max_num_seqs", 256, "most sequences in one iteration (of each attention data-parallel group)", 1, "",
                 limits::requests);
@@ -374,9 +375,9 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
                                1, "", 4096);
   ParamReader o    = r.section("offload", "FlexGen-style offload of weights and KV cache, streamed per layer");
   std::string w_at = o.choice("weights", "none", {"none", "cpu", "nvme"}, "where offloaded weights live");
-  double wf        = o.number("weights_fraction", 1.0, "part of each layer's weights off the GPU", 0.0);
+  double wf        = o.number("weights_fraction", 1.0, "part of each layer's weights off the GPU", 0.0, 1.0);
   std::string k_at = o.choice("kv", "none", {"none", "cpu", "nvme"}, "where offloaded KV cache lives");
-  double kf        = o.number("kv_fraction", 1.0, "part of each sequence's KV cache off the GPU", 0.0);
+  double kf        = o.number("kv_fraction", 1.0, "part of each sequence's KV cache off the GPU", 0.0, 1.0);
   if ((wf <= 0 || wf > 1) && w_at != "none")
     o.fail("weights_fraction", "must be in (0, 1]");
   if ((kf <= 0 || kf > 1) && k_at != "none")

@@ -1,0 +1,55 @@
+// What a run costs: the GPUs' share of the hardware price and their energy at board
+// power times the PUE, priced per MWh.
+#include "tests/TestHelpers.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace memwall::test;
+
+TEST_CASE("a_runs_energy_is_its_gpus_tdp_times_pue_over_the_step", "[outputs][cost]")
+{
+  // GPT-2 on one A100 SXM4 80GB: 400 W (NVIDIA A100 datasheet) x 1 GPU x PUE 1.56 (the
+  // default) = 624 W; over the step, 624 W x step_time J, priced at 80 USD per 3.6e9 J.
+  std::string demo = source_path("examples/gpt2-1gpu-a100.yaml");
+  auto j           = nlohmann::json::parse(run_cli("run " + demo + " --json").out);
+  double step      = j["step_time_s"].get<double>();
+  CHECK(j["energy"]["power_w"].get<double>() == Approx(624.0));
+  CHECK(j["energy"]["joules_per_step"].get<double>() == Approx(624.0 * step));
+  CHECK(j["energy"]["usd_per_step"].get<double>() == Approx(624.0 * step / 3.6e9 * 80));
+  // A PUE and price of one's own: 1.1 and 50 USD/MWh.
+  auto own = nlohmann::json::parse(
+      run_cli("run " + demo + " --json --set hardware.pue=1.1 --set hardware.usd_per_mwh=50").out);
+  CHECK(own["energy"]["power_w"].get<double>() == Approx(440.0));
+  CHECK(own["energy"]["usd_per_step"].get<double>() == Approx(440.0 * step / 3.6e9 * 50));
+  CHECK_THAT(run_cli("run " + demo).out, Catch::Contains("energy") && Catch::Contains("at 624 W"));
+  // A GPU of unknown TDP has no energy to report, not zero.
+  auto unknown = nlohmann::json::parse(
+      run_cli("run " + demo + " --json --set 'hardware.gpu={preset: a100-sxm4-80gb, tdp_w: 0}'").out);
+  CHECK(unknown["energy"]["power_w"].is_null());
+  CHECK(unknown["energy"]["joules_per_step"].is_null());
+}
+
+TEST_CASE("part_of_a_node_is_priced_as_its_share_of_the_node", "[outputs][cost]")
+{
+  // The advisor reports the hardware's price: a DGX H100 is 400,000 USD in the catalog,
+  // one of its 8 GPUs 50,000 USD, not the whole node.
+  std::string spec = temp_path("one_of_eight.yaml");
+  write_file(spec, "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                   "training: {seq_len: 1024, global_batch: 8, micro_batch: 8}\n");
+  CliResult r = run_cli("advise " + spec + " --json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["given"]["hardware_cost_usd"].get<double>() == 50000);
+}
+
+TEST_CASE("an_infinity_fabric_mesh_is_listed_as_a_mesh_not_nvswitch", "[outputs][catalog]")
+{
+  CliResult r = run_cli("list nodes");
+  REQUIRE(r.exit_code == 0);
+  std::string line = r.out.substr(r.out.find("mi300x-platform"));
+  line             = line.substr(0, line.find('\n'));
+  CHECK_THAT(line, Catch::Contains(" mesh ") && !Catch::Contains("nvswitch"));
+  CliResult g = run_cli("list gpus");
+  CHECK_THAT(g.out, Catch::Contains("$10,000") && !Catch::Contains("10000$") && Catch::Contains("700 W"));
+}
