@@ -147,6 +147,26 @@ void column(H5::Group& g, const std::string& name, const std::vector<std::string
     d.write(ptrs.data(), type);
 }
 
+// h5py's (and so pandas') boolean: an 8-bit enum of FALSE = 0 and TRUE = 1.
+H5::EnumType bool_type()
+{
+  H5::EnumType t(H5::PredType::NATIVE_INT8);
+  int8_t no = 0, yes = 1;
+  t.insert("FALSE", &no);
+  t.insert("TRUE", &yes);
+  return t;
+}
+
+void flag_column(H5::Group& g, const std::string& name, const std::vector<int8_t>& v)
+{
+  hsize_t n = v.size();
+  H5::DataSpace space(1, &n);
+  H5::EnumType type = bool_type();
+  H5::DataSet d     = g.createDataSet(name, type, space, untimed());
+  if (n)
+    d.write(v.data(), type);
+}
+
 bool is_text_column(const H5::Group& g, const std::string& name)
 {
   return g.openDataSet(name).getTypeClass() == H5T_STRING;
@@ -155,6 +175,16 @@ bool is_text_column(const H5::Group& g, const std::string& name)
 std::vector<double> read_numbers(const H5::Group& g, const std::string& name)
 {
   H5::DataSet d = g.openDataSet(name);
+  if (d.getTypeClass() == H5T_ENUM) { // a flag column: read its 0/1 through its own type
+    H5::EnumType type = d.getEnumType();
+    if (type.getSize() != 1 || type.getNmembers() != 2)
+      throw H5::DataSetIException(name, "column '" + name + "' is not a flag column");
+    hsize_t n = column_length(d, name);
+    std::vector<int8_t> raw(n);
+    if (n)
+      d.read(raw.data(), type);
+    return std::vector<double>(raw.begin(), raw.end());
+  }
   if (d.getTypeClass() != H5T_FLOAT && d.getTypeClass() != H5T_INTEGER)
     throw H5::DataSetIException(name, "column '" + name + "' is not numeric");
   hsize_t n = column_length(d, name);

@@ -30,6 +30,8 @@ std::optional<double> number_attribute(const H5::H5Object& obj, const std::strin
 void column(H5::Group& g, const std::string& name, const std::vector<double>& v);
 void column(H5::Group& g, const std::string& name, const std::vector<int64_t>& v);
 void column(H5::Group& g, const std::string& name, const std::vector<std::string>& v);
+// 0/1 as the boolean h5py and pandas read (an enum of FALSE and TRUE).
+void flag_column(H5::Group& g, const std::string& name, const std::vector<int8_t>& v);
 bool is_text_column(const H5::Group& g, const std::string& name);
 std::vector<double> read_numbers(const H5::Group& g, const std::string& name);
 std::vector<std::string> read_texts(const H5::Group& g, const std::string& name);

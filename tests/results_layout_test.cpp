@@ -235,3 +235,33 @@ TEST_CASE("a_run_file_keeps_one_row_per_kind_of_op_by_default_and_every_op_with_
   CHECK(summary_size < 200 * 16 * 1024);
   CHECK(run_cli("run " + serving + " -o " + out + " --ops every").exit_code == 2);
 }
+
+TEST_CASE("the_readmes_pandas_snippet_runs_as_written_and_types_counts_and_flags", "[outputs][sweep][readme]")
+{
+  // The README's snippet, taken from the README itself, run by the interpreter it names
+  // on a sweep with one failing point: fits is boolean, gpus and OOM counts int64, a
+  // failed point -1 and false there (status says why).
+  std::string readme = read_file(source_path("README.md"));
+  size_t at          = readme.find("p = h5py.File(\"layouts.h5\")");
+  REQUIRE(at != std::string::npos);
+  size_t begin = readme.rfind("```python\n", at) + 10, end = readme.find("```", at);
+  std::string snippet = readme.substr(begin, end - begin);
+  REQUIRE_THAT(readme, Catch::Contains("`/usr/bin/python3`"));
+  std::string sweep = temp_path("readme_pandas.yaml"), out = temp_path("layouts.h5");
+  write_file(sweep, "spec:\n  hardware: {node: dgx-a100, gpus_per_node: 2}\n  model: {preset: gpt2}\n"
+                    "  training: {seq_len: 512, global_batch: 8, micro_batch: 1}\n"
+                    "grid:\n  training.tp: [1, 2, 3]\n");
+  REQUIRE(run_cli("sweep " + sweep + " -o " + out + " -j 2").exit_code == 0);
+  std::string py = temp_path("readme_pandas.py");
+  write_file(py, "import os\nos.chdir(os.path.dirname(__file__))\n" + snippet +
+                     "print(df['fits'].dtype, df['gpus'].dtype, df['gpu.oom_count'].dtype, df['step_time_s'].dtype)\n"
+                     "print(list(df['status']), list(df['fits']), list(df['gpus']))\n");
+  std::string log = temp_path("readme_pandas.out");
+  REQUIRE(std::system(("/usr/bin/python3 " + py + " > " + log + " 2>&1").c_str()) == 0);
+  std::string printed = read_file(log);
+  INFO(printed);
+  CHECK_THAT(printed, Catch::Contains("bool int64 int64 float64"));
+  // tp 3 does not fit in the 2 GPUs: that point fails.
+  CHECK_THAT(printed, Catch::Contains("['ok', 'ok', 'error']") && Catch::Contains("[True, True, False]") &&
+                          Catch::Contains("[2, 2, -1]"));
+}

@@ -45,6 +45,28 @@ void metric_columns(const std::map<int64_t, SweepRow>& rows, std::vector<std::st
   }
 }
 
+void write_column(H5::Group& g, const std::string& name, const std::vector<std::string>& v) { column(g, name, v); }
+
+// Counts as int64 and flags as booleans, as pandas users expect them; a row without a
+// value (an error) holds -1 or false there, NaN in a double column.
+void write_column(H5::Group& g, const std::string& name, const std::vector<double>& v)
+{
+  ColumnKind kind = result_column_kind(name);
+  if (kind == ColumnKind::whole) {
+    std::vector<int64_t> w;
+    for (double x : v)
+      w.push_back(std::isnan(x) ? -1 : static_cast<int64_t>(std::llround(x)));
+    column(g, name, w);
+  } else if (kind == ColumnKind::flag) {
+    std::vector<int8_t> f;
+    for (double x : v)
+      f.push_back(!std::isnan(x) && x != 0 ? 1 : 0);
+    flag_column(g, name, f);
+  } else {
+    column(g, name, v);
+  }
+}
+
 // One column per name, in `names` order, filled from every row's (name, value) pairs in
 // one pass over the rows; `missing` where a row has no value.
 template <typename T>
@@ -64,7 +86,7 @@ void write_metric_columns(H5::Group& g, const std::map<int64_t, SweepRow>& rows,
     ++r;
   }
   for (size_t c = 0; c < names.size(); ++c) {
-    column(g, names[c], table[c]);
+    write_column(g, names[c], table[c]);
     columns.push_back(names[c]);
   }
 }
@@ -239,6 +261,16 @@ ResultsTable read_sweep_file(const std::string& path)
       else
         t.numbers[c] = read_numbers(g, c);
     }
+    // A point that failed has no results: its -1 and false (integer and flag columns)
+    // read back as missing, like its NaN.
+    std::set<std::string> own{"index"};
+    own.insert(t.axes.begin(), t.axes.end());
+    if (auto st = t.texts.find("status"); st != t.texts.end())
+      for (auto& [c, v] : t.numbers)
+        if (!own.count(c))
+          for (size_t r = 0; r < v.size() && r < st->second.size(); ++r)
+            if (st->second[r] == "error")
+              v[r] = std::numeric_limits<double>::quiet_NaN();
   } catch (const H5::Exception& e) {
     throw InputError(path + ": unreadable memwall results file (" + e.getDetailMsg() + "); truncated or corrupt?");
   } catch (const nlohmann::json::exception& e) {

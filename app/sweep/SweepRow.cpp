@@ -10,18 +10,22 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <map>
 
 namespace memwall {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-void flatten(const Json& j, const std::string& prefix, SweepRow& row)
+// `kinds`, when given, learns which numbers are whole (JSON integers) and which flags.
+void flatten(const Json& j, const std::string& prefix, SweepRow& row, std::map<std::string, ColumnKind>* kinds)
 {
   for (const auto& [k, v] : j.items()) {
     std::string key = prefix.empty() ? k : prefix + "." + k;
+    if (kinds && (v.is_boolean() || v.is_number_integer()))
+      (*kinds)[key] = v.is_boolean() ? ColumnKind::flag : ColumnKind::whole;
     if (v.is_object())
-      flatten(v, key, row);
+      flatten(v, key, row, kinds);
     else if (v.is_boolean())
       row.numbers.emplace_back(key, v.get<bool>() ? 1.0 : 0.0);
     else if (v.is_number())
@@ -34,7 +38,7 @@ void flatten(const Json& j, const std::string& prefix, SweepRow& row)
 }
 
 // The result columns of a run, before derived metrics.
-SweepRow result_row(const RunResult& r, const ExperimentSpec& spec)
+SweepRow result_row(const RunResult& r, const ExperimentSpec& spec, std::map<std::string, ColumnKind>* kinds = nullptr)
 {
   Json j = report_json(r);
   SweepRow row;
@@ -42,7 +46,7 @@ SweepRow result_row(const RunResult& r, const ExperimentSpec& spec)
     if (k != "devices" && k != "links" && k != "did_not_fit") {
       Json one;
       one[k] = v;
-      flatten(one, "", row);
+      flatten(one, "", row, kinds);
     }
   for (const char* kind : {"gpu", "host", "nvme"}) {
     const Json* d = fullest_device(j["devices"], kind);
@@ -66,12 +70,16 @@ SweepRow result_row(const RunResult& r, const ExperimentSpec& spec)
   row.numbers.emplace_back("overflow_bytes", unfit.is_null() ? 0.0 : unfit["overflow_bytes"].get<double>());
   row.numbers.emplace_back("gpus", static_cast<double>(spec.cluster.total_gpus()));
   row.numbers.emplace_back("hardware_cost_usd", spec.cluster.price_usd());
+  if (kinds)
+    for (const auto& [name, value] : row.numbers)
+      if (name == "gpus" || name.ends_with(".oom_count"))
+        (*kinds)[name] = ColumnKind::whole;
   return row;
 }
 
-// Every column a point's results can have: those of a serving run of an MoE model with
-// a GPU, a host and an NVMe device and a link (training runs have a subset).
-std::vector<std::string> result_column_names()
+// A result with every column a point's results can have: those of a serving run of an
+// MoE model with a GPU, a host and an NVMe device and a link (training runs have a subset).
+RunResult every_result()
 {
   RunResult r;
   for (DeviceKind k : {DeviceKind::gpu, DeviceKind::host, DeviceKind::nvme}) {
@@ -82,7 +90,12 @@ std::vector<std::string> result_column_names()
   r.links.push_back(LinkResult{});
   r.serving.present = true;
   r.moe.present     = true;
-  SweepRow row      = result_row(r, ExperimentSpec{});
+  return r;
+}
+
+std::vector<std::string> result_column_names()
+{
+  SweepRow row = result_row(every_result(), ExperimentSpec{});
   std::vector<std::string> names{"index", "status", "error"}; // the file's own columns
   for (const auto& [k, v] : row.numbers)
     names.push_back(k);
@@ -185,6 +198,17 @@ SweepRow row_from_payload(int64_t index, const std::string& payload)
   row.pools = std::move(detail.pools);
   row.links = std::move(detail.links);
   return row;
+}
+
+ColumnKind result_column_kind(const std::string& name)
+{
+  static const std::map<std::string, ColumnKind> kinds = [] {
+    std::map<std::string, ColumnKind> k;
+    result_row(every_result(), ExperimentSpec{}, &k);
+    return k;
+  }();
+  auto it = kinds.find(name);
+  return it == kinds.end() ? ColumnKind::real : it->second;
 }
 
 } // namespace memwall

@@ -26,6 +26,11 @@ std::string summarize_point(const SweepSpec& sweep, const SweepPoint& point, con
                             const RunResult& r);
 SweepRow row_from_payload(int64_t index, const std::string& payload);
 
+// How a result column is stored: whole numbers as int64 (counts, GPUs), flags as
+// booleans (fits), the rest as doubles; derived metrics are doubles.
+enum class ColumnKind { real, whole, flag };
+ColumnKind result_column_kind(const std::string& name);
+
 // Before anything runs: every metric has a usable name (a word, not already a column:
 // a result, an axis, the file's index/status/error, or an earlier metric) and reads
 // only names a point will have. Throws InputError naming the metric.
