@@ -43,6 +43,51 @@ double uncovered(const Intervals& a, const Intervals& cover)
   return t;
 }
 
+// The parts of the merged, sorted `a` that `cover` covers (`inside`) or not: one sweep.
+Intervals split(const Intervals& a, const Intervals& cover, bool inside)
+{
+  Intervals out;
+  size_t j = 0;
+  for (auto [s, e] : a) {
+    while (j < cover.size() && cover[j].second <= s)
+      ++j;
+    for (size_t k = j; k < cover.size() && cover[k].first < e; ++k) {
+      if (!inside && cover[k].first > s)
+        out.emplace_back(s, cover[k].first);
+      if (inside)
+        out.emplace_back(std::max(s, cover[k].first), std::min(e, cover[k].second));
+      s = std::max(s, cover[k].second);
+      if (s >= e)
+        break;
+    }
+    if (!inside && e > s)
+      out.emplace_back(s, e);
+  }
+  return out;
+}
+
+double length(const Intervals& a)
+{
+  double t = 0;
+  for (const auto& [s, e] : a)
+    t += e - s;
+  return t;
+}
+
+// Takes from `left` the part each source covers, in the order given, into `parts`.
+void attribute(Intervals left, const std::string& stall,
+               const std::vector<std::pair<std::string, std::pair<StepPhase, const IntervalUnion*>>>& sources,
+               std::vector<Breakdown::Part>& parts)
+{
+  for (const auto& [cause, source] : sources) {
+    Intervals part = split(left, source.second->intervals(), true);
+    double t       = length(part);
+    if (t > 0)
+      parts.push_back({stall, cause, source.first, t});
+    left = split(left, source.second->intervals(), false);
+  }
+}
+
 const DeviceRef* busiest_gpu(const RunResult& r)
 {
   for (const auto& p : r.pools)
@@ -94,6 +139,39 @@ nlohmann::ordered_json paging_json(const RunResult& r)
           {"demand_bytes", p->peak_demand_bytes}};
 }
 
+// What would remove a stall of this cause: the settings that change it.
+const char* stall_remedy(const std::string& stall, const std::string& cause, StepPhase phase)
+{
+  if (stall == "paging")
+    return phase == StepPhase::optimizer
+               ? "prefetch before use (memory.prefetch: layer) or keep the optimizer states off unified memory "
+                 "(memory.managed without optimizer)"
+               : "prefetch before use (memory.prefetch: layer), or manage less memory (memory.managed)";
+  if (cause == "cpu_optimizer_step")
+    return "overlap the CPU step with backward (training.offload.overlap_step: true, unless on already), or keep the "
+           "optimizer on the GPUs (more GPUs, a higher ZeRO stage, no optimizer offload)";
+  if (cause == "h2d_pageable_copies" || cause == "d2h_pageable_copies")
+    return "pin the host buffers (training.offload.pinned: true): pageable copies are staged by one CPU thread "
+           "through the driver's buffer (hardware.node.pageable_copy_bw)";
+  if (cause == "h2d_pinned_copies" || cause == "d2h_pinned_copies")
+    return "the host link is the limit: offload less (training.offload.params: none), or a faster host link";
+  return "";
+}
+
+nlohmann::ordered_json stalls_json(const Breakdown& b, bool ok)
+{
+  nlohmann::ordered_json v = nlohmann::ordered_json::array();
+  if (!ok)
+    return v;
+  for (const Breakdown::Part& p : b.stall_parts)
+    v.push_back({{"stall", p.stall},
+                 {"cause", p.cause},
+                 {"phase", phase_name(p.phase)},
+                 {"seconds", p.seconds},
+                 {"remedy", stall_remedy(p.stall, p.cause, p.phase)}});
+  return v;
+}
+
 } // namespace
 
 Breakdown step_breakdown(const RunResult& r)
@@ -108,7 +186,7 @@ Breakdown step_breakdown(const RunResult& r)
   if (!r.step_intervals.present) {
     from_records.gpu = *gpu;
     for (const auto& op : r.ops)
-      from_records.add(op.kind, op.stream, op.device, op.start, op.end, op.paging_s);
+      from_records.add(op.kind, op.stream, op.device, op.start, op.end, op.paging_s, op.phase, op.pageable);
     in = &from_records;
   }
   if (in->compute.empty())
@@ -124,6 +202,10 @@ Breakdown step_breakdown(const RunResult& r)
   busy.insert(busy.end(), comm.begin(), comm.end());
   busy           = merged(busy);
   b.paging_stall = uncovered(paging, busy);
+  std::vector<std::pair<std::string, std::pair<StepPhase, const IntervalUnion*>>> sources;
+  for (size_t p = 0; p < step_phase_count; ++p)
+    sources.push_back({"faults", {static_cast<StepPhase>(p), &in->paging_parts[p]}});
+  attribute(split(paging, busy, false), "paging", sources, b.stall_parts);
   busy.insert(busy.end(), paging.begin(), paging.end());
   busy                  = merged(busy);
   const Intervals& host = in->host.intervals();
@@ -131,6 +213,15 @@ Breakdown step_breakdown(const RunResult& r)
   busy.insert(busy.end(), host.begin(), host.end());
   busy            = merged(busy);
   b.offload_stall = uncovered(copies, busy);
+  sources.clear();
+  for (size_t c = 0; c < stall_source_count; ++c)
+    for (size_t p = 0; p < step_phase_count; ++p)
+      sources.push_back(
+          {stall_source_name(static_cast<StallSource>(c)),
+           {static_cast<StepPhase>(p), &in->copy_part(static_cast<StallSource>(c), static_cast<StepPhase>(p))}});
+  attribute(split(copies, busy, false), "offload", sources, b.stall_parts);
+  std::stable_sort(b.stall_parts.begin(), b.stall_parts.end(),
+                   [](const Breakdown::Part& x, const Breakdown::Part& y) { return x.seconds > y.seconds; });
   // Time between the device's first and last kernel when it neither computes, nor
   // communicates, nor copies, nor pages: it waits for another pipeline stage.
   busy.insert(busy.end(), copies.begin(), copies.end());
@@ -248,6 +339,7 @@ nlohmann::ordered_json report_json(const RunResult& r)
                       {"offload_stall", timed(b.offload_stall)},
                       {"paging_stall", timed(b.paging_stall)},
                       {"host_overhead", timed(b.host_overhead)}};
+  j["stalls"]      = stalls_json(b, ok);
   j["paging"]      = paging_json(r);
   // The GPUs' energy at board power (TDP) times the PUE: an upper bound on the GPUs' draw
   // (they rarely hold TDP), a lower bound on the facility's (CPUs and network not counted).

@@ -17,6 +17,14 @@ struct Breakdown {
   double offload_stall   = 0; // host/NVMe copies or the host's optimizer step running while compute and comm are idle
   double paging_stall    = 0; // unified-memory page migration stalls
   double host_overhead   = 0; // the rank's host work (Python, launches) running while the GPU idles
+  // Each stall split by what it waited for and in which phase, largest first.
+  struct Part {
+    std::string stall; // "offload" or "paging"
+    std::string cause; // a StallSource's name; "faults" for paging
+    StepPhase phase = StepPhase::setup;
+    double seconds  = 0;
+  };
+  std::vector<Part> stall_parts;
 };
 
 Breakdown step_breakdown(const RunResult& r);

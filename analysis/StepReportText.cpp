@@ -6,7 +6,9 @@
 #include "base/NumberFormat.hpp"
 #include "base/Quantity.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 namespace memwall {
@@ -37,6 +39,49 @@ void csv_rows(const nlohmann::ordered_json& v, const std::string& key, std::stri
       q += c == '"' ? std::string("\"\"") : std::string(1, c);
     out += key + "," + q + "\"\n";
   }
+}
+
+const char* cause_text(const std::string& cause)
+{
+  static const std::map<std::string, const char*> names{{"cpu_optimizer_step", "CPU optimizer step"},
+                                                        {"h2d_pageable_copies", "pageable host-to-device copies"},
+                                                        {"h2d_pinned_copies", "pinned host-to-device copies"},
+                                                        {"d2h_pageable_copies", "pageable device-to-host copies"},
+                                                        {"d2h_pinned_copies", "pinned device-to-host copies"},
+                                                        {"other_copies", "other copies"},
+                                                        {"faults", "paging"}};
+  auto it = names.find(cause);
+  return it == names.end() ? cause.c_str() : it->second;
+}
+
+// Each stall by cause and phase, the three largest parts, and what would remove the
+// largest one.
+std::string stalls_text(const nlohmann::ordered_json& stalls)
+{
+  std::vector<double> seconds;
+  for (const auto& p : stalls)
+    seconds.push_back(p["seconds"].get<double>());
+  auto t = format_durations(seconds);
+  std::string line;
+  for (size_t i = 0; i < stalls.size() && i < 3; ++i)
+    line += std::string(i ? ", " : "") + t[i] + " " + cause_text(stalls[i]["cause"].get<std::string>()) + " in " +
+            stalls[i]["phase"].get<std::string>();
+  if (stalls.size() > 3)
+    line += ", " + std::to_string(stalls.size() - 3) + " smaller";
+  std::string out = "  stalled on     " + line + "\n";
+  // What would remove each cause that holds a tenth of the stalls or more.
+  double total = 0;
+  for (double x : seconds)
+    total += x;
+  std::vector<std::string> said;
+  for (size_t i = 0; i < stalls.size(); ++i) {
+    std::string remedy = stalls[i]["remedy"].get<std::string>();
+    if (seconds[i] < 0.1 * total || remedy.empty() || std::find(said.begin(), said.end(), remedy) != said.end())
+      continue;
+    out += std::string(said.empty() ? "  to remove it   " : "                 ") + remedy + "\n";
+    said.push_back(remedy);
+  }
+  return out;
 }
 
 } // namespace
@@ -125,6 +170,8 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
                   t[0].c_str(), t[1].c_str(), host_part.c_str(), t[3].c_str(), t[4].c_str());
     os << line;
   }
+  if (fitted && j.contains("stalls") && !j["stalls"].empty())
+    os << stalls_text(j["stalls"]);
   if (fitted && j.contains("energy") && j["energy"]["power_w"].is_number()) {
     const auto& e   = j["energy"];
     double per_hour = e["power_w"].get<double>() / 1e6 * e["usd_per_mwh"].get<double>();

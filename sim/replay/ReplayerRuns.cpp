@@ -162,6 +162,7 @@ void Replayer::open_record(OpId id, const Op& op, double now)
   rec.kind      = op.kind;
   rec.stream    = op.stream;
   rec.phase     = op.phase;
+  rec.pageable  = op.pageable;
   rec.device    = op.device;
   rec.start     = now;
   rec.bytes     = op.bytes;
@@ -174,7 +175,7 @@ void Replayer::close_record(OpId id, const Op& op, double end)
     if (!summary_op_[id - base_])
       return;
     auto it = summary_start_.find(id);
-    intervals_.add(op.kind, op.stream, op.device, it->second, end, 0);
+    intervals_.add(op.kind, op.stream, op.device, it->second, end, 0, op.phase, op.pageable);
     summary_start_.erase(it);
     return;
   }
@@ -189,7 +190,7 @@ void Replayer::record_span(OpId id, const Op& op, double start, double end)
 {
   if (summary_only()) {
     if (summary_op_[id - base_])
-      intervals_.add(op.kind, op.stream, op.device, start, end, 0);
+      intervals_.add(op.kind, op.stream, op.device, start, end, 0, op.phase, op.pageable);
     return;
   }
   open_record(id, op, start);

@@ -29,7 +29,8 @@ struct OpRecord {
   double end      = 0;
   double bytes    = 0;
   double flops    = 0;
-  double paging_s = 0; // a kernel's wait on unified-memory faults, migrations and remote reads
+  double paging_s = 0;     // a kernel's wait on unified-memory faults, migrations and remote reads
+  bool pageable   = false; // a copy staged through the driver's pinned buffer
 };
 
 struct MemoryEvent {

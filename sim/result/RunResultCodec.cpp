@@ -33,7 +33,8 @@ NLOHMANN_JSON_SERIALIZE_ENUM(MemCategory, {{MemCategory::weights, "weights"},
                                            {MemCategory::other, "other"}})
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceRef, kind, node, index)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OpRecord, name, kind, stream, phase, device, start, end, bytes, flops, paging_s)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OpRecord, name, kind, stream, phase, device, start, end, bytes, flops, paging_s,
+                                   pageable)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryEvent, time, category, category_bytes, total_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OomEvent, op, time, requested, free)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PoolResult, device, name, hardware, count, capacity, peak_bytes, peak_time,
@@ -63,7 +64,8 @@ void from_json(const nlohmann::json& j, IntervalUnion& u)
   for (const auto& [a, b] : j.get<std::vector<IntervalUnion::Interval>>())
     u.add(a, b);
 }
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepIntervals, present, gpu, compute, comm, copies, paging, host)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepIntervals, present, gpu, compute, comm, copies, paging, host, copy_parts,
+                                   paging_parts)
 
 void to_json(nlohmann::json& j, const RunResult& r)
 {

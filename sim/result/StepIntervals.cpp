@@ -46,30 +46,47 @@ bool StepIntervals::reads(OpKind kind, const DeviceRef& device) const
   return device == gpu;
 }
 
+const char* stall_source_name(StallSource s)
+{
+  static const char* names[] = {"cpu_optimizer_step",  "h2d_pageable_copies", "h2d_pinned_copies",
+                                "d2h_pageable_copies", "d2h_pinned_copies",   "other_copies"};
+  return names[static_cast<size_t>(s)];
+}
+
 void StepIntervals::add(OpKind kind, StreamKind stream, const DeviceRef& device, double start, double end,
-                        double paging_s)
+                        double paging_s, StepPhase phase, bool pageable)
 {
   if (end <= start || !reads(kind, device))
     return;
   if (kind == OpKind::host_compute && device.kind == DeviceKind::host) {
     copies.add(start, end);
+    copy_part(StallSource::cpu_step, phase).add(start, end);
     return;
   }
   if (kind == OpKind::host_compute) { // issued on the GPU's host stream: its process's own work
     host.add(start, end);
     return;
   }
-  if (kind == OpKind::alloc) // waits only for unified memory's evictions
+  auto& paged = paging_parts[static_cast<size_t>(phase)];
+  if (kind == OpKind::alloc) { // waits only for unified memory's evictions
     paging.add(start, end);
-  else if (kind == OpKind::kernel) {
+    paged.add(start, end);
+  } else if (kind == OpKind::kernel) {
     // A kernel under unified memory first waits for its faults and migrations.
-    if (paging_s > 0)
+    if (paging_s > 0) {
       paging.add(start, start + paging_s);
+      paged.add(start, start + paging_s);
+    }
     compute.add(start + std::min(paging_s, end - start), end);
   } else if (kind == OpKind::collective || (kind == OpKind::copy && stream == StreamKind::p2p))
     comm.add(start, end);
-  else if (kind == OpKind::copy)
+  else if (kind == OpKind::copy) {
     copies.add(start, end);
+    StallSource source = stream == StreamKind::h2d   ? (pageable ? StallSource::h2d_pageable : StallSource::h2d_pinned)
+                         : stream == StreamKind::d2h ? (pageable ? StallSource::d2h_pageable : StallSource::d2h_pinned)
+                                                     : StallSource::other_copies;
+    copy_part(source, phase).add(start, end);
+  }
 }
 
 } // namespace memwall
