@@ -36,19 +36,53 @@ def higher_is_better(metric):
     return "per_s" in metric or metric == "mfu" or "utilization" in metric or metric == "fits"
 
 
+WORDS = {"mfu": "MFU", "gpu": "GPU", "gpus": "GPUs", "kv": "KV", "ttft": "TTFT", "tpot": "TPOT", "usd": "US$"}
+
+
 def label(column):
-    """Axis label with the unit a reader expects for the column's name."""
+    """Axis title in words, with the unit a reader expects for the column's name:
+    hardware_cost_usd -> "hardware cost (US$)", gpu.peak_bytes -> "GPU peak (GiB)"."""
+    name, unit = column, ""
     if column.endswith("_bytes") or column.startswith("gpu.peak."):
-        return column + " (GiB)"
-    if column == "mfu" or column.endswith("utilization"):
-        return column + " (%)"
-    if column.endswith("_usd"):
-        return column + " (US$)"
-    if column.endswith("_per_s"):  # output_tokens_per_s: (output tokens/s)
-        return f"{column} ({column.rsplit('.', 1)[-1][:-6].replace('_', ' ')}/s)"
-    if column.endswith("_s"):
-        return column + " (s)"
-    return column
+        name, unit = (column[:-6] if column.endswith("_bytes") else column), "GiB"
+    elif column == "mfu" or column.endswith("utilization"):
+        unit = "%"
+    elif column.endswith("_usd"):
+        name, unit = column[:-4], "US$"
+    elif column.endswith("_per_s"):  # output_tokens_per_s: output tokens per second
+        name = column[:-6] + " per second"
+    elif column.endswith("_s") and ".p" not in column:
+        name, unit = column[:-2], "s"
+    elif column.endswith("_s") or "_s." in column:  # ttft_s.p50: TTFT p50 (s)
+        name, unit = column.replace("_s.", " ").replace("_s", ""), "s"
+    words = [WORDS.get(w, w) for w in name.replace(".", " ").replace("_", " ").split()]
+    text = " ".join(words)
+    return f"{text} ({unit})" if unit else text
+
+
+def usd(v, _=None):
+    """$7.8M, $450k, $1,600: money at a glance, never an offset of 1e7."""
+    if abs(v) >= 1e6:
+        return f"${v / 1e6:.3g}M"
+    if abs(v) >= 1e4:
+        return f"${v / 1e3:.3g}k"
+    return f"${v:,.0f}"
+
+
+def plain_ticks(ax, x, y):
+    """No offset or scientific notation on a linear axis; dollars as dollars."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, ScalarFormatter
+    for axis, col in ((ax.xaxis, x), (ax.yaxis, y)):
+        if axis.get_scale() == "log":  # 1, 2, 5 per decade, each labelled as its column reads
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            axis.set_minor_formatter(NullFormatter())
+            axis.set_major_formatter(FuncFormatter(usd if col and col.endswith("_usd") else lambda v, _: f"{v:g}"))
+        elif col and col.endswith("_usd"):
+            axis.set_major_formatter(FuncFormatter(usd))
+        elif isinstance(axis.get_major_formatter(), ScalarFormatter):
+            f = ScalarFormatter(useOffset=False)
+            f.set_scientific(False)
+            axis.set_major_formatter(f)
 
 
 def scaled(column, values):
@@ -319,6 +353,15 @@ def plot_metric(table, axes, attrs, out, x, y, lines):
     y = y or ("output_tokens_per_s" if serving else "step_time_s")
     if x not in axes and x in table:
         return plot_tradeoff(table, axes, attrs, out, x, y, lines)
+    # Nodes of different machines hold different GPU counts (a server of 8, a rack of 72):
+    # plotted against nodes, 9 servers would sit beside 1 rack; against GPUs they compare.
+    if x.endswith("nodes") and "gpus" in table and lines and lines.endswith("node"):
+        per = {}
+        for r in range(len(table["index"])):
+            if table["status"][r] == "ok" and table[x][r]:
+                per.setdefault(table[lines][r], set()).add(table["gpus"][r] / table[x][r])
+        if len({v for s in per.values() for v in s}) > 1:
+            return plot_tradeoff(table, axes, attrs, out, "gpus", y, lines)
     require_axis(axes, x, "--x")
     if y not in table:
         raise BadInput(f"--y {y}: no such column; the columns are {', '.join(table.keys())}")
@@ -381,12 +424,13 @@ def plot_metric(table, axes, attrs, out, x, y, lines):
     else:
         ax.set_xticks(range(len(xs)))
         ax.set_xticklabels([fmt(v) for v in xs], rotation=20 if len(xs) > 4 else 0)
-    ax.set_xlabel(x)
+    plain_ticks(ax, None, y)
+    ax.set_xlabel(label(short(x)))
     ax.set_ylabel(label(y))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9)
     note = f"; best over {', '.join(short(a) for a in others)}" if others else ""
-    ax.set_title(f"{y} against {short(x)}{note}\n{attrs.get('sweep_file', '')}", fontsize=10)
+    ax.set_title(f"{label(y)} against {short(x)}{note}\n{attrs.get('sweep_file', '')}", fontsize=10)
     fig.tight_layout()
     save(fig, out)
     return f"{y} against {x} for {len(ok)} points"
@@ -399,9 +443,32 @@ def number_column(table, name, option):
         raise BadInput(f"{option} {name}: a text column; {option} needs a number column")
 
 
+def point_label(table, others, r):
+    """What a point is: its GPU count (nodes mean servers for one machine and racks for
+    another) and the other axes' values."""
+    parts = []
+    if "gpus" in table and not math.isnan(table["gpus"][r]):
+        parts.append(f"{fmt(table['gpus'][r])} GPUs")
+    parts += [f"{short(a)} {fmt(table[a][r])}" for a in others if not a.endswith("nodes") or "gpus" not in table]
+    return ", ".join(parts)
+
+
+def pareto(rows, table, x, y):
+    """The rows no other row beats on both x (lower is better: cost, GPUs) and y, by x."""
+    better = (lambda a, b: a > b) if higher_is_better(y) else (lambda a, b: a < b)
+    front, best = [], None
+    for r in sorted(rows, key=lambda r: (table[x][r], table[y][r] if not higher_is_better(y) else -table[y][r])):
+        if best is None or better(table[y][r], best):
+            front.append(r)
+            best = table[y][r]
+    return front
+
+
 def plot_tradeoff(table, axes, attrs, out, x, y, lines):
-    """Two results against each other (cost against time): one line per value of an
-    axis, every fitting point labelled with the other axes' values."""
+    """Two results against each other (cost against time): per value of an axis, its
+    best points joined (the Pareto front: no other point of the line is cheaper and
+    better), the others as open markers, each front point labelled with its GPU count and
+    the other axes' values."""
     import matplotlib.pyplot as plt
     number_column(table, x, "--x")
     number_column(table, y, "--y")
@@ -415,29 +482,39 @@ def plot_tradeoff(table, axes, attrs, out, x, y, lines):
     if not ok:
         raise BadInput("no point of this sweep fits; nothing to plot (memwall report says why)")
     others = [a for a in axes if a != lines]
-    fig, ax = plt.subplots(figsize=(9, 5.5))
+    fig, ax = plt.subplots(figsize=(10, 6))
     groups = axis_values(table, lines, ok) if lines else [None]
     cmap = plt.get_cmap("tab10")
     for gi, gv in enumerate(groups):
-        rows = sorted((r for r in ok if gv is None or table[lines][r] == gv), key=lambda r: table[x][r])
-        xs, ys = scaled(x, [table[x][r] for r in rows]), scaled(y, [table[y][r] for r in rows])
-        ax.plot(xs, ys, marker="osD^vP*X"[gi % 8], color=cmap(gi % 10),
-                label=f"{short(lines)} = {fmt(gv)}" if lines else y)
-        if len(ok) <= 60:
-            for r, xv, yv in zip(rows, xs, ys):
+        rows = [r for r in ok if gv is None or table[lines][r] == gv]
+        front = pareto(rows, table, x, y)
+        rest = [r for r in rows if r not in front]
+        colour = cmap(gi % 10)
+        ax.plot(scaled(x, [table[x][r] for r in front]), scaled(y, [table[y][r] for r in front]),
+                marker="osD^vP*X"[gi % 8], color=colour, label=f"{short(lines)} = {fmt(gv)}" if lines else y)
+        if rest:
+            ax.scatter(scaled(x, [table[x][r] for r in rest]), scaled(y, [table[y][r] for r in rest]),
+                       marker="osD^vP*X"[gi % 8], facecolors="none", edgecolors=colour, alpha=0.6)
+        if len(front) <= 40:
+            for r in front:
                 # neighbouring lines label on opposite sides, so that close lines stay legible
-                ax.annotate(", ".join(f"{short(a)} {fmt(table[a][r])}" for a in others), (xv, yv),
-                            textcoords="offset points", xytext=(6, 4) if gi % 2 == 0 else (-6, -11),
-                            ha="left" if gi % 2 == 0 else "right", fontsize=7, color=cmap(gi % 10))
+                up = gi % 2 == 0
+                ax.annotate(point_label(table, others, r), (scaled(x, [table[x][r]])[0], scaled(y, [table[y][r]])[0]),
+                            textcoords="offset points", xytext=(7, 5) if up else (-7, -12),
+                            ha="left" if up else "right", fontsize=7, color=colour)
+    if any(r not in pareto([q for q in ok if not lines or table[lines][q] == table[lines][r]], table, x, y)
+           for r in ok):
+        ax.scatter([], [], marker="o", facecolors="none", edgecolors="grey", label="beaten on both axes")
     for setter, col in ((ax.set_xscale, x), (ax.set_yscale, y)):
         vals = [v for v in table[col] if not math.isnan(v)]
         if vals and min(vals) > 0 and max(vals) / min(vals) >= 16:
             setter("log")
+    plain_ticks(ax, x, y)
     ax.set_xlabel(label(x))
     ax.set_ylabel(label(y))
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=9)
-    ax.set_title(f"{y} against {x}, fitting points\n{attrs.get('sweep_file', '')}", fontsize=10)
+    ax.set_title(f"{label(y)} against {label(x)}, fitting points\n{attrs.get('sweep_file', '')}", fontsize=10)
     fig.tight_layout()
     save(fig, out)
     return f"{y} against {x} for {len(ok)} points"
@@ -460,13 +537,16 @@ def plot_fits(table, axes, attrs, out, x, y):
     # per cell: 1 all fit, 0 none fit, in between some, NaN error only
     grid = np.full((len(ys), len(xs)), np.nan)
     text = [["" for _ in xs] for _ in ys]
+    errors = []  # cells whose points all failed; a cell with no point (filtered out) stays white
     peak = table.get("gpu.peak_bytes")
     for j, yv in enumerate(ys):
         for i, xv in enumerate(xs):
             cell = [r for r in rows if table[x][r] == xv and table[y][r] == yv]
             ran = [r for r in cell if table["status"][r] == "ok"]
             if not ran:
-                text[j][i] = "error" if cell else ""
+                text[j][i] = "error" if cell else "not run"
+                if cell:
+                    errors.append((i, j))
                 continue
             fit = [r for r in ran if table.get("fits", [1.0] * len(rows))[r] != 0]
             grid[j, i] = len(fit) / len(ran)
@@ -474,22 +554,28 @@ def plot_fits(table, axes, attrs, out, x, y):
             gib = f"\n{min(peak[r] for r in ran) / GIB:.1f} GiB" if peak else ""
             text[j][i] = word + gib
     cmap = ListedColormap(["#e15759", "#f1ce63", "#59a14f"]) if len(axes) > 2 else ListedColormap(["#e15759", "#59a14f"])
-    cmap.set_bad("#d0d0d0")
+    cmap.set_bad("white")
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(xs) + 2.5), max(4, 0.8 * len(ys) + 2)))
     ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=1, aspect="auto", origin="lower")
+    from matplotlib.patches import Rectangle
+    for i, j in errors:
+        ax.add_patch(Rectangle((i - 0.5, j - 0.5), 1, 1, color="#d0d0d0"))
     for j in range(len(ys)):
         for i in range(len(xs)):
-            ax.text(i, j, text[j][i], ha="center", va="center", fontsize=8)
+            ax.text(i, j, text[j][i], ha="center", va="center", fontsize=8,
+                    color="#808080" if text[j][i] == "not run" else "black")
     ax.set_xticks(range(len(xs)))
     ax.set_xticklabels([fmt(v) for v in xs])
     ax.set_yticks(range(len(ys)))
     ax.set_yticklabels([fmt(v) for v in ys])
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
+    ax.set_xlabel(label(short(x)))
+    ax.set_ylabel(label(short(y)))
     others = [a for a in axes if a not in (x, y)]
     note = f"each cell holds every {', '.join(short(a) for a in others)}; smallest GPU peak shown" if others else \
         "GPU peak per cell"
-    ax.set_title(f"fits in memory: green fits, red out of memory, grey error\n{note}\n{attrs.get('sweep_file', '')}",
+    legend = "green fits, red out of memory" + (", yellow some fit" if len(axes) > 2 else "") + \
+        (", grey failed" if errors else "") + (", white not run (filtered)" if any("not run" in r for r in text) else "")
+    ax.set_title(f"fits in memory: {legend}\n{note}\n{attrs.get('sweep_file', '')}",
                  fontsize=9)
     fig.tight_layout()
     save(fig, out)
@@ -498,8 +584,43 @@ def plot_fits(table, axes, attrs, out, x, y):
 
 # ---------------------------------------------------------------------------- output
 
+def dump_texts(fig, path):
+    """Every text the figure shows with its box in pixels, for tests that read a plot
+    (MEMWALL_PLOT_TEXTS names the JSON file): titles, axis titles, tick labels, point
+    labels and the legend."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    texts = []
+
+    def add(role, t):
+        if t.get_visible() and t.get_text():
+            b = t.get_window_extent(renderer)
+            texts.append({"role": role, "text": t.get_text(), "box": [b.x0, b.y0, b.x1, b.y1]})
+
+    for ax in fig.axes:
+        add("title", ax.title)
+        add("xlabel", ax.xaxis.label)
+        add("ylabel", ax.yaxis.label)
+        for t in ax.get_xticklabels():
+            add("xtick", t)
+        for t in ax.get_yticklabels():
+            add("ytick", t)
+        for t in ax.texts:
+            add("annotation", t)
+        if ax.get_legend():
+            for t in ax.get_legend().get_texts():
+                add("legend", t)
+        offset = ax.xaxis.get_offset_text()
+        add("xoffset", offset)
+        add("yoffset", ax.yaxis.get_offset_text())
+    with open(path, "w") as f:
+        json.dump(texts, f)
+
+
 def save(fig, out):
     import matplotlib.pyplot as plt
+    if os.environ.get("MEMWALL_PLOT_TEXTS"):
+        dump_texts(fig, os.environ["MEMWALL_PLOT_TEXTS"])
     tmp = os.path.join(os.path.dirname(os.path.abspath(out)), "." + os.path.basename(out) + ".tmp.png")
     try:
         # no timestamps in the file: the same results give the same bytes
@@ -522,6 +643,7 @@ def main():
     p.add_argument("--lines")
     p.add_argument("--point", type=int)
     p.add_argument("--device")
+    p.add_argument("--rows")  # the rows `memwall plot --filter` kept, by position
     a = p.parse_args()
     try:
         import h5py
@@ -554,6 +676,9 @@ def main():
                     what = plot_memory(f, f[group], title, a.output, a.device)
             else:
                 table, axes = read_points(f)
+                if a.rows:
+                    keep = [int(r) for r in a.rows.split(",")]
+                    table = {c: [v[r] for r in keep] for c, v in table.items()}
                 if "ok" not in table.get("status", ["ok"]):
                     raise BadInput("every point of this sweep failed; nothing to plot "
                                    "(memwall report lists the errors)")

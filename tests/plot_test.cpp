@@ -212,3 +212,70 @@ TEST_CASE("a_metric_plot_draws_one_line_per_combination_of_comma_separated_axes"
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Catch::Contains("--lines training.zero: not an axis"));
 }
+
+TEST_CASE("a_purchase_plot_reads_at_a_glance_dollars_gpu_counts_and_no_overlapping_labels", "[plot][sweep]")
+{
+  // GPT-2 on 1 and 2 nodes of a DGX A100 (8 GPUs each) and of a 4x RTX 4090 workstation
+  // (4 each): "nodes" means 8 GPUs on one and 4 on the other, so each point says its GPU
+  // count. The x axis is in dollars without an offset; the titles are words with units.
+  std::string spec = temp_path("plot_purchase.yaml"), h5 = temp_path("plot_purchase.h5");
+  write_file(spec, "spec:\n  hardware: {node: dgx-a100}\n  model: {preset: gpt2}\n"
+                   "  training: {seq_len: 512, global_batch: 64, micro_batch: 1}\n"
+                   "grid:\n  hardware.node: [dgx-a100, workstation-4x4090]\n  hardware.nodes: [1, 2]\n"
+                   "  training.recompute: [none, selective]\n");
+  REQUIRE(run_cli("sweep " + spec + " -o " + h5 + " -j 2").exit_code == 0);
+  std::string png = temp_path("plot_purchase.png"), texts = temp_path("plot_purchase.json");
+  CliResult r = run_cli("plot " + h5 + " --x hardware_cost_usd --y step_time_s --lines hardware.node -o " + png,
+                        "MEMWALL_PLOT_TEXTS=" + texts);
+  REQUIRE(r.exit_code == 0);
+  auto all = nlohmann::json::parse(read_file(texts));
+  std::vector<nlohmann::json> notes;
+  std::string xlabel, ylabel;
+  for (const auto& t : all) {
+    if (t["role"] == "xlabel")
+      xlabel = t["text"];
+    if (t["role"] == "ylabel")
+      ylabel = t["text"];
+    if (t["role"] == "xtick")
+      CHECK(t["text"].get<std::string>().find('$') != std::string::npos);
+    CHECK(t["role"] != "xoffset"); // no "1e7" beside the axis
+    if (t["role"] == "annotation")
+      notes.push_back(t);
+  }
+  CHECK(xlabel == "hardware cost (US$)");
+  CHECK(ylabel == "step time (s)");
+  // Four machines' worth of points on the fronts: 4, 8 and 16 GPUs are named.
+  REQUIRE(notes.size() >= 3);
+  std::string joined;
+  for (const auto& n : notes)
+    joined += n["text"].get<std::string>() + ";";
+  CHECK_THAT(joined, Catch::Contains("8 GPUs") && Catch::Contains("16 GPUs") && Catch::Contains("4 GPUs"));
+  // No two point labels overlap.
+  for (size_t i = 0; i < notes.size(); ++i)
+    for (size_t j = i + 1; j < notes.size(); ++j) {
+      const auto &a = notes[i]["box"], &b = notes[j]["box"];
+      bool apart = a[2].get<double>() <= b[0].get<double>() || b[2].get<double>() <= a[0].get<double>() ||
+                   a[3].get<double>() <= b[1].get<double>() || b[3].get<double>() <= a[1].get<double>();
+      INFO(notes[i]["text"] << " and " << notes[j]["text"]);
+      CHECK(apart);
+    }
+}
+
+TEST_CASE("report_and_plot_take_a_filter_over_the_columns_as_the_header_names_them", "[plot][report][sweep]")
+{
+  std::string spec = temp_path("filter_sweep.yaml"), h5 = temp_path("filter_sweep.h5");
+  write_file(spec, sweep_yaml);
+  REQUIRE(run_cli("sweep " + spec + " -o " + h5 + " -j 2").exit_code == 0);
+  // micro_batch is the last part of training.micro_batch, as the report's header prints it.
+  CliResult all = run_cli("report " + h5), some = run_cli("report " + h5 +
+                                                          " --filter 'micro_batch <= 8' "
+                                                          "--columns micro_batch,mfu");
+  REQUIRE(some.exit_code == 0);
+  CHECK_THAT(all.out, Catch::Contains("6 of 6 points"));
+  CHECK_THAT(some.out, Catch::Contains("4 of 6 points") && Catch::Contains("mfu"));
+  CliResult bad = run_cli("report " + h5 + " --filter 'nodes > 1'");
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--filter") && Catch::Contains("nodes is not a column"));
+  std::string png = temp_path("filter_plot.png");
+  CHECK_THAT(plotted(h5 + " --y mfu --filter 'micro_batch <= 8'", png), Catch::Contains("for 4 points"));
+}

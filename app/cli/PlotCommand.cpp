@@ -5,6 +5,7 @@
 // passes the options on.
 #include "analysis/ResultsFile.hpp"
 #include "app/cli/Commands.hpp"
+#include "app/sweep/ResultsFilter.hpp"
 #include "base/InputError.hpp"
 
 #include <boost/program_options.hpp>
@@ -47,7 +48,7 @@ std::string python()
 
 int plot_command(const std::vector<std::string>& args)
 {
-  std::string path, out, kind, x, y, lines, device;
+  std::string path, out, kind, x, y, lines, device, filter;
   int point = -1;
   po::options_description opts("memwall plot RESULTS.h5|RUN.h5 -o OUT.png");
   opts.add_options()("help,h", "this help")("output,o", po::value(&out), "the picture (PNG)")(
@@ -61,6 +62,8 @@ int plot_command(const std::vector<std::string>& args)
       "lines", po::value(&lines), "metric: one line per value of this axis (default: the next axis; '' for one line)")(
       "point", po::value(&point), "memory of a sweep: the point's index (recorded with record: {memory: true})")(
       "device", po::value(&device), "memory: only this device (e.g. node0.gpu0)")(
+      "filter", po::value(&filter),
+      "metric/fits: only the points where this expression holds, as memwall report --filter takes it")(
       "file", po::value(&path), "a results file of memwall sweep or memwall run -o");
   po::variables_map vm;
   if (!parse_options(args, opts, "file", vm))
@@ -91,6 +94,18 @@ int plot_command(const std::vector<std::string>& args)
   pass("lines", lines);
   pass("device", device);
   pass("point", std::to_string(point));
+  if (!filter.empty()) { // evaluated here, in the one expression language; the script gets the rows
+    if (memwall_file_format(path) == "memwall-run")
+      throw InputError(path + ": a run file; --filter applies to sweep results files");
+    ResultsTable t = read_sweep_file(path);
+    std::string rows;
+    for (size_t r : filtered_rows(t, filter, path + ": --filter"))
+      rows += (rows.empty() ? "" : ",") + std::to_string(r);
+    if (rows.empty())
+      throw InputError(path + ": --filter " + filter + ": no point of this sweep matches");
+    argv.push_back("--rows");
+    argv.push_back(rows);
+  }
   std::cout.flush();
   pid_t pid = fork();
   if (pid < 0)

@@ -1,7 +1,8 @@
-// memwall report RESULTS.h5|RUN.h5 [--by METRIC] [--order asc|desc] [--top N] [--columns A,B] [--csv]
+// memwall report RESULTS.h5|RUN.h5 [--by METRIC] [--order asc|desc] [--top N] [--columns A,B] [--filter EXPR] [--csv]
 #include "analysis/ResultsFile.hpp"
 #include "analysis/StepReport.hpp"
 #include "app/cli/Commands.hpp"
+#include "app/sweep/ResultsFilter.hpp"
 #include "app/sweep/SweepReport.hpp"
 #include "base/InputError.hpp"
 
@@ -16,7 +17,7 @@ namespace memwall {
 
 int report_command(const std::vector<std::string>& args)
 {
-  std::string path, columns;
+  std::string path, columns, filter;
   SweepReportOptions o;
   int top  = 10;
   bool csv = false;
@@ -29,6 +30,9 @@ int report_command(const std::vector<std::string>& args)
       "top", po::value(&top), "sweep: rows per table (default 10)")(
       "columns", po::value(&columns),
       "sweep: comma-separated columns after the axes (default: the key figures that vary)")(
+      "filter", po::value(&filter),
+      "sweep: only the points where this expression holds, over the columns as the header names them "
+      "(e.g. \"node == 'hgx-b200' and gpus >= 144\")")(
       "csv", po::bool_switch(&csv),
       "print CSV instead (for spreadsheets): a sweep's whole table, a run's summary as key,value")(
       "file", po::value(&path), "a results file of memwall sweep or memwall run -o");
@@ -46,7 +50,7 @@ int report_command(const std::vector<std::string>& args)
       o.columns.push_back(c);
 
   if (memwall_file_format(path) == "memwall-run") {
-    for (const char* sweep_only : {"by", "order", "top", "columns"})
+    for (const char* sweep_only : {"by", "order", "top", "columns", "filter"})
       if (vm.count(sweep_only) && !vm[sweep_only].defaulted())
         throw InputError(path + ": a run file; --" + std::string(sweep_only) + " applies to sweep results files");
     RunFileSummary run = read_run_file(path);
@@ -59,10 +63,19 @@ int report_command(const std::vector<std::string>& args)
               << report_text(run.summary, run.title);
     return 0;
   }
+  ResultsTable t = read_sweep_file(path);
+  t              = keep_rows(t, filtered_rows(t, filter, path + ": --filter"));
+  // A column as the header prints it: an axis by the last part of its key.
+  for (std::string& c : o.columns)
+    if (auto full = results_column(t, c))
+      c = *full;
+  if (!o.by.empty())
+    if (auto full = results_column(t, o.by))
+      o.by = *full;
   if (csv)
-    std::cout << sweep_csv(read_sweep_file(path));
+    std::cout << sweep_csv(t);
   else
-    std::cout << sweep_report_text(read_sweep_file(path), path, o);
+    std::cout << sweep_report_text(t, path, o);
   return 0;
 }
 
