@@ -21,10 +21,9 @@ DeviceRef owner(const Op& op)
   return op.device;
 }
 
-std::string rank_path(const std::string& path, size_t rank, size_t ranks)
+// NAME.rankR.json.gz, one GPU's or many: `workload: {trace: NAME.rank*.json.gz}` finds them all.
+std::string rank_path(const std::string& path, size_t rank)
 {
-  if (ranks == 1)
-    return path;
   size_t dot      = path.rfind(".json");
   std::string tag = ".rank" + std::to_string(rank);
   return dot == std::string::npos ? path + tag : path.substr(0, dot) + tag + path.substr(dot);
@@ -157,7 +156,7 @@ std::vector<std::string> write_kineto_traces(const OpDag& dag, const RunResult& 
       if (step.is_object())
         doc["memwall"]["step"] = step;
     }
-    std::string file = rank_path(path, rank, by_gpu.size());
+    std::string file = rank_path(path, rank);
     bool gzip        = file.size() > 3 && file.compare(file.size() - 3, 3, ".gz") == 0;
     std::string text = doc.dump();
     write_atomically(file, [&](const std::string& temp) { write_text(temp, text, gzip); });

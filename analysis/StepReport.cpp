@@ -377,7 +377,10 @@ nlohmann::ordered_json report_json(const RunResult& r)
                   {"kernel_classes", classes},
                   {"collectives", k.collectives},
                   {"collectives_recorded_s", k.collectives_recorded_s},
-                  {"unclassified_kernel_time_s", k.unclassified_kernel_time_s}};
+                  {"unclassified_kernel_time_s", k.unclassified_kernel_time_s},
+                  {"ranks", k.ranks},
+                  {"profiler_steps", k.profiler_steps},
+                  {"memory_recorded", k.memory_recorded}};
   }
   return j;
 }

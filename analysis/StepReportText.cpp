@@ -138,6 +138,20 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
     std::snprintf(line, sizeof line, "  run time       %s (simulated)\n",
                   format_duration(j["step_time_s"].get<double>()).c_str());
     os << line << serving_text(j);
+  } else if (recorded && j.contains("trace") && j["trace"].contains("profiler_steps")) {
+    // A trace's window is what it recorded: one or several of torch.profiler's steps.
+    const auto& t  = j["trace"];
+    double window  = j["step_time_s"].get<double>();
+    int64_t steps  = t["profiler_steps"].get<int64_t>();
+    std::string of = steps > 1 ? ": " + std::to_string(steps) + " profiler steps, " +
+                                     format_duration(window / static_cast<double>(steps)) + " each"
+                     : steps == 1 ? ": one profiler step"
+                                  : " (no ProfilerStep marks in the trace)";
+    std::snprintf(line, sizeof line, "  trace window   %s replayed%s\n", format_duration(window).c_str(), of.c_str());
+    os << line;
+    std::snprintf(line, sizeof line, "  ranks          %lld replayed, one GPU each\n",
+                  static_cast<long long>(t["ranks"].get<int64_t>()));
+    os << line;
   } else {
     std::snprintf(line, sizeof line, "  step time      %s\n", format_duration(j["step_time_s"].get<double>()).c_str());
     os << line;
@@ -148,11 +162,18 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
     }
   }
   if (fitted && recorded) {
-    const auto& b = j["breakdown_s"];
-    auto t        = format_durations(
-               {b["compute"].get<double>(), b["exposed_comm"].get<double>(), b["pipeline_bubble"].get<double>()});
-    std::snprintf(line, sizeof line, "  time spent     compute %s, exposed comm %s, GPU idle %s\n", t[0].c_str(),
-                  t[1].c_str(), t[2].c_str());
+    // The window's parts, adding up to it: what the GPU did, the host's own time between
+    // launches it waited on, copies, and the rest idle.
+    const auto& b  = j["breakdown_s"];
+    double window  = j["step_time_s"].get<double>();
+    double parts[] = {b["compute"].get<double>(), b["exposed_comm"].get<double>(), b["host_overhead"].get<double>(),
+                      b["offload_stall"].get<double>() + b["paging_stall"].get<double>()};
+    double idle    = window;
+    for (double x : parts)
+      idle -= x;
+    auto t = format_durations({parts[0], parts[1], parts[2], parts[3], std::max(0.0, idle)});
+    std::snprintf(line, sizeof line, "  time spent     compute %s, exposed comm %s, host %s, copies %s, GPU idle %s\n",
+                  t[0].c_str(), t[1].c_str(), t[2].c_str(), t[3].c_str(), t[4].c_str());
     os << line;
   } else if (fitted) {
     std::snprintf(line, sizeof line, "  model FLOPs    %s per %s, MFU %.1f %%\n",
@@ -176,7 +197,10 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
     const auto& e   = j["energy"];
     double per_hour = e["power_w"].get<double>() / 1e6 * e["usd_per_mwh"].get<double>();
     std::snprintf(line, sizeof line, "  energy         %s per %s at %s (the GPUs' TDP x PUE), %s an hour at %s/MWh\n",
-                  format_si(e["joules_per_step"].get<double>() / 3600, "Wh").c_str(), serving ? "run" : "step",
+                  format_si(e["joules_per_step"].get<double>() / 3600, "Wh").c_str(),
+                  serving    ? "run"
+                  : recorded ? "trace window"
+                             : "step",
                   format_si(e["power_w"].get<double>(), "W").c_str(), format_usd_cents(per_hour).c_str(),
                   format_usd(e["usd_per_mwh"].get<double>()).c_str());
     os << line;
@@ -197,8 +221,13 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
       os << line;
     }
   }
-  os << "\n  memory (peak per device, by category at the peak instant)\n";
-  for (const auto& d : j["devices"]) {
+  bool no_memory =
+      j.contains("trace") && j["trace"].contains("memory_recorded") && !j["trace"]["memory_recorded"].get<bool>();
+  if (no_memory)
+    os << "\n  memory         not in the trace: torch.profiler's profile_memory=True records the allocator's events\n";
+  else
+    os << "\n  memory (peak per device, by category at the peak instant)\n";
+  for (const auto& d : no_memory ? nlohmann::ordered_json::array() : j["devices"]) {
     const auto& oom = d["oom"];
     std::snprintf(line, sizeof line, "  %-14s x%-4d %-18s %10s of %10s  %s\n", d["name"].get<std::string>().c_str(),
                   d["count"].get<int>(), d["hardware"].get<std::string>().c_str(),

@@ -16,7 +16,9 @@
 #include <simgrid/s4u.hpp>
 #include <xbt/log.h>
 
+#include <algorithm>
 #include <functional>
+#include <set>
 #include <stdexcept>
 
 namespace memwall {
@@ -154,6 +156,8 @@ static RunResult replay_traces(const ExperimentSpec& spec, bool child, ReplayOpt
 {
   GpuSpec recorded;
   nlohmann::json step; // an exported step's tokens and precision
+  int64_t ranks = 0, profiler_steps = 0;
+  bool memory = false;
   // The traces are let go before the replay: a large one is most of the memory.
   OpDag dag = [&] {
     std::vector<KinetoTrace> traces;
@@ -166,17 +170,31 @@ static RunResult replay_traces(const ExperimentSpec& spec, bool child, ReplayOpt
         step = t.memwall_dag["step"];
     }
     recorded = exported ? spec.cluster.node.gpu : recorded_gpu(spec, traces);
+    // What the window holds: torch.profiler's steps (ProfilerStep#N, once each), the
+    // ranks, and whether the allocator's events were recorded.
+    std::set<uint32_t> steps;
+    for (const TraceCpuOp& c : traces.front().cpu_ops)
+      if (traces.front().names[c.name].starts_with("ProfilerStep#"))
+        steps.insert(c.name);
+    profiler_steps = static_cast<int64_t>(steps.size());
+    ranks          = spec.trace_ranks > 0 ? spec.trace_ranks
+                                          : std::max<int64_t>(traces.front().world_size, static_cast<int64_t>(traces.size()));
+    for (const KinetoTrace& t : traces)
+      memory = memory || !t.memory.empty();
     TraceImport how;
     how.ranks    = spec.trace_ranks;
     how.same_gpu = recorded.id == spec.cluster.node.gpu.id;
     return import_traces(traces, spec.cluster, how);
   }();
-  options.recorded_on    = std::make_shared<const GpuSpec>(recorded);
-  RunResult r            = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
-  r.gpus                 = spec.cluster.total_gpus();
-  r.recorded             = recorded_kernels(dag, recorded, spec.cluster.node.gpu);
-  r.model_flops_per_step = dag.model_flops(); // an exported step's kernels carry theirs
-  if (step.is_object()) {                     // and its section says what a step is
+  options.recorded_on        = std::make_shared<const GpuSpec>(recorded);
+  RunResult r                = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
+  r.gpus                     = spec.cluster.total_gpus();
+  r.recorded                 = recorded_kernels(dag, recorded, spec.cluster.node.gpu);
+  r.recorded.ranks           = ranks;
+  r.recorded.profiler_steps  = profiler_steps;
+  r.recorded.memory_recorded = memory;
+  r.model_flops_per_step     = dag.model_flops(); // an exported step's kernels carry theirs
+  if (step.is_object()) {                         // and its section says what a step is
     if (step.contains("tokens_per_step") && step["tokens_per_step"].is_number() &&
         step["tokens_per_step"].get<double>() >= 0)
       r.tokens_per_step = step["tokens_per_step"].get<double>();
@@ -234,9 +252,11 @@ static RunResult simulate_any(const ExperimentSpec& spec, bool child, const Simu
 
 RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions& how)
 {
-  RunResult r   = simulate_any(spec, child, how);
-  r.profile     = profile_used(spec);
-  r.power_w     = spec.cluster.gpu_facility_power_w();
+  RunResult r = simulate_any(spec, child, how);
+  r.profile   = profile_used(spec);
+  r.power_w   = spec.cluster.gpu_facility_power_w();
+  if (r.recorded.ranks > 0) // a trace replays on as many GPUs as it has ranks
+    r.power_w = spec.cluster.node.gpu.tdp_w * static_cast<double>(r.recorded.ranks) * spec.cluster.pue;
   r.usd_per_mwh = spec.cluster.usd_per_mwh;
   return r;
 }

@@ -38,6 +38,9 @@ TEST_CASE("an_exported_step_replays_from_its_trace_to_the_same_step_time_and_pea
     for (size_t a = 0, b; (b = cli.out.find('\n', a)) != std::string::npos; a = b + 1)
       files.push_back(cli.out.substr(a, b - a));
     REQUIRE(!files.empty());
+    // Every file is NAME.rankR: the glob the README gives finds one GPU's file too.
+    for (size_t i = 0; i < files.size(); ++i)
+      CHECK(files[i] == out.substr(0, out.size() - 8) + ".rank" + std::to_string(i) + ".json.gz");
     // The same hardware section, the exported files as the workload.
     std::string hardware  = memwall::test::read_file(spec);
     nlohmann::json direct = report_json(simulate(load_spec(spec), /*in_child=*/true, {}));
@@ -107,4 +110,33 @@ TEST_CASE("an_exported_trace_with_a_broken_op_is_refused_naming_the_op", "[trace
     write_file(f, trace(b.events));
     CHECK_THAT(refused("exported_" + b.name, hw + "workload: {trace: " + f + "}\n"), Catch::Contains(b.says));
   }
+}
+
+TEST_CASE("a_replayed_trace_says_its_window_its_profiler_steps_ranks_and_missing_memory", "[trace][outputs]")
+{
+  // The V100 traces hold 5 of torch.profiler's steps (ProfilerStep#2..6 and #101..105);
+  // the two-rank one replays on 2 GPUs, whatever the node holds; the one-rank one has no
+  // allocator events, which is said instead of a 0.00 GiB peak that "fits".
+  std::string two = temp_path("trace_two.yaml"), one = temp_path("trace_one.yaml");
+  write_file(two, "hardware: {node: dgx-h100}\nworkload: {trace: " +
+                      source_path("tests/data/traces/v100-2rank-with-memory.json.gz") + "}\n");
+  write_file(one, "hardware: {node: dgx-h100}\nworkload: {trace: " +
+                      source_path("tests/data/traces/v100-1rank.json.gz") + "}\n");
+  auto j = nlohmann::json::parse(memwall::test::run_cli("run " + two + " --json").out);
+  CHECK(j["trace"]["profiler_steps"] == 5);
+  CHECK(j["trace"]["ranks"] == 2);
+  CHECK(j["trace"]["memory_recorded"] == true);
+  // Energy of the 2 GPUs that replay: 700 W x 2 x PUE 1.56.
+  CHECK(j["energy"]["power_w"].get<double>() == Approx(2184.0));
+  std::string text = memwall::test::run_cli("run " + two).out;
+  CHECK_THAT(text, Catch::Contains("trace window") && Catch::Contains("5 profiler steps") &&
+                       Catch::Contains("2 replayed") && !Catch::Contains("8 of 8"));
+  // The parts of the window add up to it: compute, exposed comm, host, copies, idle.
+  const auto& b = j["breakdown_s"];
+  double busy   = b["compute"].get<double>() + b["exposed_comm"].get<double>() + b["host_overhead"].get<double>() +
+                b["offload_stall"].get<double>() + b["paging_stall"].get<double>();
+  CHECK(busy <= j["step_time_s"].get<double>() * (1 + 1e-12));
+  CHECK(busy > 0.9 * j["step_time_s"].get<double>()); // the host's gaps are what the split missed
+  std::string bare = memwall::test::run_cli("run " + one).out;
+  CHECK_THAT(bare, Catch::Contains("memory         not in the trace") && !Catch::Contains("0.00 GiB of"));
 }

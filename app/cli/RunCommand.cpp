@@ -30,7 +30,8 @@ std::string experiment_title(const ExperimentSpec& s)
   if (!s.traces.empty())
     return "memwall: replaying " + s.traces.front() +
            (s.traces.size() > 1 ? " and " + std::to_string(s.traces.size() - 1) + " more rank traces" : "") + " on " +
-           hardware_description(s) +
+           std::to_string(s.cluster.nodes) + " x " + s.cluster.node.id + " (" + s.cluster.node.gpu.id +
+           "; the ranks below, one GPU each)" +
            "\n  GPU work and host gaps from the trace, kernel times moved to this GPU by class (below)";
   if (s.serving) {
     const InferenceConfig& c = s.inference;

@@ -112,6 +112,9 @@ struct RecordedKernels {
   double collectives_recorded_s = 0;
   // Kernels whose name said neither compute- nor memory-bound: timed as memory-bound.
   double unclassified_kernel_time_s = 0;
+  int64_t ranks                     = 0;     // ranks replayed (the traces' world size, or workload.ranks)
+  int64_t profiler_steps            = 0;     // torch.profiler's ProfilerStep#N spans the first trace holds
+  bool memory_recorded              = false; // the traces carry the allocator's [memory] events
 };
 
 // The routing a mixture-of-experts run assumed (ExpertLoad): routed experts per GPU, the

@@ -56,7 +56,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RecordedClass, kernels, recorded_s, replayed_
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MoeRouting, present, experts_per_gpu, busiest_share, dropped_share)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProfileUsed, name, source, parts)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RecordedKernels, present, recorded_on, replayed_on, classes, collectives,
-                                   collectives_recorded_s, unclassified_kernel_time_s)
+                                   collectives_recorded_s, unclassified_kernel_time_s, ranks, profiler_steps,
+                                   memory_recorded)
 
 void to_json(nlohmann::json& j, const IntervalUnion& u) { j = u.intervals(); }
 void from_json(const nlohmann::json& j, IntervalUnion& u)

@@ -304,6 +304,7 @@ def seed_hdf5(binary):
         with open(os.path.join(work, "tiny.yaml"), "w") as f:
             f.write(EXPORT_SPEC)
         subprocess.run([binary, "export", "tiny.yaml", "-o", "step.json"], cwd=work, check=True, capture_output=True)
+        os.replace(os.path.join(work, "step.rank0.json"), os.path.join(work, "step.json"))  # one GPU's file
         return {n: open(os.path.join(work, n), "rb").read() for n in ("run.h5", "sweep.h5", "step.json")}
     finally:
         shutil.rmtree(work, ignore_errors=True)
