@@ -1,5 +1,6 @@
 #include "analysis/ServingReport.hpp"
 
+#include "base/NumberFormat.hpp"
 #include "base/ParamReader.hpp"
 #include "base/Quantity.hpp"
 
@@ -225,9 +226,10 @@ std::string serving_text(const nlohmann::ordered_json& j)
     part("exceeds_context", "with prompt + output over max_model_len");
     why = " (" + join(parts, ", ") + ")";
   }
-  std::snprintf(line, sizeof line, "  requests       %lld completed, %lld rejected%s, %lld iterations\n",
-                (long long)j["requests_completed"].get<int64_t>(), (long long)rejected, why.c_str(),
-                (long long)j["iterations"].get<int64_t>());
+  std::snprintf(line, sizeof line, "  requests       %s completed, %s rejected%s, %s iterations\n",
+                format_count(j["requests_completed"].get<double>()).c_str(),
+                format_count(static_cast<double>(rejected)).c_str(), why.c_str(),
+                format_count(j["iterations"].get<double>()).c_str());
   os += line;
   if (j["output_tokens_per_s"].is_null())
     std::snprintf(line, sizeof line, "  throughput     none: the server did not fit\n");
@@ -261,11 +263,12 @@ std::string serving_text(const nlohmann::ordered_json& j)
                                     (kv.value("offload_place", "cpu") == "nvme" ? "NVMe" : "host memory")
                               : "";
   std::snprintf(line, sizeof line,
-                "  KV cache       %s per token per GPU, room for %lld tokens (budget %s%s); %.1f %% of reserved KV "
+                "  KV cache       %s per token per GPU, room for %s tokens (budget %s%s); %.1f %% of reserved KV "
                 "holds tokens\n",
-                format_si(kv["bytes_per_token"].get<double>(), "B").c_str(),
-                (long long)j["kv_capacity_tokens"].get<int64_t>(), format_gib(kv["budget_bytes"].get<double>()).c_str(),
-                where.c_str(), 100 * j["kv_utilization"].get<double>());
+                format_bytes(kv["bytes_per_token"].get<double>()).c_str(),
+                format_count(j["kv_capacity_tokens"].get<double>()).c_str(),
+                format_gib(kv["budget_bytes"].get<double>()).c_str(), where.c_str(),
+                100 * j["kv_utilization"].get<double>());
   os += line;
   std::string share =
       kv.value("peak_used_share", nlohmann::ordered_json()).is_number()
@@ -274,11 +277,11 @@ std::string serving_text(const nlohmann::ordered_json& j)
           : std::string();
   std::snprintf(
       line, sizeof line,
-      "                 peak %s used%s, %s reserved%s; %lld preemptions (%lld swaps), at most %lld sequences running\n",
+      "                 peak %s used%s, %s reserved%s; %s preemptions (%s swaps), at most %s sequences running\n",
       format_gib(kv["peak_used_bytes"].get<double>()).c_str(), share.c_str(),
       format_gib(kv["peak_reserved_bytes"].get<double>()).c_str(), off > 0 ? " (GPU and offloaded together)" : "",
-      (long long)j["preemptions"].get<int64_t>(), (long long)j["swaps"].get<int64_t>(),
-      (long long)j["max_running_seqs"].get<int64_t>());
+      format_count(j["preemptions"].get<double>()).c_str(), format_count(j["swaps"].get<double>()).c_str(),
+      format_count(j["max_running_seqs"].get<double>()).c_str());
   os += line;
   if (j.contains("queue") && !j["scheduling_delay_s"]["p50"].is_null()) {
     const auto& d = j["scheduling_delay_s"];
