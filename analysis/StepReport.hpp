@@ -27,6 +27,8 @@ struct Breakdown {
   std::vector<Part> stall_parts;
 };
 
+// The GPU the breakdown describes: the first GPU holding memory (nullptr: none).
+const DeviceRef* busiest_gpu(const RunResult& r);
 Breakdown step_breakdown(const RunResult& r);
 // Every allocation fitted, and a server had room for KV cache on its GPUs.
 bool fits(const RunResult& r);

@@ -20,9 +20,9 @@ struct ClusterSpec {
   // The GPUs used and their share of each node (part of a DGX is priced as that part,
   // as a cloud or a shared node bills it; whole nodes as bought).
   double price_usd() const { return node.price_usd * nodes * gpus_per_node / node.gpus; }
-  // The facility power the GPUs draw at their board power (TDP) times the PUE; 0 when
-  // the GPU's TDP is unknown. CPUs, NICs and switches are not counted: a lower bound.
-  double gpu_facility_power_w() const { return node.gpu.tdp_w * total_gpus() * pue; }
+  // The facility power `gpus` of the node's GPUs draw at their board power (TDP) times
+  // the PUE; 0 when the GPU's TDP is unknown. CPUs, NICs and switches are not counted.
+  double gpu_facility_power_w(double gpus) const { return node.gpu.tdp_w * gpus * pue; }
 };
 
 } // namespace memwall
