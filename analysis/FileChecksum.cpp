@@ -59,7 +59,10 @@ void verify_checksum(const std::string& path)
 {
   std::string bytes = read_all(path);
   if (bytes.compare(0, sizeof hdf5_signature - 1, hdf5_signature) == 0)
-    return; // written before files carried a checksum
+    // Every results file memwall writes carries the checksum; a plain HDF5 file is
+    // another program's (or one of memwall's edited in place and written back whole).
+    throw InputError(path + ": not a memwall results file (an HDF5 file without memwall's checksum: written by "
+                            "another program, or edited since memwall wrote it)");
   if (bytes.size() < checksum_block_bytes || bytes.compare(0, sizeof header_tag - 1, header_tag) != 0) {
     if (bytes.size() > checksum_block_bytes &&
         bytes.compare(checksum_block_bytes, sizeof hdf5_signature - 1, hdf5_signature) == 0)

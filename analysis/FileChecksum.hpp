@@ -18,8 +18,8 @@ constexpr size_t checksum_block_bytes = 512; // HDF5's smallest user block
 // created with that user block), covering the rest of it.
 void stamp_checksum(std::string& image);
 
-// InputError naming `path` unless its checksum matches. Files written before the
-// checksum (HDF5's signature at byte 0) pass unverified.
+// InputError naming `path` unless its checksum matches. A plain HDF5 file (HDF5's
+// signature at byte 0, no checksum) is refused: memwall reads only files it wrote.
 void verify_checksum(const std::string& path);
 
 // Recomputes the checksum of a file edited in place with the HDF5 API (tests, tools).

@@ -33,6 +33,9 @@ void column(H5::Group& g, const std::string& name, const std::vector<std::string
 // 0/1 as the boolean h5py and pandas read (an enum of FALSE and TRUE).
 void flag_column(H5::Group& g, const std::string& name, const std::vector<int8_t>& v);
 bool is_text_column(const H5::Group& g, const std::string& name);
+// A column's length; an H5::Exception naming it unless it is 1-D and its rows are in
+// the file (a forged shape over unwritten storage claims rows it does not have).
+hsize_t column_rows(const H5::DataSet& d, const std::string& name);
 std::vector<double> read_numbers(const H5::Group& g, const std::string& name);
 std::vector<std::string> read_texts(const H5::Group& g, const std::string& name);
 // The names of a group's members, in the file's (alphabetical) order.

@@ -621,10 +621,18 @@ def save(fig, out):
     import matplotlib.pyplot as plt
     if os.environ.get("MEMWALL_PLOT_TEXTS"):
         dump_texts(fig, os.environ["MEMWALL_PLOT_TEXTS"])
-    tmp = os.path.join(os.path.dirname(os.path.abspath(out)), "." + os.path.basename(out) + ".tmp.png")
+    # A fresh temporary file of our own (created exclusively, an unpredictable name: a
+    # link planted at a fixed name would have been written through), renamed into place.
+    import tempfile
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(out)),
+                               prefix="." + os.path.basename(out)[:100] + ".", suffix=".tmp.png")
+    mask = os.umask(0)
+    os.umask(mask)
+    os.fchmod(fd, 0o666 & ~mask)  # as an ordinary new file, not mkstemp's 0600
     try:
-        # no timestamps in the file: the same results give the same bytes
-        fig.savefig(tmp, dpi=110, metadata={"Software": None})
+        with os.fdopen(fd, "wb") as fh:
+            # no timestamps in the file: the same results give the same bytes
+            fig.savefig(fh, format="png", dpi=110, metadata={"Software": None})
         os.replace(tmp, out)
     finally:
         plt.close(fig)

@@ -1,6 +1,7 @@
 #include "base/AtomicOutput.hpp"
 
 #include "base/InputError.hpp"
+#include "base/TextFile.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -10,7 +11,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
+#include <set>
 #include <stdexcept>
 
 namespace memwall {
@@ -23,7 +26,43 @@ fs::path folder_of(const fs::path& target)
   return target.parent_path().empty() ? fs::path(".") : target.parent_path();
 }
 
-std::string temp_prefix(const fs::path& target) { return "." + target.filename().string() + ".tmp"; }
+// The output's name as the start of its temporary and lock files' names. A name near
+// the file system's 255-byte limit (valid for the output itself) would overflow theirs:
+// a long one is cut and a hash of the whole keeps different outputs apart.
+std::string beside_name(const fs::path& target)
+{
+  std::string name = target.filename().string();
+  if (name.size() <= 200)
+    return "." + name;
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : name)
+    h = (h ^ c) * 1099511628211ULL;
+  char hash[24];
+  std::snprintf(hash, sizeof hash, "~%016llx", static_cast<unsigned long long>(h));
+  return "." + name.substr(0, 180) + hash;
+}
+
+std::string temp_prefix(const fs::path& target) { return beside_name(target) + ".tmp"; }
+
+// Lock files this process holds (OutputLock): its own writes need no second lock.
+std::set<std::string>& held_locks()
+{
+  static std::set<std::string> held;
+  return held;
+}
+
+std::string lock_path_of(const fs::path& target)
+{
+  return (folder_of(target) / (beside_name(target) + ".lock")).string();
+}
+
+// Two names of one file, though neither exists yet ("x.h5", "./x.h5", "d/../x.h5").
+bool same_place(const std::string& a, const std::string& b)
+{
+  std::error_code ec1, ec2;
+  fs::path x = fs::weakly_canonical(fs::absolute(a), ec1), y = fs::weakly_canonical(fs::absolute(b), ec2);
+  return !ec1 && !ec2 && x == y;
+}
 
 // ".NAME.tmp<pid>.<random>" files whose writer no longer runs (it was killed).
 void remove_stale_temps(const fs::path& target)
@@ -110,16 +149,31 @@ void check_output_path(const std::string& path, const std::vector<std::string>& 
   fs::path dir = folder_of(target);
   if (!fs::is_directory(dir, ec))
     throw InputError(path + ": output folder " + dir.string() + " does not exist");
-  if (fs::exists(link))
-    for (const std::string& in : inputs)
-      if (!in.empty() && fs::equivalent(target, in, ec))
-        throw InputError(path + ": output is the input " + in + "; name another file");
+  std::vector<std::string> all = inputs;
+  all.insert(all.end(), input_files_read().begin(), input_files_read().end());
+  for (const std::string& in : all)
+    if (!in.empty() && (same_place(path, in) || (fs::exists(link) && fs::equivalent(target, in, ec))))
+      throw InputError(path + ": output is the input " + in + "; name another file");
+}
+
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs)
+{
+  for (size_t i = 0; i < outputs.size(); ++i)
+    for (size_t j = i + 1; j < outputs.size(); ++j)
+      if (!outputs[i].second.empty() && !outputs[j].second.empty() && same_place(outputs[i].second, outputs[j].second))
+        throw InputError(outputs[j].second + ": " + outputs[i].first + " and " + outputs[j].first +
+                         " name the same file");
 }
 
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write)
 {
   check_output_path(path);
   fs::path target(path);
+  // Another process's lock (a sweep writing this file) refuses the write; this
+  // process's own lock is already held.
+  std::optional<OutputLock> lock;
+  if (!held_locks().count(lock_path_of(target)))
+    lock.emplace(path);
   remove_stale_temps(target);
   std::string temp = create_temp(target);
   try {
@@ -136,7 +190,7 @@ void write_atomically(const std::string& path, const std::function<void(const st
 OutputLock::OutputLock(const std::string& path)
 {
   fs::path target(path);
-  lock_path_ = (folder_of(target) / ("." + target.filename().string() + ".lock")).string();
+  lock_path_ = lock_path_of(target);
   fd_        = ::open(lock_path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
   if (fd_ < 0)
     throw InputError(path + ": cannot create the lock file " + lock_path_ + ": " + std::strerror(errno));
@@ -146,12 +200,14 @@ OutputLock::OutputLock(const std::string& path)
     throw InputError(path + ": another memwall process is writing this file (lock " + lock_path_ +
                      "); wait for it or write elsewhere");
   }
+  held_locks().insert(lock_path_);
 }
 
 OutputLock::~OutputLock()
 {
   if (fd_ < 0)
     return;
+  held_locks().erase(lock_path_);
   ::unlink(lock_path_.c_str());
   ::close(fd_);
 }

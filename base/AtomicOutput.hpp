@@ -4,19 +4,27 @@
 // file's close and its flush to disk (a full disk shows there, not in the writes).
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace memwall {
 
 // Refuses, before any work is done, an output path that memwall must not replace:
 // a directory, a device, a FIFO, a symbolic link, a file in a folder that does not
-// exist, or one of `inputs` (the spec it was asked to read). Empty paths pass.
+// exist, or an input: one of `inputs` (the spec it was asked to read) or any file this
+// process has read (input_files_read(): HF configs, traces, profiles), by any name of
+// it ("./x.h5", a hard link). Empty paths pass.
 void check_output_path(const std::string& path, const std::vector<std::string>& inputs = {});
+
+// InputError when two of the outputs (option, path) name one file; empty paths pass.
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 // Calls write(temp_path) on a fresh temporary file beside `path` (created exclusively,
 // unpredictable name); on success flushes it to disk and renames it to path, on any
 // exception removes it and rethrows, leaving whatever was at `path` untouched.
 // Temporary files of earlier writers to the same path that were killed are removed.
+// Holds the path's OutputLock meanwhile, unless this process holds it already: a
+// file another process is writing (a running sweep's) is not replaced.
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write);
 
 // Replaces the contents of the existing file `path` with `bytes`, every write checked

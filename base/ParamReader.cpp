@@ -2,8 +2,6 @@
 
 #include "base/NumberFormat.hpp"
 
-#include <yaml-cpp/depthguard.h>
-
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -34,49 +32,6 @@ std::string join(const std::vector<std::string>& v, const std::string& separator
   for (size_t i = 0; i < v.size(); ++i)
     out += (i ? separator : "") + v[i];
   return out;
-}
-
-namespace {
-
-// yaml-cpp keeps every duplicate key and lookups find the first: a second `training:`
-// section was silently ignored. (Its parser bounds nesting depth, so this recursion
-// is bounded too.)
-void refuse_duplicate_keys(const YAML::Node& n, const std::string& file)
-{
-  if (n.IsMap()) {
-    std::vector<std::pair<std::string, int>> seen;
-    for (const auto& kv : n) {
-      if (kv.first.IsScalar()) {
-        const std::string& key = kv.first.Scalar();
-        for (const auto& [k, line] : seen)
-          if (k == key)
-            throw InputError(file + ":" + std::to_string(kv.first.Mark().line + 1) + ": duplicate key '" + key +
-                             "' (first given on line " + std::to_string(line + 1) + ")");
-        seen.emplace_back(key, kv.first.Mark().line);
-      }
-      refuse_duplicate_keys(kv.second, file);
-    }
-  } else if (n.IsSequence()) {
-    for (const auto& item : n)
-      refuse_duplicate_keys(item, file);
-  }
-}
-
-} // namespace
-
-YAML::Node parse_yaml(const std::string& text, const std::string& file)
-{
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::DeepRecursion& e) {
-    throw InputError(file + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: nested deeper than " +
-                     std::to_string(e.depth() - 1) + " levels");
-  } catch (const YAML::ParserException& e) {
-    throw InputError(file + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
-  }
-  refuse_duplicate_keys(root, file);
-  return root;
 }
 
 std::vector<ParamDoc>& param_docs()

@@ -99,9 +99,6 @@ private:
 // "a, b, c" (or joined by `separator`).
 std::string join(const std::vector<std::string>& v, const std::string& separator = ", ");
 
-// The YAML document in `text`; a syntax error is an InputError naming `file` and the line.
-YAML::Node parse_yaml(const std::string& text, const std::string& file);
-
 // Closest names to `name` among `candidates` (edit distance), for "did you mean" hints.
 std::vector<std::string> close_names(const std::string& name, const std::vector<std::string>& candidates);
 

@@ -2,6 +2,7 @@
 
 #include "base/InputError.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -24,6 +25,16 @@ const char* kind_of(std::filesystem::file_type t)
 
 } // namespace
 
+namespace {
+
+std::vector<std::string>& read_list()
+{
+  static std::vector<std::string> paths;
+  return paths;
+}
+
+} // namespace
+
 void check_input_file(const std::string& path, const std::string& what)
 {
   namespace fs = std::filesystem;
@@ -40,7 +51,11 @@ void check_input_file(const std::string& path, const std::string& what)
   if (!ec && size > static_cast<std::uintmax_t>(largest_input_file))
     throw InputError(path + ": " + what + " of " + std::to_string(size) + " bytes; the limit is " +
                      std::to_string(largest_input_file) + " bytes (1 GiB)");
+  if (std::find(read_list().begin(), read_list().end(), path) == read_list().end())
+    read_list().push_back(path);
 }
+
+const std::vector<std::string>& input_files_read() { return read_list(); }
 
 std::string read_text_file(const std::string& path, const std::string& what)
 {

@@ -135,7 +135,7 @@ TEST_CASE("the_report_refuses_files_that_are_not_memwall_results", "[report][err
   }
   CliResult a = run_cli("report " + foreign);
   CHECK(a.exit_code == 2);
-  CHECK_THAT(a.err, Catch::Contains(foreign + ": not a memwall results file (format attribute is missing"));
+  CHECK_THAT(a.err, Catch::Contains(foreign + ": not a memwall results file (an HDF5 file without memwall's checksum"));
 
   // A sweep file cut in half, as a full disk or a copy interrupted leaves it.
   std::string cut = swept("report_truncated");

@@ -4,6 +4,7 @@
 #include "analysis/FileChecksum.hpp"
 #include "analysis/Hdf5Table.hpp"
 #include "base/AtomicOutput.hpp"
+#include "tests/DamagedFiles.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <H5Cpp.h>
@@ -14,36 +15,6 @@
 #include <functional>
 
 using namespace memwall::test;
-
-namespace {
-
-// A two-point sweep's results file (GPT-2 on a desktop GPU), then `damage` applied to
-// it with the HDF5 API, and its checksum made to match again: these tests reach the
-// structural checks behind the checksum (which also guard files written before it).
-std::string damaged_sweep_file(const std::string& name, const std::function<void(H5::H5File&)>& damage)
-{
-  std::string spec = temp_path(name + ".yaml"), h5 = temp_path(name + ".h5");
-  write_file(spec, sweep_base + "grid:\n  training.micro_batch: [1, 2]\n");
-  std::filesystem::remove(h5);
-  REQUIRE(run_cli("sweep " + spec + " -o " + h5 + " -j 1").exit_code == 0);
-  {
-    H5::H5File f(h5, H5F_ACC_RDWR);
-    damage(f);
-  }
-  memwall::restamp_checksum(h5);
-  return h5;
-}
-
-void refused_file(const std::string& command, const std::string& expect)
-{
-  CliResult r = run_cli(command, "timeout 60");
-  INFO(command << ": " << r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  CHECK_THAT(r.err, Catch::Contains(expect));
-}
-
-} // namespace
 
 TEST_CASE("a_results_file_whose_columns_are_not_one_dimensional_is_refused_not_read_past_its_buffer",
           "[robustness][hdf5]")

@@ -33,7 +33,8 @@ int export_command(const std::vector<std::string>& args)
     throw InputError("export: " + out_path + ": name the output .json or .json.gz");
   check_output_path(out_path, {spec_path});
   ExperimentSpec spec = load_spec(spec_path, overrides);
-  ReplayedStep step   = replay_step(spec);
+  check_output_path(out_path, {spec_path}); // nor the spec's own inputs, now read
+  ReplayedStep step = replay_step(spec);
   nlohmann::json about{{"tokens_per_step", spec.training.tokens_per_step()},
                        {"precision", dtype_name(spec.training.precision)}};
   for (const std::string& f : write_kineto_traces(step.dag, step.result, spec.cluster.node.gpu.id, out_path, about))

@@ -6,6 +6,7 @@
 #include "analysis/ResultsFile.hpp"
 #include "app/cli/Commands.hpp"
 #include "app/sweep/ResultsFilter.hpp"
+#include "base/AtomicOutput.hpp"
 #include "base/InputError.hpp"
 
 #include <boost/program_options.hpp>
@@ -79,6 +80,7 @@ int plot_command(const std::vector<std::string>& args)
     throw InputError("plot: -o " + out + ": no directory " + dir.string());
   if (!kind.empty() && kind != "memory" && kind != "metric" && kind != "fits")
     throw InputError("plot: --kind " + kind + ": allowed are memory, metric and fits");
+  check_output_path(out, {path});
   memwall_file_format(path); // one clear line for a file that is not memwall's
 
   std::vector<std::string> argv{python(), plot_script(), path, "-o", out};

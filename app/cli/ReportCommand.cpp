@@ -54,13 +54,20 @@ int report_command(const std::vector<std::string>& args)
       if (vm.count(sweep_only) && !vm[sweep_only].defaulted())
         throw InputError(path + ": a run file; --" + std::string(sweep_only) + " applies to sweep results files");
     RunFileSummary run = read_run_file(path);
-    if (csv) {
-      std::cout << report_csv(run.summary);
-      return 0;
+    std::string text;
+    try { // a summary edited or forged into another shape: a missing key, a wrong type
+      text = csv ? report_csv(run.summary) : report_text(run.summary, run.title);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(path + ": summary_json is not the summary memwall writes (" + e.what() +
+                       "); the file is corrupt");
+    } catch (const std::out_of_range&) {
+      throw InputError(path +
+                       ": summary_json lacks a key or element of the summary memwall writes; the file is corrupt");
     }
-    std::cout << "memwall run results: " << path << " (spec " << run.spec_file << ", memwall " << run.memwall_version
-              << ", git " << run.git_commit << ")\n"
-              << report_text(run.summary, run.title);
+    if (!csv)
+      std::cout << "memwall run results: " << path << " (spec " << run.spec_file << ", memwall " << run.memwall_version
+                << ", git " << run.git_commit << ")\n";
+    std::cout << text;
     return 0;
   }
   ResultsTable t = read_sweep_file(path);

@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 
 namespace po = boost::program_options;
@@ -90,10 +91,18 @@ int run_command(const std::vector<std::string>& args)
   // outputs written so far behind.
   check_output_path(h5_path, {spec_path});
   check_output_path(trace_path, {spec_path});
-  if (!h5_path.empty() && h5_path == trace_path)
-    throw InputError(h5_path + ": -o and --trace name the same file");
+  check_distinct_outputs({{"-o", h5_path}, {"--trace", trace_path}});
   OpsTable ops        = ops_table_from("run: --ops", ops_text);
   ExperimentSpec spec = load_spec(spec_path, overrides);
+  // Again, now that the spec's own inputs are read (its HF config, request trace,
+  // profile, replayed traces); and held, so that no sweep writes them meanwhile.
+  check_output_path(h5_path, {spec_path});
+  check_output_path(trace_path, {spec_path});
+  std::optional<OutputLock> h5_lock, trace_lock;
+  if (!h5_path.empty())
+    h5_lock.emplace(h5_path);
+  if (!trace_path.empty())
+    trace_lock.emplace(trace_path);
   // A record per op only for what reads them: --trace, and -o's ops table.
   bool every_op    = !trace_path.empty() || (!h5_path.empty() && ops != OpsTable::none);
   bool timelines   = !h5_path.empty() || !trace_path.empty();

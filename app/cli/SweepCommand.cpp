@@ -96,6 +96,7 @@ int sweep_command(const std::vector<std::string>& args)
     check_output_path(out_path, {sweep_path});
     lock.emplace(out_path);
     sweep = load_sweep(sweep_path);
+    check_output_path(out_path, {sweep_path}); // and its base spec, now read
     check_sweep_metrics(sweep);
     if (resume && std::filesystem::exists(out_path)) {
       rows = read_sweep_rows(out_path, sweep, info);

@@ -6,6 +6,7 @@
 #include "analysis/RunTables.hpp"
 #include "base/AtomicOutput.hpp"
 #include "base/InputError.hpp"
+#include "base/JsonInput.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,13 @@ namespace memwall {
 namespace {
 
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+
+std::string format_g(double v)
+{
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
 
 std::string run_group_name(int64_t index)
 {
@@ -157,14 +165,56 @@ void write_points(H5::Group& root, const SweepSpec& sweep, const std::map<int64_
   attribute(g, "metrics", nlohmann::json(derived).dump());
 }
 
-} // namespace
-
-std::string format_g(double v)
+// A JSON list of names kept in an attribute of /points.
+std::vector<std::string> name_list(const H5::Group& g, const std::string& name, const std::string& path)
 {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
+  nlohmann::json j;
+  std::string why = parse_json_checked(text_attribute(g, name).value_or("[]"), j);
+  if (!why.empty() || !j.is_array() ||
+      !std::all_of(j.begin(), j.end(), [](const nlohmann::json& x) { return x.is_string(); }))
+    throw InputError(path + ": /points attribute '" + name + "' is not a JSON list of names; the file is corrupt");
+  return j.get<std::vector<std::string>>();
 }
+
+// The table as memwall writes it. A file forged or edited into another shape (a column
+// shorter than the index, an empty status, a status of neither value) is refused here,
+// once, so that no reader indexes past a column.
+void check_table(const std::string& path, const ResultsTable& t)
+{
+  auto corrupt = [&](const std::string& what) { throw InputError(path + ": " + what + "; the file is corrupt"); };
+  std::set<std::string> listed;
+  for (const std::string& c : t.columns)
+    if (!listed.insert(c).second)
+      corrupt("/points lists column '" + c + "' twice");
+  if (!t.numbers.count("index"))
+    corrupt("/points has no numeric 'index' column");
+  for (const char* c : {"status", "error"})
+    if (!t.texts.count(c))
+      corrupt(std::string("/points has no text '") + c + "' column");
+  for (const std::string& a : t.axes)
+    if (!listed.count(a))
+      corrupt("/points has no column for the axis '" + a + "'");
+  size_t rows = t.numbers.at("index").size();
+  auto same   = [&](const std::string& c, size_t n) {
+    if (n != rows)
+      corrupt("/points/" + c + " holds " + std::to_string(n) + (n == 1 ? " row" : " rows") + ", /points/index " +
+                std::to_string(rows));
+  };
+  for (const auto& [c, v] : t.numbers)
+    same(c, v.size());
+  for (const auto& [c, v] : t.texts)
+    same(c, v.size());
+  const std::vector<std::string>& status = t.texts.at("status");
+  for (size_t r = 0; r < rows; ++r)
+    if (status[r] != "ok" && status[r] != "error")
+      corrupt("/points/status row " + std::to_string(r) + " is '" + status[r] + "', not 'ok' or 'error'");
+  if (!(t.points_total >= static_cast<double>(rows) && t.points_total <= 1e12) ||
+      t.points_total != std::floor(t.points_total))
+    corrupt("points_total " + format_g(t.points_total) + " is not a count of at least the " + std::to_string(rows) +
+            " rows");
+}
+
+} // namespace
 
 std::string timestamp_now()
 {
@@ -250,17 +300,18 @@ ResultsTable read_sweep_file(const std::string& path)
     for (const char* a : {"memwall_version", "git_commit", "sweep_file", "sweep_text", "base_spec_text",
                           "hardware_profiles", "started_at", "finished_at"})
       t.attributes[a] = text_attribute(root, a).value_or("");
-    t.points_total = number_attribute(root, "points_total").value_or(0);
+    t.points_total = number_attribute(root, "points_total").value_or(nan);
     H5::Group g    = root.openGroup("points");
-    t.columns      = nlohmann::json::parse(text_attribute(g, "columns").value_or("[]")).get<std::vector<std::string>>();
-    t.axes         = nlohmann::json::parse(text_attribute(g, "axes").value_or("[]")).get<std::vector<std::string>>();
-    t.metrics      = nlohmann::json::parse(text_attribute(g, "metrics").value_or("[]")).get<std::vector<std::string>>();
+    t.columns      = name_list(g, "columns", path);
+    t.axes         = name_list(g, "axes", path);
+    t.metrics      = name_list(g, "metrics", path);
     for (const std::string& c : t.columns) {
       if (is_text_column(g, c))
         t.texts[c] = read_texts(g, c);
       else
         t.numbers[c] = read_numbers(g, c);
     }
+    check_table(path, t);
     // A point that failed has no results: its -1 and false (integer and flag columns)
     // read back as missing, like its NaN.
     std::set<std::string> own{"index"};
@@ -273,8 +324,6 @@ ResultsTable read_sweep_file(const std::string& path)
               v[r] = std::numeric_limits<double>::quiet_NaN();
   } catch (const H5::Exception& e) {
     throw InputError(path + ": unreadable memwall results file (" + e.getDetailMsg() + "); truncated or corrupt?");
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path + ": unreadable memwall results file (bad column list)");
   }
   return t;
 }

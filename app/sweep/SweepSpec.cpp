@@ -3,6 +3,7 @@
 #include "base/InputError.hpp"
 #include "base/ParamReader.hpp"
 #include "base/TextFile.hpp"
+#include "base/YamlDocument.hpp"
 #include "sim/spec/SpecParams.hpp"
 
 #include <filesystem>

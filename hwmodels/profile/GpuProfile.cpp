@@ -2,6 +2,7 @@
 
 #include "base/ParamReader.hpp"
 #include "base/TextFile.hpp"
+#include "base/YamlDocument.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,6 @@
 #include "sim/spec/ExperimentSpec.hpp"
 #include "base/TextFile.hpp"
+#include "base/YamlDocument.hpp"
 #include "hwmodels/Catalog.hpp"
 
 #include "sim/allocator/DeviceAllocator.hpp"

@@ -5,6 +5,7 @@
 #include "workloads/model/HfConfigReader.hpp"
 
 #include "base/InputError.hpp"
+#include "base/JsonInput.hpp"
 #include "base/ParamReader.hpp"
 #include "base/TextFile.hpp"
 
@@ -286,11 +287,8 @@ ModelSpec read_hf_config(const std::string& path)
 {
   std::string in = read_text_file(path, "hf_config file");
   json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) { // parse_error, and out_of_range for a number like 1e400
-    throw InputError(path + ": not valid JSON (" + std::string(e.what()) + ")");
-  }
+  if (std::string why = parse_json_checked(in, j); !why.empty())
+    throw InputError(path + ": not valid JSON (" + why + ")");
   if (!j.is_object() || !j.contains("model_type") || !j.at("model_type").is_string())
     throw InputError(path + ": not a HuggingFace config.json (no string 'model_type')");
   // A multimodal Gemma 3 keeps its language model's keys under text_config.

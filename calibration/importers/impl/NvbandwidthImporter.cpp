@@ -5,6 +5,7 @@
 #include "calibration/importers/Importer.hpp"
 
 #include "base/InputError.hpp"
+#include "base/JsonInput.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -39,11 +40,8 @@ double cell_value(const nlohmann::json& c)
 std::vector<Measurement> import_nvbandwidth(const ImportRequest& req)
 {
   nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(req.text);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(req.path + ": not JSON (" + std::string(e.what()) + ")");
-  }
+  if (std::string why = parse_json_checked(req.text, doc); !why.empty())
+    throw InputError(req.path + ": not JSON (" + why + ")");
   const nlohmann::json& root = doc.contains("nvbandwidth") ? doc["nvbandwidth"] : doc;
   if (!root.is_object() || !root.contains("testcases") || !root["testcases"].is_array())
     throw InputError(req.path + ": not nvbandwidth --json output (no testcases list)");

@@ -1,6 +1,7 @@
 #include "workloads/inference/requests/RequestTrace.hpp"
 
 #include "base/InputError.hpp"
+#include "base/JsonInput.hpp"
 #include "base/TextFile.hpp"
 #include "workloads/model/InputLimits.hpp"
 
@@ -156,11 +157,8 @@ std::vector<Request> read_jsonl(const std::string& path, std::istream& in)
     if (trim(line).empty())
       continue;
     nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception&) {
-      bad_row(path, row, "not a JSON object");
-    }
+    if (std::string why = parse_json_checked(line, j); !why.empty())
+      bad_row(path, row, "not a JSON object (" + why + ")");
     if (!j.is_object())
       bad_row(path, row, "not a JSON object");
     bool have[3]   = {false, false, false};
