@@ -196,10 +196,24 @@ NodeSpec read_node(ParamReader& r, const NodeSpec* base)
   MEMWALL_NODE_NUMBERS(MEMWALL_READ_NODE_NUMBER)
   if (n.gpus_per_pcie_switch > n.gpus)
     r.fail("gpus_per_pcie_switch", "cannot exceed gpus (" + std::to_string(n.gpus) + ")");
-  if (n.nics > 0 && n.nic_bw <= 0)
-    r.fail("nic_bw", "must be positive when the node has NICs");
-  if (n.dram_bw_per_socket <= 0 || n.pcie_uplink_bw <= 0)
-    r.fail("dram_bw_per_socket", "host bandwidths must be positive");
+  // Every rate a run may move work over is positive: a zero passed here and then
+  // stalled the replay for ever (exit 3) or aborted SimGrid (a host of no speed).
+  auto positive = [&](const char* key, double v, const char* when) {
+    if (!(v > 0))
+      r.fail(key, std::string("must be positive") + when);
+  };
+  positive("cpu_flops_per_socket", n.cpu_flops_per_socket, " (the CPU runs offloaded optimizer steps)");
+  positive("dram_bw_per_socket", n.dram_bw_per_socket, "");
+  positive("pageable_copy_bw", n.pageable_copy_bw, " (copies from pageable host memory are staged at it)");
+  positive("pcie_uplink_bw", n.pcie_uplink_bw, "");
+  if (n.sockets > 1)
+    positive("socket_link_bw", n.socket_link_bw, " when the node has more than one socket");
+  if (n.nics > 0)
+    positive("nic_bw", n.nic_bw, " when the node has NICs");
+  if (n.nvme_bytes > 0) {
+    positive("nvme_read_bw", n.nvme_read_bw, " when the node has NVMe");
+    positive("nvme_write_bw", n.nvme_write_bw, " when the node has NVMe");
+  }
   r.finish();
   return n;
 }

@@ -145,17 +145,21 @@ RunResult Replayer::run()
   static bool connected = false;
   if (!connected) {
     connected = true;
+    // An exception must not leave a callback: SimGrid's code between it and run() ends
+    // the process on one (a std::bad_alloc mid-replay aborted, exit 134). It is kept,
+    // the replay starts nothing more, and replay_loop throws it once SimGrid returns.
     sg4::Activity::on_completion_cb([](const sg4::Activity& a) {
-      if (current && a.get_state() == sg4::Activity::State::FINISHED)
-        current->on_activity_done(reinterpret_cast<uintptr_t>(a.get_data<void>()) - 1);
+      if (current && !current->failure_ && a.get_state() == sg4::Activity::State::FINISHED)
+        current->guarded([&] { current->on_activity_done(reinterpret_cast<uintptr_t>(a.get_data<void>()) - 1); });
     });
     // SimGrid still touches an activity after its completion callback: release our
     // references only once time has moved on (DESIGN.md §3).
     sg4::Engine::on_time_advance_cb([](double) {
-      if (current) {
-        current->parked_.clear();
-        current->apply_due_memory(sg4::Engine::get_clock());
-      }
+      if (current && !current->failure_)
+        current->guarded([] {
+          current->parked_.clear();
+          current->apply_due_memory(sg4::Engine::get_clock());
+        });
     });
   }
   sg4::Engine* engine = sg4::Engine::get_instance();
@@ -202,6 +206,8 @@ void Replayer::replay_loop(sg4::Engine* engine)
   for (;;) {
     drain_ready();
     engine->run();
+    if (failure_)
+      std::rethrow_exception(failure_);
     parked_.clear();
     apply_due_memory(sg4::Engine::get_clock());
     if (!source_ || completed_ != taken_)
@@ -282,6 +288,15 @@ void Replayer::start(OpId id)
   }
   if (running_acts_[id - base_] == 0)
     complete(id);
+}
+
+void Replayer::guarded(const std::function<void()>& work)
+{
+  try {
+    work();
+  } catch (...) {
+    failure_ = std::current_exception();
+  }
 }
 
 void Replayer::on_activity_done(size_t index)

@@ -15,7 +15,6 @@
 //                  the driver's time per fault batch, eviction write-backs and
 //                  migrations as flows on the GPU's PCIe route, one after another.
 #include "hwmodels/Platform.hpp"
-#include "sim/result/RunResult.hpp"
 #include "sim/collective/CollectiveAlgorithm.hpp"
 #include "sim/collective/FlowFold.hpp"
 #include "sim/paging/ManagedMemory.hpp"
@@ -23,6 +22,7 @@
 #include "sim/replay/MemoryPool.hpp"
 #include "sim/replay/OrbitFold.hpp"
 #include "sim/replay/RouteTable.hpp"
+#include "sim/result/RunResult.hpp"
 #include "sim/result/StepIntervals.hpp"
 #include "sim/timing/KernelTimer.hpp"
 #include "workloads/dag/OpDag.hpp"
@@ -30,6 +30,7 @@
 
 #include <simgrid/s4u/Activity.hpp>
 
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -341,8 +342,10 @@ private:
   std::unique_ptr<PrefetchPolicy> prefetch_;
   std::map<DeviceRef, GpuPaging> paging_;
   std::map<OpId, PagedKernel> paged_;
-  StepSource* source_         = nullptr;
-  double waiting_until_       = 0; // the time a source asked to wake at while its delay runs (replay_loop)
+  StepSource* source_   = nullptr;
+  double waiting_until_ = 0;   // the time a source asked to wake at while its delay runs (replay_loop)
+  std::exception_ptr failure_; // thrown inside a SimGrid callback; rethrown by replay_loop
+  void guarded(const std::function<void()>& work); // runs work, keeping what it throws in failure_
   size_t taken_               = 0;
   OpId base_                  = 0; // the DAG's first_id() when ops were last taken
   size_t completed_           = 0;

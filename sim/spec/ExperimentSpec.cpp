@@ -148,8 +148,9 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
   if (top.has("workload")) {
     if (top.has("model") || top.has("training") || top.has("inference") || top.has("memory"))
       throw InputError(file + ": a spec with `workload` (a recorded trace) takes only the section hardware besides it");
-    ParamReader hw       = top.section("hardware", "the cluster: node preset, node count, network", "");
-    spec.cluster         = read_hardware_section(hw, spec.collective_algorithm, spec_dir);
+    ParamReader hw = top.section("hardware", "the cluster: node preset, node count, network", "");
+    spec.cluster   = read_hardware_section(hw, spec.collective_algorithm, spec_dir);
+    refuse_unused_estimates(hw, spec.cluster.node.gpu, /*generated_step=*/false);
     ParamReader workload = top.section("workload", "a recorded workload to replay instead of a generated step");
     spec.trace_ranks     = static_cast<int>(
         workload.integer("ranks", 0,
@@ -168,8 +169,9 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
   if (!top.has("hardware") || !top.has("model") || top.has("training") == top.has("inference"))
     throw InputError(file + ": a spec needs the sections hardware, model, and one of training or inference "
                             "(or hardware and workload)");
-  ParamReader hw     = top.section("hardware", "the cluster: node preset, node count, network", "");
-  spec.cluster       = read_hardware_section(hw, spec.collective_algorithm, spec_dir);
+  ParamReader hw = top.section("hardware", "the cluster: node preset, node count, network", "");
+  spec.cluster   = read_hardware_section(hw, spec.collective_algorithm, spec_dir);
+  refuse_unused_estimates(hw, spec.cluster.node.gpu, /*generated_step=*/true);
   ParamReader model  = top.section("model", "the transformer: preset, hf_config or explicit shape", "");
   spec.model         = read_model_section(model, spec_dir);
   ParamReader memory = top.section("memory", "explicit memory, or CUDA unified memory and its hints");

@@ -3,11 +3,21 @@
 #include "hwmodels/Catalog.hpp"
 
 #include "sim/collective/CollectiveAlgorithm.hpp"
+#include <algorithm>
 #include <filesystem>
 
 namespace memwall {
 
 namespace {
+
+// The catalog GPU an inline GPU starts from ("h100-sxm-80gb-custom" -> "h100-sxm-80gb").
+std::string catalog_id(const GpuSpec& gpu)
+{
+  std::string base = gpu.id;
+  if (base.size() > 7 && base.compare(base.size() - 7, 7, "-custom") == 0)
+    base.resize(base.size() - 7);
+  return base;
+}
 
 // hardware.profile: which fitted profile times the GPU's kernels. A file is resolved
 // against the spec's folder (as model.hf_config is) and laid over the GPU's shipped
@@ -34,9 +44,7 @@ void read_profile_choice(ParamReader& r, GpuSpec& gpu, const std::string& spec_d
     throw InputError(r.location("profile") + ": " + e.what());
   }
   p.name           = path.string();
-  std::string base = gpu.id;
-  if (base.size() > 7 && base.compare(base.size() - 7, 7, "-custom") == 0)
-    base.resize(base.size() - 7);
+  std::string base = catalog_id(gpu);
   if (p.gpu != base)
     r.fail("profile", choice + " is a profile of " + p.gpu + ", not of this spec's GPU " + gpu.id);
   gpu.profile = std::make_shared<GpuProfile>(gpu.profile ? overlay_profile(*gpu.profile, p) : std::move(p));
@@ -44,12 +52,33 @@ void read_profile_choice(ParamReader& r, GpuSpec& gpu, const std::string& spec_d
 
 } // namespace
 
+void refuse_unused_estimates(const ParamReader& hw, const GpuSpec& gpu, bool generated_step)
+{
+  const GpuProfile* p          = gpu.profile.get();
+  std::vector<std::string> ids = gpu_preset_ids();
+  if (!p || std::find(ids.begin(), ids.end(), catalog_id(gpu)) == ids.end())
+    return;
+  GpuSpec catalog = gpu_preset(catalog_id(gpu));
+  auto refuse     = [&](const std::string& key, const std::string& what) {
+    hw.fail("gpu." + key, "would change nothing: " + what + " come from the GPU's fitted profile (" + p->name +
+                                  "); give hardware.profile: none to time kernels by the catalog's estimates instead");
+  };
+  bool gemms_measured = !p->gemm.empty() || !p->gemm_passes.empty();
+  if (generated_step && gemms_measured && gpu.matmul_efficiency != catalog.matmul_efficiency)
+    refuse("matmul_efficiency", "GEMM times");
+  if (!p->elementwise.empty() && gpu.kernel_overhead_s != catalog.kernel_overhead_s)
+    refuse("kernel_overhead_s", "kernel launch times");
+}
+
 ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algorithm, const std::string& spec_dir)
 {
   ClusterSpec c;
   c.node           = read_node_ref(r, "node", "node preset id (see `memwall list nodes`) or inline node", nullptr);
   GpuSpec node_gpu = c.node.gpu;
   c.node.gpu       = read_gpu_ref(r, "gpu", "replace the node's GPU: preset id or mapping", &node_gpu);
+  if (gpu_links(c.node.fabric) && c.node.gpu.nvlink_bw <= 0) // the node's check, for the GPU that replaced its own
+    r.fail("gpu", std::string("the node's fabric ") + gpu_fabric_name(c.node.fabric) +
+                      " needs a GPU with nvlink_bw > 0 (a node of fabric pcie takes GPUs without NVLink)");
   read_profile_choice(r, c.node.gpu, spec_dir);
   c.nodes = static_cast<int>(r.integer("nodes", 1, "number of nodes", 1, "", 100'000));
   c.gpus_per_node =

@@ -9,4 +9,10 @@ namespace memwall {
 // Returns the cluster and the collective algorithm chosen under hardware.network.
 ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algorithm, const std::string& spec_dir);
 
+// A fitted profile times what it measured, so the catalog estimates it replaces are
+// unused: `hardware.gpu.matmul_efficiency` (GEMMs of a generated step; a replayed
+// trace still scales its recorded GEMMs by it) and `kernel_overhead_s` (launches). A
+// value changed from the catalog's there is refused, not silently ignored.
+void refuse_unused_estimates(const ParamReader& hw, const GpuSpec& gpu, bool generated_step);
+
 } // namespace memwall

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -71,8 +72,10 @@ bool parse_time(const std::string& text, double& out)
   tm.tm_mon  = mo - 1;
   tm.tm_mday = d;
   out        = static_cast<double>(timegm(&tm)) + h * 3600.0 + mi * 60.0 + sec;
-  return true;
+  return std::fabs(out) <= 1e11; // as a number's: a date in the year 9999 is 2.5e11 s
 }
+
+constexpr double max_trace_span_s = 1e9;
 
 [[noreturn]] void bad_row(const std::string& path, size_t row, const std::string& what)
 {
@@ -218,9 +221,22 @@ std::vector<Request> read_request_trace(const std::string& path)
     throw InputError(path + ": unknown trace format '" + ext + "'; allowed: .csv (with a header row), .jsonl");
   if (out.empty())
     throw InputError(path + ": the trace holds no requests");
+  if (out.size() > static_cast<size_t>(limits::requests))
+    throw InputError(path + ": the trace holds " + std::to_string(out.size()) + " requests; at most " +
+                     std::to_string(limits::requests) + " in one run");
   std::stable_sort(out.begin(), out.end(),
                    [](const Request& a, const Request& b) { return a.arrival_s < b.arrival_s; });
   double t0 = out.front().arrival_s;
+  // The replay's clock runs to the last arrival: past 1e9 s (31 years) a double resolves
+  // it no finer than 1e-7 s, and one far-off date quantised every latency (TPOT 3.3e-4 s
+  // read 6.1e-5 or 0).
+  if (out.back().arrival_s - t0 > max_trace_span_s) {
+    char span[32];
+    std::snprintf(span, sizeof span, "%.4g", out.back().arrival_s - t0);
+    throw InputError(path + ":" + std::to_string(out.back().row) + ": arrives " + span +
+                     " s after the first request (row " + std::to_string(out.front().row) +
+                     "); a trace spans at most 1e9 s");
+  }
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].arrival_s -= t0;
     out[i].id = static_cast<int64_t>(i);
