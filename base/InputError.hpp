@@ -6,9 +6,20 @@
 
 namespace memwall {
 
+// A NUL byte the user wrote (a key, a preset name) is kept as the text "\x00": the
+// message is stored and printed as a C string, which ended at it ("unknown model preset
+// 'gp").
+inline std::string without_nul(const std::string& text)
+{
+  std::string out;
+  for (char c : text)
+    out += c == '\0' ? std::string("\\x00") : std::string(1, c);
+  return out;
+}
+
 class InputError : public std::runtime_error {
 public:
-  explicit InputError(const std::string& message) : std::runtime_error(message) {}
+  explicit InputError(const std::string& message) : std::runtime_error(without_nul(message)) {}
 };
 
 // `text` as one printable line: control characters (a newline in a key or value the

@@ -68,6 +68,10 @@ int usage(FILE* out)
   std::fprintf(out, "usage: memwall <command> [options]   (memwall --version: the version)\n\ncommands:\n");
   for (const auto& [name, c] : commands())
     std::fprintf(out, "  %-9s %s\n", name.c_str(), c.summary);
+  if (out == stdout && (std::fflush(stdout) != 0 || std::ferror(stdout))) {
+    std::fprintf(stderr, "memwall: runtime failure: writing to standard output failed (disk full?)\n");
+    return 3;
+  }
   return out == stderr ? 2 : 0;
 }
 
@@ -93,6 +97,8 @@ int main(int argc, char** argv)
     return usage(stdout);
   if (name == "--version" || name == "version") {
     std::printf("memwall %s (commit %s)\n", memwall::memwall_version().c_str(), memwall::memwall_git_commit().c_str());
+    if (std::fflush(stdout) != 0 || std::ferror(stdout))
+      return fail(3, "memwall: runtime failure: writing to standard output failed (disk full?)");
     return 0;
   }
   auto it = commands().find(name);

@@ -130,8 +130,11 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file, con
     throw InputError(file + ": give exactly one of base (an experiment spec file) or spec (inline)");
   if (!base.empty()) {
     std::filesystem::path p = std::filesystem::path(dir) / base;
-    if (!std::filesystem::is_regular_file(p))
-      throw InputError(top.location("base") + ": " + p.string() + " not found");
+    try { // a FIFO, a directory or a missing file, each by name
+      check_input_file(p.string(), "base spec");
+    } catch (const InputError& e) {
+      throw InputError(top.location("base") + ": " + e.what());
+    }
     s.base_file = p.string();
     s.base_text = read_text_file(p.string(), "base spec");
     s.base_dir  = p.parent_path().string();

@@ -26,7 +26,9 @@ private:
   gzFile file_ = nullptr;
   std::string path_;
   std::array<char, 1 << 16> buffer_{};
-  size_t consumed_ = 0;
+  size_t consumed_                           = 0;
+  size_t stored_                             = 0; // the file's size on disk
+  static constexpr size_t largest_gzip_ratio = 200;
 };
 
 } // namespace memwall

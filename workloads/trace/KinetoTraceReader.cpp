@@ -1,6 +1,7 @@
 // Streaming reader of Kineto traces: nlohmann's SAX interface over a gzip stream, so a
 // trace is never held whole, only the events memwall keeps (KinetoTrace.hpp).
 #include "base/InputError.hpp"
+#include "base/JsonInput.hpp"
 #include "workloads/trace/GzipInput.hpp"
 #include "workloads/trace/KinetoTrace.hpp"
 
@@ -205,7 +206,7 @@ private:
   struct Event {
     std::string ph, cat, name;
     int64_t tid = 0, ts_ns = 0, dur_ns = 0;
-    bool has_ts = false;
+    bool has_ts = false, ts_given = false, dur_given = false, dur_ok = true;
     // args
     int64_t device = -1, stream = -1, correlation = -1;
     double bytes = 0;
@@ -233,6 +234,11 @@ private:
   }
   bool dom_open(nlohmann::json v)
   {
+    // Copying and dumping a value recurse: a memwall record nested 100,000 deep
+    // overflowed the stack once read. None memwall writes is deeper than 3.
+    if (dom_.size() >= static_cast<size_t>(json_max_depth))
+      throw InputError(out_.file + ": traceEvents[" + std::to_string(events_) + "]: args.memwall nested deeper than " +
+                       std::to_string(json_max_depth) + " levels");
     if (dom_.empty()) {
       captured_ = std::move(v);
       dom_.push_back(&captured_);
@@ -299,10 +305,13 @@ private:
       event_.name = v.s;
     else if (k == "tid")
       event_.tid = to_int(v);
-    else if (k == "ts")
-      event_.has_ts = to_ns(v, event_.ts_ns);
-    else if (k == "dur")
-      to_ns(v, event_.dur_ns);
+    else if (k == "ts") {
+      event_.ts_given = true;
+      event_.has_ts   = to_ns(v, event_.ts_ns);
+    } else if (k == "dur") {
+      event_.dur_given = true;
+      event_.dur_ok    = to_ns(v, event_.dur_ns);
+    }
   }
 
   void arg_field(const Scalar& v)
@@ -351,6 +360,13 @@ private:
   {
     Event& e = event_;
     key2_[1].clear();
+    size_t index = events_++;
+    // A span whose time is not a number of microseconds, or that ends before it starts,
+    // was dropped without a word: the replay then missed kernels the trace holds.
+    if (e.ph == "X" && ((e.ts_given && !e.has_ts) || (e.dur_given && (!e.dur_ok || e.dur_ns < 0))))
+      throw InputError(out_.file + ": traceEvents[" + std::to_string(index) + "] ('" + one_line(e.name) +
+                       "'): " + (e.ts_given && !e.has_ts ? "ts" : "dur") +
+                       " must be a number of microseconds (dur not negative), within 4e15");
     if (!e.memwall.is_null())
       out_.memwall_ops.push_back(std::move(e.memwall));
     if (!e.has_ts)
@@ -418,6 +434,7 @@ private:
   std::string key2_[2]; // keys at depths 2 and 3
   std::string arg_;     // key inside an event's args
   Event event_;
+  size_t events_ = 0; // traceEvents read so far
   std::unordered_map<std::string, uint32_t> name_ids_;
   std::vector<nlohmann::json*> dom_;
   nlohmann::json captured_;
