@@ -181,8 +181,12 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
     if (!m.pass.empty() && (m.benchmark != "gemm" || !measured_gemm_pass(m.pass)))
       throw InputError(where + ": column pass is '" + m.pass +
                        "'; a gemm row's pass is fwd, dgrad or wgrad (or empty)");
-    if (m.time_s <= 0)
-      throw InputError(where + ": column time_s must be a positive number of seconds");
+    // The ranges a spec's times and sizes have (Quantity.hpp): a row beyond them (an
+    // import of a bandwidth of 1e-300, a time of 5e299 s) could only fit nonsense.
+    if (!(m.time_s >= 1e-12 && m.time_s <= 1e4))
+      throw InputError(where + ": column time_s must be seconds in [1e-12, 1e4], got " + format(m.time_s));
+    if (!(m.bytes >= 0 && m.bytes <= 1e18))
+      throw InputError(where + ": column bytes must lie in [0, 1e18], got " + format(m.bytes));
     if (m.benchmark == "gemm" && (m.m <= 0 || m.n <= 0 || m.k <= 0 || m.dtype.empty()))
       throw InputError(where + ": a gemm row needs dtype, m, n and k");
     if (is_collective(m.benchmark) && (m.ranks < 2 || m.ranks_per_node < 1 || m.bytes <= 0))

@@ -134,3 +134,30 @@ TEST_CASE("running_out_of_memory_while_writing_a_trace_is_exit_3_not_an_abort", 
     std::filesystem::remove(out);
   }
 }
+
+TEST_CASE("what_calibrate_writes_the_next_command_reads", "[robustness][calibration]")
+{
+  // import wrote rows that fit refused, and fit wrote profiles (launch_s 4e-17, blend
+  // 7.9e34) that run and check refused, each with exit 0. Both now read back what they
+  // would write through the reader of the next command, and refuse instead.
+  std::string header = "gpu,benchmark,dtype,m,n,k,ranks,ranks_per_node,bytes,flops,time_s,samples,source,layer,pass\n";
+  std::string gemms = temp_path("wild_gemms.csv"), profile = temp_path("wild_gemms.yaml");
+  write_file(gemms, header + "h100-sxm-80gb,gemm,bf16,3927,24777,3720,,,,,1.23e-05,,,,fwd\n"
+                             "h100-sxm-80gb,gemm,bf16,94,10105,167,,,,,65.5,,,,fwd\n"
+                             "h100-sxm-80gb,gemm,bf16,24793,3,4,,,,,108,,,,fwd\n"
+                             "h100-sxm-80gb,gemm,bf16,67204,151,1359,,,,,1.8e-09,,,,fwd\n");
+  std::filesystem::remove(profile);
+  refused_file("calibrate fit " + gemms + " -o " + profile, "these measurements fit a profile memwall would refuse (" +
+                                                                profile +
+                                                                ":9: gemm.bf16.launch_s: must lie in [0.5 us, 1 ms])");
+  CHECK_FALSE(std::filesystem::exists(profile));
+
+  // nvbandwidth output of 1e-300 GB/s: a copy of 5e299 s.
+  std::string nvb = temp_path("slow_nvbandwidth.json"), csv = temp_path("slow_nvbandwidth.csv");
+  write_file(nvb, R"({"nvbandwidth": {"bufferSize": 536870912, "testcases": [{"name": "host_to_device_memcpy_ce",
+    "bandwidth_matrix": [["1e-300"]]}]}})");
+  std::filesystem::remove(csv);
+  refused_file("calibrate import nvbandwidth " + nvb + " --gpu h100-sxm-80gb -o " + csv,
+               "column time_s must be seconds in [1e-12, 1e4], got 5.36870912e+299");
+  CHECK_FALSE(std::filesystem::exists(csv));
+}

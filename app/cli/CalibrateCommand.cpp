@@ -108,6 +108,14 @@ int import(const std::vector<std::string>& args)
     std::vector<Measurement> more = fn({inputs[i], read_text_file(inputs[i], "measurement file"), gpu});
     rows.insert(rows.end(), more.begin(), more.end());
   }
+  // What import writes, fit must read: every row read back through the same checks
+  // first (an importer's row that fit refused was written with exit 0).
+  try {
+    parse_measurements(measurements_csv(rows), "calibrate import: row");
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + " (made from " + join({inputs.begin() + 1, inputs.end()}) +
+                     "); nothing written");
+  }
   write_measurements(vm["output"].as<std::string>(), rows);
   std::printf("memwall: %zu measurements written to %s\n", rows.size(), vm["output"].as<std::string>().c_str());
   return 0;
@@ -195,9 +203,19 @@ int fit(const std::vector<std::string>& args)
   GpuProfile p       = fit_profile(mine, spec, "memwall calibrate fit over " + source);
   p.event_overhead_s = event_overhead;
   p.launch_gap_s     = launch_gap;
+  // What fit writes, run and check must read: the profile read back through the same
+  // checks first (a fit of extreme rows wrote launch_s 4e-17 and blend 7.9e34, which
+  // every later command refused).
+  std::string yaml = profile_yaml(p);
+  try {
+    read_profile(yaml, out);
+  } catch (const InputError& e) {
+    throw InputError("calibrate fit: these measurements fit a profile memwall would refuse (" + std::string(e.what()) +
+                     "); check their rows, or leave them out with --exclude; nothing written");
+  }
   write_atomically(out, [&](const std::string& temp) {
     std::ofstream f(temp);
-    f << profile_yaml(p);
+    f << yaml;
     f.close();
     if (!f)
       throw std::runtime_error(out + ": could not write the profile");
