@@ -10,7 +10,15 @@ a finding: the case's files are kept under --keep and the run exits 1.
   tests/fuzz/fuzz_cli.py --binary build/memwall --cases 300 --seed 1   # the CI corpus
   make fuzz N=5000                                                     # a longer hunt
 
-The same seed gives the same cases. Standard library only.
+Beyond its exit code every case is held to invariants: no input file changes (an output
+never replaces an input), and a run that exits 0 reports numbers inside physical bounds.
+The hostile generators (hostile.py) make results files that pass the checksum but not
+the structure, HF configs, profiles and JSONL traces mutated, YAML alias loops and
+bombs, outputs that are links to inputs, and two processes writing one output.
+
+The same seed gives the same cases. Standard library only, and h5py where the
+interpreter has it (Debian's /usr/bin/python3 after scripts/install_deps.sh): without
+it, structural cases of results files become byte mutations stamped again.
 """
 import argparse
 import concurrent.futures
@@ -21,6 +29,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+
+import hostile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -141,7 +153,7 @@ def mutate_text(rng, text):
     """One to four structural or byte-level edits of a YAML or CSV text."""
     lines = text.split("\n")
     for _ in range(rng.randint(1, 4)):
-        op = rng.randrange(9)
+        op = rng.randrange(10)
         i = rng.randrange(len(lines)) if lines else 0
         if op == 0 and lines:                                   # a value becomes an extreme one
             line = lines[i]
@@ -176,6 +188,8 @@ def mutate_text(rng, text):
         elif op == 8 and len(lines) > 1:                        # swap two lines
             j = rng.randrange(len(lines))
             lines[i], lines[j] = lines[j], lines[i]
+        elif op == 9:                                           # aliases: a loop, a bomb
+            lines.insert(i, hostile.alias_insert(rng))
     return "\n".join(lines)
 
 
@@ -194,12 +208,75 @@ def mutate_binary(rng, data):
 
 
 class Case:
-    def __init__(self, name, files, args, outputs, created_outputs_ok=False):
+    def __init__(self, name, files, args, outputs, created_outputs_ok=False, links=None, rival=None,
+                 kept_inputs=None):
         self.name, self.files, self.args, self.outputs = name, files, args, outputs
         self.created_outputs_ok = created_outputs_ok   # a sweep's file exists from its start
+        self.links = links or {}                       # name -> target, made before the run
+        self.rival = rival                             # args of a second process started alongside
+        # Files that must keep their bytes: every input but one the command rewrites.
+        self.kept_inputs = kept_inputs if kept_inputs is not None else [f for f in files if f not in outputs]
+
+
+def make_hostile_case(rng, n, h5_seeds):
+    """issue 37's generators: see hostile.py."""
+    kind = rng.choice(["h5struct", "h5struct", "h5stamped", "h5plain", "hf", "profile", "jsonl", "link", "shared"])
+    name = "%05d-%s" % (n, kind)
+    run_args = ["run", "spec.yaml", "-o", "out.h5", "--trace", "out.json", "--json"]
+    if kind.startswith("h5"):
+        seed = rng.choice(sorted(s for s in h5_seeds if s.endswith(".h5")))
+        image = h5_seeds[seed]
+        if kind == "h5plain":
+            data = hostile.plain_hdf5(image)
+        elif kind == "h5struct" and hostile.h5py is not None:
+            data = hostile.structural_mutation(rng, image, tempfile.gettempdir())
+        else:
+            data = hostile.stamped_byte_mutation(rng, image, mutate_binary)
+        files = {"in.h5": data}
+        choice = rng.randrange(4)
+        if choice == 1 and seed == "sweep.h5":
+            files["sweep.yaml"] = SWEEP_SEED
+            return Case(name, files, ["sweep", "sweep.yaml", "-o", "in.h5", "--resume", "-j", "1"], [],
+                        kept_inputs=["sweep.yaml"])
+        if choice == 2:
+            return Case(name, files, ["plot", "in.h5", "-o", "out.png"] +
+                        (["--kind", "memory", "--point", "0"] if seed == "sweep.h5" and rng.random() < 0.5 else []),
+                        ["out.png"])
+        return Case(name, files, ["report", "in.h5"] + (["--csv"] if choice == 3 else []), [])
+    if kind == "hf":
+        return Case(name, {"spec.yaml": hostile.HF_SPEC,
+                           "config.json": hostile.mutate_json_text(rng, hostile.hf_config_seed(rng))},
+                    run_args, ["out.h5", "out.json"])
+    if kind == "profile":
+        return Case(name, {"spec.yaml": hostile.PROFILE_SPEC,
+                           "profile.yaml": mutate_text(rng, hostile.profile_seed())}, run_args, ["out.h5", "out.json"])
+    if kind == "jsonl":
+        return Case(name, {"spec.yaml": hostile.JSONL_SPEC, "trace.jsonl": hostile.mutate_jsonl(rng, hostile.JSONL_SEED)},
+                    run_args, ["out.h5", "out.json"])
+    if kind == "link":
+        # An output that is a link (to the spec), or names the spec, or a planted link at
+        # a temporary name beside it: the spec must keep its bytes.
+        files = {"spec.yaml": SPEC_SEEDS["train.yaml"]}
+        choice = rng.randrange(4)
+        if choice == 0:
+            return Case(name, files, ["run", "spec.yaml", "-o", "out.h5"], [], links={"out.h5": "spec.yaml"})
+        if choice == 1:
+            return Case(name, files, ["run", "spec.yaml", "--trace", "./spec.yaml"], [])
+        if choice == 2:
+            return Case(name, files, ["run", "spec.yaml", "-o", "out.h5", "--trace", "./out.h5"], ["out.h5"])
+        files["sweep.h5"] = h5_seeds["sweep.h5"]
+        return Case(name, files, ["plot", "sweep.h5", "-o", "out.png"], ["out.png"],
+                    links={".out.png.tmp.png": "spec.yaml"})
+    # Two processes, one output: a sweep and a run -o of the same file.
+    files = {"sweep.yaml": SWEEP_SEED, "spec.yaml": SPEC_SEEDS["train.yaml"]}
+    # (Whichever takes the lock first writes; the other is refused with exit 2.)
+    return Case(name, files, ["sweep", "sweep.yaml", "-o", "results.h5", "-j", "1"], [],
+                rival=["run", "spec.yaml", "-o", "results.h5"])
 
 
 def make_case(rng, n, h5_seeds, params):
+    if rng.random() < 0.4:
+        return make_hostile_case(rng, n, h5_seeds)
     kind = rng.choice(["spec", "spec", "spec", "set", "sweep", "trace", "kineto", "hdf5"])
     name = "%05d-%s" % (n, kind)
     if kind == "kineto":
@@ -255,12 +332,26 @@ def run_case(binary, case, timeout, keep):
             mode = "wb" if isinstance(content, bytes) else "w"
             with open(os.path.join(work, fname), mode) as f:
                 f.write(content)
+        for link, target in case.links.items():
+            os.symlink(target, os.path.join(work, link))
+        before = hostile.input_digests(work, case.kept_inputs)
+        env = dict(os.environ, LC_ALL="C")
+        rival = None
+        if case.rival:  # started alongside, a moment after the case's own command
+            def start_rival():
+                time.sleep(0.05)
+                return subprocess.run([binary] + case.rival, cwd=work, capture_output=True, timeout=timeout, env=env)
+            result = {}
+            rival = threading.Thread(target=lambda: result.setdefault("p", start_rival()))
+            rival.start()
+        out = b""
         try:
-            p = subprocess.run([binary] + case.args, cwd=work, capture_output=True, timeout=timeout,
-                               env=dict(os.environ, LC_ALL="C"))
-            code, err = p.returncode, p.stderr.decode("utf-8", "replace")
+            p = subprocess.run([binary] + case.args, cwd=work, capture_output=True, timeout=timeout, env=env)
+            code, err, out = p.returncode, p.stderr.decode("utf-8", "replace"), p.stdout
         except subprocess.TimeoutExpired:
             code, err = None, ""
+        if rival:
+            rival.join()
         problem = None
         if code is None:
             problem = "hang: no exit within %d s" % timeout
@@ -275,9 +366,22 @@ def run_case(binary, case, timeout, keep):
             if left:
                 problem = "output left behind after exit %d: %s" % (code, ", ".join(left))
         if problem is None:
-            temps = [f for f in os.listdir(work) if ".tmp" in f]
+            temps = [f for f in os.listdir(work) if ".tmp" in f and f not in case.links]
             if temps:
                 problem = "temporary files left behind: " + ", ".join(temps)
+        if problem is None and code is not None:
+            problem = hostile.check_invariants(code, out.decode("utf-8", "replace"), case.args, before, work,
+                                               case.kept_inputs)
+        if rival:
+            r = result.get("p")
+            if problem is None and (r is None or r.returncode not in (0, 2) or
+                                    (r.returncode and r.stderr.count(b"\n") != 1)):
+                problem = "the rival process ended with %s" % (r.returncode if r else "no result")
+            # Whichever wrote last, what is there is a whole file memwall reads.
+            if problem is None and os.path.exists(os.path.join(work, "results.h5")) and subprocess.run(
+                    [binary, "report", "results.h5"], cwd=work, capture_output=True, timeout=timeout,
+                    env=env).returncode != 0:
+                problem = "the shared output is not a readable results file after both finished"
         if problem and keep:
             dest = os.path.join(keep, case.name)
             shutil.rmtree(dest, ignore_errors=True)
