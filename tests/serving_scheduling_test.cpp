@@ -153,3 +153,18 @@ TEST_CASE("a_serving_wait_shorter_than_the_engine_resolves_still_ends", "[infere
   REQUIRE(r.exit_code == 0);
   CHECK(nlohmann::json::parse(r.out)["requests_completed"] == 8);
 }
+
+TEST_CASE("a_burst_of_sixty_thousand_requests_into_a_tiny_kv_cache_is_served_to_the_last", "[inference][robustness]")
+{
+  // Issue 37: GPT-2 on a desktop RTX 4070 with a Poisson rate of 1e9 and 60,000 one-token
+  // requests livelocked on waits of ~8e-15 s. With the KV cache squeezed to a few blocks
+  // (gpu_memory_utilization 0.96) every request waits, is scheduled and completes.
+  std::string spec = temp_path("burst.yaml");
+  write_file(spec, "hardware: {node: desktop-4070}\nmodel: {preset: gpt2}\n"
+                   "inference: {max_num_seqs: 20000, gpu_memory_utilization: 0.96,\n"
+                   "            poisson: {rate: 1e9, requests: 60000, seed: 1, prompt_len: 1, output_len: 1}}\n");
+  CliResult r = run_cli("run " + spec + " --json", "timeout 120");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out)["requests_completed"] == 60000);
+}

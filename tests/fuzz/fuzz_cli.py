@@ -325,7 +325,7 @@ def make_case(rng, n, h5_seeds, params):
     return Case(name, files, args, [])
 
 
-def run_case(binary, case, timeout, keep):
+def run_case(binary, case, timeout, keep, slow=0):
     work = tempfile.mkdtemp(prefix="memwall-fuzz-")
     try:
         for fname, content in case.files.items():
@@ -345,16 +345,20 @@ def run_case(binary, case, timeout, keep):
             rival = threading.Thread(target=lambda: result.setdefault("p", start_rival()))
             rival.start()
         out = b""
+        started = time.monotonic()
         try:
             p = subprocess.run([binary] + case.args, cwd=work, capture_output=True, timeout=timeout, env=env)
             code, err, out = p.returncode, p.stderr.decode("utf-8", "replace"), p.stdout
         except subprocess.TimeoutExpired:
             code, err = None, ""
+        seconds = time.monotonic() - started
         if rival:
             rival.join()
         problem = None
         if code is None:
             problem = "hang: no exit within %d s" % timeout
+        elif slow and seconds > slow:
+            problem = "slow: %.1f s (limit %g s)" % (seconds, slow)
         elif code < 0:
             problem = "killed by signal %d" % -code
         elif code not in (0, 2, 3):
@@ -388,7 +392,7 @@ def run_case(binary, case, timeout, keep):
             shutil.copytree(work, dest)
             with open(os.path.join(dest, "COMMAND"), "w") as f:
                 f.write("cd %s && %s %s\n# %s\n%s" % (dest, binary, " ".join(case.args), problem, err))
-        return code, problem, err
+        return code, problem, err, seconds
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -420,6 +424,9 @@ def main():
     ap.add_argument("--cases", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=60, help="seconds per case before it counts as a hang")
+    ap.add_argument("--slow", type=float, default=0,
+                    help="seconds past which a case is a finding (issue 37: no input of <= 1 MB takes more than "
+                         "10 s to be refused); 0: none")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--keep", default="fuzz-findings", help="folder for the files of failing cases")
     a = ap.parse_args()
@@ -431,9 +438,11 @@ def main():
     cases = [make_case(rng, n, h5, params) for n in range(a.cases)]
     counts, findings = {}, []
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-        futures = {pool.submit(run_case, binary, c, a.timeout, a.keep): c for c in cases}
+        futures = {pool.submit(run_case, binary, c, a.timeout, a.keep, a.slow): c for c in cases}
+        slowest = (0.0, "")
         for fut in concurrent.futures.as_completed(futures):
-            code, problem, err = fut.result()
+            code, problem, err, seconds = fut.result()
+            slowest = max(slowest, (seconds, futures[fut].name))
             kind = futures[fut].name.split("-", 1)[1]
             key = (kind, "finding" if problem else "exit %s" % code)
             counts[key] = counts.get(key, 0) + 1
@@ -442,6 +451,7 @@ def main():
     for kind in sorted({k for k, _ in counts}):
         outcomes = ", ".join("%s: %d" % (o, n) for (k, o), n in sorted(counts.items()) if k == kind)
         print("%-6s %s" % (kind, outcomes))
+    print("slowest case: %s, %.2f s" % (slowest[1], slowest[0]))
     for name, problem, err in sorted(findings):
         print("FINDING %s: %s | %s" % (name, problem, " / ".join(err)))
     print("%d cases, seed %d, %d findings%s" % (a.cases, a.seed, len(findings),
