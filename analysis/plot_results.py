@@ -99,6 +99,13 @@ def short(axis):
 
 # ---------------------------------------------------------------------------- reading
 
+def texts(d):
+    """A text column's values; a column of another type is a damaged file (bad input)."""
+    if d.dtype.kind != "O":
+        raise BadInput(f"{d.name} is not a text column; the file is corrupt")
+    return d.asstr()[:]
+
+
 def read_points(f):
     import numpy as np
     g = f["points"]
@@ -107,7 +114,7 @@ def read_points(f):
     table = {}
     for c in columns:
         d = g[c]
-        table[c] = list(d.asstr()[:]) if d.dtype.kind == "O" else np.asarray(d[:], dtype=float).tolist()
+        table[c] = list(texts(d)) if d.dtype.kind == "O" else np.asarray(d[:], dtype=float).tolist()
     return table, axes
 
 
@@ -149,7 +156,7 @@ def memory_series(g):
     """Per category bytes after every change, as arrays aligned with the change times."""
     import numpy as np
     t = np.asarray(g["time_s"][:], dtype=float)
-    cat = np.asarray(g["category"].asstr()[:]) if len(t) else np.asarray([], dtype=str)
+    cat = np.asarray(texts(g["category"])) if len(t) else np.asarray([], dtype=str)
     cb = np.asarray(g["category_bytes"][:], dtype=float)
     total = np.asarray(g["total_bytes"][:], dtype=float)
     series = {}
@@ -185,7 +192,7 @@ def read_phases(f):
     ops = f["phases"] if "phases" in f else f["ops"] if "ops" in f else None  # --ops summary: the spans
     if ops is None or "phase" not in ops or "start_s" not in ops:
         return None
-    return (ops["device"].asstr()[:], ops["phase"].asstr()[:], np.asarray(ops["start_s"][:], dtype=float),
+    return (texts(ops["device"]), texts(ops["phase"]), np.asarray(ops["start_s"][:], dtype=float),
             np.asarray(ops["end_s"][:], dtype=float))
 
 

@@ -145,3 +145,18 @@ TEST_CASE("a_file_that_crashes_or_stalls_libhdf5_is_refused_by_a_child_that_read
     CHECK_FALSE(std::filesystem::exists(out));
   }
 }
+
+TEST_CASE("a_column_of_the_wrong_type_is_refused_by_plot_as_a_damaged_file", "[robustness][hdf5]")
+{
+  // Found by the extended fuzzer (seed 301, case 2033): a run file's memory categories
+  // stored as numbers made the plotting script fail on a TypeError (exit 3, "runtime
+  // failure"); a damaged file is bad input.
+  std::string h5 = damaged_run_file("numeric_categories", [](H5::H5File& f) {
+    H5::Group g = f.openGroup("/memory/node0.gpu0");
+    size_t n    = static_cast<size_t>(memwall::column_rows(g.openDataSet("category"), "category"));
+    g.unlink("category");
+    memwall::column(g, "category", std::vector<double>(n, 1.0));
+  });
+  refused_file("plot " + h5 + " -o " + temp_path("numeric_categories.png"),
+               "/memory/node0.gpu0/category is not a text column; the file is corrupt");
+}

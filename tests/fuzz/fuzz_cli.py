@@ -216,6 +216,8 @@ class Case:
         self.rival = rival                             # args of a second process started alongside
         # Files that must keep their bytes: every input but one the command rewrites.
         self.kept_inputs = kept_inputs if kept_inputs is not None else [f for f in files if f not in outputs]
+        # A damaged or forged results file is bad input: exit 2, never a runtime failure.
+        self.bad_input_only = name.split("-", 1)[1].startswith("h5") or name.endswith("hdf5")
 
 
 def make_hostile_case(rng, n, h5_seeds):
@@ -363,6 +365,8 @@ def run_case(binary, case, timeout, keep, slow=0):
             problem = "killed by signal %d" % -code
         elif code not in (0, 2, 3):
             problem = "exit code %d" % code
+        elif code == 3 and case.bad_input_only:
+            problem = "exit 3 (a runtime failure) on a damaged results file, which is bad input (2)"
         elif code != 0 and err.count("\n") != 1:
             problem = "%d lines on stderr" % err.count("\n")
         elif code != 0 and not (code == 3 and case.created_outputs_ok):
