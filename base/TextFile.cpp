@@ -23,10 +23,6 @@ const char* kind_of(std::filesystem::file_type t)
   }
 }
 
-} // namespace
-
-namespace {
-
 std::vector<std::string>& read_list()
 {
   static std::vector<std::string> paths;

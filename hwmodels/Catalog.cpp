@@ -73,6 +73,13 @@ Spec preset_or_inline(ParamReader& r, const std::string& key, const std::string&
   r.fail(key, "is required (" + desc + ")");
 }
 
+// A quantity that must exceed zero; `why` (" when ...", " (...)") follows "must be positive".
+void require_positive(const ParamReader& r, const char* key, double v, const char* why = "")
+{
+  if (!(v > 0))
+    r.fail(key, std::string("must be positive") + why);
+}
+
 } // namespace
 
 std::vector<std::string> gpu_preset_ids() { return keys_of(gpus_root()); }
@@ -142,14 +149,10 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
     r.fail("matmul_efficiency", "an efficiency lies in (0, 1]");
   if (g.attention_efficiency <= 0)
     r.fail("attention_efficiency", "an efficiency lies in (0, 1]");
-  auto positive = [&](const char* key, double v) {
-    if (v <= 0)
-      r.fail(key, "must be positive");
-  };
-  positive("memory_bytes", g.memory_bytes);
-  positive("hbm_achievable_bw", g.hbm_achievable_bw);
-  positive("h2d_bw", g.h2d_bw);
-  positive("d2h_bw", g.d2h_bw);
+  require_positive(r, "memory_bytes", g.memory_bytes);
+  require_positive(r, "hbm_achievable_bw", g.hbm_achievable_bw);
+  require_positive(r, "h2d_bw", g.h2d_bw);
+  require_positive(r, "d2h_bw", g.d2h_bw);
   r.finish();
   return g;
 }
@@ -198,21 +201,17 @@ NodeSpec read_node(ParamReader& r, const NodeSpec* base)
     r.fail("gpus_per_pcie_switch", "cannot exceed gpus (" + std::to_string(n.gpus) + ")");
   // Every rate a run may move work over is positive: a zero passed here and then
   // stalled the replay for ever (exit 3) or aborted SimGrid (a host of no speed).
-  auto positive = [&](const char* key, double v, const char* when) {
-    if (!(v > 0))
-      r.fail(key, std::string("must be positive") + when);
-  };
-  positive("cpu_flops_per_socket", n.cpu_flops_per_socket, " (the CPU runs offloaded optimizer steps)");
-  positive("dram_bw_per_socket", n.dram_bw_per_socket, "");
-  positive("pageable_copy_bw", n.pageable_copy_bw, " (copies from pageable host memory are staged at it)");
-  positive("pcie_uplink_bw", n.pcie_uplink_bw, "");
+  require_positive(r, "cpu_flops_per_socket", n.cpu_flops_per_socket, " (the CPU runs offloaded optimizer steps)");
+  require_positive(r, "dram_bw_per_socket", n.dram_bw_per_socket);
+  require_positive(r, "pageable_copy_bw", n.pageable_copy_bw, " (copies from pageable host memory are staged at it)");
+  require_positive(r, "pcie_uplink_bw", n.pcie_uplink_bw);
   if (n.sockets > 1)
-    positive("socket_link_bw", n.socket_link_bw, " when the node has more than one socket");
+    require_positive(r, "socket_link_bw", n.socket_link_bw, " when the node has more than one socket");
   if (n.nics > 0)
-    positive("nic_bw", n.nic_bw, " when the node has NICs");
+    require_positive(r, "nic_bw", n.nic_bw, " when the node has NICs");
   if (n.nvme_bytes > 0) {
-    positive("nvme_read_bw", n.nvme_read_bw, " when the node has NVMe");
-    positive("nvme_write_bw", n.nvme_write_bw, " when the node has NVMe");
+    require_positive(r, "nvme_read_bw", n.nvme_read_bw, " when the node has NVMe");
+    require_positive(r, "nvme_write_bw", n.nvme_write_bw, " when the node has NVMe");
   }
   r.finish();
   return n;

@@ -131,12 +131,11 @@ SweepSpec parse_sweep(const std::string& yaml_text, const std::string& file, con
   if (!base.empty()) {
     std::filesystem::path p = std::filesystem::path(dir) / base;
     try { // a FIFO, a directory or a missing file, each by name
-      check_input_file(p.string(), "base spec");
+      s.base_text = read_text_file(p.string(), "base spec");
     } catch (const InputError& e) {
       throw InputError(top.location("base") + ": " + e.what());
     }
     s.base_file = p.string();
-    s.base_text = read_text_file(p.string(), "base spec");
     s.base_dir  = p.parent_path().string();
   } else {
     s.base_file = file + " (spec)";

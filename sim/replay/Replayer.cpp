@@ -290,15 +290,6 @@ void Replayer::start(OpId id)
     complete(id);
 }
 
-void Replayer::guarded(const std::function<void()>& work)
-{
-  try {
-    work();
-  } catch (...) {
-    failure_ = std::current_exception();
-  }
-}
-
 void Replayer::on_activity_done(size_t index)
 {
   Activity& a = activities_.at(index);

@@ -345,7 +345,17 @@ private:
   StepSource* source_   = nullptr;
   double waiting_until_ = 0;   // the time a source asked to wake at while its delay runs (replay_loop)
   std::exception_ptr failure_; // thrown inside a SimGrid callback; rethrown by replay_loop
-  void guarded(const std::function<void()>& work); // runs work, keeping what it throws in failure_
+  // Runs work, keeping what it throws in failure_ (a template: once per activity
+  // completion, no std::function).
+  template <typename Work>
+  void guarded(Work&& work)
+  {
+    try {
+      work();
+    } catch (...) {
+      failure_ = std::current_exception();
+    }
+  }
   size_t taken_               = 0;
   OpId base_                  = 0; // the DAG's first_id() when ops were last taken
   size_t completed_           = 0;
