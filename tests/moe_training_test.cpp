@@ -278,3 +278,16 @@ TEST_CASE("the_json_summary_states_the_busiest_gpus_share_and_the_dropped_pairs"
   CHECK(r.exit_code == 0);
   CHECK_THAT(run_cli("report " + h5).out, Catch::Contains("4.375"));
 }
+
+TEST_CASE("expert_optimizer_states_are_whole_on_each_rank_without_zero", "[moe]")
+{
+  // tp 8, ep 4, etp 1 on one DGX H100, ZeRO-0: each rank holds 2 of the 8 experts whole
+  // and, with no ZeRO, every state of every parameter it holds. Mixed precision Adam keeps
+  // 12 B of fp32 master weights and moments per 2 B bf16 weight: optimizer = 6 x weights
+  // (found by memwall optimize's memory floor: the experts' states were scaled by
+  // ep x etp / tp = 1/2 as if sharded).
+  nlohmann::json j = run_json("moe-zero0", spec("{node: dgx-h100}", "", "global_batch: 8, micro_batch: 1, tp: 8, "
+                                                                        "sp: true, ep: 4, etp: 1, zero: 0"));
+  const auto& peak = j["devices"][0]["peak_by_category"];
+  CHECK(peak["optimizer"].get<double>() == Approx(6 * peak["weights"].get<double>()));
+}

@@ -17,6 +17,7 @@ int advise_command(const std::vector<std::string>& args);
 int calibrate_command(const std::vector<std::string>& args);
 int export_command(const std::vector<std::string>& args);
 int serve_capacity_command(const std::vector<std::string>& args);
+int optimize_command(const std::vector<std::string>& args);
 
 // Parses a command's options with up to `max_count` positional arguments (-1: any
 // number) named `positional`; prints the help and returns false for --help.

@@ -1,5 +1,6 @@
 #include "app/advise/Remedy.hpp"
 #include "app/cli/Commands.hpp"
+#include "app/optimize/LayoutAxis.hpp"
 #include "base/NumberFormat.hpp"
 #include "base/Quantity.hpp"
 #include "calibration/importers/Importer.hpp"
@@ -141,6 +142,14 @@ int list_remedies()
   return 0;
 }
 
+// The layout search's axes in the order it enumerates them, with the key each sets.
+int list_layout_axes()
+{
+  for (const NamedAxis& a : layout_axes_in_order())
+    std::printf("%-18s %-28s %s\n", a.name.c_str(), a.axis->key().c_str(), a.description.c_str());
+  return 0;
+}
+
 const std::map<std::string, Subject>& subjects()
 {
   static const std::map<std::string, Subject> all{{"gpus", {list_gpus, "", ""}},
@@ -155,6 +164,7 @@ const std::map<std::string, Subject>& subjects()
                                                   registry_subject(kv_manager_registry()),
                                                   registry_subject(inference_engine_registry()),
                                                   registry_subject(remedy_registry(), list_remedies),
+                                                  registry_subject(layout_axis_registry(), list_layout_axes),
                                                   registry_subject(importer_registry()),
                                                   registry_subject(eviction_registry()),
                                                   registry_subject(prefetch_registry()),

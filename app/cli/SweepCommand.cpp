@@ -4,21 +4,15 @@
 #include "app/cli/Commands.hpp"
 #include "app/sweep/MpiWorld.hpp"
 #include "app/sweep/SweepFile.hpp"
-#include "app/sweep/SweepProgress.hpp"
-#include "app/sweep/SweepRunner.hpp"
+#include "app/sweep/SweepSession.hpp"
 #include "base/AtomicOutput.hpp"
-#include "base/ChildPool.hpp"
 #include "base/InputError.hpp"
 
 #include <boost/program_options.hpp>
 
-#include <malloc.h>
 #include <optional>
 #include <sched.h>
-#include <signal.h>
 
-#include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -26,12 +20,6 @@
 namespace po = boost::program_options;
 
 namespace memwall {
-namespace {
-
-volatile std::sig_atomic_t interrupted = 0;
-
-} // namespace
-
 int cores_available()
 {
   cpu_set_t set;
@@ -99,9 +87,7 @@ int sweep_command(const std::vector<std::string>& args)
     check_output_path(out_path, {sweep_path}); // and its base spec, now read
     check_sweep_metrics(sweep);
     if (resume && std::filesystem::exists(out_path)) {
-      rows = read_sweep_rows(out_path, sweep, info);
-      // A point whose worker was killed is run again, not kept as a permanent error.
-      std::erase_if(rows, [](const auto& r) { return r.second.error.rfind(worker_died_prefix, 0) == 0; });
+      rows = rows_to_resume(out_path, sweep, info);
     } else
       info.started_at = timestamp_now();
   } catch (const InputError& e) {
@@ -115,78 +101,13 @@ int sweep_command(const std::vector<std::string>& args)
     return 2;
   }
   world.broadcast_status(0);
-  std::vector<int64_t> todo;
-  for (const SweepPoint& p : sweep.points)
-    if (!rows.count(p.index))
-      todo.push_back(p.index);
-
-  // Ctrl-C or a polite kill: stop after writing what has finished (children get the
-  // signal too and their points are not recorded, so --resume runs them again).
-  std::signal(SIGINT, [](int) { interrupted = 1; });
-  std::signal(SIGTERM, [](int) { interrupted = 1; });
-
-  // HDF5 allocates and frees megabytes per file write; keep them in the heap so that
-  // rewriting the file after every point does not fault fresh pages in each time.
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  SweepProgress progress(sweep.points.size(), rows.size(), std::cerr);
-  using clock       = std::chrono::steady_clock;
-  auto last_write   = clock::now();
-  double write_cost = 0;
-  auto write        = [&] {
-    auto t0 = clock::now();
-    write_sweep_file(out_path, sweep, rows, info);
-    last_write = clock::now();
-    write_cost = std::chrono::duration<double>(last_write - t0).count();
-  };
-  write(); // the file exists from the start, and the first write measures its cost
-  auto done = [&](const PointOutcome& o) {
-    SweepRow row;
-    row.error = o.ok ? "" : o.data;
-    if (o.ok) {
-      try {
-        row = row_from_payload(o.index, o.data);
-      } catch (const std::exception& e) {
-        row.error = std::string("unreadable results from the point's process: ") + e.what();
-      }
-    }
-    row.index     = o.index;
-    rows[o.index] = std::move(row);
-    progress.point_done(!o.ok);
-    // Every finished point reaches the file, unless points finish faster than the
-    // file is written (about 15 ms, more with recorded timelines): then the writer
-    // keeps at most half a core busy.
-    double since = std::chrono::duration<double>(clock::now() - last_write).count();
-    if (since >= write_cost)
-      write();
-  };
-  bool finished = true;
-  if (world.size() > 1) {
-    finished = world.coordinate_points(todo, done, [] { return interrupted != 0; });
-  } else {
-    struct Stop {};
-    try {
-      run_points(sweep, todo, jobs, summarize_point, [&](const PointOutcome& o) {
-        if (interrupted)
-          throw Stop{};
-        done(o);
-      });
-    } catch (const Stop&) {
-      finished = false;
-    }
-  }
-  if (!finished) {
-    write();
-    progress.finish();
+  if (!run_sweep_points(out_path, sweep, rows, info, jobs, world)) {
     std::cerr << "memwall sweep: interrupted; " << rows.size() << " of " << sweep.points.size() << " points in "
               << out_path << " (run again with --resume)\n";
     if (world.size() > 1)
       world.abort(130); // the other ranks wait for points that will not come
     return 130;
   }
-  info.finished_at = timestamp_now();
-  write();
-  progress.finish();
   size_t failed = 0;
   for (const auto& [i, r] : rows)
     failed += r.error.empty() ? 0 : 1;

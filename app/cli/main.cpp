@@ -43,6 +43,11 @@ const std::map<std::string, Command>& commands()
         "standard remedies cheapest first: "
         "memwall advise SPEC.yaml [--set KEY=VALUE]... [--ttft p90=2s] [--tpot p90=100ms] [--json]",
         memwall::advise_command}},
+      {"optimize",
+       {"the best parallel layouts of a training job, every valid one replayed: memwall optimize SPEC.yaml "
+        "[--gpus N | --gpus-range A:B] [--objective time|cost|energy|tokens_per_dollar] [--top K] [-o RESULTS.h5] "
+        "[-j N]",
+        memwall::optimize_command}},
       {"serve-capacity",
        {"the highest Poisson arrival rate a server sustains within latency targets, simulated: "
         "memwall serve-capacity SPEC.yaml [--ttft p90=2s] [--tpot p90=100ms] [--set KEY=VALUE]... [--json]",

@@ -84,19 +84,7 @@ void print_table(std::ostream& os, const ResultsTable& t, const std::vector<std:
     if (!extra.empty())
       cells[i + 1].push_back(extra[i]);
   }
-  std::vector<size_t> width(cells[0].size(), 0);
-  for (const auto& line : cells)
-    for (size_t c = 0; c < line.size(); ++c)
-      width[c] = std::max(width[c], line[c].size());
-  for (const auto& line : cells) {
-    std::string text = " ";
-    for (size_t c = 0; c < line.size(); ++c) {
-      bool last = c + 1 == line.size() && !extra.empty(); // the free-text column is left-aligned
-      std::string pad(width[c] - line[c].size(), ' ');
-      text += "  " + (last ? line[c] : pad + line[c]);
-    }
-    os << text << "\n";
-  }
+  print_aligned(os, cells, !extra.empty());
 }
 
 std::string why_not_fit(const ResultsTable& t, size_t r)
@@ -141,6 +129,27 @@ std::vector<std::string> key_figures(const ResultsTable& t, const std::string& b
 }
 
 } // namespace
+
+std::string results_cell(const ResultsTable& t, const std::string& col, size_t row) { return cell(t, col, row); }
+
+void print_aligned(std::ostream& os, const std::vector<std::vector<std::string>>& cells, bool last_left)
+{
+  std::vector<size_t> width;
+  for (const auto& line : cells) {
+    width.resize(std::max(width.size(), line.size()), 0);
+    for (size_t c = 0; c < line.size(); ++c)
+      width[c] = std::max(width[c], line[c].size());
+  }
+  for (const auto& line : cells) {
+    std::string text = " ";
+    for (size_t c = 0; c < line.size(); ++c) {
+      bool left = last_left && c + 1 == line.size(); // a free-text column
+      std::string pad(width[c] - line[c].size(), ' ');
+      text += "  " + (left ? line[c] : pad + line[c]);
+    }
+    os << text << "\n";
+  }
+}
 
 std::string sweep_csv(const ResultsTable& t)
 {

@@ -4,6 +4,7 @@
 // that failed, grouped by their error message.
 #include "app/sweep/SweepFile.hpp"
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,13 @@ std::string sweep_report_text(const ResultsTable& t, const std::string& path, co
 // The whole table as CSV (RFC 4180): a header of the columns in table order, one line
 // per point, numbers exact (17 significant digits), empty where a point has no value.
 std::string sweep_csv(const ResultsTable& t);
+
+// One cell of a results table in the unit a reader expects for its column ("1.5 s",
+// "12.00 GiB", "51.3 %", "$1,000", "-" where a point has none).
+std::string results_cell(const ResultsTable& t, const std::string& col, size_t row);
+// Lines of cells as a table, each column right-aligned to its widest cell (the last
+// left-aligned when `last_left`: free text), two spaces apart.
+void print_aligned(std::ostream& os, const std::vector<std::vector<std::string>>& cells, bool last_left = false);
 
 // True when larger values of `metric` are better (rates, MFU, utilization).
 bool higher_is_better(const std::string& metric);

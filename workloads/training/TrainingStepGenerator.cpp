@@ -52,6 +52,9 @@ std::pair<double, double> TrainingStepGenerator::dense_and_experts(int b, double
 
 double TrainingStepGenerator::shard(int b, double full) const
 {
+  // Without ZeRO nothing is sharded: a rank keeps every state of the experts it holds.
+  if (cfg_.zero == 0)
+    return full;
   auto [dense, experts] = dense_and_experts(b, full);
   return shard(dense) + shard(experts) * cfg_.expert_shard_scale();
 }

@@ -58,6 +58,10 @@ public:
   virtual bool serial_collectives(const TrainingConfig&) const { return false; }
   // The ZeRO stage a spec that names none runs (FSDP shards everything: 3).
   virtual int default_zero() const { return 0; }
+  // The ZeRO stages the stack runs as its own (what `memwall optimize` tries), and whether
+  // it offloads model states to the host (ZeRO-Offload, ZeRO-Infinity).
+  virtual std::vector<int> zero_stages() const { return {0}; }
+  virtual bool offloads_states() const { return false; }
   // The GPU memory allocator the stack's process runs (sim/allocator; "": tensor bytes
   // counted as they are).
   virtual std::string allocator() const { return ""; }

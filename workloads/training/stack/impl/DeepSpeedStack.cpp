@@ -163,6 +163,8 @@ public:
   }
 
   bool serial_collectives(const TrainingConfig& cfg) const override { return !cfg.deepspeed.overlap_comm; }
+  std::vector<int> zero_stages() const override { return {0, 1, 2, 3}; }
+  bool offloads_states() const override { return true; }
   // DeepSpeed runs in PyTorch: its tensors come from the caching allocator.
   std::string allocator() const override { return "caching"; }
 

@@ -79,6 +79,7 @@ public:
   }
 
   int default_zero() const override { return 3; }
+  std::vector<int> zero_stages() const override { return {3}; } // fully_shard
   std::string allocator() const override { return "caching"; }
 
   std::vector<OptimizerPass> optimizer_passes(const TrainingConfig& cfg, const ModelStateBytes& b) const override

@@ -17,6 +17,9 @@ public:
   }
   BlockPlan head(const ModelSpec& m, const StepShape& s) const override { return head_block(m, s); }
 
+  // Replicated model states (DDP) or the distributed optimizer (--use-distributed-optimizer:
+  // optimizer states and fp32 master weights sharded over the data-parallel ranks, ZeRO-1).
+  std::vector<int> zero_stages() const override { return {0, 1}; }
   ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec& m) const override
   {
     return master_weight_state_bytes(cfg, m);

@@ -1,0 +1,25 @@
+#pragma once
+// Every layout of a training job on a number of GPUs that the axes (LayoutAxis.hpp)
+// propose, in enumeration order: the cartesian product of each axis's values given the
+// choices before it.
+#include "app/optimize/LayoutAxis.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace memwall {
+
+// --axis KEY=V1,V2,...: the values to try for KEY instead of the axis's own.
+using AxisValues = std::map<std::string, std::vector<std::string>>;
+
+// Parses --axis options; InputError naming the option when its key is no axis's, a
+// value is empty or not one the axis takes.
+AxisValues parse_axis_options(const std::vector<std::string>& options);
+
+// The spec keys the search sets for `space`, in table order.
+std::vector<std::string> searched_keys(const SearchSpace& space);
+
+std::vector<PartialLayout> enumerate_layouts(const SearchSpace& space, const AxisValues& given);
+
+} // namespace memwall

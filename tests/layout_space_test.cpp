@@ -1,0 +1,117 @@
+// The layouts `memwall optimize` enumerates: every axis's values given the choices
+// before it, counted by hand for a small job, and --axis options that replace an axis's
+// values or are refused naming what is allowed.
+#include "app/optimize/LayoutSearch.hpp"
+#include "app/optimize/LayoutSpace.hpp"
+#include "base/InputError.hpp"
+#include "tests/TestHelpers.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+
+using namespace memwall;
+using namespace memwall::test;
+
+namespace {
+
+// GPT-2 (12 layers, 12 heads) on one DGX A100 (8 GPUs), 16 sequences of 1,024 tokens.
+const std::string gpt2_job = "hardware: {node: dgx-a100}\nmodel: {preset: gpt2}\n"
+                             "training: {seq_len: 1024, global_batch: 16, micro_batch: 1}\n";
+
+ExperimentSpec job(const std::string& yaml) { return parse_spec(yaml, "job.yaml", "."); }
+
+} // namespace
+
+TEST_CASE("divisors_are_every_whole_divisor_in_ascending_order", "[optimize]")
+{
+  CHECK(divisors(1) == std::vector<int64_t>{1});
+  CHECK(divisors(12) == std::vector<int64_t>{1, 2, 3, 4, 6, 12});
+  CHECK(divisors(49) == std::vector<int64_t>{1, 7, 49});
+  CHECK(divisors(97) == std::vector<int64_t>{1, 97});
+}
+
+TEST_CASE("gpt2_on_one_dgx_a100_has_the_hand_counted_196_layouts_without_recompute", "[optimize]")
+{
+  // By hand, tp in {1, 2, 4} (8 does not divide 12 heads), pp dividing 12 with tp x pp
+  // dividing 8, cp 1 (1,024 tokens), dp = 8 / (tp pp), micro-batches dividing 16 / dp,
+  // 1f1b plus interleaved with v dividing 12 / pp (v > 1), sp on and off when tp > 1,
+  // ZeRO 0 and 1 (Megatron) when dp > 1, recompute none only (--axis):
+  //   tp pp dp  micro-batches  schedules  sp  zero
+  //    1  1  8      2              1       1    2   =  4
+  //    1  2  4      3          1 + 3       1    2   = 24
+  //    1  4  2      4          1 + 1       1    2   = 16
+  //    2  1  4      3              1       2    2   = 12
+  //    2  2  2      4          1 + 3       2    2   = 64
+  //    2  4  1      5          1 + 1       2    1   = 20
+  //    4  1  2      4              1       2    2   = 16
+  //    4  2  1      5          1 + 3       2    1   = 40      196 in all
+  ExperimentSpec spec = job(gpt2_job);
+  SearchSpace space{spec, 8, 8};
+  AxisValues only                    = parse_axis_options({"training.recompute=none"});
+  std::vector<PartialLayout> layouts = enumerate_layouts(space, only);
+  CHECK(layouts.size() == 196);
+  std::set<std::vector<std::pair<std::string, std::string>>> distinct;
+  for (const PartialLayout& l : layouts) {
+    distinct.insert(l.settings);
+    CHECK(l.t.tp * l.t.pp * l.t.dp == 8);
+    CHECK(16 % (l.t.micro_batch * l.t.dp) == 0);
+  }
+  CHECK(distinct.size() == layouts.size());
+  // Every layout names the same keys in the same order: they are one table's columns.
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : layouts.front().settings)
+    keys.push_back(k);
+  CHECK(keys == searched_keys(space));
+  CHECK(std::find(keys.begin(), keys.end(), "training.ep") == keys.end()); // a dense model
+}
+
+TEST_CASE("axis_option_replaces_an_axis_values_and_the_rest_follow_from_them", "[optimize]")
+{
+  ExperimentSpec spec = job(gpt2_job);
+  SearchSpace space{spec, 8, 8};
+  // tp 2 x pp 4 x dp 1 only: 5 micro-batches (divisors of 16), 1f1b or interleaved v=3,
+  // sp on/off, ZeRO-0 (nothing to shard over), 3 recompute policies = 5 x 2 x 2 x 3 = 60.
+  AxisValues only = parse_axis_options({"training.tp=2", "training.pp=4"});
+  CHECK(enumerate_layouts(space, only).size() == 60);
+}
+
+TEST_CASE("a_malformed_axis_option_is_refused_naming_what_is_allowed", "[optimize]")
+{
+  CHECK_THROWS_WITH(parse_axis_options({"training.tpp=2"}),
+                    Catch::Contains("training.tp,") && Catch::Contains("--axis 'training.tpp=2'"));
+  CHECK_THROWS_WITH(parse_axis_options({"training.tp"}), Catch::Contains("expected KEY=V1,V2"));
+  CHECK_THROWS_WITH(parse_axis_options({"training.tp=2,,4"}), Catch::Contains("an empty value"));
+  CHECK_THROWS_WITH(parse_axis_options({"training.tp=two"}), Catch::Contains("not a whole number"));
+  CHECK_THROWS_WITH(parse_axis_options({"training.zero=4"}), Catch::Contains("not a ZeRO stage"));
+  CHECK_THROWS_WITH(parse_axis_options({"training.recompute=some"}), Catch::Contains("none, selective, full"));
+  CHECK_THROWS_WITH(parse_axis_options({"training.sp=yes"}), Catch::Contains("true or false"));
+  CHECK_THROWS_WITH(parse_axis_options({"training.stack=jax"}), Catch::Contains("unknown training stack"));
+  CHECK_THROWS_WITH(parse_axis_options({"training.tp=2", "training.tp=4"}), Catch::Contains("given twice"));
+}
+
+TEST_CASE("expert_parallel_axes_appear_for_a_mixture_of_experts_model_only", "[optimize]")
+{
+  // Mixtral 8x7B (8 experts) on one DGX H100: ep divides the 8 experts and the
+  // tp x dp ranks; etp is 1 or tp.
+  ExperimentSpec spec = job("hardware: {node: dgx-h100}\nmodel: {preset: mixtral-8x7b}\n"
+                            "training: {seq_len: 4096, global_batch: 64, micro_batch: 1, tp: 2, sp: true}\n");
+  SearchSpace space{spec, 8, 8};
+  std::vector<std::string> keys = searched_keys(space);
+  CHECK(std::find(keys.begin(), keys.end(), "training.ep") != keys.end());
+  CHECK(std::find(keys.begin(), keys.end(), "training.etp") != keys.end());
+  for (const PartialLayout& l : enumerate_layouts(space, parse_axis_options({"training.recompute=full"}))) {
+    CHECK(8 % l.t.ep == 0);
+    CHECK((l.t.tp * l.t.dp) % (l.t.ep * l.t.etp) == 0);
+    CHECK((l.t.etp == 1 || l.t.etp == l.t.tp));
+  }
+}
+
+TEST_CASE("gpu_range_doubles_from_its_start_to_its_end", "[optimize]")
+{
+  CHECK(gpu_range("8:64") == std::vector<int64_t>{8, 16, 32, 64});
+  CHECK(gpu_range("3:20") == std::vector<int64_t>{3, 6, 12});
+  CHECK(gpu_range("5:5") == std::vector<int64_t>{5});
+  for (const char* bad : {"8", "8:4", "0:8", "a:8", "8:1e9", ":8", "8:"})
+    CHECK_THROWS_WITH(gpu_range(bad), Catch::Contains("expected A:B"));
+}

@@ -1,0 +1,120 @@
+// memwall optimize end to end: the best layout it reports is the fastest of the layouts
+// it replayed, `memwall run` with its reproduce line gives the very same step time, the
+// spec's own layout is replayed beside the ones the axes propose, --resume replays
+// nothing again, and bad input is one line and exit 2 with no results file.
+#include "app/sweep/SweepFile.hpp"
+#include "tests/TestHelpers.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <regex>
+
+using namespace memwall;
+using namespace memwall::test;
+
+namespace {
+
+// GPT-2 on one DGX A100 with a layout the axes do not propose (GPipe).
+const std::string job = "hardware: {node: dgx-a100}\nmodel: {preset: gpt2}\n"
+                        "training: {seq_len: 1024, global_batch: 16, micro_batch: 2, tp: 2, pp: 2, "
+                        "pipeline_schedule: gpipe}\n";
+// 2 recompute policies x tp 1, 2 x pp 1, 2 and what follows from them.
+const std::string axes = "--axis training.recompute=none,full --axis training.tp=1,2 --axis training.pp=1,2 -j 2";
+
+std::string optimize_refused(const std::string& args, const std::string& out)
+{
+  CliResult r = run_cli("optimize " + args);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.out.empty());
+  CHECK_FALSE(std::filesystem::exists(out));
+  return r.err;
+}
+
+} // namespace
+
+TEST_CASE("optimize_reports_the_fastest_replayed_layout_and_run_reproduces_it", "[optimize][cli]")
+{
+  std::string spec = temp_path("optimize-gpt2.yaml"), out = temp_path("optimize-gpt2.h5");
+  write_file(spec, job);
+  std::filesystem::remove(out);
+  CliResult r = run_cli("optimize " + spec + " " + axes + " -o " + out);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  ResultsTable t = read_sweep_file(out);
+  REQUIRE(t.rows() > 20);
+  // The fastest row that fits, by the file's own numbers.
+  size_t best = t.rows();
+  for (size_t i = 0; i < t.rows(); ++i)
+    if (t.texts["status"][i] == "ok" && t.numbers["fits"][i] == 1 &&
+        (best == t.rows() || t.numbers["step_time_s"][i] < t.numbers["step_time_s"][best]))
+      best = i;
+  REQUIRE(best < t.rows());
+  std::smatch m;
+  REQUIRE(std::regex_search(r.out, m, std::regex("reproduce #1: memwall run (\\S+)((?: --set \\S+)*)")));
+  CHECK(m[1] == spec);
+  nlohmann::json j = nlohmann::json::parse(run_cli(std::string("run ") + m[1].str() + m[2].str() + " --json").out);
+  CHECK(j["step_time_s"].get<double>() == t.numbers["step_time_s"][best]);
+  // The spec's own GPipe layout was replayed too, and the report weighs #1 against it.
+  bool gpipe = false;
+  for (size_t i = 0; i < t.rows(); ++i)
+    gpipe = gpipe || t.texts["training.pipeline_schedule"][i] == "gpipe";
+  CHECK(gpipe);
+  CHECK(r.out.find("against the spec's own layout (tp 2 x pp 2 x dp 2, gpipe") != std::string::npos);
+
+  SECTION("resume_replays_nothing_again_and_prints_the_same_report")
+  {
+    CliResult again = run_cli("optimize " + spec + " " + axes + " -o " + out + " --resume");
+    CHECK(again.exit_code == 0);
+    CHECK(again.out == r.out);
+    CHECK(again.err.find(" kept from " + out + " and 0 replayed") != std::string::npos);
+  }
+  SECTION("the_cost_objective_ranks_by_dollars_per_step")
+  {
+    CliResult cost = run_cli("optimize " + spec + " " + axes + " -o " + out + " --resume --objective cost");
+    CHECK(cost.out.find("best 5 by usd_per_step") != std::string::npos);
+  }
+}
+
+TEST_CASE("optimize_refuses_bad_input_with_one_line_and_no_results_file", "[optimize][cli]")
+{
+  std::string spec = temp_path("optimize-bad.yaml"), out = temp_path("optimize-bad.h5");
+  write_file(spec, job);
+  std::filesystem::remove(out);
+  CHECK_THAT(optimize_refused(spec + " -o " + out + " --objective speed", out),
+             Catch::Contains("expected time, cost, energy or tokens_per_dollar"));
+  CHECK_THAT(optimize_refused(spec + " -o " + out + " --gpus 7", out), Catch::Contains("dgx-a100 nodes (8 GPUs"));
+  CHECK_THAT(optimize_refused(spec + " -o " + out + " --gpus 8 --gpus-range 8:64", out), Catch::Contains("not both"));
+  CHECK_THAT(optimize_refused(spec + " -o " + out + " --gpus-range 64:8", out), Catch::Contains("expected A:B"));
+  CHECK_THAT(optimize_refused(spec + " -o " + out + " --axis training.tp=x", out),
+             Catch::Contains("not a whole number"));
+  CHECK_THAT(optimize_refused(spec + " --resume", out), Catch::Contains("--resume needs -o"));
+  CHECK_THAT(optimize_refused(spec + " -o " + spec, spec + ".none"), Catch::Contains(spec));
+  CHECK(read_file(spec) == job); // the spec given as the output is untouched
+  std::string serving = temp_path("optimize-serving.yaml");
+  write_file(serving, small_serving_spec);
+  CHECK_THAT(optimize_refused(serving + " -o " + out, out), Catch::Contains("serve-capacity"));
+  // Without --gpus the spec's own layout is the one it would run: it must be valid.
+  CHECK_THAT(optimize_refused(spec + " -o " + out + " --set training.tp=3", out), Catch::Contains("does not divide"));
+}
+
+TEST_CASE("optimize_on_other_gpus_sets_aside_a_layout_written_for_the_spec_own", "[optimize][cli]")
+{
+  // dp 2 on 2 GPUs cannot be the layout of 8; the search sets every layout key anyway:
+  // tp 1 x pp 1 x dp 8 with micro-batches 1 and 2 (the divisors of 16 / 8).
+  std::string spec = temp_path("optimize-dp2.yaml");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 2}\nmodel: {preset: gpt2}\n"
+                   "training: {seq_len: 1024, global_batch: 16, micro_batch: 1, dp: 2}\n");
+  CliResult r = run_cli("optimize " + spec +
+                        " --gpus 8 --axis training.tp=1 --axis training.pp=1 --axis training.recompute=none "
+                        "--axis training.zero=0 -j 1");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("2 layouts enumerated: 0 invalid") != std::string::npos);
+  CHECK(r.out.find("reproduce #1: memwall run " + spec + " --set hardware.gpus_per_node=8 --set training.dp=8") !=
+        std::string::npos);
+  CHECK(r.out.find("spec's own layout") == std::string::npos);
+}
