@@ -25,6 +25,7 @@ test: build
 bench: build
 	./$(BUILD)/bench/bench_simulation
 	./$(BUILD)/bench/bench_sweep
+	./$(BUILD)/bench/bench_optimize
 
 # The mutation fuzzer of the command line (tests/fuzz/fuzz_cli.py) on the AddressSanitizer
 # and UndefinedBehaviorSanitizer build: N cases from SEED (a new one each time unless

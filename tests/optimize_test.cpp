@@ -118,3 +118,44 @@ TEST_CASE("optimize_on_other_gpus_sets_aside_a_layout_written_for_the_spec_own",
         std::string::npos);
   CHECK(r.out.find("spec's own layout") == std::string::npos);
 }
+
+TEST_CASE("compare_keeps_each_machine_best_layout_at_each_gpu_count", "[optimize][cli]")
+{
+  std::string a100 = temp_path("cmp-a100.yaml"), h100 = temp_path("cmp-h100.yaml"), out = temp_path("cmp.h5");
+  for (const auto& [path, node] : {std::pair{a100, "dgx-a100"}, std::pair{h100, "dgx-h100"}})
+    write_file(path, std::string("hardware: {node: ") + node +
+                         "}\nmodel: {preset: gpt2}\ntraining: {seq_len: 1024, global_batch: 16, micro_batch: 2}\n");
+  CliResult r = run_cli("optimize " + a100 + " " + h100 +
+                        " --compare --gpus-range 2:4 --axis training.recompute=none --axis training.pp=1 "
+                        "--tokens 1e9 -j 2 -o " +
+                        out);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  ResultsTable cmp = read_sweep_file(out);
+  REQUIRE(cmp.rows() == 4); // 2 machines x 2 and 4 GPUs
+  for (size_t i = 0; i < cmp.rows(); ++i) {
+    std::string machine = cmp.texts["machine"][i];
+    double gpus         = cmp.numbers["gpus"][i];
+    // The machine's own search file: no fitting layout at that count is faster.
+    ResultsTable all = read_sweep_file(temp_path("cmp-" + machine + ".h5"));
+    double fastest   = INFINITY;
+    for (size_t j = 0; j < all.rows(); ++j)
+      if (all.numbers["gpus"][j] == gpus && all.numbers["fits"][j] == 1)
+        fastest = std::min(fastest, all.numbers["step_time_s"][j]);
+    CHECK(cmp.numbers["step_time_s"][i] == fastest);
+    // Days to train 1e9 tokens: the budget over the replayed rate.
+    CHECK(cmp.numbers["days_to_train"][i] == Approx(1e9 / cmp.numbers["tokens_per_s"][i] / 86400));
+  }
+}
+
+TEST_CASE("compare_options_are_refused_where_they_do_not_apply", "[optimize][cli]")
+{
+  std::string spec = temp_path("cmp-bad.yaml"), out = temp_path("cmp-bad.h5");
+  write_file(spec, job);
+  CHECK_THAT(optimize_refused(spec + " " + spec + " -o " + out, out), Catch::Contains("add --compare"));
+  CHECK_THAT(optimize_refused(spec + " --compare -o " + out, out), Catch::Contains("two specs or more"));
+  CHECK_THAT(optimize_refused(spec + " --plot " + temp_path("x.png"), out),
+             Catch::Contains("--plot draws a --compare"));
+  CHECK_THAT(optimize_refused(spec + " " + spec + " --compare --plot " + temp_path("x.jpg"), out),
+             Catch::Contains("name it *.png"));
+}

@@ -32,23 +32,6 @@ std::string raw(const ResultsTable& t, const std::string& col, size_t row)
   return buf;
 }
 
-// A cell of the report: durations with their unit, dollars per step to three
-// significant figures however small, the rest as `memwall report` prints them.
-std::string cell(const ResultsTable& t, const std::string& col, size_t row)
-{
-  double v = number(t, col, row);
-  if (col.rfind("breakdown_s.", 0) == 0 && !std::isnan(v))
-    return format_duration(v);
-  if (col == "usd_per_step" && !std::isnan(v)) {
-    if (v >= 1)
-      return format_usd_cents(v);
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "$%.3g", v);
-    return buf;
-  }
-  return results_cell(t, col, row);
-}
-
 std::string heading(const std::string& col)
 {
   static const std::map<std::string, std::string> names{{"gpus", "GPUs"},
@@ -98,11 +81,32 @@ std::string why(const ResultsTable& t, size_t best, size_t other)
   for (const auto& [_, text] : diffs)
     out += (out.empty() ? "" : ", ") + text;
   double pa = number(t, "max_peak_bytes", other), pb = number(t, "max_peak_bytes", best);
+  if (out.empty() && std::fabs(pa - pb) <= 0.01 * pb)
+    return "the same step time and memory to within 1 %";
   out += std::string(out.empty() ? "" : "; ") + "peak memory " + format_gib(pa) + " -> " + format_gib(pb);
   return out;
 }
 
 } // namespace
+
+// A cell of the report: durations with their unit, dollars per step to three
+// significant figures however small, the rest as `memwall report` prints them.
+std::string optimize_cell(const ResultsTable& t, const std::string& col, size_t row)
+{
+  double v = number(t, col, row);
+  if (col.rfind("breakdown_s.", 0) == 0 && !std::isnan(v))
+    return format_duration(v);
+  if ((col == "usd_per_step" || col == "usd_to_train") && !std::isnan(v)) {
+    if (v >= 100)
+      return format_usd(v);
+    if (v >= 1)
+      return format_usd_cents(v);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "$%.3g", v);
+    return buf;
+  }
+  return results_cell(t, col, row);
+}
 
 Objective objective_named(const std::string& name)
 {
@@ -252,7 +256,7 @@ std::string optimize_report_text(const SearchPlan& plan, const ResultsTable& t, 
   for (size_t i = 0; i < n; ++i) {
     std::vector<std::string> line{std::to_string(i + 1)};
     for (const std::string& c : cols)
-      line.push_back(cell(t, c, best[i]));
+      line.push_back(optimize_cell(t, c, best[i]));
     line.push_back(layout_text(t, best[i]));
     cells.push_back(std::move(line));
   }
@@ -277,8 +281,8 @@ std::string optimize_report_text(const SearchPlan& plan, const ResultsTable& t, 
     std::vector<std::vector<std::string>> pc{
         {heading("gpus"), heading("step_time_s"), heading("usd_per_step"), "hardware", "layout"}};
     for (size_t r : front)
-      pc.push_back({cell(t, "gpus", r), cell(t, "step_time_s", r), cell(t, "usd_per_step", r),
-                    cell(t, "hardware_cost_usd", r), layout_text(t, r)});
+      pc.push_back({optimize_cell(t, "gpus", r), optimize_cell(t, "step_time_s", r),
+                    optimize_cell(t, "usd_per_step", r), optimize_cell(t, "hardware_cost_usd", r), layout_text(t, r)});
     print_aligned(os, pc, true);
   }
   os << "\n  reproduce #1: " << reproduce_command(plan, t, best[0]) << "\n";
