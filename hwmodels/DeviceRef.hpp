@@ -23,4 +23,13 @@ struct DeviceRef {
   }
 };
 
+// For unordered containers of devices (the replay looks pools up per memory op).
+struct DeviceRefHash {
+  size_t operator()(const DeviceRef& d) const
+  {
+    return (static_cast<size_t>(d.kind) << 56) ^ (static_cast<size_t>(static_cast<uint32_t>(d.node)) << 20) ^
+           static_cast<size_t>(static_cast<uint32_t>(d.index));
+  }
+};
+
 } // namespace memwall

@@ -344,9 +344,8 @@ MemoryPool& Replayer::pool(const DeviceRef& d)
 {
   if (last_pool_.second && last_pool_.first == d)
     return *last_pool_.second;
-  auto it = pools_.find(d);
-  if (it != pools_.end()) {
-    last_pool_ = {d, it->second.get()};
+  if (auto it = pool_index_.find(d); it != pool_index_.end()) {
+    last_pool_ = {d, it->second};
     return *it->second;
   }
   const ClusterSpec& c = platform_.cluster();
@@ -369,7 +368,10 @@ MemoryPool& Replayer::pool(const DeviceRef& d)
   auto p = std::make_unique<MemoryPool>(d, hardware, capacity, dag_.represents(d), options_.memory_timelines);
   if (d.kind == DeviceKind::gpu && !options_.allocator.empty())
     p->use_allocator(options_.allocator, allocator_registry().make(options_.allocator));
-  return *pools_.emplace(d, std::move(p)).first->second;
+  MemoryPool& made = *pools_.emplace(d, std::move(p)).first->second;
+  pool_index_[d]   = &made;
+  last_pool_       = {d, &made};
+  return made;
 }
 
 RunResult Replayer::collect()

@@ -122,10 +122,22 @@ private:
   // An alloc or free inside a coalesced run, applied when the clock reaches it.
   struct DueMemoryOp {
     double time    = 0;
-    uint64_t seq   = 0;
     OpId op        = 0;
     const Op* what = nullptr; // the op, or the chain's member (storage that never moves)
-    bool operator>(const DueMemoryOp& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  };
+  // A run's allocs and frees, in time order; applied in (time, run started) order over
+  // all runs by merging the lists (a heap of their heads: as many as runs in flight, not
+  // as many as their memory ops).
+  struct DueList {
+    std::vector<DueMemoryOp> ops;
+    size_t next  = 0;
+    uint64_t seq = 0; // order of the runs: at one instant, the earlier run's op first
+  };
+  struct DueHead {
+    double time   = 0;
+    uint64_t seq  = 0;
+    uint32_t list = 0;
+    bool operator>(const DueHead& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
 
   // Unified memory (ReplayerPaging.cpp). A kernel that faults runs its steps in turn.
@@ -330,12 +342,15 @@ private:
   std::vector<uint64_t> chain_seen_;  // per stored chain: the visit_ops call that last saw it
   uint64_t visits_ = 0;
   size_t ops_done_ = 0; // ops completed, a chain's members each counted
-  std::priority_queue<DueMemoryOp, std::vector<DueMemoryOp>, std::greater<>> due_memory_;
+  std::vector<DueList> due_lists_;
+  std::vector<uint32_t> free_due_lists_;
+  std::priority_queue<DueHead, std::vector<DueHead>, std::greater<>> due_heads_;
   uint64_t due_seq_ = 0;
   std::map<std::pair<DeviceRef, StreamKind>, int> stream_keys_;
   RouteTable routes_;
   std::map<DeviceRef, std::unique_ptr<MemoryPool>> pools_;
   std::pair<DeviceRef, MemoryPool*> last_pool_{{DeviceKind::gpu, -1, -1}, nullptr}; // consecutive ops share one
+  std::unordered_map<DeviceRef, MemoryPool*, DeviceRefHash> pool_index_; // pools_ by hash: 64 stages take turns
   std::vector<int> hbm_routes_;    // per GPU (node x gpus per node + index), -1 until found
   std::set<DeviceRef> shared_hbm_; // GPUs whose kernels may overlap (see take_new_ops)
   std::map<DeviceRef, StreamKind> kernel_stream_;

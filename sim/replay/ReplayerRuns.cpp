@@ -213,7 +213,8 @@ bool Replayer::start_run(OpId head)
   double t   = now;
   Member pending;
   size_t count = 0;
-  std::vector<OpId> entries; // ops the run completes before its last member
+  std::vector<OpId> entries;        // ops the run completes before its last member
+  std::vector<DueMemoryOp> due_ops; // its allocs and frees after this instant, in time order
   auto account = [&](const Member& m) {
     switch (m.op->kind) {
       case OpKind::alloc:
@@ -221,7 +222,7 @@ bool Replayer::start_run(OpId head)
         if (m.begin == now)
           apply_memory_op(m.step.id, *m.op, m.begin);
         else
-          due_memory_.push({m.begin, due_seq_++, m.step.id, m.op});
+          due_ops.push_back({m.begin, m.step.id, m.op});
         break;
       case OpKind::kernel: account_hbm_alone(*m.op, m.kernel); break;
       case OpKind::collective:
@@ -273,6 +274,21 @@ bool Replayer::start_run(OpId head)
   // The last one ends with the run's activity (finish_run).
   open_record(pending.step.id, *pending.op, pending.begin);
   account(pending);
+  if (!due_ops.empty()) {
+    uint32_t list;
+    if (free_due_lists_.empty()) {
+      list = static_cast<uint32_t>(due_lists_.size());
+      due_lists_.emplace_back();
+    } else {
+      list = free_due_lists_.back();
+      free_due_lists_.pop_back();
+    }
+    DueList& l = due_lists_[list];
+    l.ops      = std::move(due_ops);
+    l.next     = 0;
+    l.seq      = due_seq_++;
+    due_heads_.push({l.ops.front().time, l.seq, list});
+  }
   OpId tail             = pending.step.id;
   member_[tail - base_] = pending.step.member; // what complete() closes
   start_delay(tail, pending.end - now);
@@ -309,10 +325,25 @@ void Replayer::apply_memory_op(OpId id, const Op& op, double now)
 
 void Replayer::apply_due_memory(double now)
 {
-  while (!due_memory_.empty() && due_memory_.top().time <= now) {
-    DueMemoryOp d = due_memory_.top();
-    due_memory_.pop();
-    apply_memory_op(d.op, *d.what, d.time);
+  while (!due_heads_.empty() && due_heads_.top().time <= now) {
+    DueHead h = due_heads_.top();
+    due_heads_.pop();
+    // The list's ops go on in turn while they stay the earliest due.
+    for (;;) {
+      const DueMemoryOp d = due_lists_[h.list].ops[due_lists_[h.list].next++];
+      apply_memory_op(d.op, *d.what, d.time);
+      DueList& l = due_lists_[h.list]; // the list of lists may have grown meanwhile
+      if (l.next == l.ops.size()) {
+        l.ops.clear();
+        free_due_lists_.push_back(h.list);
+        break;
+      }
+      h.time = l.ops[l.next].time;
+      if (h.time > now || (!due_heads_.empty() && h > due_heads_.top())) {
+        due_heads_.push(h);
+        break;
+      }
+    }
   }
 }
 
