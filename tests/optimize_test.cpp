@@ -72,6 +72,17 @@ TEST_CASE("optimize_reports_the_fastest_replayed_layout_and_run_reproduces_it", 
     CHECK(again.out == r.out);
     CHECK(again.err.find(" kept from " + out + " and 0 replayed") != std::string::npos);
   }
+  SECTION("json_reports_the_same_best_layout_and_its_reproduce_line")
+  {
+    CliResult js = run_cli("optimize " + spec + " " + axes + " -o " + out + " --resume --json --top 3");
+    REQUIRE(js.exit_code == 0);
+    nlohmann::json j = nlohmann::json::parse(js.out);
+    CHECK(j["best"].size() == 3);
+    CHECK(j["best"][0]["step_time_s"].get<double>() == t.numbers["step_time_s"][best]);
+    CHECK("reproduce #1: " + j["best"][0]["reproduce"].get<std::string>() == m[0].str());
+    CHECK(j["replayed"].get<size_t>() == t.rows());
+    CHECK(j["own"]["settings"]["training.pipeline_schedule"] == "gpipe");
+  }
   SECTION("the_cost_objective_ranks_by_dollars_per_step")
   {
     CliResult cost = run_cli("optimize " + spec + " " + axes + " -o " + out + " --resume --objective cost");

@@ -99,7 +99,7 @@ int optimize_command(const std::vector<std::string>& args)
   std::vector<std::string> specs, axes;
   int64_t gpus = 0;
   int jobs = 0, top = 5;
-  bool resume = false, dry_run = false, compare = false;
+  bool resume = false, dry_run = false, compare = false, json = false;
   po::options_description opts("memwall optimize SPEC.yaml");
   opts.add_options()("help,h", "this help")("gpus", po::value(&gpus), "search on N GPUs of the spec's node")(
       "gpus-range", po::value(&range), "search on A, 2A, 4A, ... up to B GPUs (A:B)")(
@@ -114,6 +114,7 @@ int optimize_command(const std::vector<std::string>& args)
       "years", po::value(&request.amortization_years), "years the hardware's price is spread over (default 4)")(
       "tokens", po::value(&request.tokens), "a training budget in tokens: days and dollars to train")(
       "dry-run", po::bool_switch(&dry_run), "print the counts and the generated sweep; replay nothing")(
+      "json", po::bool_switch(&json), "the report as one JSON object")(
       "compare", po::bool_switch(&compare), "several specs (machines): each one's best layout, one table")(
       "plot", po::value(&plot_path), "--compare: days (with --tokens) or step time against price, as PNG")(
       "spec", po::value(&specs), "experiment spec (YAML) with a training section; several with --compare");
@@ -127,6 +128,8 @@ int optimize_command(const std::vector<std::string>& args)
     throw InputError("optimize: several specs compare machines: add --compare");
   if (compare && specs.size() < 2)
     throw InputError("optimize: --compare needs two specs or more (one per machine)");
+  if (json && compare)
+    throw InputError("optimize: --json reports one spec's search; --compare writes its comparison with -o");
   if (!plot_path.empty() && !compare)
     throw InputError("optimize: --plot draws a --compare");
   if (!plot_path.empty() && std::filesystem::path(plot_path).extension() != ".png")
@@ -202,13 +205,17 @@ int optimize_command(const std::vector<std::string>& args)
   }
   if (!compare) {
     const SearchedMachine& m = machines.front();
-    if (m.plan.sweep.points.empty()) {
+    if (m.plan.sweep.points.empty() && !json) {
       std::cout << "memwall optimize: " << m.plan.enumerated << " layouts enumerated, " << m.plan.invalid
                 << " invalid, " << m.plan.cannot_fit
                 << " cannot fit (model states alone exceed the GPU): none to replay\n";
       return 0;
     }
-    std::cout << optimize_report_text(m.plan, m.table, {objective, static_cast<size_t>(top), out_path});
+    OptimizeReportOptions report{objective, static_cast<size_t>(top), out_path};
+    if (json)
+      std::cout << optimize_report_json(m.plan, m.table, report).dump(2) << "\n";
+    else
+      std::cout << optimize_report_text(m.plan, m.table, report);
     return 0;
   }
   std::vector<ComparedRow> rows = compared_rows(machines, objective);

@@ -291,4 +291,47 @@ std::string optimize_report_text(const SearchPlan& plan, const ResultsTable& t, 
   return os.str();
 }
 
+nlohmann::ordered_json layout_json(const SearchPlan& plan, const ResultsTable& t, size_t r)
+{
+  nlohmann::ordered_json j;
+  const SweepPoint& p             = plan.sweep.points.at(static_cast<size_t>(number(t, "index", r)));
+  nlohmann::ordered_json settings = nlohmann::ordered_json::object();
+  for (const SweepSetting& st : p.settings)
+    settings[st.key] = st.text;
+  j["layout"]   = layout_text(t, r);
+  j["settings"] = settings;
+  for (const char* col :
+       {"gpus", "step_time_s", "tokens_per_s", "mfu", "max_peak_bytes", "breakdown_s.compute",
+        "breakdown_s.exposed_comm", "breakdown_s.pipeline_bubble", "breakdown_s.offload_stall", "usd_per_step",
+        "tokens_per_usd", "energy.joules_per_step", "hardware_cost_usd", "days_to_train", "usd_to_train"})
+    if (t.numbers.count(col))
+      j[col] = number(t, col, r);
+  j["reproduce"] = reproduce_command(plan, t, r);
+  return j;
+}
+
+nlohmann::ordered_json optimize_report_json(const SearchPlan& plan, const ResultsTable& t,
+                                            const OptimizeReportOptions& o)
+{
+  nlohmann::ordered_json j;
+  j["spec"]                = plan.spec_file;
+  j["gpus"]                = plan.gpus;
+  j["objective"]           = o.objective.name;
+  j["enumerated"]          = plan.enumerated;
+  j["invalid"]             = plan.invalid;
+  j["cannot_fit"]          = plan.cannot_fit;
+  j["replayed"]            = t.rows();
+  std::vector<size_t> best = ranked_rows(t, o.objective);
+  j["fit"]                 = best.size();
+  j["best"]                = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < std::min(o.top, best.size()); ++i)
+    j["best"].push_back(layout_json(plan, t, best[i]));
+  long own    = own_row(plan, t);
+  j["own"]    = own >= 0 ? layout_json(plan, t, static_cast<size_t>(own)) : nlohmann::ordered_json(nullptr);
+  j["pareto"] = nlohmann::ordered_json::array();
+  for (size_t r : pareto_rows(t))
+    j["pareto"].push_back(layout_json(plan, t, r));
+  return j;
+}
+
 } // namespace memwall

@@ -7,6 +7,8 @@
 #include "app/optimize/LayoutSearch.hpp"
 #include "app/sweep/SweepFile.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -42,5 +44,9 @@ struct OptimizeReportOptions {
   std::string results_path;
 };
 std::string optimize_report_text(const SearchPlan& plan, const ResultsTable& t, const OptimizeReportOptions& o);
+// The same as one JSON object (--json): the counts, the best K and the Pareto front, each
+// layout with its settings, figures and reproduce line.
+nlohmann::ordered_json optimize_report_json(const SearchPlan& plan, const ResultsTable& t,
+                                            const OptimizeReportOptions& o);
 
 } // namespace memwall
