@@ -21,6 +21,7 @@
 
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace memwall {
@@ -47,7 +48,7 @@ private:
   std::vector<int> watched_links_;
   std::set<int> watched_roots_; // made by the first `keeps` after the last add
   bool roots_ready_ = false;
-  std::set<DeviceRef> devices_;
+  std::unordered_set<DeviceRef, DeviceRefHash> devices_; // looked up per op and flow: hashed
   DeviceRef last_;
 };
 
