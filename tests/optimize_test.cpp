@@ -170,3 +170,18 @@ TEST_CASE("compare_options_are_refused_where_they_do_not_apply", "[optimize][cli
   CHECK_THAT(optimize_refused(spec + " " + spec + " --compare --plot " + temp_path("x.jpg"), out),
              Catch::Contains("name it *.png"));
 }
+
+TEST_CASE("optimize_searches_gpu_counts_whose_plain_data_parallel_layout_is_invalid", "[optimize][cli]")
+{
+  // 12 sequences cannot split over dp = 8, so the job on 8 GPUs has no valid layout
+  // without model parallelism; the search still finds those with tp x pp >= 2 (the
+  // README's GPT-3 example: 1,536 sequences on 1,024 GPUs).
+  std::string spec = temp_path("optimize-batch12.yaml");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 2}\nmodel: {preset: gpt2}\n"
+                   "training: {seq_len: 1024, global_batch: 12, micro_batch: 1}\n");
+  CliResult r = run_cli("optimize " + spec + " --gpus 8 --dry-run");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find(" 0 to replay") == std::string::npos);
+  CHECK(r.out.find("training.dp: [4,") != std::string::npos);
+}

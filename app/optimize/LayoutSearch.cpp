@@ -171,10 +171,12 @@ SearchPlan plan_search(const OptimizeRequest& request)
   std::map<Settings, int64_t> seen; // a layout's point index
   for (int64_t gpus : plan.gpus) {
     Settings hardware = hardware_set ? hardware_for(base, gpus) : Settings{};
-    // The job on these GPUs: the spec's own layout (a dp written for its own count) set aside.
-    ExperimentSpec job =
-        hardware_set ? parse_spec(without_layout(base.text, base.file), base.file, dir, as_overrides(hardware)) : base;
-    SearchSpace space{job, gpus, job.cluster.gpus_per_node};
+    // The axes read the job (model, batch, stack) and the GPUs' shape; each candidate's
+    // own spec, parsed below, is what gets judged. (The spec at these GPUs with some
+    // fixed layout need not be valid: 1,536 sequences do not split over dp = 1,024.)
+    const int64_t per_node =
+        hardware_set ? std::min<int64_t>(gpus, base.cluster.node.gpus) : base.cluster.gpus_per_node;
+    SearchSpace space{base, gpus, per_node};
     // The point index of a layout to replay, or -1 (invalid, or cannot fit).
     auto consider = [&](const Settings& layout, bool count) -> int64_t {
       Settings s = hardware;
