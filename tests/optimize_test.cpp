@@ -185,3 +185,19 @@ TEST_CASE("optimize_searches_gpu_counts_whose_plain_data_parallel_layout_is_inva
   CHECK(r.out.find(" 0 to replay") == std::string::npos);
   CHECK(r.out.find("training.dp: [4,") != std::string::npos);
 }
+
+TEST_CASE("a_search_past_its_layout_limit_is_refused_naming_what_narrows_it", "[optimize][cli]")
+{
+  std::string spec = temp_path("optimize-huge.yaml"), out = temp_path("optimize-huge.h5");
+  write_file(spec, job);
+  std::string batches = "1", chunks = "1";
+  for (int v = 2; v <= 500; ++v)
+    batches += "," + std::to_string(v);
+  for (int v = 2; v <= 60; ++v)
+    chunks += "," + std::to_string(v);
+  // 500 micro-batches x 2 schedules x 60 chunk counts is 60,000 layouts per tp x pp already.
+  CHECK_THAT(optimize_refused(spec + " -o " + out + " --axis training.micro_batch=" + batches +
+                                  " --axis training.virtual_stages=" + chunks,
+                              out),
+             Catch::Contains("more than 100000 layouts") && Catch::Contains("--axis"));
+}

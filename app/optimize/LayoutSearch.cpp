@@ -167,10 +167,24 @@ SearchPlan plan_search(const OptimizeRequest& request)
   for (const NamedAxis& a : layout_axes_in_order())
     plan.spec_values[a.axis->key()] = a.axis->value_of(base.training);
 
+  // Every count's layouts first (cheap), so that a search too large for its plan is
+  // refused before any candidate is parsed.
+  std::vector<std::vector<PartialLayout>> layouts;
+  size_t total = 0;
+  for (int64_t gpus : plan.gpus) {
+    const int64_t per_node =
+        hardware_set ? std::min<int64_t>(gpus, base.cluster.node.gpus) : base.cluster.gpus_per_node;
+    layouts.push_back(enumerate_layouts(SearchSpace{base, gpus, per_node}, request.axes));
+    total += layouts.back().size();
+    if (total > max_layouts)
+      throw InputError("optimize: the search has more than " + std::to_string(max_layouts) +
+                       " layouts over its GPU counts; narrow it with --axis KEY=V1,V2 or fewer counts");
+  }
   std::vector<Settings> points;
   std::map<Settings, int64_t> seen; // a layout's point index
-  for (int64_t gpus : plan.gpus) {
-    Settings hardware = hardware_set ? hardware_for(base, gpus) : Settings{};
+  for (size_t c = 0; c < plan.gpus.size(); ++c) {
+    const int64_t gpus = plan.gpus[c];
+    Settings hardware  = hardware_set ? hardware_for(base, gpus) : Settings{};
     // The axes read the job (model, batch, stack) and the GPUs' shape; each candidate's
     // own spec, parsed below, is what gets judged. (The spec at these GPUs with some
     // fixed layout need not be valid: 1,536 sequences do not split over dp = 1,024.)
@@ -200,7 +214,7 @@ SearchPlan plan_search(const OptimizeRequest& request)
       points.push_back(std::move(s));
       return index;
     };
-    for (const PartialLayout& l : enumerate_layouts(space, request.axes)) {
+    for (const PartialLayout& l : layouts[c]) {
       ++plan.enumerated;
       consider(l.settings, true);
     }

@@ -65,6 +65,12 @@ std::vector<PartialLayout> enumerate_layouts(const SearchSpace& space, const Axi
         next.push_back(std::move(n));
       }
     layouts = std::move(next);
+    // Each candidate is parsed and checked before anything runs (about 0.4 ms): past
+    // this many the plan alone would take minutes.
+    if (layouts.size() > max_layouts)
+      throw InputError("optimize: the search has more than " + std::to_string(max_layouts) + " layouts on " +
+                       std::to_string(space.gpus) + " GPUs by " + a.axis->key() +
+                       "; narrow it with --axis KEY=V1,V2 (memwall list layout-axes)");
   }
   return layouts;
 }

@@ -20,6 +20,8 @@ AxisValues parse_axis_options(const std::vector<std::string>& options);
 // The spec keys the search sets for `space`, in table order.
 std::vector<std::string> searched_keys(const SearchSpace& space);
 
+// At most max_layouts (InputError past it, naming the axis that crossed it).
+constexpr size_t max_layouts = 100'000;
 std::vector<PartialLayout> enumerate_layouts(const SearchSpace& space, const AxisValues& given);
 
 } // namespace memwall
