@@ -44,6 +44,13 @@ std::string format_number(double v)
   return s;
 }
 
+std::string format_exact(double v)
+{
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
 std::string format_usd(double v) { return "$" + format_count(v); }
 
 std::string format_usd_cents(double v)

@@ -14,6 +14,9 @@ std::string format_count(double v);
 // ("0.51", "1e-6", "5e7", "1e15"), never C's "1e+15"; for ranges and defaults, where a
 // thousands separator would read as a list separator.
 std::string format_number(double v);
+// Every digit a double needs to be read back as the same number (17 significant
+// digits, "%.17g"): for CSV and for numbers written into text that is parsed again.
+std::string format_exact(double v);
 // "$10,000".
 std::string format_usd(double v);
 // A small sum: "$1.70", "$0.04"; large ones as format_usd.

@@ -2,13 +2,13 @@
 
 #include "app/optimize/MemoryFloor.hpp"
 #include "base/InputError.hpp"
+#include "base/NumberFormat.hpp"
 #include "base/TextFile.hpp"
 #include "base/YamlDocument.hpp"
 
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
-#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -17,14 +17,16 @@ namespace {
 
 using Settings = std::vector<std::pair<std::string, std::string>>;
 
-// The hardware settings that give the spec's node `gpus` GPUs: whole nodes, or part of one.
-Settings hardware_for(const ExperimentSpec& base, int64_t gpus)
+// The hardware settings that give the spec's node `gpus` GPUs (whole nodes, or part of
+// one) and the GPUs used per node.
+std::pair<Settings, int64_t> hardware_for(const ExperimentSpec& base, int64_t gpus)
 {
   const int64_t per_node = base.cluster.node.gpus;
   if (gpus % per_node == 0)
-    return {{"hardware.nodes", std::to_string(gpus / per_node)}, {"hardware.gpus_per_node", std::to_string(per_node)}};
+    return {{{"hardware.nodes", std::to_string(gpus / per_node)}, {"hardware.gpus_per_node", std::to_string(per_node)}},
+            per_node};
   if (gpus < per_node && per_node % gpus == 0)
-    return {{"hardware.nodes", "1"}, {"hardware.gpus_per_node", std::to_string(gpus)}};
+    return {{{"hardware.nodes", "1"}, {"hardware.gpus_per_node", std::to_string(gpus)}}, gpus};
   throw InputError("--gpus " + std::to_string(gpus) + ": neither whole " + base.cluster.node.id + " nodes (" +
                    std::to_string(per_node) + " GPUs each) nor a divisor of one node's GPUs");
 }
@@ -55,14 +57,6 @@ std::string refused_key(const std::string& message)
   return "other";
 }
 
-// Every digit a double needs (an expression reads it back as the same number).
-std::string exact(double v)
-{
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 std::string sweep_text(const SearchPlan& plan, const ExperimentSpec& base, const std::vector<Settings>& points,
                        const OptimizeRequest& request)
 {
@@ -81,11 +75,11 @@ std::string sweep_text(const SearchPlan& plan, const ExperimentSpec& base, const
   // energy the step draws (the run's power x PUE at the spec's price of electricity).
   const double service_s = request.amortization_years * 365.25 * 86400;
   YAML::Node metrics;
-  metrics["usd_per_step"]   = "step_time_s * hardware_cost_usd / " + exact(service_s) + " + energy.usd_per_step";
+  metrics["usd_per_step"]   = "step_time_s * hardware_cost_usd / " + format_exact(service_s) + " + energy.usd_per_step";
   metrics["tokens_per_usd"] = "tokens_per_s * step_time_s / usd_per_step";
   if (request.tokens > 0) {
-    metrics["days_to_train"] = exact(request.tokens) + " / tokens_per_s / 86400";
-    metrics["usd_to_train"]  = exact(request.tokens) + " / tokens_per_usd";
+    metrics["days_to_train"] = format_exact(request.tokens) + " / tokens_per_s / 86400";
+    metrics["usd_to_train"]  = format_exact(request.tokens) + " / tokens_per_usd";
   }
   root["metrics"] = metrics;
   root["record"]  = YAML::Load("{memory: false, links: false}");
@@ -168,32 +162,28 @@ SearchPlan plan_search(const OptimizeRequest& request)
     plan.spec_values[a.axis->key()] = a.axis->value_of(base.training);
 
   // Every count's layouts first (cheap), so that a search too large for its plan is
-  // refused before any candidate is parsed.
+  // refused before any candidate is parsed. The axes read the job (model, batch, stack)
+  // and the GPUs' shape; each candidate's own spec, parsed below, is what gets judged.
+  // (The spec at these GPUs with some fixed layout need not be valid: 1,536 sequences do
+  // not split over dp = 1,024.)
+  std::vector<Settings> hardware;
+  std::vector<SearchSpace> spaces;
   std::vector<std::vector<PartialLayout>> layouts;
   size_t total = 0;
   for (int64_t gpus : plan.gpus) {
-    const int64_t per_node =
-        hardware_set ? std::min<int64_t>(gpus, base.cluster.node.gpus) : base.cluster.gpus_per_node;
-    layouts.push_back(enumerate_layouts(SearchSpace{base, gpus, per_node}, request.axes));
+    auto [settings, per_node] =
+        hardware_set ? hardware_for(base, gpus) : std::pair<Settings, int64_t>{{}, base.cluster.gpus_per_node};
+    hardware.push_back(std::move(settings));
+    spaces.push_back(SearchSpace{base, gpus, per_node});
+    layouts.push_back(enumerate_layouts(spaces.back(), request.axes, max_layouts - total));
     total += layouts.back().size();
-    if (total > max_layouts)
-      throw InputError("optimize: the search has more than " + std::to_string(max_layouts) +
-                       " layouts over its GPU counts; narrow it with --axis KEY=V1,V2 or fewer counts");
   }
   std::vector<Settings> points;
   std::map<Settings, int64_t> seen; // a layout's point index
   for (size_t c = 0; c < plan.gpus.size(); ++c) {
-    const int64_t gpus = plan.gpus[c];
-    Settings hardware  = hardware_set ? hardware_for(base, gpus) : Settings{};
-    // The axes read the job (model, batch, stack) and the GPUs' shape; each candidate's
-    // own spec, parsed below, is what gets judged. (The spec at these GPUs with some
-    // fixed layout need not be valid: 1,536 sequences do not split over dp = 1,024.)
-    const int64_t per_node =
-        hardware_set ? std::min<int64_t>(gpus, base.cluster.node.gpus) : base.cluster.gpus_per_node;
-    SearchSpace space{base, gpus, per_node};
     // The point index of a layout to replay, or -1 (invalid, or cannot fit).
     auto consider = [&](const Settings& layout, bool count) -> int64_t {
-      Settings s = hardware;
+      Settings s = hardware[c];
       s.insert(s.end(), layout.begin(), layout.end());
       if (auto it = seen.find(s); it != seen.end())
         return it->second;
@@ -220,11 +210,10 @@ SearchPlan plan_search(const OptimizeRequest& request)
     }
     // The spec's own layout is replayed too, as the search's reference, even where the
     // axes would not propose it (a GPipe schedule, tp across nodes).
-    if (own_layout && gpus == base.cluster.total_gpus()) {
+    if (own_layout && plan.gpus[c] == base.cluster.total_gpus()) {
       Settings own;
-      for (const NamedAxis& a : layout_axes_in_order())
-        if (a.axis->applies(space))
-          own.emplace_back(a.axis->key(), a.axis->value_of(base.training));
+      for (const std::string& key : searched_keys(spaces[c]))
+        own.emplace_back(key, plan.spec_values.at(key));
       plan.own_index = consider(own, false);
     }
   }

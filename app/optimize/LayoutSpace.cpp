@@ -48,7 +48,7 @@ std::vector<std::string> searched_keys(const SearchSpace& space)
   return keys;
 }
 
-std::vector<PartialLayout> enumerate_layouts(const SearchSpace& space, const AxisValues& given)
+std::vector<PartialLayout> enumerate_layouts(const SearchSpace& space, const AxisValues& given, size_t limit)
 {
   PartialLayout start;
   start.t = space.job.training;
@@ -65,12 +65,10 @@ std::vector<PartialLayout> enumerate_layouts(const SearchSpace& space, const Axi
         next.push_back(std::move(n));
       }
     layouts = std::move(next);
-    // Each candidate is parsed and checked before anything runs (about 0.4 ms): past
-    // this many the plan alone would take minutes.
-    if (layouts.size() > max_layouts)
-      throw InputError("optimize: the search has more than " + std::to_string(max_layouts) + " layouts on " +
-                       std::to_string(space.gpus) + " GPUs by " + a.axis->key() +
-                       "; narrow it with --axis KEY=V1,V2 (memwall list layout-axes)");
+    if (layouts.size() > limit)
+      throw InputError("optimize: the search has more than " + std::to_string(max_layouts) +
+                       " layouts over its GPU counts (on " + std::to_string(space.gpus) + " GPUs, at " + a.axis->key() +
+                       "); narrow it with --axis KEY=V1,V2 (memwall list layout-axes) or fewer counts");
   }
   return layouts;
 }

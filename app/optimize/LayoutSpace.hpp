@@ -20,8 +20,11 @@ AxisValues parse_axis_options(const std::vector<std::string>& options);
 // The spec keys the search sets for `space`, in table order.
 std::vector<std::string> searched_keys(const SearchSpace& space);
 
-// At most max_layouts (InputError past it, naming the axis that crossed it).
+// A search's layouts over all its GPU counts are at most max_layouts: each is parsed and
+// checked before anything runs (about 0.4 ms), and past this many the plan alone would
+// take minutes. `limit`: what is left of it; InputError past it, naming the axis.
 constexpr size_t max_layouts = 100'000;
-std::vector<PartialLayout> enumerate_layouts(const SearchSpace& space, const AxisValues& given);
+std::vector<PartialLayout> enumerate_layouts(const SearchSpace& space, const AxisValues& given,
+                                             size_t limit = max_layouts);
 
 } // namespace memwall

@@ -50,7 +50,7 @@ void write_comparison_file(const std::string& path, const std::vector<SearchedMa
     for (const auto& [col, values] : t.texts)
       if (col != "status" && col != "error" && std::find(t.axes.begin(), t.axes.end(), col) == t.axes.end())
         row.texts.emplace_back(col, values[r]);
-    row.texts.emplace_back("layout", layout_text(t, r));
+    row.texts.emplace_back("layout", layout_text(m.plan, t, r));
     row.texts.emplace_back("reproduce", reproduce_command(m.plan, t, r));
     out[p.index] = std::move(row);
   }
@@ -82,7 +82,8 @@ std::string comparison_text(const std::vector<SearchedMachine>& machines, const 
                                   optimize_cell(t, "usd_per_step", c.row)};
     if (days)
       line.insert(line.end(), {optimize_cell(t, "days_to_train", c.row), optimize_cell(t, "usd_to_train", c.row)});
-    line.insert(line.end(), {optimize_cell(t, "hardware_cost_usd", c.row), layout_text(t, c.row)});
+    line.insert(line.end(),
+                {optimize_cell(t, "hardware_cost_usd", c.row), layout_text(machines[c.machine].plan, t, c.row)});
     cells.push_back(std::move(line));
   }
   os << "\n";

@@ -29,25 +29,9 @@ double model_state_floor_bytes(const ExperimentSpec& spec)
   const double weight_share    = t.offload_params != OffloadTarget::none ? 0.0 : t.zero == 3 ? 1.0 / replicas : 1.0;
   const bool optimizer_on_gpu  = t.offload_optimizer == OffloadTarget::none;
   const double optimizer_share = t.zero >= 1 ? 1.0 / replicas : 1.0;
-  std::vector<double> dense(static_cast<size_t>(t.pp)), expert(static_cast<size_t>(t.pp));
-  // Virtual stage k (chunk * pp + stage) holds the next split[k] layers; a tp rank holds
-  // at least 1/tp of a layer's dense parameters (some, like the norms, whole) and
-  // 1/(ep x etp) of its routed experts.
-  int64_t layer = 0;
-  for (size_t k = 0; k < split.size(); ++k) {
-    size_t stage = k % static_cast<size_t>(t.pp);
-    for (int64_t i = 0; i < split[k]; ++i, ++layer) {
-      double experts = m.moe_layer(layer) ? static_cast<double>(m.moe.experts) * m.expert_params() : 0.0;
-      dense[stage] += (m.layer_params(layer) - experts) / tp;
-      expert[stage] += experts / experts_split;
-    }
-  }
-  dense.front() += m.embedding_params() / tp;
-  dense.back() += m.head_params() / tp;
-  // Activations: what each layer keeps from forward to backward under the recompute
-  // policy, from the stack's own plan of its blocks (the embedding's on the first
-  // virtual stage, the head's logits on the last); the schedule's order says how many
-  // (micro-batch, chunk) passes a stage has run forward and not yet backward.
+  // What each layer keeps from forward to backward under the recompute policy, from the
+  // stack's own plan of its blocks (the embedding's on the first virtual stage, the
+  // head's logits on the last).
   auto stack         = make_training_stack(t);
   StepShape shape    = step_shape(t);
   shape.weight_bytes = b.weights;
@@ -61,18 +45,31 @@ double model_state_floor_bytes(const ExperimentSpec& spec)
     return bytes;
   };
   std::map<std::pair<bool, bool>, double> layer_kept; // by (MoE layer, windowed layer)
+  // Virtual stage k (chunk * pp + stage) holds the next split[k] layers; a tp rank holds
+  // at least 1/tp of a layer's dense parameters (some, like the norms, whole) and
+  // 1/(ep x etp) of its routed experts.
+  std::vector<double> dense(static_cast<size_t>(t.pp)), expert(static_cast<size_t>(t.pp));
   std::vector<double> chunk_bytes(split.size());
-  layer = 0;
-  for (size_t k = 0; k < split.size(); ++k)
+  int64_t layer = 0;
+  for (size_t k = 0; k < split.size(); ++k) {
+    size_t stage = k % static_cast<size_t>(t.pp);
     for (int64_t i = 0; i < split[k]; ++i, ++layer) {
+      double experts = m.moe_layer(layer) ? static_cast<double>(m.moe.experts) * m.expert_params() : 0.0;
+      dense[stage] += (m.layer_params(layer) - experts) / tp;
+      expert[stage] += experts / experts_split;
       std::pair<bool, bool> kind{m.moe_layer(layer), m.windowed_layer(layer)};
       auto it = layer_kept.find(kind);
       if (it == layer_kept.end())
         it = layer_kept.emplace(kind, kept(stack->layer(m, shape, layer))).first;
       chunk_bytes[k] += it->second;
     }
+  }
+  dense.front() += m.embedding_params() / tp;
+  dense.back() += m.head_params() / tp;
   chunk_bytes.front() += kept(stack->embedding(m, shape));
   chunk_bytes.back() += kept(stack->head(m, shape));
+  // The schedule's order says how many (micro-batch, chunk) passes a stage has run
+  // forward and not yet backward.
   const auto schedule = pipeline_schedule_registry().make(t.pipeline_schedule);
   std::vector<double> held(static_cast<size_t>(t.pp));
   for (int64_t stage = 0; stage < t.pp; ++stage) {

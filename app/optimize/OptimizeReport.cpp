@@ -22,14 +22,11 @@ double number(const ResultsTable& t, const std::string& col, size_t row)
   return it == t.numbers.end() ? NAN : it->second.at(row);
 }
 
-// A value as the spec takes it: text, or a number with every digit ("1024", not "1,024").
-std::string raw(const ResultsTable& t, const std::string& col, size_t row)
+// The settings of a row's layout as the sweep gave them (the table keeps flags as
+// numbers).
+const SweepPoint& point_of(const SearchPlan& plan, const ResultsTable& t, size_t row)
 {
-  if (auto x = t.texts.find(col); x != t.texts.end())
-    return x->second.at(row);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", number(t, col, row));
-  return buf;
+  return plan.sweep.points.at(static_cast<size_t>(number(t, "index", row)));
 }
 
 std::string heading(const std::string& col)
@@ -151,14 +148,19 @@ std::vector<size_t> pareto_rows(const ResultsTable& t)
   return front;
 }
 
-std::string layout_text(const ResultsTable& t, size_t r)
+std::string layout_text(const SearchPlan& plan, const ResultsTable& t, size_t r)
 {
-  auto v = [&](const std::string& key) { return has(t, key) ? raw(t, key, r) : std::string(); };
+  const SweepPoint& p = point_of(plan, t, r);
+  auto v              = [&](const std::string& key) {
+    for (const SweepSetting& st : p.settings)
+      if (st.key == key)
+        return st.text;
+    return std::string();
+  };
   std::string s;
   if (v("training.stack") != "megatron" && !v("training.stack").empty())
     s += v("training.stack") + ", ";
-  s += "tp " + v("training.tp") + (v("training.sp") == "true" || v("training.sp") == "1" ? " (sp)" : "") + " x pp " +
-       v("training.pp");
+  s += "tp " + v("training.tp") + (v("training.sp") == "true" ? " (sp)" : "") + " x pp " + v("training.pp");
   if (!v("training.cp").empty() && v("training.cp") != "1")
     s += " x cp " + v("training.cp");
   s += " x dp " + v("training.dp");
@@ -178,11 +180,9 @@ std::string layout_text(const ResultsTable& t, size_t r)
 
 std::string reproduce_command(const SearchPlan& plan, const ResultsTable& t, size_t r)
 {
-  // The point's settings as the sweep gave them (the table keeps flags as numbers), less
-  // those the spec already has.
-  const SweepPoint& p = plan.sweep.points.at(static_cast<size_t>(number(t, "index", r)));
-  std::string s       = "memwall run " + plan.spec_file;
-  for (const SweepSetting& st : p.settings)
+  // The point's settings less those the spec already has.
+  std::string s = "memwall run " + plan.spec_file;
+  for (const SweepSetting& st : point_of(plan, t, r).settings)
     if (auto v = plan.spec_values.find(st.key); v == plan.spec_values.end() || v->second != st.text)
       s += " --set " + st.key + "=" + st.text;
   return s;
@@ -257,7 +257,7 @@ std::string optimize_report_text(const SearchPlan& plan, const ResultsTable& t, 
     std::vector<std::string> line{std::to_string(i + 1)};
     for (const std::string& c : cols)
       line.push_back(optimize_cell(t, c, best[i]));
-    line.push_back(layout_text(t, best[i]));
+    line.push_back(layout_text(plan, t, best[i]));
     cells.push_back(std::move(line));
   }
   print_aligned(os, cells, true);
@@ -265,7 +265,7 @@ std::string optimize_report_text(const SearchPlan& plan, const ResultsTable& t, 
   long own = own_row(plan, t);
   os << "\n  why #1 wins\n";
   if (own >= 0 && static_cast<size_t>(own) != best[0])
-    os << "    against the spec's own layout (" << layout_text(t, static_cast<size_t>(own)) << ", "
+    os << "    against the spec's own layout (" << layout_text(plan, t, static_cast<size_t>(own)) << ", "
        << results_cell(t, "step_time_s", static_cast<size_t>(own))
        << (usable(t, static_cast<size_t>(own)) ? "" : ", does not fit")
        << "): " << why(t, best[0], static_cast<size_t>(own)) << "\n";
@@ -282,7 +282,8 @@ std::string optimize_report_text(const SearchPlan& plan, const ResultsTable& t, 
         {heading("gpus"), heading("step_time_s"), heading("usd_per_step"), "hardware", "layout"}};
     for (size_t r : front)
       pc.push_back({optimize_cell(t, "gpus", r), optimize_cell(t, "step_time_s", r),
-                    optimize_cell(t, "usd_per_step", r), optimize_cell(t, "hardware_cost_usd", r), layout_text(t, r)});
+                    optimize_cell(t, "usd_per_step", r), optimize_cell(t, "hardware_cost_usd", r),
+                    layout_text(plan, t, r)});
     print_aligned(os, pc, true);
   }
   os << "\n  reproduce #1: " << reproduce_command(plan, t, best[0]) << "\n";
@@ -294,11 +295,10 @@ std::string optimize_report_text(const SearchPlan& plan, const ResultsTable& t, 
 nlohmann::ordered_json layout_json(const SearchPlan& plan, const ResultsTable& t, size_t r)
 {
   nlohmann::ordered_json j;
-  const SweepPoint& p             = plan.sweep.points.at(static_cast<size_t>(number(t, "index", r)));
   nlohmann::ordered_json settings = nlohmann::ordered_json::object();
-  for (const SweepSetting& st : p.settings)
+  for (const SweepSetting& st : point_of(plan, t, r).settings)
     settings[st.key] = st.text;
-  j["layout"]   = layout_text(t, r);
+  j["layout"]   = layout_text(plan, t, r);
   j["settings"] = settings;
   for (const char* col :
        {"gpus", "step_time_s", "tokens_per_s", "mfu", "max_peak_bytes", "breakdown_s.compute",

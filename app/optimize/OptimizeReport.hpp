@@ -29,7 +29,7 @@ std::vector<size_t> ranked_rows(const ResultsTable& t, const Objective& o);
 // faster is as cheap.
 std::vector<size_t> pareto_rows(const ResultsTable& t);
 // "tp 8 (sp) x pp 16 x dp 8, interleaved v=6, micro-batch 1, ZeRO-1, recompute selective"
-std::string layout_text(const ResultsTable& t, size_t row);
+std::string layout_text(const SearchPlan& plan, const ResultsTable& t, size_t row);
 // A cell as the report prints it: durations with their unit, dollars to three
 // significant figures however small, the rest as `memwall report` does.
 std::string optimize_cell(const ResultsTable& t, const std::string& col, size_t row);

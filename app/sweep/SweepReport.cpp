@@ -172,9 +172,7 @@ std::string sweep_csv(const ResultsTable& t)
       if (auto x = t.texts.find(col); x != t.texts.end()) {
         os << quoted(x->second[r]);
       } else if (double v = t.numbers.at(col)[r]; !std::isnan(v)) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.17g", v);
-        os << buf;
+        os << format_exact(v);
       }
     }
     os << "\n";
