@@ -340,40 +340,6 @@ void Replayer::complete(OpId id, double end)
       ready_.push_back(out_[k]);
 }
 
-MemoryPool& Replayer::pool(const DeviceRef& d)
-{
-  if (last_pool_.second && last_pool_.first == d)
-    return *last_pool_.second;
-  if (auto it = pool_index_.find(d); it != pool_index_.end()) {
-    last_pool_ = {d, it->second};
-    return *it->second;
-  }
-  const ClusterSpec& c = platform_.cluster();
-  double capacity      = 0;
-  std::string hardware;
-  switch (d.kind) {
-    case DeviceKind::gpu:
-      capacity = c.node.gpu.memory_bytes;
-      hardware = c.node.gpu.id;
-      break;
-    case DeviceKind::host:
-      capacity = c.node.dram_bytes / c.node.sockets;
-      hardware = c.node.id + ".dram";
-      break;
-    case DeviceKind::nvme:
-      capacity = c.node.nvme_bytes;
-      hardware = c.node.id + ".nvme";
-      break;
-  }
-  auto p = std::make_unique<MemoryPool>(d, hardware, capacity, dag_.represents(d), options_.memory_timelines);
-  if (d.kind == DeviceKind::gpu && !options_.allocator.empty())
-    p->use_allocator(options_.allocator, allocator_registry().make(options_.allocator));
-  MemoryPool& made = *pools_.emplace(d, std::move(p)).first->second;
-  pool_index_[d]   = &made;
-  last_pool_       = {d, &made};
-  return made;
-}
-
 RunResult Replayer::collect()
 {
   RunResult r;

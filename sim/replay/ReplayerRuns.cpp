@@ -1,4 +1,5 @@
-// Coalescing: a run of ops on one stream replayed as one timed activity.
+// Coalescing: a run of ops on one stream replayed as one timed activity; and the memory
+// pools its allocs and frees (and every other one) land in.
 //
 // An op is private when no other stream ever uses what it uses: a kernel on a GPU whose
 // kernels all run on one stream and whose HBM nothing copies through; an alloc or free
@@ -309,6 +310,41 @@ void Replayer::finish_run(OpId tail)
     ++completed_;
   }
   complete(tail, run.end); // the prefix sum, as for the others, not the clock's rounding
+}
+
+// The pool of a device, made at its first alloc or free.
+MemoryPool& Replayer::pool(const DeviceRef& d)
+{
+  if (last_pool_.second && last_pool_.first == d)
+    return *last_pool_.second;
+  if (auto it = pool_index_.find(d); it != pool_index_.end()) {
+    last_pool_ = {d, it->second};
+    return *it->second;
+  }
+  const ClusterSpec& c = platform_.cluster();
+  double capacity      = 0;
+  std::string hardware;
+  switch (d.kind) {
+    case DeviceKind::gpu:
+      capacity = c.node.gpu.memory_bytes;
+      hardware = c.node.gpu.id;
+      break;
+    case DeviceKind::host:
+      capacity = c.node.dram_bytes / c.node.sockets;
+      hardware = c.node.id + ".dram";
+      break;
+    case DeviceKind::nvme:
+      capacity = c.node.nvme_bytes;
+      hardware = c.node.id + ".nvme";
+      break;
+  }
+  auto p = std::make_unique<MemoryPool>(d, hardware, capacity, dag_.represents(d), options_.memory_timelines);
+  if (d.kind == DeviceKind::gpu && !options_.allocator.empty())
+    p->use_allocator(options_.allocator, allocator_registry().make(options_.allocator));
+  MemoryPool& made = *pools_.emplace(d, std::move(p)).first->second;
+  pool_index_[d]   = &made;
+  last_pool_       = {d, &made};
+  return made;
 }
 
 void Replayer::apply_memory_op(OpId id, const Op& op, double now)
