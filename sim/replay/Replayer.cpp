@@ -3,6 +3,7 @@
 #include "sim/replay/ReplayProgress.hpp"
 
 #include <simgrid/s4u.hpp>
+#include <xbt/config.hpp>
 
 #include <algorithm>
 #include <stdexcept>
@@ -156,13 +157,15 @@ RunResult Replayer::run()
     // references only once time has moved on (DESIGN.md §3).
     sg4::Engine::on_time_advance_cb([](double) {
       if (current && !current->failure_)
-        current->guarded([] {
-          current->parked_.clear();
-          current->apply_due_memory(sg4::Engine::get_clock());
-        });
+        current->parked_.clear();
+      // A run due within the timing precision of this stop ends at it (end_runs).
+      if (current && !current->runs_.empty() &&
+          current->runs_.top().date - sg4::Engine::get_clock() < current->timing_precision_)
+        current->arm_run_timer(sg4::Engine::get_clock());
     });
   }
   sg4::Engine* engine = sg4::Engine::get_instance();
+  timing_precision_   = simgrid::config::get_value<double>("surf/precision");
   ReplayProgress progress(options_.progress);
   progress_ = &progress;
   mirror_orbits();
@@ -209,7 +212,7 @@ void Replayer::replay_loop(sg4::Engine* engine)
     if (failure_)
       std::rethrow_exception(failure_);
     parked_.clear();
-    apply_due_memory(sg4::Engine::get_clock());
+    apply_all_due_memory();
     if (!source_ || completed_ != taken_)
       break;
     activities_.clear(); // all done: their completion callbacks have run
@@ -300,12 +303,6 @@ void Replayer::on_activity_done(size_t index)
   OpId op = a.op;
   if (op == OpDag::none)
     return;
-  if (a.run) {
-    --running_acts_[op - base_];
-    finish_run(op);
-    drain_ready();
-    return;
-  }
   // A kernel under unified memory: when its own work (not a paging transfer) ends.
   auto paged = paged_.empty() ? paged_.end() : paged_.find(op);
   if (paged != paged_.end() && !a.paging)

@@ -97,7 +97,6 @@ private:
     double bytes = 0;
     simgrid::s4u::ActivityPtr handle;
     bool paging = false; // a migration, fault batch or remote read, not the op's own work
-    bool run    = false; // a coalesced run ending with `op` (ReplayerRuns.cpp)
   };
   // A collective's plan, made once per (group, kind, bytes) and shared by every op alike.
   struct PlannedCollective {
@@ -119,15 +118,16 @@ private:
     double start            = 0;
     std::vector<double> bytes_before, busy_before; // of plan->links
   };
-  // An alloc or free inside a coalesced run, applied when the clock reaches it.
+  // An alloc or free inside a coalesced run, applied to its pool in time order.
   struct DueMemoryOp {
-    double time    = 0;
-    OpId op        = 0;
-    const Op* what = nullptr; // the op, or the chain's member (storage that never moves)
+    double time      = 0;
+    const Op* what   = nullptr; // the op, or the chain's member (storage that never moves)
+    MemoryPool* pool = nullptr;
   };
-  // A run's allocs and frees, in time order; applied in (time, run started) order over
-  // all runs by merging the lists (a heap of their heads: as many as runs in flight, not
-  // as many as their memory ops).
+  // A run's allocs and frees on one pool, in time order. Each pool merges its lists in
+  // (time, run started) order (a heap of their heads: as many as runs in flight on it)
+  // and applies them when it is next touched at or after their time, or when the replay
+  // ends: a pool's figures depend on the order of its own ops alone.
   struct DueList {
     std::vector<DueMemoryOp> ops;
     size_t next  = 0;
@@ -139,6 +139,7 @@ private:
     uint32_t list = 0;
     bool operator>(const DueHead& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
+  using DueHeads = std::priority_queue<DueHead, std::vector<DueHead>, std::greater<>>;
 
   // Unified memory (ReplayerPaging.cpp). A kernel that faults runs its steps in turn.
   struct PagingStep {
@@ -269,11 +270,15 @@ private:
   // private, and a collective was timed); a kernel's timing in `kernel` (its HBM
   // accounting needs it), a collective's plan in `plan` (its link figures).
   bool step_duration(Step s, const Op& op, double& seconds, KernelTiming& kernel, const PlannedCollective*& plan);
+  struct RunInFlight;
   bool start_run(OpId head);
-  void finish_run(OpId tail);
+  void finish_run(const RunInFlight& run);
   void open_record(OpId id, const Op& op, double now);
   void apply_memory_op(OpId id, const Op& op, double now);
-  void apply_due_memory(double now);
+  void apply_to_pool(MemoryPool& pool, const Op& op, double now);
+  void add_due_list(std::vector<DueMemoryOp>&& ops, uint64_t seq);
+  void apply_due_memory(MemoryPool& pool, double now); // its runs' ops up to now
+  void apply_all_due_memory();
   int route_of(const DeviceRef& src, const DeviceRef& dst)
   {
     return routes_.index(platform_.host(src), platform_.host(dst));
@@ -331,12 +336,27 @@ private:
   std::vector<std::pair<simgrid::s4u::Link*, double>> scaled_links_; // and their own bandwidth
   uint64_t fold_batch_ = 0;                                          // batches folded so far
   std::vector<uint8_t> private_;                                     // per op (id - base_): may join a coalesced run
+  // A run in flight ends on a clock date, not as a SimGrid activity: it shares nothing,
+  // so it needs no model action, no share of a solve and no completion signal. Runs
+  // ending at one date end in the order they started; one kernel timer (SimGrid's
+  // event list) is armed for the earliest.
   struct RunInFlight {
+    double date  = 0;          // when the clock reaches its end
+    uint64_t seq = 0;          // order of starting
+    OpId tail    = 0;          // its last op
     std::vector<OpId> entries; // ops it completes before its last member
     size_t members = 0;        // ops and chain members it runs
     double end     = 0;        // the prefix sum of the members' times
+    bool operator>(const RunInFlight& o) const { return date != o.date ? date > o.date : seq > o.seq; }
   };
-  std::map<OpId, RunInFlight> runs_;  // by the run's last op
+  std::priority_queue<RunInFlight, std::vector<RunInFlight>, std::greater<>> runs_;
+  uint64_t run_seq_ = 0;
+  std::set<double> armed_run_dates_; // of the kernel timers set and not yet fired
+  // SimGrid 3.32's "surf/precision": an activity due less than this after a clock stop
+  // ends at that stop.
+  double timing_precision_ = 0;
+  void arm_run_timer(double date);
+  void end_runs();                    // those whose date the clock has reached
   std::vector<uint32_t> member_;      // per op (id - base_): a chain's member it is at
   std::vector<ChainInfo> chain_info_; // per stored chain
   std::vector<uint64_t> chain_seen_;  // per stored chain: the visit_ops call that last saw it
@@ -344,7 +364,7 @@ private:
   size_t ops_done_ = 0; // ops completed, a chain's members each counted
   std::vector<DueList> due_lists_;
   std::vector<uint32_t> free_due_lists_;
-  std::priority_queue<DueHead, std::vector<DueHead>, std::greater<>> due_heads_;
+  std::unordered_map<const MemoryPool*, DueHeads> due_heads_;
   uint64_t due_seq_ = 0;
   std::map<std::pair<DeviceRef, StreamKind>, int> stream_keys_;
   RouteTable routes_;

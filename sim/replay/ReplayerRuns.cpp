@@ -27,7 +27,10 @@
 #include "sim/replay/Replayer.hpp"
 #include "sim/timing/KernelTiming.hpp"
 
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
+
+#include <algorithm>
 
 namespace sg4 = simgrid::s4u;
 
@@ -223,7 +226,7 @@ bool Replayer::start_run(OpId head)
         if (m.begin == now)
           apply_memory_op(m.step.id, *m.op, m.begin);
         else
-          due_ops.push_back({m.begin, m.step.id, m.op});
+          due_ops.push_back({m.begin, m.op, &pool(m.op->pool)});
         break;
       case OpKind::kernel: account_hbm_alone(*m.op, m.kernel); break;
       case OpKind::collective:
@@ -276,40 +279,72 @@ bool Replayer::start_run(OpId head)
   open_record(pending.step.id, *pending.op, pending.begin);
   account(pending);
   if (!due_ops.empty()) {
-    uint32_t list;
-    if (free_due_lists_.empty()) {
-      list = static_cast<uint32_t>(due_lists_.size());
-      due_lists_.emplace_back();
-    } else {
-      list = free_due_lists_.back();
-      free_due_lists_.pop_back();
+    // One list per pool (a run's ops mostly land in its own GPU's).
+    uint64_t seq = due_seq_++;
+    auto other   = std::stable_partition(due_ops.begin(), due_ops.end(),
+                                         [&](const DueMemoryOp& d) { return d.pool == due_ops.front().pool; });
+    if (other != due_ops.end()) {
+      std::vector<DueMemoryOp> rest(other, due_ops.end());
+      due_ops.erase(other, due_ops.end());
+      while (!rest.empty()) {
+        auto more = std::stable_partition(rest.begin(), rest.end(),
+                                          [&](const DueMemoryOp& d) { return d.pool == rest.front().pool; });
+        add_due_list(std::vector<DueMemoryOp>(rest.begin(), more), seq);
+        rest.erase(rest.begin(), more);
+      }
     }
-    DueList& l = due_lists_[list];
-    l.ops      = std::move(due_ops);
-    l.next     = 0;
-    l.seq      = due_seq_++;
-    due_heads_.push({l.ops.front().time, l.seq, list});
+    add_due_list(std::move(due_ops), seq);
   }
   OpId tail             = pending.step.id;
   member_[tail - base_] = pending.step.member; // what complete() closes
-  start_delay(tail, pending.end - now);
-  activities_.back().run = true;
-  runs_[tail]            = {std::move(entries), count, pending.end};
+  // A delay of d seconds on a 1 flop/s host (what SimGrid's lazy CPU model would run)
+  // is due at now + d: the run ends then, or at an earlier clock stop that is less than
+  // the engine's timing precision before it, as SimGrid ends an Exec
+  // (CpuModel::update_actions_state_lazy): a run ends exactly where its Exec would.
+  ++started_activities_;
+  double date = now + (pending.end - now);
+  bool first  = runs_.empty() || date < runs_.top().date;
+  runs_.push({date, run_seq_++, tail, std::move(entries), count, pending.end});
+  if (first)
+    arm_run_timer(date);
   return true;
 }
 
-void Replayer::finish_run(OpId tail)
+void Replayer::arm_run_timer(double date)
 {
-  auto it         = runs_.find(tail);
-  RunInFlight run = std::move(it->second);
-  runs_.erase(it);
+  if (!armed_run_dates_.insert(date).second)
+    return; // one timer a date
+  simgrid::kernel::timer::Timer::set(date, [this, date] {
+    armed_run_dates_.erase(date);
+    if (!failure_)
+      guarded([&] { end_runs(); });
+  });
+}
+
+void Replayer::end_runs()
+{
+  double now = sg4::Engine::get_clock();
+  while (!runs_.empty() && runs_.top().date - now < timing_precision_) {
+    // priority_queue gives its top as const; it is popped at once.
+    RunInFlight run = std::move(const_cast<RunInFlight&>(runs_.top()));
+    runs_.pop();
+    finish_run(run);
+    drain_ready();
+  }
+  // The earliest left may have started while a run before it was the earliest.
+  if (!runs_.empty())
+    arm_run_timer(runs_.top().date);
+}
+
+void Replayer::finish_run(const RunInFlight& run)
+{
   // Inside the run, each op is the only dependency of the next: nothing else to release.
   ops_done_ += run.members - 1;
   for (OpId e : run.entries) {
     --waiting_on_[out_[out_start_[e - batch_]] - base_];
     ++completed_;
   }
-  complete(tail, run.end); // the prefix sum, as for the others, not the clock's rounding
+  complete(run.tail, run.end); // the prefix sum, as for the others, not the clock's rounding
 }
 
 // The pool of a device, made at its first alloc or free.
@@ -349,38 +384,75 @@ MemoryPool& Replayer::pool(const DeviceRef& d)
 
 void Replayer::apply_memory_op(OpId id, const Op& op, double now)
 {
-  if (op.kind == OpKind::alloc) {
-    if (paging_on() && op.pool.kind == DeviceKind::gpu)
-      alloc_with_paging(id, op);
-    else
-      pool(op.pool).alloc(op.category, op.bytes, now, op.name, op.tensor);
-  } else if (!paging_on() || !free_managed(op)) {
-    pool(op.pool).free(op.category, op.bytes, now, op.tensor);
+  if (paging_on()) { // no run holds an alloc or free under unified memory
+    if (op.kind == OpKind::alloc && op.pool.kind == DeviceKind::gpu)
+      return alloc_with_paging(id, op);
+    if (op.kind == OpKind::free && free_managed(op))
+      return;
   }
+  MemoryPool& p = pool(op.pool);
+  apply_due_memory(p, now); // runs' ops on it up to this instant come first
+  apply_to_pool(p, op, now);
 }
 
-void Replayer::apply_due_memory(double now)
+void Replayer::apply_to_pool(MemoryPool& pool, const Op& op, double now)
 {
-  while (!due_heads_.empty() && due_heads_.top().time <= now) {
-    DueHead h = due_heads_.top();
-    due_heads_.pop();
+  if (op.kind == OpKind::alloc)
+    pool.alloc(op.category, op.bytes, now, op.name, op.tensor);
+  else
+    pool.free(op.category, op.bytes, now, op.tensor);
+}
+
+void Replayer::add_due_list(std::vector<DueMemoryOp>&& ops, uint64_t seq)
+{
+  uint32_t list;
+  if (free_due_lists_.empty()) {
+    list = static_cast<uint32_t>(due_lists_.size());
+    due_lists_.emplace_back();
+  } else {
+    list = free_due_lists_.back();
+    free_due_lists_.pop_back();
+  }
+  DueList& l = due_lists_[list];
+  l.ops      = std::move(ops);
+  l.next     = 0;
+  l.seq      = seq;
+  due_heads_[l.ops.front().pool].push({l.ops.front().time, seq, list});
+}
+
+void Replayer::apply_due_memory(MemoryPool& pool, double now)
+{
+  auto it = due_heads_.find(&pool);
+  if (it == due_heads_.end())
+    return;
+  DueHeads& heads = it->second;
+  while (!heads.empty() && heads.top().time <= now) {
+    DueHead h = heads.top();
+    heads.pop();
     // The list's ops go on in turn while they stay the earliest due.
     for (;;) {
-      const DueMemoryOp d = due_lists_[h.list].ops[due_lists_[h.list].next++];
-      apply_memory_op(d.op, *d.what, d.time);
-      DueList& l = due_lists_[h.list]; // the list of lists may have grown meanwhile
+      DueList& l          = due_lists_[h.list];
+      const DueMemoryOp d = l.ops[l.next++];
+      apply_to_pool(pool, *d.what, d.time);
       if (l.next == l.ops.size()) {
         l.ops.clear();
         free_due_lists_.push_back(h.list);
         break;
       }
       h.time = l.ops[l.next].time;
-      if (h.time > now || (!due_heads_.empty() && h > due_heads_.top())) {
-        due_heads_.push(h);
+      if (h.time > now || (!heads.empty() && h > heads.top())) {
+        heads.push(h);
         break;
       }
     }
   }
+}
+
+void Replayer::apply_all_due_memory()
+{
+  double now = sg4::Engine::get_clock();
+  for (auto& [pool, heads] : due_heads_)
+    apply_due_memory(*const_cast<MemoryPool*>(pool), now);
 }
 
 } // namespace memwall
