@@ -32,10 +32,16 @@ void start_engine()
 {
   // Logging off before the Engine exists; exactness settings before the first zone.
   xbt_log_control_set("root.thres:critical");
-  int argc     = 1;
-  char name[]  = "memwall";
-  char* argv[] = {name, nullptr};
-  static simgrid::s4u::Engine engine(&argc, argv);
+  // The engine lives until the process ends, and is not taken apart then: freeing the
+  // platform and the model state one object at a time cost a 3,072-GPU run 4 % of its
+  // CPU (measured), for memory the process hands back whole. Hence no atexit clean-up
+  // (SimGrid's debug/clean-atexit) and an Engine that is never destroyed.
+  int argc                            = 2;
+  char name[]                         = "memwall";
+  char no_exit[]                      = "--cfg=debug/clean-atexit:0";
+  char* argv[]                        = {name, no_exit, nullptr};
+  static simgrid::s4u::Engine* engine = new simgrid::s4u::Engine(&argc, argv);
+  (void)engine;
   configure_exact_engine();
 }
 

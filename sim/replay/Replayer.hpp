@@ -181,7 +181,8 @@ private:
   struct ChainInfo {
     uint64_t batch = 0;                         // fold_batch_ the fields below were derived in
     std::vector<uint8_t> priv;                  // per member: private (find_private_ops)
-    std::vector<KernelTiming> timing;           // per member: a kernel's
+    std::vector<double> seconds;                // per member: a kernel's time alone (0 else)
+    std::vector<double> hbm_busy;               // per member: a kernel's HBM busy time (hbm_busy_s)
     std::vector<const PlannedCollective*> plan; // per member: a collective's
   };
   // One step of a stream's work: op `id`, or member `member` of chain op `id`.
@@ -224,7 +225,11 @@ private:
   void start_kernel(OpId id, const Op& op);
   // A kernel alone on its HBM runs as one Exec: its bytes and busy time on the HBM link
   // are added here, the figures its flow would have produced.
-  void account_hbm_alone(const Op& op, const KernelTiming& t);
+  void account_hbm_alone(const Op& op, const KernelTiming& t) { account_hbm(op, hbm_busy_s(op, t)); }
+  // What the kernel's flow would have kept its HBM link busy for, -1 when it accounts
+  // nothing there (no bytes, or measured where it was recorded).
+  static double hbm_busy_s(const Op& op, const KernelTiming& t);
+  void account_hbm(const Op& op, double busy_s);
   int hbm_route(const DeviceRef& gpu); // the route of the GPU's HBM link, found once
   void start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst);
   double copy_payload(const Op& op, const DeviceRef& src, const DeviceRef& dst);
@@ -267,9 +272,11 @@ private:
   void find_private_ops(size_t from, size_t to);
   int stream_key(const Op& op);
   // Step `s`'s own time when it runs alone, if known without replaying it (it is
-  // private, and a collective was timed); a kernel's timing in `kernel` (its HBM
-  // accounting needs it), a collective's plan in `plan` (its link figures).
-  bool step_duration(Step s, const Op& op, double& seconds, KernelTiming& kernel, const PlannedCollective*& plan);
+  // private, and a collective was timed); a kernel's HBM busy time in `hbm_busy` (its
+  // link figures), a collective's plan in `plan` (its link figures). `chain`: the
+  // ChainInfo of the chain `s` is a member of, null for an op.
+  bool step_duration(Step s, const Op& op, const ChainInfo* chain, double& seconds, double& hbm_busy,
+                     const PlannedCollective*& plan);
   struct RunInFlight;
   bool start_run(OpId head);
   void finish_run(const RunInFlight& run);

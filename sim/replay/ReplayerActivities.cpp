@@ -89,12 +89,19 @@ void Replayer::start_kernel(OpId id, const Op& op)
   start_flow(id, op.device, op.device, op.bytes);
 }
 
-void Replayer::account_hbm_alone(const Op& op, const KernelTiming& t)
+double Replayer::hbm_busy_s(const Op& op, const KernelTiming& t)
 {
   if (op.bytes <= 0 || op.seconds > 0) // a measured op's bytes were moved where it was recorded
+    return -1;
+  return t.overhead_s + t.memory_s(op.bytes);
+}
+
+void Replayer::account_hbm(const Op& op, double busy_s)
+{
+  if (busy_s < 0)
     return;
   for (int l : routes_.route(hbm_route(op.device)).links)
-    routes_.accounts().add(l, op.bytes, t.overhead_s + t.memory_s(op.bytes));
+    routes_.accounts().add(l, op.bytes, busy_s);
 }
 
 void Replayer::start_host_compute(OpId id, const DeviceRef& socket, const Op& op)

@@ -3,6 +3,7 @@
 // flows left out because nothing the replay runs can see them: FlowFold) and running
 // the phases in turn.
 #include "sim/replay/Replayer.hpp"
+#include "sim/replay/RouteOpSet.hpp"
 #include "sim/timing/CollectiveTiming.hpp"
 
 #include <simgrid/s4u.hpp>
@@ -61,7 +62,10 @@ void Replayer::fold_batch(size_t from, size_t to)
   // own activities cross (copies, the shadow ranks' copies and host work), and under
   // unified memory every shadow rank with its host (their migrations run beside the
   // representative's).
+  RouteOpSet watched_ops, routed_ops; // each pass learns nothing from a second op alike
   visit_ops(from, to, [&](const Op& op) {
+    if (!watched_ops.first(op))
+      return;
     fold_.watch_device(op.device);
     for_each_route(op, [&](const DeviceRef& a, const DeviceRef& b) {
       fold_.watch_device(a);
@@ -90,6 +94,8 @@ void Replayer::fold_batch(size_t from, size_t to)
   auto watch_route = [&](const DeviceRef& a, const DeviceRef& b) { add_route(route_of(a, b), true); };
   DeviceRef last_kernel_gpu{DeviceKind::nvme, -1, -1};
   visit_ops(from, to, [&](const Op& op) {
+    if (!routed_ops.first(op))
+      return;
     if (op.kind == OpKind::collective) {
       CollectiveKey key{op.group, op.collective, op.bytes};
       if (!unfolded_.count(key)) {

@@ -25,6 +25,7 @@
 // privacy, kernel timings and collective plans are derived once per stored chain.
 #include "sim/replay/ReplayProgress.hpp"
 #include "sim/replay/Replayer.hpp"
+#include "sim/replay/RouteOpSet.hpp"
 #include "sim/timing/KernelTiming.hpp"
 
 #include <simgrid/kernel/Timer.hpp>
@@ -64,7 +65,10 @@ void Replayer::find_private_ops(size_t from, size_t to)
     for (int l : routes_.route(route_of(a, b)).links)
       claim(key, l);
   };
+  RouteOpSet claimed; // an op alike claims the same links for the same stream
   visit_ops(from, to, [&](const Op& op) {
+    if (!claimed.first(op))
+      return;
     int key = stream_key(op);
     if (op.kind == OpKind::collective)
       for (int l : planned(op).links)
@@ -103,7 +107,9 @@ void Replayer::find_private_ops(size_t from, size_t to)
     c.batch = fold_batch_;
     for (const Op& m : dag_.chain(op.chain)) {
       c.priv.push_back(mine(m));
-      c.timing.push_back(m.kind == OpKind::kernel ? kernel_timer_(m) : KernelTiming{});
+      KernelTiming t = m.kind == OpKind::kernel ? kernel_timer_(m) : KernelTiming{};
+      c.seconds.push_back(m.kind == OpKind::kernel ? t.total_s(m.bytes) : 0.0);
+      c.hbm_busy.push_back(m.kind == OpKind::kernel ? hbm_busy_s(m, t) : -1.0);
       c.plan.push_back(m.kind == OpKind::collective ? &planned(m) : nullptr);
     }
   }
@@ -130,20 +136,24 @@ bool Replayer::step_private(Step s) const
   return c.batch == fold_batch_ && s.member < c.priv.size() && c.priv[s.member];
 }
 
-bool Replayer::step_duration(Step s, const Op& op, double& seconds, KernelTiming& kernel,
+bool Replayer::step_duration(Step s, const Op& op, const ChainInfo* c, double& seconds, double& hbm_busy,
                              const PlannedCollective*& plan)
 {
-  if (!step_private(s))
-    return false;
   // A chain's member reads what its ChainInfo keeps; an op works it out.
-  const Op& whole    = dag_.op(s.id);
-  const ChainInfo* c = whole.kind == OpKind::chain ? &chain_info_[whole.chain] : nullptr;
+  if (c ? !(c->batch == fold_batch_ && s.member < c->priv.size() && c->priv[s.member]) : !private_[s.id - base_])
+    return false;
   switch (op.kind) {
     case OpKind::alloc:
     case OpKind::free: seconds = 0; return true;
     case OpKind::kernel:
-      kernel  = c ? c->timing[s.member] : kernel_timer_(op);
-      seconds = kernel.total_s(op.bytes);
+      if (c) {
+        seconds  = c->seconds[s.member];
+        hbm_busy = c->hbm_busy[s.member];
+      } else {
+        KernelTiming t = kernel_timer_(op);
+        seconds        = t.total_s(op.bytes);
+        hbm_busy       = hbm_busy_s(op, t);
+      }
       return true;
     case OpKind::host_compute: seconds = op.seconds; return op.seconds > 0;
     case OpKind::collective:
@@ -210,8 +220,9 @@ bool Replayer::start_run(OpId head)
     Step step;
     const Op* op = nullptr;
     double begin = 0, end = 0;
-    KernelTiming kernel;
+    double hbm_busy               = -1;
     const PlannedCollective* plan = nullptr;
+    bool last                     = false; // of its op (a chain's last member, or an op)
   };
   double now = sg4::Engine::get_clock();
   double t   = now;
@@ -228,7 +239,7 @@ bool Replayer::start_run(OpId head)
         else
           due_ops.push_back({m.begin, m.op, &pool(m.op->pool)});
         break;
-      case OpKind::kernel: account_hbm_alone(*m.op, m.kernel); break;
+      case OpKind::kernel: account_hbm(*m.op, m.hbm_busy); break;
       case OpKind::collective:
         for (size_t j = 0; j < m.plan->links.size(); ++j) {
           routes_.accounts().add(m.plan->links[j], m.plan->link_bytes[j], m.plan->link_busy[j]);
@@ -237,41 +248,51 @@ bool Replayer::start_run(OpId head)
       default: break;
     }
   };
-  for (Step v{head, member_[head - base_]};;) {
-    const Op& op = step_op(v);
-    Member m;
-    m.step   = v;
-    m.op     = &op;
-    m.begin  = t;
-    double d = 0;
-    if (!step_duration(v, op, d, m.kernel, m.plan))
-      break;
-    // Allocs and frees at this very instant go op by op, interleaved with other
-    // streams' in order of readiness, as without coalescing: at one instant their
-    // order decides the peak.
-    bool memory = op.kind == OpKind::alloc || op.kind == OpKind::free;
-    if (memory && t == now)
-      break;
-    m.end = t += d;
-    if (count++ > 0) {
-      record_span(pending.step.id, *pending.op, pending.begin, pending.end);
-      account(pending);
-      if (last_member(pending.step))
-        entries.push_back(pending.step.id);
+  // Op by op; a chain's members in turn, its stored members and ChainInfo found once.
+  for (OpId id = head;;) {
+    const Op& whole    = dag_.op(id);
+    bool chained       = whole.kind == OpKind::chain;
+    const ChainInfo* c = chained ? &chain_info_[whole.chain] : nullptr;
+    const Op* ops      = chained ? dag_.chain(whole.chain).data() : &whole;
+    auto size          = static_cast<uint32_t>(chained ? dag_.chain(whole.chain).size() : 1);
+    uint32_t k         = id == head ? member_[head - base_] : 0;
+    for (; k < size; ++k) {
+      const Op& op = ops[k];
+      Member m;
+      m.step   = {id, k};
+      m.op     = &op;
+      m.begin  = t;
+      m.last   = k + 1 == size;
+      double d = 0;
+      if (!step_duration(m.step, op, c, d, m.hbm_busy, m.plan))
+        break;
+      // Allocs and frees at this very instant go op by op, interleaved with other
+      // streams' in order of readiness, as without coalescing: at one instant their
+      // order decides the peak.
+      bool memory = op.kind == OpKind::alloc || op.kind == OpKind::free;
+      if (memory && t == now)
+        break;
+      m.end = t += d;
+      if (count++ > 0) {
+        record_span(pending.step.id, *pending.op, pending.begin, pending.end);
+        account(pending);
+        if (pending.last)
+          entries.push_back(pending.step.id);
+      }
+      pending = m;
     }
-    pending = m;
-    if (!last_member(v)) { // inside a chain: each member the next one's only dependency
-      ++v.member;
-      continue;
-    }
-    uint32_t first = out_start_[v.id - batch_];
-    if (out_start_[v.id - batch_ + 1] - first != 1)
+    if (k < size) // a member that cannot join: the run ends before it
+      break;
+    // Inside a chain each member is the next one's only dependency; after the op, the
+    // next joins if it is the op's one successor and this is its one dependency.
+    uint32_t first = out_start_[id - batch_];
+    if (out_start_[id - batch_ + 1] - first != 1)
       break;
     OpId next   = out_[first];
     const Op& n = dag_.op(next);
-    if (in_count_[next - batch_] != 1 || n.device != op.device || n.stream != op.stream)
+    if (in_count_[next - batch_] != 1 || n.device != ops[size - 1].device || n.stream != ops[size - 1].stream)
       break;
-    v = {next, 0};
+    id = next;
   }
   if (count < 2)
     return false;

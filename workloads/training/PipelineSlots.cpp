@@ -26,8 +26,8 @@ void TrainingStepGenerator::emit_pipeline()
       while (pos[p] < order[p].size()) {
         const PipelineSlot& s = order[p][pos[p]];
         int64_t vs            = s.chunk * cfg_.pp + static_cast<int64_t>(p);
-        bool ready            = s.forward ? (vs == 0 || fwd_sent_.count({vs - 1, s.micro_batch}))
-                                          : (vs == last_vs || bwd_sent_.count({vs + 1, s.micro_batch}));
+        bool ready            = s.forward ? (vs == 0 || fwd_sent_.count(slot_key(vs - 1, s.micro_batch)))
+                                          : (vs == last_vs || bwd_sent_.count(slot_key(vs + 1, s.micro_batch)));
         if (!ready)
           break;
         emit_slot(static_cast<int>(p), s.micro_batch, s.chunk, s.forward);
@@ -59,13 +59,15 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
     capture_slot(stage, mb, chunk, forward, key, steady);
   // The slot's first compute op waits for the activation (or gradient) from the neighbour.
   auto& inbox = forward ? fwd_sent_ : bwd_sent_;
-  auto in     = inbox.find({forward ? vs - 1 : vs + 1, mb});
-  if (in != inbox.end())
+  auto in     = inbox.find(slot_key(forward ? vs - 1 : vs + 1, mb));
+  if (in != inbox.end()) {
     for (OpId v = mark; v < dag_.size(); ++v)
       if (dag_.op(v).device == s.gpu && dag_.op(v).stream == StreamKind::compute) {
         dag_.depend(v, in->second);
         break;
       }
+    inbox.erase(in); // received: this slot was its one reader
+  }
   int64_t next = forward ? vs + 1 : vs - 1;
   if (next < 0 || next >= cfg_.pp * cfg_.virtual_stages)
     return;
@@ -77,8 +79,8 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
   // "pp.send_act.vs3.mb17", the micro-batch a number beside its pattern (OpName).
   OpName name(std::string(forward ? "pp.send_act." : "pp.send_grad.") + "vs" + std::to_string(vs) + ".mb",
               static_cast<uint64_t>(mb), "");
-  inbox[{vs, mb}] = dag_.add(copy_op(s.gpu, StreamKind::p2p, s.gpu, stages_[next % cfg_.pp].gpu, bytes, name),
-                             {dag_.stream_tail(s.gpu, StreamKind::compute)});
+  inbox[slot_key(vs, mb)] = dag_.add(copy_op(s.gpu, StreamKind::p2p, s.gpu, stages_[next % cfg_.pp].gpu, bytes, name),
+                                     {dag_.stream_tail(s.gpu, StreamKind::compute)});
 }
 
 bool TrainingStepGenerator::steady_slot(int stage, int64_t chunk, bool forward) const
@@ -115,8 +117,8 @@ void TrainingStepGenerator::capture_slot(int stage, int64_t mb, int64_t chunk, b
     repeat.saved.clear();
     repeat.checkpoints.clear();
     for (int b : blocks) {
-      repeat.saved.push_back(saved_[{b, mb}]);
-      auto c = checkpoints_.find({b, mb});
+      repeat.saved.push_back(saved_[slot_key(b, mb)]);
+      auto c = checkpoints_.find(slot_key(b, mb));
       repeat.checkpoints.push_back(c == checkpoints_.end() ? Tensor{} : c->second);
     }
   }
@@ -129,12 +131,12 @@ void TrainingStepGenerator::repeat_slot(int stage, int64_t mb, int64_t chunk, bo
   for (size_t j = 0; j < blocks.size(); ++j) {
     int b = blocks[j];
     if (forward) {
-      saved_[{b, mb}] = repeat.saved[j];
+      saved_[slot_key(b, mb)] = repeat.saved[j];
       if (repeat.checkpoints[j].id != 0)
-        checkpoints_[{b, mb}] = repeat.checkpoints[j];
+        checkpoints_[slot_key(b, mb)] = repeat.checkpoints[j];
     } else {
-      saved_.erase({b, mb});
-      checkpoints_.erase({b, mb});
+      saved_.erase(slot_key(b, mb));
+      checkpoints_.erase(slot_key(b, mb));
       blocks_[b].backwards++;
     }
   }

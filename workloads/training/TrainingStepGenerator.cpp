@@ -226,11 +226,11 @@ void TrainingStepGenerator::emit_forward(int b, int64_t mb)
   bool full                = policy.checkpoints(blk.plan);
   OpId params              = gathered(b);
   const std::string prefix = blk.plan.name + ".fwd.";
-  auto& saved              = saved_[{b, mb}];
+  auto& saved              = saved_[slot_key(b, mb)];
   saved.assign(ks.size(), Tensor{});
   if (full)
-    checkpoints_[{b, mb}] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations,
-                                       blk.plan.input_bytes, prefix + "checkpoint", {params});
+    checkpoints_[slot_key(b, mb)] = dag_.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations,
+                                               blk.plan.input_bytes, prefix + "checkpoint", {params});
   for (size_t i = 0; i < ks.size(); ++i) {
     const KernelPlan& k = ks[i];
     double keep         = policy.kept(blk.plan, k);
@@ -240,7 +240,7 @@ void TrainingStepGenerator::emit_forward(int b, int64_t mb)
     if (k.runs(true)) {
       OpId id = kernel(s.gpu, name(b, i, Role::fwd), k, true, false);
       dag_.depend(id, params);
-      touch_kernel(id, b, i, true, i == 0 && full ? checkpoints_[{b, mb}] : saved[i]);
+      touch_kernel(id, b, i, true, i == 0 && full ? checkpoints_[slot_key(b, mb)] : saved[i]);
     }
     tp_collective(b, i, Role::fwd_tp, k.fwd_after);
   }
@@ -251,7 +251,7 @@ void TrainingStepGenerator::emit_recompute(int b, int64_t mb)
 {
   Block& blk  = blocks_[b];
   Stage& s    = stage_of(b);
-  auto& saved = saved_[{b, mb}];
+  auto& saved = saved_[slot_key(b, mb)];
   const SavedActivations policy(cfg_.recompute);
   for (size_t i = 0; i < blk.plan.kernels.size(); ++i) {
     const KernelPlan& k = blk.plan.kernels[i];
@@ -262,7 +262,7 @@ void TrainingStepGenerator::emit_recompute(int b, int64_t mb)
       if (saved[i].id == 0) {
         saved[i] = t;
       } else { // a per-op policy kept this kernel's output: its saved inputs come back beside it
-        auto& again = regenerated_[{b, mb}];
+        auto& again = regenerated_[slot_key(b, mb)];
         again.resize(blk.plan.kernels.size());
         again[i] = t;
       }
@@ -289,8 +289,8 @@ void TrainingStepGenerator::emit_backward(int b, int64_t mb)
                     prefix + "activation_grads", {params});
   if (SavedActivations(cfg_.recompute).recomputes(blk.plan))
     emit_recompute(b, mb);
-  auto& saved = saved_[{b, mb}];
-  auto again  = regenerated_.find({b, mb});
+  auto& saved = saved_[slot_key(b, mb)];
+  auto again  = regenerated_.find(slot_key(b, mb));
   for (size_t i = blk.plan.kernels.size(); i-- > 0;) {
     const KernelPlan& k = blk.plan.kernels[i];
     tp_collective(b, i, Role::bwd_tp_in, k.bwd_before);
@@ -305,12 +305,12 @@ void TrainingStepGenerator::emit_backward(int b, int64_t mb)
     if (again != regenerated_.end() && again->second[i].id != 0)
       dag_.free(again->second[i], s.gpu, StreamKind::compute, name(b, i, Role::bwd_free_regenerated));
   }
-  saved_.erase({b, mb});
+  saved_.erase(slot_key(b, mb));
   if (again != regenerated_.end())
     regenerated_.erase(again);
   if (ws.id != 0)
     dag_.free(ws, s.gpu, StreamKind::compute, prefix + "free_activation_grads");
-  if (auto c = checkpoints_.find({b, mb}); c != checkpoints_.end()) {
+  if (auto c = checkpoints_.find(slot_key(b, mb)); c != checkpoints_.end()) {
     dag_.free(c->second, s.gpu, StreamKind::compute, prefix + "free_checkpoint");
     checkpoints_.erase(c);
   }

@@ -31,6 +31,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <unordered_map>
 
 namespace memwall {
 
@@ -190,10 +191,17 @@ private:
   OpDag dag_;
   std::vector<Block> blocks_;
   std::vector<Stage> stages_;
-  std::map<std::pair<int, int64_t>, std::vector<Tensor>> saved_;       // (block, micro-batch) -> per kernel
-  std::map<std::pair<int, int64_t>, std::vector<Tensor>> regenerated_; // what a recompute brings back beside saved_
-  std::map<std::pair<int, int64_t>, Tensor> checkpoints_;              // full recompute: kept layer inputs
-  std::map<std::pair<int64_t, int64_t>, OpId> fwd_sent_, bwd_sent_;    // (virtual stage, micro-batch) -> send
+  // By (block or virtual stage, micro-batch), packed by slot_key: looked up a few times
+  // per pass (65,536 passes in Megatron 1T's step), never walked in order.
+  static uint64_t slot_key(int64_t a, int64_t micro_batch)
+  {
+    return (static_cast<uint64_t>(a) << 40) | static_cast<uint64_t>(micro_batch);
+  }
+  std::unordered_map<uint64_t, std::vector<Tensor>> saved_;       // (block, micro-batch) -> per kernel
+  std::unordered_map<uint64_t, std::vector<Tensor>> regenerated_; // what a recompute brings back beside saved_
+  std::unordered_map<uint64_t, Tensor> checkpoints_;              // full recompute: kept layer inputs
+  // (virtual stage, micro-batch) -> its send, until the slot that receives it is emitted
+  std::unordered_map<uint64_t, OpId> fwd_sent_, bwd_sent_;
   struct SlotRepeat {
     bool last_steady = false;               // the last slot captured under the key was steady
     bool verified    = false;               // and matched the steady one before it: repeat from now on
