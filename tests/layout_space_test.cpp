@@ -88,6 +88,18 @@ TEST_CASE("a_malformed_axis_option_is_refused_naming_what_is_allowed", "[optimiz
   CHECK_THROWS_WITH(parse_axis_options({"training.sp=yes"}), Catch::Contains("true or false"));
   CHECK_THROWS_WITH(parse_axis_options({"training.stack=jax"}), Catch::Contains("unknown training stack"));
   CHECK_THROWS_WITH(parse_axis_options({"training.tp=2", "training.tp=4"}), Catch::Contains("given twice"));
+  // A value twice would replay one layout twice.
+  CHECK_THROWS_WITH(parse_axis_options({"training.tp=2,4,2"}), Catch::Contains("--axis training.tp: 2 twice"));
+}
+
+TEST_CASE("an_axis_is_named_by_its_key_or_by_the_name_list_layout_axes_prints", "[optimize]")
+{
+  // `memwall list layout-axes` prints "tp  training.tp  ...": either names the axis.
+  AxisValues by_name = parse_axis_options({"tp=2", "micro_batch=1,2"});
+  AxisValues by_key  = parse_axis_options({"training.tp=2", "training.micro_batch=1,2"});
+  CHECK(by_name == by_key);
+  CHECK(by_name.at("training.micro_batch") == std::vector<std::string>{"1", "2"});
+  CHECK_THROWS_WITH(parse_axis_options({"tp=2", "training.tp=4"}), Catch::Contains("given twice"));
 }
 
 TEST_CASE("expert_parallel_axes_appear_for_a_mixture_of_experts_model_only", "[optimize]")

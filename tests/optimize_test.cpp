@@ -6,6 +6,7 @@
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <filesystem>
@@ -184,6 +185,35 @@ TEST_CASE("optimize_searches_gpu_counts_whose_plain_data_parallel_layout_is_inva
   CHECK(r.exit_code == 0);
   CHECK(r.out.find(" 0 to replay") == std::string::npos);
   CHECK(r.out.find("training.dp: [4,") != std::string::npos);
+}
+
+TEST_CASE("a_dry_run_with_json_prints_its_counts_and_sweep_as_json", "[optimize][cli]")
+{
+  // --json held for the report alone: `--dry-run --json` printed the text and the sweep's
+  // YAML (the fuzzer's finding). Its counts are the text's; the sweep is what `memwall
+  // sweep` runs.
+  std::string spec = temp_path("optimize-dry-json.yaml");
+  write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 2}\nmodel: {preset: gpt2}\n"
+                   "training: {seq_len: 1024, global_batch: 12, micro_batch: 1}\n");
+  CliResult text = run_cli("optimize " + spec + " --gpus 8 --dry-run");
+  CliResult json = run_cli("optimize " + spec + " --gpus 8 --dry-run --json");
+  INFO(json.err);
+  REQUIRE(json.exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(json.out);
+  REQUIRE(j.is_array());
+  REQUIRE(j.size() == 1);
+  const nlohmann::json& plan = j[0];
+  CHECK(plan["spec"] == spec);
+  std::string counts = std::to_string(plan["enumerated"].get<int64_t>()) + " layouts enumerated, " +
+                       std::to_string(plan["invalid"].get<int64_t>()) + " invalid, " +
+                       std::to_string(plan["cannot_fit"].get<int64_t>()) + " cannot fit, " +
+                       std::to_string(plan["to_replay"].get<int64_t>()) + " to replay\n";
+  CHECK(text.out.rfind(counts, 0) == 0);
+  CHECK(text.out.substr(counts.size()) == plan["sweep"].get<std::string>());
+  int64_t refused = 0;
+  for (const auto& [key, n] : plan["invalid_by_key"].items())
+    refused += n.get<int64_t>();
+  CHECK(refused == plan["invalid"].get<int64_t>());
 }
 
 TEST_CASE("a_search_past_its_layout_limit_is_refused_naming_what_narrows_it", "[optimize][cli]")

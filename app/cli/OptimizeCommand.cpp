@@ -13,6 +13,7 @@
 #include "base/Quantity.hpp"
 
 #include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
@@ -114,7 +115,8 @@ int optimize_command(const std::vector<std::string>& args)
       "years", po::value(&request.amortization_years), "years the hardware's price is spread over (default 4)")(
       "tokens", po::value(&request.tokens), "a training budget in tokens: days and dollars to train")(
       "dry-run", po::bool_switch(&dry_run), "print the counts and the generated sweep; replay nothing")(
-      "json", po::bool_switch(&json), "the report as one JSON object")(
+      "json", po::bool_switch(&json),
+      "the report as one JSON object; with --dry-run, a list of each spec's counts and sweep")(
       "compare", po::bool_switch(&compare), "several specs (machines): each one's best layout, one table")(
       "plot", po::value(&plot_path), "--compare: days (with --tokens) or step time against price, as PNG")(
       "spec", po::value(&specs), "experiment spec (YAML) with a training section; several with --compare");
@@ -158,13 +160,26 @@ int optimize_command(const std::vector<std::string>& args)
     jobs = cores_available();
 
   if (dry_run) {
+    nlohmann::json plans = nlohmann::json::array(); // --json: one object per spec
     for (const std::string& spec : specs) {
       request.spec_path = spec;
       SearchPlan plan   = plan_search(request);
+      if (json) {
+        plans.push_back({{"spec", spec},
+                         {"enumerated", plan.enumerated},
+                         {"invalid", plan.invalid},
+                         {"invalid_by_key", plan.invalid_by_key},
+                         {"cannot_fit", plan.cannot_fit},
+                         {"to_replay", plan.sweep.points.size()},
+                         {"sweep", plan.sweep_yaml}});
+        continue;
+      }
       std::cout << plan.enumerated << " layouts enumerated, " << plan.invalid << " invalid, " << plan.cannot_fit
                 << " cannot fit, " << plan.sweep.points.size() << " to replay\n"
                 << plan.sweep_yaml;
     }
+    if (json)
+      std::cout << plans.dump(2) << "\n";
     return 0;
   }
   // Every output is checked against every input and against the others, and locked,

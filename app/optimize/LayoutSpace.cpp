@@ -9,15 +9,19 @@ AxisValues parse_axis_options(const std::vector<std::string>& options)
   std::vector<NamedAxis> axes = layout_axes_in_order();
   AxisValues out;
   for (const std::string& o : options) {
-    size_t eq       = o.find('=');
-    std::string key = o.substr(0, eq);
-    auto axis       = std::find_if(axes.begin(), axes.end(), [&](const NamedAxis& a) { return a.axis->key() == key; });
+    size_t eq         = o.find('=');
+    std::string named = o.substr(0, eq);
+    // By its spec key or by its name in `memwall list layout-axes`.
+    auto axis = std::find_if(axes.begin(), axes.end(),
+                             [&](const NamedAxis& a) { return a.axis->key() == named || a.name == named; });
     if (eq == std::string::npos || axis == axes.end()) {
       std::string keys;
       for (const NamedAxis& a : axes)
         keys += (keys.empty() ? "" : ", ") + a.axis->key();
-      throw InputError("--axis '" + o + "': expected KEY=V1,V2,... with KEY one of " + keys);
+      throw InputError("--axis '" + o + "': expected KEY=V1,V2,... with KEY one of " + keys +
+                       " (or its name in `memwall list layout-axes`)");
     }
+    std::string key = axis->axis->key();
     if (out.count(key))
       throw InputError("--axis " + key + " is given twice");
     std::vector<std::string> values;
@@ -29,6 +33,8 @@ AxisValues parse_axis_options(const std::vector<std::string>& options)
         throw InputError("--axis " + key + ": an empty value in '" + rest + "'");
       PartialLayout probe;
       axis->axis->apply(probe, v); // InputError for a value the key does not take
+      if (std::find(values.begin(), values.end(), v) != values.end())
+        throw InputError("--axis " + key + ": " + v + " twice in '" + rest + "'");
       values.push_back(v);
       if (comma == std::string::npos)
         break;

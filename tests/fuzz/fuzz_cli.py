@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Mutation fuzzer of memwall's command line: specs, --set values, sweep specs, request
-traces, PyTorch profiler traces and HDF5 results files, each mutated from a valid seed and fed to the binary.
+"""Mutation fuzzer of memwall's command line: specs, --set values, sweep specs, layout
+searches (optimize's options), request traces, PyTorch profiler traces and HDF5 results
+files, each mutated from a valid seed and fed to the binary.
 
 Every case must end with exit code 0, 2 (bad input) or 3 (runtime failure), within the
 time limit, with exactly one line on stderr when it fails, and without leaving an
@@ -136,6 +137,26 @@ SWEEP_SEED = ("spec:\n  hardware: {node: desktop-4070}\n  model: {preset: gpt2}\
               "grid:\n  training.micro_batch: [1, 2]\nfilter: \"micro_batch < 4\"\n"
               "metrics:\n  step_ms: step_time_s * 1000\n  per_gpu: tokens_per_s / gpus\n"
               "record: {memory: true, links: true}\n")
+
+# `memwall optimize`'s own options, valid and not; a case takes a few, mostly valid ones.
+# Its spec is train.yaml (one GPU of a desktop: a handful of layouts, each replayed in
+# well under a second) or, with --dry-run only, train_tp.yaml (four A100s: some 260).
+OPTIMIZE_FLAGS = [
+    ["--gpus", "1"], ["--gpus", "2"], ["--gpus-range", "1:2"], ["--axis", "micro_batch=1,2"],
+    ["--axis", "training.micro_batch=4"], ["--axis", "recompute=full,none"], ["--axis", "training.zero=0"],
+    ["--axis", "sp=false"], ["--objective", "cost"], ["--objective", "energy"],
+    ["--objective", "tokens_per_dollar"], ["--top", "1"], ["--top", "3"], ["--years", "1"],
+    ["--tokens", "1e12"], ["--set", "training.global_batch=2"], ["--json"], ["--json"], ["-j", "2"],
+]
+OPTIMIZE_BAD_FLAGS = [
+    ["--gpus", "0"], ["--gpus", "-3"], ["--gpus", "1e9"], ["--gpus", "x"], ["--gpus-range", "2:1"],
+    ["--gpus-range", "0:4"], ["--gpus-range", ":"], ["--gpus-range", "1:99999999999"], ["--axis", "tp="],
+    ["--axis", "tp=0"], ["--axis", "unknown_axis=1"], ["--axis", "recompute=full,never"], ["--axis", "zero=9"],
+    ["--axis", "sp=maybe"], ["--axis", "=1"], ["--axis", "tp=1,1"], ["--objective", "speed"], ["--top", "0"],
+    ["--top", "-1"], ["--top", "x"], ["--years", "0"], ["--years", "nan"], ["--years", "1e308"],
+    ["--tokens", "-1"], ["--set", "training.seq_len=0"], ["-j", "0"], ["--resume"], ["--compare"],
+    ["--plot", "out.png"],
+]
 
 EXTREMES = ["0", "-1", "1", "1e308", "-1e308", "1e-300", "4294967296", "9223372036854775807",
             "18446744073709551616", "nan", "inf", "-inf", "0.5", "1e9", "''", "~", "[]", "{}", "[1, 2]",
@@ -279,8 +300,16 @@ def make_hostile_case(rng, n, h5_seeds):
 def make_case(rng, n, h5_seeds, params):
     if rng.random() < 0.4:
         return make_hostile_case(rng, n, h5_seeds)
-    kind = rng.choice(["spec", "spec", "spec", "set", "sweep", "trace", "kineto", "hdf5"])
+    kind = rng.choice(["spec", "spec", "spec", "set", "sweep", "trace", "kineto", "hdf5", "optimize"])
     name = "%05d-%s" % (n, kind)
+    if kind == "optimize":
+        dry = rng.random() < 0.3
+        seed = SPEC_SEEDS["train_tp.yaml" if dry and rng.random() < 0.5 else "train.yaml"]
+        files = {"spec.yaml": mutate_text(rng, seed) if rng.random() < 0.5 else seed}
+        args = ["optimize", "spec.yaml", "-o", "results.h5", "-j", "1"] + (["--dry-run"] if dry else [])
+        for _ in range(rng.randint(1, 3)):
+            args += rng.choice(OPTIMIZE_BAD_FLAGS if rng.random() < 0.2 else OPTIMIZE_FLAGS)
+        return Case(name, files, args, ["results.h5"], created_outputs_ok=True)
     if kind == "kineto":
         seed = KINETO_SEED if rng.random() < 0.6 else h5_seeds["step.json"].decode()
         trace = mutate_text(rng, seed) if rng.random() < 0.8 else seed

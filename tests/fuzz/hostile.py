@@ -125,7 +125,8 @@ def structural_mutation(rng, image, workdir):
                 del f[name]
                 f.create_dataset(name, shape=(rng.choice([10 ** 6, 5 * 10 ** 7, 10 ** 9]),), dtype="f8")
             elif op == 3:                               # a hostile attribute
-                obj = f[rng.choice(groups)] if groups and rng.random() < 0.5 else f
+                picked = rng.choice(groups) if groups and rng.random() < 0.5 else None
+                obj = f[picked] if picked is not None and picked in f else f  # (an earlier edit may have deleted it)
                 keys = list(obj.attrs.keys()) or ["format"]
                 key = rng.choice(keys)
                 value = rng.choice([deep_json(rng), "[1, 2", "{}", "[]", '["a", "a"]', "null", "memwall-run",
@@ -143,9 +144,9 @@ def structural_mutation(rng, image, workdir):
                     del f[name]
                     f.create_dataset(name, data=numpy.ones((2, 3)))
             elif op == 6 and groups:                    # a group that is its own member
-                g = f[rng.choice(groups)]
-                if "loop" not in g:
-                    g["loop"] = g
+                name = rng.choice(groups)
+                if name in f and "loop" not in f[name]:  # (unless an earlier edit deleted it)
+                    f[name]["loop"] = f[name]
             else:                                       # a column list naming what is not there
                 if "points" in f:
                     f["points"].attrs["columns"] = json.dumps(["index", "status", "error", "missing"])
@@ -280,6 +281,21 @@ def check_invariants(code, stdout, args, before, work, kept_inputs):
             return "input %s changed" % name
         if name in kept_inputs and not os.path.isfile(os.path.join(work, name)):
             return "input %s replaced or removed" % name
+    if code == 0 and "--json" in args and args[0] == "optimize":
+        try:
+            report = json.loads(stdout)
+        except ValueError:
+            return "optimize --json printed no JSON"
+        if "--dry-run" in args:  # each spec's counts: they add up
+            for plan in report if isinstance(report, list) else [None]:
+                if not isinstance(plan, dict) or plan.get("enumerated", -1) < plan.get("invalid", 0) + \
+                        plan.get("cannot_fit", 0):
+                    return "optimize --dry-run --json: counts that do not add up: %r" % (plan,)
+            return None
+        for row in report.get("best", []):  # every ranked layout a replay that took time
+            t = row.get("step_time_s")
+            if not isinstance(t, (int, float)) or not (0 < t < 1e12):
+                return "optimize ranked a layout with step_time_s %r" % (t,)
     if code == 0 and "--json" in args and args[0] == "run":
         try:
             summary = json.loads(stdout)
