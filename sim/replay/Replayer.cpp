@@ -212,7 +212,7 @@ void Replayer::replay_loop(sg4::Engine* engine)
     if (failure_)
       std::rethrow_exception(failure_);
     parked_.clear();
-    apply_all_due_memory();
+    due_memory_.apply_all(sg4::Engine::get_clock());
     if (!source_ || completed_ != taken_)
       break;
     activities_.clear(); // all done: their completion callbacks have run

@@ -19,6 +19,7 @@
 #include "sim/collective/FlowFold.hpp"
 #include "sim/paging/ManagedMemory.hpp"
 #include "sim/paging/PrefetchPolicy.hpp"
+#include "sim/replay/DueMemory.hpp"
 #include "sim/replay/MemoryPool.hpp"
 #include "sim/replay/OrbitFold.hpp"
 #include "sim/replay/RouteTable.hpp"
@@ -118,29 +119,6 @@ private:
     double start            = 0;
     std::vector<double> bytes_before, busy_before; // of plan->links
   };
-  // An alloc or free inside a coalesced run, applied to its pool in time order.
-  struct DueMemoryOp {
-    double time      = 0;
-    const Op* what   = nullptr; // the op, or the chain's member (storage that never moves)
-    MemoryPool* pool = nullptr;
-  };
-  // A run's allocs and frees on one pool, in time order. Each pool merges its lists in
-  // (time, run started) order (a heap of their heads: as many as runs in flight on it)
-  // and applies them when it is next touched at or after their time, or when the replay
-  // ends: a pool's figures depend on the order of its own ops alone.
-  struct DueList {
-    std::vector<DueMemoryOp> ops;
-    size_t next  = 0;
-    uint64_t seq = 0; // order of the runs: at one instant, the earlier run's op first
-  };
-  struct DueHead {
-    double time   = 0;
-    uint64_t seq  = 0;
-    uint32_t list = 0;
-    bool operator>(const DueHead& o) const { return time != o.time ? time > o.time : seq > o.seq; }
-  };
-  using DueHeads = std::priority_queue<DueHead, std::vector<DueHead>, std::greater<>>;
-
   // Unified memory (ReplayerPaging.cpp). A kernel that faults runs its steps in turn.
   struct PagingStep {
     enum class Kind : uint8_t { driver, evict, migrate, kernel } kind;
@@ -193,7 +171,6 @@ private:
   const Op& step_op(Step s) const;
   const Op& current_op(OpId id) const { return step_op({id, member_[id - base_]}); }
   bool step_private(Step s) const;
-  bool last_member(Step s) const;
   // Calls f for every op of entries [from, to): a chain's members once per stored
   // chain and call (what it derives holds for every repetition). A template, so that
   // a serving run's per-iteration passes over its ops stay inlined loops.
@@ -282,10 +259,6 @@ private:
   void finish_run(const RunInFlight& run);
   void open_record(OpId id, const Op& op, double now);
   void apply_memory_op(OpId id, const Op& op, double now);
-  void apply_to_pool(MemoryPool& pool, const Op& op, double now);
-  void add_due_list(std::vector<DueMemoryOp>&& ops, uint64_t seq);
-  void apply_due_memory(MemoryPool& pool, double now); // its runs' ops up to now
-  void apply_all_due_memory();
   int route_of(const DeviceRef& src, const DeviceRef& dst)
   {
     return routes_.index(platform_.host(src), platform_.host(dst));
@@ -368,11 +341,8 @@ private:
   std::vector<ChainInfo> chain_info_; // per stored chain
   std::vector<uint64_t> chain_seen_;  // per stored chain: the visit_ops call that last saw it
   uint64_t visits_ = 0;
-  size_t ops_done_ = 0; // ops completed, a chain's members each counted
-  std::vector<DueList> due_lists_;
-  std::vector<uint32_t> free_due_lists_;
-  std::unordered_map<const MemoryPool*, DueHeads> due_heads_;
-  uint64_t due_seq_ = 0;
+  size_t ops_done_ = 0;  // ops completed, a chain's members each counted
+  DueMemory due_memory_; // runs' allocs and frees, applied when their pool is next touched
   std::map<std::pair<DeviceRef, StreamKind>, int> stream_keys_;
   RouteTable routes_;
   std::map<DeviceRef, std::unique_ptr<MemoryPool>> pools_;

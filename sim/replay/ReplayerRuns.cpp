@@ -15,11 +15,12 @@
 //
 // A run is a chain of private ops of one stream where each edge inside is the only
 // edge leaving its source and the only one entering its target: nothing outside the
-// run can start, or be started, in the middle. Its allocs and frees are applied to
-// their pools when the clock reaches them (Engine::on_time_advance, before anything
-// that ends at that time), so memory timelines stay in time order; a run neither
-// starts with one nor holds one at its start time (their order among other streams'
-// events of that instant is the op-by-op replay's).
+// run can start, or be started, in the middle. Its allocs and frees wait in DueMemory
+// and reach their pools in time order, before any other op on that pool at or after
+// their time, so memory timelines stay in time order; a run neither starts with one
+// nor holds one at its start time (their order among other streams' events of that
+// instant is the op-by-op replay's). A run is no SimGrid activity: it ends on a kernel
+// timer where its Exec would have ended (end_runs).
 //
 // A run walks steps: ops, and the members of chain ops (OpDag::end_capture), whose
 // privacy, kernel timings and collective plans are derived once per stored chain.
@@ -30,8 +31,6 @@
 
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
-
-#include <algorithm>
 
 namespace sg4 = simgrid::s4u;
 
@@ -119,12 +118,6 @@ const Op& Replayer::step_op(Step s) const
 {
   const Op& op = dag_.op(s.id);
   return op.kind == OpKind::chain ? dag_.chain(op.chain)[s.member] : op;
-}
-
-bool Replayer::last_member(Step s) const
-{
-  const Op& op = dag_.op(s.id);
-  return op.kind != OpKind::chain || s.member + 1 == dag_.chain(op.chain).size();
 }
 
 bool Replayer::step_private(Step s) const
@@ -228,8 +221,8 @@ bool Replayer::start_run(OpId head)
   double t   = now;
   Member pending;
   size_t count = 0;
-  std::vector<OpId> entries;        // ops the run completes before its last member
-  std::vector<DueMemoryOp> due_ops; // its allocs and frees after this instant, in time order
+  std::vector<OpId> entries;             // ops the run completes before its last member
+  std::vector<DueMemory::Entry> due_ops; // its allocs and frees after this instant, in time order
   auto account = [&](const Member& m) {
     switch (m.op->kind) {
       case OpKind::alloc:
@@ -299,23 +292,7 @@ bool Replayer::start_run(OpId head)
   // The last one ends with the run's activity (finish_run).
   open_record(pending.step.id, *pending.op, pending.begin);
   account(pending);
-  if (!due_ops.empty()) {
-    // One list per pool (a run's ops mostly land in its own GPU's).
-    uint64_t seq = due_seq_++;
-    auto other   = std::stable_partition(due_ops.begin(), due_ops.end(),
-                                         [&](const DueMemoryOp& d) { return d.pool == due_ops.front().pool; });
-    if (other != due_ops.end()) {
-      std::vector<DueMemoryOp> rest(other, due_ops.end());
-      due_ops.erase(other, due_ops.end());
-      while (!rest.empty()) {
-        auto more = std::stable_partition(rest.begin(), rest.end(),
-                                          [&](const DueMemoryOp& d) { return d.pool == rest.front().pool; });
-        add_due_list(std::vector<DueMemoryOp>(rest.begin(), more), seq);
-        rest.erase(rest.begin(), more);
-      }
-    }
-    add_due_list(std::move(due_ops), seq);
-  }
+  due_memory_.add_run(std::move(due_ops));
   OpId tail             = pending.step.id;
   member_[tail - base_] = pending.step.member; // what complete() closes
   // A delay of d seconds on a 1 flop/s host (what SimGrid's lazy CPU model would run)
@@ -412,68 +389,8 @@ void Replayer::apply_memory_op(OpId id, const Op& op, double now)
       return;
   }
   MemoryPool& p = pool(op.pool);
-  apply_due_memory(p, now); // runs' ops on it up to this instant come first
-  apply_to_pool(p, op, now);
-}
-
-void Replayer::apply_to_pool(MemoryPool& pool, const Op& op, double now)
-{
-  if (op.kind == OpKind::alloc)
-    pool.alloc(op.category, op.bytes, now, op.name, op.tensor);
-  else
-    pool.free(op.category, op.bytes, now, op.tensor);
-}
-
-void Replayer::add_due_list(std::vector<DueMemoryOp>&& ops, uint64_t seq)
-{
-  uint32_t list;
-  if (free_due_lists_.empty()) {
-    list = static_cast<uint32_t>(due_lists_.size());
-    due_lists_.emplace_back();
-  } else {
-    list = free_due_lists_.back();
-    free_due_lists_.pop_back();
-  }
-  DueList& l = due_lists_[list];
-  l.ops      = std::move(ops);
-  l.next     = 0;
-  l.seq      = seq;
-  due_heads_[l.ops.front().pool].push({l.ops.front().time, seq, list});
-}
-
-void Replayer::apply_due_memory(MemoryPool& pool, double now)
-{
-  auto it = due_heads_.find(&pool);
-  if (it == due_heads_.end())
-    return;
-  DueHeads& heads = it->second;
-  while (!heads.empty() && heads.top().time <= now) {
-    DueHead h = heads.top();
-    heads.pop();
-    // The list's ops go on in turn while they stay the earliest due.
-    for (;;) {
-      DueList& l          = due_lists_[h.list];
-      const DueMemoryOp d = l.ops[l.next++];
-      apply_to_pool(pool, *d.what, d.time);
-      if (l.next == l.ops.size()) {
-        l.ops.clear();
-        free_due_lists_.push_back(h.list);
-        break;
-      }
-      h.time = l.ops[l.next].time;
-      if (h.time > now || (!heads.empty() && h > heads.top())) {
-        heads.push(h);
-        break;
-      }
-    }
-  }
-}
-
-void Replayer::apply_all_due_memory()
-{
-  double now = sg4::Engine::get_clock();
-  for (auto& [pool, heads] : due_heads_)
-    apply_due_memory(*const_cast<MemoryPool*>(pool), now);
+  due_memory_.apply(p, now); // runs' ops on it up to this instant come first
+  DueMemory::apply_op(p, op, now);
 }
 
 } // namespace memwall
