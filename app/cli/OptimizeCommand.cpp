@@ -160,7 +160,7 @@ int optimize_command(const std::vector<std::string>& args)
     jobs = cores_available();
 
   if (dry_run) {
-    nlohmann::json plans = nlohmann::json::array(); // --json: one object per spec
+    nlohmann::ordered_json plans = nlohmann::ordered_json::array(); // --json: one object per spec, as the report's
     for (const std::string& spec : specs) {
       request.spec_path = spec;
       SearchPlan plan   = plan_search(request);

@@ -157,11 +157,13 @@ RunResult Replayer::run()
     // references only once time has moved on (DESIGN.md §3).
     sg4::Engine::on_time_advance_cb([](double) {
       if (current && !current->failure_)
-        current->parked_.clear();
-      // A run due within the timing precision of this stop ends at it (end_runs).
-      if (current && !current->runs_.empty() &&
-          current->runs_.top().date - sg4::Engine::get_clock() < current->timing_precision_)
-        current->arm_run_timer(sg4::Engine::get_clock());
+        current->guarded([] {
+          current->parked_.clear();
+          // A run due within the timing precision of this stop ends at it (end_runs).
+          double now = sg4::Engine::get_clock();
+          if (!current->runs_.empty() && current->runs_.top().date - now < current->timing_precision_)
+            current->arm_run_timer(now);
+        });
     });
   }
   sg4::Engine* engine = sg4::Engine::get_instance();

@@ -171,6 +171,7 @@ private:
   const Op& step_op(Step s) const;
   const Op& current_op(OpId id) const { return step_op({id, member_[id - base_]}); }
   bool step_private(Step s) const;
+  bool step_private(Step s, const ChainInfo* chain) const; // `chain`: s's chain's, null for an op
   // Calls f for every op of entries [from, to): a chain's members once per stored
   // chain and call (what it derives holds for every repetition). A template, so that
   // a serving run's per-iteration passes over its ops stay inlined loops.

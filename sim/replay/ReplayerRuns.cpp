@@ -123,17 +123,21 @@ const Op& Replayer::step_op(Step s) const
 bool Replayer::step_private(Step s) const
 {
   const Op& op = dag_.op(s.id);
-  if (op.kind != OpKind::chain)
+  return step_private(s, op.kind == OpKind::chain ? &chain_info_[op.chain] : nullptr);
+}
+
+bool Replayer::step_private(Step s, const ChainInfo* c) const
+{
+  if (!c)
     return private_[s.id - base_];
-  const ChainInfo& c = chain_info_[op.chain];
-  return c.batch == fold_batch_ && s.member < c.priv.size() && c.priv[s.member];
+  return c->batch == fold_batch_ && s.member < c->priv.size() && c->priv[s.member];
 }
 
 bool Replayer::step_duration(Step s, const Op& op, const ChainInfo* c, double& seconds, double& hbm_busy,
                              const PlannedCollective*& plan)
 {
   // A chain's member reads what its ChainInfo keeps; an op works it out.
-  if (c ? !(c->batch == fold_batch_ && s.member < c->priv.size() && c->priv[s.member]) : !private_[s.id - base_])
+  if (!step_private(s, c))
     return false;
   switch (op.kind) {
     case OpKind::alloc:

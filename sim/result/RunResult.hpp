@@ -153,7 +153,9 @@ struct RunResult {
   RecordedKernels recorded;         // a replayed trace (workload.trace)
   MoeRouting moe;                   // MoE models
   ProfileUsed profile;
-  int64_t activities = 0; // SimGrid activities the replay started (what its cost grows with)
+  // What the replay started: SimGrid activities and coalesced runs (which end on a
+  // kernel timer, not as activities): what its cost grows with.
+  int64_t activities = 0;
   int64_t op_count   = 0; // ops replayed, whether or not `ops` keeps their records
 };
 
