@@ -4,6 +4,7 @@
 #include "base/JsonInput.hpp"
 #include "workloads/trace/GzipInput.hpp"
 #include "workloads/trace/KinetoTrace.hpp"
+#include "workloads/trace/TraceScalar.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -15,134 +16,35 @@
 namespace memwall {
 namespace {
 
-// One JSON scalar as the SAX callbacks deliver it.
-struct Scalar {
-  enum class Kind { none, integer, real, text } kind = Kind::none;
-  int64_t i                                          = 0;
-  double d                                           = 0;
-  std::string s; // text, or a real's digits as written
-};
-
-// Times beyond +-4e15 us (127 years) are refused, so that differences and sums of two
-// stay inside int64 nanoseconds.
-constexpr int64_t largest_time_us = 4'000'000'000'000'000;
-
-// Microseconds as written ("4458676522690.655", "1669783687464300") to integer ns,
-// without passing the whole value through a double.
-bool to_ns(const Scalar& v, int64_t& ns)
-{
-  if (v.kind == Scalar::Kind::integer) {
-    if (v.i > largest_time_us || v.i < -largest_time_us)
-      return false;
-    ns = v.i * 1000;
-    return true;
-  }
-  if (v.kind != Scalar::Kind::real || !std::isfinite(v.d) || std::fabs(v.d) > static_cast<double>(largest_time_us))
-    return false;
-  const std::string& t = v.s;
-  size_t dot           = t.find('.');
-  bool plain           = dot != std::string::npos && t.find_first_of("eE") == std::string::npos && dot > 0;
-  if (!plain) {
-    ns = std::llround(v.d * 1000);
-    return true;
-  }
-  int64_t whole = 0;
-  bool negative = t[0] == '-';
-  for (size_t k = negative ? 1 : 0; k < dot; ++k)
-    whole = whole * 10 + (t[k] - '0');
-  int64_t frac = 0;
-  int digits   = 0;
-  for (size_t k = dot + 1; k < t.size() && digits < 3; ++k, ++digits)
-    frac = frac * 10 + (t[k] - '0');
-  for (; digits < 3; ++digits)
-    frac *= 10;
-  ns = whole * 1000 + frac;
-  if (negative)
-    ns = -ns;
-  return true;
-}
-
-int64_t to_int(const Scalar& v)
-{
-  if (v.kind == Scalar::Kind::integer)
-    return v.i;
-  if (v.kind == Scalar::Kind::real && std::isfinite(v.d) && std::fabs(v.d) < 9.2e18)
-    return static_cast<int64_t>(v.d);
-  if (v.kind == Scalar::Kind::text) { // pid / tid may be strings ("Spans")
-    try {
-      return std::stoll(v.s);
-    } catch (...) {
-      return 0;
-    }
-  }
-  return 0;
-}
-
-TraceCall::Kind call_kind(const std::string& name)
-{
-  if (name.find("Synchronize") != std::string::npos)
-    return TraceCall::Kind::sync;
-  if (name == "cudaMemcpy" || name == "cudaMemset" || name == "cudaMemcpy2D")
-    return TraceCall::Kind::launch_and_sync;
-  if (name == "cudaStreamWaitEvent" || name == "cuStreamWaitEvent")
-    return TraceCall::Kind::wait_event;
-  if (name == "cudaEventRecord" || name == "cuEventRecord" || name == "cudaEventRecordWithFlags")
-    return TraceCall::Kind::event_record;
-  if (name.rfind("cudaLaunch", 0) == 0 || name.rfind("cuLaunch", 0) == 0 || name.rfind("cudaMemcpy", 0) == 0 ||
-      name.rfind("cudaMemset", 0) == 0 || name.rfind("cuMemcpy", 0) == 0 || name.rfind("cuMemset", 0) == 0)
-    return TraceCall::Kind::launch;
-  return TraceCall::Kind::other;
-}
-
-// "[0, 1]" -> {0, 1}
-std::vector<int> rank_list(const std::string& s)
-{
-  std::vector<int> out;
-  int64_t v     = 0;
-  bool in_digit = false;
-  for (char c : s) {
-    if (c >= '0' && c <= '9') {
-      v        = in_digit ? v * 10 + (c - '0') : (c - '0');
-      in_digit = true;
-      if (v > 1'000'000'000)
-        return {};
-    } else {
-      if (in_digit)
-        out.push_back(static_cast<int>(v));
-      in_digit = false;
-    }
-  }
-  if (in_digit)
-    out.push_back(static_cast<int>(v));
-  return out;
-}
-
 class TraceSax : public nlohmann::json_sax<nlohmann::json> {
 public:
   explicit TraceSax(KinetoTrace& out) : out_(out) {}
 
   bool null() override { return capturing() ? dom_value(nullptr) : put({}); }
-  bool boolean(bool b) override { return capturing() ? dom_value(b) : put({Scalar::Kind::integer, b ? 1 : 0, 0, {}}); }
+  bool boolean(bool b) override
+  {
+    return capturing() ? dom_value(b) : put({TraceScalar::Kind::integer, b ? 1 : 0, 0, {}});
+  }
   bool number_integer(number_integer_t v) override
   {
-    return capturing() ? dom_value(v) : put({Scalar::Kind::integer, v, 0, {}});
+    return capturing() ? dom_value(v) : put({TraceScalar::Kind::integer, v, 0, {}});
   }
   bool number_unsigned(number_unsigned_t v) override
   {
     if (capturing())
       return dom_value(v);
-    Scalar s{Scalar::Kind::integer, static_cast<int64_t>(v), 0, {}};
+    TraceScalar s{TraceScalar::Kind::integer, static_cast<int64_t>(v), 0, {}};
     if (v > static_cast<number_unsigned_t>(INT64_MAX))
-      s = {Scalar::Kind::real, 0, static_cast<double>(v), std::to_string(v)};
+      s = {TraceScalar::Kind::real, 0, static_cast<double>(v), std::to_string(v)};
     return put(s);
   }
   bool number_float(number_float_t v, const string_t& s) override
   {
-    return capturing() ? dom_value(v) : put({Scalar::Kind::real, 0, v, s});
+    return capturing() ? dom_value(v) : put({TraceScalar::Kind::real, 0, v, s});
   }
   bool string(string_t& s) override
   {
-    return capturing() ? dom_value(std::move(s)) : put({Scalar::Kind::text, 0, 0, std::move(s)});
+    return capturing() ? dom_value(std::move(s)) : put({TraceScalar::Kind::text, 0, 0, std::move(s)});
   }
   bool binary(binary_t&) override { return capturing() ? dom_value(nullptr) : put({}); }
 
@@ -268,7 +170,7 @@ private:
     return true;
   }
 
-  bool put(Scalar v)
+  bool put(TraceScalar v)
   {
     if (depth_ == 0) // a bare scalar document
       return true;
@@ -281,79 +183,79 @@ private:
     }
     if (top_ == "distributedInfo" && depth_ == 2) {
       if (key2_[0] == "rank")
-        out_.rank = static_cast<int>(std::clamp<int64_t>(to_int(v), 0, 1 << 30));
+        out_.rank = static_cast<int>(std::clamp<int64_t>(trace_int(v), 0, 1 << 30));
       else if (key2_[0] == "world_size")
-        out_.world_size = static_cast<int>(std::clamp<int64_t>(to_int(v), 1, 1 << 30));
+        out_.world_size = static_cast<int>(std::clamp<int64_t>(trace_int(v), 1, 1 << 30));
     }
     if (top_ == "deviceProperties" && depth_ == 3 && key2_[1] == "name" && out_.gpu_name.empty() &&
-        v.kind == Scalar::Kind::text)
+        v.kind == TraceScalar::Kind::text)
       out_.gpu_name = v.s;
     if (top_ == "deviceProperties" && depth_ == 3 && key2_[1] == "totalGlobalMem" && out_.gpu_memory_bytes == 0 &&
-        (v.kind == Scalar::Kind::integer || v.kind == Scalar::Kind::real))
-      out_.gpu_memory_bytes = std::max(0.0, static_cast<double>(to_int(v)));
+        (v.kind == TraceScalar::Kind::integer || v.kind == TraceScalar::Kind::real))
+      out_.gpu_memory_bytes = std::max(0.0, static_cast<double>(trace_int(v)));
     return true;
   }
 
-  void event_field(const Scalar& v)
+  void event_field(const TraceScalar& v)
   {
     const std::string& k = key2_[1];
-    if (k == "ph" && v.kind == Scalar::Kind::text)
+    if (k == "ph" && v.kind == TraceScalar::Kind::text)
       event_.ph = v.s;
-    else if (k == "cat" && v.kind == Scalar::Kind::text)
+    else if (k == "cat" && v.kind == TraceScalar::Kind::text)
       event_.cat = v.s;
-    else if (k == "name" && v.kind == Scalar::Kind::text)
+    else if (k == "name" && v.kind == TraceScalar::Kind::text)
       event_.name = v.s;
     else if (k == "tid")
-      event_.tid = to_int(v);
+      event_.tid = trace_int(v);
     else if (k == "ts") {
       event_.ts_given = true;
-      event_.has_ts   = to_ns(v, event_.ts_ns);
+      event_.has_ts   = trace_time_ns(v, event_.ts_ns);
     } else if (k == "dur") {
       event_.dur_given = true;
-      event_.dur_ok    = to_ns(v, event_.dur_ns);
+      event_.dur_ok    = trace_time_ns(v, event_.dur_ns);
     }
   }
 
-  void arg_field(const Scalar& v)
+  void arg_field(const TraceScalar& v)
   {
     const std::string& a = arg_;
     if (a == "device")
-      event_.device = to_int(v);
+      event_.device = trace_int(v);
     else if (a == "stream")
-      event_.stream = to_int(v);
+      event_.stream = trace_int(v);
     else if (a == "correlation")
-      event_.correlation = to_int(v);
+      event_.correlation = trace_int(v);
     else if (a == "bytes")
-      event_.bytes = static_cast<double>(to_int(v));
-    else if (a == "Collective name" && v.kind == Scalar::Kind::text) {
+      event_.bytes = static_cast<double>(trace_int(v));
+    else if (a == "Collective name" && v.kind == TraceScalar::Kind::text) {
       event_.coll.name     = v.s;
       event_.is_collective = true;
     } else if (a == "In msg nelems" || a == "In msg size")
-      event_.coll.in_elements = to_int(v);
+      event_.coll.in_elements = trace_int(v);
     else if (a == "Out msg nelems" || a == "Out msg size")
-      event_.coll.out_elements = to_int(v);
+      event_.coll.out_elements = trace_int(v);
     else if (a == "Group size")
-      event_.coll.group_size = static_cast<int>(std::clamp<int64_t>(to_int(v), 0, 1 << 30));
-    else if (a == "dtype" && v.kind == Scalar::Kind::text)
+      event_.coll.group_size = static_cast<int>(std::clamp<int64_t>(trace_int(v), 0, 1 << 30));
+    else if (a == "dtype" && v.kind == TraceScalar::Kind::text)
       event_.coll.dtype = v.s;
-    else if (a == "Process Group Ranks" && v.kind == Scalar::Kind::text)
-      event_.coll.ranks = rank_list(v.s);
+    else if (a == "Process Group Ranks" && v.kind == TraceScalar::Kind::text)
+      event_.coll.ranks = trace_rank_list(v.s);
     else if (a == "wait_on_stream")
-      event_.wait_on_stream = to_int(v);
+      event_.wait_on_stream = trace_int(v);
     else if (a == "wait_on_cuda_event_record_corr_id")
-      event_.record_correlation = to_int(v);
+      event_.record_correlation = trace_int(v);
     else if (a == "Device Type")
-      event_.mem.device_type = static_cast<int>(to_int(v));
+      event_.mem.device_type = static_cast<int>(trace_int(v));
     else if (a == "Device Id")
-      event_.mem.device_id = static_cast<int>(std::clamp<int64_t>(to_int(v), -1, 1 << 20));
+      event_.mem.device_id = static_cast<int>(std::clamp<int64_t>(trace_int(v), -1, 1 << 20));
     else if (a == "Addr")
-      event_.mem.addr = static_cast<uint64_t>(to_int(v));
+      event_.mem.addr = static_cast<uint64_t>(trace_int(v));
     else if (a == "Bytes")
-      event_.mem.bytes = to_int(v);
+      event_.mem.bytes = trace_int(v);
     else if (a == "Total Allocated")
-      event_.mem.total_allocated = to_int(v);
+      event_.mem.total_allocated = trace_int(v);
     else if (a == "Total Reserved")
-      event_.mem.total_reserved = to_int(v);
+      event_.mem.total_reserved = trace_int(v);
   }
 
   void keep_event()
@@ -410,7 +312,7 @@ private:
       out_.cpu_ops.push_back({e.ts_ns, e.dur_ns, e.tid, name_id(std::move(e.name))});
     } else if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") {
       TraceCall c;
-      c.kind        = call_kind(e.name);
+      c.kind        = trace_call_kind(e.name);
       c.start_ns    = e.ts_ns;
       c.dur_ns      = e.dur_ns;
       c.tid         = e.tid;
