@@ -2,9 +2,12 @@
 
 #include "base/InputError.hpp"
 
-#include <simgrid/kernel/routing/NetZoneImpl.hpp>
+#include "hwmodels/FabricZone.hpp"
+
 #include <simgrid/s4u.hpp>
-#include <xbt/log.h>
+#include <xbt/config.hpp>
+
+#include <unordered_map>
 
 namespace sg4 = simgrid::s4u;
 
@@ -12,12 +15,6 @@ namespace memwall {
 namespace {
 
 using Links = std::vector<sg4::Link*>;
-
-void route(sg4::NetZone* z, sg4::Host* a, sg4::Host* b, const Links& links)
-{
-  std::vector<sg4::LinkInRoute> in_route(links.begin(), links.end());
-  z->add_route(a->get_netpoint(), b->get_netpoint(), nullptr, nullptr, in_route, false);
-}
 
 Links cat(std::initializer_list<Links> parts)
 {
@@ -45,33 +42,30 @@ void configure_exact_engine()
 
 Platform::Platform(const ClusterSpec& cluster) : cluster_(cluster)
 {
-  //            [ib switch: star zone "cluster"]
-  //           /          |            \        one up/down link per node
-  //      node0          node1   ...   nodeN-1   (full zones, see build_node)
-  auto* star = sg4::create_star_zone("cluster");
-  // Made before the nodes are attached: a host's name is checked against every zone.
+  //            [ib switch]
+  //           /     |     \        one up/down link per node
+  //      node0    node1 ... nodeN-1
+  // All in one FabricZone: one table of routes inside a node serves every node.
+  if (cluster_.nodes > 1 && cluster_.node.nics <= 0)
+    throw InputError("hardware.node: a cluster of several nodes needs nics > 0 and nic_bw > 0");
+  fabric_            = new FabricZone("cluster"); // the root zone: the Engine owns it
+  sg4::NetZone* zone = fabric_->get_iface();
   for (int k = 0; k < timer_hosts; ++k) {
-    timers_.push_back(star->create_host(k == 0 ? "timer" : "timer" + std::to_string(k), 1.0));
+    timers_.push_back(zone->create_host(k == 0 ? "timer" : "timer" + std::to_string(k), 1.0));
     timers_.back()->set_core_count(1 << 20); // delays never share a core
   }
   nodes_.resize(cluster_.nodes);
   for (int n = 0; n < cluster_.nodes; ++n)
-    create_node_links(n, star);
-  // Every node is built apart from the platform, then attached and sealed in turn.
-  // SimGrid 3.32 checks a new host's name by walking every zone attached so far, so
-  // nodes built in place cost O(nodes) each: 0.9 s of the 2.25 s a 2,048-node cluster
-  // took. Sealing still walks the zones attached so far (sealing finds a zone's hosts by
-  // filtering all of them), the part of the build that stays quadratic.
+    create_node_links(n, zone);
+  // What a full zone gave a place without a route to itself (SimGrid's loopback).
+  fabric_->set_loopback(zone->create_link("__loopback__", simgrid::config::get_value<double>("network/loopback-bw"))
+                            ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                            ->set_latency(simgrid::config::get_value<double>("network/loopback-lat"))
+                            ->seal());
   for (int n = 0; n < cluster_.nodes; ++n)
-    build_node(n, star);
-  for (int n = 0; n < cluster_.nodes; ++n) {
-    nodes_[n].zone->set_parent(star);
-    nodes_[n].zone->seal();
-  }
-  if (cluster_.nodes > 1)
-    for (int n = 0; n < cluster_.nodes; ++n)
-      connect_node_to_fabric(n, star);
-  star->seal();
+    add_hosts(n);
+  describe_routes();
+  zone->seal();
 }
 
 sg4::Host* Platform::host(const DeviceRef& d) const
@@ -112,7 +106,7 @@ void Platform::create_node_links(int n, sg4::NetZone* z)
   add_host_links(p, prefix, z);
   add_gpu_fabric(p, prefix, z);
   add_nic_links(p, prefix, z);
-  if (cluster_.nodes > 1 && cluster_.node.nics > 0) { // without NICs connect_node_to_fabric refuses the spec
+  if (cluster_.nodes > 1 && cluster_.node.nics > 0) { // without NICs Platform::Platform refuses the spec
     //   node ──(node.ib.up: NICs x bandwidth / oversubscription)──► [ib switch]
     const NodeSpec& node = cluster_.node;
     double share         = node.nics * node.nic_bw / cluster_.oversubscription;
@@ -120,26 +114,70 @@ void Platform::create_node_links(int n, sg4::NetZone* z)
   }
 }
 
-void Platform::build_node(int n, sg4::NetZone* parent)
+void Platform::add_hosts(int n)
 {
   const std::string prefix = "node" + std::to_string(n) + ".";
   NodeParts& p             = nodes_[n];
-  p.zone                   = sg4::create_full_zone("node" + std::to_string(n));
-  // Not attached yet (Platform::Platform): the models it would take from its parent.
-  simgrid::kernel::routing::NetZoneImpl* zone       = p.zone->get_impl();
-  const simgrid::kernel::routing::NetZoneImpl* from = parent->get_impl();
-  zone->set_network_model(from->get_network_model());
-  zone->set_cpu_pm_model(from->get_cpu_pm_model());
-  zone->set_cpu_vm_model(from->get_cpu_vm_model());
-  zone->set_disk_model(from->get_disk_model());
-  zone->set_host_model(from->get_host_model());
-  add_gpus(p, prefix);
-  add_host_side(p, prefix);
-  add_nics(p, prefix);
+  int node                 = fabric_->add_node(node_links(p));
+  sg4::NetZone* zone       = fabric_->get_iface();
+  for (int i = 0; i < cluster_.gpus_per_node; ++i) {
+    p.gpus.push_back(zone->create_host(prefix + "gpu" + std::to_string(i), gpu_host_speed));
+    fabric_->place(p.gpus.back(), node, gpu_place(i));
+  }
+  for (int s = 0; s < cluster_.node.sockets; ++s) {
+    p.cpus.push_back(zone->create_host(prefix + "cpu" + std::to_string(s), cluster_.node.cpu_flops_per_socket));
+    fabric_->place(p.cpus.back(), node, cpu_place(s));
+  }
+  p.nvme = zone->create_host(prefix + "nvme0", 1.0);
+  fabric_->place(p.nvme, node, nvme_place());
+}
+
+// Every link of a node, in an order the same for every node: a route's slots.
+std::vector<sg4::Link*> Platform::node_links(const NodeParts& p) const
+{
+  Links all = p.hbm;
+  all.insert(all.end(), p.dram.begin(), p.dram.end());
+  for (const std::vector<Duplex>* v : {&p.pcie, &p.uplink, &p.nvlink, &p.nic, &p.socket_link})
+    for (const Duplex& d : *v) {
+      all.push_back(d.up);
+      all.push_back(d.down);
+    }
+  for (const Duplex* d : {&p.nvme_link, &p.ib})
+    if (d->up) {
+      all.push_back(d->up);
+      all.push_back(d->down);
+    }
+  return all;
+}
+
+// The routes inside a node, as node 0's links name them (every node's are alike).
+void Platform::describe_routes()
+{
+  const NodeParts& p = nodes_[0];
+  Links all          = node_links(p);
+  for (size_t k = 0; k < all.size(); ++k)
+    slot_of_[all[k]] = static_cast<int>(k);
+  fabric_->set_places(nvme_place() + 2); // and the gateway
+  // Without an explicit self-route a GPU would cross SimGrid's 10 GB/s loopback link
+  // (DESIGN.md §3): its HBM.
+  for (int i = 0; i < cluster_.gpus_per_node; ++i)
+    route(gpu_place(i), gpu_place(i), {p.hbm[i]});
   route_gpu_pairs(p);
   route_host_memory(p);
-  if (cluster_.nodes > 1)
+  if (cluster_.nodes > 1) {
     route_to_gateway(p);
+    fabric_->set_fabric(gateway_place(), slot_of_.at(p.ib.up), slot_of_.at(p.ib.down));
+  }
+  slot_of_.clear();
+}
+
+void Platform::route(int from, int to, const std::vector<sg4::Link*>& links)
+{
+  std::vector<int> slots;
+  slots.reserve(links.size());
+  for (sg4::Link* l : links)
+    slots.push_back(slot_of_.at(l));
+  fabric_->set_route(from, to, std::move(slots));
 }
 
 void Platform::add_gpu_links(NodeParts& p, const std::string& prefix, sg4::NetZone* z)
@@ -156,17 +194,6 @@ void Platform::add_gpu_links(NodeParts& p, const std::string& prefix, sg4::NetZo
     bandwidth_[hbm->get_name()] = g.hbm_achievable_bw;
     p.hbm.push_back(hbm);
     p.pcie.push_back(make_duplex(z, name + ".pcie", g.d2h_bw, g.h2d_bw, cluster_.node.pcie_latency_s));
-  }
-}
-
-void Platform::add_gpus(NodeParts& p, const std::string& prefix)
-{
-  for (int i = 0; i < cluster_.gpus_per_node; ++i) {
-    sg4::Host* h = p.zone->create_host(prefix + "gpu" + std::to_string(i), gpu_host_speed);
-    p.gpus.push_back(h);
-    // Without this explicit self-route a full zone falls back to a global 10 GB/s
-    // loopback link (DESIGN.md §3).
-    route(p.zone, h, h, {p.hbm[i]});
   }
 }
 
@@ -191,14 +218,6 @@ void Platform::add_host_links(NodeParts& p, const std::string& prefix, sg4::NetZ
   p.nvme_link  = make_duplex(z, prefix + "nvme0.io", read, write, 20e-6);
 }
 
-void Platform::add_host_side(NodeParts& p, const std::string& prefix)
-{
-  const NodeSpec& node = cluster_.node;
-  for (int s = 0; s < node.sockets; ++s)
-    p.cpus.push_back(p.zone->create_host(prefix + "cpu" + std::to_string(s), node.cpu_flops_per_socket));
-  p.nvme = p.zone->create_host(prefix + "nvme0", 1.0);
-}
-
 void Platform::add_gpu_fabric(NodeParts& p, const std::string& prefix, sg4::NetZone* z)
 {
   //   gpuI ──nvlink.up──► [NVSwitch] ──nvlink.down──► gpuJ     (fabric: nvswitch)
@@ -221,12 +240,6 @@ void Platform::add_nic_links(NodeParts& p, const std::string& prefix, sg4::NetZo
         make_duplex(z, prefix + "nic" + std::to_string(k), node.nic_bw, node.nic_bw, node.nic_latency_s / 2));
 }
 
-void Platform::add_nics(NodeParts& p, const std::string& prefix)
-{
-  if (cluster_.nodes > 1 && cluster_.node.nics > 0)
-    p.gateway = p.zone->create_router(prefix + "ib");
-}
-
 std::vector<sg4::Link*> Platform::socket_hop(const NodeParts& p, int from, int to) const
 {
   if (from == to)
@@ -234,7 +247,7 @@ std::vector<sg4::Link*> Platform::socket_hop(const NodeParts& p, int from, int t
   return {p.socket_link[from].up, p.socket_link[to].down};
 }
 
-void Platform::route_gpu_pairs(NodeParts& p)
+void Platform::route_gpu_pairs(const NodeParts& p)
 {
   const NodeSpec& node = cluster_.node;
   for (int i = 0; i < cluster_.gpus_per_node; ++i) {
@@ -242,13 +255,13 @@ void Platform::route_gpu_pairs(NodeParts& p)
       if (i == j)
         continue;
       if (gpu_links(node.fabric)) {
-        route(p.zone, p.gpus[i], p.gpus[j], {p.nvlink[i].up, p.nvlink[j].down});
+        route(gpu_place(i), gpu_place(j), {p.nvlink[i].up, p.nvlink[j].down});
         continue;
       }
       // No peer-to-peer: the copy is staged through the source socket's DRAM.
       int si = node.socket_of_gpu(i);
       int sj = node.socket_of_gpu(j);
-      route(p.zone, p.gpus[i], p.gpus[j],
+      route(gpu_place(i), gpu_place(j),
             cat({{p.pcie[i].up, p.uplink[node.pcie_switch_of_gpu(i)].up, p.dram[si]},
                  socket_hop(p, si, sj),
                  {p.uplink[node.pcie_switch_of_gpu(j)].down, p.pcie[j].down}}));
@@ -256,47 +269,34 @@ void Platform::route_gpu_pairs(NodeParts& p)
   }
 }
 
-void Platform::route_host_memory(NodeParts& p)
+void Platform::route_host_memory(const NodeParts& p)
 {
   const NodeSpec& node = cluster_.node;
   for (int s = 0; s < node.sockets; ++s) {
     for (int i = 0; i < cluster_.gpus_per_node; ++i) {
       int gs = node.socket_of_gpu(i);
       int sw = node.pcie_switch_of_gpu(i);
-      route(p.zone, p.cpus[s], p.gpus[i],
-            cat({{p.dram[s]}, socket_hop(p, s, gs), {p.uplink[sw].down, p.pcie[i].down}}));
-      route(p.zone, p.gpus[i], p.cpus[s], cat({{p.pcie[i].up, p.uplink[sw].up}, socket_hop(p, gs, s), {p.dram[s]}}));
+      route(cpu_place(s), gpu_place(i), cat({{p.dram[s]}, socket_hop(p, s, gs), {p.uplink[sw].down, p.pcie[i].down}}));
+      route(gpu_place(i), cpu_place(s), cat({{p.pcie[i].up, p.uplink[sw].up}, socket_hop(p, gs, s), {p.dram[s]}}));
     }
-    route(p.zone, p.cpus[s], p.cpus[s], {p.dram[s]});
+    route(cpu_place(s), cpu_place(s), {p.dram[s]});
     for (int t = 0; t < node.sockets; ++t)
       if (t != s)
-        route(p.zone, p.cpus[s], p.cpus[t], cat({{p.dram[s]}, socket_hop(p, s, t), {p.dram[t]}}));
+        route(cpu_place(s), cpu_place(t), cat({{p.dram[s]}, socket_hop(p, s, t), {p.dram[t]}}));
     // The NVMe drives hang off socket 0.
-    route(p.zone, p.nvme, p.cpus[s], cat({{p.nvme_link.up}, socket_hop(p, 0, s), {p.dram[s]}}));
-    route(p.zone, p.cpus[s], p.nvme, cat({{p.dram[s]}, socket_hop(p, s, 0), {p.nvme_link.down}}));
+    route(nvme_place(), cpu_place(s), cat({{p.nvme_link.up}, socket_hop(p, 0, s), {p.dram[s]}}));
+    route(cpu_place(s), nvme_place(), cat({{p.dram[s]}, socket_hop(p, s, 0), {p.nvme_link.down}}));
   }
 }
 
-void Platform::route_to_gateway(NodeParts& p)
+// GPUDirect RDMA: a GPU reaches the fabric through its PCIe link and its NIC.
+void Platform::route_to_gateway(const NodeParts& p)
 {
-  if (!p.gateway)
-    return;
   for (int i = 0; i < cluster_.gpus_per_node; ++i) {
     int k = cluster_.node.nic_of_gpu(i);
-    std::vector<sg4::LinkInRoute> out{sg4::LinkInRoute(p.pcie[i].up), sg4::LinkInRoute(p.nic[k].up)};
-    std::vector<sg4::LinkInRoute> in{sg4::LinkInRoute(p.nic[k].down), sg4::LinkInRoute(p.pcie[i].down)};
-    p.zone->add_route(p.gpus[i]->get_netpoint(), p.gateway, nullptr, nullptr, out, false);
-    p.zone->add_route(p.gateway, p.gpus[i]->get_netpoint(), nullptr, nullptr, in, false);
+    route(gpu_place(i), gateway_place(), {p.pcie[i].up, p.nic[k].up});
+    route(gateway_place(), gpu_place(i), {p.nic[k].down, p.pcie[i].down});
   }
-}
-
-void Platform::connect_node_to_fabric(int n, sg4::NetZone* star)
-{
-  NodeParts& p = nodes_[n];
-  if (!p.gateway)
-    throw InputError("hardware.node: a cluster of several nodes needs nics > 0 and nic_bw > 0");
-  star->add_route(p.zone->get_netpoint(), nullptr, p.gateway, nullptr, {sg4::LinkInRoute(p.ib.up)}, false);
-  star->add_route(nullptr, p.zone->get_netpoint(), nullptr, p.gateway, {sg4::LinkInRoute(p.ib.down)}, false);
 }
 
 } // namespace memwall

@@ -12,9 +12,12 @@
 
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace memwall {
+
+class FabricZone;
 
 // The settings under which SimGrid's fluid model is exact (DESIGN.md §3). Call once,
 // after the Engine is created and before any zone is.
@@ -47,36 +50,38 @@ private:
     simgrid::s4u::Link* down = nullptr; // toward the GPU
   };
   struct NodeParts {
-    simgrid::s4u::NetZone* zone = nullptr;
     std::vector<simgrid::s4u::Host*> gpus, cpus;
-    simgrid::s4u::Host* nvme                    = nullptr;
-    simgrid::kernel::routing::NetPoint* gateway = nullptr;
+    simgrid::s4u::Host* nvme = nullptr;
     std::vector<simgrid::s4u::Link*> hbm, dram;
     std::vector<Duplex> pcie, uplink, nvlink, nic, socket_link;
     Duplex nvme_link, ib;
   };
 
-  // Links first, all in the top zone, then the node zones with their hosts and routes:
-  // SimGrid checks a new link's name against every zone of the platform, so links made
-  // after N node zones cost N lookups each (quadratic in nodes).
+  // Every node's links, then every node's hosts, then the routes inside a node: one
+  // table of places for all nodes (FabricZone).
   void create_node_links(int n, simgrid::s4u::NetZone* z);
-  void build_node(int n, simgrid::s4u::NetZone* parent);
-  void add_gpus(NodeParts& p, const std::string& prefix);
-  void add_host_side(NodeParts& p, const std::string& prefix);
+  void add_hosts(int n);
   void add_gpu_links(NodeParts& p, const std::string& prefix, simgrid::s4u::NetZone* z);
   void add_host_links(NodeParts& p, const std::string& prefix, simgrid::s4u::NetZone* z);
   void add_gpu_fabric(NodeParts& p, const std::string& prefix, simgrid::s4u::NetZone* z);
   void add_nic_links(NodeParts& p, const std::string& prefix, simgrid::s4u::NetZone* z);
-  void add_nics(NodeParts& p, const std::string& prefix);
-  void route_gpu_pairs(NodeParts& p);
-  void route_host_memory(NodeParts& p);
-  void route_to_gateway(NodeParts& p);
-  void connect_node_to_fabric(int n, simgrid::s4u::NetZone* star);
+  std::vector<simgrid::s4u::Link*> node_links(const NodeParts& p) const;
+  int gpu_place(int i) const { return i; }
+  int cpu_place(int s) const { return cluster_.gpus_per_node + s; }
+  int nvme_place() const { return cluster_.gpus_per_node + cluster_.node.sockets; }
+  int gateway_place() const { return nvme_place() + 1; }
+  void describe_routes();
+  void route(int from, int to, const std::vector<simgrid::s4u::Link*>& links);
+  void route_gpu_pairs(const NodeParts& p);
+  void route_host_memory(const NodeParts& p);
+  void route_to_gateway(const NodeParts& p);
   Duplex make_duplex(simgrid::s4u::NetZone* z, const std::string& name, double up_bw, double down_bw, double latency);
   std::vector<simgrid::s4u::Link*> socket_hop(const NodeParts& p, int from, int to) const;
 
   ClusterSpec cluster_;
+  FabricZone* fabric_ = nullptr;
   std::vector<NodeParts> nodes_;
+  std::unordered_map<simgrid::s4u::Link*, int> slot_of_; // node 0's links while routes are described
   std::vector<simgrid::s4u::Host*> timers_;
   std::map<std::string, double> bandwidth_;
 };

@@ -1,0 +1,99 @@
+#include "hwmodels/FabricZone.hpp"
+
+#include <simgrid/kernel/routing/NetPoint.hpp>
+
+#include <stdexcept>
+
+namespace memwall {
+
+void FabricZone::set_places(int places)
+{
+  places_ = places;
+  shapes_.assign(static_cast<size_t>(places) * static_cast<size_t>(places), Shape{});
+}
+
+void FabricZone::set_route(int from, int to, std::vector<int> slots)
+{
+  if (from < 0 || to < 0 || from >= places_ || to >= places_)
+    throw std::logic_error("FabricZone::set_route: no such place");
+  Shape& s  = shapes_[static_cast<size_t>(from * places_ + to)];
+  s.defined = true;
+  s.slots   = std::move(slots);
+}
+
+void FabricZone::set_fabric(int gateway, int up_slot, int down_slot)
+{
+  gateway_   = gateway;
+  up_slot_   = up_slot;
+  down_slot_ = down_slot;
+}
+
+int FabricZone::add_node(const std::vector<simgrid::s4u::Link*>& links)
+{
+  std::vector<LinkRef>& refs = node_links_.emplace_back();
+  refs.reserve(links.size());
+  for (const simgrid::s4u::Link* l : links)
+    refs.push_back(ref(l));
+  return static_cast<int>(node_links_.size() - 1);
+}
+
+void FabricZone::place(const simgrid::s4u::Host* host, int node, int place)
+{
+  size_t id = host->get_netpoint()->id();
+  if (id >= where_.size())
+    where_.resize(id + 1);
+  where_[id] = {node, place};
+}
+
+void FabricZone::append(int node, int from, int to, std::vector<simgrid::kernel::resource::StandardLinkImpl*>& links,
+                        double* latency) const
+{
+  const Shape& s = shape(from, to);
+  if (!s.defined) {
+    if (from == to && loopback_.impl) { // a full zone's loopback
+      links.push_back(loopback_.impl);
+      if (latency)
+        *latency += loopback_.latency;
+    }
+    return;
+  }
+  const std::vector<LinkRef>& own = node_links_[static_cast<size_t>(node)];
+  for (int slot : s.slots) {
+    const LinkRef& l = own[static_cast<size_t>(slot)];
+    links.push_back(l.impl);
+    if (latency)
+      *latency += l.latency;
+  }
+}
+
+void FabricZone::get_local_route(const simgrid::kernel::routing::NetPoint* src,
+                                 const simgrid::kernel::routing::NetPoint* dst, simgrid::kernel::routing::Route* into,
+                                 double* latency)
+{
+  Where a = src->id() < where_.size() ? where_[src->id()] : Where{};
+  Where b = dst->id() < where_.size() ? where_[dst->id()] : Where{};
+  if (a.node < 0 || b.node < 0) // a timer host: it runs delays and routes nowhere
+    throw std::logic_error("FabricZone: no route from " + src->get_name() + " to " + dst->get_name());
+  std::vector<simgrid::kernel::resource::StandardLinkImpl*>& links = into->link_list_;
+  if (a.node == b.node) {
+    append(a.node, a.place, b.place, links, latency);
+    return;
+  }
+  if (gateway_ < 0)
+    throw std::logic_error("FabricZone: nodes " + std::to_string(a.node) + " and " + std::to_string(b.node) +
+                           " are not connected");
+  // The order of SimGrid's star of full zones: the star's links' latencies first, then
+  // the source node's route to its gateway; the links in route order.
+  const LinkRef& up   = node_links_[static_cast<size_t>(a.node)][static_cast<size_t>(up_slot_)];
+  const LinkRef& down = node_links_[static_cast<size_t>(b.node)][static_cast<size_t>(down_slot_)];
+  if (latency) {
+    *latency += up.latency;
+    *latency += down.latency;
+  }
+  append(a.node, a.place, gateway_, links, latency);
+  links.push_back(up.impl);
+  links.push_back(down.impl);
+  append(b.node, gateway_, b.place, links, latency);
+}
+
+} // namespace memwall
