@@ -27,10 +27,4 @@ void LinkAccounts::flow_ended(const std::vector<int>& links, double now)
       busy_[l] += now - busy_since_[l];
 }
 
-void LinkAccounts::add(int link, double bytes, double busy_s)
-{
-  bytes_[link] += bytes;
-  busy_[link] += busy_s;
-}
-
 } // namespace memwall

@@ -156,12 +156,16 @@ private:
   // the one it is at; each member completes as an op whose one successor is the next.
   // What the replay derives from a chain's members (which may join a run) is derived
   // once per stored chain and batch, not once per repetition.
+  // What a run needs of a step, side by side: it reads them for millions of members.
+  struct StepFacts {
+    double seconds                = 0;       // a kernel's time alone (0 else)
+    double hbm_busy               = -1;      // a kernel's HBM busy time (hbm_busy_s)
+    const PlannedCollective* plan = nullptr; // a collective's
+    bool priv                     = false;   // private (find_private_ops)
+  };
   struct ChainInfo {
-    uint64_t batch = 0;                         // fold_batch_ the fields below were derived in
-    std::vector<uint8_t> priv;                  // per member: private (find_private_ops)
-    std::vector<double> seconds;                // per member: a kernel's time alone (0 else)
-    std::vector<double> hbm_busy;               // per member: a kernel's HBM busy time (hbm_busy_s)
-    std::vector<const PlannedCollective*> plan; // per member: a collective's
+    uint64_t batch = 0; // fold_batch_ the members' facts were derived in
+    std::vector<StepFacts> members;
   };
   // One step of a stream's work: op `id`, or member `member` of chain op `id`.
   struct Step {
@@ -249,12 +253,14 @@ private:
   // Which of ops [from, to) may join a run: their resources are their stream's alone.
   void find_private_ops(size_t from, size_t to);
   int stream_key(const Op& op);
-  // Step `s`'s own time when it runs alone, if known without replaying it (it is
-  // private, and a collective was timed); a kernel's HBM busy time in `hbm_busy` (its
-  // link figures), a collective's plan in `plan` (its link figures). `chain`: the
-  // ChainInfo of the chain `s` is a member of, null for an op.
-  bool step_duration(Step s, const Op& op, const ChainInfo* chain, double& seconds, double& hbm_busy,
-                     const PlannedCollective*& plan);
+  // A step's facts: private or not (find_private_ops) and, if it is, a kernel's time
+  // alone and HBM busy time, a collective's plan.
+  StepFacts step_facts(const Op& op, bool priv);
+  // A step's own time when it runs alone, if known without replaying it (it is private,
+  // and a collective was timed); a kernel's HBM busy time in `hbm_busy` (its link
+  // figures), a collective's plan in `plan` (its link figures).
+  static bool step_duration(const Op& op, const StepFacts& facts, double& seconds, double& hbm_busy,
+                            const PlannedCollective*& plan);
   struct RunInFlight;
   bool start_run(OpId head);
   void finish_run(const RunInFlight& run);

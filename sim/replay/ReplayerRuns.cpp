@@ -1,5 +1,4 @@
-// Coalescing: a run of ops on one stream replayed as one timed activity; and the memory
-// pools its allocs and frees (and every other one) land in.
+// Coalescing: a run of ops on one stream replayed as one timed activity.
 //
 // An op is private when no other stream ever uses what it uses: a kernel on a GPU whose
 // kernels all run on one stream and whose HBM nothing copies through; an alloc or free
@@ -104,13 +103,8 @@ void Replayer::find_private_ops(size_t from, size_t to)
       continue;
     c       = ChainInfo{};
     c.batch = fold_batch_;
-    for (const Op& m : dag_.chain(op.chain)) {
-      c.priv.push_back(mine(m));
-      KernelTiming t = m.kind == OpKind::kernel ? kernel_timer_(m) : KernelTiming{};
-      c.seconds.push_back(m.kind == OpKind::kernel ? t.total_s(m.bytes) : 0.0);
-      c.hbm_busy.push_back(m.kind == OpKind::kernel ? hbm_busy_s(m, t) : -1.0);
-      c.plan.push_back(m.kind == OpKind::collective ? &planned(m) : nullptr);
-    }
+    for (const Op& m : dag_.chain(op.chain))
+      c.members.push_back(step_facts(m, mine(m)));
   }
 }
 
@@ -130,31 +124,38 @@ bool Replayer::step_private(Step s, const ChainInfo* c) const
 {
   if (!c)
     return private_[s.id - base_];
-  return c->batch == fold_batch_ && s.member < c->priv.size() && c->priv[s.member];
+  return c->batch == fold_batch_ && s.member < c->members.size() && c->members[s.member].priv;
 }
 
-bool Replayer::step_duration(Step s, const Op& op, const ChainInfo* c, double& seconds, double& hbm_busy,
+Replayer::StepFacts Replayer::step_facts(const Op& op, bool priv)
+{
+  StepFacts f;
+  f.priv = priv;
+  if (priv && op.kind == OpKind::kernel) {
+    KernelTiming t = kernel_timer_(op);
+    f.seconds      = t.total_s(op.bytes);
+    f.hbm_busy     = hbm_busy_s(op, t);
+  }
+  if (priv && op.kind == OpKind::collective)
+    f.plan = &planned(op);
+  return f;
+}
+
+bool Replayer::step_duration(const Op& op, const StepFacts& m, double& seconds, double& hbm_busy,
                              const PlannedCollective*& plan)
 {
-  // A chain's member reads what its ChainInfo keeps; an op works it out.
-  if (!step_private(s, c))
+  if (!m.priv)
     return false;
   switch (op.kind) {
     case OpKind::alloc:
     case OpKind::free: seconds = 0; return true;
     case OpKind::kernel:
-      if (c) {
-        seconds  = c->seconds[s.member];
-        hbm_busy = c->hbm_busy[s.member];
-      } else {
-        KernelTiming t = kernel_timer_(op);
-        seconds        = t.total_s(op.bytes);
-        hbm_busy       = hbm_busy_s(op, t);
-      }
+      seconds  = m.seconds;
+      hbm_busy = m.hbm_busy;
       return true;
     case OpKind::host_compute: seconds = op.seconds; return op.seconds > 0;
     case OpKind::collective:
-      plan    = c ? c->plan[s.member] : &planned(op);
+      plan    = m.plan;
       seconds = plan->duration;
       return plan->timed;
     default: return false;
@@ -219,6 +220,8 @@ bool Replayer::start_run(OpId head)
     double begin = 0, end = 0;
     double hbm_busy               = -1;
     const PlannedCollective* plan = nullptr;
+    int hbm_route                 = -1;    // a kernel's, where it has HBM figures
+    bool recorded                 = false; // its interval is kept (record_span)
     bool last                     = false; // of its op (a chain's last member, or an op)
   };
   double now = sg4::Engine::get_clock();
@@ -227,6 +230,8 @@ bool Replayer::start_run(OpId head)
   size_t count = 0;
   std::vector<OpId> entries;             // ops the run completes before its last member
   std::vector<DueMemory::Entry> due_ops; // its allocs and frees after this instant, in time order
+  DeviceRef hbm_device{DeviceKind::nvme, -1, -1};
+  int hbm      = -1; // hbm_device's HBM route, found once a run (its members share a device)
   auto account = [&](const Member& m) {
     switch (m.op->kind) {
       case OpKind::alloc:
@@ -236,7 +241,11 @@ bool Replayer::start_run(OpId head)
         else
           due_ops.push_back({m.begin, m.op, &pool(m.op->pool)});
         break;
-      case OpKind::kernel: account_hbm(*m.op, m.hbm_busy); break;
+      case OpKind::kernel:
+        if (m.hbm_busy >= 0) // as account_hbm
+          for (int l : routes_.route(m.hbm_route).links)
+            routes_.accounts().add(l, m.op->bytes, m.hbm_busy);
+        break;
       case OpKind::collective:
         for (size_t j = 0; j < m.plan->links.size(); ++j) {
           routes_.accounts().add(m.plan->links[j], m.plan->link_bytes[j], m.plan->link_busy[j]);
@@ -252,16 +261,23 @@ bool Replayer::start_run(OpId head)
     const ChainInfo* c = chained ? &chain_info_[whole.chain] : nullptr;
     const Op* ops      = chained ? dag_.chain(whole.chain).data() : &whole;
     auto size          = static_cast<uint32_t>(chained ? dag_.chain(whole.chain).size() : 1);
-    uint32_t k         = id == head ? member_[head - base_] : 0;
+    // A chain's member facts hold while derived in this batch (step_private).
+    const StepFacts* facts = c && c->batch == fold_batch_ ? c->members.data() : nullptr;
+    size_t known           = facts ? c->members.size() : 0;
+    bool recorded          = !summary_only() || summary_op_[id - base_];
+    uint32_t k             = id == head ? member_[head - base_] : 0;
     for (; k < size; ++k) {
       const Op& op = ops[k];
       Member m;
-      m.step   = {id, k};
-      m.op     = &op;
-      m.begin  = t;
-      m.last   = k + 1 == size;
-      double d = 0;
-      if (!step_duration(m.step, op, c, d, m.hbm_busy, m.plan))
+      m.step     = {id, k};
+      m.op       = &op;
+      m.begin    = t;
+      m.last     = k + 1 == size;
+      m.recorded = recorded;
+      double d   = 0;
+      bool timed = chained ? k < known && step_duration(op, facts[k], d, m.hbm_busy, m.plan)
+                           : step_duration(op, step_facts(op, private_[id - base_]), d, m.hbm_busy, m.plan);
+      if (!timed)
         break;
       // Allocs and frees at this very instant go op by op, interleaved with other
       // streams' in order of readiness, as without coalescing: at one instant their
@@ -269,9 +285,17 @@ bool Replayer::start_run(OpId head)
       bool memory = op.kind == OpKind::alloc || op.kind == OpKind::free;
       if (memory && t == now)
         break;
+      if (m.hbm_busy >= 0 && op.kind == OpKind::kernel) {
+        if (!(op.device == hbm_device)) {
+          hbm_device = op.device;
+          hbm        = hbm_route(op.device);
+        }
+        m.hbm_route = hbm;
+      }
       m.end = t += d;
       if (count++ > 0) {
-        record_span(pending.step.id, *pending.op, pending.begin, pending.end);
+        if (pending.recorded)
+          record_span(pending.step.id, *pending.op, pending.begin, pending.end);
         account(pending);
         if (pending.last)
           entries.push_back(pending.step.id);
@@ -347,54 +371,6 @@ void Replayer::finish_run(const RunInFlight& run)
     ++completed_;
   }
   complete(run.tail, run.end); // the prefix sum, as for the others, not the clock's rounding
-}
-
-// The pool of a device, made at its first alloc or free.
-MemoryPool& Replayer::pool(const DeviceRef& d)
-{
-  if (last_pool_.second && last_pool_.first == d)
-    return *last_pool_.second;
-  if (auto it = pool_index_.find(d); it != pool_index_.end()) {
-    last_pool_ = {d, it->second};
-    return *it->second;
-  }
-  const ClusterSpec& c = platform_.cluster();
-  double capacity      = 0;
-  std::string hardware;
-  switch (d.kind) {
-    case DeviceKind::gpu:
-      capacity = c.node.gpu.memory_bytes;
-      hardware = c.node.gpu.id;
-      break;
-    case DeviceKind::host:
-      capacity = c.node.dram_bytes / c.node.sockets;
-      hardware = c.node.id + ".dram";
-      break;
-    case DeviceKind::nvme:
-      capacity = c.node.nvme_bytes;
-      hardware = c.node.id + ".nvme";
-      break;
-  }
-  auto p = std::make_unique<MemoryPool>(d, hardware, capacity, dag_.represents(d), options_.memory_timelines);
-  if (d.kind == DeviceKind::gpu && !options_.allocator.empty())
-    p->use_allocator(options_.allocator, allocator_registry().make(options_.allocator));
-  MemoryPool& made = *pools_.emplace(d, std::move(p)).first->second;
-  pool_index_[d]   = &made;
-  last_pool_       = {d, &made};
-  return made;
-}
-
-void Replayer::apply_memory_op(OpId id, const Op& op, double now)
-{
-  if (paging_on()) { // no run holds an alloc or free under unified memory
-    if (op.kind == OpKind::alloc && op.pool.kind == DeviceKind::gpu)
-      return alloc_with_paging(id, op);
-    if (op.kind == OpKind::free && free_managed(op))
-      return;
-  }
-  MemoryPool& p = pool(op.pool);
-  due_memory_.apply(p, now); // runs' ops on it up to this instant come first
-  DueMemory::apply_op(p, op, now);
 }
 
 } // namespace memwall

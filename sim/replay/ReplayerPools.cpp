@@ -1,0 +1,56 @@
+// The memory pools of the Replayer (Replayer.hpp): one per device, made at its first
+// alloc or free; every alloc and free lands in its pool after the runs' ones due there
+// before it (DueMemory).
+#include "sim/replay/Replayer.hpp"
+
+namespace memwall {
+
+// The pool of a device, made at its first alloc or free.
+MemoryPool& Replayer::pool(const DeviceRef& d)
+{
+  if (last_pool_.second && last_pool_.first == d)
+    return *last_pool_.second;
+  if (auto it = pool_index_.find(d); it != pool_index_.end()) {
+    last_pool_ = {d, it->second};
+    return *it->second;
+  }
+  const ClusterSpec& c = platform_.cluster();
+  double capacity      = 0;
+  std::string hardware;
+  switch (d.kind) {
+    case DeviceKind::gpu:
+      capacity = c.node.gpu.memory_bytes;
+      hardware = c.node.gpu.id;
+      break;
+    case DeviceKind::host:
+      capacity = c.node.dram_bytes / c.node.sockets;
+      hardware = c.node.id + ".dram";
+      break;
+    case DeviceKind::nvme:
+      capacity = c.node.nvme_bytes;
+      hardware = c.node.id + ".nvme";
+      break;
+  }
+  auto p = std::make_unique<MemoryPool>(d, hardware, capacity, dag_.represents(d), options_.memory_timelines);
+  if (d.kind == DeviceKind::gpu && !options_.allocator.empty())
+    p->use_allocator(options_.allocator, allocator_registry().make(options_.allocator));
+  MemoryPool& made = *pools_.emplace(d, std::move(p)).first->second;
+  pool_index_[d]   = &made;
+  last_pool_       = {d, &made};
+  return made;
+}
+
+void Replayer::apply_memory_op(OpId id, const Op& op, double now)
+{
+  if (paging_on()) { // no run holds an alloc or free under unified memory
+    if (op.kind == OpKind::alloc && op.pool.kind == DeviceKind::gpu)
+      return alloc_with_paging(id, op);
+    if (op.kind == OpKind::free && free_managed(op))
+      return;
+  }
+  MemoryPool& p = pool(op.pool);
+  due_memory_.apply(p, now); // runs' ops on it up to this instant come first
+  DueMemory::apply_op(p, op, now);
+}
+
+} // namespace memwall
