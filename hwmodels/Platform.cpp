@@ -79,22 +79,14 @@ sg4::Host* Platform::host(const DeviceRef& d) const
   return nullptr;
 }
 
-double Platform::link_bandwidth(const std::string& name) const
-{
-  auto it = bandwidth_.find(name);
-  return it == bandwidth_.end() ? 0.0 : it->second;
-}
-
 Platform::Duplex Platform::make_duplex(sg4::NetZone* z, const std::string& name, double up_bw, double down_bw,
                                        double latency)
 {
   // Two independent links rather than a SplitDuplexLink so each direction can have its
   // own bandwidth (H2D and D2H differ on real GPUs).
   Duplex d;
-  d.up                           = z->create_link(name + ".up", up_bw)->set_latency(latency)->seal();
-  d.down                         = z->create_link(name + ".down", down_bw)->set_latency(latency)->seal();
-  bandwidth_[d.up->get_name()]   = up_bw;
-  bandwidth_[d.down->get_name()] = down_bw;
+  d.up   = z->create_link(name + ".up", up_bw)->set_latency(latency)->seal();
+  d.down = z->create_link(name + ".down", down_bw)->set_latency(latency)->seal();
   return d;
 }
 
@@ -191,7 +183,6 @@ void Platform::add_gpu_links(NodeParts& p, const std::string& prefix, sg4::NetZo
     // Exec of (F/P + overhead) beside an HBM flow of (overhead + B/W), lasts
     // overhead + max(F/P, B/W).
     sg4::Link* hbm = z->create_link(name + ".hbm", g.hbm_achievable_bw)->set_latency(g.kernel_overhead_s)->seal();
-    bandwidth_[hbm->get_name()] = g.hbm_achievable_bw;
     p.hbm.push_back(hbm);
     p.pcie.push_back(make_duplex(z, name + ".pcie", g.d2h_bw, g.h2d_bw, cluster_.node.pcie_latency_s));
   }
@@ -203,9 +194,8 @@ void Platform::add_host_links(NodeParts& p, const std::string& prefix, sg4::NetZ
   //   pcie switch K ══uplink══► its socket        nvme ══read/write══► cpu0
   const NodeSpec& node = cluster_.node;
   for (int s = 0; s < node.sockets; ++s) {
-    std::string name             = prefix + "cpu" + std::to_string(s);
-    sg4::Link* dram              = z->create_link(name + ".dram", node.dram_bw_per_socket)->seal();
-    bandwidth_[dram->get_name()] = node.dram_bw_per_socket;
+    std::string name = prefix + "cpu" + std::to_string(s);
+    sg4::Link* dram  = z->create_link(name + ".dram", node.dram_bw_per_socket)->seal();
     p.dram.push_back(dram);
     p.socket_link.push_back(make_duplex(z, name + ".xlink", node.socket_link_bw, node.socket_link_bw, 0));
   }

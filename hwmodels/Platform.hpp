@@ -10,7 +10,6 @@
 
 #include <simgrid/forward.h>
 
-#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,8 +40,6 @@ public:
   // sharing. SimGrid updates every action of a host's CPU whenever one starts or ends
   // there, so delays are spread over several (`slot`: the caller's stream, say).
   simgrid::s4u::Host* timer(size_t slot) const { return timers_[slot % timers_.size()]; }
-  // Nominal bandwidth of a link by SimGrid name, for utilization figures.
-  double link_bandwidth(const std::string& name) const;
 
 private:
   struct Duplex {
@@ -83,7 +80,6 @@ private:
   std::vector<NodeParts> nodes_;
   std::unordered_map<simgrid::s4u::Link*, int> slot_of_; // node 0's links while routes are described
   std::vector<simgrid::s4u::Host*> timers_;
-  std::map<std::string, double> bandwidth_;
 };
 
 } // namespace memwall

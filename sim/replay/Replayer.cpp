@@ -359,8 +359,9 @@ RunResult Replayer::collect()
   for (int l = 0; l < static_cast<int>(routes_.link_count()); ++l) {
     if (accounts.bytes(l) <= 0)
       continue;
-    const std::string& name = routes_.link(l)->get_name();
-    r.links.push_back({name, platform_.link_bandwidth(name), accounts.bytes(l), accounts.busy(l)});
+    // Its nominal bandwidth: the orbits' scaled links are restored by now (run()).
+    const sg4::Link* link = routes_.link(l);
+    r.links.push_back({link->get_name(), link->get_bandwidth(), accounts.bytes(l), accounts.busy(l)});
   }
   // By name: the order routes were first asked for depends on how the replay ran.
   std::sort(r.links.begin(), r.links.end(), [](const LinkResult& a, const LinkResult& b) { return a.name < b.name; });
