@@ -1,6 +1,8 @@
 #include "hwmodels/FabricZone.hpp"
 
 #include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/s4u/NetZone.hpp>
+#include <xbt/config.hpp>
 
 #include <stdexcept>
 
@@ -12,20 +14,42 @@ void FabricZone::set_places(int places)
   shapes_.assign(static_cast<size_t>(places) * static_cast<size_t>(places), Shape{});
 }
 
-void FabricZone::set_route(int from, int to, std::vector<int> slots)
+void FabricZone::set_route(int from, int to, const std::vector<simgrid::s4u::Link*>& first_node_links)
 {
   if (from < 0 || to < 0 || from >= places_ || to >= places_)
     throw std::logic_error("FabricZone::set_route: no such place");
   Shape& s  = shapes_[static_cast<size_t>(from * places_ + to)];
   s.defined = true;
-  s.slots   = std::move(slots);
+  s.slots.clear();
+  for (const simgrid::s4u::Link* l : first_node_links)
+    s.slots.push_back(slot_of(l));
 }
 
-void FabricZone::set_fabric(int gateway, int up_slot, int down_slot)
+void FabricZone::set_fabric(int gateway, const simgrid::s4u::Link* up, const simgrid::s4u::Link* down)
 {
   gateway_   = gateway;
-  up_slot_   = up_slot;
-  down_slot_ = down_slot;
+  up_slot_   = slot_of(up);
+  down_slot_ = slot_of(down);
+}
+
+int FabricZone::slot_of(const simgrid::s4u::Link* first_node_link) const
+{
+  // A few dozen links a node, a few hundred routes: found by looking.
+  if (!node_links_.empty())
+    for (size_t k = 0; k < node_links_[0].size(); ++k)
+      if (node_links_[0][k].impl == first_node_link->get_impl())
+        return static_cast<int>(k);
+  throw std::logic_error("FabricZone: link " + first_node_link->get_name() + " is not the first node's");
+}
+
+void FabricZone::create_loopback()
+{
+  namespace sg4 = simgrid::s4u;
+  loopback_     = ref(get_iface()
+                          ->create_link("__loopback__", simgrid::config::get_value<double>("network/loopback-bw"))
+                          ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                          ->set_latency(simgrid::config::get_value<double>("network/loopback-lat"))
+                          ->seal());
 }
 
 int FabricZone::add_node(const std::vector<simgrid::s4u::Link*>& links)

@@ -38,18 +38,21 @@ public:
   // The first zone made in a process is SimGrid's root: make this one first.
   explicit FabricZone(const std::string& name) : NetZoneImpl(name) {}
 
-  // The places of every node, their routes as slots into a node's links.
-  void set_places(int places);
-  void set_route(int from, int to, std::vector<int> slots);
-  // Where the fabric leaves and enters a node: its gateway place and its up and down
-  // links' slots. Without it, nodes are not connected.
-  void set_fabric(int gateway, int up_slot, int down_slot);
-  // A node's links, slot by slot, in the same order in every node. Returns its number.
+  // A node's links, in the same order in every node (a link's place in it is its slot).
+  // Returns the node's number.
   int add_node(const std::vector<simgrid::s4u::Link*>& links);
   void place(const simgrid::s4u::Host* host, int node, int place);
-  // What a place without a route to itself crosses (SimGrid's loopback, as a full zone
-  // gave it).
-  void set_loopback(simgrid::s4u::Link* link) { loopback_ = ref(link); }
+  // The places of every node and their routes, named by the first node's links (every
+  // node's routes cross its own links in the same slots).
+  void set_places(int places);
+  void set_route(int from, int to, const std::vector<simgrid::s4u::Link*>& first_node_links);
+  // Where the fabric leaves and enters a node: its gateway place and the first node's
+  // up and down links. Without it, nodes are not connected.
+  void set_fabric(int gateway, const simgrid::s4u::Link* up, const simgrid::s4u::Link* down);
+  // What a place without a route to itself crosses: a link made as SimGrid makes its
+  // loopback (network/loopback-bw and -lat, fat pipe), as a full zone gave it. Before
+  // the zone is sealed.
+  void create_loopback();
 
 protected:
   void get_local_route(const simgrid::kernel::routing::NetPoint* src, const simgrid::kernel::routing::NetPoint* dst,
@@ -70,6 +73,7 @@ private:
   };
   static LinkRef ref(const simgrid::s4u::Link* link) { return {link->get_impl(), link->get_latency()}; }
   const Shape& shape(int from, int to) const { return shapes_[static_cast<size_t>(from * places_ + to)]; }
+  int slot_of(const simgrid::s4u::Link* first_node_link) const;
   // Appends the links of `from -> to` inside `node`; adds their latencies in order.
   void append(int node, int from, int to, std::vector<simgrid::kernel::resource::StandardLinkImpl*>& links,
               double* latency) const;

@@ -5,9 +5,6 @@
 #include "hwmodels/FabricZone.hpp"
 
 #include <simgrid/s4u.hpp>
-#include <xbt/config.hpp>
-
-#include <unordered_map>
 
 namespace sg4 = simgrid::s4u;
 
@@ -57,11 +54,7 @@ Platform::Platform(const ClusterSpec& cluster) : cluster_(cluster)
   nodes_.resize(cluster_.nodes);
   for (int n = 0; n < cluster_.nodes; ++n)
     create_node_links(n, zone);
-  // What a full zone gave a place without a route to itself (SimGrid's loopback).
-  fabric_->set_loopback(zone->create_link("__loopback__", simgrid::config::get_value<double>("network/loopback-bw"))
-                            ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
-                            ->set_latency(simgrid::config::get_value<double>("network/loopback-lat"))
-                            ->seal());
+  fabric_->create_loopback();
   for (int n = 0; n < cluster_.nodes; ++n)
     add_hosts(n);
   describe_routes();
@@ -146,30 +139,17 @@ std::vector<sg4::Link*> Platform::node_links(const NodeParts& p) const
 void Platform::describe_routes()
 {
   const NodeParts& p = nodes_[0];
-  Links all          = node_links(p);
-  for (size_t k = 0; k < all.size(); ++k)
-    slot_of_[all[k]] = static_cast<int>(k);
   fabric_->set_places(nvme_place() + 2); // and the gateway
   // Without an explicit self-route a GPU would cross SimGrid's 10 GB/s loopback link
   // (DESIGN.md §3): its HBM.
   for (int i = 0; i < cluster_.gpus_per_node; ++i)
-    route(gpu_place(i), gpu_place(i), {p.hbm[i]});
+    fabric_->set_route(gpu_place(i), gpu_place(i), {p.hbm[i]});
   route_gpu_pairs(p);
   route_host_memory(p);
   if (cluster_.nodes > 1) {
     route_to_gateway(p);
-    fabric_->set_fabric(gateway_place(), slot_of_.at(p.ib.up), slot_of_.at(p.ib.down));
+    fabric_->set_fabric(gateway_place(), p.ib.up, p.ib.down);
   }
-  slot_of_.clear();
-}
-
-void Platform::route(int from, int to, const std::vector<sg4::Link*>& links)
-{
-  std::vector<int> slots;
-  slots.reserve(links.size());
-  for (sg4::Link* l : links)
-    slots.push_back(slot_of_.at(l));
-  fabric_->set_route(from, to, std::move(slots));
 }
 
 void Platform::add_gpu_links(NodeParts& p, const std::string& prefix, sg4::NetZone* z)
@@ -245,16 +225,16 @@ void Platform::route_gpu_pairs(const NodeParts& p)
       if (i == j)
         continue;
       if (gpu_links(node.fabric)) {
-        route(gpu_place(i), gpu_place(j), {p.nvlink[i].up, p.nvlink[j].down});
+        fabric_->set_route(gpu_place(i), gpu_place(j), {p.nvlink[i].up, p.nvlink[j].down});
         continue;
       }
       // No peer-to-peer: the copy is staged through the source socket's DRAM.
       int si = node.socket_of_gpu(i);
       int sj = node.socket_of_gpu(j);
-      route(gpu_place(i), gpu_place(j),
-            cat({{p.pcie[i].up, p.uplink[node.pcie_switch_of_gpu(i)].up, p.dram[si]},
-                 socket_hop(p, si, sj),
-                 {p.uplink[node.pcie_switch_of_gpu(j)].down, p.pcie[j].down}}));
+      fabric_->set_route(gpu_place(i), gpu_place(j),
+                         cat({{p.pcie[i].up, p.uplink[node.pcie_switch_of_gpu(i)].up, p.dram[si]},
+                              socket_hop(p, si, sj),
+                              {p.uplink[node.pcie_switch_of_gpu(j)].down, p.pcie[j].down}}));
     }
   }
 }
@@ -266,16 +246,18 @@ void Platform::route_host_memory(const NodeParts& p)
     for (int i = 0; i < cluster_.gpus_per_node; ++i) {
       int gs = node.socket_of_gpu(i);
       int sw = node.pcie_switch_of_gpu(i);
-      route(cpu_place(s), gpu_place(i), cat({{p.dram[s]}, socket_hop(p, s, gs), {p.uplink[sw].down, p.pcie[i].down}}));
-      route(gpu_place(i), cpu_place(s), cat({{p.pcie[i].up, p.uplink[sw].up}, socket_hop(p, gs, s), {p.dram[s]}}));
+      fabric_->set_route(cpu_place(s), gpu_place(i),
+                         cat({{p.dram[s]}, socket_hop(p, s, gs), {p.uplink[sw].down, p.pcie[i].down}}));
+      fabric_->set_route(gpu_place(i), cpu_place(s),
+                         cat({{p.pcie[i].up, p.uplink[sw].up}, socket_hop(p, gs, s), {p.dram[s]}}));
     }
-    route(cpu_place(s), cpu_place(s), {p.dram[s]});
+    fabric_->set_route(cpu_place(s), cpu_place(s), {p.dram[s]});
     for (int t = 0; t < node.sockets; ++t)
       if (t != s)
-        route(cpu_place(s), cpu_place(t), cat({{p.dram[s]}, socket_hop(p, s, t), {p.dram[t]}}));
+        fabric_->set_route(cpu_place(s), cpu_place(t), cat({{p.dram[s]}, socket_hop(p, s, t), {p.dram[t]}}));
     // The NVMe drives hang off socket 0.
-    route(nvme_place(), cpu_place(s), cat({{p.nvme_link.up}, socket_hop(p, 0, s), {p.dram[s]}}));
-    route(cpu_place(s), nvme_place(), cat({{p.dram[s]}, socket_hop(p, s, 0), {p.nvme_link.down}}));
+    fabric_->set_route(nvme_place(), cpu_place(s), cat({{p.nvme_link.up}, socket_hop(p, 0, s), {p.dram[s]}}));
+    fabric_->set_route(cpu_place(s), nvme_place(), cat({{p.dram[s]}, socket_hop(p, s, 0), {p.nvme_link.down}}));
   }
 }
 
@@ -284,8 +266,8 @@ void Platform::route_to_gateway(const NodeParts& p)
 {
   for (int i = 0; i < cluster_.gpus_per_node; ++i) {
     int k = cluster_.node.nic_of_gpu(i);
-    route(gpu_place(i), gateway_place(), {p.pcie[i].up, p.nic[k].up});
-    route(gateway_place(), gpu_place(i), {p.nic[k].down, p.pcie[i].down});
+    fabric_->set_route(gpu_place(i), gateway_place(), {p.pcie[i].up, p.nic[k].up});
+    fabric_->set_route(gateway_place(), gpu_place(i), {p.nic[k].down, p.pcie[i].down});
   }
 }
 

@@ -11,7 +11,6 @@
 #include <simgrid/forward.h>
 
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace memwall {
@@ -68,7 +67,6 @@ private:
   int nvme_place() const { return cluster_.gpus_per_node + cluster_.node.sockets; }
   int gateway_place() const { return nvme_place() + 1; }
   void describe_routes();
-  void route(int from, int to, const std::vector<simgrid::s4u::Link*>& links);
   void route_gpu_pairs(const NodeParts& p);
   void route_host_memory(const NodeParts& p);
   void route_to_gateway(const NodeParts& p);
@@ -78,7 +76,6 @@ private:
   ClusterSpec cluster_;
   FabricZone* fabric_ = nullptr;
   std::vector<NodeParts> nodes_;
-  std::unordered_map<simgrid::s4u::Link*, int> slot_of_; // node 0's links while routes are described
   std::vector<simgrid::s4u::Host*> timers_;
 };
 

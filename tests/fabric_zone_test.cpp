@@ -10,7 +10,6 @@
 #include <catch2/catch.hpp>
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/s4u.hpp>
-#include <xbt/config.hpp>
 
 #include <cstdio>
 #include <functional>
@@ -110,19 +109,7 @@ std::string fabric_zone()
   std::vector<NodeLinks> links;
   for (int n = 0; n < nodes; ++n)
     links.push_back(make_links(z, n));
-  fabric->set_loopback(z->create_link("__loopback__", simgrid::config::get_value<double>("network/loopback-bw"))
-                           ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
-                           ->set_latency(simgrid::config::get_value<double>("network/loopback-lat"))
-                           ->seal());
-  // Slots: 0 self, 1 a.up, 2 a.down, 3 b.up, 4 b.down, 5 ib.up, 6 ib.down; places: h0, h1, gateway.
-  fabric->set_places(3);
-  fabric->set_route(0, 0, {0});
-  fabric->set_route(0, 1, {1, 4});
-  fabric->set_route(1, 0, {3, 2});
-  fabric->set_route(0, 2, {1});
-  fabric->set_route(2, 0, {2});
-  fabric->set_route(2, 1, {4});
-  fabric->set_fabric(2, 5, 6);
+  fabric->create_loopback();
   std::vector<sg4::Host*> hosts;
   for (int n = 0; n < nodes; ++n) {
     const NodeLinks& l = links[n];
@@ -132,6 +119,16 @@ std::string fabric_zone()
       fabric->place(hosts.back(), node, k);
     }
   }
+  // Places: h0, h1, the gateway; routes named by node 0's links.
+  const NodeLinks& l = links[0];
+  fabric->set_places(3);
+  fabric->set_route(0, 0, {l.self});
+  fabric->set_route(0, 1, {l.a_up, l.b_down});
+  fabric->set_route(1, 0, {l.b_up, l.a_down});
+  fabric->set_route(0, 2, {l.a_up});
+  fabric->set_route(2, 0, {l.a_down});
+  fabric->set_route(2, 1, {l.b_down});
+  fabric->set_fabric(2, l.ib_up, l.ib_down);
   z->seal();
   return describe_routes(hosts);
 }

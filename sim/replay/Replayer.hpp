@@ -176,6 +176,11 @@ private:
   const Op& current_op(OpId id) const { return step_op({id, member_[id - base_]}); }
   bool step_private(Step s) const;
   bool step_private(Step s, const ChainInfo* chain) const; // `chain`: s's chain's, null for an op
+  // A chain member's facts, null where they were not derived in this batch.
+  const StepFacts* member_facts(const ChainInfo& chain, uint32_t member) const
+  {
+    return chain.batch == fold_batch_ && member < chain.members.size() ? &chain.members[member] : nullptr;
+  }
   // Calls f for every op of entries [from, to): a chain's members once per stored
   // chain and call (what it derives holds for every repetition). A template, so that
   // a serving run's per-iteration passes over its ops stay inlined loops.
@@ -207,11 +212,11 @@ private:
   void start_kernel(OpId id, const Op& op);
   // A kernel alone on its HBM runs as one Exec: its bytes and busy time on the HBM link
   // are added here, the figures its flow would have produced.
-  void account_hbm_alone(const Op& op, const KernelTiming& t) { account_hbm(op, hbm_busy_s(op, t)); }
+  void account_hbm_alone(const Op& op, const KernelTiming& t);
   // What the kernel's flow would have kept its HBM link busy for, -1 when it accounts
   // nothing there (no bytes, or measured where it was recorded).
   static double hbm_busy_s(const Op& op, const KernelTiming& t);
-  void account_hbm(const Op& op, double busy_s);
+  void account_hbm(int hbm_route, double bytes, double busy_s);
   int hbm_route(const DeviceRef& gpu); // the route of the GPU's HBM link, found once
   void start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst);
   double copy_payload(const Op& op, const DeviceRef& src, const DeviceRef& dst);

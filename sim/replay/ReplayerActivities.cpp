@@ -96,12 +96,17 @@ double Replayer::hbm_busy_s(const Op& op, const KernelTiming& t)
   return t.overhead_s + t.memory_s(op.bytes);
 }
 
-void Replayer::account_hbm(const Op& op, double busy_s)
+void Replayer::account_hbm_alone(const Op& op, const KernelTiming& t)
 {
-  if (busy_s < 0)
-    return;
-  for (int l : routes_.route(hbm_route(op.device)).links)
-    routes_.accounts().add(l, op.bytes, busy_s);
+  double busy_s = hbm_busy_s(op, t);
+  if (busy_s >= 0)
+    account_hbm(hbm_route(op.device), op.bytes, busy_s);
+}
+
+void Replayer::account_hbm(int hbm_route, double bytes, double busy_s)
+{
+  for (int l : routes_.route(hbm_route).links)
+    routes_.accounts().add(l, bytes, busy_s);
 }
 
 void Replayer::start_host_compute(OpId id, const DeviceRef& socket, const Op& op)

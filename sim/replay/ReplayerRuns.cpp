@@ -124,7 +124,8 @@ bool Replayer::step_private(Step s, const ChainInfo* c) const
 {
   if (!c)
     return private_[s.id - base_];
-  return c->batch == fold_batch_ && s.member < c->members.size() && c->members[s.member].priv;
+  const StepFacts* f = member_facts(*c, s.member);
+  return f && f->priv;
 }
 
 Replayer::StepFacts Replayer::step_facts(const Op& op, bool priv)
@@ -242,9 +243,8 @@ bool Replayer::start_run(OpId head)
           due_ops.push_back({m.begin, m.op, &pool(m.op->pool)});
         break;
       case OpKind::kernel:
-        if (m.hbm_busy >= 0) // as account_hbm
-          for (int l : routes_.route(m.hbm_route).links)
-            routes_.accounts().add(l, m.op->bytes, m.hbm_busy);
+        if (m.hbm_busy >= 0)
+          account_hbm(m.hbm_route, m.op->bytes, m.hbm_busy);
         break;
       case OpKind::collective:
         for (size_t j = 0; j < m.plan->links.size(); ++j) {
@@ -261,22 +261,20 @@ bool Replayer::start_run(OpId head)
     const ChainInfo* c = chained ? &chain_info_[whole.chain] : nullptr;
     const Op* ops      = chained ? dag_.chain(whole.chain).data() : &whole;
     auto size          = static_cast<uint32_t>(chained ? dag_.chain(whole.chain).size() : 1);
-    // A chain's member facts hold while derived in this batch (step_private).
-    const StepFacts* facts = c && c->batch == fold_batch_ ? c->members.data() : nullptr;
-    size_t known           = facts ? c->members.size() : 0;
-    bool recorded          = !summary_only() || summary_op_[id - base_];
-    uint32_t k             = id == head ? member_[head - base_] : 0;
+    bool recorded      = !summary_only() || summary_op_[id - base_];
+    uint32_t k         = id == head ? member_[head - base_] : 0;
     for (; k < size; ++k) {
       const Op& op = ops[k];
       Member m;
-      m.step     = {id, k};
-      m.op       = &op;
-      m.begin    = t;
-      m.last     = k + 1 == size;
-      m.recorded = recorded;
-      double d   = 0;
-      bool timed = chained ? k < known && step_duration(op, facts[k], d, m.hbm_busy, m.plan)
-                           : step_duration(op, step_facts(op, private_[id - base_]), d, m.hbm_busy, m.plan);
+      m.step                 = {id, k};
+      m.op                   = &op;
+      m.begin                = t;
+      m.last                 = k + 1 == size;
+      m.recorded             = recorded;
+      double d               = 0;
+      const StepFacts* facts = chained ? member_facts(*c, k) : nullptr;
+      bool timed             = chained ? facts && step_duration(op, *facts, d, m.hbm_busy, m.plan)
+                                       : step_duration(op, step_facts(op, private_[id - base_]), d, m.hbm_busy, m.plan);
       if (!timed)
         break;
       // Allocs and frees at this very instant go op by op, interleaved with other
