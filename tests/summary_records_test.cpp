@@ -141,3 +141,15 @@ TEST_CASE("a_numbered_op_name_reads_in_full_and_adds_nothing_to_the_name_table",
   // Past what a handle holds, the whole name is interned and still reads right.
   CHECK(OpName("it", 5000000000ULL, ".head").str() == "it5000000000.head");
 }
+
+TEST_CASE("a_renumbered_op_name_equals_the_name_built_with_that_number", "[outputs]")
+{
+  OpName send("pp.send_act.vs3.mb", 0, "");
+  size_t before = OpName::interned_count();
+  CHECK(send.numbered(17) == OpName("pp.send_act.vs3.mb", 17, ""));
+  CHECK(send.numbered(17).str() == "pp.send_act.vs3.mb17");
+  CHECK(OpName::interned_count() == before); // renumbering interns nothing
+  OpName embed("it", 7, ".embed");
+  CHECK(embed.numbered(5000000000ULL).str() == "it5000000000.embed"); // past a handle: whole
+  CHECK(OpName("host").numbered(2).str() == "host2");                 // no pattern: appended
+}

@@ -43,6 +43,20 @@ OpName::OpName(const std::string& prefix, uint64_t number, const std::string& su
   number_ = static_cast<uint32_t>(number);
 }
 
+OpName OpName::numbered(uint64_t number) const
+{
+  if (number_ == no_number) // no pattern: the number goes at the end
+    return OpName(str(), number, "");
+  if (number >= no_number) { // past what a handle holds: the whole name, interned
+    const std::string& pattern = table().names[id_];
+    size_t mark                = pattern.find(number_mark);
+    return OpName(pattern.substr(0, mark), number, pattern.substr(mark + 1));
+  }
+  OpName n  = *this;
+  n.number_ = static_cast<uint32_t>(number);
+  return n;
+}
+
 std::string OpName::str() const
 {
   const std::string& s = table().names[id_];

@@ -18,6 +18,9 @@ public:
   OpName(const char* s) : id_(intern(s)) {}        // NOLINT
   // prefix + number + suffix, e.g. ("it", 7123, ".embed").
   OpName(const std::string& prefix, uint64_t number, const std::string& suffix);
+  // The same pattern with another number: a name made with a number, renumbered without
+  // interning its pattern again (a pipeline's sends, one per micro-batch).
+  OpName numbered(uint64_t number) const;
   std::string str() const;
   operator std::string() const { return str(); } // NOLINT
   bool operator==(const OpName& o) const { return id_ == o.id_ && number_ == o.number_; }

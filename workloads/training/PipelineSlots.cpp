@@ -77,8 +77,13 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
   double bytes = static_cast<double>(cfg_.micro_batch * shape_.seq_len) * model_.hidden * shape_.act_bytes /
                  static_cast<double>(cfg_.tp);
   // "pp.send_act.vs3.mb17", the micro-batch a number beside its pattern (OpName).
-  OpName name(std::string(forward ? "pp.send_act." : "pp.send_grad.") + "vs" + std::to_string(vs) + ".mb",
-              static_cast<uint64_t>(mb), "");
+  size_t which = static_cast<size_t>(key);
+  if (which >= send_names_.size())
+    send_names_.resize(which + 1);
+  if (send_names_[which] == OpName())
+    send_names_[which] =
+        OpName(std::string(forward ? "pp.send_act." : "pp.send_grad.") + "vs" + std::to_string(vs) + ".mb", 0, "");
+  OpName name             = send_names_[which].numbered(static_cast<uint64_t>(mb));
   inbox[slot_key(vs, mb)] = dag_.add(copy_op(s.gpu, StreamKind::p2p, s.gpu, stages_[next % cfg_.pp].gpu, bytes, name),
                                      {dag_.stream_tail(s.gpu, StreamKind::compute)});
 }

@@ -202,6 +202,8 @@ private:
   std::unordered_map<uint64_t, Tensor> checkpoints_;              // full recompute: kept layer inputs
   // (virtual stage, micro-batch) -> its send, until the slot that receives it is emitted
   std::unordered_map<uint64_t, OpId> fwd_sent_, bwd_sent_;
+  // Each (virtual stage, direction)'s send name, "pp.send_act.vs3.mb17", interned once.
+  std::vector<OpName> send_names_;
   struct SlotRepeat {
     bool last_steady = false;               // the last slot captured under the key was steady
     bool verified    = false;               // and matched the steady one before it: repeat from now on
