@@ -122,7 +122,7 @@ void TrainingStepGenerator::capture_slot(int stage, int64_t mb, int64_t chunk, b
     repeat.saved.clear();
     repeat.checkpoints.clear();
     for (int b : blocks) {
-      repeat.saved.push_back(saved_[slot_key(b, mb)]);
+      repeat.saved.push_back(saved_of(b, mb));
       auto c = checkpoints_.find(slot_key(b, mb));
       repeat.checkpoints.push_back(c == checkpoints_.end() ? Tensor{} : c->second);
     }
@@ -136,10 +136,11 @@ void TrainingStepGenerator::repeat_slot(int stage, int64_t mb, int64_t chunk, bo
   for (size_t j = 0; j < blocks.size(); ++j) {
     int b = blocks[j];
     if (forward) {
-      saved_[slot_key(b, mb)] = repeat.saved[j];
+      repeated_saved_[slot_key(b, mb)] = &repeat.saved[j];
       if (repeat.checkpoints[j].id != 0)
         checkpoints_[slot_key(b, mb)] = repeat.checkpoints[j];
     } else {
+      repeated_saved_.erase(slot_key(b, mb));
       saved_.erase(slot_key(b, mb));
       checkpoints_.erase(slot_key(b, mb));
       blocks_[b].backwards++;

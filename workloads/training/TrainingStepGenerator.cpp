@@ -247,11 +247,21 @@ void TrainingStepGenerator::emit_forward(int b, int64_t mb)
   release_gather();
 }
 
+std::vector<Tensor>& TrainingStepGenerator::saved_of(int b, int64_t mb)
+{
+  uint64_t key = slot_key(b, mb);
+  if (auto r = repeated_saved_.find(key); r != repeated_saved_.end()) {
+    saved_[key] = *r->second;
+    repeated_saved_.erase(r);
+  }
+  return saved_[key];
+}
+
 void TrainingStepGenerator::emit_recompute(int b, int64_t mb)
 {
   Block& blk  = blocks_[b];
   Stage& s    = stage_of(b);
-  auto& saved = saved_[slot_key(b, mb)];
+  auto& saved = saved_of(b, mb);
   const SavedActivations policy(cfg_.recompute);
   for (size_t i = 0; i < blk.plan.kernels.size(); ++i) {
     const KernelPlan& k = blk.plan.kernels[i];
@@ -289,7 +299,7 @@ void TrainingStepGenerator::emit_backward(int b, int64_t mb)
                     prefix + "activation_grads", {params});
   if (SavedActivations(cfg_.recompute).recomputes(blk.plan))
     emit_recompute(b, mb);
-  auto& saved = saved_[slot_key(b, mb)];
+  auto& saved = saved_of(b, mb);
   auto again  = regenerated_.find(slot_key(b, mb));
   for (size_t i = blk.plan.kernels.size(); i-- > 0;) {
     const KernelPlan& k = blk.plan.kernels[i];

@@ -197,7 +197,12 @@ private:
   {
     return (static_cast<uint64_t>(a) << 40) | static_cast<uint64_t>(micro_batch);
   }
-  std::unordered_map<uint64_t, std::vector<Tensor>> saved_;       // (block, micro-batch) -> per kernel
+  std::unordered_map<uint64_t, std::vector<Tensor>> saved_; // (block, micro-batch) -> per kernel
+  // A repeated forward's saved tensors are its stored slot's (SlotRepeat::saved, which a
+  // verified key never changes): pointed to, and copied into saved_ only for a backward
+  // that is emitted op by op (saved_of); a repeated backward just drops them.
+  std::unordered_map<uint64_t, const std::vector<Tensor>*> repeated_saved_;
+  std::vector<Tensor>& saved_of(int b, int64_t mb);
   std::unordered_map<uint64_t, std::vector<Tensor>> regenerated_; // what a recompute brings back beside saved_
   std::unordered_map<uint64_t, Tensor> checkpoints_;              // full recompute: kept layer inputs
   // (virtual stage, micro-batch) -> its send, until the slot that receives it is emitted
