@@ -227,8 +227,11 @@ bool Replayer::start_run(OpId head)
   };
   double now = sg4::Engine::get_clock();
   double t   = now;
-  Member pending;
-  size_t count = 0;
+  // The member being built and the pending one take turns in two slots: nothing is
+  // copied from one to the other (a copy of a Member just written stalls on its stores).
+  Member slots[2];
+  Member* pending = nullptr;
+  size_t count    = 0;
   std::vector<OpId> entries;             // ops the run completes before its last member
   std::vector<DueMemory::Entry> due_ops; // its allocs and frees after this instant, in time order
   DeviceRef hbm_device{DeviceKind::nvme, -1, -1};
@@ -264,8 +267,9 @@ bool Replayer::start_run(OpId head)
     bool recorded      = !summary_only() || summary_op_[id - base_];
     uint32_t k         = id == head ? member_[head - base_] : 0;
     for (; k < size; ++k) {
-      const Op& op = ops[k];
-      Member m;
+      const Op& op           = ops[k];
+      Member& m              = slots[pending == &slots[0] ? 1 : 0];
+      m                      = Member{};
       m.step                 = {id, k};
       m.op                   = &op;
       m.begin                = t;
@@ -292,13 +296,13 @@ bool Replayer::start_run(OpId head)
       }
       m.end = t += d;
       if (count++ > 0) {
-        if (pending.recorded)
-          record_span(pending.step.id, *pending.op, pending.begin, pending.end);
-        account(pending);
-        if (pending.last)
-          entries.push_back(pending.step.id);
+        if (pending->recorded)
+          record_span(pending->step.id, *pending->op, pending->begin, pending->end);
+        account(*pending);
+        if (pending->last)
+          entries.push_back(pending->step.id);
       }
-      pending = m;
+      pending = &m;
     }
     if (k < size) // a member that cannot join: the run ends before it
       break;
@@ -316,19 +320,19 @@ bool Replayer::start_run(OpId head)
   if (count < 2)
     return false;
   // The last one ends with the run's activity (finish_run).
-  open_record(pending.step.id, *pending.op, pending.begin);
-  account(pending);
+  open_record(pending->step.id, *pending->op, pending->begin);
+  account(*pending);
   due_memory_.add_run(std::move(due_ops));
-  OpId tail             = pending.step.id;
-  member_[tail - base_] = pending.step.member; // what complete() closes
+  OpId tail             = pending->step.id;
+  member_[tail - base_] = pending->step.member; // what complete() closes
   // A delay of d seconds on a 1 flop/s host (what SimGrid's lazy CPU model would run)
   // is due at now + d: the run ends then, or at an earlier clock stop that is less than
   // the engine's timing precision before it, as SimGrid ends an Exec
   // (CpuModel::update_actions_state_lazy): a run ends exactly where its Exec would.
   ++started_activities_;
-  double date = now + (pending.end - now);
+  double date = now + (pending->end - now);
   bool first  = runs_.empty() || date < runs_.top().date;
-  runs_.push({date, run_seq_++, tail, std::move(entries), count, pending.end});
+  runs_.push({date, run_seq_++, tail, std::move(entries), count, pending->end});
   if (first)
     arm_run_timer(date);
   return true;
