@@ -335,8 +335,10 @@ void Replayer::complete(OpId id, double end)
   if (progress_)
     progress_->op_done(completed_, dag_.size(), now);
   for (uint32_t k = out_start_[id - batch_]; k < out_start_[id - batch_ + 1]; ++k)
-    if (--waiting_on_[out_[k] - base_] == 0)
+    if (--waiting_on_[out_[k] - base_] == 0) {
       ready_.push_back(out_[k]);
+      __builtin_prefetch(&dag_.op(out_[k])); // start() reads it soon: fetch it meanwhile
+    }
 }
 
 RunResult Replayer::collect()
