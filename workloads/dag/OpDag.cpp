@@ -5,9 +5,11 @@
 
 namespace memwall {
 
-OpId OpDag::add(Op op, std::initializer_list<OpId> deps) { return add(std::move(op), std::vector<OpId>(deps)); }
+OpId OpDag::add(Op op, std::initializer_list<OpId> deps) { return add(std::move(op), deps.begin(), deps.size()); }
 
-OpId OpDag::add(Op op, const std::vector<OpId>& deps)
+OpId OpDag::add(Op op, const std::vector<OpId>& deps) { return add(std::move(op), deps.data(), deps.size()); }
+
+OpId OpDag::add(Op op, const OpId* deps, size_t count)
 {
   // A generator's arithmetic gone wrong (a negative width, 0/0) would replay as an op
   // ending before it starts; stop at the op instead of printing a wrong step time.
@@ -34,8 +36,8 @@ OpId OpDag::add(Op op, const std::vector<OpId>& deps)
   last_tail_->second = id;
   if (capturing_ && (touched_.empty() || touched_.back() != last_tail_))
     touched_.push_back(last_tail_);
-  for (OpId d : deps)
-    depend(id, d);
+  for (size_t i = 0; i < count; ++i)
+    depend(id, deps[i]);
   return id;
 }
 

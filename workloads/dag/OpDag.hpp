@@ -45,6 +45,7 @@ class OpDag {
 public:
   OpId add(Op op, std::initializer_list<OpId> deps = {});
   OpId add(Op op, const std::vector<OpId>& deps);
+  OpId add(Op op, const OpId* deps, size_t count); // both of the above: no list built per op
   void depend(OpId later, OpId earlier);
   // Ops added from now on belong to `p` (a generator's forward, backward, optimizer).
   void set_phase(StepPhase p) { phase_ = p; }
