@@ -218,6 +218,7 @@ void Replayer::replay_loop(sg4::Engine* engine)
     if (!source_ || completed_ != taken_)
       break;
     activities_.clear(); // all done: their completion callbacks have run
+    free_activities_.clear();
     // A wait shorter than the engine resolves (SimGrid ends an activity whose remaining
     // work is below its precision without moving the clock) has still ended: the source
     // is told the time it asked to wake at, or it would ask for the same wait forever.
@@ -302,12 +303,14 @@ void Replayer::on_activity_done(size_t index)
   if (a.route >= 0)
     routes_.accounts().flow_ended(routes_.route(a.route).links, now);
   parked_.push_back(std::move(a.handle));
-  OpId op = a.op;
+  OpId op     = a.op;
+  bool paging = a.paging;
+  free_activities_.push_back(static_cast<uint32_t>(index)); // `a` is done with: its slot is free
   if (op == OpDag::none)
     return;
   // A kernel under unified memory: when its own work (not a paging transfer) ends.
   auto paged = paged_.empty() ? paged_.end() : paged_.find(op);
-  if (paged != paged_.end() && !a.paging)
+  if (paged != paged_.end() && !paging)
     paged->second.own_end = now;
   if (--running_acts_[op - base_] > 0)
     return;

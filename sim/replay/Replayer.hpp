@@ -316,7 +316,12 @@ private:
   void record_span(OpId id, const Op& op, double start, double end);
   void keep_records(size_t from, size_t to);
   std::vector<OpId> ready_;
+  // Activities in flight, by the index their SimGrid handle carries; an ended one's slot
+  // is taken by the next, so the list stays as long as the most in flight at once.
   std::vector<Activity> activities_;
+  std::vector<uint32_t> free_activities_;
+  size_t last_activity_ = 0; // the slot add_activity filled last
+  void add_activity(Activity a, simgrid::s4u::Activity& handle);
   std::vector<simgrid::s4u::ActivityPtr> parked_; // released on the next time advance
   std::map<OpId, CollectiveRun> collectives_;
   std::map<CollectiveKey, PlannedCollective> plans_;

@@ -125,14 +125,26 @@ void Replayer::start_delay(OpId op, double seconds)
   start_exec(op, timer, seconds * timer->get_speed());
 }
 
+void Replayer::add_activity(Activity a, sg4::Activity& handle)
+{
+  if (free_activities_.empty()) {
+    last_activity_ = activities_.size();
+    activities_.push_back(std::move(a));
+  } else {
+    last_activity_ = free_activities_.back();
+    free_activities_.pop_back();
+    activities_[last_activity_] = std::move(a);
+  }
+  ++started_activities_;
+  handle.set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(last_activity_ + 1))); // 0: none
+}
+
 void Replayer::start_exec(OpId op, sg4::Host* host, double work)
 {
   sg4::ExecPtr e = sg4::Exec::init();
   e->set_flops_amount(work);
   e->set_host(host);
-  activities_.push_back({op, -1, 0, e});
-  ++started_activities_;
-  e->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
+  add_activity({op, -1, 0, e}, *e);
   if (op != OpDag::none) // OpDag::none: a source waiting for its next event
     ++running_acts_[op - base_];
   e->vetoable_start();
@@ -148,9 +160,7 @@ void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, d
   routes_.accounts().flow_started(routes_.route(r).links, bytes, sg4::Engine::get_clock());
   sg4::CommPtr c = sg4::Comm::sendto_init(from, to);
   c->set_payload_size(static_cast<uint64_t>((payload < 0 ? bytes : payload) + 0.5));
-  activities_.push_back({op, r, bytes, c});
-  ++started_activities_;
-  c->set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(activities_.size())));
+  add_activity({op, r, bytes, c}, *c);
   ++running_acts_[op - base_];
   c->vetoable_start();
 }

@@ -189,7 +189,7 @@ void Replayer::start_paging_flow(OpId id, const DeviceRef& gpu, bool to_gpu, dou
   auto one = [&](const DeviceRef& g) {
     DeviceRef host = host_of(g);
     start_flow(id, to_gpu ? host : g, to_gpu ? g : host, bytes, bytes * scale);
-    activities_.back().paging = true;
+    activities_[last_activity_].paging = true;
   };
   one(gpu);
   for (const DeviceRef& peer : dag_.shadows(gpu))
@@ -207,7 +207,7 @@ bool Replayer::start_paging_step(OpId id)
   switch (s.kind) {
     case PagingStep::Kind::driver:
       start_delay(id, s.amount);
-      activities_.back().paging = true;
+      activities_[last_activity_].paging = true;
       break;
     case PagingStep::Kind::evict: start_paging_flow(id, op.device, false, s.amount, s.scale); break;
     case PagingStep::Kind::migrate: start_paging_flow(id, op.device, true, s.amount, s.scale); break;
