@@ -139,7 +139,7 @@ std::vector<sg4::Link*> Platform::node_links(const NodeParts& p) const
 void Platform::describe_routes()
 {
   const NodeParts& p = nodes_[0];
-  fabric_->set_places(nvme_place() + 2); // and the gateway
+  fabric_->set_places(gateway_place() + 1);
   // Without an explicit self-route a GPU would cross SimGrid's 10 GB/s loopback link
   // (DESIGN.md §3): its HBM.
   for (int i = 0; i < cluster_.gpus_per_node; ++i)

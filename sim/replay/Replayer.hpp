@@ -93,9 +93,8 @@ public:
 
 private:
   struct Activity {
-    OpId op      = 0;
-    int route    = -1; // RouteTable's number, -1 for an Exec
-    double bytes = 0;
+    OpId op   = 0;
+    int route = -1; // RouteTable's number, -1 for an Exec
     simgrid::s4u::ActivityPtr handle;
     bool paging = false; // a migration, fault batch or remote read, not the op's own work
   };
@@ -209,6 +208,8 @@ private:
   void start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes, double payload = -1);
   void start_delay(OpId op, double seconds); // on the timer: shares nothing
   void start_exec(OpId op, simgrid::s4u::Host* host, double work);
+  // Keeps a started activity in a free slot of activities_; its handle carries the slot.
+  void add_activity(Activity a, simgrid::s4u::Activity& handle);
   void start_kernel(OpId id, const Op& op);
   // A kernel alone on its HBM runs as one Exec: its bytes and busy time on the HBM link
   // are added here, the figures its flow would have produced.
@@ -320,8 +321,7 @@ private:
   // is taken by the next, so the list stays as long as the most in flight at once.
   std::vector<Activity> activities_;
   std::vector<uint32_t> free_activities_;
-  size_t last_activity_ = 0; // the slot add_activity filled last
-  void add_activity(Activity a, simgrid::s4u::Activity& handle);
+  size_t last_activity_ = 0;                      // the slot add_activity filled last
   std::vector<simgrid::s4u::ActivityPtr> parked_; // released on the next time advance
   std::map<OpId, CollectiveRun> collectives_;
   std::map<CollectiveKey, PlannedCollective> plans_;

@@ -144,7 +144,7 @@ void Replayer::start_exec(OpId op, sg4::Host* host, double work)
   sg4::ExecPtr e = sg4::Exec::init();
   e->set_flops_amount(work);
   e->set_host(host);
-  add_activity({op, -1, 0, e}, *e);
+  add_activity({op, -1, e}, *e);
   if (op != OpDag::none) // OpDag::none: a source waiting for its next event
     ++running_acts_[op - base_];
   e->vetoable_start();
@@ -160,7 +160,7 @@ void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, d
   routes_.accounts().flow_started(routes_.route(r).links, bytes, sg4::Engine::get_clock());
   sg4::CommPtr c = sg4::Comm::sendto_init(from, to);
   c->set_payload_size(static_cast<uint64_t>((payload < 0 ? bytes : payload) + 0.5));
-  add_activity({op, r, bytes, c}, *c);
+  add_activity({op, r, c}, *c);
   ++running_acts_[op - base_];
   c->vetoable_start();
 }

@@ -142,21 +142,21 @@ Replayer::StepFacts Replayer::step_facts(const Op& op, bool priv)
   return f;
 }
 
-bool Replayer::step_duration(const Op& op, const StepFacts& m, double& seconds, double& hbm_busy,
+bool Replayer::step_duration(const Op& op, const StepFacts& facts, double& seconds, double& hbm_busy,
                              const PlannedCollective*& plan)
 {
-  if (!m.priv)
+  if (!facts.priv)
     return false;
   switch (op.kind) {
     case OpKind::alloc:
     case OpKind::free: seconds = 0; return true;
     case OpKind::kernel:
-      seconds  = m.seconds;
-      hbm_busy = m.hbm_busy;
+      seconds  = facts.seconds;
+      hbm_busy = facts.hbm_busy;
       return true;
     case OpKind::host_compute: seconds = op.seconds; return op.seconds > 0;
     case OpKind::collective:
-      plan    = m.plan;
+      plan    = facts.plan;
       seconds = plan->duration;
       return plan->timed;
     default: return false;
