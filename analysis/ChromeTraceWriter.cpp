@@ -1,6 +1,7 @@
 #include "analysis/ChromeTraceWriter.hpp"
 
 #include "base/AtomicOutput.hpp"
+#include "base/JsonOutput.hpp"
 
 #include <fstream>
 #include <map>
@@ -17,7 +18,7 @@ void write_chrome_trace(const RunResult& r, const std::string& path)
     std::ofstream out(temp);
     bool first = true;
     auto emit  = [&](const ordered_json& event) {
-      out << (first ? "" : ",") << event.dump();
+      out << (first ? "" : ",") << json_text(event);
       first = false;
     };
     out << R"({"displayTimeUnit":"ms","traceEvents":[)";

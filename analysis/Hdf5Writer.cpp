@@ -6,6 +6,7 @@
 #include "analysis/Hdf5Table.hpp"
 #include "analysis/RunTables.hpp"
 #include "base/InputError.hpp"
+#include "base/JsonOutput.hpp"
 #include "sim/result/StepIntervals.hpp"
 
 #include <cctype>
@@ -195,7 +196,7 @@ void write_run_hdf5(const RunResult& r, const Provenance& p, const std::string& 
         attribute(root, "spec_text", p.spec_text);
         attribute(root, "hardware", p.hardware);
         attribute(root, "title", p.title);
-        attribute(root, "summary_json", report_json(r).dump());
+        attribute(root, "summary_json", json_text(report_json(r)));
         if (ops == OpsTable::all)
           write_ops(root, r);
         else if (ops == OpsTable::summary) {

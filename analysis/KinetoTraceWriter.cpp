@@ -1,6 +1,7 @@
 #include "analysis/KinetoTraceWriter.hpp"
 
 #include "base/AtomicOutput.hpp"
+#include "base/JsonOutput.hpp"
 #include "workloads/trace/OpJson.hpp"
 
 #include <nlohmann/json.hpp>
@@ -158,7 +159,7 @@ std::vector<std::string> write_kineto_traces(const OpDag& dag, const RunResult& 
     }
     std::string file = rank_path(path, rank);
     bool gzip        = file.size() > 3 && file.compare(file.size() - 3, 3, ".gz") == 0;
-    std::string text = doc.dump();
+    std::string text = json_text(doc);
     write_atomically(file, [&](const std::string& temp) { write_text(temp, text, gzip); });
     written.push_back(file);
     ++rank;

@@ -188,6 +188,8 @@ void add_serving_json(nlohmann::ordered_json& j, const RunResult& r)
   bool budget             = s.kv_budget_bytes > 0;
   j["kv_cache"]           = {{"bytes_per_token", s.kv_bytes_per_token},
                              {"budget_bytes", s.kv_budget_bytes},
+                             {"holds_one_request", !s.kv_no_room},
+                             {"shortfall_bytes", s.kv_shortfall_bytes},
                              {"offloaded_fraction", s.kv_offloaded_fraction},
                              {"offload_place", s.kv_offload_place},
                              {"peak_used_bytes", peak_used},
@@ -212,7 +214,10 @@ std::string serving_text(const nlohmann::ordered_json& j)
   // Why requests were rejected, only when some were: no KV room on the GPU at all (and
   // the KV not all offloaded), or requests longer than the KV cache holds.
   int64_t rejected = j["requests_rejected"].get<int64_t>();
-  bool no_room     = kv_has_no_room(kv["budget_bytes"].get<double>(), kv.value("offloaded_fraction", 0.0));
+  // (Results files written before the shortfall was kept: no budget, some KV on the GPU.)
+  bool no_room = kv.contains("holds_one_request")
+                     ? !kv["holds_one_request"].get<bool>()
+                     : kv["budget_bytes"].get<double>() <= 0 && kv.value("offloaded_fraction", 0.0) < 1;
   std::string why;
   if (rejected > 0) {
     const auto& by = j["requests_rejected_by_reason"];

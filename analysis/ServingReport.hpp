@@ -17,13 +17,6 @@ double percentile(std::vector<double> values, double q);
 // Time-weighted mean of used / reserved KV bytes over the run (1 when nothing is reserved).
 double kv_utilization(const ServingStats& s);
 
-// A server whose weights, activations and context leave no KV budget on the GPU, and
-// that keeps some KV there, has no room for one request: it does not fit.
-inline bool kv_has_no_room(double budget_bytes, double offloaded_fraction)
-{
-  return budget_bytes <= 0 && offloaded_fraction < 1;
-}
-
 // Adds the serving keys (ttft_s, tpot_s, latency_s, output_tokens_per_s, kv_utilization,
 // preemptions, max_running_seqs, kv_capacity_tokens, ...) to a --json object.
 void add_serving_json(nlohmann::ordered_json& j, const RunResult& r);

@@ -86,12 +86,9 @@ nlohmann::ordered_json stalls_json(const Breakdown& b, bool ok)
 
 } // namespace
 
-// A server with no room for KV cannot run one request: it does not fit, though no
-// allocation failed during the replay.
-bool serving_has_no_room(const RunResult& r)
-{
-  return r.serving.present && kv_has_no_room(r.serving.kv_budget_bytes, r.serving.kv_offloaded_fraction);
-}
+// A server whose KV cache cannot hold one request's smallest reservation runs none: it
+// does not fit, though no allocation failed during the replay.
+bool serving_has_no_room(const RunResult& r) { return r.serving.present && r.serving.kv_no_room; }
 
 bool fits(const RunResult& r)
 {
@@ -103,16 +100,25 @@ nlohmann::ordered_json did_not_fit(const RunResult& r)
 {
   // The shortfall is the device's whole demand over its capacity, not the first failing
   // allocation's: the replay goes on allocating past it, so its peak is what the job needs.
-  // Its time is that of the same GPU with room enough (allocations never slow a kernel).
+  // Through an allocator the device must hold its segments, which are at least the
+  // tensors; an out-of-memory is a segment that did not fit, so the demand is over the
+  // capacity either way. Its time is that of the same GPU with room enough (allocations
+  // never slow a kernel).
   for (const auto& p : r.pools)
     if (p.oom_count > 0) {
       const OomEvent& o = p.ooms.front();
+      const bool served = !p.allocator.empty();
+      double needs      = served ? std::max(p.peak_bytes, p.peak_reserved_bytes) : p.peak_bytes;
       nlohmann::ordered_json d{{"device", p.name},
                                {"what", o.op},
                                {"time_s", o.time},
-                               {"needs_bytes", p.peak_bytes},
+                               {"needs_bytes", needs},
                                {"capacity_bytes", p.capacity},
-                               {"overflow_bytes", p.peak_bytes - p.capacity}};
+                               {"overflow_bytes", std::max(needs - p.capacity, 0.0)}};
+      if (served) {
+        d["allocator"]    = p.allocator;
+        d["tensor_bytes"] = p.peak_bytes;
+      }
       if (!r.serving.present && r.makespan_s > 0) {
         d["step_time_if_it_fit_s"]  = r.makespan_s;
         d["tokens_per_s_if_it_fit"] = r.tokens_per_step / r.makespan_s;
@@ -124,10 +130,11 @@ nlohmann::ordered_json did_not_fit(const RunResult& r)
       if (p.device.kind == DeviceKind::gpu)
         return {{"device", p.name},
                 {"what", "weights (" + format_gib(p.max_by_category[static_cast<size_t>(MemCategory::weights)]) +
-                             " per GPU), activations and context exceed the memory the server may use "
-                             "(gpu_memory_utilization of the GPU; memwall advise suggests remedies)"},
+                             " per GPU), activations and context leave no room for one KV block in the memory "
+                             "the server may use (gpu_memory_utilization of the GPU; memwall advise suggests "
+                             "remedies)"},
                 {"time_s", 0.0},
-                {"overflow_bytes", -r.serving.kv_budget_bytes}};
+                {"overflow_bytes", r.serving.kv_shortfall_bytes}};
   return nullptr;
 }
 

@@ -3,6 +3,7 @@
 #include "analysis/StepReport.hpp"
 
 #include "analysis/ServingReport.hpp"
+#include "base/JsonOutput.hpp"
 #include "base/NumberFormat.hpp"
 #include "base/Quantity.hpp"
 
@@ -31,7 +32,7 @@ void csv_rows(const nlohmann::ordered_json& v, const std::string& key, std::stri
     }
   } else {
     if (!v.is_string()) { // numbers, true/false, null as JSON writes them
-      out += key + "," + v.dump() + "\n";
+      out += key + "," + json_text(v) + "\n";
       return;
     }
     std::string q = "\"";
@@ -115,7 +116,15 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
   os << "\n";
   if (!fitted) {
     const auto& d = j["did_not_fit"];
-    if (d.contains("needs_bytes")) { // results files written before the demand was kept have none
+    if (d.contains("tensor_bytes")) {
+      std::snprintf(line, sizeof line,
+                    "  DID NOT FIT    %s needs %s of %s (%s over) in the %s allocator's segments, for %s of "
+                    "tensors at their peak; first failing allocation %s\n",
+                    d["device"].get<std::string>().c_str(), format_gib(d["needs_bytes"].get<double>()).c_str(),
+                    format_gib(d["capacity_bytes"].get<double>()).c_str(),
+                    format_gib(d["overflow_bytes"].get<double>()).c_str(), d["allocator"].get<std::string>().c_str(),
+                    format_gib(d["tensor_bytes"].get<double>()).c_str(), d["what"].get<std::string>().c_str());
+    } else if (d.contains("needs_bytes")) { // results files written before the demand was kept have none
       std::snprintf(line, sizeof line, "  DID NOT FIT    %s needs %s of %s (%s over); first failing allocation %s\n",
                     d["device"].get<std::string>().c_str(), format_gib(d["needs_bytes"].get<double>()).c_str(),
                     format_gib(d["capacity_bytes"].get<double>()).c_str(),
@@ -239,10 +248,14 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
       if (bytes.get<double>() > 0)
         parts += (parts.empty() ? "" : ", ") + cat + " " + format_gib(bytes.get<double>());
     os << "      " << parts << "\n";
-    if (d.contains("allocator"))
-      os << "      " << format_gib(d["allocator"]["peak_reserved_bytes"].get<double>()) << " held at most with the "
-         << d["allocator"]["name"].get<std::string>()
+    if (d.contains("allocator")) {
+      double held = d["allocator"]["peak_reserved_bytes"].get<double>();
+      os << "      " << format_gib(held) << " held at most with the " << d["allocator"]["name"].get<std::string>()
          << " allocator's segments (reserved, the context included; out of memory when a new one does not fit)\n";
+      if (held > d["capacity_bytes"].get<double>())
+        os << "      more than the GPU holds: the replay goes on past the failing cudaMalloc to show the whole "
+              "demand\n";
+    }
     if (!oom.is_null()) {
       std::snprintf(line, sizeof line,
                     "      first OOM at %.4f s in %s: asked %s with %s free (%lld failing allocations)\n",

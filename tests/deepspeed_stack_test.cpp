@@ -127,6 +127,24 @@ TEST_CASE("per_parameter_collectives_cost_the_host_a_view_and_a_copy_per_rank_an
   CHECK(host == Approx(2 * 14.2e-6 * (30 + 40)).epsilon(1e-9));
 }
 
+TEST_CASE("a_reduce_bucket_smaller_than_a_gradient_reduces_each_gradient_alone", "[stack][deepspeed]")
+{
+  // DeepSpeed reduces its bucket before a gradient that would overflow it, then adds the
+  // gradient: a bucket holds at least one whole tensor. reduce_bucket_size 1 asked for
+  // one collective per element (tens of millions for a small model: minutes and all the
+  // memory); it is one per tensor, 40 for the tiny GPT (embed 2 + 3 x 12 + final norm
+  // 2). A bucket of 1e6 elements holds each block whole: one call per block, 5.
+  auto reduce_scatters = [](const std::string& knobs) {
+    OpDag dag = spec_workload(tiny(knobs));
+    int n     = 0;
+    for (OpId id = dag.first_id(); id < dag.size(); ++id)
+      n += dag.op(id).kind == OpKind::collective && dag.op(id).collective == CollectiveKind::reduce_scatter;
+    return n;
+  };
+  CHECK(reduce_scatters("reduce_bucket_size: 1") == 40);
+  CHECK(reduce_scatters("reduce_bucket_size: 1000000") == 5);
+}
+
 TEST_CASE("zero3_holds_persistent_tensors_whole_and_shards_the_rest", "[stack][deepspeed]")
 {
   // A layer's 12 h^2 weight elements over 2 ranks at 2 B, its 13 h biases and norms

@@ -32,18 +32,23 @@ std::string copy_to_temp(const std::string& source, const std::string& name)
   return to;
 }
 
+// A folder holding a tiny GPT-2's config.json and spec.yaml, a training spec that reads it.
+std::string hf_spec_dir(const std::string& name)
+{
+  std::string dir = temp_path(name);
+  fs::create_directories(dir);
+  write_file(dir + "/config.json", R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4,
+    "vocab_size": 100, "n_positions": 1024})");
+  write_file(dir + "/spec.yaml", "hardware: {node: desktop-4070}\nmodel: {hf_config: config.json}\n"
+                                 "training: {seq_len: 256, global_batch: 2, micro_batch: 1}\n");
+  return dir;
+}
+
 } // namespace
 
 TEST_CASE("run_outputs_never_replace_a_file_the_spec_read", "[robustness][outputs]")
 {
-  std::string dir = temp_path("kept-hf");
-  fs::create_directories(dir);
-  std::string config = dir + "/config.json";
-  write_file(config, R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 100,
-    "n_positions": 1024})");
-  std::string hf = dir + "/spec.yaml";
-  write_file(hf, "hardware: {node: desktop-4070}\nmodel: {hf_config: config.json}\n"
-                 "training: {seq_len: 256, global_batch: 2, micro_batch: 1}\n");
+  std::string dir = hf_spec_dir("kept-hf"), config = dir + "/config.json", hf = dir + "/spec.yaml";
   input_kept("run " + hf + " -o " + config, config);
   input_kept("run " + hf + " --trace " + dir + "/./config.json", config);
 
@@ -134,5 +139,64 @@ TEST_CASE("an_output_name_near_the_file_systems_limit_is_written", "[robustness]
   CliResult r      = run_cli("run " + spec + " -o " + h5);
   INFO(r.err);
   CHECK(r.exit_code == 0);
+  CHECK(fs::file_size(h5) > 0);
+}
+
+TEST_CASE("a_sweep_never_writes_over_a_file_its_base_spec_or_an_axis_reads", "[robustness][outputs]")
+{
+  // The sweep checked its output against the sweep and base specs only: -o naming the HF
+  // config, request trace or profile the base spec reads replaced it, with exit 0. The
+  // base spec's inputs are read before anything runs now, and so is any axis value that
+  // names a file.
+  std::string dir = hf_spec_dir("kept-sweep-hf"), config = dir + "/config.json";
+  write_file(dir + "/sweep.yaml", "base: spec.yaml\ngrid:\n  training.micro_batch: [1, 2]\n");
+  input_kept("sweep " + dir + "/sweep.yaml -o " + config, config);
+
+  std::string requests = temp_path("kept_sweep_requests.csv");
+  write_file(requests, "arrival_time,prompt_tokens,output_tokens\n0.0,12,3\n0.1,20,3\n");
+  std::string sweep = temp_path("kept_sweep_trace.yaml");
+  write_file(sweep, "spec:\n  hardware: {node: dgx-a100, gpus_per_node: 1}\n  model: {preset: gpt2}\n"
+                    "  inference: {trace: " +
+                        requests + "}\ngrid:\n  inference.max_num_seqs: [1, 2]\n");
+  input_kept("sweep " + sweep + " -o " + requests, requests);
+
+  std::string profile = copy_to_temp(source_path("hwmodels/catalog/profiles/h100-sxm-80gb.yaml"), "kept_axis.yaml");
+  std::string axis    = temp_path("kept_sweep_axis.yaml");
+  write_file(axis, sweep_base + "grid:\n  hardware.node: [dgx-h100]\n  hardware.profile: [" + profile + "]\n");
+  input_kept("sweep " + axis + " -o " + profile, profile);
+}
+
+TEST_CASE("an_output_name_over_the_file_systems_limit_is_refused_before_the_run", "[robustness][outputs]")
+{
+  // 300 bytes: the run went to its end and failed renaming its file into place (exit 3).
+  std::string spec = temp_path("too_long_name.yaml");
+  write_file(spec, small_training_spec);
+  std::string h5 = temp_path(std::string(297, 'r') + ".h5");
+  refused_file("run " + spec + " -o " + h5, "output file name of 300 bytes; the file system takes 255 at most");
+  std::string sweep = temp_path("too_long_sweep.yaml");
+  write_file(sweep, sweep_base + "grid:\n  training.micro_batch: [1, 2]\n");
+  refused_file("sweep " + sweep + " -o " + h5, "output file name of 300 bytes");
+}
+
+TEST_CASE("a_profile_whose_file_name_is_not_utf8_is_named_in_the_outputs", "[robustness][outputs]")
+{
+  // A byte 0xff in the profile's file name: run --json and run -o ended in exit 3 with
+  // the JSON library's message after the whole run. The name is written with U+FFFD.
+  std::string profile =
+      copy_to_temp(source_path("hwmodels/catalog/profiles/h100-sxm-80gb.yaml"), "profile-\xff-h100.yaml");
+  std::string spec = temp_path("not_utf8.yaml");
+  write_file(spec, small_training_spec);
+  std::string args = "run " + spec +
+                     " --set hardware.node=dgx-h100 --set hardware.gpus_per_node=1 --set 'hardware.profile=" + profile +
+                     "'";
+  CliResult js = run_cli(args + " --json");
+  INFO(js.err);
+  REQUIRE(js.exit_code == 0);
+  CHECK_THAT(js.out, Catch::Contains("profile-\xEF\xBF\xBD-h100")); // U+FFFD in UTF-8
+  std::string h5 = temp_path("not_utf8.h5");
+  fs::remove(h5);
+  CliResult o = run_cli(args + " -o " + h5);
+  INFO(o.err);
+  CHECK(o.exit_code == 0);
   CHECK(fs::file_size(h5) > 0);
 }

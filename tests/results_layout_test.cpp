@@ -169,17 +169,22 @@ TEST_CASE("a_server_with_no_room_for_kv_cache_does_not_fit", "[outputs][inferenc
 {
   // Llama-2-7B in fp16 (6.74e9 x 2 B = 12.55 GiB) on a GPU of 14e9 B: the server may use
   // 0.9 x 14e9 = 11.73 GiB, less than the weights alone. The budget went negative and the
-  // run "fitted" with 0 tokens/s; the overflow is now the negative budget.
+  // run "fitted" with 0 tokens/s; then it read as a negative budget. Now the budget is
+  // none, and the overflow what the server lacks for one 16-token block: the weights'
+  // excess over the usable memory, their activations and context, and the block.
   std::string spec = temp_path("no_kv_room.yaml");
   write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1, gpu: {preset: a100-sxm4-80gb, memory_bytes: 14e9}}\n"
                    "model: {preset: llama-2-7b}\n"
                    "inference: {poisson: {rate: 1, requests: 4, prompt_len: 128, output_len: 16}}\n");
   auto j = nlohmann::json::parse(run_cli("run " + spec + " --json").out);
   CHECK(j["fits"] == false);
-  double budget = j["kv_cache"]["budget_bytes"].get<double>();
-  CHECK(budget < 0);
-  CHECK(budget < 0.9 * 14e9 - 6.74e9 * 2);
-  CHECK(j["did_not_fit"]["overflow_bytes"].get<double>() == -budget);
+  CHECK(j["kv_cache"]["budget_bytes"].get<double>() == 0);
+  CHECK(j["kv_cache"]["holds_one_request"] == false);
+  double block = 16 * j["kv_cache"]["bytes_per_token"].get<double>(); // 16 x 2 x 32 x 4,096 x 2 B = 8 MiB
+  CHECK(block == 16.0 * 2 * 32 * 4096 * 2);
+  double over = j["did_not_fit"]["overflow_bytes"].get<double>();
+  CHECK(over > 6.74e9 * 2 - 0.9 * 14e9 + block);
+  CHECK(over == j["kv_cache"]["shortfall_bytes"].get<double>());
   CHECK(j["output_tokens_per_s"].is_null());
   CHECK(j["step_time_s"].is_null());
 }
@@ -264,4 +269,29 @@ TEST_CASE("the_readmes_pandas_snippet_runs_as_written_and_types_counts_and_flags
   // tp 3 does not fit in the 2 GPUs: that point fails.
   CHECK_THAT(printed, Catch::Contains("['ok', 'ok', 'error']") && Catch::Contains("[True, True, False]") &&
                           Catch::Contains("[2, 2, -1]"));
+}
+
+TEST_CASE("a_server_whose_kv_block_exceeds_its_budget_does_not_fit", "[outputs][inference]")
+{
+  // GPT-2 small on one A100 80GB: 18 KiB of KV per token (2 x 12 layers x 768 x 2 B), a
+  // budget of tens of GiB, paged in blocks of 4e6 tokens: one block is 4e6 x 18,432 B =
+  // 73.7 GB, more than the budget. The paged budget is whole blocks, so it holds none:
+  // capacity 0, every request rejected, and the run read "fits: true" (with a fixed
+  // batch, a step time of 0). It does not fit, and says by how much.
+  const std::string hw = "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n";
+  for (const std::string requests :
+       {"poisson: {rate: 10, requests: 4, prompt_len: 64, output_len: 8}", "batch: 4, prompt_len: 64, output_len: 8"}) {
+    INFO(requests);
+    auto j =
+        memwall::test::run_json("kv_block_over_budget", hw + "inference: {block_size: 4000000, " + requests + "}\n");
+    CHECK(j["fits"] == false);
+    CHECK(j["kv_capacity_tokens"] == 0);
+    double per_token = j["kv_cache"]["bytes_per_token"].get<double>();
+    CHECK(per_token == 2.0 * 12 * 768 * 2);
+    double budget = j["kv_cache"]["budget_bytes"].get<double>();
+    CHECK(budget > 0);
+    CHECK(j["kv_cache"]["holds_one_request"] == false);
+    CHECK(j["did_not_fit"]["overflow_bytes"].get<double>() == 4e6 * per_token - budget);
+    CHECK(j["step_time_s"].is_null());
+  }
 }

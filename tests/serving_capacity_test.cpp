@@ -78,6 +78,47 @@ TEST_CASE("serve_capacity_replays_a_trace_faster_until_its_d_d_1_queue_starts_to
   CHECK_THAT(o.err, Catch::Contains("capacity_once.csv") && Catch::Contains("all arrive at once"));
 }
 
+TEST_CASE("serve_capacity_of_a_trace_does_not_depend_on_the_specs_own_speedup", "[serving][capacity]")
+{
+  // The same server and trace, the spec replaying it at speed-up 1 or 2: the capacity is
+  // a rate of requests, the same for both. It was multiplied by the spec's own speed-up
+  // (284.9 against 142.5 requests/s), and the answer replayed at 284.9 saturated. A
+  // D/D/1 queue: met up to 1 / D, as the test above.
+  nlohmann::json alone = run_json("speedup_alone", md1_serving_spec(0.001, 1));
+  double d = alone["latency_s"]["mean"].get<double>(), tp = alone["ttft_s"]["mean"].get<double>();
+  char target[64];
+  std::snprintf(target, sizeof target, "p90=%.9gs", 1.05 * tp);
+  std::vector<double> capacity;
+  for (const char* speedup : {"1", "2"}) {
+    std::string spec = temp_path(std::string("capacity_speedup") + speedup + ".yaml");
+    std::string text = dd1_trace_spec("capacity_speedup", 400, 10 * d);
+    write_file(spec, text.substr(0, text.size() - 2) + ", trace_speedup: " + speedup + "}\n");
+    CliResult r = run_cli("serve-capacity " + spec + " --ttft " + target + " --json");
+    REQUIRE(r.exit_code == 0);
+    capacity.push_back(nlohmann::json::parse(r.out)["capacity_requests_per_s"].get<double>());
+  }
+  CHECK(capacity[0] == Approx(1 / d).epsilon(0.05));
+  CHECK(capacity[1] == Approx(capacity[0]).epsilon(0.03));
+}
+
+TEST_CASE("serve_capacity_never_tries_a_rate_its_key_refuses", "[serving][capacity]")
+{
+  // A target nobody meets (TTFT under a nanosecond): the search halves the rate from 1
+  // request/s twenty times, to 9.5e-7, under inference.poisson.rate's least, 1e-6. That
+  // failed a valid spec with exit 2 blaming a --set never given; now 1e-6 is the last rate
+  // tried and the answer is none.
+  std::string spec = temp_path("capacity_floor.yaml");
+  write_file(spec, md1_serving_spec(1, 5));
+  CliResult r = run_cli("serve-capacity " + spec + " --ttft p90=1ns --json");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["capacity_requests_per_s"].is_null());
+  CHECK(j["points"].back()["requests_per_s"].get<double>() == 1e-6);
+  for (const auto& p : j["points"])
+    CHECK(p["requests_per_s"].get<double>() >= 1e-6);
+}
+
 TEST_CASE("serve_capacity_refuses_a_bad_target_or_a_spec_without_poisson_arrivals", "[serving][capacity][errors]")
 {
   std::string spec = temp_path("capacity_bad.yaml");

@@ -87,12 +87,13 @@ TEST_CASE("an_exported_trace_with_a_broken_op_is_refused_naming_the_op", "[trace
     return R"({"memwall": {"version": 1, "groups": [], "represents": [], "shadows": []}, "traceEvents": [)" + ops +
            "]}";
   };
-  auto kernel = [](int id, const std::string& extra) {
+  // (Each field given once: a key given twice is refused before the op is read.)
+  auto kernel = [](int id, const std::string& extra, const std::string& kclass = "\"gemm\"",
+                   const std::string& device = R"(["gpu", 0, 0])", const std::string& flops = "1e9") {
     return R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 1, "args": {"device": 0, "stream": 0,
                "memwall": {"id": )" +
-           std::to_string(id) + R"(, "kind": "kernel", "stream": "compute", "phase": "forward",
-               "device": ["gpu", 0, 0], "kclass": "gemm", "dtype": "bf16", "flops": 1e9)" +
-           extra + "}}}";
+           std::to_string(id) + R"(, "kind": "kernel", "stream": "compute", "phase": "forward", "device": )" + device +
+           R"(, "kclass": )" + kclass + R"(, "dtype": "bf16", "flops": )" + flops + extra + "}}}";
   };
   struct Bad {
     std::string name, events, says;
@@ -101,9 +102,11 @@ TEST_CASE("an_exported_trace_with_a_broken_op_is_refused_naming_the_op", "[trace
            {"dep_forward", kernel(0, R"(, "deps": [1])") + "," + kernel(1, ""),
             "op 0: args.memwall.deps lists ids of earlier ops"},
            {"id_gap", kernel(0, "") + "," + kernel(2, ""), "op 2: ids must run 0, 1, 2"},
-           {"bad_enum", kernel(0, R"(, "kclass": "matmul")"), "kclass 'matmul' is not one of gemm, attention"},
-           {"off_cluster", kernel(0, R"(, "device": ["gpu", 3, 0])"), "device node3.gpu0 is not in the cluster"},
-           {"negative", kernel(0, R"(, "flops": -5)"), "args.memwall.flops must be a finite number >= 0"},
+           {"bad_enum", kernel(0, "", "\"matmul\""), "kclass 'matmul' is not one of gemm, attention"},
+           {"off_cluster", kernel(0, "", "\"gemm\"", R"(["gpu", 3, 0])"), "device node3.gpu0 is not in the cluster"},
+           {"negative", kernel(0, "", "\"gemm\"", R"(["gpu", 0, 0])", "-5"),
+            "args.memwall.flops must be a finite number >= 0"},
+           {"twice", kernel(0, R"(, "flops": 2e9)"), "traceEvents[0]: key 'flops' given twice in one object"},
        }) {
     INFO(b.name);
     std::string f = temp_path("exported_" + b.name + ".json");

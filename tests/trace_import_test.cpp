@@ -172,6 +172,59 @@ TEST_CASE("a_trace_spec_refuses_bad_traces_with_one_line", "[trace][errors]")
                  "the job's 2 ranks (one per trace, or its recorded world_size) is more than the cluster's 1 GPUs"));
 }
 
+TEST_CASE("a_trace_that_gives_a_key_twice_or_a_byte_count_that_is_no_count_is_refused", "[trace][errors]")
+{
+  // nlohmann keeps the last of a key given twice and the reader kept the first or the
+  // last field by field: a trace that says two things is refused, as every other JSON
+  // input is. A memcpy's bytes of -1 ended in exit 3, of "x" was read as 0; an allocator
+  // event's fields were never checked.
+  const std::string hw = "hardware: {node: dgx-a100, gpus_per_node: 1}\n";
+  const std::string kernel =
+      R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 10, "dur": 5, "args": {"device": 0, "stream": 7}})";
+  auto trace = [&](const std::string& name, const std::string& events, const std::string& top = "") {
+    std::string f = temp_path(name + ".json");
+    write_file(f, "{" + top + R"("traceEvents": [)" + events + "]}");
+    return refused(name, hw + "workload: {trace: " + f + "}\n");
+  };
+  CHECK_THAT(trace("twice_dur", R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 10, "dur": 5, "dur": 50,)"
+                                R"( "args": {"device": 0, "stream": 7}})"),
+             Catch::Contains("twice_dur.json: traceEvents[0]: key 'dur' given twice in one object"));
+  CHECK_THAT(trace("twice_events", kernel, R"("traceEvents": [], )"),
+             Catch::Contains("the top-level object: key 'traceEvents' given twice"));
+  CHECK_THAT(trace("twice_world", kernel, R"("distributedInfo": {"world_size": 1, "world_size": 8}, )"),
+             Catch::Contains("distributedInfo: key 'world_size' given twice"));
+  auto memcpy = [](const std::string& bytes) {
+    return R"j({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "ts": 1, "dur": 5,)j"
+           R"( "args": {"device": 0, "stream": 7, "bytes": )" +
+           bytes + "}}";
+  };
+  for (const char* bytes : {"-1", R"("x")", "1.5", "null"})
+    CHECK_THAT(trace("memcpy_bytes", memcpy(bytes) + "," + kernel),
+               Catch::Contains("traceEvents[0] ('Memcpy HtoD (Pageable -> Device)'): args.bytes must be a number of "
+                               "bytes, not negative"));
+  auto memory = [](const std::string& field, const std::string& value) {
+    std::string args = R"("Device Type": 1, "Device Id": 0, "Addr": 100, "Bytes": 1024, "Total Allocated": 1024)";
+    size_t at        = args.find('"' + field + '"');
+    size_t end       = args.find(',', at);
+    args.replace(at, (end == std::string::npos ? args.size() : end) - at, '"' + field + "\": " + value);
+    return R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "ts": 2, "args": {)" + args + "}}";
+  };
+  for (auto [field, value] : std::vector<std::pair<std::string, std::string>>{
+           {"Bytes", R"("x")"}, {"Total Allocated", "-5"}, {"Addr", "null"}, {"Device Id", "-2"}})
+    CHECK_THAT(trace("memory_field", memory(field, value) + "," + kernel),
+               Catch::Contains("traceEvents[0] ('[memory]'): args." + field + " must be an integer"));
+  // A free is an allocator event with negative Bytes: read, not refused.
+  std::string ok = temp_path("memory_free.json");
+  write_file(ok,
+             R"({"deviceProperties": [{"name": "NVIDIA A100-SXM4-80GB"}], "traceEvents": [)" + memory("Bytes", "1024") +
+                 "," +
+                 R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "ts": 3, "args": {"Device Type": 1,)"
+                 R"( "Device Id": 0, "Addr": 100, "Bytes": -1024, "Total Allocated": 0}},)" +
+                 kernel + "]}");
+  auto j = memwall::test::run_json("memory_free", hw + "workload: {trace: " + ok + "}\n");
+  CHECK(j["max_peak_bytes"] == 1024.0);
+}
+
 TEST_CASE("a_two_rank_nccl_trace_scaled_to_eight_ranks_spends_longer_in_its_all_reduces", "[trace][scale]")
 {
   // The a100 trace's 21 all-reduces on one DGX A100 (NVLink), as 2 ranks and as 8

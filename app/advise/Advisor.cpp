@@ -2,6 +2,7 @@
 
 #include "base/ChildPool.hpp"
 #include "base/InputError.hpp"
+#include "base/JsonOutput.hpp"
 #include "sim/Simulation.hpp"
 
 #include <nlohmann/json.hpp>
@@ -28,7 +29,7 @@ void replay_all(const std::string& path, const std::vector<std::string>& overrid
         ExperimentSpec spec = load_spec(path, all);
         RunResult r =
             simulate(spec, /*in_child=*/false, {false, true, /*all_records=*/false, /*memory_timelines=*/false});
-        return nlohmann::json(measure(spec, r)).dump();
+        return json_text(nlohmann::json(measure(spec, r)));
       },
       [&](size_t i, const ChildOutcome& out) {
         TryOutcome& t = *todo[i];

@@ -48,7 +48,8 @@ double latency_target_value(const nlohmann::ordered_json& summary, const Latency
 }
 
 CapacityResult search_capacity(double start, const std::vector<LatencyTarget>& targets,
-                               const std::function<CapacityPoint(double)>& measure, double tolerance, int max_runs)
+                               const std::function<CapacityPoint(double)>& measure, RateRange range, double tolerance,
+                               int max_runs)
 {
   CapacityResult r;
   auto run = [&](double rate) {
@@ -64,15 +65,19 @@ CapacityResult search_capacity(double start, const std::vector<LatencyTarget>& t
       r.bracket = rate;
     return p.meets;
   };
-  // Bracket: double while the rate meets, halve while it does not (down to start / 2^20).
-  double rate = start;
+  // Bracket: double while the rate meets, halve while it does not (down to start / 2^20),
+  // never past the range the varied key allows: its end is tried last.
+  double rate = std::clamp(start, range.lowest, range.highest);
   bool meets  = run(rate);
   for (int i = 0; i < 20 && static_cast<int>(r.points.size()) < max_runs; ++i) {
     if (meets && r.bracket > 0)
       break;
     if (!meets && r.capacity > 0)
       break;
-    rate  = meets ? rate * 2 : rate / 2;
+    double next = std::clamp(meets ? rate * 2 : rate / 2, range.lowest, range.highest);
+    if (next == rate)
+      break; // the range's end, tried
+    rate  = next;
     meets = run(rate);
   }
   if (r.capacity == 0 || r.bracket == 0)

@@ -47,10 +47,15 @@ struct CapacityResult {
   double bracket  = 0;               // the lowest rate known to fail above it (0: none found)
 };
 
-// Simulates `measure` at rates from `start` on. Stops when the bracket [capacity,
-// bracket] is within `tolerance` of its top, or after `max_runs`.
+// The rates the varied key allows: the search never steps outside them.
+struct RateRange {
+  double lowest = 0, highest = 1e300;
+};
+
+// Simulates `measure` at rates from `start` on, within `range`. Stops when the bracket
+// [capacity, bracket] is within `tolerance` of its top, or after `max_runs`.
 CapacityResult search_capacity(double start, const std::vector<LatencyTarget>& targets,
-                               const std::function<CapacityPoint(double)>& measure, double tolerance = 0.02,
-                               int max_runs = 24);
+                               const std::function<CapacityPoint(double)>& measure, RateRange range = {},
+                               double tolerance = 0.02, int max_runs = 24);
 
 } // namespace memwall

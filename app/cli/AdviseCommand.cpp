@@ -2,6 +2,7 @@
 #include "app/advise/AdviceReport.hpp"
 #include "app/cli/Commands.hpp"
 #include "base/InputError.hpp"
+#include "base/JsonOutput.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -42,7 +43,7 @@ int advise_command(const std::vector<std::string>& args)
   Advice a = advise(spec, spec_path, overrides, jobs,
                     [&](const ExperimentSpec& s, const RunResult& r) { return measure_try(s, r, targets); });
   if (json)
-    std::cout << advice_json(a).dump(2) << "\n";
+    std::cout << json_text(advice_json(a), 2) << "\n";
   else
     std::cout << advice_text(a, spec_path, experiment_title(spec));
   return 0;

@@ -9,6 +9,7 @@
 #include "app/sweep/SweepSession.hpp"
 #include "base/AtomicOutput.hpp"
 #include "base/InputError.hpp"
+#include "base/JsonOutput.hpp"
 #include "base/NumberFormat.hpp"
 #include "base/Quantity.hpp"
 
@@ -179,7 +180,7 @@ int optimize_command(const std::vector<std::string>& args)
                 << plan.sweep_yaml;
     }
     if (json)
-      std::cout << plans.dump(2) << "\n";
+      std::cout << json_text(plans, 2) << "\n";
     return 0;
   }
   // Every output is checked against every input and against the others, and locked,
@@ -228,7 +229,7 @@ int optimize_command(const std::vector<std::string>& args)
     }
     OptimizeReportOptions report{objective, static_cast<size_t>(top), out_path};
     if (json)
-      std::cout << optimize_report_json(m.plan, m.table, report).dump(2) << "\n";
+      std::cout << json_text(optimize_report_json(m.plan, m.table, report), 2) << "\n";
     else
       std::cout << optimize_report_text(m.plan, m.table, report);
     return 0;

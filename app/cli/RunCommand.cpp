@@ -4,6 +4,7 @@
 #include "app/cli/Commands.hpp"
 #include "base/AtomicOutput.hpp"
 #include "base/InputError.hpp"
+#include "base/JsonOutput.hpp"
 #include "sim/Simulation.hpp"
 #include "workloads/inference/InferenceSection.hpp"
 #include "workloads/model/ExpertLoad.hpp"
@@ -112,7 +113,7 @@ int run_command(const std::vector<std::string>& args)
   if (!trace_path.empty())
     write_chrome_trace(result, trace_path);
   if (json)
-    std::cout << report_json(result).dump(2) << "\n";
+    std::cout << json_text(report_json(result), 2) << "\n";
   else
     std::cout << report_text(result, experiment_title(spec));
   return 0;

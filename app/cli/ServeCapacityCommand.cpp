@@ -8,6 +8,7 @@
 #include "app/cli/Commands.hpp"
 #include "base/ChildPool.hpp"
 #include "base/InputError.hpp"
+#include "base/JsonOutput.hpp"
 #include "base/Quantity.hpp"
 #include "sim/Simulation.hpp"
 #include "sim/spec/ExperimentSpec.hpp"
@@ -134,14 +135,21 @@ int serve_capacity_command(const std::vector<std::string>& args)
                                         "arrive at once");
     native = static_cast<double>(inf.requests.size() - 1) / (last - first);
   }
-  auto measure = [&](double rate) {
+  // The trace's arrivals as read are already divided by the spec's own trace_speedup: a
+  // rate is the speed-up that takes the trace as recorded to it (not the spec's times it).
+  // The search keeps to what the varied key takes (trace_speedup 1e-6 to 1e6,
+  // poisson.rate 1e-6 to 1e9 per second).
+  double recorded = inf.source == "trace" ? native / inf.trace_speedup : 0;
+  RateRange range = inf.source == "trace" ? RateRange{recorded * 1e-6, recorded * 1e6} : RateRange{1e-6, 1e9};
+  auto speedup    = [&](double rate) { return std::clamp(rate / recorded, 1e-6, 1e6); };
+  auto measure    = [&](double rate) {
     std::vector<std::string> with_rate = overrides;
-    with_rate.push_back(inf.source == "trace" ? "inference.trace_speedup=" + rate_text(rate / native)
-                                              : "inference.poisson.rate=" + rate_text(rate));
+    with_rate.push_back(inf.source == "trace" ? "inference.trace_speedup=" + rate_text(speedup(rate))
+                                                 : "inference.poisson.rate=" + rate_text(rate));
     // SimGrid runs one engine per process: every rate in a child of its own.
     ChildOutcome out = run_in_child([&] {
       ExperimentSpec s = load_spec(spec_path, with_rate);
-      return report_json(simulate(s, false, {false, true, false, false})).dump();
+      return json_text(report_json(simulate(s, false, {false, true, false, false})));
     });
     if (out.kind == ChildOutcome::Kind::input_error)
       throw InputError(out.data);
@@ -154,17 +162,17 @@ int serve_capacity_command(const std::vector<std::string>& args)
     const auto& kept = j["load"]["served_requests_per_s"];
     const auto& off  = j["load"]["offered_requests_per_s"];
     p.window         = off.is_number() && off.get<double>() > 0
-                           ? static_cast<double>(spec.inference.requests.size() - 1) / off.get<double>()
-                           : 0.0;
+                              ? static_cast<double>(spec.inference.requests.size() - 1) / off.get<double>()
+                              : 0.0;
     p.latency        = j["latency_s"]["mean"].is_number() ? j["latency_s"]["mean"].get<double>() : 0.0;
     p.served         = kept.is_number() ? kept.get<double>() : 0.0;
     for (const LatencyTarget& t : targets)
       p.values.push_back(latency_target_value(j, t));
     return p;
   };
-  CapacityResult r = search_capacity(native, targets, measure);
+  CapacityResult r = search_capacity(native, targets, measure, range);
   if (json)
-    std::cout << to_json(r, targets).dump(2) << "\n";
+    std::cout << json_text(to_json(r, targets), 2) << "\n";
   else
     print_text(r, targets, experiment_title(spec),
                inf.source == "trace" ? "a longer trace" : "inference.poisson.requests more");

@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <sched.h>
+#include <set>
 
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +21,34 @@
 namespace po = boost::program_options;
 
 namespace memwall {
+namespace {
+
+// What the points read, for the output never to replace it: the base spec's own inputs
+// (its HF config, profile, request or profiler traces: read by parsing the first point,
+// which the children do again; a point that is bad input is the row's error, not the
+// sweep's), and every axis value that names a file.
+std::vector<std::string> sweep_inputs(const SweepSpec& sweep, const std::string& sweep_path)
+{
+  std::vector<std::string> inputs{sweep_path};
+  try {
+    point_spec(sweep, sweep.points.front());
+  } catch (const InputError&) {
+  }
+  std::set<std::string> seen;
+  for (const SweepPoint& p : sweep.points)
+    for (const SweepSetting& st : p.settings) {
+      if (!seen.insert(st.text).second)
+        continue;
+      std::error_code ec;
+      for (const std::filesystem::path& f :
+           {std::filesystem::path(st.text), std::filesystem::path(sweep.base_dir) / st.text})
+        if (!st.text.empty() && std::filesystem::is_regular_file(f, ec))
+          inputs.push_back(f.string());
+    }
+  return inputs;
+}
+
+} // namespace
 int cores_available()
 {
   cpu_set_t set;
@@ -84,7 +113,7 @@ int sweep_command(const std::vector<std::string>& args)
     check_output_path(out_path, {sweep_path});
     lock.emplace(out_path);
     sweep = load_sweep(sweep_path);
-    check_output_path(out_path, {sweep_path}); // and its base spec, now read
+    check_output_path(out_path, sweep_inputs(sweep, sweep_path)); // and its base spec's, now read
     check_sweep_metrics(sweep);
     if (resume && std::filesystem::exists(out_path)) {
       rows = rows_to_resume(out_path, sweep, info);

@@ -7,6 +7,7 @@
 #include "base/AtomicOutput.hpp"
 #include "base/InputError.hpp"
 #include "base/JsonInput.hpp"
+#include "base/JsonOutput.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -157,12 +158,12 @@ void write_points(H5::Group& root, const SweepSpec& sweep, const std::map<int64_
   metric_columns(rows, num_cols, text_cols);
   write_metric_columns(g, rows, num_cols, &SweepRow::numbers, nan, columns);
   write_metric_columns(g, rows, text_cols, &SweepRow::texts, std::string(), columns);
-  attribute(g, "columns", nlohmann::json(columns).dump());
-  attribute(g, "axes", nlohmann::json(sweep.axes).dump());
+  attribute(g, "columns", json_text(nlohmann::json(columns)));
+  attribute(g, "axes", json_text(nlohmann::json(sweep.axes)));
   std::vector<std::string> derived;
   for (const auto& [name, expr] : sweep.metrics)
     derived.push_back(name);
-  attribute(g, "metrics", nlohmann::json(derived).dump());
+  attribute(g, "metrics", json_text(nlohmann::json(derived)));
 }
 
 // A JSON list of names kept in an attribute of /points.

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/InputError.hpp"
+#include "base/JsonOutput.hpp"
 #include "base/ParamReader.hpp"
 
 #include <algorithm>
@@ -181,7 +182,7 @@ std::string summarize_point(const SweepSpec& sweep, const SweepPoint& point, con
   nlohmann::json d;
   to_json(d, detail);
   out["detail"] = d;
-  return out.dump();
+  return json_text(out);
 }
 
 SweepRow row_from_payload(int64_t index, const std::string& payload)
@@ -194,7 +195,7 @@ SweepRow row_from_payload(int64_t index, const std::string& payload)
                              kv[1].is_number() ? kv[1].get<double>() : std::numeric_limits<double>::quiet_NaN());
   row.texts = j["texts"].get<std::vector<std::pair<std::string, std::string>>>();
   RunResult detail;
-  from_json(nlohmann::json::parse(j["detail"].dump()), detail);
+  from_json(nlohmann::json::parse(json_text(j["detail"])), detail);
   row.pools = std::move(detail.pools);
   row.links = std::move(detail.links);
   return row;

@@ -237,8 +237,10 @@ class Case:
         self.rival = rival                             # args of a second process started alongside
         # Files that must keep their bytes: every input but one the command rewrites.
         self.kept_inputs = kept_inputs if kept_inputs is not None else [f for f in files if f not in outputs]
-        # A damaged or forged results file is bad input: exit 2, never a runtime failure.
-        self.bad_input_only = name.split("-", 1)[1].startswith("h5") or name.endswith("hdf5")
+        # A damaged or forged results file or profiler trace is bad input: exit 2, never a
+        # runtime failure (a memcpy of -1 bytes ended in exit 3).
+        self.bad_input_only = name.split("-", 1)[1].startswith("h5") or name.endswith("hdf5") or \
+            name.endswith("kineto")
 
 
 def make_hostile_case(rng, n, h5_seeds):

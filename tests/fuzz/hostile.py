@@ -304,4 +304,9 @@ def check_invariants(code, stdout, args, before, work, kept_inputs):
         where = out_of_bounds(summary)
         if where:
             return "out of physical bounds: " + where
+        # A server whose KV cache cannot hold one block serves nothing: it does not fit.
+        kv = summary.get("kv_cache") if isinstance(summary, dict) else None
+        if isinstance(kv, dict) and summary.get("fits") is True and \
+                (summary.get("kv_capacity_tokens") == 0 or kv.get("holds_one_request") is False):
+            return "fits with a KV cache that holds no block (capacity %r tokens)" % summary.get("kv_capacity_tokens")
     return None

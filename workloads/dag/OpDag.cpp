@@ -112,14 +112,17 @@ bool OpDag::end_capture(uint64_t key)
     for (Op& op : held_)
       ops_.push_back(std::move(op));
   } else {
-    auto [it, fresh]            = chain_by_key_.try_emplace(key, static_cast<uint32_t>(chains_store_.size()));
-    const std::vector<Op>* same = fresh ? nullptr : &chains_store_[it->second];
-    bool equal                  = same && same->size() == held_.size();
-    for (size_t i = 0; equal && i < held_.size(); ++i)
-      equal = same_work((*same)[i], held_[i]);
-    if (!equal) {
+    auto [it, fresh] = chain_by_key_.try_emplace(key, static_cast<uint32_t>(chains_store_.size()));
+    std::vector<std::pair<uint32_t, uint32_t>> alias;
+    if (fresh || !repeats(chains_store_[it->second], alias)) {
       it->second = static_cast<uint32_t>(chains_store_.size());
       chains_store_.push_back(held_);
+    } else {
+      for (auto [own, stored] : alias) {
+        if (tensor_alias_.size() <= own)
+          tensor_alias_.resize(std::max<size_t>(own + 1, 2 * tensor_alias_.size()), 0);
+        tensor_alias_[own] = stored;
+      }
     }
     ops_.push_back(chain_entry(it->second));
     extra_members_ += held_.size() - 1;
@@ -140,6 +143,28 @@ bool OpDag::end_capture(uint64_t key)
   held_edges_.clear();
   tail_before_ = none;
   return cap.chained;
+}
+
+bool OpDag::repeats(const std::vector<Op>& same, std::vector<std::pair<uint32_t, uint32_t>>& alias) const
+{
+  if (same.size() != held_.size())
+    return false;
+  for (size_t i = 0; i < held_.size(); ++i) {
+    const Op &h = held_[i], &s = same[i];
+    if (!same_work(s, h))
+      return false;
+    if (h.kind == OpKind::alloc && h.tensor != s.tensor) {
+      alias.push_back({h.tensor, s.tensor});
+    } else if (h.kind == OpKind::free && h.tensor != s.tensor) {
+      // Freed by the same ops, the tensor must be the one the stored chain frees: one of
+      // the held allocs standing for it; a tensor allocated elsewhere keeps its own id.
+      // (Held allocs take ids in increasing order: the pairs are sorted.)
+      auto a = std::lower_bound(alias.begin(), alias.end(), std::pair<uint32_t, uint32_t>{h.tensor, 0});
+      if (a == alias.end() || a->first != h.tensor || a->second != s.tensor)
+        return false;
+    }
+  }
+  return true;
 }
 
 Op OpDag::chain_entry(uint32_t c) const
@@ -252,7 +277,7 @@ OpId OpDag::free(const Tensor& t, const DeviceRef& device, StreamKind stream, Op
   op.bytes        = t.bytes;
   op.category     = t.category;
   op.pool         = t.pool;
-  op.tensor       = t.id;
+  op.tensor       = tensor_id(t.id);
   last_memory_op_ = add(std::move(op), deps);
   return last_memory_op_;
 }

@@ -138,6 +138,14 @@ private:
     bool chained = false;
   };
   bool chain_ok() const;
+  // Whether the held ops repeat stored chain `same`: the same work, and the same tensors
+  // once each held alloc's id stands for the stored alloc's (`alias`: pairs to record).
+  bool repeats(const std::vector<Op>& same, std::vector<std::pair<uint32_t, uint32_t>>& alias) const;
+  // The id a tensor's frees carry: the stored chain's for an alloc inside a repeat.
+  uint32_t tensor_id(uint32_t id) const
+  {
+    return id < tensor_alias_.size() && tensor_alias_[id] ? tensor_alias_[id] : id;
+  }
   Op chain_entry(uint32_t c) const; // the entry standing for stored chain c
   OpId resolve(OpId id) const;      // a provisional id's final one
   const Op& captured_op(OpId id) const;
@@ -174,9 +182,14 @@ private:
   std::unordered_map<OpId, std::vector<TensorAccess>> accesses_;
   bool track_accesses_  = false;
   uint32_t next_tensor_ = 1;
-  OpId last_memory_op_  = none;
-  OpId base_            = 0;
-  StepPhase phase_      = StepPhase::setup;
+  // A repeated chain replays the stored chain's allocs, ids and all: the tensors the
+  // held copy allocated are known by the stored ids from then on (0: its own id), so a
+  // free added later pairs with the alloc the replay makes (the caching allocator
+  // pairs them by id; a repeat allocates an id again while it is live, freed oldest first).
+  std::vector<uint32_t> tensor_alias_;
+  OpId last_memory_op_ = none;
+  OpId base_           = 0;
+  StepPhase phase_     = StepPhase::setup;
 };
 
 } // namespace memwall

@@ -147,7 +147,8 @@ std::vector<Request> read_requests(ParamReader& r, InferenceConfig& c, const std
   pc.output = read_length(p, "output_len", 128, "output");
   p.finish();
   if (trace) {
-    c.source = "trace";
+    c.source        = "trace";
+    c.trace_speedup = speedup;
     std::filesystem::path f(path);
     if (f.is_relative() && !spec_dir.empty())
       f = std::filesystem::path(spec_dir) / f;

@@ -80,7 +80,14 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
   stats_.present            = true;
   stats_.kv_capacity_tokens = kv_->capacity();
   stats_.kv_bytes_per_token = per_token;
-  stats_.kv_budget_bytes    = budget;
+  // What the engine leaves may be less than nothing (weights and activations over the
+  // memory it may use): the budget is then none, and the shortfall says by how much.
+  stats_.kv_budget_bytes = std::max(budget, 0.0);
+  int64_t smallest       = kv_->slots_for(1);
+  if (kv_->sequence_capacity() < smallest) {
+    stats_.kv_no_room         = true;
+    stats_.kv_shortfall_bytes = std::max(static_cast<double>(smallest) * gpu_per_token - budget, 0.0);
+  }
   if (cfg_.kv_off.any()) {
     stats_.kv_offloaded_fraction = cfg_.kv_off.total();
     stats_.kv_offload_place      = cfg_.kv_off.cpu > 0 && cfg_.kv_off.nvme > 0 ? "cpu+nvme"

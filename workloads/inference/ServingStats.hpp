@@ -40,7 +40,12 @@ struct ServingStats {
   int64_t max_running_seqs   = 0;
   int64_t kv_capacity_tokens = 0;
   double kv_bytes_per_token  = 0; // per GPU, all layers
-  double kv_budget_bytes     = 0; // per GPU
+  double kv_budget_bytes     = 0; // per GPU, never negative
+  // A KV cache that cannot hold one request's smallest reservation (a block when paged,
+  // max_model_len when contiguous) serves nothing: the server does not fit, and these
+  // are the bytes per GPU it lacks for that reservation (0 when it fits).
+  bool kv_no_room           = false;
+  double kv_shortfall_bytes = 0;
   // Offloaded KV (FlexGen): the part of each token's KV kept on the host or NVMe, and
   // where; the budget above is the GPU's share only.
   double kv_offloaded_fraction = 0;

@@ -53,6 +53,9 @@ public:
     ++depth_;
     if (capturing() || (depth_ == 5 && in_args() && arg_ == "memwall") || (depth_ == 2 && top_ == "memwall"))
       return dom_open(nlohmann::json::object());
+    if (keys_.size() <= static_cast<size_t>(depth_))
+      keys_.resize(depth_ + 1);
+    keys_[depth_].clear();
     if (depth_ == 1)
       root_object_ = true;
     if (depth_ == 3 && top_ == "traceEvents")
@@ -86,9 +89,21 @@ public:
   }
   bool key(string_t& k) override
   {
-    if (capturing())
+    // nlohmann keeps the last of a key given twice, and this reader the first or the
+    // last field by field: a trace that says two things is refused, as every JSON input is.
+    if (capturing()) {
+      if (dom_.back()->is_object() && dom_.back()->contains(k))
+        twice(k);
       dom_key_ = k;
-    else if (depth_ == 1)
+      return true;
+    }
+    if (static_cast<size_t>(depth_) < keys_.size()) {
+      auto& seen = keys_[depth_];
+      if (std::find(seen.begin(), seen.end(), k) != seen.end())
+        twice(k);
+      seen.push_back(k);
+    }
+    if (depth_ == 1)
       top_ = k;
     else if (depth_ == 2 || depth_ == 3)
       key2_[depth_ - 2] = k;
@@ -99,6 +114,15 @@ public:
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override
   {
     throw InputError(out_.file + ": not a JSON trace (at byte " + std::to_string(position) + ": " + ex.what() + ")");
+  }
+
+  [[noreturn]] void twice(const std::string& k) const
+  {
+    std::string where = top_ == "traceEvents" && depth_ >= 3 ? "traceEvents[" + std::to_string(events_) + "]"
+                        : depth_ >= 2                        ? top_
+                                                             : "the top-level object";
+    throw InputError(out_.file + ": " + where + ": key '" + one_line(k) +
+                     "' given twice in one object; give each key once");
   }
 
   bool root_object() const { return root_object_; }
@@ -117,6 +141,9 @@ private:
     TraceMemoryEvent mem;
     nlohmann::json memwall;                               // args.memwall of an exported trace
     int64_t wait_on_stream = -1, record_correlation = -1; // cuda_sync
+    // A byte count that is not a number (or is negative where it cannot be): the arg's
+    // name, refused if the event is one whose bytes memwall uses.
+    std::string bad_bytes, bad_memory;
   };
 
   bool in_args() const { return top_ == "traceEvents" && key2_[1] == "args"; }
@@ -225,9 +252,12 @@ private:
       event_.stream = trace_int(v);
     else if (a == "correlation")
       event_.correlation = trace_int(v);
-    else if (a == "bytes")
-      event_.bytes = static_cast<double>(trace_int(v));
-    else if (a == "Collective name" && v.kind == TraceScalar::Kind::text) {
+    else if (a == "bytes") {
+      int64_t b = 0;
+      if (!trace_count(v, b) || b < 0)
+        event_.bad_bytes = "args.bytes";
+      event_.bytes = static_cast<double>(b);
+    } else if (a == "Collective name" && v.kind == TraceScalar::Kind::text) {
       event_.coll.name     = v.s;
       event_.is_collective = true;
     } else if (a == "In msg nelems" || a == "In msg size")
@@ -244,18 +274,37 @@ private:
       event_.wait_on_stream = trace_int(v);
     else if (a == "wait_on_cuda_event_record_corr_id")
       event_.record_correlation = trace_int(v);
-    else if (a == "Device Type")
-      event_.mem.device_type = static_cast<int>(trace_int(v));
+    else if (a == "Device Type" || a == "Device Id" || a == "Addr" || a == "Bytes" || a == "Total Allocated" ||
+             a == "Total Reserved")
+      memory_field(a, v);
+  }
+
+  // An allocator event's fields ([memory]): integers, only Bytes negative (a free).
+  void memory_field(const std::string& a, const TraceScalar& v)
+  {
+    int64_t x = 0;
+    bool ok   = trace_count(v, x) && (a == "Bytes" || x >= (a == "Device Id" ? -1 : 0));
+    if (!ok && event_.bad_memory.empty())
+      event_.bad_memory = "args." + a;
+    TraceMemoryEvent& m = event_.mem;
+    if (a == "Device Type")
+      m.device_type = static_cast<int>(std::clamp<int64_t>(x, 0, 1 << 20));
     else if (a == "Device Id")
-      event_.mem.device_id = static_cast<int>(std::clamp<int64_t>(trace_int(v), -1, 1 << 20));
+      m.device_id = static_cast<int>(std::clamp<int64_t>(x, -1, 1 << 20));
     else if (a == "Addr")
-      event_.mem.addr = static_cast<uint64_t>(trace_int(v));
+      m.addr = static_cast<uint64_t>(x);
     else if (a == "Bytes")
-      event_.mem.bytes = trace_int(v);
+      m.bytes = x;
     else if (a == "Total Allocated")
-      event_.mem.total_allocated = trace_int(v);
-    else if (a == "Total Reserved")
-      event_.mem.total_reserved = trace_int(v);
+      m.total_allocated = x;
+    else
+      m.total_reserved = x;
+  }
+
+  [[noreturn]] void bad_field(size_t index, const std::string& name, const std::string& field, const char* allowed)
+  {
+    throw InputError(out_.file + ": traceEvents[" + std::to_string(index) + "] ('" + one_line(name) + "'): " + field +
+                     " must be " + allowed);
   }
 
   void keep_event()
@@ -274,6 +323,9 @@ private:
     if (!e.has_ts)
       return;
     if (e.ph == "i" && e.name == "[memory]") {
+      if (!e.bad_memory.empty())
+        bad_field(index, e.name, e.bad_memory,
+                  "an integer (Bytes negative for a free; Addr, Device Type and the totals not negative)");
       e.mem.ts_ns = e.ts_ns;
       e.mem.tid   = e.tid;
       out_.memory.push_back(e.mem);
@@ -284,6 +336,8 @@ private:
     if (e.cat == "kernel" || e.cat == "gpu_memcpy" || e.cat == "gpu_memset") {
       if (e.device < 0 || e.stream < 0)
         return;
+      if (!e.bad_bytes.empty() && e.cat != "kernel")
+        bad_field(index, e.name, e.bad_bytes, "a number of bytes, not negative");
       TraceGpuOp op;
       op.kind        = e.cat == "kernel"       ? TraceGpuOp::Kind::kernel
                        : e.cat == "gpu_memcpy" ? TraceGpuOp::Kind::memcpy
@@ -338,6 +392,7 @@ private:
   Event event_;
   size_t events_ = 0; // traceEvents read so far
   std::unordered_map<std::string, uint32_t> name_ids_;
+  std::vector<std::vector<std::string>> keys_; // the keys of each open object, by depth
   std::vector<nlohmann::json*> dom_;
   nlohmann::json captured_;
   std::string dom_key_;

@@ -61,6 +61,19 @@ int64_t trace_int(const TraceScalar& v)
   return 0;
 }
 
+bool trace_count(const TraceScalar& v, int64_t& out)
+{
+  if (v.kind == TraceScalar::Kind::integer) {
+    out = v.i;
+    return true;
+  }
+  if (v.kind == TraceScalar::Kind::real && std::isfinite(v.d) && std::fabs(v.d) < 9.2e18 && v.d == std::floor(v.d)) {
+    out = static_cast<int64_t>(v.d);
+    return true;
+  }
+  return false;
+}
+
 TraceCall::Kind trace_call_kind(const std::string& name)
 {
   if (name.find("Synchronize") != std::string::npos)

@@ -25,6 +25,9 @@ struct TraceScalar {
 bool trace_time_ns(const TraceScalar& v, int64_t& ns);
 // An integer (pid and tid may be strings, "Spans"); 0 when it is none.
 int64_t trace_int(const TraceScalar& v);
+// A count given as a JSON number (an integer, or a real with no fraction, within
+// int64); false for text, null or anything else.
+bool trace_count(const TraceScalar& v, int64_t& out);
 TraceCall::Kind trace_call_kind(const std::string& name);
 // "[0, 1]" -> {0, 1}
 std::vector<int> trace_rank_list(const std::string& s);

@@ -18,6 +18,7 @@
 // Memory: a use holds its block's gathered (non-persistent) tensors, as ParamGather.cpp.
 #include "workloads/training/TrainingStepGenerator.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -180,7 +181,12 @@ OpId TrainingStepGenerator::reduce_tensors(int b, int64_t mb, OpId after)
                              {prefix, number, ".t" + std::to_string(t) + ".reduce_scatter"}, last);
     return last;
   }
-  double calls = std::ceil(blk.plan.params / cfg_.deepspeed.reduce_bucket_numel);
+  // DeepSpeed fills its bucket parameter by parameter and reduces it before a parameter
+  // that would overflow it (reduce_independent_p_g_buckets_and_remove_grads): a bucket
+  // holds at least one whole gradient, so a block takes at most one call per tensor,
+  // however small the bucket (reduce_bucket_size: 1 asked for one call per element).
+  double calls = std::min(std::ceil(blk.plan.params / cfg_.deepspeed.reduce_bucket_numel),
+                          static_cast<double>(std::max<size_t>(blk.plan.tensors.size(), 1)));
   for (double c = 0; c < calls; ++c)
     last = list_collective(s, stream, CollectiveKind::reduce_scatter, full / calls,
                            {prefix, number, ".bucket" + std::to_string(static_cast<int>(c)) + ".reduce_scatter"}, last);

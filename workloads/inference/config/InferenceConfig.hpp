@@ -29,6 +29,7 @@ struct OffShares {
 struct InferenceConfig {
   std::string source = "batch"; // batch | trace | poisson
   std::string trace_path;       // as opened (relative paths resolved against the spec)
+  double trace_speedup = 1;     // the trace's arrival times were divided by it
   std::vector<Request> requests;
   // Poisson lengths as asked (the requests hold what they came out as, after clipping).
   LengthDistribution prompt_dist, output_dist;
