@@ -101,6 +101,10 @@ TEST_CASE("a_run_summary_without_a_key_memwall_writes_is_refused_not_undefined_b
   refused_file("report " + devices, "the file is corrupt");
   std::string typed = run_file_with_summary("string_step", [](nlohmann::json& j) { j["step_time_s"] = "fast"; });
   refused_file("report " + typed, "summary_json is not the summary memwall writes");
+  // --csv printed whatever the summary held: the same file is refused the same way.
+  refused_file("report --csv " + no_fits, "summary_json lacks a key or element of the summary memwall writes");
+  refused_file("report --csv " + devices, "the file is corrupt");
+  refused_file("report --csv " + typed, "summary_json is not the summary memwall writes");
 }
 
 TEST_CASE("a_run_summary_nested_deeper_than_any_json_memwall_writes_is_refused", "[robustness][hdf5]")

@@ -56,7 +56,9 @@ int report_command(const std::vector<std::string>& args)
     RunFileSummary run = read_run_file(path);
     std::string text;
     try { // a summary edited or forged into another shape: a missing key, a wrong type
-      text = csv ? report_csv(run.summary) : report_text(run.summary, run.title);
+      text = report_text(run.summary, run.title); // read whole, as CSV too: both refuse the same files
+      if (csv)
+        text = report_csv(run.summary);
     } catch (const nlohmann::json::exception& e) {
       throw InputError(path + ": summary_json is not the summary memwall writes (" + e.what() +
                        "); the file is corrupt");
