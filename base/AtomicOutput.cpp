@@ -150,11 +150,12 @@ void check_output_path(const std::string& path, const std::vector<std::string>& 
   if (!fs::is_directory(dir, ec))
     throw InputError(path + ": output folder " + dir.string() + " does not exist");
   // A name the file system cannot hold failed only at the final rename, after the run.
-  long name_max    = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  long asked       = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  size_t name_max  = asked > 0 ? static_cast<size_t>(asked) : 255; // 255: Linux's file systems, when it cannot say
   size_t name_size = target.filename().string().size();
-  if (name_size > static_cast<size_t>(name_max > 0 ? name_max : 255))
+  if (name_size > name_max)
     throw InputError(path + ": output file name of " + std::to_string(name_size) + " bytes; the file system takes " +
-                     std::to_string(name_max > 0 ? name_max : 255) + " at most");
+                     std::to_string(name_max) + " at most");
   std::vector<std::string> all = inputs;
   all.insert(all.end(), input_files_read().begin(), input_files_read().end());
   for (const std::string& in : all)

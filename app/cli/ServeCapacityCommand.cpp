@@ -12,6 +12,7 @@
 #include "base/Quantity.hpp"
 #include "sim/Simulation.hpp"
 #include "sim/spec/ExperimentSpec.hpp"
+#include "workloads/model/InputLimits.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -137,11 +138,12 @@ int serve_capacity_command(const std::vector<std::string>& args)
   }
   // The trace's arrivals as read are already divided by the spec's own trace_speedup: a
   // rate is the speed-up that takes the trace as recorded to it (not the spec's times it).
-  // The search keeps to what the varied key takes (trace_speedup 1e-6 to 1e6,
-  // poisson.rate 1e-6 to 1e9 per second).
+  // The search keeps to what the varied key takes (limits::min_speedup and the others);
+  // the clamp keeps a rate at the range's end from rounding past it.
   double recorded = inf.source == "trace" ? native / inf.trace_speedup : 0;
-  RateRange range = inf.source == "trace" ? RateRange{recorded * 1e-6, recorded * 1e6} : RateRange{1e-6, 1e9};
-  auto speedup    = [&](double rate) { return std::clamp(rate / recorded, 1e-6, 1e6); };
+  RateRange range = inf.source == "trace" ? RateRange{recorded * limits::min_speedup, recorded * limits::max_speedup}
+                                          : RateRange{limits::min_rate, limits::max_rate};
+  auto speedup    = [&](double rate) { return std::clamp(rate / recorded, limits::min_speedup, limits::max_speedup); };
   auto measure    = [&](double rate) {
     std::vector<std::string> with_rate = overrides;
     with_rate.push_back(inf.source == "trace" ? "inference.trace_speedup=" + rate_text(speedup(rate))

@@ -113,7 +113,8 @@ bool OpDag::end_capture(uint64_t key)
       ops_.push_back(std::move(op));
   } else {
     auto [it, fresh] = chain_by_key_.try_emplace(key, static_cast<uint32_t>(chains_store_.size()));
-    std::vector<std::pair<uint32_t, uint32_t>> alias;
+    std::vector<std::pair<uint32_t, uint32_t>>& alias = repeat_alias_; // one list for every capture
+    alias.clear();
     if (fresh || !repeats(chains_store_[it->second], alias)) {
       it->second = static_cast<uint32_t>(chains_store_.size());
       chains_store_.push_back(held_);

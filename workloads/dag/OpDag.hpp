@@ -141,6 +141,7 @@ private:
   // Whether the held ops repeat stored chain `same`: the same work, and the same tensors
   // once each held alloc's id stands for the stored alloc's (`alias`: pairs to record).
   bool repeats(const std::vector<Op>& same, std::vector<std::pair<uint32_t, uint32_t>>& alias) const;
+  std::vector<std::pair<uint32_t, uint32_t>> repeat_alias_; // repeats()'s pairs, kept for their capacity
   // The id a tensor's frees carry: the stored chain's for an alloc inside a repeat.
   uint32_t tensor_id(uint32_t id) const
   {

@@ -134,12 +134,12 @@ std::vector<Request> read_requests(ParamReader& r, InferenceConfig& c, const std
   double speedup   = r.number("trace_speedup", 1.0,
                               "trace: its arrival times divided by this (2: the same requests twice as often; what "
                                 "serve-capacity varies for a trace)",
-                              1e-6, 1e6);
+                              limits::min_speedup, limits::max_speedup);
   if (r.has("trace_speedup") && !trace)
     r.fail("trace_speedup", "scales the arrival times of inference.trace; this spec has no trace");
   ParamReader p = r.section("poisson", "synthetic requests with Poisson arrivals");
   PoissonConfig pc;
-  pc.rate     = p.number("rate", pc.rate, "arrivals per second", 1e-6, 1e9);
+  pc.rate     = p.number("rate", pc.rate, "arrivals per second", limits::min_rate, limits::max_rate);
   pc.requests = p.integer("requests", pc.requests, "number of requests", 1, "", limits::requests);
   pc.seed     = static_cast<uint64_t>(
       p.integer("seed", 1, "random seed (same seed, same requests)", 0, "", 9'000'000'000'000'000));

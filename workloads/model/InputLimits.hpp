@@ -18,5 +18,9 @@ constexpr int64_t requests  = 1'000'000; // one serving run (~130 MB of records 
 // Layer passes one GPU replays per training step: micro-batches x layers of its stage
 // (the 1T Megatron example has 512 x 2, a one-GPU GPT-3 with 4,096 micro-batches 393k).
 constexpr int64_t layer_passes = 1'000'000;
+// Serving arrivals: inference.poisson.rate (per second) and inference.trace_speedup
+// (a factor on the trace's own rate); serve-capacity searches within them.
+constexpr double min_rate = 1e-6, max_rate = 1e9;
+constexpr double min_speedup = 1e-6, max_speedup = 1e6;
 
 } // namespace memwall::limits
