@@ -3,7 +3,9 @@
 #include "base/InputError.hpp"
 #include "base/JsonInput.hpp"
 #include "workloads/trace/GzipInput.hpp"
+#include "workloads/trace/JsonSubtree.hpp"
 #include "workloads/trace/KinetoTrace.hpp"
+#include "workloads/trace/ObjectKeys.hpp"
 #include "workloads/trace/TraceScalar.hpp"
 
 #include <nlohmann/json.hpp>
@@ -53,9 +55,7 @@ public:
     ++depth_;
     if (capturing() || (depth_ == 5 && in_args() && arg_ == "memwall") || (depth_ == 2 && top_ == "memwall"))
       return dom_open(nlohmann::json::object());
-    if (keys_.size() <= static_cast<size_t>(depth_))
-      keys_.resize(depth_ + 1);
-    keys_[depth_].clear();
+    keys_.open(depth_);
     if (depth_ == 1)
       root_object_ = true;
     if (depth_ == 3 && top_ == "traceEvents")
@@ -92,17 +92,12 @@ public:
     // nlohmann keeps the last of a key given twice, and this reader the first or the
     // last field by field: a trace that says two things is refused, as every JSON input is.
     if (capturing()) {
-      if (dom_.back()->is_object() && dom_.back()->contains(k))
+      if (!subtree_.key(k))
         twice(k);
-      dom_key_ = k;
       return true;
     }
-    if (static_cast<size_t>(depth_) < keys_.size()) {
-      auto& seen = keys_[depth_];
-      if (std::find(seen.begin(), seen.end(), k) != seen.end())
-        twice(k);
-      seen.push_back(k);
-    }
+    if (!keys_.add(depth_, k))
+      twice(k);
     if (depth_ == 1)
       top_ = k;
     else if (depth_ == 2 || depth_ == 3)
@@ -141,58 +136,36 @@ private:
     TraceMemoryEvent mem;
     nlohmann::json memwall;                               // args.memwall of an exported trace
     int64_t wait_on_stream = -1, record_correlation = -1; // cuda_sync
-    // A byte count that is not a number (or is negative where it cannot be): the arg's
-    // name, refused if the event is one whose bytes memwall uses.
-    std::string bad_bytes, bad_memory;
+    // A byte count that is not a number (or is negative where it cannot be), refused if
+    // the event is one whose bytes memwall uses: args.bytes, or the allocator field named.
+    bool bad_bytes = false;
+    std::string bad_memory;
   };
 
   bool in_args() const { return top_ == "traceEvents" && key2_[1] == "args"; }
 
-  // A subtree kept whole (an event's args.memwall, the top-level "memwall"): the open
-  // containers along the path, innermost last (a parent is appended to only once its
-  // open child is closed, so the pointers stay valid).
-  bool capturing() const { return !dom_.empty(); }
+  // An event's args.memwall or the top-level "memwall", kept whole (JsonSubtree).
+  bool capturing() const { return subtree_.active(); }
   bool dom_value(nlohmann::json v)
   {
-    nlohmann::json& top = *dom_.back();
-    if (top.is_array())
-      top.push_back(std::move(v));
-    else
-      top[dom_key_] = std::move(v);
+    subtree_.value(std::move(v));
     return true;
   }
   bool dom_open(nlohmann::json v)
   {
-    // Copying and dumping a value recurse: a memwall record nested 100,000 deep
-    // overflowed the stack once read. None memwall writes is deeper than 3.
-    if (dom_.size() >= static_cast<size_t>(json_max_depth))
+    if (!subtree_.open(std::move(v)))
       throw InputError(out_.file + ": traceEvents[" + std::to_string(events_) + "]: args.memwall nested deeper than " +
                        std::to_string(json_max_depth) + " levels");
-    if (dom_.empty()) {
-      captured_ = std::move(v);
-      dom_.push_back(&captured_);
-      return true;
-    }
-    nlohmann::json& top = *dom_.back();
-    if (top.is_array()) {
-      top.push_back(std::move(v));
-      dom_.push_back(&top.back());
-    } else {
-      nlohmann::json& child = top[dom_key_];
-      child                 = std::move(v);
-      dom_.push_back(&child);
-    }
     return true;
   }
   bool dom_close()
   {
-    dom_.pop_back();
     --depth_;
-    if (dom_.empty()) {
+    if (subtree_.close()) {
       if (depth_ == 1) // the top-level "memwall"
-        out_.memwall_dag = std::move(captured_);
+        out_.memwall_dag = subtree_.take();
       else
-        event_.memwall = std::move(captured_);
+        event_.memwall = subtree_.take();
     }
     return true;
   }
@@ -253,10 +226,9 @@ private:
     else if (a == "correlation")
       event_.correlation = trace_int(v);
     else if (a == "bytes") {
-      int64_t b = 0;
-      if (!trace_count(v, b) || b < 0)
-        event_.bad_bytes = "args.bytes";
-      event_.bytes = static_cast<double>(b);
+      int64_t b        = 0;
+      event_.bad_bytes = !trace_count(v, b) || b < 0;
+      event_.bytes     = static_cast<double>(b);
     } else if (a == "Collective name" && v.kind == TraceScalar::Kind::text) {
       event_.coll.name     = v.s;
       event_.is_collective = true;
@@ -336,8 +308,8 @@ private:
     if (e.cat == "kernel" || e.cat == "gpu_memcpy" || e.cat == "gpu_memset") {
       if (e.device < 0 || e.stream < 0)
         return;
-      if (!e.bad_bytes.empty() && e.cat != "kernel")
-        bad_field(index, e.name, e.bad_bytes, "a number of bytes, not negative");
+      if (e.bad_bytes && e.cat != "kernel")
+        bad_field(index, e.name, "args.bytes", "a number of bytes, not negative");
       TraceGpuOp op;
       op.kind        = e.cat == "kernel"       ? TraceGpuOp::Kind::kernel
                        : e.cat == "gpu_memcpy" ? TraceGpuOp::Kind::memcpy
@@ -392,10 +364,8 @@ private:
   Event event_;
   size_t events_ = 0; // traceEvents read so far
   std::unordered_map<std::string, uint32_t> name_ids_;
-  std::vector<std::vector<std::string>> keys_; // the keys of each open object, by depth
-  std::vector<nlohmann::json*> dom_;
-  nlohmann::json captured_;
-  std::string dom_key_;
+  ObjectKeys keys_; // the keys of each open object
+  JsonSubtree subtree_;
 };
 
 } // namespace
