@@ -220,6 +220,15 @@ nlohmann::ordered_json report_json(const RunResult& r)
                                       : r.profile.source.empty() ? "unknown"
                                                                  : r.profile.source},
                            {"parts", none || r.profile.parts.empty() ? "all" : r.profile.parts}};
+  // Where each part's timing came from (TimingSources.hpp): a comparison of machines
+  // reads these columns to tell calibration from hardware.
+  nlohmann::ordered_json timing = nlohmann::ordered_json::object();
+  for (const std::string part : {"gemm", "memory_bound", "host_copies", "nvlink_collectives"}) {
+    auto it      = std::find_if(r.profile.timing.begin(), r.profile.timing.end(),
+                                [&](const auto& kv) { return kv.first == part; });
+    timing[part] = it == r.profile.timing.end() ? "unknown" : it->second;
+  }
+  j["hardware_profile"]["timing"] = timing;
   if (r.moe.present) // the routing assumed: sweeps over capacity_factor or hot_expert_tokens read it
     j["moe"] = {{"experts_per_gpu", r.moe.experts_per_gpu},
                 {"busiest_gpu_share", r.moe.busiest_share},

@@ -1,6 +1,7 @@
 // The readable summary and the CSV rows of a run (StepReport.hpp), rendered from its
 // --json object so that a run file's stored summary reads the same as a fresh run.
 #include "analysis/StepReport.hpp"
+#include "hwmodels/TimingSources.hpp"
 
 #include "analysis/ServingReport.hpp"
 #include "base/JsonOutput.hpp"
@@ -107,11 +108,21 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
   os << title << "\n";
   if (j.contains("hardware_profile")) { // results files written before profiles were named have none
     const auto& p = j["hardware_profile"];
-    if (p["name"] == "none")
+    std::string parts; // by part, kept since machines were compared by it (TimingSources.hpp)
+    if (p.contains("timing") && p["timing"].is_object())
+      for (const auto& [part, source] : p["timing"].items())
+        if (source.is_string())
+          parts += (parts.empty() ? "" : ", ") + timing_part_title(part) + " " + source.get<std::string>();
+    std::string profile = p["name"] == "none"
+                              ? ""
+                              : "profile " + p["name"].get<std::string>() +
+                                    (p["parts"] == "all" ? "" : " (" + p["parts"].get<std::string>() + ")");
+    if (!parts.empty())
+      os << "  GPU timing     " << parts << (profile.empty() ? "" : "\n                 " + profile) << "\n";
+    else if (profile.empty())
       os << "  GPU timing from the catalog's estimated efficiencies (no fitted profile)\n";
     else
-      os << "  GPU timing from profile " << p["name"].get<std::string>()
-         << (p["parts"] == "all" ? "" : " (" + p["parts"].get<std::string>() + ")") << "\n";
+      os << "  GPU timing from " << profile << "\n";
   }
   os << "\n";
   if (!fitted) {

@@ -1,7 +1,9 @@
 #include "hwmodels/Catalog.hpp"
 
 #include "hwmodels/CatalogText.hpp"
+#include "hwmodels/CollectivesFrom.hpp"
 
+#include <algorithm>
 #include <map>
 
 namespace memwall {
@@ -101,6 +103,7 @@ GpuSpec gpu_preset(const std::string& id, const std::string& where)
     profile.name       = "catalog " + id;
     g.profile          = std::make_shared<GpuProfile>(std::move(profile));
   }
+  take_collectives(g, r.location("collectives_from"));
   cache.emplace(id, g);
   return g;
 }
@@ -123,6 +126,15 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
   const GpuSpec* b = base;
   g.name           = b ? r.text("name", b->name, "marketing name") : r.required_text("name", "marketing name");
   g.vendor         = r.choice("vendor", b ? b->vendor : "nvidia", {"nvidia", "amd"}, "GPU vendor");
+  g.collectives_from =
+      r.text("collectives_from", b ? b->collectives_from : "",
+             "catalog GPU of the same NVLink generation whose measured NCCL curves time this GPU's collectives "
+             "inside a node where its own profile has none, scaled by the nvlink_bw ratio (empty: none)");
+  if (!g.collectives_from.empty()) {
+    std::vector<std::string> ids = gpu_preset_ids();
+    if (std::find(ids.begin(), ids.end(), g.collectives_from) == ids.end())
+      r.fail("collectives_from", "'" + g.collectives_from + "' is not a catalog GPU; allowed: " + join(ids));
+  }
   // Each field as GpuSpec.hpp declares it: key, unit, default (the base's), meaning.
 #define MEMWALL_READ_REQUIRED(key, unit, description) g.key = q(r, #key, K::unit, b ? &b->key : nullptr, description);
 #define MEMWALL_READ_QUANTITY(key, unit, def, description) g.key = r.quantity(#key, K::unit, g.key, description);
@@ -159,7 +171,9 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
 
 GpuSpec read_gpu_ref(ParamReader& r, const std::string& key, const std::string& desc, const GpuSpec* fallback)
 {
-  return preset_or_inline<GpuSpec>(r, key, desc, fallback, gpu_preset, read_gpu);
+  GpuSpec g = preset_or_inline<GpuSpec>(r, key, desc, fallback, gpu_preset, read_gpu);
+  take_collectives(g, r.location(key)); // an inline GPU naming collectives_from of its own
+  return g;
 }
 
 NodeSpec read_node_ref(ParamReader& r, const std::string& key, const std::string& desc, const NodeSpec* fallback)

@@ -53,6 +53,10 @@ struct GpuSpec {
   std::map<Dtype, double> peak_flops; // dense tensor/vector peak per dtype it supports, FLOP/s
   // Fitted from microbenchmarks (calibration/); null: the efficiencies above are estimates.
   std::shared_ptr<const GpuProfile> profile;
+  // Catalog id of a GPU on the same NVSwitch generation whose measured NCCL curves time
+  // this GPU's collectives inside a node where its own profile measured none (scaled by
+  // the two parts' nvlink_bw); empty: none taken (CollectivesFrom.hpp).
+  std::string collectives_from;
 
   bool supports(Dtype d) const { return peak_flops.count(d) != 0; }
   double peak(Dtype d) const { return supports(d) ? peak_flops.at(d) : 0.0; }

@@ -5,6 +5,7 @@
 #include "base/StderrCapture.hpp"
 #include "hwmodels/Catalog.hpp"
 #include "hwmodels/GpuNames.hpp"
+#include "hwmodels/TimingSources.hpp"
 #include "sim/timing/KernelTimer.hpp"
 #include "workloads/inference/ServingDriver.hpp"
 #include "workloads/model/ExpertLoad.hpp"
@@ -264,6 +265,7 @@ static ProfileUsed profile_used(const ExperimentSpec& spec)
     u.source = p->source;
     u.parts  = p->parts;
   }
+  u.timing = timing_sources(spec.cluster.node.gpu);
   return u;
 }
 

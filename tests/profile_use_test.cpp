@@ -84,7 +84,7 @@ TEST_CASE("a_specs_profile_is_found_beside_the_spec_and_named_in_its_outputs", "
   std::string h5 = temp_path("profile-run.h5");
   REQUIRE(run_cli("run " + spec + " -o " + h5).exit_code == 0);
   CliResult report = run_cli("report " + h5);
-  CHECK(report.out.find("GPU timing from profile " + temp_path("profile-beside") + "/mine.yaml") != std::string::npos);
+  CHECK(report.out.find("profile " + temp_path("profile-beside") + "/mine.yaml (") != std::string::npos);
   // A catalog GPU without a shipped profile says so.
   nlohmann::json est = run_json("profile-none", small_training_spec, "");
   CHECK(est["hardware_profile"]["name"] == "none");

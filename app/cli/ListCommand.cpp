@@ -5,6 +5,7 @@
 #include "base/Quantity.hpp"
 #include "calibration/importers/Importer.hpp"
 #include "hwmodels/Catalog.hpp"
+#include "hwmodels/TimingSources.hpp"
 #include "sim/allocator/DeviceAllocator.hpp"
 #include "sim/collective/CollectiveAlgorithm.hpp"
 #include "sim/paging/EvictionPolicy.hpp"
@@ -45,6 +46,20 @@ void print_table(const std::vector<std::vector<std::string>>& rows, const std::v
   }
 }
 
+// A GPU's profile in a few words: its kernels' source (TimingSources.hpp), and where
+// its collectives came from when another GPU's measurements time them.
+std::string profile_words(const GpuSpec& g)
+{
+  std::string kernels, collectives;
+  for (const auto& [part, source] : timing_sources(g))
+    if (part == "gemm")
+      kernels = source.starts_with("derived") ? "derived" : source;
+    else if (part == "nvlink_collectives" && source.starts_with("derived") &&
+             !(g.profile && source == "derived from " + g.profile->derived_from))
+      collectives = ", collectives from " + source.substr(13);
+  return kernels + collectives;
+}
+
 int list_gpus()
 {
   // Memory is what the driver reports (nvidia-smi's total), in GiB; profile: "measured"
@@ -58,10 +73,7 @@ int list_gpus()
     double half = std::max(g.peak(Dtype::bf16), g.peak(Dtype::fp16));
     rows.push_back({id, g.name, format_gib(g.memory_bytes), format_si(g.hbm_peak_bw, "B/s"), format_si(half, "FLOP/s"),
                     g.nvlink_bw > 0 ? format_si(g.nvlink_bw, "B/s") : "none",
-                    g.tdp_w > 0 ? format_count(g.tdp_w) + " W" : "-", format_usd(g.price_usd),
-                    !g.profile                        ? "estimated"
-                    : g.profile->derived_from.empty() ? "measured"
-                                                      : "derived"});
+                    g.tdp_w > 0 ? format_count(g.tdp_w) + " W" : "-", format_usd(g.price_usd), profile_words(g)});
   }
   print_table(rows, {false, false, true, true, true, true, true, true, false});
   return 0;

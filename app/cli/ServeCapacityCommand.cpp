@@ -10,6 +10,7 @@
 #include "base/InputError.hpp"
 #include "base/JsonOutput.hpp"
 #include "base/Quantity.hpp"
+#include "hwmodels/TimingSources.hpp"
 #include "sim/Simulation.hpp"
 #include "sim/spec/ExperimentSpec.hpp"
 #include "workloads/model/InputLimits.hpp"
@@ -34,10 +35,20 @@ std::string rate_text(double rate)
 }
 
 // `more`: how the spec gets more requests (its Poisson count, or a longer trace).
-void print_text(const CapacityResult& r, const std::vector<LatencyTarget>& targets, const std::string& title,
-                const std::string& more)
+// Where each part of the GPU's timing comes from (TimingSources.hpp): two machines'
+// capacities compare on equal footing only where these agree.
+std::string timing_text(const GpuSpec& gpu)
 {
-  std::cout << title << "\n  targets        ";
+  std::string parts;
+  for (const auto& [part, source] : timing_sources(gpu))
+    parts += (parts.empty() ? "" : ", ") + timing_part_title(part) + " " + source;
+  return parts;
+}
+
+void print_text(const CapacityResult& r, const std::vector<LatencyTarget>& targets, const std::string& title,
+                const std::string& more, const GpuSpec& gpu)
+{
+  std::cout << title << "\n  GPU timing     " << timing_text(gpu) << "\n  targets        ";
   for (const LatencyTarget& t : targets)
     std::cout << latency_target_name(t) << " <= " << format_duration(t.seconds) << ", ";
   std::cout << "keeping up with the arrivals\n\n  rate [req/s]";
@@ -69,9 +80,12 @@ void print_text(const CapacityResult& r, const std::vector<LatencyTarget>& targe
                   format_duration(p.window).c_str(), format_duration(p.latency).c_str(), more.c_str());
 }
 
-nlohmann::ordered_json to_json(const CapacityResult& r, const std::vector<LatencyTarget>& targets)
+nlohmann::ordered_json to_json(const CapacityResult& r, const std::vector<LatencyTarget>& targets, const GpuSpec& gpu)
 {
   nlohmann::ordered_json j;
+  j["timing"] = nlohmann::ordered_json::object();
+  for (const auto& [part, source] : timing_sources(gpu))
+    j["timing"][part] = source;
   j["targets"] = nlohmann::ordered_json::array();
   for (const LatencyTarget& t : targets)
     j["targets"].push_back({{"metric", t.metric}, {"stat", t.stat}, {"seconds", t.seconds}});
@@ -174,10 +188,10 @@ int serve_capacity_command(const std::vector<std::string>& args)
   };
   CapacityResult r = search_capacity(native, targets, measure, range);
   if (json)
-    std::cout << json_text(to_json(r, targets), 2) << "\n";
+    std::cout << json_text(to_json(r, targets, spec.cluster.node.gpu), 2) << "\n";
   else
     print_text(r, targets, experiment_title(spec),
-               inf.source == "trace" ? "a longer trace" : "inference.poisson.requests more");
+               inf.source == "trace" ? "a longer trace" : "inference.poisson.requests more", spec.cluster.node.gpu);
   return 0;
 }
 

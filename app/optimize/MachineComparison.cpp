@@ -1,6 +1,7 @@
 #include "app/optimize/MachineComparison.hpp"
 
 #include "app/sweep/SweepReport.hpp"
+#include "app/sweep/TimingComparison.hpp"
 #include "base/NumberFormat.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -88,6 +89,15 @@ std::string comparison_text(const std::vector<SearchedMachine>& machines, const 
   }
   os << "\n";
   print_aligned(os, cells, true);
+  // Each machine's timing sources, from its best row (every row of a machine shares its GPU).
+  std::vector<MachineTiming> timing;
+  for (size_t m = 0; m < machines.size(); ++m)
+    for (const ComparedRow& c : rows)
+      if (c.machine == m) {
+        timing.push_back(row_timing(machines[m].table, c.row, machines[m].name));
+        break;
+      }
+  os << timing_comparison_text(timing);
   for (size_t m = 0; m < machines.size(); ++m) {
     bool any = false;
     for (const ComparedRow& c : rows)

@@ -1,4 +1,5 @@
 #include "app/sweep/SweepReport.hpp"
+#include "app/sweep/TimingComparison.hpp"
 
 #include "base/InputError.hpp"
 #include "base/NumberFormat.hpp"
@@ -252,6 +253,10 @@ std::string sweep_report_text(const ResultsTable& t, const std::string& path, co
        << (descending ? " (highest first)\n" : " (lowest first)\n");
     print_table(os, t, cols, std::vector<size_t>(ranked.begin(), ranked.begin() + static_cast<long>(n)));
   }
+
+  std::vector<size_t> ran = fitting;
+  ran.insert(ran.end(), not_fitting.begin(), not_fitting.end());
+  os << timing_comparison_text(sweep_machines(t, ran));
 
   if (!not_fitting.empty()) {
     size_t n = std::min(o.top, not_fitting.size());

@@ -43,6 +43,9 @@ struct GpuProfile {
   // Catalog id of the GPU whose fitted profile this one scales (a sibling part with the
   // same chip and clocks, another memory); empty when fitted on this GPU's own measurements.
   std::string derived_from;
+  // Catalog id of the GPU whose measured collectives inside a node these are, scaled by
+  // the NVLink ratio (GpuSpec::collectives_from); empty: the profile's own.
+  std::string collectives_from;
   std::map<Dtype, GemmModel> gemm;
   std::map<std::pair<Dtype, GemmPass>, GemmModel> gemm_passes;
   std::map<std::pair<Dtype, GemmPass>, GemmTable> gemm_tables;

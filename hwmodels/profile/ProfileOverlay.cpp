@@ -58,6 +58,14 @@ GpuProfile overlay_profile(const GpuProfile& base, const GpuProfile& top)
   for (const auto& [k, c] : p.copies)
     (top.copies.count(k) ? curves_mine : curves_kept).push_back(k);
   size_t collectives_mine = 0;
+  // Curves the base took from a sibling GPU (CollectivesFrom.hpp) give way whole to a
+  // user's measured ones: a measurement beats a derivation.
+  bool measured_inside = std::any_of(top.collectives.begin(), top.collectives.end(),
+                                     [](const CollectiveCurve& c) { return c.ranks == c.ranks_per_node; });
+  if (measured_inside && !base.collectives_from.empty()) {
+    std::erase_if(p.collectives, [](const CollectiveCurve& c) { return c.ranks == c.ranks_per_node; });
+    p.collectives_from.clear();
+  }
   for (const CollectiveCurve& c : top.collectives) {
     auto same = [&](const CollectiveCurve& b) {
       return b.kind == c.kind && b.ranks == c.ranks && b.ranks_per_node == c.ranks_per_node;

@@ -13,6 +13,7 @@
 #include <array>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace memwall {
@@ -131,8 +132,11 @@ struct MoeRouting {
 // how the run named it (catalog ID or a file), the measurements it was fitted on, and,
 // laid over the shipped one, which parts came from where. Empty name: none (the
 // catalog's estimated efficiencies).
+// `timing`: where each part's timing came from (TimingSources.hpp), empty in results
+// written before it was kept.
 struct ProfileUsed {
   std::string name, source, parts;
+  std::vector<std::pair<std::string, std::string>> timing;
 };
 
 struct RunResult {

@@ -54,7 +54,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServingStats, present, requests, kv, iteratio
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RecordedClass, kernels, recorded_s, replayed_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MoeRouting, present, experts_per_gpu, busiest_share, dropped_share)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProfileUsed, name, source, parts)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProfileUsed, name, source, parts, timing)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RecordedKernels, present, recorded_on, replayed_on, classes, collectives,
                                    collectives_recorded_s, unclassified_kernel_time_s, ranks, profiler_steps,
                                    memory_recorded)
