@@ -31,26 +31,28 @@ TEST_CASE("divisors_are_every_whole_divisor_in_ascending_order", "[optimize]")
   CHECK(divisors(97) == std::vector<int64_t>{1, 97});
 }
 
-TEST_CASE("gpt2_on_one_dgx_a100_has_the_hand_counted_196_layouts_without_recompute", "[optimize]")
+TEST_CASE("gpt2_on_one_dgx_a100_has_the_hand_counted_228_layouts_without_recompute", "[optimize]")
 {
   // By hand, tp in {1, 2, 4} (8 does not divide 12 heads), pp dividing 12 with tp x pp
   // dividing 8, cp 1 (1,024 tokens), dp = 8 / (tp pp), micro-batches dividing 16 / dp,
   // 1f1b plus interleaved with v dividing 12 / pp (v > 1), sp on and off when tp > 1,
-  // ZeRO 0 and 1 (Megatron) when dp > 1, recompute none only (--axis):
-  //   tp pp dp  micro-batches  schedules  sp  zero
-  //    1  1  8      2              1       1    2   =  4
-  //    1  2  4      3          1 + 3       1    2   = 24
-  //    1  4  2      4          1 + 1       1    2   = 16
-  //    2  1  4      3              1       2    2   = 12
-  //    2  2  2      4          1 + 3       2    2   = 64
-  //    2  4  1      5          1 + 1       2    1   = 20
-  //    4  1  2      4              1       2    2   = 16
-  //    4  2  1      5          1 + 3       2    1   = 40      196 in all
+  // ZeRO 0 and 1 (Megatron) when dp > 1, recompute none only (--axis), and beside each
+  // even split a lighter last stage that leaves the rest even (pp 2: 7 + 5 layers, 1f1b
+  // only; pp 4 has none: 11, 10 and 9 layers do not split over 3 stages; pp 8 none at all):
+  //   tp pp dp  micro-batches  schedules      sp  zero
+  //    1  1  8      2              1           1    2   =  4
+  //    1  2  4      3          1 + 3 + 1       1    2   = 30
+  //    1  4  2      4          1 + 1           1    2   = 16
+  //    2  1  4      3              1           2    2   = 12
+  //    2  2  2      4          1 + 3 + 1       2    2   = 80
+  //    2  4  1      5          1 + 1           2    1   = 20
+  //    4  1  2      4              1           2    2   = 16
+  //    4  2  1      5          1 + 3 + 1       2    1   = 50      228 in all
   ExperimentSpec spec = job(gpt2_job);
   SearchSpace space{spec, 8, 8};
   AxisValues only                    = parse_axis_options({"training.recompute=none"});
   std::vector<PartialLayout> layouts = enumerate_layouts(space, only);
-  CHECK(layouts.size() == 196);
+  CHECK(layouts.size() == 228);
   std::set<std::vector<std::pair<std::string, std::string>>> distinct;
   for (const PartialLayout& l : layouts) {
     distinct.insert(l.settings);
@@ -126,4 +128,26 @@ TEST_CASE("gpu_range_doubles_from_its_start_to_its_end", "[optimize]")
   CHECK(gpu_range("5:5") == std::vector<int64_t>{5});
   for (const char* bad : {"8", "8:4", "0:8", "a:8", "8:1e9", ":8", "8:"})
     CHECK_THROWS_WITH(gpu_range(bad), Catch::Contains("expected A:B"));
+}
+
+TEST_CASE("an_uneven_pipeline_is_searched_where_no_even_split_exists", "[optimize]")
+{
+  // 61 layers (DeepSeek-V3's count) have no even split over 2 < pp: the end-stage axes
+  // give the first stage fewer layers so that the rest split evenly. pp 4: a first stage
+  // of 13 leaves 48 = 3 x 16 (16 > 13); then a last stage of 14 would leave 34 over 2 = 17.
+  CHECK(lighter_end_stage(61, 4) == std::vector<int64_t>{13});
+  CHECK(lighter_end_stage(48, 3) == std::vector<int64_t>{0, 14});
+  CHECK(lighter_end_stage(12, 2) == std::vector<int64_t>{0, 5});
+  CHECK(lighter_end_stage(12, 4) == std::vector<int64_t>{0});
+  CHECK(lighter_end_stage(12, 8).empty());
+  ExperimentSpec spec = job("hardware: {node: dgx-a100}\nmodel: {preset: gpt2, layers: 61}\n"
+                            "training: {seq_len: 1024, global_batch: 16, micro_batch: 1}\n");
+  SearchSpace space{spec, 8, 8};
+  AxisValues only = parse_axis_options({"training.tp=1", "training.pp=4", "training.recompute=none"});
+  std::set<std::pair<int64_t, int64_t>> splits;
+  for (const PartialLayout& l : enumerate_layouts(space, only)) {
+    splits.insert({l.t.first_stage_layers, l.t.last_stage_layers});
+    CHECK(l.t.pipeline_schedule == "1f1b"); // Megatron interleaves even splits only
+  }
+  CHECK(splits == std::set<std::pair<int64_t, int64_t>>{{13, 0}, {13, 14}});
 }

@@ -113,10 +113,11 @@ TEST_CASE("optimize_refuses_bad_input_with_one_line_and_no_results_file", "[opti
   CHECK_THAT(optimize_refused(spec + " -o " + out + " --set training.tp=3", out), Catch::Contains("does not divide"));
 }
 
-TEST_CASE("optimize_on_other_gpus_sets_aside_a_layout_written_for_the_spec_own", "[optimize][cli]")
+TEST_CASE("optimize_on_other_gpus_weighs_the_spec_own_layout_with_its_dp_scaled", "[optimize][cli]")
 {
   // dp 2 on 2 GPUs cannot be the layout of 8; the search sets every layout key anyway:
-  // tp 1 x pp 1 x dp 8 with micro-batches 1 and 2 (the divisors of 16 / 8).
+  // tp 1 x pp 1 x dp 8 with micro-batches 1 and 2 (the divisors of 16 / 8). The spec's
+  // own layout at 8 GPUs is its own with dp 8: micro-batch 1, the slower of the two.
   std::string spec = temp_path("optimize-dp2.yaml");
   write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 2}\nmodel: {preset: gpt2}\n"
                    "training: {seq_len: 1024, global_batch: 16, micro_batch: 1, dp: 2}\n");
@@ -128,7 +129,8 @@ TEST_CASE("optimize_on_other_gpus_sets_aside_a_layout_written_for_the_spec_own",
   CHECK(r.out.find("2 layouts enumerated: 0 invalid") != std::string::npos);
   CHECK(r.out.find("reproduce #1: memwall run " + spec + " --set hardware.gpus_per_node=8 --set training.dp=8") !=
         std::string::npos);
-  CHECK(r.out.find("spec's own layout") == std::string::npos);
+  CHECK(r.out.find("against the spec's own layout at 8 GPUs, dp scaled (tp 1 x pp 1 x dp 8, micro-batch 1,") !=
+        std::string::npos);
 }
 
 TEST_CASE("compare_keeps_each_machine_best_layout_at_each_gpu_count", "[optimize][cli]")

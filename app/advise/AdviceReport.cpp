@@ -1,6 +1,7 @@
 #include "app/advise/AdviceReport.hpp"
 
 #include "analysis/StepReport.hpp"
+#include "base/NumberFormat.hpp"
 #include "base/Quantity.hpp"
 
 #include <algorithm>
@@ -50,8 +51,8 @@ std::string figures(const Advice& a, const TryOutcome& t)
 std::string run_line(const Advice& a, const std::string& spec_path, const TryOutcome& t)
 {
   // A key the remedy sets replaces the user's --set of it: the line says each key once.
-  auto key          = [](const std::string& o) { return o.substr(0, o.find('=')); };
-  std::string line  = "memwall run " + spec_path;
+  auto key         = [](const std::string& o) { return o.substr(0, o.find('=')); };
+  std::string line = "memwall run " + spec_path;
   for (const std::string& o : a.user_overrides) {
     bool replaced = std::any_of(t.change.overrides.begin(), t.change.overrides.end(),
                                 [&](const std::string& c) { return key(c) == key(o); });
@@ -140,10 +141,13 @@ std::string advice_text(const Advice& a, const std::string& spec_path, const std
   }
   os << "\n  remedies, cheapest first, each alone on the given spec (peak of the fullest device, "
      << (a.serving ? "output tokens/s" : "step time") << ", change against as given)\n";
-  const TryOutcome* first   = nullptr;
-  const TryOutcome* fastest = nullptr;
-  const char* first_name    = "";
-  int n                     = 0;
+  const TryOutcome* first = nullptr;
+  const char* first_name  = "";
+  int n                   = 0;
+  int width               = 20; // the changes' column: the longest change, at most 72
+  for (const RemedyOutcome& r : a.remedies)
+    for (const TryOutcome& t : r.tries)
+      width = std::max(width, std::min(72, static_cast<int>(t.change.change.size())));
   for (const RemedyOutcome& r : a.remedies) {
     char head[96];
     std::snprintf(head, sizeof head, "  %d. %-20s ", ++n, r.name.c_str());
@@ -154,40 +158,69 @@ std::string advice_text(const Advice& a, const std::string& spec_path, const std
     bool first_row = true;
     for (const TryOutcome& t : r.tries) {
       os << (first_row ? std::string(head) : std::string(std::string(head).size(), ' '));
-      char change[96];
-      std::snprintf(change, sizeof change, "%-52s ", t.change.change.c_str());
+      char change[256];
+      std::snprintf(change, sizeof change, "%-*s ", width, t.change.change.c_str());
       os << change << figures(a, t) << "\n";
       first_row = false;
-      if (t.ran && t.m.fits && t.m.gpus == g.gpus) { // more GPUs are faster; say so apart
-        if (!fastest ||
-            (a.serving ? t.m.tokens_per_s > fastest->m.tokens_per_s : t.m.step_time_s < fastest->m.step_time_s))
-          fastest = &t;
-      }
     }
-    if (const TryOutcome* t = r.answer(); t && t->m.fits && !first) {
+    // The cheapest remedy that fits on the given GPUs (more GPUs are said apart below).
+    if (const TryOutcome* t = r.answer(); t && t->m.fits && t->m.gpus == g.gpus && !first) {
       first      = t;
       first_name = r.name.c_str();
     }
   }
-  if (first) {
-    os << "\n  first that fits: " << first_name << ", " << first->change.change << "\n      "
-       << run_line(a, spec_path, *first) << "\n";
-    if (fastest && fastest != first)
-      os << "  fastest that fits on the same " << g.gpus << " GPU" << (g.gpus == 1 ? "" : "s") << ": "
-         << fastest->change.change << "\n      " << run_line(a, spec_path, *fastest) << "\n";
+  // Two at a time: those that fit, fastest first (the rest are in --json).
+  std::vector<const TryOutcome*> ranked = a.fitting_fastest_first(), pairs;
+  for (const TryOutcome* t : ranked)
+    if (t >= a.combined.data() && t < a.combined.data() + a.combined.size())
+      pairs.push_back(t);
+  if (!a.combined.empty()) {
+    os << "\n  two remedies at a time: " << a.combined.size() << " tried, " << pairs.size() << " fit"
+       << (pairs.empty() ? "\n" : "; the fastest:\n");
+    for (size_t i = 0; i < pairs.size() && i < 5; ++i)
+      os << "     " << pairs[i]->change.change << "\n" << std::string(29, ' ') << figures(a, *pairs[i]) << "\n";
+  }
+  if (!a.stacked.empty()) {
+    os << "\n  no two fit; applied together, cheapest first:\n";
+    for (const TryOutcome& t : a.stacked)
+      os << "     " << t.change.change << "\n" << std::string(29, ' ') << figures(a, t) << "\n";
+  }
+  const TryOutcome* fastest = ranked.empty() ? nullptr : ranked.front(); // more GPUs are faster: said apart
+  std::string same_gpus     = "on the same " + format_count(a.given.m.gpus) + (a.given.m.gpus == 1 ? " GPU" : " GPUs");
+  // With more GPUs: the fastest such try, said apart (it changes what is bought).
+  const TryOutcome* more = nullptr;
+  for (const RemedyOutcome& r : a.remedies)
+    for (const TryOutcome& t : r.tries)
+      if (t.ran && t.m.fits && t.m.gpus > g.gpus && (!more || t.m.gpus < more->m.gpus))
+        more = &t;
+  auto more_line = [&] {
+    if (more)
+      os << "  with more GPUs: " << more->change.change << ", "
+         << (a.serving ? format_si(more->m.tokens_per_s, "") + " output tokens/s"
+                       : format_duration(more->m.step_time_s))
+         << "\n      " << run_line(a, spec_path, *more) << "\n";
+  };
+  if (fastest == first && first) {
+    os << "\n  first and fastest that fits " << same_gpus << ": " << first_name << ", " << first->change.change
+       << "\n      " << run_line(a, spec_path, *first) << "\n";
+    more_line();
     return os.str();
   }
-  os << "\n  no remedy fits alone; applied together, cheapest first:\n";
-  for (const TryOutcome& t : a.stacked) {
-    char change[256];
-    std::snprintf(change, sizeof change, "     %-66s ", t.change.change.c_str());
-    os << change << "\n       " << figures(a, t) << "\n";
+  if (fastest) {
+    os << "\n  fastest that fits " << same_gpus << ": " << fastest->change.change << "\n      "
+       << run_line(a, spec_path, *fastest) << "\n";
+    if (first)
+      os << "  first that fits (the cheapest remedy): " << first_name << ", " << first->change.change << "\n      "
+         << run_line(a, spec_path, *first) << "\n";
+    more_line();
+    return os.str();
   }
-  if (!a.stacked.empty() && a.stacked.back().m.fits)
-    os << "\n  fits with: " << a.stacked.back().change.change << "\n      " << run_line(a, spec_path, a.stacked.back())
-       << "\n";
-  else
-    os << "\n  nothing tried fits: a larger GPU or more of them (memwall list gpus)\n";
+  if (more) {
+    os << "\n  nothing fits " << same_gpus << "\n";
+    more_line();
+    return os.str();
+  }
+  os << "\n  nothing tried fits: a larger GPU or more of them (memwall list gpus)\n";
   return os.str();
 }
 
@@ -206,9 +239,15 @@ nlohmann::ordered_json advice_json(const Advice& a)
     x["fits"]             = ans && ans->m.fits;
     j["remedies"].push_back(x);
   }
+  j["combined"] = nlohmann::ordered_json::array();
+  for (const TryOutcome& t : a.combined)
+    j["combined"].push_back(try_json(t));
   j["stacked"] = nlohmann::ordered_json::array();
   for (const TryOutcome& t : a.stacked)
     j["stacked"].push_back(try_json(t));
+  // The fastest of every try (alone, two at a time, stacked) that fits on the given GPUs.
+  std::vector<const TryOutcome*> ranked = a.fitting_fastest_first();
+  j["fastest"]                          = ranked.empty() ? nlohmann::ordered_json(nullptr) : try_json(*ranked.front());
   return j;
 }
 

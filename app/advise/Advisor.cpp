@@ -7,6 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
 namespace memwall {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TryMeasure, fits, oom, device, hardware, peak_bytes, capacity_bytes, step_time_s,
@@ -57,6 +61,51 @@ const TryOutcome* RemedyOutcome::answer() const
   return closest;
 }
 
+// Two tries of different remedies as one: both changes, a key set by both only where
+// they agree (ZeRO-2 against ZeRO-3 is no combination). nullopt when they conflict.
+static std::optional<RemedyTry> combine(const RemedyTry& a, const RemedyTry& b)
+{
+  auto key        = [](const std::string& o) { return o.substr(0, o.find('=')); };
+  RemedyTry joint = {a.change + " + " + b.change, a.overrides};
+  for (const std::string& o : b.overrides) {
+    auto same = std::find_if(joint.overrides.begin(), joint.overrides.end(),
+                             [&](const std::string& x) { return key(x) == key(o); });
+    if (same == joint.overrides.end())
+      joint.overrides.push_back(o);
+    else if (*same != o)
+      return std::nullopt;
+  }
+  return joint;
+}
+
+std::vector<const TryOutcome*> Advice::fitting_fastest_first() const
+{
+  std::vector<const TryOutcome*> out;
+  auto add = [&](const TryOutcome& t) {
+    if (t.ran && t.m.fits && t.m.gpus == given.m.gpus)
+      out.push_back(&t);
+  };
+  for (const RemedyOutcome& r : remedies)
+    for (const TryOutcome& t : r.tries)
+      add(t);
+  for (const TryOutcome& t : combined)
+    add(t);
+  for (const TryOutcome& t : stacked)
+    add(t);
+  // Speed as a time to shorten (serving: seconds per output token). Tries within 1 % of
+  // the fastest are equals: among them the cheapest (fewest changes, earliest remedy) comes
+  // first, so that a change which buys nothing measurable is not recommended.
+  auto time = [&](const TryOutcome* t) {
+    return serving ? (t->m.tokens_per_s > 0 ? 1 / t->m.tokens_per_s : INFINITY) : t->m.step_time_s;
+  };
+  double best = INFINITY;
+  for (const TryOutcome* t : out)
+    best = std::min(best, time(t));
+  auto key = [&](const TryOutcome* t) { return time(t) <= 1.01 * best ? best : time(t); };
+  std::stable_sort(out.begin(), out.end(), [&](const TryOutcome* x, const TryOutcome* y) { return key(x) < key(y); });
+  return out;
+}
+
 Advice advise(const ExperimentSpec& spec, const std::string& spec_path, const std::vector<std::string>& overrides,
               int jobs, const TryMeasurer& measure)
 {
@@ -82,9 +131,24 @@ Advice advise(const ExperimentSpec& spec, const std::string& spec_path, const st
       todo.push_back(&t);
   replay_all(spec_path, overrides, jobs, measure, todo);
 
-  for (const RemedyOutcome& o : a.remedies)
-    if (const TryOutcome* t = o.answer(); t && t->m.fits)
-      return a;
+  // Two at a time, on the given GPUs: every try that ran of a remedy with every try of a
+  // costlier one (the stack switch a try names comes with it).
+  for (size_t i = 0; i < a.remedies.size(); ++i)
+    for (size_t j = i + 1; j < a.remedies.size(); ++j)
+      for (const TryOutcome& x : a.remedies[i].tries)
+        for (const TryOutcome& y : a.remedies[j].tries) {
+          if (!x.ran || !y.ran || x.m.gpus != a.given.m.gpus || y.m.gpus != a.given.m.gpus)
+            continue;
+          if (std::optional<RemedyTry> both = combine(x.change, y.change))
+            a.combined.push_back({std::move(*both), false, "", {}});
+        }
+  todo.clear();
+  for (TryOutcome& t : a.combined)
+    todo.push_back(&t);
+  replay_all(spec_path, overrides, jobs, measure, todo);
+
+  if (!a.fitting_fastest_first().empty())
+    return a;
   // Nothing fits alone: apply the remedies one on top of the other, cheapest first,
   // each choosing among its changes to the spec as remedied so far, until one fits.
   std::vector<std::string> stack = overrides;

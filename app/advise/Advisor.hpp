@@ -1,7 +1,10 @@
 #pragma once
 // memwall advise: when a configuration does not fit, simulate the standard remedies in
-// the practitioners' order of cost (each alone on the given spec), and when none fits
-// alone, the cheapest ones stacked until the stack fits. Every candidate is a full
+// the practitioners' order of cost (each alone on the given spec), then two at a time,
+// and rank what fits by speed: the first remedy that fits is rarely the fastest (a
+// smaller micro-batch fits before offload does, and runs slower than offload with the
+// micro-batch kept). When nothing fits alone or in pairs, the cheapest ones are stacked
+// until the stack fits. Every candidate is a full
 // replay in its own process; nothing here is a formula.
 #include "app/advise/Remedy.hpp"
 #include "sim/result/RunResult.hpp"
@@ -50,7 +53,15 @@ struct Advice {
   std::vector<std::string> user_overrides; // the --set strings the spec was given with
   TryOutcome given;
   std::vector<RemedyOutcome> remedies; // cheapest first; empty when the given spec fits
-  std::vector<TryOutcome> stacked;     // the cheapest remedies applied together, one more each row
+  // Two remedies at once on the same GPUs (a try of one with a try of a costlier one):
+  // recomputation with offload, a smaller micro-batch with ZeRO and offload.
+  std::vector<TryOutcome> combined;
+  std::vector<TryOutcome> stacked; // the cheapest remedies applied together, one more each row
+
+  // Every try that fits on the given GPU count, fastest first (training: step time;
+  // serving: output tokens/s); those within 1 % of the fastest count as equals, cheapest
+  // (alone before two at a time, in cost order) first.
+  std::vector<const TryOutcome*> fitting_fastest_first() const;
 };
 
 // `spec` is load_spec(spec_path, overrides), the user's --set strings; every try is

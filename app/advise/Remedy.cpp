@@ -10,6 +10,13 @@ Registry<RemedyFactory>& remedy_registry()
   return registry;
 }
 
+ShardingStack sharding_stack(const ExperimentSpec& spec)
+{
+  if (spec.training.stack != "pytorch")
+    return {};
+  return {"DeepSpeed (same HF modules): ", {"training.stack=deepspeed", "training.deepspeed.modules=transformers"}};
+}
+
 std::vector<NamedRemedy> remedies_in_cost_order(bool serving)
 {
   std::vector<NamedRemedy> out;

@@ -30,6 +30,16 @@ public:
   virtual std::vector<RemedyTry> tries(const ExperimentSpec& spec) const = 0;
 };
 
+// The stack a remedy that shards or offloads model states runs on: the spec's own where
+// it can (megatron, deepspeed, fsdp), else DeepSpeed driving the same Hugging Face
+// modules, as the Trainer does with `deepspeed=` (a `pytorch` job is plain DDP: no ZeRO,
+// no offload). `change` names the switch ("" when none), `overrides` make it.
+struct ShardingStack {
+  std::string change;
+  std::vector<std::string> overrides;
+};
+ShardingStack sharding_stack(const ExperimentSpec& spec);
+
 using RemedyFactory = std::function<std::unique_ptr<Remedy>()>;
 Registry<RemedyFactory>& remedy_registry();
 

@@ -36,6 +36,23 @@ std::vector<int64_t> divisors(int64_t n)
   return low;
 }
 
+std::vector<int64_t> lighter_end_stage(int64_t layers, int64_t stages)
+{
+  std::vector<int64_t> out;
+  if (stages < 1 || layers < stages)
+    return out;
+  if (layers % stages == 0)
+    out.push_back(0);
+  if (stages < 2)
+    return out;
+  for (int64_t k = (layers - 1) / stages; k >= 1; --k) // below the even share, most first
+    if ((layers - k) % (stages - 1) == 0 && (layers - k) / (stages - 1) > k) {
+      out.push_back(k);
+      break;
+    }
+  return out;
+}
+
 void IntegerAxis::apply(PartialLayout& l, const std::string& value) const
 {
   l.t.*field_ = axis_integer(key_, value);

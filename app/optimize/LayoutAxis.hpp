@@ -80,6 +80,12 @@ std::vector<NamedAxis> layout_axes_in_order();
 
 // Helpers of the axes.
 std::vector<int64_t> divisors(int64_t n); // ascending
+// The layers worth giving one end stage of `stages` that split `layers` (Megatron-Core's
+// --decoder-first/last-pipeline-num-layers): 0 (an even split) where the stages divide
+// the layers, and the most below the others' share that leaves the rest an even split
+// (the end stage lighter: the last holds the head and loss, the first the most
+// micro-batches in flight). Empty: no split of either kind.
+std::vector<int64_t> lighter_end_stage(int64_t layers, int64_t stages);
 int64_t axis_integer(const std::string& key, const std::string& value);
 bool axis_flag(const std::string& key, const std::string& value);
 

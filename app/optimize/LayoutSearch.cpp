@@ -210,11 +210,21 @@ SearchPlan plan_search(const OptimizeRequest& request)
     }
     // The spec's own layout is replayed too, as the search's reference, even where the
     // axes would not propose it (a GPipe schedule, tp across nodes).
-    if (own_layout && plan.gpus[c] == base.cluster.total_gpus()) {
+    // At another count, the same layout with dp scaled to it (where tp x pp x cp divides
+    // the count and the batch still splits): how the user's own layout would do there.
+    if (own_layout) {
+      bool same       = plan.gpus[c] == base.cluster.total_gpus();
+      int64_t replica = static_cast<int64_t>(base.training.tp) * base.training.pp * base.training.cp;
+      bool scales     = plan.gpus[c] % replica == 0;
       Settings own;
       for (const std::string& key : searched_keys(spaces[c]))
-        own.emplace_back(key, plan.spec_values.at(key));
-      plan.own_index = consider(own, false);
+        own.emplace_back(key, key == "training.dp" && !same ? std::to_string(plan.gpus[c] / replica)
+                                                            : plan.spec_values.at(key));
+      int64_t index = same || scales ? consider(own, false) : -1;
+      if (index >= 0)
+        plan.own_by_gpus[plan.gpus[c]] = index;
+      if (same)
+        plan.own_index = index;
     }
   }
   if (points.empty())

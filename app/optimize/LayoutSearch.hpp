@@ -26,13 +26,16 @@ struct OptimizeRequest {
 };
 
 struct SearchPlan {
-  std::string spec_file;                          // as given
-  std::vector<int64_t> gpus;                      // the GPU counts searched
-  int64_t enumerated = 0;                         // layouts the axes proposed
-  int64_t invalid    = 0;                         // refused by the spec's validation
-  int64_t cannot_fit = 0;                         // memory floor above the GPU's memory
-  std::map<std::string, int64_t> invalid_by_key;  // "training.pp": layouts refused on that key
-  int64_t own_index = -1;                         // the spec's own layout's point, -1: not replayed
+  std::string spec_file;                         // as given
+  std::vector<int64_t> gpus;                     // the GPU counts searched
+  int64_t enumerated = 0;                        // layouts the axes proposed
+  int64_t invalid    = 0;                        // refused by the spec's validation
+  int64_t cannot_fit = 0;                        // memory floor above the GPU's memory
+  std::map<std::string, int64_t> invalid_by_key; // "training.pp": layouts refused on that key
+  int64_t own_index = -1;                        // the spec's own layout's point, -1: not replayed
+  // At each GPU count searched, the spec's own layout (its data parallelism scaled to the
+  // count where it is not the spec's): what the best layout there is weighed against.
+  std::map<int64_t, int64_t> own_by_gpus;
   std::map<std::string, std::string> spec_values; // each searched key's value in the spec as given
   SweepSpec sweep;                                // the layouts to replay, as a sweep
   std::string sweep_yaml;                         // its text (memwall sweep runs it as it is)

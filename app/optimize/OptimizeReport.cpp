@@ -61,6 +61,8 @@ constexpr Part parts[] = {{"breakdown_s.compute", "compute"},
                           {"breakdown_s.host_overhead", "host overhead"},
                           {"breakdown_s.paging_stall", "paging stall"}};
 
+const std::string same_figures = "the same step time and memory to within 1 %";
+
 // The parts of the step that differ between two layouts, largest difference first.
 std::string why(const ResultsTable& t, size_t best, size_t other)
 {
@@ -79,7 +81,7 @@ std::string why(const ResultsTable& t, size_t best, size_t other)
     out += (out.empty() ? "" : ", ") + text;
   double pa = number(t, "max_peak_bytes", other), pb = number(t, "max_peak_bytes", best);
   if (out.empty() && std::fabs(pa - pb) <= 0.01 * pb)
-    return "the same step time and memory to within 1 %";
+    return same_figures;
   out += std::string(out.empty() ? "" : "; ") + "peak memory " + format_gib(pa) + " -> " + format_gib(pb);
   return out;
 }
@@ -188,10 +190,12 @@ std::string reproduce_command(const SearchPlan& plan, const ResultsTable& t, siz
   return s;
 }
 
-long own_row(const SearchPlan& plan, const ResultsTable& t)
+long own_row(const SearchPlan& plan, const ResultsTable& t, double gpus)
 {
+  auto at       = plan.own_by_gpus.find(static_cast<int64_t>(gpus));
+  int64_t index = gpus < 0 || at == plan.own_by_gpus.end() ? plan.own_index : at->second;
   for (size_t r = 0; r < t.rows(); ++r)
-    if (plan.own_index >= 0 && number(t, "index", r) == static_cast<double>(plan.own_index))
+    if (index >= 0 && number(t, "index", r) == static_cast<double>(index))
       return static_cast<long>(r);
   return -1;
 }
@@ -262,17 +266,29 @@ std::string optimize_report_text(const SearchPlan& plan, const ResultsTable& t, 
   }
   print_aligned(os, cells, true);
 
-  long own = own_row(plan, t);
+  // The spec's own layout at #1's GPU count (its dp scaled where the count is not its own).
+  double best_gpus = number(t, "gpus", best[0]);
+  long own         = own_row(plan, t, best_gpus);
+  bool scaled      = own >= 0 && static_cast<size_t>(own) != static_cast<size_t>(own_row(plan, t));
+  std::string at   = scaled ? " at " + format_count(best_gpus) + " GPUs, dp scaled" : "";
   os << "\n  why #1 wins\n";
   if (own >= 0 && static_cast<size_t>(own) != best[0])
-    os << "    against the spec's own layout (" << layout_text(plan, t, static_cast<size_t>(own)) << ", "
+    os << "    against the spec's own layout" << at << " (" << layout_text(plan, t, static_cast<size_t>(own)) << ", "
        << results_cell(t, "step_time_s", static_cast<size_t>(own))
        << (usable(t, static_cast<size_t>(own)) ? "" : ", does not fit")
        << "): " << why(t, best[0], static_cast<size_t>(own)) << "\n";
   else if (own >= 0)
-    os << "    it is the spec's own layout\n";
-  if (best.size() > 1)
-    os << "    against #2: " << why(t, best[0], best[1]) << "\n";
+    os << "    it is the spec's own layout" << at << "\n";
+  // Layouts that tie with #1 (step time and memory within 1 %) are one line; the runner-up
+  // is the first that differs.
+  size_t ties = 0;
+  while (ties + 1 < best.size() && why(t, best[0], best[ties + 1]) == same_figures)
+    ++ties;
+  if (ties > 0)
+    os << "    " << (ties == 1 ? "#2" : "#2 to #" + std::to_string(ties + 1)) << ": " << same_figures << " ("
+       << (ties == 1 ? "another layout" : std::to_string(ties) + " other layouts") << ")\n";
+  if (ties + 1 < best.size())
+    os << "    against #" << ties + 2 << ": " << why(t, best[0], best[ties + 1]) << "\n";
 
   std::vector<size_t> front = pareto_rows(t);
   if (front.size() > 1 || many_gpus) {
@@ -326,7 +342,7 @@ nlohmann::ordered_json optimize_report_json(const SearchPlan& plan, const Result
   j["best"]                = nlohmann::ordered_json::array();
   for (size_t i = 0; i < std::min(o.top, best.size()); ++i)
     j["best"].push_back(layout_json(plan, t, best[i]));
-  long own    = own_row(plan, t);
+  long own    = own_row(plan, t, best.empty() ? -1.0 : number(t, "gpus", best.front()));
   j["own"]    = own >= 0 ? layout_json(plan, t, static_cast<size_t>(own)) : nlohmann::ordered_json(nullptr);
   j["pareto"] = nlohmann::ordered_json::array();
   for (size_t r : pareto_rows(t))

@@ -35,8 +35,9 @@ std::string layout_text(const SearchPlan& plan, const ResultsTable& t, size_t ro
 std::string optimize_cell(const ResultsTable& t, const std::string& col, size_t row);
 // `memwall run SPEC --set key=value ...` for a row's layout.
 std::string reproduce_command(const SearchPlan& plan, const ResultsTable& t, size_t row);
-// The row of the spec's own layout, or -1 when it was not replayed.
-long own_row(const SearchPlan& plan, const ResultsTable& t);
+// The row of the spec's own layout at `gpus` (its dp scaled, SearchPlan::own_by_gpus), or
+// at the spec's own count when `gpus` < 0 or has none; -1 when not replayed.
+long own_row(const SearchPlan& plan, const ResultsTable& t, double gpus = -1);
 
 struct OptimizeReportOptions {
   Objective objective;

@@ -14,8 +14,12 @@ public:
     std::vector<RemedyTry> out;
     if (spec.training.dp < 2)
       return out;
-    for (int z = spec.training.zero + 1; z <= 3; ++z)
-      out.push_back({"ZeRO-" + std::to_string(z), {"training.zero=" + std::to_string(z)}});
+    ShardingStack stack = sharding_stack(spec); // plain DDP has no ZeRO: DeepSpeed's
+    for (int z = spec.training.zero + 1; z <= 3; ++z) {
+      std::vector<std::string> keys = stack.overrides;
+      keys.push_back("training.zero=" + std::to_string(z));
+      out.push_back({stack.change + "ZeRO-" + std::to_string(z), keys});
+    }
     return out;
   }
 };

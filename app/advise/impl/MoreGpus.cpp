@@ -17,6 +17,7 @@ public:
     const TrainingConfig& t = spec.training;
     const ClusterSpec& c    = spec.cluster;
     std::vector<RemedyTry> out;
+    ShardingStack stack = sharding_stack(spec);
     for (int nodes = c.nodes; out.size() < 4 && nodes <= c.nodes * 16; nodes *= 2) {
       int per_node = c.node.gpus;
       int64_t gpus = static_cast<int64_t>(nodes) * per_node;
@@ -28,11 +29,14 @@ public:
       int64_t mb = std::min(t.micro_batch, t.global_batch / dp);
       while ((t.global_batch / dp) % mb != 0)
         --mb;
-      out.push_back(
-          {std::to_string(gpus) + " GPUs (" + std::to_string(nodes) + " x " + c.node.id + "), ZeRO-3, dp " +
-               std::to_string(dp) + (mb != t.micro_batch ? ", micro_batch " + std::to_string(mb) : ""),
-           {"hardware.nodes=" + std::to_string(nodes), "hardware.gpus_per_node=" + std::to_string(per_node),
-            "training.zero=3", "training.dp=" + std::to_string(dp), "training.micro_batch=" + std::to_string(mb)}});
+      std::vector<std::string> keys = stack.overrides; // plain DDP has no ZeRO: DeepSpeed's
+      keys.insert(keys.end(), {"hardware.nodes=" + std::to_string(nodes),
+                               "hardware.gpus_per_node=" + std::to_string(per_node), "training.zero=3",
+                               "training.dp=" + std::to_string(dp), "training.micro_batch=" + std::to_string(mb)});
+      out.push_back({stack.change + std::to_string(gpus) + " GPUs (" + std::to_string(nodes) + " x " + c.node.id +
+                         "), ZeRO-3, dp " + std::to_string(dp) +
+                         (mb != t.micro_batch ? ", micro_batch " + std::to_string(mb) : ""),
+                     keys});
     }
     return out;
   }

@@ -14,8 +14,8 @@ public:
   std::string key() const override { return "training.pipeline_schedule"; }
   std::vector<std::string> values(const PartialLayout& l, const SearchSpace& s) const override
   {
-    if (l.t.pp == 1 || s.job.model.layers / l.t.pp < 2)
-      return {"1f1b"};
+    if (l.t.pp == 1 || s.job.model.layers / l.t.pp < 2 || l.t.first_stage_layers > 0 || l.t.last_stage_layers > 0)
+      return {"1f1b"}; // Megatron interleaves even splits only
     return {"1f1b", "interleaved"};
   }
   std::string value_of(const TrainingConfig& t) const override { return t.pipeline_schedule; }
