@@ -25,13 +25,17 @@ TEST_CASE("serve_capacity_finds_the_md1_rate_whose_mean_wait_meets_the_ttft_targ
   nlohmann::json j = nlohmann::json::parse(r.out);
   CHECK(j["capacity_requests_per_s"].get<double>() == Approx(0.5 / d).epsilon(0.05));
   CHECK(j["failed_above_requests_per_s"].get<double>() > j["capacity_requests_per_s"].get<double>());
-  // Without targets the capacity is where the server falls more than 10 % short (waits
-  // growing 0.1 s a second): between 1 / D and 1.1 / D, give or take the search's 2 %.
+  // Without targets the capacity is where the server falls more than 2 % short (waits
+  // growing 0.02 s a second: load 1.02 in steady state). Below load 1, an M/D/1 queue that
+  // starts empty still fills for about D / (1 - load)^2 (1,600 D at load 0.975), longer
+  // than these 3,000 arrivals: its waits grow through the run, and at load 0.95 to 1 by
+  // about 0.02 s a second (the steady wait, load D / 2 (1 - load), over that time). So
+  // between 0.95 / D and 1.02 / D, give or take the search's 2 %.
   CliResult free = run_cli("serve-capacity " + spec + " --json");
   REQUIRE(free.exit_code == 0);
   double c = nlohmann::json::parse(free.out)["capacity_requests_per_s"].get<double>();
-  CHECK(c >= 0.98 / d);
-  CHECK(c <= 1.02 * 1.1 / d);
+  CHECK(c >= 0.95 / d);
+  CHECK(c <= 1.02 * 1.02 / d);
 }
 
 namespace {

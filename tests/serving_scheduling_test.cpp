@@ -90,18 +90,23 @@ TEST_CASE("static_batching_holds_every_request_until_its_batch_s_longest_output_
   //   requests of a batch finish with its long one.
   // continuous: the prefill of 0-3 (1), decodes until 1-3 are done (15), prefill of 4-6
   //   (1), decodes until 5-6 are done (15), prefill of 7 (1); request 4 has 240 decodes
-  //   left: 1 + 15 + 1 + 15 + 1 + 240 = 273 iterations.
+  //   left: 1 + 15 + 1 + 15 + 1 + 240 = 273 iterations (prefills alone, chunked_prefill off).
+  // continuous with chunked prefill (vLLM's default): a prefill shares its iteration with
+  //   the running decodes, so request 4 starts in iteration 17, beside request 0's 17th
+  //   token, and ends 255 decodes later: 17 + 255 = 272 iterations.
   std::string path = trace("static_vs_continuous.csv",
                            {"0,64,256", "0,64,16", "0,64,16", "0,64,16", "0,64,256", "0,64,16", "0,64,16", "0,64,16"});
-  auto run         = [&](const std::string& scheduler) {
+  auto run         = [&](const std::string& scheduler, bool chunked) {
     return simulate(spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: llama-2-7b}\n"
                                          "inference: {trace: " +
-                                 path + ", max_num_seqs: 4, scheduler: " + scheduler + "}\n"),
+                                 path + ", max_num_seqs: 4, scheduler: " + scheduler +
+                                 ", chunked_prefill: " + (chunked ? "true" : "false") + "}\n"),
                             true);
   };
-  RunResult stat = run("static"), cont = run("continuous");
+  RunResult stat = run("static", false), cont = run("continuous", false);
   CHECK(report_json(stat)["iterations"] == 512);
   CHECK(report_json(cont)["iterations"] == 273);
+  CHECK(report_json(run("continuous", true))["iterations"] == 272);
   CHECK(request(stat, 1).finish_s == request(stat, 0).finish_s);
   CHECK(request(stat, 7).finish_s == request(stat, 4).finish_s);
   CHECK(request(cont, 1).finish_s < 0.1 * request(cont, 0).finish_s);

@@ -55,6 +55,7 @@ CapacityResult search_capacity(double start, const std::vector<LatencyTarget>& t
   auto run = [&](double rate) {
     CapacityPoint p = measure(rate);
     p.rate          = rate;
+    p.saturated     = p.saturated || (p.offered > 0 && p.served < keep_up_share * p.offered);
     p.meets         = p.fits && !p.saturated;
     for (size_t i = 0; i < targets.size() && p.meets; ++i)
       p.meets = p.values.at(i) >= 0 && p.values[i] <= targets[i].seconds;

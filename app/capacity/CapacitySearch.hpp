@@ -28,13 +28,17 @@ std::string latency_target_name(const LatencyTarget& t);
 // The target's statistic in a serving run's --json summary; -1 when none (no request completed).
 double latency_target_value(const nlohmann::ordered_json& summary, const LatencyTarget& t);
 
-// One simulated rate: whether it fitted, kept up (not saturated) and the value of each
-// target's statistic (negative: none, no request completed).
+// One simulated rate: whether it fitted, kept up and the value of each target's
+// statistic (negative: none, no request completed). A server keeps up when it serves what
+// arrives within 2 % (keep_up_share): a queue whose waits grow 2 % of a second a second
+// is one that never settles, though ServingReport calls a server saturated only past 10 %.
+constexpr double keep_up_share = 0.98;
 struct CapacityPoint {
   double rate    = 0;
   bool fits      = false;
   bool saturated = false;
   std::vector<double> values; // per target
+  double offered = 0;         // requests per second that arrived (0: not measured)
   double served  = 0;         // requests per second it kept up with
   double window  = 0;         // seconds the arrivals spanned
   double latency = 0;         // mean end-to-end latency of the completed requests

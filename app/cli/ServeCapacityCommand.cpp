@@ -51,7 +51,7 @@ void print_text(const CapacityResult& r, const std::vector<LatencyTarget>& targe
   std::cout << title << "\n  GPU timing     " << timing_text(gpu) << "\n  targets        ";
   for (const LatencyTarget& t : targets)
     std::cout << latency_target_name(t) << " <= " << format_duration(t.seconds) << ", ";
-  std::cout << "keeping up with the arrivals\n\n  rate [req/s]";
+  std::cout << "keeping up with the arrivals (served within 2 % of offered)\n\n  rate [req/s]";
   for (const LatencyTarget& t : targets)
     std::printf("  %12s", latency_target_name(t).c_str());
   std::printf("  %12s  verdict\n", "served [/s]");
@@ -182,6 +182,7 @@ int serve_capacity_command(const std::vector<std::string>& args)
                               : 0.0;
     p.latency        = j["latency_s"]["mean"].is_number() ? j["latency_s"]["mean"].get<double>() : 0.0;
     p.served         = kept.is_number() ? kept.get<double>() : 0.0;
+    p.offered        = off.is_number() ? off.get<double>() : 0.0;
     for (const LatencyTarget& t : targets)
       p.values.push_back(latency_target_value(j, t));
     return p;

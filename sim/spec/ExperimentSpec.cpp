@@ -180,7 +180,8 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
   const GpuSpec& gpu = spec.cluster.node.gpu;
   if (spec.serving) {
     ParamReader inference = top.section("inference", "serving or offline generation: requests, batching, KV cache", "");
-    spec.inference        = read_inference_section(inference, spec.cluster.total_gpus(), spec.model, spec_dir);
+    spec.inference =
+        read_inference_section(inference, spec.cluster.total_gpus(), spec.model, spec.cluster.node.gpu, spec_dir);
     spec.inference.record_tensor_accesses = spec.memory.enabled();
     spec.inference.managed_weights        = spec.memory.is_managed(MemCategory::weights);
     spec.inference.managed_activations    = spec.memory.is_managed(MemCategory::activations);

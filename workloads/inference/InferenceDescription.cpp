@@ -68,8 +68,10 @@ std::string describe_inference(const InferenceConfig& c)
   std::string s = inference_engine_registry().make(c.engine)->summary_prefix() + dtype_name(c.weight_dtype) +
                   " weights, " + dtype_name(c.kv_dtype) + " KV, tp " + str(c.tp) + expert_layout(c) + ", " +
                   c.scheduler + " batching (max " + str(c.max_num_seqs) + " seqs" +
-                  (c.attention_dp() > 1 ? " per group" : "") + (c.chunked_prefill ? ", chunked prefill" : "") + "), " +
-                  c.kv_manager + " KV";
+                  (c.attention_dp() > 1 ? " per group" : "") +
+                  (c.scheduler == "continuous" ? ", " + str(c.max_num_batched_tokens) + " tokens per iteration" : "") +
+                  (c.chunked_prefill ? ", chunked prefill" : "") +
+                  (c.batch_defaults.empty() ? "" : "; " + c.batch_defaults) + "), " + c.kv_manager + " KV";
   if (c.kv_manager == "paged")
     s += " (block " + str(c.block_size) + ", preempt by " + c.preemption + ")";
   if (c.shared_prefix > 0)

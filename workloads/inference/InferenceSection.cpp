@@ -240,7 +240,7 @@ void check(ParamReader& r, InferenceConfig& c, int64_t gpus, const ModelSpec& m)
 
 } // namespace
 
-InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const ModelSpec& model,
+InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const ModelSpec& model, const GpuSpec& gpu,
                                        const std::string& spec_dir)
 {
   InferenceConfig c;
@@ -273,15 +273,25 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
   c.scheduler     = r.choice("scheduler", engine->default_scheduler(c.source), batch_scheduler_registry().names(),
                              "batching: static (a batch runs to its longest output) or continuous (vLLM); "
                                  "see `memwall list schedulers`");
-  c.max_num_seqs =
-      r.integer("max_num_seqs", 256, "most sequences in one iteration (of each attention data-parallel group)", 1, "",
-                limits::requests);
-  c.chunked_prefill = r.flag("chunked_prefill", false, "split prefills into chunks mixed with decodes");
+  // The engine's current release sets what the spec leaves out (vLLM's depend on the GPU
+  // and on whether it serves arrivals or one offline batch); the summary says so.
+  BatchDefaults d = engine->batch_defaults(gpu, c.source, c.max_model_len);
+  c.max_num_seqs  = r.integer(
+       "max_num_seqs", d.max_num_seqs, "most sequences in one iteration (of each attention data-parallel group)", 1,
+       "the engine's: vllm 1024 on a GPU of 70 GiB or more but an A100, else 256", limits::requests);
+  c.chunked_prefill = r.flag("chunked_prefill", d.chunked_prefill,
+                             "split prefills into chunks mixed with decodes (the engine's default: vllm on, hf off)");
   c.max_num_batched_tokens =
-      r.integer("max_num_batched_tokens", 0, "most tokens in one iteration (of each attention data-parallel group)", 1,
-                "512 with chunked prefill, else max(max_model_len, 2048)", limits::tokens);
-  if (!r.has("max_num_batched_tokens"))
-    c.max_num_batched_tokens = c.chunked_prefill ? 512 : std::max<int64_t>(c.max_model_len, 2048);
+      r.integer("max_num_batched_tokens", d.max_num_batched_tokens,
+                "most tokens in one iteration (of each attention data-parallel group)", 1,
+                "the engine's: vllm 8192 serving arrivals, 16384 offline on a GPU of 70 GiB or more but an A100, "
+                "else 2048 and 8192; hf max(max_model_len, 2048)",
+                limits::tokens);
+  // Without chunks a whole prompt must fit one iteration (vLLM's SchedulerConfig).
+  if (!c.chunked_prefill && !r.has("max_num_batched_tokens"))
+    c.max_num_batched_tokens = std::max(c.max_num_batched_tokens, c.max_model_len);
+  if (!r.has("max_num_seqs") || !r.has("chunked_prefill") || !r.has("max_num_batched_tokens"))
+    c.batch_defaults = d.whose;
   c.kv_manager     = r.choice("kv_manager", "paged", kv_manager_registry().names(),
                               "paged blocks (vLLM) or a contiguous reservation of max_model_len per request; "
                                   "see `memwall list kv-managers`");

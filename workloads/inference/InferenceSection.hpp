@@ -4,6 +4,7 @@
 // of their combinations. It sits above the concern folders (engine/, scheduler/, kv/) it
 // asks; the InferenceConfig it fills sits below them.
 #include "base/ParamReader.hpp"
+#include "hwmodels/GpuSpec.hpp"
 #include "workloads/inference/config/InferenceConfig.hpp"
 #include "workloads/model/ModelSpec.hpp"
 
@@ -19,8 +20,8 @@ std::string describe_request_lengths(const InferenceConfig& c);
 
 // `gpus` is the number of GPUs the hardware section provides (one model replica: tp, or ep
 // when the experts are spread over attention data-parallel groups);
-// `spec_dir` resolves a relative trace path.
-InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const ModelSpec& model,
+// `gpu` sets the engine's defaults (BatchDefaults); `spec_dir` resolves a relative trace path.
+InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const ModelSpec& model, const GpuSpec& gpu,
                                        const std::string& spec_dir);
 
 } // namespace memwall

@@ -50,14 +50,15 @@ struct InferenceConfig {
   int64_t max_num_seqs           = 256;
   int64_t max_num_batched_tokens = 0;
   bool chunked_prefill           = false;
-  std::string kv_manager         = "paged";
-  int64_t block_size             = 16;
-  std::string preemption         = "recompute"; // recompute | swap
-  double swap_space              = 4.0 * (1ull << 30);
-  int64_t shared_prefix          = 0; // tokens of a system prompt every request starts with
-  OffShares weights_off;              // parts of every layer's weights kept off the GPU
-  OffShares kv_off;                   // parts of every sequence's KV kept off the GPU
-  OffShares act_off;                  // parts of the hidden states between layers kept off the GPU
+  std::string batch_defaults; // whose defaults set the three above where the spec did not (summary)
+  std::string kv_manager = "paged";
+  int64_t block_size     = 16;
+  std::string preemption = "recompute"; // recompute | swap
+  double swap_space      = 4.0 * (1ull << 30);
+  int64_t shared_prefix  = 0; // tokens of a system prompt every request starts with
+  OffShares weights_off;      // parts of every layer's weights kept off the GPU
+  OffShares kv_off;           // parts of every sequence's KV kept off the GPU
+  OffShares act_off;          // parts of the hidden states between layers kept off the GPU
   // Attention over KV held in host memory runs on the CPU (FlexGen's cpu_cache_compute,
   // ZeRO-Inference): queries go down, outputs come up, the KV never crosses PCIe.
   bool cpu_attention = false;

@@ -10,6 +10,7 @@
 //         torch.cat every step, one static batch, no KV budget.
 #include "base/ParamReader.hpp"
 #include "base/Registry.hpp"
+#include "hwmodels/GpuSpec.hpp"
 #include "workloads/inference/config/InferenceConfig.hpp"
 #include "workloads/inference/engine/IterationKernels.hpp"
 
@@ -20,6 +21,15 @@
 
 namespace memwall {
 
+// The scheduler's limits a spec gets where it gives none, as the engine's current
+// release sets them, and the words that say whose they are.
+struct BatchDefaults {
+  bool chunked_prefill           = false;
+  int64_t max_num_batched_tokens = 0;
+  int64_t max_num_seqs           = 256;
+  std::string whose; // "vLLM's defaults for an API server on a GPU of 70 GiB or more"
+};
+
 class InferenceEngine {
 public:
   virtual ~InferenceEngine() = default;
@@ -27,6 +37,9 @@ public:
   virtual std::string default_scheduler(const std::string& source) const = 0;
   // Tokens per KV block when the spec gives no block_size.
   virtual int64_t default_block_size() const = 0;
+  // Chunked prefill, tokens and sequences per iteration when the spec gives none, on `gpu`
+  // for requests from `source` (batch: offline, all at once; trace, poisson: a server).
+  virtual BatchDefaults batch_defaults(const GpuSpec& gpu, const std::string& source, int64_t max_model_len) const = 0;
   // Refuses, through `r`, the keys of the inference section the engine cannot honour.
   virtual void check(ParamReader& r, const InferenceConfig& c, const ModelSpec& m) const = 0;
   // Puts the engine's own kernels into `it` where they differ from InferenceKernels'

@@ -47,6 +47,11 @@ class HfEngine : public InferenceEngine {
 public:
   std::string default_scheduler(const std::string&) const override { return "static"; }
   int64_t default_block_size() const override { return 1; }
+  // generate() prefills whole prompts in one static batch: no chunks, no token budget.
+  BatchDefaults batch_defaults(const GpuSpec&, const std::string&, int64_t max_model_len) const override
+  {
+    return {false, std::max<int64_t>(max_model_len, 2048), 256, "generate()'s one static batch"};
+  }
   std::string summary_prefix() const override { return "Hugging Face generate() in eager PyTorch, "; }
 
   void check(ParamReader& r, const InferenceConfig& c, const ModelSpec& m) const override
