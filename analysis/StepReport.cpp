@@ -203,14 +203,22 @@ nlohmann::ordered_json report_json(const RunResult& r)
                       {"host_overhead", timed(b.host_overhead)}};
   j["stalls"]      = stalls_json(b, ok);
   j["paging"]      = paging_json(r);
-  // The GPUs' energy at board power (TDP) times the PUE: an upper bound on the GPUs' draw
-  // (they rarely hold TDP), a lower bound on the facility's (CPUs and network not counted).
+  // Energy at the nodes' system power (the vendor's full-load figure: GPUs, CPUs, memory,
+  // NICs, fans) per GPU times the PUE, where the node has one, else at the GPUs' board
+  // power (TDP) alone, a lower bound on the facility's; both at full load, an upper bound
+  // on the draw (GPUs rarely hold TDP). `gpu_power_w` is the GPUs' share beside it.
   bool powered = r.power_w > 0;
   auto energy  = [&](double v) { return ok && powered ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); };
-  j["energy"]  = {{"power_w", powered ? nlohmann::ordered_json(r.power_w) : nlohmann::ordered_json(nullptr)},
-                  {"joules_per_step", energy(r.power_w * step)},
-                  {"usd_per_step", energy(r.power_w * step / 3.6e9 * r.usd_per_mwh)},
-                  {"usd_per_mwh", r.usd_per_mwh}};
+  auto watts   = [](double w) { return w > 0 ? nlohmann::ordered_json(w) : nlohmann::ordered_json(nullptr); };
+  bool node_power = powered && r.power_w != r.gpu_power_w;
+  j["energy"]     = {{"power_w", watts(r.power_w)},
+                     {"power_of", !powered     ? "unknown"
+                                  : node_power ? "node system power"
+                                               : "GPU TDP"},
+                     {"gpu_power_w", watts(r.gpu_power_w)},
+                     {"joules_per_step", energy(r.power_w * step)},
+                     {"usd_per_step", energy(r.power_w * step / 3.6e9 * r.usd_per_mwh)},
+                     {"usd_per_mwh", r.usd_per_mwh}};
   // The fitted profile that timed the kernels: catalog id or file, what it was fitted on,
   // which parts came from where ("all": the one profile; "none": the catalog's estimated
   // efficiencies). Never empty: these are sweep columns, where empty reads as missing.

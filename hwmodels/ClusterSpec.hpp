@@ -23,6 +23,13 @@ struct ClusterSpec {
   // The facility power `gpus` of the node's GPUs draw at their board power (TDP) times
   // the PUE; 0 when the GPU's TDP is unknown. CPUs, NICs and switches are not counted.
   double gpu_facility_power_w(double gpus) const { return node.gpu.tdp_w * gpus * pue; }
+  // The facility power of `gpus` GPUs' share of their nodes: the node's system power
+  // (the vendor's figure for the whole server: a DGX H100 10.2 kW where its eight GPUs'
+  // TDP is 5.6 kW) per GPU times the PUE; the GPUs' alone where the node's is unknown.
+  double facility_power_w(double gpus) const
+  {
+    return node.power_w > 0 ? node.power_w / node.gpus * gpus * pue : gpu_facility_power_w(gpus);
+  }
 };
 
 } // namespace memwall

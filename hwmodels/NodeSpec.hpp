@@ -28,7 +28,11 @@
   X(nvme_read_bw, rate, 0, "NVMe sequential read bandwidth")                                                           \
   X(nvme_write_bw, rate, 0, "NVMe sequential write bandwidth")
 // X(key, default, least, most, description)
-#define MEMWALL_NODE_NUMBERS(X) X(price_usd, 0, 0, 1e10, "indicative node price in USD, GPUs included")
+#define MEMWALL_NODE_NUMBERS(X)                                                                                        \
+  X(price_usd, 0, 0, 1e10, "indicative node price in USD, GPUs included")                                              \
+  X(power_w, 0, 0, 1e7,                                                                                                \
+    "system power at full load in watts, from the vendor's datasheet (GPUs, CPUs, memory, NICs, switches, fans): a "   \
+    "run's power and energy; 0 = unknown (the GPUs' TDP alone)")
 #define MEMWALL_NODE_COUNTS(X)                                                                                         \
   X(sockets, 1, 1, 1024, "CPU sockets (a rack: one per CPU)")                                                          \
   X(gpus_per_pcie_switch, 1, 1, 1024, "GPUs sharing one PCIe switch uplink")                                           \

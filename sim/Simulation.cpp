@@ -276,8 +276,9 @@ RunResult simulate(const ExperimentSpec& spec, bool child, const SimulateOptions
   RunResult r = simulate_any(spec, child, how);
   r.profile   = profile_used(spec);
   // A trace replays on as many GPUs as it has ranks; a generated step on all of them.
-  r.power_w = spec.cluster.gpu_facility_power_w(
-      static_cast<double>(r.recorded.ranks > 0 ? r.recorded.ranks : spec.cluster.total_gpus()));
+  double gpus   = static_cast<double>(r.recorded.ranks > 0 ? r.recorded.ranks : spec.cluster.total_gpus());
+  r.power_w     = spec.cluster.facility_power_w(gpus);
+  r.gpu_power_w = spec.cluster.gpu_facility_power_w(gpus);
   r.usd_per_mwh = spec.cluster.usd_per_mwh;
   return r;
 }

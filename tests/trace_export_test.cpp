@@ -129,8 +129,10 @@ TEST_CASE("a_replayed_trace_says_its_window_its_profiler_steps_ranks_and_missing
   CHECK(j["trace"]["profiler_steps"] == 5);
   CHECK(j["trace"]["ranks"] == 2);
   CHECK(j["trace"]["memory_recorded"] == true);
-  // Energy of the 2 GPUs that replay: 700 W x 2 x PUE 1.56.
-  CHECK(j["energy"]["power_w"].get<double>() == Approx(2184.0));
+  // Energy of the 2 GPUs that replay: their share of the DGX H100's 10.2 kW (datasheet),
+  // 10,200 / 8 x 2 x PUE 1.56; their TDP alone 700 W x 2 x 1.56.
+  CHECK(j["energy"]["power_w"].get<double>() == Approx(10200.0 / 8 * 2 * 1.56));
+  CHECK(j["energy"]["gpu_power_w"].get<double>() == Approx(2184.0));
   std::string text = memwall::test::run_cli("run " + two).out;
   CHECK_THAT(text, Catch::Contains("trace window") && Catch::Contains("5 profiler steps") &&
                        Catch::Contains("2 replayed") && !Catch::Contains("8 of 8"));

@@ -81,14 +81,15 @@ int list_gpus()
 
 int list_nodes()
 {
-  std::vector<std::vector<std::string>> rows{{"id", "name", "GPUs", "GPU fabric", "DRAM", "NICs", "price"}};
+  std::vector<std::vector<std::string>> rows{{"id", "name", "GPUs", "GPU fabric", "DRAM", "NICs", "power", "price"}};
   for (const auto& id : node_preset_ids()) {
     NodeSpec n = node_preset(id);
-    rows.push_back(
-        {id, n.name, std::to_string(n.gpus) + " x " + n.gpu.id, gpu_fabric_name(n.fabric), format_bytes(n.dram_bytes),
-         n.nics ? std::to_string(n.nics) + " x " + format_si(n.nic_bw, "B/s") : "none", format_usd(n.price_usd)});
+    rows.push_back({id, n.name, std::to_string(n.gpus) + " x " + n.gpu.id, gpu_fabric_name(n.fabric),
+                    format_bytes(n.dram_bytes),
+                    n.nics ? std::to_string(n.nics) + " x " + format_si(n.nic_bw, "B/s") : "none",
+                    n.power_w > 0 ? format_si(n.power_w, "W") : "-", format_usd(n.price_usd)});
   }
-  print_table(rows, {false, false, false, false, true, true, true});
+  print_table(rows, {false, false, false, false, true, true, true, true});
   return 0;
 }
 

@@ -33,11 +33,27 @@ std::string cell(const ResultsTable& t, const std::string& col, size_t row)
     return v != 0 ? "yes" : "no";
   if (!ends(col, "_bytes").empty() || col.rfind("gpu.peak.", 0) == 0)
     return format_gib(v);
+  // Dollars only where the column is dollars: a price (*_usd), dollars per something
+  // (usd_per_step, energy.usd_per_step, usd_to_train; cents and below kept), never a
+  // count per dollar (tokens_per_usd).
+  std::string leaf = col.substr(col.rfind('.') + 1);
+  bool per_dollar  = !ends(col, "_per_usd").empty();
   if (col == "mfu" || !ends(col, "utilization").empty())
     std::snprintf(buf, sizeof buf, "%.1f %%", 100 * v);
-  else if (!ends(col, "_usd").empty())
-    return format_usd(v);
-  else {
+  else if (per_dollar)
+    return (std::fabs(v) >= 1000 ? format_count(v) : (std::snprintf(buf, sizeof buf, "%.4g", v), std::string(buf))) +
+           " per $";
+  else if (leaf == "usd_per_mwh")
+    return format_usd(v) + "/MWh";
+  else if (!ends(col, "power_w").empty())
+    return format_si(v, "W");
+  else if (!ends(col, "_usd").empty() || leaf.rfind("usd_", 0) == 0) {
+    if (std::fabs(v) >= 100)
+      return format_usd(v);
+    if (std::fabs(v) >= 1)
+      return format_usd_cents(v);
+    std::snprintf(buf, sizeof buf, "$%.3g", v);
+  } else {
     // Four significant digits below a thousand, whole numbers with separators above
     // ("630,200 tokens/s", "1,904,000 GPU-hours"), never "6.302e+05".
     bool seconds = !ends(col, "_s").empty() && col.find("per_s") == std::string::npos;
@@ -183,8 +199,11 @@ std::string sweep_csv(const ResultsTable& t)
 
 bool higher_is_better(const std::string& metric)
 {
-  return metric.find("per_s") != std::string::npos || metric == "mfu" ||
-         metric.find("utilization") != std::string::npos || metric == "fits";
+  // Rates (per second), what a dollar or a joule buys, MFU, utilization, fitting. The
+  // rest (times, bytes, dollars, joules, days, GPU-hours) are better lower.
+  auto has = [&](const char* part) { return metric.find(part) != std::string::npos; };
+  return (has("per_s") && !has("per_step")) || has("_per_usd") || has("_per_joule") || metric == "mfu" ||
+         has("utilization") || metric == "fits";
 }
 
 std::string sweep_report_text(const ResultsTable& t, const std::string& path, const SweepReportOptions& o)

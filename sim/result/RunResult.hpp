@@ -146,7 +146,8 @@ struct RunResult {
   double tokens_per_step      = 0;
   int gpus                    = 0;
   double peak_flops_per_gpu   = 0; // at the step's compute dtype
-  double power_w              = 0; // the GPUs' facility power: TDP x GPUs x PUE (0: TDP unknown)
+  double power_w              = 0; // facility power: the nodes' system power per GPU x GPUs x PUE, else gpu_power_w
+  double gpu_power_w          = 0; // the GPUs' alone: TDP x GPUs x PUE (0: TDP unknown)
   double usd_per_mwh          = 0; // the price of that energy
   std::vector<OpRecord> ops;
   StepIntervals step_intervals; // the breakdown's, when `ops` holds no record per op

@@ -76,6 +76,7 @@ void to_json(nlohmann::json& j, const RunResult& r)
                      {"gpus", r.gpus},
                      {"peak_flops_per_gpu", r.peak_flops_per_gpu},
                      {"power_w", r.power_w},
+                     {"gpu_power_w", r.gpu_power_w},
                      {"usd_per_mwh", r.usd_per_mwh},
                      {"ops", r.ops},
                      {"step_intervals", r.step_intervals},
@@ -99,6 +100,7 @@ void from_json(const nlohmann::json& j, RunResult& r)
   j.at("peak_flops_per_gpu").get_to(r.peak_flops_per_gpu);
   if (j.contains("power_w")) { // absent from results written before energy was reported
     j.at("power_w").get_to(r.power_w);
+    r.gpu_power_w = j.value("gpu_power_w", r.power_w); // before node power: the GPUs' was the power
     j.at("usd_per_mwh").get_to(r.usd_per_mwh);
   }
   j.at("ops").get_to(r.ops);
