@@ -10,6 +10,8 @@
           --x naming a result column instead (hardware_cost_usd), a trade-off: every
           fitting point, one line per value of --lines, labelled with the other axes
   fits    a sweep's fits / does-not-fit map over two axes, with the peak memory per cell
+  ranking the best layouts of a search, one bar each split into where the step goes (the
+          default for a `memwall optimize` file)
 
 Needs matplotlib and h5py (Debian: python3-matplotlib python3-h5py). Bad input: one line
 on stderr, exit 2; the PNG appears whole (written beside the target, then renamed) or
@@ -95,6 +97,17 @@ def scaled(column, values):
 
 def short(axis):
     return axis.rsplit(".", 1)[-1]
+
+
+def set_title(ax, text, fontsize=10):
+    """A title never cut: each line wrapped to what the figure's width holds at the font
+    size (about 0.6 of the size in points per character)."""
+    import textwrap
+    # the title is centred over the axes: it may reach a little past them, not past the figure
+    width_pt = ax.figure.get_figwidth() * 72 * min(0.92, ax.get_position().width + 0.08)
+    chars = max(20, int(width_pt / (0.6 * fontsize)))
+    lines = [w for line in text.split("\n") for w in (textwrap.wrap(line, chars) or [""])]
+    ax.set_title("\n".join(lines), fontsize=fontsize)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -243,7 +256,7 @@ def plot_kv(ax, kv):
         ax.axhline(budget / GIB, color="black", linestyle=":", linewidth=1.2, label=f"KV budget {budget / GIB:.1f} GiB")
     top = max([budget] + ([float(reserved.max())] if len(t) else []))
     ax.set_ylim(0, top / GIB * 1.08 if top > 0 else 1)
-    ax.set_title("KV cache per GPU, and the requests waiting to be scheduled", fontsize=10)
+    set_title(ax, "KV cache per GPU, and the requests waiting to be scheduled", 10)
     ax.set_ylabel("KV cache (GiB)")
     ax.grid(alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
@@ -269,8 +282,7 @@ def plot_managed(ax, name, g):
         ax.step(t, resident / GIB, where="post", color="#4e79a7", label="on the GPU")
         ax.step(t, host / GIB, where="post", color="#e15759", label="on the host")
     moved = (float(g.attrs.get("migrated_h2d_bytes", 0)) + float(g.attrs.get("migrated_d2h_bytes", 0))) / GIB
-    ax.set_title(f"{name}: managed memory ({int(g.attrs.get('faults', 0))} faults, {moved:.2f} GiB migrated)",
-                 fontsize=10)
+    set_title(ax, f"{name}: managed memory ({int(g.attrs.get('faults', 0))} faults, {moved:.2f} GiB migrated)", 10)
     ax.set_ylabel("managed (GiB)")
     top = max([float(resident.max()) if len(t) else 0.0, float(host.max()) if len(t) else 0.0])
     ax.set_ylim(0, top / GIB * 1.08 if top > 0 else 1)
@@ -320,8 +332,8 @@ def plot_memory(f, memory, title, out, device):
         elif cap > 0:
             ax.plot([], [], " ", label=f"capacity {cap / GIB:.1f} GiB\n(off the scale)")
         state = "OUT OF MEMORY" if cap > 0 and peak > cap else "fits"
-        ax.set_title(f"{name} ({hw}{', x' + str(count) if count > 1 else ''}): peak {peak / GIB:.2f} GiB, {state}",
-                     fontsize=10)
+        set_title(ax, f"{name} ({hw}{', x' + str(count) if count > 1 else ''}): peak {peak / GIB:.2f} GiB, {state}",
+                  10)
         draw_phases(ax, phase_spans(phases, name, end / 2000) if ".gpu" in name else None)
         ax.set_ylabel("memory (GiB)")
         top = max(cap if on_scale else 0, peak)
@@ -333,7 +345,8 @@ def plot_memory(f, memory, title, out, device):
     if kv is not None:
         plot_kv(axes[-1, 0], kv)
     axes[-1, 0].set_xlabel("simulated time (s)")
-    fig.suptitle(title, fontsize=11)
+    import textwrap
+    fig.suptitle("\n".join(textwrap.wrap(title, max(20, int(fig.get_figwidth() * 72 * 0.92 / 6.6)))), fontsize=11)
     fig.tight_layout()
     save(fig, out)
     return f"memory of {len(names)} device(s)"
@@ -435,9 +448,18 @@ def plot_metric(table, axes, attrs, out, x, y, lines):
     ax.set_xlabel(label(short(x)))
     ax.set_ylabel(label(y))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=9)
+    # A long legend goes below the axes, where it hides no line: inside, past a few
+    # entries or long names, it covers what it names.
+    entries = ax.get_legend_handles_labels()[1]
+    if len(entries) > 4 or any(len(e) > 40 for e in entries):
+        cols = 1 if any(len(e) > 40 for e in entries) else 2
+        rows = (len(entries) + cols - 1) // cols + sum(e.count("\n") for e in entries)
+        fig.set_figheight(fig.get_figheight() + 0.2 * rows + 0.3)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=cols, frameon=False)
+    else:
+        ax.legend(fontsize=9)
     note = f"; best over {', '.join(short(a) for a in others)}" if others else ""
-    ax.set_title(f"{label(y)} against {short(x)}{note}\n{attrs.get('sweep_file', '')}", fontsize=10)
+    set_title(ax, f"{label(y)} against {short(x)}{note}\n{attrs.get('sweep_file', '')}", 10)
     fig.tight_layout()
     save(fig, out)
     return f"{y} against {x} for {len(ok)} points"
@@ -492,6 +514,7 @@ def plot_tradeoff(table, axes, attrs, out, x, y, lines):
     fig, ax = plt.subplots(figsize=(10, 6))
     groups = axis_values(table, lines, ok) if lines else [None]
     cmap = plt.get_cmap("tab10")
+    labels = []
     for gi, gv in enumerate(groups):
         rows = [r for r in ok if gv is None or table[lines][r] == gv]
         front = pareto(rows, table, x, y)
@@ -502,13 +525,10 @@ def plot_tradeoff(table, axes, attrs, out, x, y, lines):
         if rest:
             ax.scatter(scaled(x, [table[x][r] for r in rest]), scaled(y, [table[y][r] for r in rest]),
                        marker="osD^vP*X"[gi % 8], facecolors="none", edgecolors=colour, alpha=0.6)
-        if len(front) <= 40:
-            for r in front:
-                # neighbouring lines label on opposite sides, so that close lines stay legible
-                up = gi % 2 == 0
-                ax.annotate(point_label(table, others, r), (scaled(x, [table[x][r]])[0], scaled(y, [table[y][r]])[0]),
-                            textcoords="offset points", xytext=(7, 5) if up else (-7, -12),
-                            ha="left" if up else "right", fontsize=7, color=colour)
+        for r in front:
+            # neighbouring lines try opposite sides first, so that close lines stay legible
+            labels.append((point_label(table, others, r), (scaled(x, [table[x][r]])[0], scaled(y, [table[y][r]])[0]),
+                           colour, 0 if gi % 2 == 0 else 1))
     if any(r not in pareto([q for q in ok if not lines or table[lines][q] == table[lines][r]], table, x, y)
            for r in ok):
         ax.scatter([], [], marker="o", facecolors="none", edgecolors="grey", label="beaten on both axes")
@@ -521,10 +541,102 @@ def plot_tradeoff(table, axes, attrs, out, x, y, lines):
     ax.set_ylabel(label(y))
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=9)
-    ax.set_title(f"{label(y)} against {label(x)}, fitting points\n{attrs.get('sweep_file', '')}", fontsize=10)
+    set_title(ax, f"{label(y)} against {label(x)}, fitting points (the best labelled where there is room)\n"
+                  f"{attrs.get('sweep_file', '')}", 10)
     fig.tight_layout()
+    place_labels(fig, ax, labels)
     save(fig, out)
     return f"{y} against {x} for {len(ok)} points"
+
+
+def place_labels(fig, ax, labels):
+    """Each (text, point, colour, first side) label beside its point, on the first side
+    where it stays inside the axes and overlaps neither an earlier label nor the legend;
+    a label with no such side is left out. Placed after the layout: the axes keep their
+    box, so what was clear stays clear."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    taken = [ax.get_legend().get_window_extent(renderer)] if ax.get_legend() else []
+    sides = [((7, 4), "left", "bottom"), ((-7, -4), "right", "top"), ((7, -4), "left", "top"),
+             ((-7, 4), "right", "bottom"), ((0, 9), "center", "bottom"), ((0, -9), "center", "top")]
+    left_out = 0
+    for text, xy, colour, first in labels:
+        for offset, ha, va in sides[first:] + sides[:first]:
+            t = ax.annotate(text, xy, textcoords="offset points", xytext=offset, ha=ha, va=va, fontsize=7,
+                            color=colour)
+            b = t.get_window_extent(renderer)
+            inside = b.x0 >= frame.x0 and b.x1 <= frame.x1 and b.y0 >= frame.y0 and b.y1 <= frame.y1
+            clear = all(b.x1 <= o.x0 or o.x1 <= b.x0 or b.y1 <= o.y0 or o.y1 <= b.y0 for o in taken)
+            if inside and clear:
+                taken.append(b)
+                break
+            t.remove()
+        else:
+            left_out += 1
+    return left_out
+
+
+PARTS = [("breakdown_s.compute", "compute", "#4e79a7"), ("breakdown_s.exposed_comm", "exposed communication", "#f28e2b"),
+         ("breakdown_s.pipeline_bubble", "pipeline bubble", "#e15759"),
+         ("breakdown_s.offload_stall", "offload stall", "#76b7b2"), ("breakdown_s.host_overhead", "host", "#edc948"),
+         ("breakdown_s.paging_stall", "paging stall", "#b07aa1")]
+
+
+def setting(axis, value):
+    """A layout key and its value in few words: "mb 8", "ZeRO-1", "1f1b", "recompute none"."""
+    key, v = short(axis), fmt(value)
+    words = {"micro_batch": f"mb {v}", "zero": f"ZeRO-{v}", "pipeline_schedule": v, "virtual_stages": f"v {v}",
+             "first_stage_layers": f"first stage {v} layers" if v != "0" else "first stage even",
+             "last_stage_layers": f"last stage {v} layers" if v != "0" else "last stage even",
+             "optimizer": f"optimizer offload {v}", "params": f"params offload {v}"}
+    return words.get(key, f"{key} {v}")
+
+
+def plot_ranking(table, axes, attrs, out, y, top=15):
+    """An optimize file's ranking: its best layouts by `y` (fastest first), one bar each,
+    split into where the step goes, named by the layout keys that differ among them."""
+    import matplotlib.pyplot as plt
+    if y not in table or (table[y] and isinstance(table[y][0], str)):
+        raise BadInput(f"--y {y}: no such number column; the columns are {', '.join(table.keys())}")
+    fits = table.get("fits", [1.0] * len(table["index"]))
+    ok = [r for r in range(len(table["index"]))
+          if table["status"][r] == "ok" and fits[r] != 0 and not math.isnan(table[y][r])]
+    if not ok:
+        raise BadInput("no layout of this search fits; nothing to rank (memwall report says why)")
+    ok.sort(key=lambda r: -table[y][r] if higher_is_better(y) else table[y][r])
+    best = ok[:top]
+    varying = [a for a in axes if len({fmt(table[a][r]) for r in best}) > 1]
+    names = [f"#{i + 1}  " + ", ".join(setting(a, table[a][r]) for a in varying) for i, r in enumerate(best)]
+    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.42 * len(best)))
+    pos = list(range(len(best)))[::-1]  # #1 on top
+    timed = y == "step_time_s" and all(p in table for p, _, _ in PARTS[:3])
+    if timed:
+        left = [0.0] * len(best)
+        for col, name, colour in PARTS:
+            if col not in table:
+                continue
+            part = [0.0 if math.isnan(table[col][r]) else table[col][r] for r in best]
+            if any(part):
+                ax.barh(pos, part, left=left, color=colour, label=name, height=0.7)
+                left = [a + b for a, b in zip(left, part)]
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=6, frameon=False)
+    else:
+        ax.barh(pos, [table[y][r] for r in best], color="#4e79a7", height=0.7)
+    ax.set_yticks(pos)
+    ax.set_yticklabels(names, fontsize=8)
+    ax.set_xlabel(label(y))
+    ax.grid(alpha=0.3, axis="x")
+    same = [a for a in axes if a not in varying]
+    note = ("; all " + ", ".join(setting(a, table[a][best[0]]) for a in same)) if same else ""
+    import textwrap
+    head = f"the best {len(best)} of {len(ok)} fitting layouts by {label(y)}{note}"
+    chars = int(fig.get_figwidth() * 72 * 0.92 / 6)
+    fig.suptitle("\n".join(textwrap.wrap(head, chars) + textwrap.wrap(attrs.get("sweep_file", ""), chars)),
+                 fontsize=10)
+    fig.tight_layout()
+    save(fig, out)
+    return f"the best {len(best)} of {len(ok)} layouts by {y}"
 
 
 def plot_fits(table, axes, attrs, out, x, y):
@@ -557,13 +669,18 @@ def plot_fits(table, axes, attrs, out, x, y):
                 continue
             fit = [r for r in ran if table.get("fits", [1.0] * len(rows))[r] != 0]
             grid[j, i] = len(fit) / len(ran)
-            word = "fits" if len(fit) == len(ran) else ("OOM" if not fit else f"{len(fit)}/{len(ran)} fit")
+            word = ("fits" if len(ran) == 1 else f"all {len(ran)} fit") if len(fit) == len(ran) else \
+                ("OOM" if len(ran) == 1 else f"none of {len(ran)} fit") if not fit else f"{len(fit)} of {len(ran)} fit"
             gib = f"\n{min(peak[r] for r in ran) / GIB:.1f} GiB" if peak else ""
             text[j][i] = word + gib
-    cmap = ListedColormap(["#e15759", "#f1ce63", "#59a14f"]) if len(axes) > 2 else ListedColormap(["#e15759", "#59a14f"])
+    # red none fit, yellow some, green all: a cell of several points (other axes, zipped
+    # ones) where only some fit is never painted as if all did
+    from matplotlib.colors import BoundaryNorm
+    cmap = ListedColormap(["#e15759", "#f1ce63", "#59a14f"])
     cmap.set_bad("white")
+    norm = BoundaryNorm([-0.5, 1e-9, 1 - 1e-9, 1.5], cmap.N)
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(xs) + 2.5), max(4, 0.8 * len(ys) + 2)))
-    ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=1, aspect="auto", origin="lower")
+    ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=norm, aspect="auto", origin="lower")
     from matplotlib.patches import Rectangle
     for i, j in errors:
         ax.add_patch(Rectangle((i - 0.5, j - 0.5), 1, 1, color="#d0d0d0"))
@@ -580,10 +697,10 @@ def plot_fits(table, axes, attrs, out, x, y):
     others = [a for a in axes if a not in (x, y)]
     note = f"each cell holds every {', '.join(short(a) for a in others)}; smallest GPU peak shown" if others else \
         "GPU peak per cell"
-    legend = "green fits, red out of memory" + (", yellow some fit" if len(axes) > 2 else "") + \
+    some = any(0 < v < 1 for v in grid.flatten() if not np.isnan(v))
+    legend = "green all fit, red none fit (out of memory)" + (", yellow some fit" if some else "") + \
         (", grey failed" if errors else "") + (", white not run (filtered)" if any("not run" in r for r in text) else "")
-    ax.set_title(f"fits in memory: {legend}\n{note}\n{attrs.get('sweep_file', '')}",
-                 fontsize=9)
+    set_title(ax, f"fits in memory: {legend}\n{note}\n{attrs.get('sweep_file', '')}", 9)
     fig.tight_layout()
     save(fig, out)
     return f"fits over {x} x {y}"
@@ -604,6 +721,9 @@ def dump_texts(fig, path):
             b = t.get_window_extent(renderer)
             texts.append({"role": role, "text": t.get_text(), "box": [b.x0, b.y0, b.x1, b.y1]})
 
+    texts.append({"role": "figure", "text": "", "box": [0, 0, fig.bbox.width, fig.bbox.height]})
+    for t in fig.texts:
+        add("suptitle", t)
     for ax in fig.axes:
         add("title", ax.title)
         add("xlabel", ax.xaxis.label)
@@ -652,7 +772,7 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file")
     p.add_argument("-o", "--output", required=True)
-    p.add_argument("--kind", choices=["memory", "metric", "fits"])
+    p.add_argument("--kind", choices=["memory", "metric", "fits", "ranking"])
     p.add_argument("--x")
     p.add_argument("--y")
     p.add_argument("--lines")
@@ -672,7 +792,9 @@ def main():
         with h5py.File(a.file, "r") as f:
             attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
             run = attrs.get("format") == "memwall-run"
-            kind = a.kind or ("memory" if run else "metric")
+            # an optimize search's file reads first as its ranking
+            searched = str(attrs.get("sweep_file", "")).endswith("(memwall optimize)")
+            kind = a.kind or ("memory" if run else "ranking" if searched and not a.x else "metric")
             if run and kind != "memory":
                 raise BadInput(f"--kind {kind}: a run file has only a memory plot (--kind metric and fits take a sweep)")
             if kind == "memory":
@@ -699,6 +821,10 @@ def main():
                                    "(memwall report lists the errors)")
                 if kind == "metric":
                     what = plot_metric(table, axes, attrs, a.output, a.x, a.y, a.lines)
+                elif kind == "ranking":
+                    serving = "ttft_s.p50" in table
+                    what = plot_ranking(table, axes, attrs, a.output,
+                                        a.y or ("output_tokens_per_s" if serving else "step_time_s"))
                 else:
                     what = plot_fits(table, axes, attrs, a.output, a.x, a.y)
     except BadInput as e:

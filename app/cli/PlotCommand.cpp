@@ -1,4 +1,4 @@
-// memwall plot RESULTS.h5|RUN.h5 -o OUT.png [--kind memory|metric|fits] [--x AXIS]
+// memwall plot RESULTS.h5|RUN.h5 -o OUT.png [--kind memory|metric|fits|ranking] [--x AXIS]
 //   [--y METRIC|AXIS] [--lines AXIS] [--point INDEX] [--device NAME]
 // The pictures are drawn by analysis/plot_results.py with matplotlib: this command checks
 // the file is memwall's, finds the script and a Python that has matplotlib and h5py, and
@@ -55,7 +55,8 @@ int plot_command(const std::vector<std::string>& args)
   opts.add_options()("help,h", "this help")("output,o", po::value(&out), "the picture (PNG)")(
       "kind", po::value(&kind),
       "memory (a run's memory over time; default for run files), metric (a sweep's metric "
-      "against an axis; default for sweeps) or fits (a sweep's fits map over two axes)")(
+      "against an axis; default for sweeps), fits (a sweep's fits map over two axes) or ranking (a search's "
+      "best layouts, where each step goes; default for memwall optimize files)")(
       "x", po::value(&x), "metric/fits: the axis across (default: the first axis)")(
       "y", po::value(&y),
       "metric: the column plotted (default step_time_s, serving output_tokens_per_s); fits: the "
@@ -78,8 +79,8 @@ int plot_command(const std::vector<std::string>& args)
   fs::path dir = fs::path(out).parent_path();
   if (!dir.empty() && !fs::is_directory(dir))
     throw InputError("plot: -o " + out + ": no directory " + dir.string());
-  if (!kind.empty() && kind != "memory" && kind != "metric" && kind != "fits")
-    throw InputError("plot: --kind " + kind + ": allowed are memory, metric and fits");
+  if (!kind.empty() && kind != "memory" && kind != "metric" && kind != "fits" && kind != "ranking")
+    throw InputError("plot: --kind " + kind + ": allowed are memory, metric, fits and ranking");
   check_output_path(out, {path});
   memwall_file_format(path); // one clear line for a file that is not memwall's
 
