@@ -93,6 +93,36 @@ TEST_CASE("an_estimate_a_fitted_profile_replaces_is_refused_not_silently_ignored
   CHECK(step(" --set hardware.gpu.matmul_efficiency=0.01") > 2 * step(""));
 }
 
+TEST_CASE("a_peak_or_hbm_bandwidth_the_fitted_profile_overrides_is_refused_not_a_275_percent_mfu",
+          "[robustness][profile]")
+{
+  // The H100's bf16 GEMMs were measured: a peak of 100 TFLOP/s left their times as
+  // measured and put MFU at 275 %; an hbm_achievable_bw of 500 GB/s narrowed the HBM link
+  // under kernels streaming at the measured 2.5 TB/s (408 % busy).
+  std::string h100 = " --set hardware.node=dgx-h100 --set hardware.gpus_per_node=1";
+  refused_file("run " + demo + h100 + " --set hardware.gpu.peak_flops.bf16=100e12",
+               "--set hardware.gpu.peak_flops.bf16: would change nothing: the bf16 GEMMs' times");
+  refused_file("run " + demo + h100 + " --set hardware.gpu.hbm_achievable_bw=500e9",
+               "--set hardware.gpu.hbm_achievable_bw: would change nothing: memory-bound kernel times");
+  // The A100's profile measured fp16 only: its bf16 GEMMs borrow that model at bf16's
+  // peak, so a lower bf16 peak slows them, and MFU stays under 100 %.
+  std::string a100 = " --set hardware.node=dgx-a100 --set hardware.gpus_per_node=1 --json";
+  auto run         = [&](const std::string& more) {
+    CliResult r = run_cli("run " + demo + a100 + more);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out);
+  };
+  nlohmann::json slow = run(" --set hardware.gpu.peak_flops.bf16=50e12"), as_is = run("");
+  CHECK(slow["step_time_s"].get<double>() > 2 * as_is["step_time_s"].get<double>());
+  CHECK(slow["mfu"].get<double>() < 1);
+  // Without a profile the override is what times them, and the link what carries them.
+  CliResult none =
+      run_cli("run " + demo + h100 + " --set hardware.profile=none --set hardware.gpu.hbm_achievable_bw=500e9 --json");
+  REQUIRE(none.exit_code == 0);
+  for (const auto& l : nlohmann::json::parse(none.out)["links"])
+    CHECK(l["utilization"].get<double>() <= 1.0 + 1e-9);
+}
+
 TEST_CASE("a_zero_rate_the_replay_would_move_work_over_is_refused_naming_its_key", "[robustness][hardware]")
 {
   // cpu_flops_per_socket 0 with CPU optimizer offload aborted inside SimGrid (exit 134);

@@ -68,6 +68,23 @@ void refuse_unused_estimates(const ParamReader& hw, const GpuSpec& gpu, bool gen
     refuse("matmul_efficiency", "GEMM times");
   if (!p->elementwise.empty() && gpu.kernel_overhead_s != catalog.kernel_overhead_s)
     refuse("kernel_overhead_s", "kernel launch times");
+  // A measured dtype's GEMMs run at the profile's speed whatever its peak says: a lower
+  // peak only divided MFU by less (275 %); a dtype the profile did not measure borrows a
+  // measured model scaled to its peak, so its peak still counts.
+  for (const auto& [d, peak] : gpu.peak_flops) {
+    bool measured = p->gemm.count(d) != 0;
+    for (const auto& [key, model] : p->gemm_passes)
+      measured = measured || key.first == d;
+    if (generated_step && measured && peak != catalog.peak(d))
+      refuse(std::string("peak_flops.") + dtype_name(d),
+             std::string("the ") + dtype_name(d) +
+                 " GEMMs' times (and MFU would be taken against a peak they did "
+                 "not run at)");
+  }
+  // Memory-bound kernels stream at the profile's measured bandwidth; a lower
+  // hbm_achievable_bw would only narrow the HBM link under them (408 % busy).
+  if (!p->elementwise.empty() && gpu.hbm_achievable_bw != catalog.hbm_achievable_bw)
+    refuse("hbm_achievable_bw", "memory-bound kernel times (and the HBM link would carry more than it)");
 }
 
 ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algorithm, const std::string& spec_dir)

@@ -47,6 +47,10 @@ SPEC_SEEDS = {
                      "  recompute: selective\n",
     "offload.yaml": "hardware: {node: desktop-4070}\nmodel: {preset: gpt2-medium}\n"
                     "training: {seq_len: 256, global_batch: 2, micro_batch: 1, zero: 2, offload: {optimizer: cpu}}\n",
+    # one GPU with a fitted profile: an override the profile makes moot (a peak, the HBM
+    # bandwidth) is refused, not run with MFU or a link past 100 %
+    "train_h100.yaml": "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                       "training: {seq_len: 256, global_batch: 4, micro_batch: 2}\n",
     "serve.yaml": "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
                   "inference:\n  poisson: {rate: 20, requests: 8, prompt_len: 64, output_len: 16}\n"
                   "  max_num_seqs: 4\n",
@@ -158,13 +162,13 @@ OPTIMIZE_BAD_FLAGS = [
     ["--plot", "out.png"],
 ]
 
-EXTREMES = ["0", "-1", "1", "1e308", "-1e308", "1e-300", "4294967296", "9223372036854775807",
+EXTREMES = ["0", "-1", "1", "1e308", "1e12", "5e11", "-1e308", "1e-300", "4294967296", "9223372036854775807",
             "18446744073709551616", "nan", "inf", "-inf", "0.5", "1e9", "''", "~", "[]", "{}", "[1, 2]",
             "{a: 1}", "true", "\"x\\ny\"", "100000000", "3", "'80 GB'", "'1e308 PB/s'", "'5 us'", "gpt2",
             "dgx-a100", "&a 1", "*a", "!!binary aGk=", "'\\x00'", "'" + "9" * 400 + "'"]
 KEYS = ["hardware", "model", "training", "inference", "node", "gpu", "preset", "nodes", "gpus_per_node",
         "network", "nics", "seq_len", "global_batch", "micro_batch", "tp", "pp", "dp", "zero", "layers",
-        "hidden", "heads", "vocab", "memory_bytes", "hbm_achievable_bw", "trace", "poisson", "requests",
+        "hidden", "heads", "vocab", "memory_bytes", "hbm_achievable_bw", "peak_flops.bf16", "trace", "poisson", "requests",
         "max_num_seqs", "offload", "grid", "zip", "metrics", "filter", "record", "memory", "mode", "managed",
         "prefetch", "eviction", "accessed_by", "start", "chunk_bytes", "percent", "activations", "engine",
         "trace_speedup", "attention", "block_size", "unknown_key"]
