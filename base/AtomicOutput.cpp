@@ -187,6 +187,19 @@ void write_atomically(const std::string& path, const std::function<void(const st
     write(temp);
     flush_to_disk(temp, path);
     fs::rename(temp, target);
+  } catch (const InputError&) {
+    std::error_code ec;
+    fs::remove(temp, ec);
+    throw;
+  } catch (const std::exception& e) {
+    // A failed write names the file asked for, not the temporary that is gone
+    // (".out.h5.tmp32347.ddc1a2bb: writing failed: File too large" under ulimit -f).
+    std::error_code ec;
+    fs::remove(temp, ec);
+    std::string message = e.what();
+    for (size_t at = message.find(temp); at != std::string::npos; at = message.find(temp, at + path.size()))
+      message.replace(at, temp.size(), path);
+    throw std::runtime_error(message);
   } catch (...) {
     std::error_code ec;
     fs::remove(temp, ec);

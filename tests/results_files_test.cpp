@@ -129,6 +129,27 @@ TEST_CASE("a_failed_write_keeps_the_good_file_that_was_there", "[robustness][out
   CHECK(temp_files_beside(results) == 0);
 }
 
+TEST_CASE("a_file_size_limit_ends_a_run_with_one_line_naming_its_output_and_leaves_no_file_behind",
+          "[robustness][outputs]")
+{
+  // Under `ulimit -f` the kernel sends SIGXFSZ on the write past the limit: memwall died
+  // of it without a line, leaving its temporary and lock files. It ignores the signal,
+  // so the write fails (EFBIG) like a full disk's. No `trap` in the shell this time.
+  std::filesystem::path dir = temp_path("size_limit");
+  std::filesystem::create_directories(dir);
+  std::string spec = (dir / "spec.yaml").string(), h5 = (dir / "out.h5").string();
+  write_file(spec, small_training_spec);
+  CliResult r = run_cli("run " + spec + " -o " + h5, "ulimit -f 16;");
+  INFO(r.err);
+  CHECK(r.exit_code == 3);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_THAT(r.err, Catch::Contains(h5 + ": writing failed") && !Catch::Contains(".tmp"));
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    left.push_back(e.path().filename().string());
+  CHECK(left == std::vector<std::string>{"spec.yaml"}); // no out.h5, no temporary, no lock
+}
+
 TEST_CASE("a_report_written_to_a_full_disk_is_a_failure", "[robustness][outputs]")
 {
   if (!std::filesystem::exists("/dev/full")) {

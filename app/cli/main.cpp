@@ -6,6 +6,7 @@
 
 #include <boost/program_options/errors.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -95,6 +96,10 @@ int fail(int code, const std::string& message)
 
 int main(int argc, char** argv)
 {
+  // Past a file-size limit (ulimit -f) a write fails with EFBIG, which every output path
+  // turns into one line and a removed temporary file, instead of SIGXFSZ killing the
+  // process mid-write with its temporary and lock files left behind.
+  ::signal(SIGXFSZ, SIG_IGN);
   if (argc < 2)
     return usage(stderr);
   std::string name = argv[1];
