@@ -34,6 +34,10 @@ class BadInput(Exception):
     pass
 
 
+class OutputFailure(Exception):
+    """The picture could not be written where -o says: the output's fault, not the file's."""
+
+
 def higher_is_better(metric):
     return "per_s" in metric or metric == "mfu" or "utilization" in metric or metric == "fits"
 
@@ -124,6 +128,13 @@ def read_points(f):
     g = f["points"]
     columns = json.loads(g.attrs["columns"])
     axes = json.loads(g.attrs["axes"])
+    # A forged file's lists can hold anything: each must be column names, each axis one of them.
+    for what, names in (("columns", columns), ("axes", axes)):
+        if not isinstance(names, list) or not all(isinstance(c, str) for c in names):
+            raise BadInput(f"/points attribute {what} is not a list of column names; the file is corrupt")
+    for a in axes:
+        if a not in columns:
+            raise BadInput(f"/points axis {a!r} is not one of its columns; the file is corrupt")
     table = {}
     for c in columns:
         d = g[c]
@@ -751,8 +762,12 @@ def save(fig, out):
     # A fresh temporary file of our own (created exclusively, an unpredictable name: a
     # link planted at a fixed name would have been written through), renamed into place.
     import tempfile
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(out)),
-                               prefix="." + os.path.basename(out)[:100] + ".", suffix=".tmp.png")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(out)),
+                                   prefix="." + os.path.basename(out)[:100] + ".", suffix=".tmp.png")
+    except OSError as e:
+        plt.close(fig)
+        raise OutputFailure(f"{out}: cannot write the picture there ({e.strerror or e})")
     mask = os.umask(0)
     os.umask(mask)
     os.fchmod(fd, 0o666 & ~mask)  # as an ordinary new file, not mkstemp's 0600
@@ -761,6 +776,8 @@ def save(fig, out):
             # no timestamps in the file: the same results give the same bytes
             fig.savefig(fh, format="png", dpi=110, metadata={"Software": None})
         os.replace(tmp, out)
+    except OSError as e:
+        raise OutputFailure(f"{out}: writing the picture failed ({e.strerror or e})")
     finally:
         plt.close(fig)
         if os.path.exists(tmp):
@@ -829,6 +846,9 @@ def main():
                     what = plot_fits(table, axes, attrs, a.output, a.x, a.y)
     except BadInput as e:
         print(f"memwall plot: {a.file}: {e}", file=sys.stderr)
+        return 2
+    except OutputFailure as e:  # -o's folder refuses the file: say so, not that the results are unreadable
+        print(f"memwall plot: {e}", file=sys.stderr)
         return 2
     except (OSError, KeyError, ValueError) as e:
         print(f"memwall plot: {a.file}: unreadable memwall results ({e})".replace("\n", " "), file=sys.stderr)

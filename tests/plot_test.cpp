@@ -1,5 +1,6 @@
 // memwall plot: PNGs of a run's memory (one panel per device), a sweep's metric against
 // an axis, and a sweep's fits map; bad input gets one line, exit 2 and no picture.
+#include "tests/DamagedFiles.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <H5Cpp.h>
@@ -369,4 +370,30 @@ TEST_CASE("a_fits_map_tells_cells_where_all_fit_from_cells_where_some_do", "[plo
   std::replace(title.begin(), title.end(), '\n', ' '); // wrapped to the figure's width
   CHECK_THAT(cells, Catch::Contains("1 of 2 fit") && Catch::Contains("all 2 fit"));
   CHECK_THAT(title, Catch::Contains("yellow some fit") && Catch::Contains("green all fit"));
+}
+
+TEST_CASE("a_forged_points_list_and_a_refusing_output_folder_are_each_named_as_what_they_are", "[plot][errors]")
+{
+  // Behind a valid checksum, /points' columns forged to a number: exit 3 with Python's
+  // TypeError; an axis naming no column: "unreadable memwall results ('nope')".
+  std::string png     = temp_path("forged_points.png");
+  std::string columns = damaged_sweep_file("forged_columns", [](H5::H5File& f) {
+    H5::Group g = f.openGroup("points");
+    replace_text_attribute(g, "columns", "5");
+  });
+  refused_file("plot " + columns + " -o " + png, "/points attribute columns is not a list of column names");
+  std::string axes = damaged_sweep_file("forged_axes", [](H5::H5File& f) {
+    H5::Group g = f.openGroup("points");
+    replace_text_attribute(g, "axes", "[\"nope\"]");
+  });
+  refused_file("plot " + axes + " -o " + png, "/points axis 'nope' is not one of its columns");
+  CHECK_FALSE(std::filesystem::exists(png));
+  // A folder that exists but takes no file (sysfs refuses even root): the output's fault,
+  // said of the output, not "unreadable memwall results" of a good file.
+  if (!std::filesystem::is_directory("/sys")) {
+    WARN("skipped: no /sys on this machine");
+    return;
+  }
+  std::string good = damaged_sweep_file("plot_good", [](H5::H5File&) {});
+  refused_file("plot " + good + " -o /sys/memwall-plot.png", "/sys/memwall-plot.png: cannot write the picture there");
 }

@@ -130,7 +130,8 @@ def structural_mutation(rng, image, workdir):
                 keys = list(obj.attrs.keys()) or ["format"]
                 key = rng.choice(keys)
                 value = rng.choice([deep_json(rng), "[1, 2", "{}", "[]", '["a", "a"]', "null", "memwall-run",
-                                    "memwall-sweep", float("nan"), 1e300, -1.0, 0])
+                                    "memwall-sweep", float("nan"), 1e300, -1.0, 0,
+                                    "5", '["nope"]', '{"a": 1}', '[1, "x"]'])  # JSON of another shape
                 if key == "summary_json" and rng.random() < 0.6:
                     value = _edit_summary(rng, obj.attrs[key])
                 obj.attrs[key] = value
