@@ -9,6 +9,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <filesystem>
+#include <new>
 #include <unistd.h>
 
 namespace memwall {
@@ -74,6 +75,9 @@ void probe_hdf5_file(const std::string& path)
   });
   if (out.kind == ChildOutcome::Kind::result)
     return;
+  // Out of memory in the child says nothing of the file: the caller's out-of-memory line.
+  if (out.kind == ChildOutcome::Kind::failure && out.data == std::bad_alloc().what())
+    throw std::bad_alloc();
   bool died        = out.data.rfind(worker_died_prefix, 0) == 0;
   bool stalled     = died && out.data.find("of signal " + std::to_string(SIGALRM)) != std::string::npos;
   std::string what = stalled ? "libhdf5 did not finish reading it in " + std::to_string(seconds) + " s"

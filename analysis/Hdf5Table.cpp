@@ -1,5 +1,7 @@
 #include "analysis/Hdf5Table.hpp"
 
+#include <new>
+
 #include "analysis/FileChecksum.hpp"
 #include "base/AtomicOutput.hpp"
 
@@ -183,6 +185,19 @@ bool is_text_column(const H5::Group& g, const std::string& name)
   return g.openDataSet(name).getTypeClass() == H5T_STRING;
 }
 
+// A read whose failure for want of memory is said as such: checked at once, while the
+// dataset is open (closing it clears libhdf5's error stack).
+template <typename Read>
+void read_checked(Read read)
+{
+  try {
+    read();
+  } catch (const H5::Exception&) {
+    rethrow_if_out_of_memory();
+    throw;
+  }
+}
+
 std::vector<double> read_numbers(const H5::Group& g, const std::string& name)
 {
   H5::DataSet d = g.openDataSet(name);
@@ -193,7 +208,7 @@ std::vector<double> read_numbers(const H5::Group& g, const std::string& name)
     hsize_t n = column_rows(d, name);
     std::vector<int8_t> raw(n);
     if (n)
-      d.read(raw.data(), type);
+      read_checked([&] { d.read(raw.data(), type); });
     return std::vector<double>(raw.begin(), raw.end());
   }
   if (d.getTypeClass() != H5T_FLOAT && d.getTypeClass() != H5T_INTEGER)
@@ -201,7 +216,7 @@ std::vector<double> read_numbers(const H5::Group& g, const std::string& name)
   hsize_t n = column_rows(d, name);
   std::vector<double> v(n);
   if (n)
-    d.read(v.data(), H5::PredType::NATIVE_DOUBLE);
+    read_checked([&] { d.read(v.data(), H5::PredType::NATIVE_DOUBLE); });
   return v;
 }
 
@@ -214,7 +229,7 @@ std::vector<std::string> read_texts(const H5::Group& g, const std::string& name)
   std::vector<char*> ptrs(n, nullptr);
   H5::StrType type = utf8_text();
   if (n)
-    d.read(ptrs.data(), type);
+    read_checked([&] { d.read(ptrs.data(), type); });
   std::vector<std::string> v;
   for (char* p : ptrs)
     v.emplace_back(p ? p : "");
@@ -229,6 +244,21 @@ std::vector<std::string> members(const H5::Group& g)
   for (hsize_t i = 0; i < g.getNumObjs(); ++i)
     out.push_back(g.getObjnameByIdx(i));
   return out;
+}
+
+void rethrow_if_out_of_memory()
+{
+  bool resource = false;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned, const H5E_error2_t* e, void* found) -> herr_t {
+        if (e->maj_num == H5E_RESOURCE || e->min_num == H5E_CANTALLOC || e->min_num == H5E_NOSPACE)
+          *static_cast<bool*>(found) = true;
+        return 0;
+      },
+      &resource);
+  if (resource)
+    throw std::bad_alloc();
 }
 
 } // namespace memwall

@@ -150,6 +150,46 @@ TEST_CASE("a_file_size_limit_ends_a_run_with_one_line_naming_its_output_and_leav
   CHECK(left == std::vector<std::string>{"spec.yaml"}); // no out.h5, no temporary, no lock
 }
 
+TEST_CASE("under_a_memory_limit_a_good_results_file_is_never_called_damaged", "[robustness][hdf5]")
+{
+#ifdef MEMWALL_SANITIZED
+  WARN("skipped: AddressSanitizer reserves more address space than any ulimit -v here allows");
+  return;
+#endif
+  // Under `ulimit -v` a valid file was "damaged or truncated (its checksum does not
+  // match); re-run to rewrite it" (a stream copy stopped short for want of memory), or
+  // "damaged (reading it failed: std::bad_alloc)", or "unreadable ... (H5Dread failed);
+  // truncated or corrupt?": advice that, followed, loses every finished point. Whatever
+  // the limit, reading it either works or says it ran out of memory (exit 3).
+  std::string spec = temp_path("memory_limit.yaml"), h5 = temp_path("memory_limit.h5");
+  write_file(spec, twelve_point_sweep + "record: {memory: true, links: true}\n");
+  REQUIRE(run_cli("sweep " + spec + " -o " + h5 + " -j 2").exit_code == 0);
+  auto under = [&](long kib, const std::string& args) {
+    return run_cli(args, "ulimit -v " + std::to_string(kib) + ";");
+  };
+  long lowest = 0; // KiB where the program starts at all (below it the loader fails)
+  for (long kib = 32 << 10; kib <= 512 << 10 && !lowest; kib += 2 << 10)
+    if (under(kib, "--version").exit_code == 0)
+      lowest = kib;
+  REQUIRE(lowest > 0);
+  int failed = 0, worked = 0;
+  for (long kib = lowest; kib <= lowest + (48 << 10); kib += 1 << 10) {
+    CliResult r = under(kib, "report " + h5);
+    INFO(kib << " KiB: " << r.err);
+    CHECK((r.exit_code == 0 || r.exit_code == 3));
+    if (r.exit_code == 3)
+      CHECK_THAT(r.err, Catch::Contains("out of host memory"));
+    CHECK_THAT(r.err, !Catch::Contains("damaged") && !Catch::Contains("corrupt"));
+    (r.exit_code == 0 ? worked : failed) += 1;
+  }
+  CHECK(under(lowest + (256 << 10), "report " + h5).exit_code == 0);
+  CHECK(failed + worked == 49);
+  // On Debian 12 here 7 of the 49 limits ran out of memory reading the file (between the
+  // program's start and its read of this 3.7 MB file): the band this test is for.
+  if (failed == 0)
+    WARN("no limit between the program's start and " << lowest + (48 << 10) << " KiB ran out of memory reading it");
+}
+
 TEST_CASE("a_report_written_to_a_full_disk_is_a_failure", "[robustness][outputs]")
 {
   if (!std::filesystem::exists("/dev/full")) {

@@ -129,8 +129,8 @@ int main(int argc, char** argv)
   } catch (const boost::program_options::error& e) {
     return fail(2, "memwall " + name + ": " + e.what());
   } catch (const std::bad_alloc&) {
-    return fail(3, "memwall: runtime failure: out of host memory while simulating (see the limits in `memwall list "
-                   "params`; a smaller micro-batch count or cluster needs less)");
+    return fail(3, "memwall: runtime failure: out of host memory (a memory limit such as ulimit -v, or a simulation "
+                   "near the limits in `memwall list params`: a smaller micro-batch count or cluster needs less)");
   } catch (const std::exception& e) {
     return fail(3, "memwall: runtime failure: " + std::string(e.what()));
   }
