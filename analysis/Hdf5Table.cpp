@@ -252,7 +252,7 @@ void rethrow_if_out_of_memory()
   H5Ewalk2(
       H5E_DEFAULT, H5E_WALK_UPWARD,
       [](unsigned, const H5E_error2_t* e, void* found) -> herr_t {
-        if (e->maj_num == H5E_RESOURCE || e->min_num == H5E_CANTALLOC || e->min_num == H5E_NOSPACE)
+        if (e->min_num == H5E_CANTALLOC || e->min_num == H5E_NOSPACE) // not CANTCOPY, CANTGETSIZE: a forged size
           *static_cast<bool*>(found) = true;
         return 0;
       },

@@ -40,8 +40,9 @@ std::vector<double> read_numbers(const H5::Group& g, const std::string& name);
 std::vector<std::string> read_texts(const H5::Group& g, const std::string& name);
 // The names of a group's members, in the file's (alphabetical) order.
 std::vector<std::string> members(const H5::Group& g);
-// Called in a catch of H5::Exception: throws std::bad_alloc when libhdf5 failed for want
-// of memory (its error stack holds a resource error), so that a memory limit is not
+// Called in a catch of H5::Exception while the failed call's objects are still open
+// (closing one clears libhdf5's error stack): throws std::bad_alloc when libhdf5 failed
+// to allocate (a CANTALLOC or NOSPACE error on its stack), so that a memory limit is not
 // taken for a damaged file; returns otherwise.
 void rethrow_if_out_of_memory();
 

@@ -56,7 +56,6 @@ std::string memwall_file_format(const std::string& path)
     if (format)
       check_tables(path, f.openGroup("/"), "/", 0);
   } catch (const H5::Exception& e) {
-    rethrow_if_out_of_memory();
     throw InputError(path + ": unreadable HDF5 file (" + e.getDetailMsg() + "); truncated or corrupt?");
   }
   if (!format || (*format != "memwall-run" && *format != "memwall-sweep"))
@@ -83,7 +82,6 @@ RunFileSummary read_run_file(const std::string& path)
     s.git_commit      = text_attribute(root, "git_commit").value_or("");
     summary           = text_attribute(root, "summary_json").value_or("");
   } catch (const H5::Exception& e) {
-    rethrow_if_out_of_memory();
     throw InputError(path + ": unreadable memwall run file (" + e.getDetailMsg() + "); truncated or corrupt?");
   }
   std::string why = parse_json_checked(summary, s.summary);

@@ -217,11 +217,12 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
     const auto& e   = j["energy"];
     double per_hour = e["power_w"].get<double>() / 1e6 * e["usd_per_mwh"].get<double>();
     // Results written before node power have no power_of: their power was the GPUs'.
-    bool node       = e.contains("power_of") && e["power_of"] == "node system power";
-    std::string why = !node                          ? "the GPUs' TDP x PUE"
-                      : e["gpu_power_w"].is_number() ? "the nodes' system power x PUE; the GPUs' TDP alone " +
-                                                           format_si(e["gpu_power_w"].get<double>(), "W")
-                                                     : "the nodes' system power x PUE";
+    bool node = e.contains("power_of") && e["power_of"] == "node system power";
+    std::string why =
+        !node ? "the GPUs' TDP x PUE"
+        : e.contains("gpu_power_w") && e["gpu_power_w"].is_number()
+            ? "the nodes' system power x PUE; the GPUs' TDP alone " + format_si(e["gpu_power_w"].get<double>(), "W")
+            : "the nodes' system power x PUE";
     std::snprintf(line, sizeof line, "  energy         %s per %s at %s (%s), %s an hour at %s/MWh\n",
                   format_si(e["joules_per_step"].get<double>() / 3600, "Wh").c_str(),
                   serving    ? "run"

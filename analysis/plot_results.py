@@ -39,7 +39,10 @@ class OutputFailure(Exception):
 
 
 def higher_is_better(metric):
-    return "per_s" in metric or metric == "mfu" or "utilization" in metric or metric == "fits"
+    """As memwall report ranks (SweepReport.cpp): rates, what a dollar or joule buys, MFU,
+    utilization and fitting are better higher; usd_per_step and joules_per_step lower."""
+    return ("per_s" in metric and "per_step" not in metric) or "_per_usd" in metric or "_per_joule" in metric \
+        or metric == "mfu" or "utilization" in metric or metric == "fits"
 
 
 WORDS = {"mfu": "MFU", "gpu": "GPU", "gpus": "GPUs", "kv": "KV", "ttft": "TTFT", "tpot": "TPOT", "usd": "US$"}

@@ -4,6 +4,7 @@
 #include "base/TextFile.hpp"
 
 #include <fcntl.h>
+#include <new>
 #include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -191,7 +192,11 @@ void write_atomically(const std::string& path, const std::function<void(const st
     std::error_code ec;
     fs::remove(temp, ec);
     throw;
-  } catch (const std::exception& e) {
+  } catch (const std::bad_alloc&) { // out of memory stays that, for its own line
+    std::error_code ec;
+    fs::remove(temp, ec);
+    throw;
+  } catch (const std::runtime_error& e) {
     // A failed write names the file asked for, not the temporary that is gone
     // (".out.h5.tmp32347.ddc1a2bb: writing failed: File too large" under ulimit -f).
     std::error_code ec;

@@ -199,7 +199,14 @@ NodeSpec read_node(ParamReader& r, const NodeSpec* base)
   n.fabric = fabric == "nvswitch" ? GpuFabric::nvswitch : fabric == "mesh" ? GpuFabric::mesh : GpuFabric::pcie;
   if (gpu_links(n.fabric) && n.gpu.nvlink_bw <= 0)
     r.fail("fabric", fabric + " needs a GPU with nvlink_bw > 0");
-    // Each field as NodeSpec.hpp declares it.
+  // The preset's system power, for its own GPUs and count: other GPUs swap their TDP in;
+  // another GPU count has no datasheet figure (unknown unless power_w is given).
+  if (b) {
+    n.power_w = swapped_gpu_power(b->power_w, b->gpu, n.gpu, b->gpus);
+    if (n.gpus != b->gpus)
+      n.power_w = 0;
+  }
+  // Each field as NodeSpec.hpp declares it.
 #define MEMWALL_READ_NODE_REQUIRED(key, unit, description)                                                             \
   n.key = q(r, #key, K::unit, b ? &b->key : nullptr, description);
 #define MEMWALL_READ_NODE_QUANTITY(key, unit, def, description) n.key = r.quantity(#key, K::unit, n.key, description);

@@ -10,7 +10,10 @@ namespace memwall {
 void take_collectives(GpuSpec& g, const std::string& where)
 {
   const std::string& from = g.collectives_from;
-  if (from.empty() || (g.profile && g.profile->collectives_from == from))
+  // Taken already at this NVLink bandwidth; a GPU whose nvlink_bw was changed since
+  // (an inline mapping on an H200) takes them again at its own.
+  if (from.empty() ||
+      (g.profile && g.profile->collectives_from == from && g.profile->collectives_nvlink_bw == g.nvlink_bw))
     return;
   auto refuse = [&](const std::string& why) { throw InputError(where + ": collectives_from " + from + ": " + why); };
   auto inside_node = [](const CollectiveCurve& c) { return c.ranks == c.ranks_per_node; };
@@ -32,8 +35,17 @@ void take_collectives(GpuSpec& g, const std::string& where)
   GpuSpec source = gpu_preset(from, where);
   if (!source.collectives_from.empty())
     refuse("takes its own collectives from " + source.collectives_from + "; name that GPU instead");
-  if (source.nvlink_bw <= 0 || g.nvlink_bw <= 0)
-    refuse("both GPUs need NVLink (nvlink_bw > 0)");
+  if (source.nvlink_bw <= 0)
+    refuse("has no NVLink (nvlink_bw 0): no collectives inside a node to take");
+  if (g.nvlink_bw <= 0) { // this GPU has none (a PCIe part made of an SXM one): nothing to time
+    if (g.profile && g.profile->collectives_from == from) {
+      GpuProfile p = *g.profile;
+      std::erase_if(p.collectives, inside_node);
+      p.collectives_from.clear();
+      g.profile = std::make_shared<const GpuProfile>(std::move(p));
+    }
+    return;
+  }
   GpuProfile p = g.profile ? *g.profile : GpuProfile{};
   if (!g.profile) {
     p.gpu  = g.id;
@@ -50,7 +62,8 @@ void take_collectives(GpuSpec& g, const std::string& where)
       }
   if (p.collectives.empty())
     refuse("has no measured collectives inside a node; give a GPU whose profile holds them (memwall list gpus)");
-  p.collectives_from = from;
+  p.collectives_from      = from;
+  p.collectives_nvlink_bw = g.nvlink_bw;
   if (!g.profile)
     p.parts = "NVLink collectives only", p.source = "collectives inside a node: " + from + "'s measured curves x " +
                                                     std::to_string(ratio).substr(0, 5) +

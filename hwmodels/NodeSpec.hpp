@@ -48,6 +48,15 @@ const char* gpu_fabric_name(GpuFabric f);
 // Whether GPUs exchange data over their own links (a switch or a mesh), not PCIe.
 inline bool gpu_links(GpuFabric f) { return f != GpuFabric::pcie; }
 
+// A node's system power with other GPUs in it: the rest of the system stays, the GPUs'
+// TDP is swapped (0, unknown, when either TDP or the power is).
+inline double swapped_gpu_power(double power_w, const GpuSpec& was, const GpuSpec& now, int gpus)
+{
+  if (was.id == now.id)
+    return power_w;
+  return power_w > 0 && was.tdp_w > 0 && now.tdp_w > 0 ? power_w + (now.tdp_w - was.tdp_w) * gpus : 0;
+}
+
 struct NodeSpec {
   std::string id;
   std::string name;

@@ -49,6 +49,17 @@ TEST_CASE("a_node_given_other_gpus_swaps_their_tdp_in_its_system_power", "[outpu
   auto j = nlohmann::json::parse(run_cli("run " + spec + " --json").out);
   CHECK(j["energy"]["power_w"].get<double>() == Approx(12600.0 / 8 * 1.56));
   CHECK(j["energy"]["gpu_power_w"].get<double>() == Approx(1000 * 1.56));
+  // The same node inline with B200s: the same swap. With 4 GPUs instead of 8 there is no
+  // datasheet figure: the GPUs' TDP alone (4 x 700 W x 1.56), said so.
+  write_file(spec, "hardware: {node: {preset: dgx-h100, gpu: b200}, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                   "training: {seq_len: 1024, global_batch: 8, micro_batch: 8}\n");
+  auto inline_node = nlohmann::json::parse(run_cli("run " + spec + " --json").out);
+  CHECK(inline_node["energy"]["power_w"].get<double>() == Approx(12600.0 / 8 * 1.56));
+  write_file(spec, "hardware: {node: {preset: dgx-h100, gpus: 4}}\nmodel: {preset: gpt2}\n"
+                   "training: {seq_len: 1024, global_batch: 8, micro_batch: 2}\n");
+  auto four = nlohmann::json::parse(run_cli("run " + spec + " --json").out);
+  CHECK(four["energy"]["power_w"].get<double>() == Approx(4 * 700 * 1.56));
+  CHECK(four["energy"]["power_of"] == "GPU TDP");
 }
 
 TEST_CASE("part_of_a_node_is_priced_as_its_share_of_the_node", "[outputs][cost]")

@@ -111,6 +111,15 @@ TEST_CASE("an_inline_gpu_takes_collectives_from_a_measured_one_and_bad_sources_a
   CHECK(source_of(g, "nvlink_collectives") == "derived from h100-sxm-80gb");
   CHECK(source_of(g, "gemm") == "estimated");
 
+  // An H200 given another NVLink bandwidth inline takes the H100's curves again at it:
+  // 900 GB/s per direction, twice the bus bandwidth of the catalog's H200.
+  ExperimentSpec wide = parse_spec("hardware:\n  node: hgx-h200\n  gpus_per_node: 1\n  gpu: {preset: h200-sxm-141gb, "
+                                   "nvlink_bw: 900e9}\n" +
+                                       job,
+                                   "wide.yaml", "");
+  CHECK(all_reduce_busbw(wide.cluster.node.gpu, 1e9) ==
+        Approx(2 * all_reduce_busbw(gpu_preset("h200-sxm-141gb"), 1e9)));
+
   auto refusal = [&](const std::string& gpu) {
     return refused("collectives-from", "hardware:\n  node: dgx-h100\n  gpus_per_node: 1\n  gpu: " + gpu + "\n" + job);
   };
@@ -120,7 +129,7 @@ TEST_CASE("an_inline_gpu_takes_collectives_from_a_measured_one_and_bad_sources_a
              Catch::Contains("takes its own collectives from h100-sxm-80gb"));
   CHECK_THAT(refusal("{preset: b200, collectives_from: h100-sxm-8gb}"),
              Catch::Contains("'h100-sxm-8gb' is not a catalog GPU") && Catch::Contains("h100-sxm-80gb"));
-  CHECK_THAT(refusal("{preset: b200, collectives_from: rtx-4090}"), Catch::Contains("need NVLink"));
+  CHECK_THAT(refusal("{preset: b200, collectives_from: rtx-4090}"), Catch::Contains("has no NVLink"));
   CHECK_THAT(refusal("{preset: b200, collectives_from: b200}"), Catch::Contains("has no measured collectives"));
 }
 

@@ -137,7 +137,9 @@ Advice advise(const ExperimentSpec& spec, const std::string& spec_path, const st
     for (size_t j = i + 1; j < a.remedies.size(); ++j)
       for (const TryOutcome& x : a.remedies[i].tries)
         for (const TryOutcome& y : a.remedies[j].tries) {
-          if (!x.ran || !y.ran || x.m.gpus != a.given.m.gpus || y.m.gpus != a.given.m.gpus)
+          // A try that fits alone is an answer already: a second remedy on top only adds
+          // its cost (and its pairs were half the replays).
+          if (!x.ran || !y.ran || x.m.fits || y.m.fits || x.m.gpus != a.given.m.gpus || y.m.gpus != a.given.m.gpus)
             continue;
           if (std::optional<RemedyTry> both = combine(x.change, y.change))
             a.combined.push_back({std::move(*both), false, "", {}});

@@ -182,7 +182,9 @@ int serve_capacity_command(const std::vector<std::string>& args)
                               : 0.0;
     p.latency        = j["latency_s"]["mean"].is_number() ? j["latency_s"]["mean"].get<double>() : 0.0;
     p.served         = kept.is_number() ? kept.get<double>() : 0.0;
-    p.offered        = off.is_number() ? off.get<double>() : 0.0;
+    // The 2 % rule on 50 requests or more, as the report judges saturation: fewer give
+    // a slope too noisy to bisect on.
+    p.offered = off.is_number() && spec.inference.requests.size() >= 50 ? off.get<double>() : 0.0;
     for (const LatencyTarget& t : targets)
       p.values.push_back(latency_target_value(j, t));
     return p;

@@ -316,7 +316,6 @@ ResultsTable read_sweep_file(const std::string& path)
             if (st->second[r] == "error")
               v[r] = std::numeric_limits<double>::quiet_NaN();
   } catch (const H5::Exception& e) {
-    rethrow_if_out_of_memory();
     throw InputError(path + ": unreadable memwall results file (" + e.getDetailMsg() + "); truncated or corrupt?");
   }
   return t;
@@ -363,7 +362,6 @@ std::map<int64_t, SweepRow> read_sweep_rows(const std::string& path, const Sweep
       rows.emplace(row.index, std::move(row));
     }
   } catch (const H5::Exception& e) {
-    rethrow_if_out_of_memory();
     throw InputError(path + ": unreadable memwall results file (" + e.getDetailMsg() + ")");
   } catch (const std::out_of_range&) {
     throw InputError(path + ": the columns of /points differ in length; the file is corrupt");

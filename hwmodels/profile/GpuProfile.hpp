@@ -46,6 +46,7 @@ struct GpuProfile {
   // Catalog id of the GPU whose measured collectives inside a node these are, scaled by
   // the NVLink ratio (GpuSpec::collectives_from); empty: the profile's own.
   std::string collectives_from;
+  double collectives_nvlink_bw = 0; // the nvlink_bw they were scaled to
   std::map<Dtype, GemmModel> gemm;
   std::map<std::pair<Dtype, GemmPass>, GemmModel> gemm_passes;
   std::map<std::pair<Dtype, GemmPass>, GemmTable> gemm_tables;

@@ -98,10 +98,7 @@ ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algori
                       " needs a GPU with nvlink_bw > 0 (a node of fabric pcie takes GPUs without NVLink)");
   // A node given other GPUs keeps the rest of its system's power: its GPUs' TDP is
   // swapped for theirs (unknown when either TDP is).
-  if (c.node.gpu.id != node_gpu.id && c.node.power_w > 0)
-    c.node.power_w = c.node.gpu.tdp_w > 0 && node_gpu.tdp_w > 0
-                         ? c.node.power_w + (c.node.gpu.tdp_w - node_gpu.tdp_w) * c.node.gpus
-                         : 0;
+  c.node.power_w = swapped_gpu_power(c.node.power_w, node_gpu, c.node.gpu, c.node.gpus);
   read_profile_choice(r, c.node.gpu, spec_dir);
   c.nodes = static_cast<int>(r.integer("nodes", 1, "number of nodes", 1, "", 100'000));
   c.gpus_per_node =
