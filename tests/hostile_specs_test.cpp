@@ -120,7 +120,8 @@ TEST_CASE("a_peak_or_hbm_bandwidth_the_fitted_profile_overrides_is_refused_not_a
   CliResult none =
       run_cli("run " + demo + h100 + " --set hardware.profile=none --set hardware.gpu.hbm_achievable_bw=500e9 --json");
   REQUIRE(none.exit_code == 0);
-  for (const auto& l : nlohmann::json::parse(none.out)["links"])
+  nlohmann::json estimated = nlohmann::json::parse(none.out); // held: a temporary's member dies before the loop
+  for (const auto& l : estimated["links"])
     CHECK(l["utilization"].get<double>() <= 1.0 + 1e-9);
 }
 
