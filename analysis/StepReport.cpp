@@ -2,6 +2,7 @@
 
 #include "analysis/ServingReport.hpp"
 #include "base/Quantity.hpp"
+#include "hwmodels/TimingSources.hpp"
 
 #include <algorithm>
 
@@ -231,7 +232,7 @@ nlohmann::ordered_json report_json(const RunResult& r)
   // Where each part's timing came from (TimingSources.hpp): a comparison of machines
   // reads these columns to tell calibration from hardware.
   nlohmann::ordered_json timing = nlohmann::ordered_json::object();
-  for (const std::string part : {"gemm", "memory_bound", "host_copies", "nvlink_collectives"}) {
+  for (const std::string& part : timing_parts()) {
     auto it      = std::find_if(r.profile.timing.begin(), r.profile.timing.end(),
                                 [&](const auto& kv) { return kv.first == part; });
     timing[part] = it == r.profile.timing.end() ? "unknown" : it->second;

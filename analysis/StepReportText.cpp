@@ -108,11 +108,12 @@ std::string report_text(const nlohmann::ordered_json& j, const std::string& titl
   os << title << "\n";
   if (j.contains("hardware_profile")) { // results files written before profiles were named have none
     const auto& p = j["hardware_profile"];
-    std::string parts; // by part, kept since machines were compared by it (TimingSources.hpp)
+    std::vector<std::pair<std::string, std::string>> sources; // kept since machines were compared by it
     if (p.contains("timing") && p["timing"].is_object())
       for (const auto& [part, source] : p["timing"].items())
         if (source.is_string())
-          parts += (parts.empty() ? "" : ", ") + timing_part_title(part) + " " + source.get<std::string>();
+          sources.emplace_back(part, source.get<std::string>());
+    std::string parts   = timing_text(sources);
     std::string profile = p["name"] == "none"
                               ? ""
                               : "profile " + p["name"].get<std::string>() +

@@ -106,15 +106,22 @@ def short(axis):
     return axis.rsplit(".", 1)[-1]
 
 
-def set_title(ax, text, fontsize=10):
-    """A title never cut: each line wrapped to what the figure's width holds at the font
-    size (about 0.6 of the size in points per character)."""
+def wrapped(text, width_pt, fontsize):
+    """Each line of `text` wrapped to what `width_pt` points hold at the font size (about
+    0.6 of the size in points per character): a title never cut."""
     import textwrap
+    chars = max(20, int(width_pt / (0.6 * fontsize)))
+    return "\n".join(w for line in text.split("\n") for w in (textwrap.wrap(line, chars) or [""]))
+
+
+def set_title(ax, text, fontsize=10):
     # the title is centred over the axes: it may reach a little past them, not past the figure
     width_pt = ax.figure.get_figwidth() * 72 * min(0.92, ax.get_position().width + 0.08)
-    chars = max(20, int(width_pt / (0.6 * fontsize)))
-    lines = [w for line in text.split("\n") for w in (textwrap.wrap(line, chars) or [""])]
-    ax.set_title("\n".join(lines), fontsize=fontsize)
+    ax.set_title(wrapped(text, width_pt, fontsize), fontsize=fontsize)
+
+
+def set_suptitle(fig, text, fontsize):
+    fig.suptitle(wrapped(text, fig.get_figwidth() * 72 * 0.92, fontsize), fontsize=fontsize)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -359,8 +366,7 @@ def plot_memory(f, memory, title, out, device):
     if kv is not None:
         plot_kv(axes[-1, 0], kv)
     axes[-1, 0].set_xlabel("simulated time (s)")
-    import textwrap
-    fig.suptitle("\n".join(textwrap.wrap(title, max(20, int(fig.get_figwidth() * 72 * 0.92 / 6.6)))), fontsize=11)
+    set_suptitle(fig, title, 11)
     fig.tight_layout()
     save(fig, out)
     return f"memory of {len(names)} device(s)"
@@ -643,11 +649,8 @@ def plot_ranking(table, axes, attrs, out, y, top=15):
     ax.grid(alpha=0.3, axis="x")
     same = [a for a in axes if a not in varying]
     note = ("; all " + ", ".join(setting(a, table[a][best[0]]) for a in same)) if same else ""
-    import textwrap
-    head = f"the best {len(best)} of {len(ok)} fitting layouts by {label(y)}{note}"
-    chars = int(fig.get_figwidth() * 72 * 0.92 / 6)
-    fig.suptitle("\n".join(textwrap.wrap(head, chars) + textwrap.wrap(attrs.get("sweep_file", ""), chars)),
-                 fontsize=10)
+    set_suptitle(fig, f"the best {len(best)} of {len(ok)} fitting layouts by {label(y)}{note}\n"
+                      f"{attrs.get('sweep_file', '')}", 10)
     fig.tight_layout()
     save(fig, out)
     return f"the best {len(best)} of {len(ok)} layouts by {y}"

@@ -16,7 +16,7 @@ void take_collectives(GpuSpec& g, const std::string& where)
       (g.profile && g.profile->collectives_from == from && g.profile->collectives_nvlink_bw == g.nvlink_bw))
     return;
   auto refuse = [&](const std::string& why) { throw InputError(where + ": collectives_from " + from + ": " + why); };
-  auto inside_node = [](const CollectiveCurve& c) { return c.ranks == c.ranks_per_node; };
+  auto inside_node = [](const CollectiveCurve& c) { return c.inside_node(); };
   if (g.profile && g.profile->collectives_from.empty())
     for (const CollectiveCurve& c : g.profile->collectives)
       if (inside_node(c))

@@ -13,18 +13,30 @@ std::vector<std::pair<std::string, std::string>> timing_sources(const GpuSpec& g
            : p->derived_from.empty() ? std::string("measured")
                                      : "derived from " + p->derived_from;
   };
-  bool gemm               = p && (!p->gemm.empty() || !p->gemm_passes.empty());
-  bool kernel             = p && !p->elementwise.empty();
-  bool copies             = p && (p->copies.count("h2d_pinned") || p->copies.count("d2h_pinned"));
-  bool inside             = p && std::any_of(p->collectives.begin(), p->collectives.end(),
-                                             [](const CollectiveCurve& c) { return c.ranks == c.ranks_per_node; });
-  std::string collectives = g.nvlink_bw <= 0                         ? "none"
-                            : inside && !p->collectives_from.empty() ? "derived from " + p->collectives_from
-                                                                     : fitted(inside);
-  return {{"gemm", fitted(gemm)},
-          {"memory_bound", fitted(kernel)},
-          {"host_copies", fitted(copies)},
-          {"nvlink_collectives", collectives}};
+  bool gemm                            = p && (!p->gemm.empty() || !p->gemm_passes.empty());
+  bool kernel                          = p && !p->elementwise.empty();
+  bool copies                          = p && (p->copies.count("h2d_pinned") || p->copies.count("d2h_pinned"));
+  bool inside                          = p && std::any_of(p->collectives.begin(), p->collectives.end(),
+                                                          [](const CollectiveCurve& c) { return c.inside_node(); });
+  std::string collectives              = g.nvlink_bw <= 0                         ? "none"
+                                         : inside && !p->collectives_from.empty() ? "derived from " + p->collectives_from
+                                                                                  : fitted(inside);
+  const std::vector<std::string>& part = timing_parts();
+  return {{part[0], fitted(gemm)}, {part[1], fitted(kernel)}, {part[2], fitted(copies)}, {part[3], collectives}};
+}
+
+const std::vector<std::string>& timing_parts()
+{
+  static const std::vector<std::string> parts{"gemm", "memory_bound", "host_copies", "nvlink_collectives"};
+  return parts;
+}
+
+std::string timing_text(const std::vector<std::pair<std::string, std::string>>& sources)
+{
+  std::string text;
+  for (const auto& [part, source] : sources)
+    text += (text.empty() ? "" : ", ") + timing_part_title(part) + " " + source;
+  return text;
 }
 
 std::string timing_part_title(const std::string& part)

@@ -20,8 +20,12 @@
 
 namespace memwall {
 
+// The parts, in the order above.
+const std::vector<std::string>& timing_parts();
 // (part, source) in the order above.
 std::vector<std::pair<std::string, std::string>> timing_sources(const GpuSpec& g);
+// "GEMMs measured, memory-bound kernels measured, ...": (part, source) pairs in words.
+std::string timing_text(const std::vector<std::pair<std::string, std::string>>& sources);
 
 // The words a person reads for a part's key ("nvlink_collectives" -> "NVLink collectives").
 std::string timing_part_title(const std::string& part);

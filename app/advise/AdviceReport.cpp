@@ -110,13 +110,7 @@ TryMeasure measure_try(const ExperimentSpec& spec, const RunResult& r, const std
     m.tpot_s       = number(j["tpot_s"]["p50"]); // null when none completed
     m.rejected     = j["requests_rejected"].get<double>();
     m.preemptions  = j["preemptions"].get<double>();
-    m.saturated    = j["load"]["saturated"].is_boolean() && j["load"]["saturated"].get<bool>();
-    // Keeping up as serve-capacity judges it: served within 2 % of what arrived (on 50
-    // requests or more), not only the report's 10 %.
-    const auto& off  = j["load"]["offered_requests_per_s"];
-    const auto& kept = j["load"]["served_requests_per_s"];
-    if (spec.inference.requests.size() >= 50 && off.is_number() && kept.is_number())
-      m.saturated = m.saturated || kept.get<double>() < keep_up_share * off.get<double>();
+    m.saturated    = falls_behind(j, spec.inference.requests.size()); // as serve-capacity judges it
     for (const LatencyTarget& t : targets) {
       double v = latency_target_value(j, t);
       if (m.missed.empty() && (v < 0 || v > t.seconds))

@@ -47,6 +47,17 @@ double latency_target_value(const nlohmann::ordered_json& summary, const Latency
   return v.is_number() ? v.get<double>() : -1.0;
 }
 
+bool falls_behind(const nlohmann::ordered_json& summary, size_t requests)
+{
+  const auto& load = summary["load"];
+  if (load["saturated"].is_boolean() && load["saturated"].get<bool>())
+    return true;
+  const auto& offered = load["offered_requests_per_s"];
+  const auto& served  = load["served_requests_per_s"];
+  return requests >= 50 && offered.is_number() && served.is_number() &&
+         served.get<double>() < keep_up_share * offered.get<double>();
+}
+
 CapacityResult search_capacity(double start, const std::vector<LatencyTarget>& targets,
                                const std::function<CapacityPoint(double)>& measure, RateRange range, double tolerance,
                                int max_runs)
@@ -55,7 +66,6 @@ CapacityResult search_capacity(double start, const std::vector<LatencyTarget>& t
   auto run = [&](double rate) {
     CapacityPoint p = measure(rate);
     p.rate          = rate;
-    p.saturated     = p.saturated || (p.offered > 0 && p.served < keep_up_share * p.offered);
     p.meets         = p.fits && !p.saturated;
     for (size_t i = 0; i < targets.size() && p.meets; ++i)
       p.meets = p.values.at(i) >= 0 && p.values[i] <= targets[i].seconds;

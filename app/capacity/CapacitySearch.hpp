@@ -33,12 +33,16 @@ double latency_target_value(const nlohmann::ordered_json& summary, const Latency
 // arrives within 2 % (keep_up_share): a queue whose waits grow 2 % of a second a second
 // is one that never settles, though ServingReport calls a server saturated only past 10 %.
 constexpr double keep_up_share = 0.98;
+// Whether a serving run (its --json summary, of `requests` requests) falls behind its
+// arrivals: the report's `saturated`, or, on 50 requests or more (fewer give a slope too
+// noisy to judge), served under keep_up_share of what arrived. serve-capacity and advise
+// both judge by it.
+bool falls_behind(const nlohmann::ordered_json& summary, size_t requests);
 struct CapacityPoint {
   double rate    = 0;
   bool fits      = false;
   bool saturated = false;
   std::vector<double> values; // per target
-  double offered = 0;         // requests per second that arrived (0: not measured)
   double served  = 0;         // requests per second it kept up with
   double window  = 0;         // seconds the arrivals spanned
   double latency = 0;         // mean end-to-end latency of the completed requests

@@ -35,20 +35,11 @@ std::string rate_text(double rate)
 }
 
 // `more`: how the spec gets more requests (its Poisson count, or a longer trace).
-// Where each part of the GPU's timing comes from (TimingSources.hpp): two machines'
-// capacities compare on equal footing only where these agree.
-std::string timing_text(const GpuSpec& gpu)
-{
-  std::string parts;
-  for (const auto& [part, source] : timing_sources(gpu))
-    parts += (parts.empty() ? "" : ", ") + timing_part_title(part) + " " + source;
-  return parts;
-}
-
 void print_text(const CapacityResult& r, const std::vector<LatencyTarget>& targets, const std::string& title,
                 const std::string& more, const GpuSpec& gpu)
 {
-  std::cout << title << "\n  GPU timing     " << timing_text(gpu) << "\n  targets        ";
+  // Two machines' capacities compare on equal footing only where these agree.
+  std::cout << title << "\n  GPU timing     " << timing_text(timing_sources(gpu)) << "\n  targets        ";
   for (const LatencyTarget& t : targets)
     std::cout << latency_target_name(t) << " <= " << format_duration(t.seconds) << ", ";
   std::cout << "keeping up with the arrivals (served within 2 % of offered)\n\n  rate [req/s]";
@@ -174,7 +165,7 @@ int serve_capacity_command(const std::vector<std::string>& args)
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(out.data);
     CapacityPoint p;
     p.fits           = j["fits"].get<bool>();
-    p.saturated      = j["load"]["saturated"].is_boolean() && j["load"]["saturated"].get<bool>();
+    p.saturated      = falls_behind(j, spec.inference.requests.size());
     const auto& kept = j["load"]["served_requests_per_s"];
     const auto& off  = j["load"]["offered_requests_per_s"];
     p.window         = off.is_number() && off.get<double>() > 0
@@ -182,9 +173,6 @@ int serve_capacity_command(const std::vector<std::string>& args)
                               : 0.0;
     p.latency        = j["latency_s"]["mean"].is_number() ? j["latency_s"]["mean"].get<double>() : 0.0;
     p.served         = kept.is_number() ? kept.get<double>() : 0.0;
-    // The 2 % rule on 50 requests or more, as the report judges saturation: fewer give
-    // a slope too noisy to bisect on.
-    p.offered = off.is_number() && spec.inference.requests.size() >= 50 ? off.get<double>() : 0.0;
     for (const LatencyTarget& t : targets)
       p.values.push_back(latency_target_value(j, t));
     return p;

@@ -88,22 +88,13 @@ std::string why(const ResultsTable& t, size_t best, size_t other)
 
 } // namespace
 
-// A cell of the report: durations with their unit, dollars per step to three
-// significant figures however small, the rest as `memwall report` prints them.
+// A cell of the report: durations with their unit, the rest (dollars per step to three
+// significant figures however small among them) as `memwall report` prints them.
 std::string optimize_cell(const ResultsTable& t, const std::string& col, size_t row)
 {
   double v = number(t, col, row);
   if (col.rfind("breakdown_s.", 0) == 0 && !std::isnan(v))
     return format_duration(v);
-  if ((col == "usd_per_step" || col == "usd_to_train") && !std::isnan(v)) {
-    if (v >= 100)
-      return format_usd(v);
-    if (v >= 1)
-      return format_usd_cents(v);
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "$%.3g", v);
-    return buf;
-  }
   return results_cell(t, col, row);
 }
 

@@ -11,15 +11,6 @@
 namespace memwall {
 namespace {
 
-// The parts, in order: those of a GPU without a profile (every GPU reports all four).
-std::vector<std::string> timing_parts()
-{
-  std::vector<std::string> parts;
-  for (const auto& [part, source] : timing_sources(GpuSpec{}))
-    parts.push_back(part);
-  return parts;
-}
-
 std::string text_at(const ResultsTable& t, const std::string& col, size_t row)
 {
   auto it = t.texts.find(col);

@@ -31,6 +31,8 @@ struct CollectiveCurve {
   int ranks          = 0;
   int ranks_per_node = 0; // ranks == ranks_per_node: inside one node
   LatencyBandwidthCurve curve;
+
+  bool inside_node() const { return ranks == ranks_per_node; }
 };
 
 struct GpuProfile {

@@ -61,9 +61,9 @@ GpuProfile overlay_profile(const GpuProfile& base, const GpuProfile& top)
   // Curves the base took from a sibling GPU (CollectivesFrom.hpp) give way whole to a
   // user's measured ones: a measurement beats a derivation.
   bool measured_inside = std::any_of(top.collectives.begin(), top.collectives.end(),
-                                     [](const CollectiveCurve& c) { return c.ranks == c.ranks_per_node; });
+                                     [](const CollectiveCurve& c) { return c.inside_node(); });
   if (measured_inside && !base.collectives_from.empty()) {
-    std::erase_if(p.collectives, [](const CollectiveCurve& c) { return c.ranks == c.ranks_per_node; });
+    std::erase_if(p.collectives, [](const CollectiveCurve& c) { return c.inside_node(); });
     p.collectives_from.clear();
   }
   for (const CollectiveCurve& c : top.collectives) {
