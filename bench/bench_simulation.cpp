@@ -13,7 +13,7 @@
 // Each run is a fresh process (one SimGrid Engine per process) doing the whole
 // pipeline: spec, DAG, platform, replay. Prints the median of 5 runs (3 for the
 // examples). `bench_simulation NAME-SUBSTRING` runs the matching scenarios only.
-#include "hwmodels/Platform.hpp"
+#include "sim/platform/Platform.hpp"
 #include "sim/Simulation.hpp"
 #include "workloads/trace/TraceImporter.hpp"
 

@@ -6,6 +6,7 @@
 #include "hwmodels/Catalog.hpp"
 #include "hwmodels/GpuNames.hpp"
 #include "hwmodels/TimingSources.hpp"
+#include "sim/platform/EngineSettings.hpp"
 #include "sim/timing/KernelTimer.hpp"
 #include "workloads/inference/ServingDriver.hpp"
 #include "workloads/model/ExpertLoad.hpp"

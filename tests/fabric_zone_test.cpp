@@ -1,10 +1,10 @@
-// FabricZone (hwmodels/FabricZone.hpp) against what it replaces: SimGrid 3.32's own star
+// FabricZone (sim/platform/FabricZone.hpp) against what it replaces: SimGrid 3.32's own star
 // of full zones, one per node, built with the same links and routes in another process.
 // A flow's latency is also its sharing weight in CM02, so the routes must agree link for
 // link and their latencies bit for bit. The latencies are picked so that the order of
 // the sum shows.
 #include "base/ChildPool.hpp"
-#include "hwmodels/FabricZone.hpp"
+#include "sim/platform/FabricZone.hpp"
 #include "sim/Simulation.hpp"
 
 #include <catch2/catch.hpp>

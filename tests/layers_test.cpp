@@ -29,12 +29,14 @@ const std::map<std::string, int> layer_rank = {
 struct Include {
   std::string file; // the including file, from the root
   int line = 0;
-  std::string target; // as written between the quotes
+  std::string target;  // as written between the quotes (or the brackets)
+  bool system = false; // <...>: a library's header
 };
 
 std::vector<Include> quoted_includes(const fs::path& root)
 {
   static const std::regex include_re(R"re(^\s*#\s*include\s+"([^"]+)")re");
+  static const std::regex system_re(R"re(^\s*#\s*include\s+<([^>]+)>)re");
   std::vector<Include> out;
   for (const auto& [layer, rank] : layer_rank) {
     (void)rank;
@@ -53,6 +55,8 @@ std::vector<Include> quoted_includes(const fs::path& root)
         std::smatch m;
         if (std::regex_search(text, m, include_re))
           out.push_back({rel, n, m[1].str()});
+        else if (std::regex_search(text, m, system_re))
+          out.push_back({rel, n, m[1].str(), true});
       }
     }
   }
@@ -69,6 +73,13 @@ std::vector<std::string> layering_violations(const fs::path& root, const std::ve
   std::vector<std::string> out;
   for (const Include& inc : includes) {
     const std::string from = first_component(inc.file), to = first_component(inc.target);
+    // SimGrid (and its xbt) belongs to the engine layer: the rest of the house builds
+    // without it, and the tests that drive the platform sit above everything.
+    if (inc.system) {
+      if ((to == "simgrid" || to == "xbt") && from != "sim" && from != "tests" && from != "bench")
+        out.push_back(where(inc) + ": SimGrid is included in sim/ only");
+      continue;
+    }
     if (!layer_rank.contains(to) || !fs::exists(root / inc.target)) {
       out.push_back(where(inc) + ": not a path from the repository root");
       continue;
@@ -90,6 +101,8 @@ std::set<std::set<std::string>> folder_cycles(const fs::path& root)
 {
   std::map<std::string, std::set<std::string>> edges;
   for (const Include& inc : quoted_includes(root)) {
+    if (inc.system)
+      continue;
     const std::string from = fs::path(inc.file).parent_path().generic_string();
     const std::string to   = fs::path(inc.target).parent_path().generic_string();
     if (from != to)
@@ -139,7 +152,7 @@ fs::path planted_tree(const std::string& name)
 {
   const fs::path root = memwall::test::temp_path(name);
   fs::remove_all(root);
-  for (const char* dir : {"base", "sim/collective/impl", "sim/replay", "analysis"})
+  for (const char* dir : {"base", "sim/collective/impl", "sim/replay", "analysis", "workloads/dag"})
     fs::create_directories(root / dir);
   for (const char* file :
        {"base/Quantity.hpp", "sim/collective/impl/Ring.hpp", "sim/replay/Replayer.hpp", "analysis/StepReport.hpp"})
@@ -164,7 +177,7 @@ TEST_CASE("no_include_in_the_source_runs_up_the_layers_or_into_an_impl_folder")
   CHECK(saw_engine);
 }
 
-TEST_CASE("the_layer_check_refuses_an_upward_include_a_bare_name_and_a_foreign_impl_header")
+TEST_CASE("the_layer_check_refuses_an_upward_include_a_bare_name_a_foreign_impl_header_and_simgrid_outside_sim")
 {
   const fs::path root = planted_tree("layers_planted");
   std::ofstream(root / "sim/replay/Replayer.cpp") << "#include \"sim/replay/Replayer.hpp\"\n"
@@ -172,13 +185,17 @@ TEST_CASE("the_layer_check_refuses_an_upward_include_a_bare_name_and_a_foreign_i
                                                      "#include \"analysis/StepReport.hpp\"\n" // up a layer
                                                      "#include \"Replayer.hpp\"\n"            // bare name
                                                      "#include \"sim/collective/impl/Ring.hpp\"\n";
-  std::ofstream(root / "sim/collective/impl/Ring.cpp") << "#include \"sim/collective/impl/Ring.hpp\"\n";
+  std::ofstream(root / "sim/collective/impl/Ring.cpp") << "#include \"sim/collective/impl/Ring.hpp\"\n"
+                                                          "#include <simgrid/s4u/Engine.hpp>\n"; // allowed in sim/
+  std::ofstream(root / "workloads/dag/Op.cpp") << "#include <vector>\n"
+                                                  "#include <simgrid/s4u/Host.hpp>\n"; // not outside it
   const std::vector<std::string> found = layering_violations(root, quoted_includes(root));
-  REQUIRE(found.size() == 3);
+  REQUIRE(found.size() == 4);
   CHECK(found[0] == "sim/replay/Replayer.cpp:3 includes analysis/StepReport.hpp: sim may not include analysis");
   CHECK(found[1] == "sim/replay/Replayer.cpp:4 includes Replayer.hpp: not a path from the repository root");
   CHECK(found[2] == "sim/replay/Replayer.cpp:5 includes sim/collective/impl/Ring.hpp: an implementation is reached "
                     "through its registry");
+  CHECK(found[3] == "workloads/dag/Op.cpp:2 includes simgrid/s4u/Host.hpp: SimGrid is included in sim/ only");
 }
 
 TEST_CASE("the_engine_library_links_neither_analysis_nor_calibration_nor_the_program")

@@ -14,7 +14,7 @@
 //   under unified memory (ReplayerPaging.cpp) a kernel first waits for its faults:
 //                  the driver's time per fault batch, eviction write-backs and
 //                  migrations as flows on the GPU's PCIe route, one after another.
-#include "hwmodels/Platform.hpp"
+#include "sim/platform/Platform.hpp"
 #include "sim/collective/CollectiveAlgorithm.hpp"
 #include "sim/collective/FlowFold.hpp"
 #include "sim/paging/ManagedMemory.hpp"

@@ -1,4 +1,4 @@
-#include "hwmodels/FabricZone.hpp"
+#include "sim/platform/FabricZone.hpp"
 
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/s4u/NetZone.hpp>

@@ -17,10 +17,6 @@ namespace memwall {
 
 class FabricZone;
 
-// The settings under which SimGrid's fluid model is exact (DESIGN.md §3). Call once,
-// after the Engine is created and before any zone is.
-void configure_exact_engine();
-
 class Platform {
 public:
   // Speed of every GPU host: kernels are given work = seconds x this (see Replayer).
