@@ -80,7 +80,16 @@ ParamReader::ParamReader(YAML::Node node, std::string file, std::string path,
 
 ParamReader ParamReader::nested(YAML::Node node, const std::string& key) const
 {
-  return ParamReader(std::move(node), file_, full(key), overridden_);
+  ParamReader r(std::move(node), file_, full(key), overridden_);
+  r.owner_ = owner_;
+  return r;
+}
+
+ParamReader ParamReader::owned_by(const std::string& owner) const
+{
+  ParamReader r = *this; // shares known_: what the owner reads, this reader has read
+  r.owner_      = owner;
+  return r;
 }
 
 std::string ParamReader::set_location(const std::string& full_key) const
@@ -128,12 +137,16 @@ bool ParamReader::has(const std::string& key) const { return lookup(key).IsDefin
 YAML::Node ParamReader::get(const std::string& key, const std::string& type, const std::string& def,
                             const std::string& desc)
 {
-  if (std::find(known_.begin(), known_.end(), key) == known_.end())
-    known_.push_back(key);
+  if (std::find(known_->begin(), known_->end(), key) == known_->end())
+    known_->push_back(key);
   auto& docs           = param_docs();
   std::string doc_path = full(key);
-  if (std::none_of(docs.begin(), docs.end(), [&](const ParamDoc& d) { return d.path == doc_path; }))
-    docs.push_back({doc_path, type, defaults_from_preset_ && !def.empty() ? "the preset's" : def, desc});
+  auto doc             = std::find_if(docs.begin(), docs.end(), [&](const ParamDoc& d) { return d.path == doc_path; });
+  if (doc == docs.end())
+    docs.push_back({doc_path, type, defaults_from_preset_ && !def.empty() ? "the preset's" : def, desc, owner_});
+  else if (!owner_.empty() && !doc->owner.empty() &&
+           (", " + doc->owner + ",").find(", " + owner_ + ",") == std::string::npos)
+    doc->owner += ", " + owner_; // another implementation of the concern reads it too
   return lookup(key);
 }
 
@@ -237,9 +250,15 @@ int64_t ParamReader::required_integer(const std::string& key, const std::string&
 
 bool ParamReader::flag(const std::string& key, bool def, const std::string& desc)
 {
-  YAML::Node n = get(key, "true or false", def ? "true" : "false", desc);
+  return flag_or_unset(key, def ? "true" : "false", desc).value_or(def);
+}
+
+std::optional<bool> ParamReader::flag_or_unset(const std::string& key, const std::string& default_text,
+                                               const std::string& desc)
+{
+  YAML::Node n = get(key, "true or false", default_text, desc);
   if (!n.IsDefined())
-    return def;
+    return std::nullopt;
   std::string s = scalar(key, n, "true or false");
   if (s == "true" || s == "on" || s == "yes")
     return true;
@@ -286,13 +305,13 @@ void ParamReader::finish() const
     return;
   for (const auto& kv : node_) {
     std::string key = kv.first.Scalar();
-    if (std::find(known_.begin(), known_.end(), key) != known_.end())
+    if (std::find(known_->begin(), known_->end(), key) != known_->end())
       continue;
     int line          = kv.first.Mark().line;
     std::string where = set_location(full(key));
     if (where.empty())
       where = file_ + (line >= 0 ? ":" + std::to_string(line + 1) : "") + ": " + full(key);
-    std::vector<std::string> sorted = known_;
+    std::vector<std::string> sorted = *known_;
     std::sort(sorted.begin(), sorted.end());
     std::string hint;
     auto close = close_names(key, sorted);

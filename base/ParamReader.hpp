@@ -23,6 +23,9 @@ struct ParamDoc {
   std::string type;         // "integer", "bytes", "one of: adam, sgd", ...
   std::string default_text; // "" when required
   std::string description;
+  // The implementations that read it ("training stack deepspeed"), comma-separated; ""
+  // for a key of the section itself.
+  std::string owner;
 };
 
 // Every parameter read so far in this process, in first-read order without duplicates.
@@ -35,8 +38,15 @@ public:
   // name the --set argument instead of a line of the file.
   ParamReader(YAML::Node node, std::string file, std::string path,
               std::shared_ptr<const std::vector<std::string>> overridden = nullptr);
-  // A reader of `node` as the mapping at `key` under this one (same file, same --set keys).
+  // A reader of `node` as the mapping at `key` under this one (same file, same --set keys,
+  // same owner).
   ParamReader nested(YAML::Node node, const std::string& key) const;
+  // The same mapping read on behalf of an implementation (Registry::make): the keys it
+  // reads are documented as its own, and count as read for finish() of this reader.
+  ParamReader owned_by(const std::string& owner) const;
+  const std::string& owner() const { return owner_; }
+  // The keys asked for so far (by this reader or one owned_by it), in first-read order.
+  const std::vector<std::string>& known() const { return *known_; }
 
   // Values beyond [min, max] are refused with the range named.
   double number(const std::string& key, double def, const std::string& desc, double min = 0.0, double max = 1e15);
@@ -55,6 +65,8 @@ public:
                            int64_t max = default_integer_max);
   static constexpr int64_t default_integer_max = 1'000'000'000;
   bool flag(const std::string& key, bool def, const std::string& desc);
+  // A flag whose default depends on other keys (`default_text` says how): unset when absent.
+  std::optional<bool> flag_or_unset(const std::string& key, const std::string& default_text, const std::string& desc);
   std::string choice(const std::string& key, const std::string& def, const std::vector<std::string>& allowed,
                      const std::string& desc);
   std::string text(const std::string& key, const std::string& def, const std::string& desc);
@@ -91,7 +103,8 @@ private:
   YAML::Node node_;
   std::string file_;
   std::string path_;
-  std::vector<std::string> known_;
+  std::shared_ptr<std::vector<std::string>> known_ = std::make_shared<std::vector<std::string>>();
+  std::string owner_;
   std::shared_ptr<const std::vector<std::string>> overridden_;
   bool defaults_from_preset_ = false;
 };

@@ -2,11 +2,23 @@
 // Name -> implementation table of one swappable concern (collective algorithm, pipeline
 // schedule, KV manager, batch scheduler), as Ramulator 2 keeps them: implementations in
 // an impl/ folder add themselves from static initializers, a spec key picks one by name,
-// and `memwall list` prints every entry with its description.
+// and `memwall list` prints every entry with its description and keys.
+//
+// An implementation reads its own keys (Ramulator 2's param<T>("x"), SST's documented
+// parameters): its factory's first argument is the ParamReader of the section they live
+// in, which make() hands over owned by the implementation, so `memwall list params` names
+// the owner of every key. A registry told how to make an entry with its defaults
+// (describe_with) can say which keys each entry reads without a spec, and so list them
+// all and refuse, with the owner named, a key that belongs to an entry the spec did not pick.
+#include "base/Implementation.hpp"
 #include "base/ParamReader.hpp"
 
+#include <algorithm>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -19,11 +31,14 @@ public:
     std::string description;
     Factory make;
   };
+  // Makes the entry with its defaults through a reader of an empty mapping.
+  using Describer = std::function<void(const Factory&, ParamReader&)>;
 
   // `what` ("KV manager"), `key` ("inference.kv_manager") and `list` ("kv-managers")
-  // name the concern in the error for an unknown name.
-  Registry(std::string what, std::string key, std::string list)
-      : what_(std::move(what)), key_(std::move(key)), list_(std::move(list))
+  // name the concern in the error for an unknown name; `default_name` is the entry a
+  // spec that names none gets ("" where the key is required or the default is derived).
+  Registry(std::string what, std::string key, std::string list, std::string default_name = "")
+      : what_(std::move(what)), key_(std::move(key)), list_(std::move(list)), default_name_(std::move(default_name))
   {}
 
   bool add(const std::string& name, const std::string& description, Factory make)
@@ -41,11 +56,64 @@ public:
     return it->second.make;
   }
 
-  // Builds the implementation called `name`; an unknown name is an InputError.
-  template <typename... Args>
-  auto make(const std::string& name, Args&&... args) const
+  // Builds the implementation called `name`; an unknown name is an InputError. A
+  // ParamReader as the first argument reaches the factory owned by the implementation.
+  template <typename First, typename... Args>
+  auto make(const std::string& name, First&& first, Args&&... args) const
   {
-    return get(name)(std::forward<Args>(args)...);
+    if constexpr (std::is_same_v<std::decay_t<First>, ParamReader>) {
+      ParamReader own = first.owned_by(owner(name));
+      return named(get(name)(own, std::forward<Args>(args)...), name);
+    } else {
+      return named(get(name)(std::forward<First>(first), std::forward<Args>(args)...), name);
+    }
+  }
+  auto make(const std::string& name) const { return named(get(name)(), name); }
+
+  // `name` (the default entry when empty) as a spec that gives none of its keys gets it
+  // (an entry named on the command line).
+  template <typename... Args>
+  auto make_with_defaults(const std::string& name, Args&&... args) const
+  {
+    ParamReader none(YAML::Node(), "(defaults)", section_);
+    return make(name.empty() ? default_name_ : name, none, std::forward<Args>(args)...);
+  }
+
+  // The owner of the keys `name` reads, as `memwall list params` says it.
+  std::string owner(const std::string& name) const { return what_ + " " + name; }
+
+  // The implementations read their keys from the spec's `section` ("training").
+  void describe_with(std::string section, Describer d)
+  {
+    section_  = std::move(section);
+    describe_ = std::move(d);
+  }
+  bool describes() const { return static_cast<bool>(describe_); }
+  const std::string& section() const { return section_; }
+  // Makes `name` with its defaults (documenting its keys); the keys it reads, in order.
+  std::vector<std::string> describe(const std::string& name) const
+  {
+    if (!describe_)
+      return {};
+    ParamReader probe = ParamReader(YAML::Node(), "(defaults)", section_).owned_by(owner(name));
+    describe_(get(name), probe);
+    return probe.known();
+  }
+
+  // After `chosen` read its keys through `r`: refuses a key of r's mapping that another
+  // entry reads and `chosen` does not ("training.deepspeed: read by training stack
+  // deepspeed; this spec runs training stack pytorch").
+  void refuse_others_keys(const std::string& chosen, const ParamReader& r) const
+  {
+    for (const auto& [name, entry] : entries_) {
+      if (name == chosen)
+        continue;
+      for (const std::string& k : describe(name)) {
+        const auto& read = r.known();
+        if (r.has(k) && std::find(read.begin(), read.end(), k) == read.end())
+          r.fail(k, "read by " + owner(name) + "; this spec runs " + owner(chosen) + " (" + key_ + ")");
+      }
+    }
   }
 
   std::vector<std::string> names() const
@@ -62,10 +130,23 @@ public:
   const std::string& what() const { return what_; }
   const std::string& key() const { return key_; }
   const std::string& list_subject() const { return list_; }
+  const std::string& default_name() const { return default_name_; }
 
 private:
-  std::string what_, key_, list_;
+  template <typename Made>
+  static Made named(Made made, const std::string& name)
+  {
+    if constexpr (requires { made->name(); }) {
+      using Object = std::remove_cvref_t<decltype(*made)>;
+      if constexpr (std::is_base_of_v<Implementation, Object>)
+        static_cast<Implementation&>(const_cast<std::remove_const_t<Object>&>(*made)).name_ = name;
+    }
+    return made;
+  }
+
+  std::string what_, key_, list_, default_name_, section_;
   std::map<std::string, Entry> entries_;
+  Describer describe_;
 };
 
 } // namespace memwall

@@ -52,8 +52,8 @@ TEST_CASE("a_megatron_deepspeed_gpt_layer_lists_its_twelve_parameter_tensors_in_
   const double H = 12288;
   ModelSpec m    = model_preset("gpt3-175b");
   TrainingConfig cfg;
-  cfg.stack = "deepspeed", cfg.seq_len = 2048;
-  BlockPlan b = training_stack_registry().make("deepspeed")->layer(m, step_shape(cfg), 0);
+  cfg.stack = default_training_stack("deepspeed"), cfg.seq_len = 2048;
+  BlockPlan b = default_training_stack("deepspeed")->layer(m, step_shape(cfg), 0);
   std::vector<double> expected{H, H, 3 * H * H, 3 * H, H * H, H, H, H, 4 * H * H, 4 * H, 4 * H * H, H};
   CHECK(b.tensors == expected);
   CHECK(b.params == Approx(12 * H * H + 13 * H).epsilon(1e-12));
@@ -66,8 +66,9 @@ TEST_CASE("transformers_modules_under_deepspeed_list_each_nn_parameter_and_cast_
   // down_proj (h x 14336 each); GPT-2's: ln_1, c_attn, c_proj, ln_2, c_fc, c_proj with a
   // bias each. DeepSpeed's engine casts the model to bf16: no autocast casts.
   TrainingConfig cfg;
-  cfg.stack = "deepspeed", cfg.seq_len = 1024, cfg.deepspeed.modules = "transformers";
-  auto stack     = make_training_stack(cfg);
+  cfg.seq_len = 1024;
+  ParamReader training(YAML::Load("deepspeed: {modules: transformers}"), "test", "training");
+  auto stack     = training_stack_registry().make("deepspeed", training);
   const double H = 4096, F = 14336;
   BlockPlan llama = stack->layer(model_preset("llama-3-8b"), step_shape(cfg), 2);
   std::vector<double> expected{H, H * H, H * 1024, H * 1024, H * H, H, H * F, H * F, F * H};

@@ -23,8 +23,9 @@ constexpr double T = 8192, h = 4096, q = 4096, kv = 1024, f = 14336, heads = 32,
 BlockPlan titan_layer()
 {
   TrainingConfig cfg;
-  cfg.stack = "fsdp", cfg.seq_len = 8192, cfg.micro_batch = 1, cfg.global_batch = 8, cfg.zero = 3;
-  return training_stack_registry().make("fsdp")->layer(model_preset("llama-3-8b"), step_shape(cfg), 3);
+  cfg.stack = default_training_stack("fsdp"), cfg.seq_len = 8192, cfg.micro_batch = 1, cfg.global_batch = 8,
+  cfg.zero = 3;
+  return default_training_stack("fsdp")->layer(model_preset("llama-3-8b"), step_shape(cfg), 3);
 }
 
 const std::string h100x8 = "hardware: {node: dgx-h100}\nmodel: {preset: llama-3-8b}\n";

@@ -45,7 +45,7 @@ TEST_CASE("looped_bfs_runs_every_micro_batch_through_a_chunk_before_the_next_and
   const std::vector<PipelineSlot> by_hand = {{0, 0, true},  {1, 0, true},  {2, 0, true},  {0, 1, true},
                                              {1, 1, true},  {2, 1, true},  {2, 1, false}, {1, 1, false},
                                              {0, 1, false}, {2, 0, false}, {1, 0, false}, {0, 0, false}};
-  auto schedule                           = pipeline_schedule_registry().make("looped_bfs");
+  auto schedule                           = default_pipeline_schedule("looped_bfs");
   for (int64_t stage : {0, 3}) {
     const std::vector<PipelineSlot> order = schedule->order(stage, 4, 2, 3);
     REQUIRE(order.size() == by_hand.size());

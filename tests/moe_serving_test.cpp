@@ -176,6 +176,17 @@ TEST_CASE("an_attention_data_parallel_group_runs_its_share_of_the_batch_and_its_
   CHECK(a.layer_weight_bytes() - b.layer_weight_bytes() == Approx(expert_weights_one * 3 / 4));
 }
 
+namespace {
+
+// A paged KV manager configured by the inference keys `keys`, started for one run.
+std::unique_ptr<KvManager> paged_kv(const KvManagerParams& p, const std::string& keys)
+{
+  ParamReader inference(YAML::Load(keys), "test", "inference");
+  return kv_manager_registry().make("paged", inference, EngineDefaults{})->start(p);
+}
+
+} // namespace
+
 TEST_CASE("pooled_attention_data_parallel_kv_keeps_a_sequence_in_one_group_and_a_prefix_in_each",
           "[inference][kv][a2a]")
 {
@@ -185,10 +196,8 @@ TEST_CASE("pooled_attention_data_parallel_kv_keeps_a_sequence_in_one_group_and_a
   KvManagerParams p;
   p.capacity_tokens = 992;
   p.max_model_len   = 4096;
-  p.block_size      = 16;
-  p.shared_prefix   = 64;
   p.groups          = 4;
-  auto kv           = kv_manager_registry().make("paged", p);
+  auto kv           = paged_kv(p, "{block_size: 16, shared_prefix: 64}");
   CHECK(kv->capacity() == 3968);
   CHECK(kv->sequence_capacity() == 992);
   Sequence s;
@@ -213,7 +222,7 @@ TEST_CASE("sliding_window_layers_keep_only_their_windows_kv", "[inference][windo
   p.max_model_len   = 1 << 20;
   p.windowed_share  = 0.5;
   p.window          = 128;
-  auto paged        = kv_manager_registry().make("paged", p);
+  auto paged        = paged_kv(p, "{block_size: 16}");
   CHECK(paged->slots_for(10000) == 5072);
   CHECK(paged->slots_for(100) == 112);
   CHECK(paged->held(10000) == 10000 - (10000 - 128) / 2); // token states stored

@@ -17,14 +17,12 @@ namespace {
 StepShape shape_8x1024()
 {
   TrainingConfig cfg;
-  cfg.stack = "pytorch", cfg.seq_len = 1024, cfg.micro_batch = 8, cfg.global_batch = 8, cfg.precision = Dtype::bf16;
+  cfg.stack = default_training_stack("pytorch"), cfg.seq_len = 1024, cfg.micro_batch = 8, cfg.global_batch = 8,
+  cfg.precision = Dtype::bf16;
   return step_shape(cfg);
 }
 
-BlockPlan gpt2_block()
-{
-  return training_stack_registry().make("pytorch")->layer(model_preset("gpt2"), shape_8x1024(), 3);
-}
+BlockPlan gpt2_block() { return default_training_stack("pytorch")->layer(model_preset("gpt2"), shape_8x1024(), 3); }
 
 } // namespace
 

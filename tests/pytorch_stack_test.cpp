@@ -36,7 +36,8 @@ ModelSpec llama_1b()
 StepShape shape_4x2048()
 {
   TrainingConfig cfg;
-  cfg.stack = "pytorch", cfg.seq_len = 2048, cfg.micro_batch = 4, cfg.global_batch = 4, cfg.precision = Dtype::bf16;
+  cfg.stack = default_training_stack("pytorch"), cfg.seq_len = 2048, cfg.micro_batch = 4, cfg.global_batch = 4,
+  cfg.precision = Dtype::bf16;
   return step_shape(cfg);
 }
 
@@ -80,7 +81,7 @@ ClassCount traced_layer()
 // accumulations of later micro-batches.
 ClassCount modelled_layer()
 {
-  BlockPlan b = training_stack_registry().make("pytorch")->layer(llama_1b(), shape_4x2048(), 5);
+  BlockPlan b = default_training_stack("pytorch")->layer(llama_1b(), shape_4x2048(), 5);
   ClassCount c;
   for (const KernelPlan& k : b.kernels) {
     if (k.name.find("memset") != std::string::npos)
@@ -120,7 +121,7 @@ TEST_CASE("an_hf_llama_layer_keeps_for_backward_what_the_h100_trace_allocates_pe
   // output and log-sum-exp (81 MiB), the two fp32 residual sums (2 x 64 MiB), SiLU's
   // input, its output, up's output and their product (4 x 128 MiB).
   const double traced = 1125.06 * 1024 * 1024;
-  BlockPlan b         = training_stack_registry().make("pytorch")->layer(llama_1b(), shape_4x2048(), 5);
+  BlockPlan b         = default_training_stack("pytorch")->layer(llama_1b(), shape_4x2048(), 5);
   double kept = 0, weights = 0;
   for (const KernelPlan& k : b.kernels) {
     kept += k.saved_bytes;
@@ -139,15 +140,15 @@ TEST_CASE("eager_pytorch_holds_16_bytes_per_parameter_without_a_master_copy", "[
   // Megatron's 16 B are bf16 weights and gradients (2 + 2) and fp32 master + moments (12).
   TrainingConfig cfg;
   cfg.precision         = Dtype::bf16;
-  ModelStateBytes eager = training_stack_registry().make("pytorch")->state_bytes(cfg, llama_1b());
-  ModelStateBytes mega  = training_stack_registry().make("megatron")->state_bytes(cfg, llama_1b());
+  ModelStateBytes eager = default_training_stack("pytorch")->state_bytes(cfg, llama_1b());
+  ModelStateBytes mega  = default_training_stack("megatron")->state_bytes(cfg, llama_1b());
   CHECK(eager.weights == 4);
   CHECK(eager.gradients == 4);
   CHECK(eager.optimizer == 8);
   CHECK(mega.weights == 2);
   CHECK(mega.optimizer == 12);
   // The fused AdamW reads weight, gradient and both moments and writes three: 28 B.
-  std::vector<OptimizerPass> p = training_stack_registry().make("pytorch")->optimizer_passes(cfg, eager);
+  std::vector<OptimizerPass> p = default_training_stack("pytorch")->optimizer_passes(cfg, eager);
   REQUIRE(p.size() == 1);
   CHECK(p[0].bytes_per_param == 28);
 }

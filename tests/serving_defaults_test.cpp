@@ -3,6 +3,7 @@
 // whether it serves arrivals (the OpenAI API server) or one offline batch (the LLM class).
 #include "sim/spec/ExperimentSpec.hpp"
 #include "workloads/inference/InferenceSection.hpp"
+#include "workloads/inference/scheduler/BatchScheduler.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -17,6 +18,12 @@ InferenceConfig inference_of(const std::string& hardware, const std::string& inf
   return s.inference;
 }
 
+// The limits the spec's scheduler runs under.
+BatchLimits limits_of(const std::string& hardware, const std::string& inference)
+{
+  return inference_of(hardware, inference).scheduler->limits();
+}
+
 const std::string arrivals = "{poisson: {rate: 5, requests: 10, prompt_len: 64, output_len: 8}}";
 const std::string offline  = "{batch: 8, prompt_len: 64, output_len: 8}";
 
@@ -27,35 +34,35 @@ TEST_CASE("vllm_batch_defaults_follow_the_gpu_and_whether_it_serves_arrivals_or_
   // vllm/engine/arg_utils.py: device memory >= 70 GiB and "a100" not in the name (H100,
   // H200, MI300X): 8,192 tokens (API server) or 16,384 (LLM class), 1,024 sequences; else
   // 2,048 or 8,192 tokens, 256 sequences. The V1 engine always chunks prefills.
-  InferenceConfig h100 = inference_of("{node: dgx-h100, gpus_per_node: 1}", arrivals);
+  BatchLimits h100 = limits_of("{node: dgx-h100, gpus_per_node: 1}", arrivals);
   CHECK(h100.chunked_prefill);
   CHECK(h100.max_num_batched_tokens == 8192);
   CHECK(h100.max_num_seqs == 1024);
-  CHECK(h100.batch_defaults == "vLLM's defaults for an API server on a GPU of 70 GiB or more");
-  CHECK(inference_of("{node: dgx-h100, gpus_per_node: 1}", offline).max_num_batched_tokens == 16384);
+  CHECK(h100.whose == "vLLM's defaults for an API server on a GPU of 70 GiB or more");
+  CHECK(limits_of("{node: dgx-h100, gpus_per_node: 1}", offline).max_num_batched_tokens == 16384);
   // An 80 GB A100 is excluded by name (vLLM PR #17885: the larger budget was slower there).
-  InferenceConfig a100 = inference_of("{node: dgx-a100, gpus_per_node: 1}", arrivals);
+  BatchLimits a100 = limits_of("{node: dgx-a100, gpus_per_node: 1}", arrivals);
   CHECK(a100.max_num_batched_tokens == 2048);
   CHECK(a100.max_num_seqs == 256);
-  CHECK(inference_of("{node: dgx-a100, gpus_per_node: 1}", offline).max_num_batched_tokens == 8192);
+  CHECK(limits_of("{node: dgx-a100, gpus_per_node: 1}", offline).max_num_batched_tokens == 8192);
   // An L40S has 48 GB.
-  CHECK(inference_of("{node: workstation-4x4090, gpus_per_node: 1, gpu: l40s}", arrivals).max_num_seqs == 256);
+  CHECK(limits_of("{node: workstation-4x4090, gpus_per_node: 1, gpu: l40s}", arrivals).max_num_seqs == 256);
 }
 
 TEST_CASE("a_specs_own_batch_limits_replace_the_engines_and_hf_generate_has_no_chunks", "[inference][defaults]")
 {
-  InferenceConfig own = inference_of("{node: dgx-h100, gpus_per_node: 1}",
-                                     "{poisson: {rate: 5, requests: 10, prompt_len: 64, output_len: 8}, "
-                                     "max_num_seqs: 64, max_num_batched_tokens: 512, chunked_prefill: true}");
+  BatchLimits own = limits_of("{node: dgx-h100, gpus_per_node: 1}",
+                              "{poisson: {rate: 5, requests: 10, prompt_len: 64, output_len: 8}, "
+                              "max_num_seqs: 64, max_num_batched_tokens: 512, chunked_prefill: true}");
   CHECK(own.max_num_seqs == 64);
   CHECK(own.max_num_batched_tokens == 512);
-  CHECK(own.batch_defaults.empty()); // nothing defaulted: the summary names no engine's defaults
+  CHECK(own.whose.empty()); // nothing defaulted: the summary names no engine's defaults
   // Without chunks a whole prompt must fit one iteration: at least max_model_len tokens.
   InferenceConfig whole = inference_of("{node: dgx-h100, gpus_per_node: 1}",
                                        "{poisson: {rate: 5, requests: 10, prompt_len: 64, output_len: 8}, "
                                        "chunked_prefill: false}");
-  CHECK(whole.max_num_batched_tokens == std::max<int64_t>(8192, whole.max_model_len));
-  InferenceConfig hf = inference_of("{node: dgx-h100, gpus_per_node: 1}", "{engine: hf, " + offline.substr(1));
+  CHECK(whole.scheduler->limits().max_num_batched_tokens == std::max<int64_t>(8192, whole.max_model_len));
+  BatchLimits hf = limits_of("{node: dgx-h100, gpus_per_node: 1}", "{engine: hf, " + offline.substr(1));
   CHECK_FALSE(hf.chunked_prefill);
   // The summary says what ran and whose defaults they were.
   std::string line = describe_inference(inference_of("{node: dgx-h100, gpus_per_node: 1}", arrivals));

@@ -14,7 +14,7 @@ namespace {
 
 std::vector<DispatchHop> hops(const std::string& dispatcher, const DispatchShape& s)
 {
-  return token_dispatcher_registry().make(dispatcher)->hops(s);
+  return default_token_dispatcher(dispatcher)->hops(s);
 }
 
 // h 512, 8 experts of inner size 1024, top-2, one layer; 2 nodes of 4 GPUs, ep 8.

@@ -10,12 +10,7 @@ Registry<RemedyFactory>& remedy_registry()
   return registry;
 }
 
-ShardingStack sharding_stack(const ExperimentSpec& spec)
-{
-  if (spec.training.stack != "pytorch")
-    return {};
-  return {"DeepSpeed (same HF modules): ", {"training.stack=deepspeed", "training.deepspeed.modules=transformers"}};
-}
+ShardingStack sharding_stack(const ExperimentSpec& spec) { return spec.training.stack->sharding_switch(); }
 
 std::vector<NamedRemedy> remedies_in_cost_order(bool serving)
 {

@@ -5,6 +5,7 @@
 // spec changes; `memwall advise` simulates every proposal.
 #include "base/Registry.hpp"
 #include "sim/spec/ExperimentSpec.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
 
 #include <functional>
 #include <memory>
@@ -34,10 +35,7 @@ public:
 // it can (megatron, deepspeed, fsdp), else DeepSpeed driving the same Hugging Face
 // modules, as the Trainer does with `deepspeed=` (a `pytorch` job is plain DDP: no ZeRO,
 // no offload). `change` names the switch ("" when none), `overrides` make it.
-struct ShardingStack {
-  std::string change;
-  std::vector<std::string> overrides;
-};
+using ShardingStack = StackSwitch;
 ShardingStack sharding_stack(const ExperimentSpec& spec);
 
 using RemedyFactory = std::function<std::unique_ptr<Remedy>()>;

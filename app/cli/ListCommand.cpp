@@ -114,12 +114,14 @@ int list_models()
   return 0;
 }
 
+// Every key with the implementations that read it ("-": the section's own key).
 int list_params()
 {
-  std::printf("%-42s %-40s %-14s %s\n", "key", "type", "default", "description");
+  std::printf("%-42s %-40s %-14s %-30s %s\n", "key", "type", "default", "owner", "description");
   for (const auto& d : spec_param_docs())
-    std::printf("%-42s %-40s %-14s %s\n", d.path.c_str(), d.type.c_str(),
-                d.default_text.empty() ? "(required)" : d.default_text.c_str(), d.description.c_str());
+    std::printf("%-42s %-40s %-14s %-30s %s\n", d.path.c_str(), d.type.c_str(),
+                d.default_text.empty() ? "(required)" : d.default_text.c_str(), d.owner.empty() ? "-" : d.owner.c_str(),
+                d.description.c_str());
   return 0;
 }
 
@@ -130,6 +132,18 @@ struct Subject {
   std::string what, key;
 };
 
+// The keys (not the mappings holding them) documented as read by `owner`, under `section`.
+std::vector<std::string> keys_owned_by(const std::string& owner, const std::string& section)
+{
+  std::vector<std::string> out;
+  for (const ParamDoc& d : param_docs()) {
+    const std::string owners = ", " + d.owner + ",";
+    if (d.type != "mapping" && owners.find(", " + owner + ",") != std::string::npos)
+      out.push_back(d.path.substr(d.path.rfind(section + ".", 0) == 0 ? section.size() + 1 : 0));
+  }
+  return out;
+}
+
 // One registry: name and description per line, listed under the registry's own subject.
 template <typename Factory>
 std::pair<std::string, Subject> registry_subject(const Registry<Factory>& registry,
@@ -137,8 +151,14 @@ std::pair<std::string, Subject> registry_subject(const Registry<Factory>& regist
 {
   if (!print)
     print = [&registry] {
-      for (const auto& [name, entry] : registry.entries())
+      for (const auto& [name, entry] : registry.entries()) {
         std::printf("%-14s %s\n", name.c_str(), entry.description.c_str());
+        // The keys the implementation reads, made with its defaults: its own knobs.
+        registry.describe(name);
+        std::vector<std::string> keys = keys_owned_by(registry.owner(name), registry.section());
+        if (!keys.empty())
+          std::printf("%-14s keys: %s\n", "", join(keys).c_str());
+      }
       return 0;
     };
   return {registry.list_subject(), {print, registry.what(), registry.key()}};

@@ -8,6 +8,7 @@
 #include "sim/Simulation.hpp"
 #include "workloads/inference/InferenceSection.hpp"
 #include "workloads/model/ExpertLoad.hpp"
+#include "workloads/training/TrainingSection.hpp"
 
 #include <boost/program_options.hpp>
 

@@ -18,7 +18,7 @@ double model_state_floor_bytes(const ExperimentSpec& spec)
   // worth the risk of pruning a layout that fits.
   if (spec.serving || t.lora.enabled)
     return context;
-  const ModelStateBytes b          = training_stack_registry().make(t.stack)->state_bytes(t, m);
+  const ModelStateBytes b          = t.stack->state_bytes(t, m);
   const std::vector<int64_t> split = t.stage_layers(m.layers);
   if (split.empty())
     return context;
@@ -32,7 +32,7 @@ double model_state_floor_bytes(const ExperimentSpec& spec)
   // What each layer keeps from forward to backward under the recompute policy, from the
   // stack's own plan of its blocks (the embedding's on the first virtual stage, the
   // head's logits on the last).
-  auto stack         = make_training_stack(t);
+  const auto& stack  = t.stack;
   StepShape shape    = step_shape(t);
   shape.weight_bytes = b.weights;
   const SavedActivations saved(t.recompute);
@@ -70,7 +70,7 @@ double model_state_floor_bytes(const ExperimentSpec& spec)
   chunk_bytes.back() += kept(stack->head(m, shape));
   // The schedule's order says how many (micro-batch, chunk) passes a stage has run
   // forward and not yet backward.
-  const auto schedule = pipeline_schedule_registry().make(t.pipeline_schedule);
+  const auto& schedule = t.pipeline_schedule;
   std::vector<double> held(static_cast<size_t>(t.pp));
   for (int64_t stage = 0; stage < t.pp; ++stage) {
     double bytes = 0;

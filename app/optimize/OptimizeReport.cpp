@@ -4,6 +4,7 @@
 #include "base/InputError.hpp"
 #include "base/NumberFormat.hpp"
 #include "base/Quantity.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -151,7 +152,8 @@ std::string layout_text(const SearchPlan& plan, const ResultsTable& t, size_t r)
     return std::string();
   };
   std::string s;
-  if (v("training.stack") != "megatron" && !v("training.stack").empty())
+  // The default stack goes unnamed, as in a run's summary (describe_training).
+  if (v("training.stack") != training_stack_registry().default_name() && !v("training.stack").empty())
     s += v("training.stack") + ", ";
   s += "tp " + v("training.tp") + (v("training.sp") == "true" ? " (sp)" : "") + " x pp " + v("training.pp");
   if (!v("training.cp").empty() && v("training.cp") != "1")

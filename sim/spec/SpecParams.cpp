@@ -1,8 +1,36 @@
 #include "sim/spec/SpecParams.hpp"
 
 #include "sim/spec/ExperimentSpec.hpp"
+#include "workloads/inference/engine/InferenceEngine.hpp"
+#include "workloads/inference/kv/KvManager.hpp"
+#include "workloads/inference/scheduler/BatchScheduler.hpp"
+#include "workloads/training/dispatch/TokenDispatcher.hpp"
+#include "workloads/training/schedule/PipelineSchedule.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
 
 namespace memwall {
+namespace {
+
+// Every implementation made with its defaults documents the keys it reads, whether or
+// not a spec above picks it.
+template <typename Factory>
+void describe_every(const Registry<Factory>& registry)
+{
+  for (const std::string& name : registry.names())
+    registry.describe(name);
+}
+
+} // namespace
+
+void describe_every_implementation()
+{
+  describe_every(training_stack_registry());
+  describe_every(pipeline_schedule_registry());
+  describe_every(token_dispatcher_registry());
+  describe_every(inference_engine_registry());
+  describe_every(batch_scheduler_registry());
+  describe_every(kv_manager_registry());
+}
 
 const std::vector<ParamDoc>& spec_param_docs()
 {
@@ -17,6 +45,7 @@ const std::vector<ParamDoc>& spec_param_docs()
     parse_spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\ninference: {poisson: {}}\n",
                "(defaults)", "");
     parse_spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nworkload: {trace: rank0.json.gz}\n", "(defaults)", "");
+    describe_every_implementation();
     std::vector<ParamDoc> out;
     for (const auto& d : param_docs())
       for (const char* section : {"hardware", "model", "training", "inference", "memory", "workload"})

@@ -2,6 +2,8 @@
 // (InferenceSection.hpp): the request lengths as drawn, and the serving setup.
 #include "workloads/inference/InferenceSection.hpp"
 #include "workloads/inference/engine/InferenceEngine.hpp"
+#include "workloads/inference/kv/KvManager.hpp"
+#include "workloads/inference/scheduler/BatchScheduler.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -65,17 +67,16 @@ std::string describe_request_lengths(const InferenceConfig& c)
 
 std::string describe_inference(const InferenceConfig& c)
 {
-  std::string s = inference_engine_registry().make(c.engine)->summary_prefix() + dtype_name(c.weight_dtype) +
-                  " weights, " + dtype_name(c.kv_dtype) + " KV, tp " + str(c.tp) + expert_layout(c) + ", " +
-                  c.scheduler + " batching (max " + str(c.max_num_seqs) + " seqs" +
-                  (c.attention_dp() > 1 ? " per group" : "") +
-                  (c.scheduler == "continuous" ? ", " + str(c.max_num_batched_tokens) + " tokens per iteration" : "") +
-                  (c.chunked_prefill ? ", chunked prefill" : "") +
-                  (c.batch_defaults.empty() ? "" : "; " + c.batch_defaults) + "), " + c.kv_manager + " KV";
-  if (c.kv_manager == "paged")
-    s += " (block " + str(c.block_size) + ", preempt by " + c.preemption + ")";
-  if (c.shared_prefix > 0)
-    s += ", shared prefix " + str(c.shared_prefix);
+  // A token budget limits an iteration-level scheduler's iterations; a static batch
+  // prefills whole prompts whatever it says.
+  const BatchLimits& b = c.scheduler->limits();
+  std::string s =
+      c.engine->summary_prefix() + dtype_name(c.weight_dtype) + " weights, " + dtype_name(c.kv_dtype) + " KV, tp " +
+      str(c.tp) + expert_layout(c) + ", " + c.scheduler->name() + " batching (max " + str(b.max_num_seqs) + " seqs" +
+      (c.attention_dp() > 1 ? " per group" : "") +
+      (c.scheduler->iteration_level() ? ", " + str(b.max_num_batched_tokens) + " tokens per iteration" : "") +
+      (b.chunked_prefill ? ", chunked prefill" : "") + (b.whose.empty() ? "" : "; " + b.whose) + "), " +
+      c.kv_manager->summary();
   if (c.gpu_batches > 1)
     s += ", " + str(c.gpu_batches) + " GPU batches per layer";
   auto off = [&](const OffShares& o, const std::string& what) {

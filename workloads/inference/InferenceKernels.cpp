@@ -8,7 +8,7 @@
 namespace memwall {
 
 InferenceKernels::InferenceKernels(const ModelSpec& m, const InferenceConfig& c)
-    : m_(m), c_(c), engine_(inference_engine_registry().make(c.engine))
+    : m_(m), c_(c), engine_(c.engine ? c.engine : default_inference_engine())
 {
   tp_          = static_cast<double>(c.tp);
   dp_          = static_cast<double>(c.attention_dp());

@@ -90,16 +90,14 @@ LengthDistribution read_length(ParamReader& parent, const std::string& key, int6
   d.value      = def;
   YAML::Node n = parent.take(key, "integer, or {dist: fixed|uniform|exponential, value, min, max, mean}",
                              what + " tokens per request", str(def));
-  if (!n.IsDefined() || n.IsNull())
-    return d;
-  if (n.IsScalar()) {
-    YAML::Node wrapped;
+  // A bare number is the fixed length; absent, every key reads its default (and so is
+  // documented whatever the spec says).
+  // (yaml-cpp's Node assignment writes through to the node: the wrapper is a new one.)
+  const bool scalar = n.IsDefined() && !n.IsNull() && n.IsScalar();
+  YAML::Node wrapped;
+  if (scalar)
     wrapped["value"] = n;
-    ParamReader wrap = parent.nested(wrapped, key);
-    d.value          = wrap.integer("value", def, what + " tokens", 1, "", limits::tokens);
-    return d;
-  }
-  ParamReader r = parent.nested(n, key);
+  ParamReader r = parent.nested(scalar ? wrapped : n.IsDefined() && !n.IsNull() ? n : YAML::Node(), key);
   d.dist        = r.choice("dist", "fixed", {"fixed", "uniform", "exponential"}, "length distribution");
   d.value       = r.integer("value", def, "fixed: the length", 1, "", limits::tokens);
   d.min         = r.integer("min", 1, "uniform / exponential: the smallest length", 1, "", limits::tokens);
@@ -190,12 +188,11 @@ void check(ParamReader& r, InferenceConfig& c, int64_t gpus, const ModelSpec& m)
         c.attention_dp() > 1 ? "ep" : "tp",
         "one model replica runs on " + std::string(c.attention_dp() > 1 ? "ep = " + str(c.ep) : "tp = " + str(c.tp)) +
             " GPUs but the hardware has " + str(gpus) + "; set hardware.gpus_per_node (and nodes) to the GPUs it uses");
-  if (!c.chunked_prefill && c.max_num_batched_tokens < c.max_model_len)
+  const BatchLimits& batch = c.scheduler->limits();
+  if (!batch.chunked_prefill && batch.max_num_batched_tokens < c.max_model_len)
     r.fail("max_num_batched_tokens",
-           str(c.max_num_batched_tokens) + " is below max_model_len " + str(c.max_model_len) +
+           str(batch.max_num_batched_tokens) + " is below max_model_len " + str(c.max_model_len) +
                ": a long prompt could never be scheduled; raise it or set chunked_prefill: true");
-  if (c.block_size < 1)
-    r.fail("block_size", "must be at least 1 token");
   if (c.gpu_memory_utilization <= 0 || c.gpu_memory_utilization > 1)
     r.fail("gpu_memory_utilization", "must be in (0, 1]");
   if (c.max_model_len > m.max_seq_len)
@@ -203,8 +200,6 @@ void check(ParamReader& r, InferenceConfig& c, int64_t gpus, const ModelSpec& m)
                                 " tokens (a model extended to longer contexts: set model.max_seq_len, e.g. --set "
                                 "model.max_seq_len=" +
                                 str(c.max_model_len) + ")");
-  if (c.shared_prefix > 0 && c.kv_manager != "paged")
-    r.fail("shared_prefix", "sharing a prefix's KV needs kv_manager: paged");
   if (c.cpu_attention && m.mla.enabled())
     r.fail("offload", "attention: cpu is not modelled for multi-head latent attention (its KV is a compressed latent)");
   if (c.cpu_attention && !c.kv_off.any())
@@ -229,9 +224,9 @@ void check(ParamReader& r, InferenceConfig& c, int64_t gpus, const ModelSpec& m)
       ++refused;
       continue;
     }
-    if (q.prompt_tokens < c.shared_prefix)
+    if (q.prompt_tokens < c.kv_manager->shared_prefix())
       fail("shared_prefix", "prompt of " + str(q.prompt_tokens) + " tokens is shorter than the shared prefix of " +
-                                str(c.shared_prefix) + " tokens");
+                                str(c.kv_manager->shared_prefix()) + " tokens");
   }
   if (refused == static_cast<int64_t>(c.requests.size()))
     r.fail(c.source, "every one of the " + str(refused) + " requests has prompt + output over the context of " +
@@ -266,42 +261,33 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
                "fraction of GPU memory the server may use; the KV cache gets what is left", 0.0, 1.0);
   c.max_model_len = r.integer("max_model_len", model.max_seq_len, "longest prompt + output allowed", 1,
                               "the model's max_seq_len", limits::tokens);
-  c.engine        = r.choice("engine", "vllm", inference_engine_registry().names(),
-                             "how the model is served: vllm (fused kernels, paged KV, continuous batching) or hf (Hugging "
-                                    "Face generate() in eager PyTorch, one static batch); see `memwall list engines`");
-  auto engine     = inference_engine_registry().make(c.engine);
-  c.scheduler     = r.choice("scheduler", engine->default_scheduler(c.source), batch_scheduler_registry().names(),
-                             "batching: static (a batch runs to its longest output) or continuous (vLLM); "
-                                 "see `memwall list schedulers`");
-  // The engine's current release sets what the spec leaves out (vLLM's depend on the GPU
-  // and on whether it serves arrivals or one offline batch); the summary says so.
-  BatchDefaults d = engine->batch_defaults(gpu, c.source, c.max_model_len);
-  c.max_num_seqs  = r.integer(
-       "max_num_seqs", d.max_num_seqs, "most sequences in one iteration (of each attention data-parallel group)", 1,
-       "the engine's: vllm 1024 on a GPU of 70 GiB or more but an A100, else 256", limits::requests);
-  c.chunked_prefill = r.flag("chunked_prefill", d.chunked_prefill,
-                             "split prefills into chunks mixed with decodes (the engine's default: vllm on, hf off)");
-  c.max_num_batched_tokens =
-      r.integer("max_num_batched_tokens", d.max_num_batched_tokens,
-                "most tokens in one iteration (of each attention data-parallel group)", 1,
-                "the engine's: vllm 8192 serving arrivals, 16384 offline on a GPU of 70 GiB or more but an A100, "
-                "else 2048 and 8192; hf max(max_model_len, 2048)",
-                limits::tokens);
-  // Without chunks a whole prompt must fit one iteration (vLLM's SchedulerConfig).
-  if (!c.chunked_prefill && !r.has("max_num_batched_tokens"))
-    c.max_num_batched_tokens = std::max(c.max_num_batched_tokens, c.max_model_len);
-  if (!r.has("max_num_seqs") || !r.has("chunked_prefill") || !r.has("max_num_batched_tokens"))
-    c.batch_defaults = d.whose;
-  c.kv_manager     = r.choice("kv_manager", "paged", kv_manager_registry().names(),
-                              "paged blocks (vLLM) or a contiguous reservation of max_model_len per request; "
-                                  "see `memwall list kv-managers`");
-  c.block_size     = r.integer("block_size", engine->default_block_size(), "paged KV: tokens per block", 0,
-                               "16 (engine hf: 1)", limits::tokens);
-  c.preemption     = r.choice("preemption", "recompute", {"recompute", "swap"},
-                              "when KV blocks run out: drop and recompute a sequence, or swap its KV to host memory");
-  c.swap_space     = r.quantity("swap_space", QuantityKind::bytes, c.swap_space, "host memory for swapped KV per GPU");
-  c.shared_prefix  = r.integer("shared_prefix", 0, "tokens of a system prompt every prompt starts with (shared KV)", 0,
-                               "", limits::tokens);
+  // The engine, scheduler and KV manager read their own keys; what needs them asks the
+  // objects (InferenceConfig). The engine's release sets the others' defaults (vLLM's
+  // depend on the GPU and on whether it serves arrivals or one offline batch).
+  const auto& engines    = inference_engine_registry();
+  const std::string name = r.choice("engine", engines.default_name(), engines.names(),
+                                    "how the model is served: vllm (fused kernels, paged KV, continuous batching) or "
+                                    "hf (Hugging Face generate() in eager PyTorch, one static batch); see `memwall "
+                                    "list engines`");
+  c.engine               = engines.make(name, r);
+  engines.refuse_others_keys(name, r);
+  EngineDefaults d;
+  d.batch                = c.engine->batch_defaults(gpu, c.source, c.max_model_len);
+  d.max_model_len        = c.max_model_len;
+  d.block_size           = c.engine->default_block_size();
+  const auto& schedulers = batch_scheduler_registry();
+  const std::string scheduler =
+      r.choice("scheduler", c.engine->default_scheduler(c.source), schedulers.names(),
+               "batching: static (a batch runs to its longest output) or continuous (vLLM); see `memwall list "
+               "schedulers`");
+  c.scheduler = schedulers.make(scheduler, r, d);
+  schedulers.refuse_others_keys(scheduler, r);
+  const auto& managers      = kv_manager_registry();
+  const std::string manager = r.choice("kv_manager", managers.default_name(), managers.names(),
+                                       "paged blocks (vLLM) or a contiguous reservation of max_model_len per request; "
+                                       "see `memwall list kv-managers`");
+  c.kv_manager              = managers.make(manager, r, d);
+  managers.refuse_others_keys(manager, r);
   c.gpu_batches    = r.integer("gpu_batches", 1,
                                "GPU batches each iteration's sequences are split into, run one after another through "
                                   "each layer while its weights are on the GPU (FlexGen's num_gpu_batches)",
@@ -330,7 +316,7 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
                             "copies staged through the driver's pinned buffer at hardware.node.pageable_copy_bw");
   o.finish();
   check(r, c, gpus, model);
-  engine->check(r, c, model);
+  c.engine->check(r, c, model);
   r.finish();
   return c;
 }

@@ -43,14 +43,14 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
   // limits and KV, the sequences spread evenly over them (vLLM's DP load balancer); a
   // sequence still lives on one group, so it must fit in one group's KV.
   const int64_t groups              = cfg_.attention_dp();
-  st_.limits.max_num_seqs           = cfg_.max_num_seqs * groups;
-  st_.limits.max_num_batched_tokens = cfg_.max_num_batched_tokens * groups;
-  st_.limits.chunked_prefill        = cfg_.chunked_prefill;
-  st_.limits.swap                   = cfg_.preemption == "swap";
+  const BatchLimits& batch          = cfg_.scheduler->limits();
+  st_.limits.max_num_seqs           = batch.max_num_seqs * groups;
+  st_.limits.max_num_batched_tokens = batch.max_num_batched_tokens * groups;
+  st_.limits.chunked_prefill        = batch.chunked_prefill;
+  st_.limits.swap                   = cfg_.kv_manager->swaps();
   st_.limits.swap_tokens =
-      static_cast<int64_t>(cfg_.swap_space / std::max(kernels_.kv_bytes_per_token(), 1.0)) * groups;
+      static_cast<int64_t>(cfg_.kv_manager->swap_space_bytes() / std::max(kernels_.kv_bytes_per_token(), 1.0)) * groups;
 
-  scheduler_ = batch_scheduler_registry().make(cfg_.scheduler);
   KvManagerParams p;
   double per_token     = kernels_.kv_bytes_per_token();
   double gpu_per_token = per_token * (1.0 - cfg_.kv_off.total());
@@ -61,7 +61,8 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
     double share = cfg_.kv_off.of(tier);
     if (share <= 0)
       continue;
-    double room = tier == OffloadPlace::nvme ? node.nvme_bytes : node.dram_bytes / node.sockets - cfg_.swap_space;
+    double room = tier == OffloadPlace::nvme ? node.nvme_bytes
+                                             : node.dram_bytes / node.sockets - cfg_.kv_manager->swap_space_bytes();
     int sharing = ranks_sharing(tier);
     room -= kernels_.layer_weight_bytes() * static_cast<double>(model_.layers) * cfg_.weights_off.of(tier) * sharing;
     tokens = std::min(tokens, std::max(room, 0.0) / (per_token * share * sharing));
@@ -73,9 +74,7 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
     p.window         = model_.sliding_window;
   }
   p.max_model_len = cfg_.max_model_len;
-  p.block_size    = cfg_.block_size;
-  p.shared_prefix = cfg_.shared_prefix;
-  kv_             = kv_manager_registry().make(cfg_.kv_manager, p);
+  kv_             = cfg_.kv_manager->start(p);
 
   stats_.present            = true;
   stats_.kv_capacity_tokens = kv_->capacity();
@@ -103,14 +102,15 @@ ServingDriver::~ServingDriver() = default;
 // staging buffers of offloaded layers.
 double ServingDriver::kv_budget_bytes() const
 {
-  const GpuSpec& g   = cluster_.node.gpu;
-  double layers      = static_cast<double>(model_.layers);
-  double w_off       = cfg_.weights_off.total();
-  double weights     = kernels_.weight_bytes() - layers * kernels_.layer_weight_bytes() * w_off;
-  double staging     = 2 * kernels_.layer_weight_bytes() * w_off;
-  int64_t seqs       = std::min<int64_t>(cfg_.max_num_seqs, static_cast<int64_t>(st_.seqs.size()));
-  int64_t tokens     = scheduler_->largest_iteration_tokens(st_, seqs, cfg_.max_num_batched_tokens);
-  double activations = kernels_.activation_bytes(tokens, seqs, cfg_.max_model_len, cfg_.gpu_batches);
+  const GpuSpec& g         = cluster_.node.gpu;
+  double layers            = static_cast<double>(model_.layers);
+  double w_off             = cfg_.weights_off.total();
+  double weights           = kernels_.weight_bytes() - layers * kernels_.layer_weight_bytes() * w_off;
+  double staging           = 2 * kernels_.layer_weight_bytes() * w_off;
+  const BatchLimits& batch = cfg_.scheduler->limits();
+  int64_t seqs             = std::min<int64_t>(batch.max_num_seqs, static_cast<int64_t>(st_.seqs.size()));
+  int64_t tokens           = cfg_.scheduler->largest_iteration_tokens(st_, seqs, batch.max_num_batched_tokens);
+  double activations       = kernels_.activation_bytes(tokens, seqs, cfg_.max_model_len, cfg_.gpu_batches);
   if (cfg_.managed_weights)
     weights = 0;
   if (cfg_.managed_activations)
@@ -173,7 +173,7 @@ void ServingDriver::account_iteration(double now)
 
 void ServingDriver::retire(double now)
 {
-  for (int s : scheduler_->retire(st_, *kv_))
+  for (int s : cfg_.scheduler->retire(st_, *kv_))
     st_.seqs[s].finish_s = now;
 }
 
@@ -190,7 +190,7 @@ StepDecision ServingDriver::next(double now)
   }
   retire(now);
   st_.admit_arrivals(now);
-  Iteration it = scheduler_->schedule(st_, *kv_);
+  Iteration it = cfg_.scheduler->schedule(st_, *kv_);
   emit_kv_changes(it);
   if (it.empty()) {
     if (st_.next_arrival_time() > now)

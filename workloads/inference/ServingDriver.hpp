@@ -82,7 +82,6 @@ private:
   OpDag dag_;
   ServingState st_;
   std::unique_ptr<KvManager> kv_;
-  std::unique_ptr<BatchScheduler> scheduler_;
   ServingStats stats_;
 
   Tensor weights_;                           // on the GPU (all of them unless offloaded)

@@ -18,8 +18,8 @@ void TrainingStepGenerator::plan_gathers()
   if (cfg_.zero != 3)
     return;
   // ZeRO-3 runs without pipeline parallelism (checked when the spec is read): one stage.
-  auto schedule     = pipeline_schedule_registry().make(cfg_.pipeline_schedule);
-  const auto& chunk = stages_.at(0).chunks.at(0);
+  const auto& schedule = cfg_.pipeline_schedule;
+  const auto& chunk    = stages_.at(0).chunks.at(0);
   for (const PipelineSlot& s : schedule->order(0, 1, 1, cfg_.micro_batches())) {
     if (s.forward)
       uses_.insert(uses_.end(), chunk.begin(), chunk.end());
@@ -49,7 +49,7 @@ OpId TrainingStepGenerator::gathered(int b)
     OpId after  = j >= k + 1 ? gathers_[j - 1 - k].freed : OpDag::none;
     double full = (blk.plan.params - persistent_params(blk_index)) *
                   (state_bytes_.gathered > 0 ? state_bytes_.gathered : weight_bytes_per_param());
-    if (full <= 0) // every tensor persistent (DeepSpeedFetch.cpp): nothing to gather
+    if (full <= 0) // every tensor persistent (TensorFetch.cpp): nothing to gather
       continue;
     // "L3.use41.all_gather": numbered names, so that uses add none to the table.
     const std::string prefix = blk.plan.name + ".use";

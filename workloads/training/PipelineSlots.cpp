@@ -11,8 +11,8 @@ namespace memwall {
 
 void TrainingStepGenerator::emit_pipeline()
 {
-  auto schedule = pipeline_schedule_registry().make(cfg_.pipeline_schedule);
-  int64_t m     = cfg_.micro_batches();
+  const auto& schedule = cfg_.pipeline_schedule;
+  int64_t m            = cfg_.micro_batches();
   std::vector<std::vector<PipelineSlot>> order;
   for (int64_t p = 0; p < cfg_.pp; ++p)
     order.push_back(schedule->order(p, cfg_.pp, cfg_.virtual_stages, m));
@@ -38,7 +38,7 @@ void TrainingStepGenerator::emit_pipeline()
   }
   for (size_t p = 0; p < order.size(); ++p)
     if (pos[p] != order[p].size())
-      throw std::logic_error("pipeline schedule '" + cfg_.pipeline_schedule + "' deadlocks at stage " +
+      throw std::logic_error("pipeline schedule '" + cfg_.pipeline_schedule->name() + "' deadlocks at stage " +
                              std::to_string(p));
 }
 

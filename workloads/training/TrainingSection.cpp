@@ -6,6 +6,7 @@
 #include "workloads/training/stack/TrainingStack.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace memwall {
 namespace {
@@ -62,52 +63,16 @@ void read_offload(ParamReader& parent, TrainingConfig& t)
   r.finish();
 }
 
-void read_deepspeed(ParamReader& parent, TrainingConfig& t)
-{
-  DeepSpeedConfig& d = t.deepspeed;
-  bool given         = parent.has("deepspeed");
-  ParamReader r    = parent.section("deepspeed", "DeepSpeed's zero_optimization settings, by its names (training.stack "
-                                                    "deepspeed)");
-  d.modules        = r.choice("modules", d.modules, {"megatron", "transformers"},
-                              "whose model code DeepSpeed drives: Megatron-DeepSpeed's GPT (fused kernels) or a Hugging "
-                                     "Face model's transformers modules (the Trainer's; weights in the compute dtype, no autocast)");
-  d.overlap_comm   = r.flag("overlap_comm", t.zero == 3,
-                            "gather parameters and reduce gradients on their own streams, overlapping compute (default: "
-                              "true with zero 3, else false, as DeepSpeed; false in its 2021 releases); false: on the "
-                              "compute stream");
-  d.prefetch_numel = r.number("stage3_prefetch_bucket_size", d.prefetch_numel,
-                              "ZeRO-3: parameter elements all-gathered ahead of their use (memwall: with overlap_comm, "
-                              "any positive value gathers the next block during this one; 0: no prefetch)",
-                              0, 1e13);
-  d.max_live_numel = r.number("stage3_max_live_parameters", d.max_live_numel,
-                              "ZeRO-3: gathered parameter elements alive at once (read for DeepSpeed's config; "
-                              "memwall's prefetch is one block ahead whatever it says)",
-                              0, 1e13);
-  d.max_reuse_numel =
-      r.number("stage3_max_reuse_distance", d.max_reuse_numel,
-               "ZeRO-3: a parameter used again within this many gathered elements is not released", 0, 1e13);
-  d.persistence_numel =
-      r.number("stage3_param_persistence_threshold", d.persistence_numel,
-               "ZeRO-3: parameters of at most this many elements are held whole on every rank", 0, 1e13);
-  d.reduce_bucket_numel =
-      r.number("reduce_bucket_size", d.reduce_bucket_numel, "gradient elements reduced in one collective", 1, 1e13);
-  d.per_parameter_collectives =
-      r.flag("per_parameter_collectives", false,
-             "DeepSpeed 0.3-0.4 on PyTorch <= 1.9: one all-gather and one reduce-scatter per parameter, over "
-             "lists of one view per rank (built in Python, copied by PyTorch into or out of a flat buffer)");
-  d.host_seconds_per_view = r.quantity("host_seconds_per_view", QuantityKind::seconds, d.host_seconds_per_view,
-                                       "per_parameter_collectives: host time to build one rank's view (aten::narrow, "
-                                       "median of the H100 HF trace)");
-  d.host_seconds_per_copy = r.quantity("host_seconds_per_copy", QuantityKind::seconds, d.host_seconds_per_copy,
-                                       "per_parameter_collectives: host time to issue one rank's copy "
-                                       "(cudaMemcpyAsync device to device, median of the A100 2-rank NCCL trace)");
-  r.finish();
-  if (given && t.stack != "deepspeed")
-    parent.fail("deepspeed",
-                "the deepspeed section configures training.stack deepspeed; this spec runs stack " + t.stack);
-}
-
 std::string str(int64_t v) { return std::to_string(v); }
+
+// "deepspeed 0, fsdp 3, ...": what each stack, made with its defaults, answers.
+std::string each_stack_says(const std::function<std::string(const TrainingStack&)>& answer)
+{
+  std::vector<std::string> parts;
+  for (const std::string& name : training_stack_registry().names())
+    parts.push_back(name + " " + answer(*default_training_stack(name)));
+  return join(parts);
+}
 
 void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const ModelSpec& m, bool dp_given)
 {
@@ -155,7 +120,7 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
                                str(t.micro_batches()) + " micro-batches x " + str(per_stage) +
                                " layers), more than the limit " + str(limits::layer_passes) +
                                "; raise micro_batch or lower global_batch");
-  check_pipeline_schedule(t.pipeline_schedule, {t.pp, t.virtual_stages, t.micro_batches()}, r);
+  t.pipeline_schedule->check({t.pp, t.virtual_stages, t.micro_batches()}, r);
 }
 
 // Expert parallelism (Megatron-Core's MoE folding): each rank of an ep group holds
@@ -218,38 +183,44 @@ void check_memory_options(ParamReader& r, const TrainingConfig& t)
 TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSpec& model)
 {
   TrainingConfig t;
-  t.seq_len        = r.integer("seq_len", t.seq_len, "tokens per sequence", 1, "", limits::tokens);
-  t.global_batch   = r.integer("global_batch", t.global_batch, "sequences per optimizer step (all replicas)", 1, "",
-                               limits::sequences);
-  t.micro_batch    = r.integer("micro_batch", t.micro_batch, "sequences per forward/backward pass on one GPU", 1, "",
-                               limits::sequences);
-  t.tp             = r.integer("tp", 1, "tensor-parallel degree (Megatron column/row split of attention and MLP)", 1);
-  t.pp             = r.integer("pp", 1, "pipeline-parallel stages", 1);
-  bool dp_given    = r.has("dp");
-  t.dp             = r.integer("dp", 0, "data-parallel replicas", 1, "GPUs / (tp x pp x cp)");
-  t.cp             = r.integer("cp", 1,
-                               "context-parallel degree: each sequence split over this many ranks, K and V all-gathered "
-                                           "for attention (long context)",
-                               1, "", limits::tokens);
-  t.ep             = r.integer("ep", 1,
-                               "expert-parallel degree: routed experts spread over this many ranks (MoE); with etp = tp they are "
-                                           "data-parallel ranks, with a smaller etp the group runs across the tp ranks too",
-                               1, "", limits::experts);
-  t.etp            = r.integer("etp", t.tp,
-                               "expert-tensor-parallel degree: each routed expert split over this many ranks (Megatron-Core's "
-                                          "expert_tensor_parallel_size; 1: experts whole, no tp collectives around them)",
-                               1, "tp", limits::experts);
-  t.moe_dispatcher = r.choice("moe_dispatcher", "alltoall", token_dispatcher_registry().names(),
-                              "how an MoE layer's tokens reach their experts' GPUs and come back; see `memwall list "
-                              "dispatchers`");
+  t.seq_len      = r.integer("seq_len", t.seq_len, "tokens per sequence", 1, "", limits::tokens);
+  t.global_batch = r.integer("global_batch", t.global_batch, "sequences per optimizer step (all replicas)", 1, "",
+                             limits::sequences);
+  t.micro_batch  = r.integer("micro_batch", t.micro_batch, "sequences per forward/backward pass on one GPU", 1, "",
+                             limits::sequences);
+  t.tp           = r.integer("tp", 1, "tensor-parallel degree (Megatron column/row split of attention and MLP)", 1);
+  t.pp           = r.integer("pp", 1, "pipeline-parallel stages", 1);
+  bool dp_given  = r.has("dp");
+  t.dp           = r.integer("dp", 0, "data-parallel replicas", 1, "GPUs / (tp x pp x cp)");
+  t.cp           = r.integer("cp", 1,
+                             "context-parallel degree: each sequence split over this many ranks, K and V all-gathered "
+                                       "for attention (long context)",
+                             1, "", limits::tokens);
+  t.ep           = r.integer("ep", 1,
+                             "expert-parallel degree: routed experts spread over this many ranks (MoE); with etp = tp they are "
+                                       "data-parallel ranks, with a smaller etp the group runs across the tp ranks too",
+                             1, "", limits::experts);
+  t.etp          = r.integer("etp", t.tp,
+                             "expert-tensor-parallel degree: each routed expert split over this many ranks (Megatron-Core's "
+                                      "expert_tensor_parallel_size; 1: experts whole, no tp collectives around them)",
+                             1, "tp", limits::experts);
+  const auto& dispatchers = token_dispatcher_registry();
+  t.moe_dispatcher        = dispatchers.make(
+             r.choice("moe_dispatcher", dispatchers.default_name(), dispatchers.names(),
+                      "how an MoE layer's tokens reach their experts' GPUs and come back; see `memwall list dispatchers`"),
+             r);
   t.sp =
       r.flag("sp", false, "sequence parallelism: all-gather/reduce-scatter instead of all-reduce, norms split by tp");
-  t.stack = r.choice("stack", t.stack, training_stack_registry().names(),
-                     "the software stack that runs the step: what it launches, keeps and holds (see `memwall list "
-                     "stacks`)");
-  t.zero  = static_cast<int>(r.integer("zero", training_stack_registry().make(t.stack)->default_zero(),
-                                       "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0,
-                                       "the stack's (fsdp: 3)", 3));
+  // The stack reads its own keys now; what needs it asks the object (TrainingConfig::stack).
+  const auto& stacks                   = training_stack_registry();
+  const std::string name               = r.choice("stack", stacks.default_name(), stacks.names(),
+                                                  "the software stack that runs the step: what it launches, keeps and holds (see "
+                                                                "`memwall list stacks`)");
+  std::unique_ptr<TrainingStack> stack = stacks.make(name, r);
+  stacks.refuse_others_keys(name, r);
+  t.zero = static_cast<int>(r.integer(
+      "zero", stack->default_zero(), "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0,
+      "the stack's: " + each_stack_says([](const TrainingStack& s) { return std::to_string(s.default_zero()); }), 3));
   t.zero_prefetch =
       r.integer("zero_prefetch", 1, "ZeRO-3: layers whose parameters are all-gathered ahead of use (0: none)", 0);
   YAML::Node allocator = r.take("allocator", "name (see `memwall list allocators`)",
@@ -261,9 +232,11 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
       r.fail("allocator", "expected an allocator's name (see `memwall list allocators`)");
     t.allocator = allocator.Scalar();
   }
-  t.pipeline_schedule = r.choice("pipeline_schedule", "1f1b", pipeline_schedule_registry().names(),
-                                 "pipeline schedule (see `memwall list schedules`)");
-  t.virtual_stages    = r.integer("virtual_stages", 1, "model chunks per pipeline stage (interleaved schedule)", 1);
+  const auto& schedules = pipeline_schedule_registry();
+  t.pipeline_schedule   = schedules.make(r.choice("pipeline_schedule", schedules.default_name(), schedules.names(),
+                                                  "pipeline schedule (see `memwall list schedules`)"),
+                                         r);
+  t.virtual_stages      = r.integer("virtual_stages", 1, "model chunks per pipeline stage (interleaved schedule)", 1);
   t.first_stage_layers =
       r.integer("first_stage_layers", 0, "layers of the first pipeline stage, the rest split evenly (0: an even split)",
                 0, "", limits::layers);
@@ -295,19 +268,19 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
                                     1);
   t.lora                = read_lora(r);
   read_offload(r, t);
-  read_deepspeed(r, t);
   if (t.seq_len > model.max_seq_len)
-    r.fail("seq_len", str(t.seq_len) + " exceeds the model's max_seq_len " + str(model.max_seq_len) +
-                          " (a model extended to longer contexts: set model.max_seq_len, e.g. --set model.max_seq_len=" +
-                          str(t.seq_len) + ")");
+    r.fail("seq_len",
+           str(t.seq_len) + " exceeds the model's max_seq_len " + str(model.max_seq_len) +
+               " (a model extended to longer contexts: set model.max_seq_len, e.g. --set model.max_seq_len=" +
+               str(t.seq_len) + ")");
   if (!dp_given)
     t.dp = std::max<int64_t>(1, gpus / (t.tp * t.pp * t.cp));
   check_layout(r, t, gpus, model, dp_given);
   check_memory_options(r, t);
   check_experts(r, t, model);
-  auto stack = make_training_stack(t);
   stack->adjust(r, t);
   stack->check(r, t, model);
+  t.stack = std::move(stack);
   r.finish();
   return t;
 }

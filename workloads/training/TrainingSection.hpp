@@ -14,4 +14,7 @@ namespace memwall {
 // `gpus` is the number of GPUs the hardware section provides; dp defaults to gpus / (tp pp).
 TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSpec& model);
 
+// "tp 8 x pp 8 x dp 1, 1f1b, ZeRO-1, bf16, adam, recompute selective, flash attention on, ..."
+std::string describe_training(const TrainingConfig& t);
+
 } // namespace memwall

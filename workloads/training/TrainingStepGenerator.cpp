@@ -4,8 +4,8 @@ namespace memwall {
 
 TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const TrainingConfig& cfg,
                                              const ClusterSpec& cluster)
-    : model_(model), cfg_(cfg), stack_(make_training_stack(cfg)), state_bytes_(stack_->state_bytes(cfg, model)),
-      cluster_(cluster), layout_(cfg, cluster.gpus_per_node), shape_(step_shape(cfg))
+    : model_(model), cfg_(cfg), stack_(cfg.stack), state_bytes_(stack_->state_bytes(cfg, model)), cluster_(cluster),
+      layout_(cfg, cluster.gpus_per_node), shape_(step_shape(cfg))
 {
   shape_.weight_bytes = weight_bytes_per_param();
   shape_.ep_nodes     = cfg.ep > 1 ? layout_.ep_nodes() : 1;

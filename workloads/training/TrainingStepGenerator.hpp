@@ -18,7 +18,7 @@
 //
 // Implementation files: TrainingStepGenerator.cpp (setup, blocks), PipelineSlots.cpp
 // (schedule order, stage-to-stage sends, repeated slots), GradientSync.cpp (buckets, reductions), OptimizerStep.cpp, ParamGather.cpp (ZeRO-3),
-// DeepSpeedFetch.cpp (ZeRO-3 as DeepSpeed gathers).
+// TensorFetch.cpp (ZeRO-3 tensor by tensor, as the stack plans it).
 #include "hwmodels/ClusterSpec.hpp"
 #include "workloads/dag/OpDag.hpp"
 #include "workloads/training/ParallelLayout.hpp"
@@ -149,7 +149,7 @@ private:
   Tensor weights_in_use(int b) const; // ZeRO-3: the gathered copy of the current use
   void touch_kernel(OpId k, int b, size_t i, bool forward, const Tensor& saved);
   void touch_optimizer_pass(OpId k, int b, bool grads, bool states, bool weights);
-  // DeepSpeedFetch.cpp: ZeRO-3 parameter by parameter (blocks that list BlockPlan::tensors)
+  // TensorFetch.cpp: ZeRO-3 tensor by tensor (blocks that list BlockPlan::tensors), as the stack plans it
   bool per_tensor_gathers() const;
   double persistent_params(int b) const; // held whole on every rank (stage3_param_persistence_threshold)
   void plan_tensor_fetches();            // which tensors each use gathers (the reuse distance)
@@ -183,7 +183,7 @@ private:
 
   ModelSpec model_;
   TrainingConfig cfg_;
-  std::unique_ptr<TrainingStack> stack_; // cfg_.stack: what the blocks launch, keep and hold
+  std::shared_ptr<const TrainingStack> stack_; // cfg_.stack: what the blocks launch, keep and hold
   ModelStateBytes state_bytes_;
   ClusterSpec cluster_;
   ParallelLayout layout_;

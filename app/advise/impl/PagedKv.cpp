@@ -1,6 +1,7 @@
 // Paged KV (vLLM): blocks allocated as tokens arrive instead of max_model_len reserved
 // per sequence, so the waste of contiguous reservation (60-80 %, Kwon et al. 2023) goes.
 #include "app/advise/Remedy.hpp"
+#include "workloads/inference/kv/KvManager.hpp"
 
 namespace memwall {
 namespace {
@@ -11,7 +12,7 @@ public:
   bool for_serving() const override { return true; }
   std::vector<RemedyTry> tries(const ExperimentSpec& spec) const override
   {
-    if (spec.inference.kv_manager == "paged")
+    if (!spec.inference.kv_manager->reserves_whole_context())
       return {};
     return {{"paged KV cache (blocks of 16 tokens)", {"inference.kv_manager=paged"}}};
   }

@@ -1,6 +1,7 @@
 // Fewer sequences at once: less KV cache and activation memory per iteration, paid for
 // in throughput.
 #include "app/advise/Remedy.hpp"
+#include "workloads/inference/scheduler/BatchScheduler.hpp"
 
 #include <algorithm>
 
@@ -14,7 +15,7 @@ public:
   std::vector<RemedyTry> tries(const ExperimentSpec& spec) const override
   {
     const InferenceConfig& c = spec.inference;
-    int64_t now              = std::min<int64_t>(c.max_num_seqs, static_cast<int64_t>(c.requests.size()));
+    int64_t now = std::min<int64_t>(c.scheduler->limits().max_num_seqs, static_cast<int64_t>(c.requests.size()));
     std::vector<RemedyTry> out;
     for (int64_t n = now / 2; n >= 1 && out.size() < 4; n /= 2)
       out.push_back({"max_num_seqs " + std::to_string(n), {"inference.max_num_seqs=" + std::to_string(n)}});

@@ -24,7 +24,7 @@ std::string name(OffloadTarget t)
   return t == OffloadTarget::cpu ? "cpu" : t == OffloadTarget::nvme ? "nvme" : "none";
 }
 
-bool offloads(const PartialLayout& l) { return training_stack_registry().make(l.t.stack)->offloads_states(); }
+bool offloads(const PartialLayout& l) { return l.t.stack->offloads_states(); }
 
 class OptimizerOffloadAxis final : public LayoutAxis {
 public:

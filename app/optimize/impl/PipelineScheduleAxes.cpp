@@ -4,6 +4,7 @@
 // activations for the same bubble as 1F1B, so it never wins and is not tried.
 #include "app/optimize/LayoutAxis.hpp"
 #include "base/InputError.hpp"
+#include "workloads/training/schedule/PipelineSchedule.hpp"
 
 namespace memwall {
 namespace {
@@ -18,10 +19,10 @@ public:
       return {"1f1b"}; // Megatron interleaves even splits only
     return {"1f1b", "interleaved"};
   }
-  std::string value_of(const TrainingConfig& t) const override { return t.pipeline_schedule; }
+  std::string value_of(const TrainingConfig& t) const override { return t.pipeline_schedule->name(); }
   void apply(PartialLayout& l, const std::string& value) const override
   {
-    l.t.pipeline_schedule = value; // the spec refuses a schedule it does not know
+    l.t.pipeline_schedule = default_pipeline_schedule(value); // an unknown one: InputError listing them
     l.settings.emplace_back(key(), value);
   }
 };
@@ -31,7 +32,7 @@ public:
   VirtualStagesAxis() : IntegerAxis(85, "training.virtual_stages", &TrainingConfig::virtual_stages) {}
   std::vector<std::string> values(const PartialLayout& l, const SearchSpace& s) const override
   {
-    if (l.t.pipeline_schedule != "interleaved")
+    if (!l.t.pipeline_schedule->runs_chunks())
       return {"1"};
     std::vector<std::string> out;
     for (int64_t v : divisors(s.job.model.layers / l.t.pp))

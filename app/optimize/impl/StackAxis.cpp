@@ -12,13 +12,15 @@ public:
   std::string key() const override { return "training.stack"; }
   std::vector<std::string> values(const PartialLayout&, const SearchSpace& s) const override
   {
-    return {s.job.training.stack};
+    return {s.job.training.stack->name()};
   }
-  std::string value_of(const TrainingConfig& t) const override { return t.stack; }
+  std::string value_of(const TrainingConfig& t) const override { return t.stack->name(); }
   void apply(PartialLayout& l, const std::string& value) const override
   {
-    training_stack_registry().get(value); // an unknown stack: InputError listing them
-    l.t.stack = value;
+    // The spec's own keeps its keys; another (an unknown one: InputError listing them)
+    // comes with its defaults, as the --set line that runs it gives it.
+    if (!l.t.stack || value != l.t.stack->name())
+      l.t.stack = default_training_stack(value);
     l.settings.emplace_back(key(), value);
   }
 };

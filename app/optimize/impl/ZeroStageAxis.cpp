@@ -14,7 +14,7 @@ public:
   std::string key() const override { return "training.zero"; }
   std::vector<std::string> values(const PartialLayout& l, const SearchSpace&) const override
   {
-    std::vector<int> stages = training_stack_registry().make(l.t.stack)->zero_stages();
+    std::vector<int> stages = l.t.stack->zero_stages();
     if (l.t.replicas() == 1)
       stages.resize(1);
     std::vector<std::string> out;

@@ -9,12 +9,35 @@
 #include "workloads/model/ModelSpec.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace memwall {
 
 enum class OffloadPlace { none, cpu, nvme };
+
+// The implementations a spec picks, configured (InferenceSection makes them; their
+// interfaces live in the concern folders above this one).
+class InferenceEngine;
+class BatchScheduler;
+class KvManager;
+
+// The scheduler's limits a spec gets where it gives none, as the engine's current
+// release sets them, and the words that say whose they are.
+struct BatchDefaults {
+  bool chunked_prefill           = false;
+  int64_t max_num_batched_tokens = 0;
+  int64_t max_num_seqs           = 256;
+  std::string whose; // "vLLM's defaults for an API server on a GPU of 70 GiB or more"
+};
+
+// What the scheduler's and KV manager's keys default to under the spec's engine.
+struct EngineDefaults {
+  BatchDefaults batch;
+  int64_t max_model_len = 0;
+  int64_t block_size    = 16; // tokens per KV block
+};
 
 // The parts of a category kept off the GPU, in host memory and on NVMe (FlexGen's percent
 // policy); the GPU keeps the rest.
@@ -33,32 +56,24 @@ struct InferenceConfig {
   std::vector<Request> requests;
   // Poisson lengths as asked (the requests hold what they came out as, after clipping).
   LengthDistribution prompt_dist, output_dist;
-  double poisson_rate = 0;      // arrivals per second (source poisson)
-  std::string engine  = "vllm"; // inference.engine: vllm | hf (engine/InferenceEngine.hpp)
-  int64_t tp          = 1;
+  double poisson_rate = 0;                       // arrivals per second (source poisson)
+  std::shared_ptr<const InferenceEngine> engine; // how the model is served (its kernels, the KV budget)
+  int64_t tp = 1;
   // MoE: the GPUs the experts are spread over, whole (1: each expert split by tp). ep = tp
   // spreads them over the replica's tp GPUs; ep = tp x d makes the replica d attention
   // data-parallel groups of tp GPUs whose MoE layers dispatch tokens by all-to-all.
-  int64_t ep                     = 1;
-  Dtype weight_dtype             = Dtype::fp16; // int8 / int4: weight-only, dequantized in the GEMM
-  Dtype kv_dtype                 = Dtype::fp16;
-  Dtype act_dtype                = Dtype::fp16; // activations and the GEMMs' compute dtype (fp8: fp8 GEMMs)
-  bool flash_attention           = true;
-  double gpu_memory_utilization  = 0.9;
-  int64_t max_model_len          = 0;
-  std::string scheduler          = "continuous";
-  int64_t max_num_seqs           = 256;
-  int64_t max_num_batched_tokens = 0;
-  bool chunked_prefill           = false;
-  std::string batch_defaults; // whose defaults set the three above where the spec did not (summary)
-  std::string kv_manager = "paged";
-  int64_t block_size     = 16;
-  std::string preemption = "recompute"; // recompute | swap
-  double swap_space      = 4.0 * (1ull << 30);
-  int64_t shared_prefix  = 0; // tokens of a system prompt every request starts with
-  OffShares weights_off;      // parts of every layer's weights kept off the GPU
-  OffShares kv_off;           // parts of every sequence's KV kept off the GPU
-  OffShares act_off;          // parts of the hidden states between layers kept off the GPU
+  int64_t ep                    = 1;
+  Dtype weight_dtype            = Dtype::fp16; // int8 / int4: weight-only, dequantized in the GEMM
+  Dtype kv_dtype                = Dtype::fp16;
+  Dtype act_dtype               = Dtype::fp16; // activations and the GEMMs' compute dtype (fp8: fp8 GEMMs)
+  bool flash_attention          = true;
+  double gpu_memory_utilization = 0.9;
+  int64_t max_model_len         = 0;
+  std::shared_ptr<const BatchScheduler> scheduler; // which sequences run each iteration, and its limits
+  std::shared_ptr<const KvManager> kv_manager;     // how KV slots are held (a prototype each run starts)
+  OffShares weights_off;                           // parts of every layer's weights kept off the GPU
+  OffShares kv_off;                                // parts of every sequence's KV kept off the GPU
+  OffShares act_off;                               // parts of the hidden states between layers kept off the GPU
   // Attention over KV held in host memory runs on the CPU (FlexGen's cpu_cache_compute,
   // ZeRO-Inference): queries go down, outputs come up, the KV never crosses PCIe.
   bool cpu_attention = false;

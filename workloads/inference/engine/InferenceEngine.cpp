@@ -4,8 +4,17 @@ namespace memwall {
 
 Registry<InferenceEngineFactory>& inference_engine_registry()
 {
-  static Registry<InferenceEngineFactory> registry("inference engine", "inference.engine", "engines");
+  static Registry<InferenceEngineFactory> registry = [] {
+    Registry<InferenceEngineFactory> r("inference engine", "inference.engine", "engines", "vllm");
+    r.describe_with("inference", [](const InferenceEngineFactory& make, ParamReader& inference) { make(inference); });
+    return r;
+  }();
   return registry;
+}
+
+std::shared_ptr<const InferenceEngine> default_inference_engine(const std::string& name)
+{
+  return inference_engine_registry().make_with_defaults(name);
 }
 
 } // namespace memwall

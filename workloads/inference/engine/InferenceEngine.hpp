@@ -21,18 +21,8 @@
 
 namespace memwall {
 
-// The scheduler's limits a spec gets where it gives none, as the engine's current
-// release sets them, and the words that say whose they are.
-struct BatchDefaults {
-  bool chunked_prefill           = false;
-  int64_t max_num_batched_tokens = 0;
-  int64_t max_num_seqs           = 256;
-  std::string whose; // "vLLM's defaults for an API server on a GPU of 70 GiB or more"
-};
-
-class InferenceEngine {
+class InferenceEngine : public Implementation {
 public:
-  virtual ~InferenceEngine() = default;
   // The batch scheduler a spec gets when it names none (`source`: batch, trace, poisson).
   virtual std::string default_scheduler(const std::string& source) const = 0;
   // Tokens per KV block when the spec gives no block_size.
@@ -54,7 +44,10 @@ public:
   virtual double kv_budget(double memory, double utilization, double used) const = 0;
 };
 
-using InferenceEngineFactory = std::function<std::unique_ptr<InferenceEngine>()>;
+// Reads the engine's own keys from the `inference` section (none so far).
+using InferenceEngineFactory = std::function<std::unique_ptr<InferenceEngine>(ParamReader& inference)>;
 Registry<InferenceEngineFactory>& inference_engine_registry();
+// The engine called `name` (the registry's default when empty) with its defaults.
+std::shared_ptr<const InferenceEngine> default_inference_engine(const std::string& name = "");
 
 } // namespace memwall

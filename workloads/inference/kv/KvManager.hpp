@@ -8,6 +8,7 @@
 // The manager only counts slots; the driver turns their changes into alloc/free ops,
 // so the memory timeline comes from the replay.
 #include "base/Registry.hpp"
+#include "workloads/inference/config/InferenceConfig.hpp"
 #include "workloads/inference/requests/ServingState.hpp"
 
 #include <functional>
@@ -16,14 +17,13 @@
 
 namespace memwall {
 
+// What a run gives the manager it starts: the budget and the model's shape.
 struct KvManagerParams {
   int64_t capacity_tokens = 0; // slots the KV budget holds (of one group)
   // Attention data-parallel groups pooled in one manager: capacity is groups x the
   // group's, a sequence must fit in one group's, a shared prefix is held by each group.
   int64_t groups        = 1;
   int64_t max_model_len = 0;
-  int64_t block_size    = 16;
-  int64_t shared_prefix = 0; // tokens every prompt starts with
   // Sliding-window layers (vLLM's hybrid KV cache manager, TensorRT-LLM's cyclic KV):
   // their share of a token's KV bytes and their window. They keep only a sequence's
   // last `window` tokens, so a longer sequence holds less than a slot per token.
@@ -31,10 +31,27 @@ struct KvManagerParams {
   int64_t window        = 0;
 };
 
-class KvManager {
+// The configured object a spec picks (its keys read by the registry's factory) is the
+// prototype of the managers each run starts (start()), which count the slots.
+class KvManager : public Implementation {
 public:
-  explicit KvManager(const KvManagerParams& p) : p_(p) {}
-  virtual ~KvManager() = default;
+  // A manager of this kind and configuration for one run, its slots all free.
+  virtual std::unique_ptr<KvManager> start(const KvManagerParams& p) const = 0;
+
+  // What the rest of the server asks of the configuration:
+  // preempted sequences' KV swapped to host memory (else dropped and recomputed), into
+  // this much host memory per GPU;
+  virtual bool swaps() const { return false; }
+  virtual double swap_space_bytes() const { return 0; }
+  // tokens of a system prompt every prompt starts with, whose KV is held once;
+  virtual int64_t shared_prefix() const { return 0; }
+  // "" when a sequence's slots grow one token at a time and nothing is shared (as a
+  // DynamicCache grows), else the key of the inference section that says otherwise;
+  virtual std::string key_against_token_growth() const = 0;
+  // whether a request reserves its whole context at admission (what paging avoids);
+  virtual bool reserves_whole_context() const { return false; }
+  // the run's summary: "paged KV (block 16, preempt by recompute)".
+  virtual std::string summary() const { return name() + " KV"; }
 
   // Grows s's reservation to hold `tokens` tokens; false (and nothing changes) if the
   // free slots do not suffice.
@@ -57,11 +74,20 @@ public:
   int64_t free_slots() const { return capacity() - reserved_; }
 
 protected:
+  KvManager() = default;
+  // Starts counting a run's slots (start() of a copy of the prototype).
+  void open(const KvManagerParams& p)
+  {
+    p_        = p;
+    reserved_ = 0;
+  }
+
   KvManagerParams p_;
   int64_t reserved_ = 0;
 };
 
-using KvManagerFactory = std::function<std::unique_ptr<KvManager>(const KvManagerParams&)>;
+// Reads the manager's keys from the `inference` section, defaulting to the engine's.
+using KvManagerFactory = std::function<std::unique_ptr<KvManager>(ParamReader& inference, const EngineDefaults&)>;
 Registry<KvManagerFactory>& kv_manager_registry();
 
 } // namespace memwall

@@ -1,10 +1,30 @@
 #include "workloads/inference/scheduler/BatchScheduler.hpp"
 
+#include "workloads/model/InputLimits.hpp"
+
 #include <algorithm>
 
 namespace memwall {
 
-std::vector<int> BatchScheduler::retire(ServingState& st, KvManager& kv)
+BatchScheduler::BatchScheduler(ParamReader& r, const EngineDefaults& d)
+{
+  const std::string engines = "the engine's (`memwall list engines`)";
+  limits_.max_num_seqs      = r.integer("max_num_seqs", d.batch.max_num_seqs,
+                                        "most sequences in one iteration (of each attention data-parallel group)", 1,
+                                        engines, limits::requests);
+  limits_.chunked_prefill = r.flag_or_unset("chunked_prefill", engines, "split prefills into chunks mixed with decodes")
+                                .value_or(d.batch.chunked_prefill);
+  limits_.max_num_batched_tokens =
+      r.integer("max_num_batched_tokens", d.batch.max_num_batched_tokens,
+                "most tokens in one iteration (of each attention data-parallel group)", 1, engines, limits::tokens);
+  // Without chunks a whole prompt must fit one iteration (vLLM's SchedulerConfig).
+  if (!limits_.chunked_prefill && !r.has("max_num_batched_tokens"))
+    limits_.max_num_batched_tokens = std::max(limits_.max_num_batched_tokens, d.max_model_len);
+  if (!r.has("max_num_seqs") || !r.has("chunked_prefill") || !r.has("max_num_batched_tokens"))
+    limits_.whose = d.batch.whose;
+}
+
+std::vector<int> BatchScheduler::retire(ServingState& st, KvManager& kv) const
 {
   std::vector<int> out;
   for (int s : st.running)
@@ -18,12 +38,12 @@ std::vector<int> BatchScheduler::retire(ServingState& st, KvManager& kv)
   return out;
 }
 
-void BatchScheduler::leave(ServingState& st, int seq)
+void BatchScheduler::leave(ServingState& st, int seq) const
 {
   st.running.erase(std::find(st.running.begin(), st.running.end(), seq));
 }
 
-void BatchScheduler::preempt(ServingState& st, KvManager& kv, int victim, Iteration& it)
+void BatchScheduler::preempt(ServingState& st, KvManager& kv, int victim, Iteration& it) const
 {
   Sequence& v = st.seqs[victim];
   ++v.preemptions;
@@ -43,7 +63,7 @@ void BatchScheduler::preempt(ServingState& st, KvManager& kv, int victim, Iterat
   ++it.recomputed;
 }
 
-bool BatchScheduler::reject_if_too_long(ServingState& st, const KvManager& kv, Iteration& it)
+bool BatchScheduler::reject_if_too_long(ServingState& st, const KvManager& kv, Iteration& it) const
 {
   Sequence& q = st.seqs[st.waiting.front()];
   if (q.req.reject == RejectReason::none) {
@@ -60,7 +80,14 @@ bool BatchScheduler::reject_if_too_long(ServingState& st, const KvManager& kv, I
 
 Registry<BatchSchedulerFactory>& batch_scheduler_registry()
 {
-  static Registry<BatchSchedulerFactory> registry("scheduler", "inference.scheduler", "schedulers");
+  static Registry<BatchSchedulerFactory> registry = [] {
+    // No default name: the engine picks one (InferenceEngine::default_scheduler).
+    Registry<BatchSchedulerFactory> r("scheduler", "inference.scheduler", "schedulers");
+    r.describe_with("inference", [](const BatchSchedulerFactory& make, ParamReader& inference) {
+      make(inference, EngineDefaults{});
+    });
+    return r;
+  }();
   return registry;
 }
 

@@ -13,6 +13,7 @@
 #include "workloads/model/ModelSpec.hpp"
 #include "workloads/training/config/TrainingConfig.hpp"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -77,15 +78,15 @@ struct BlockPlan {
 };
 
 struct StepShape {
-  int64_t micro_batch        = 1;
-  int64_t seq_len            = 1; // tokens of a sequence on this rank: seq_len / cp
-  int64_t kv_seq             = 1; // keys each query attends over: the whole sequence
-  int64_t cp                 = 1;
-  int64_t tp                 = 1;
-  int64_t ep                 = 1;
-  int64_t etp                = 1; // ranks each routed expert is split over (Megatron-Core's expert tensor parallelism)
-  int64_t ep_nodes           = 1; // nodes the ep group spans, as many ranks on each (1: inside a node or uneven)
-  std::string moe_dispatcher = "alltoall";
+  int64_t micro_batch = 1;
+  int64_t seq_len     = 1; // tokens of a sequence on this rank: seq_len / cp
+  int64_t kv_seq      = 1; // keys each query attends over: the whole sequence
+  int64_t cp          = 1;
+  int64_t tp          = 1;
+  int64_t ep          = 1;
+  int64_t etp         = 1; // ranks each routed expert is split over (Megatron-Core's expert tensor parallelism)
+  int64_t ep_nodes    = 1; // nodes the ep group spans, as many ranks on each (1: inside a node or uneven)
+  std::shared_ptr<const TokenDispatcher> moe_dispatcher; // null: the registry's default
   bool sp                    = false;
   double act_bytes           = 2; // bytes per activation element (2 for 16-bit and fp8 training, 4 for fp32)
   double weight_bytes        = 2; // bytes per trainable weight element read by kernels

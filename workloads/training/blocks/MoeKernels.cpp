@@ -82,7 +82,8 @@ void moe_mlp_half(BlockPlan& b, const ModelSpec& m, const StepShape& s, double T
   // the combine runs them back, the forwarding rank summing its node's outputs between.
   const double fp8_row = s.gemm_dtype == Dtype::fp8 ? h * fp8_block_scaled_bytes : h * e;
   const DispatchShape shape{moe, Tr, h * e, fp8_row, load.busiest_pairs, s.ep, s.ep_nodes};
-  const std::vector<DispatchHop> hops = token_dispatcher_registry().make(s.moe_dispatcher)->hops(shape);
+  const auto dispatcher               = s.moe_dispatcher ? s.moe_dispatcher : default_token_dispatcher();
+  const std::vector<DispatchHop> hops = dispatcher->hops(shape);
   // Toward the experts (the forward dispatch, the combine's gradient) and back.
   auto a2a = [&](const DispatchHop& hop, bool out) {
     return TpComm{CollectiveKind::all_to_all, out ? hop.dispatch_bytes : hop.bytes,

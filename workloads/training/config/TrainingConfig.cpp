@@ -32,29 +32,6 @@ bool LoraConfig::targets_kernel(const std::string& gemm) const
   return enabled && std::find(targets.begin(), targets.end(), gemm) != targets.end();
 }
 
-std::string describe_training(const TrainingConfig& t)
-{
-  static const char* optimizers[] = {"adam", "adamw", "adam8bit", "sgd", "adafactor"};
-  static const char* recomputes[] = {"none", "selective", "full"};
-  static const char* targets[]    = {"none", "cpu", "nvme"};
-  std::string s = (t.stack == "megatron" ? std::string() : t.stack + ", ") + "tp " + str(t.tp) + (t.sp ? " (sp)" : "") +
-                  " x pp " + str(t.pp) + (t.cp > 1 ? " x cp " + str(t.cp) : std::string()) + " x dp " + str(t.dp);
-  if (t.ep > 1 || t.etp != t.tp)
-    s += " (ep " + str(t.ep) + (t.etp != t.tp ? ", etp " + str(t.etp) : std::string()) + ")";
-  if (t.pp > 1)
-    s += ", " + t.pipeline_schedule + (t.virtual_stages > 1 ? " v=" + str(t.virtual_stages) : "");
-  s += ", ZeRO-" + std::to_string(t.zero) + ", " + dtype_name(t.precision) + ", " +
-       optimizers[static_cast<int>(t.optimizer)] + ", recompute " + recomputes[static_cast<int>(t.recompute)] +
-       ", flash attention " + (t.flash_attention ? "on" : "off");
-  if (t.lora.enabled)
-    s += std::string(", ") + (t.lora.nf4_base ? "QLoRA" : "LoRA") + " r=" + str(t.lora.rank);
-  if (t.offload_optimizer != OffloadTarget::none)
-    s += std::string(", optimizer offload ") + targets[static_cast<int>(t.offload_optimizer)];
-  if (t.offload_params != OffloadTarget::none)
-    s += std::string(", parameter offload ") + targets[static_cast<int>(t.offload_params)];
-  return s;
-}
-
 double optimizer_flops_per_param(Optimizer o)
 {
   switch (o) {

@@ -1,11 +1,14 @@
 #pragma once
 // The `training` section: batch shape, precision, optimizer, the parallel layout
-// (tp x pp x dp), ZeRO, recompute, LoRA and offload. Every key is read, documented and
-// checked in read_training_section() (TrainingSection.hpp); inconsistent combinations are refused there.
+// (tp x pp x dp), ZeRO, recompute, LoRA and offload, and the configured stack, schedule
+// and dispatcher. Every key is read, documented and checked in read_training_section()
+// (TrainingSection.hpp) or by the implementation that owns it; inconsistent combinations
+// are refused there.
 #include "hwmodels/kernel/Dtype.hpp"
 #include "workloads/model/ModelSpec.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,42 +29,30 @@ struct LoraConfig {
   bool targets_kernel(const std::string& gemm) const;
 };
 
-// DeepSpeed's zero_optimization knobs, under DeepSpeed's own names where it has them
-// (deepspeed/runtime/zero/config.py); the `deepspeed` stack reads them.
-struct DeepSpeedConfig {
-  std::string modules        = "megatron"; // whose model code: Megatron-DeepSpeed's GPT or transformers' modules
-  bool overlap_comm          = false;      // collectives on their own streams (else on the compute stream)
-  double prefetch_numel      = 5e7;        // stage3_prefetch_bucket_size: parameters gathered ahead of use
-  double max_live_numel      = 1e9;        // stage3_max_live_parameters: gathered parameters alive at once
-  double max_reuse_numel     = 1e9;        // stage3_max_reuse_distance: kept gathered if used again within this
-  double persistence_numel   = 1e5;        // stage3_param_persistence_threshold: smaller parameters held whole
-  double reduce_bucket_numel = 5e8;        // reduce_bucket_size: gradient elements reduced together
-  // DeepSpeed 0.3-0.4 with PyTorch <= 1.9: one collective per parameter, over a list of
-  // one view per rank, each built in Python (narrow) and copied by PyTorch out of
-  // (all-gather) or into (reduce-scatter) a flat buffer: host work per rank and call.
-  bool per_parameter_collectives = false;
-  double host_seconds_per_view   = 5.3e-6; // aten::narrow, median of the H100 HF trace
-  double host_seconds_per_copy   = 8.9e-6; // cudaMemcpyAsync D2D, median of the A100 2-rank NCCL trace
-};
+// The implementations a spec picks, configured (TrainingSection makes them; their
+// interfaces live in the concern folders above this one).
+class TrainingStack;
+class PipelineSchedule;
+class TokenDispatcher;
 
 struct TrainingConfig {
-  int64_t seq_len            = 1024;
-  int64_t global_batch       = 8; // sequences per optimizer step, all replicas together
-  int64_t micro_batch        = 1; // sequences per forward/backward pass on one replica
-  int64_t tp                 = 1; // tensor-parallel ranks per layer (Megatron)
-  int64_t pp                 = 1; // pipeline stages
-  int64_t dp                 = 1; // data-parallel replicas
-  int64_t ep                 = 1; // expert-parallel ranks (MoE), folded over the tp x cp x dp ranks
-  int64_t etp                = 1; // expert-tensor-parallel ranks: each routed expert split this many ways (default tp)
-  std::string moe_dispatcher = "alltoall"; // how tokens reach their experts (TokenDispatcher registry)
-  int64_t cp                 = 1;          // context-parallel ranks: each holds seq_len / cp tokens of every sequence
-  bool sp                    = false;      // sequence parallelism inside the tp group
-  int zero                   = 0;          // ZeRO stage 0..3
-  int64_t zero_prefetch      = 1;          // ZeRO-3: layers whose parameters are gathered ahead of use
-  std::string stack          = "megatron"; // the software stack (TrainingStack registry)
-  std::string allocator;                   // the GPU memory allocator the replay models ("": the stack's)
-  std::string pipeline_schedule = "1f1b";
-  int64_t virtual_stages        = 1; // model chunks per pipeline stage (interleaved schedule)
+  int64_t seq_len      = 1024;
+  int64_t global_batch = 8; // sequences per optimizer step, all replicas together
+  int64_t micro_batch  = 1; // sequences per forward/backward pass on one replica
+  int64_t tp           = 1; // tensor-parallel ranks per layer (Megatron)
+  int64_t pp           = 1; // pipeline stages
+  int64_t dp           = 1; // data-parallel replicas
+  int64_t ep           = 1; // expert-parallel ranks (MoE), folded over the tp x cp x dp ranks
+  int64_t etp          = 1; // expert-tensor-parallel ranks: each routed expert split this many ways (default tp)
+  std::shared_ptr<const TokenDispatcher> moe_dispatcher; // how tokens reach their experts
+  int64_t cp            = 1;     // context-parallel ranks: each holds seq_len / cp tokens of every sequence
+  bool sp               = false; // sequence parallelism inside the tp group
+  int zero              = 0;     // ZeRO stage 0..3
+  int64_t zero_prefetch = 1;     // ZeRO-3: layers whose parameters are gathered ahead of use
+  std::shared_ptr<const TrainingStack> stack; // the software stack that runs the step
+  std::string allocator; // the GPU memory allocator the replay models, by name (sim/allocator; "": the stack's)
+  std::shared_ptr<const PipelineSchedule> pipeline_schedule;
+  int64_t virtual_stages = 1; // model chunks per pipeline stage (interleaved schedule)
   // Uneven pipelines (Megatron's --decoder-first/last-pipeline-num-layers): layers of
   // the first and last stage, the rest split evenly; 0: an even split.
   int64_t first_stage_layers = 0;
@@ -74,7 +65,6 @@ struct TrainingConfig {
   bool overlap_grad_reduce   = true;
   int64_t buckets_in_flight  = 2; // ZeRO-2/3: gradient buckets reducing while backward goes on
   LoraConfig lora;
-  DeepSpeedConfig deepspeed;
   OffloadTarget offload_optimizer = OffloadTarget::none;
   OffloadTarget offload_params    = OffloadTarget::none;
   // Offloaded step: false (DeepSpeed's default) starts the CPU optimizer after the whole
@@ -103,8 +93,5 @@ struct TrainingConfig {
   double expert_shard_scale() const { return static_cast<double>(ep * etp) / static_cast<double>(tp); }
   double tokens_per_step() const { return static_cast<double>(global_batch) * static_cast<double>(seq_len); }
 };
-
-// "tp 8 x pp 8 x dp 1, 1f1b, ZeRO-1, bf16, adam, recompute selective, flash attention on, ..."
-std::string describe_training(const TrainingConfig& t);
 
 } // namespace memwall

@@ -4,8 +4,17 @@ namespace memwall {
 
 Registry<TokenDispatcherFactory>& token_dispatcher_registry()
 {
-  static Registry<TokenDispatcherFactory> registry("MoE token dispatcher", "training.moe_dispatcher", "dispatchers");
+  static Registry<TokenDispatcherFactory> registry = [] {
+    Registry<TokenDispatcherFactory> r("MoE token dispatcher", "training.moe_dispatcher", "dispatchers", "alltoall");
+    r.describe_with("training", [](const TokenDispatcherFactory& make, ParamReader& training) { make(training); });
+    return r;
+  }();
   return registry;
+}
+
+std::shared_ptr<const TokenDispatcher> default_token_dispatcher(const std::string& name)
+{
+  return token_dispatcher_registry().make_with_defaults(name);
 }
 
 } // namespace memwall

@@ -44,13 +44,15 @@ struct DispatchShape {
   int64_t ep_nodes     = 1; // nodes the ep group spans, as many ranks on each (1: inside one node)
 };
 
-class TokenDispatcher {
+class TokenDispatcher : public Implementation {
 public:
-  virtual ~TokenDispatcher()                                          = default;
   virtual std::vector<DispatchHop> hops(const DispatchShape& s) const = 0;
 };
 
-using TokenDispatcherFactory = std::function<std::unique_ptr<TokenDispatcher>()>;
+// Reads the dispatcher's own keys from the `training` section (none so far).
+using TokenDispatcherFactory = std::function<std::unique_ptr<TokenDispatcher>(ParamReader& training)>;
 Registry<TokenDispatcherFactory>& token_dispatcher_registry();
+// The dispatcher called `name` (the registry's default when empty) with its defaults.
+std::shared_ptr<const TokenDispatcher> default_token_dispatcher(const std::string& name = "");
 
 } // namespace memwall

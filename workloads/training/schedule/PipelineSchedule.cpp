@@ -4,8 +4,17 @@ namespace memwall {
 
 Registry<PipelineScheduleFactory>& pipeline_schedule_registry()
 {
-  static Registry<PipelineScheduleFactory> registry("pipeline schedule", "training.pipeline_schedule", "schedules");
+  static Registry<PipelineScheduleFactory> registry = [] {
+    Registry<PipelineScheduleFactory> r("pipeline schedule", "training.pipeline_schedule", "schedules", "1f1b");
+    r.describe_with("training", [](const PipelineScheduleFactory& make, ParamReader& training) { make(training); });
+    return r;
+  }();
   return registry;
+}
+
+std::shared_ptr<const PipelineSchedule> default_pipeline_schedule(const std::string& name)
+{
+  return pipeline_schedule_registry().make_with_defaults(name);
 }
 
 void PipelineSchedule::check(const PipelineShape& shape, const ParamReader& r) const
@@ -14,14 +23,9 @@ void PipelineSchedule::check(const PipelineShape& shape, const ParamReader& r) c
     return;
   std::string chunked;
   for (const std::string& name : pipeline_schedule_registry().names())
-    if (pipeline_schedule_registry().make(name)->runs_chunks())
+    if (default_pipeline_schedule(name)->runs_chunks())
       chunked += (chunked.empty() ? "" : " or ") + name;
   r.fail("virtual_stages", "virtual_stages > 1 needs pipeline_schedule: " + chunked);
-}
-
-void check_pipeline_schedule(const std::string& name, const PipelineShape& shape, const ParamReader& r)
-{
-  pipeline_schedule_registry().make(name)->check(shape, r);
 }
 
 } // namespace memwall

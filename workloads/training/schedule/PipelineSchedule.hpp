@@ -21,8 +21,8 @@ namespace memwall {
 
 struct PipelineSlot {
   int64_t micro_batch = 0;
-  int64_t chunk      = 0;
-  bool forward       = true;
+  int64_t chunk       = 0;
+  bool forward        = true;
 };
 
 // What a schedule is asked to run: P pipeline stages, v model chunks per stage
@@ -31,9 +31,8 @@ struct PipelineShape {
   int64_t stages = 1, chunks = 1, micro_batches = 1;
 };
 
-class PipelineSchedule {
+class PipelineSchedule : public Implementation {
 public:
-  virtual ~PipelineSchedule()                                         = default;
   virtual std::vector<PipelineSlot> order(int64_t stage, int64_t stages, int64_t chunks,
                                           int64_t micro_batches) const = 0;
   // Whether a stage may hold several model chunks (virtual_stages > 1).
@@ -43,11 +42,11 @@ public:
   virtual void check(const PipelineShape& shape, const ParamReader& r) const;
 };
 
-using PipelineScheduleFactory = std::function<std::unique_ptr<PipelineSchedule>()>;
+// Reads the schedule's own keys from the `training` section (none so far).
+using PipelineScheduleFactory = std::function<std::unique_ptr<PipelineSchedule>(ParamReader& training)>;
 
 Registry<PipelineScheduleFactory>& pipeline_schedule_registry();
-
-// The check of the schedule registered as `name` (training.pipeline_schedule).
-void check_pipeline_schedule(const std::string& name, const PipelineShape& shape, const ParamReader& r);
+// The schedule called `name` with its defaults (one named on the command line).
+std::shared_ptr<const PipelineSchedule> default_pipeline_schedule(const std::string& name);
 
 } // namespace memwall

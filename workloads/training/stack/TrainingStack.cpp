@@ -4,15 +4,28 @@ namespace memwall {
 
 Registry<TrainingStackFactory>& training_stack_registry()
 {
-  static Registry<TrainingStackFactory> registry("training stack", "training.stack", "stacks");
+  static Registry<TrainingStackFactory> registry = [] {
+    Registry<TrainingStackFactory> r("training stack", "training.stack", "stacks", "megatron");
+    r.describe_with("training", [](const TrainingStackFactory& make, ParamReader& training) { make(training); });
+    return r;
+  }();
   return registry;
 }
 
-std::unique_ptr<TrainingStack> make_training_stack(const TrainingConfig& cfg)
+std::shared_ptr<const TrainingStack> default_training_stack(const std::string& name)
 {
-  auto stack = training_stack_registry().make(cfg.stack);
-  stack->configure(cfg);
-  return stack;
+  return training_stack_registry().make_with_defaults(name);
+}
+
+double TrainingStack::persistent_elements(const std::vector<double>&) const { return 0; }
+
+FetchPlan TrainingStack::plan_fetches(const std::vector<ParamUse>& uses) const
+{
+  FetchPlan plan(uses.size());
+  for (size_t j = 0; j < uses.size(); ++j)
+    for (size_t t = 0; t < uses[j].tensors->size(); ++t)
+      plan[j].emplace_back(t, (*uses[j].tensors)[t]);
+  return plan;
 }
 
 ModelStateBytes master_weight_state_bytes(const TrainingConfig& cfg, const ModelSpec& m)

@@ -4,7 +4,9 @@
 // weights and optimizer states; eager PyTorch under torch.autocast launches each module's
 // ops apart, keeps fp32 parameters and gradients and casts the weights per use. One
 // interface, implementations in impl/ registered by name and chosen by `training.stack`
-// (`memwall list stacks`); a stack is one file there and its tests.
+// (`memwall list stacks`); a stack is one file there and its tests. A stack reads its own
+// keys (DeepSpeed's `deepspeed` section) when the registry makes it, and the section
+// reader keeps the configured object in TrainingConfig::stack: what needs the stack asks it.
 #include "base/Registry.hpp"
 #include "workloads/model/ModelSpec.hpp"
 #include "workloads/training/blocks/BlockKernels.hpp"
@@ -33,11 +35,34 @@ struct OptimizerPass {
   bool grads = false, states = false, weights = false; // what it touches (unified memory)
 };
 
-class TrainingStack {
+// ZeRO-3 parameter by parameter, for a stack whose blocks list their tensors
+// (BlockPlan::tensors): one use of a block's parameters in the step's order of uses.
+struct ParamUse {
+  const std::vector<double>* tensors = nullptr; // the block's tensors, in elements
+  int64_t block                      = 0;
+  bool forward                       = true;
+  bool recomputed                    = false; // a backward that first recomputes the layer whole
+};
+// Per use: (tensor index, elements) it all-gathers.
+using FetchPlan = std::vector<std::vector<std::pair<size_t, double>>>;
+// How such a stack issues a tensor's collective.
+struct TensorCalls {
+  // One collective per parameter over lists of one view per rank, each view built and
+  // copied by the host (DeepSpeed 0.3-0.4 on PyTorch <= 1.9).
+  bool per_parameter           = false;
+  double host_seconds_per_view = 0, host_seconds_per_copy = 0;
+  double reduce_bucket_numel = 5e8; // gradient elements reduced in one collective
+};
+
+// Another stack that runs the same model code where this one cannot shard or offload
+// model states: `change` says it in words ("" when none is needed), `overrides` make it.
+struct StackSwitch {
+  std::string change;
+  std::vector<std::string> overrides;
+};
+
+class TrainingStack : public Implementation {
 public:
-  virtual ~TrainingStack() = default;
-  // Takes the spec's options that decide what the blocks are (made by make_training_stack).
-  virtual void configure(const TrainingConfig&) {}
   // Refuses (r.fail, naming the key) a layout or option this stack does not run.
   virtual void check(ParamReader&, const TrainingConfig&, const ModelSpec&) const {}
   // The stack's own defaults for the keys a spec leaves out (ParamReader::has tells).
@@ -62,11 +87,20 @@ public:
   // it offloads model states to the host (ZeRO-Offload, ZeRO-Infinity).
   virtual std::vector<int> zero_stages() const { return {0}; }
   virtual bool offloads_states() const { return false; }
+  // Where the stack does neither (plain DDP), the stack a remedy that shards or offloads
+  // model states switches to (the advisor's); none where it does them itself.
+  virtual StackSwitch sharding_switch() const { return {}; }
   // The GPU memory allocator the stack's process runs (sim/allocator; "": tensor bytes
   // counted as they are).
   virtual std::string allocator() const { return ""; }
   // The optimizer step's kernels on the GPU, in order; the gradients are freed after them.
   virtual std::vector<OptimizerPass> optimizer_passes(const TrainingConfig& cfg, const ModelStateBytes& b) const = 0;
+  // ZeRO-3 tensor by tensor: elements of `tensors` held whole on every rank (never
+  // gathered), what each use gathers, and how the calls are issued. By default nothing
+  // persists and every use gathers all its tensors.
+  virtual double persistent_elements(const std::vector<double>& tensors) const;
+  virtual FetchPlan plan_fetches(const std::vector<ParamUse>& uses) const;
+  virtual TensorCalls tensor_calls() const { return {}; }
 };
 
 // Megatron-LM's and DeepSpeed's mixed precision: weights and gradients in the compute
@@ -78,10 +112,11 @@ ModelStateBytes master_weight_state_bytes(const TrainingConfig& cfg, const Model
 // zero_grad(set_to_none=True) launches nothing: the gradients are freed.
 OptimizerPass fused_adamw_pass(const TrainingConfig& cfg, const ModelStateBytes& b);
 
-using TrainingStackFactory = std::function<std::unique_ptr<TrainingStack>()>;
+// Reads the stack's own keys from the `training` section.
+using TrainingStackFactory = std::function<std::unique_ptr<TrainingStack>(ParamReader& training)>;
 
 Registry<TrainingStackFactory>& training_stack_registry();
-// cfg.stack, configured with cfg.
-std::unique_ptr<TrainingStack> make_training_stack(const TrainingConfig& cfg);
+// The stack called `name` with its defaults (a stack named on the command line).
+std::shared_ptr<const TrainingStack> default_training_stack(const std::string& name);
 
 } // namespace memwall

@@ -14,6 +14,8 @@
 // than its GPU, so each kernel is host-paced (Op::host_paced) and the iteration takes
 // its kernels' own GPU time, what a profiler sums, without the idle gaps between them.
 #include "workloads/inference/engine/InferenceEngine.hpp"
+#include "workloads/inference/kv/KvManager.hpp"
+#include "workloads/inference/scheduler/BatchScheduler.hpp"
 #include "workloads/training/stack/HfModel.hpp"
 #include "workloads/training/stack/HfModules.hpp"
 
@@ -62,9 +64,10 @@ public:
                            " is neither (mixture of experts, latent attention or extra norms)");
     if (c.tp > 1 || c.ep > 1)
       refuse(c.tp > 1 ? "tp" : "ep", "generate() on one GPU (device_map's layers spread over GPUs are not modelled)");
-    if (c.scheduler != "static")
-      refuse("scheduler", "generate() runs one batch to its longest output: scheduler static");
-    if (c.chunked_prefill)
+    if (c.scheduler->iteration_level())
+      refuse("scheduler", "generate() runs one batch to its longest output: scheduler " + default_scheduler(c.source) +
+                              " (request-level batching)");
+    if (c.scheduler->limits().chunked_prefill)
       refuse("chunked_prefill", "generate() prefills whole prompts");
     if (c.weights_off.any() || c.kv_off.any() || c.act_off.any() || c.gpu_batches > 1)
       refuse("offload", "offload here is FlexGen's (engine vllm); Accelerate's offload hooks are not modelled");
@@ -76,12 +79,9 @@ public:
       refuse("kv_dtype", "the DynamicCache holds K and V in the model's dtype");
     if (!c.flash_attention)
       refuse("flash_attention", "attention through torch's SDPA (attn_implementation sdpa)");
-    if (c.kv_manager != "paged" || c.block_size != 1 || c.shared_prefix > 0)
-      refuse(c.kv_manager != "paged" ? "kv_manager"
-             : c.block_size != 1     ? "block_size"
-                                     : "shared_prefix",
-             "the DynamicCache holds each sequence's tokens as they come, one by one (kv_manager paged, block_size 1, "
-             "no shared prefix)");
+    if (std::string key = c.kv_manager->key_against_token_growth(); !key.empty())
+      refuse(key.c_str(), "the DynamicCache holds each sequence's tokens as they come, one by one (kv_manager paged, "
+                          "block_size 1, no shared prefix)");
   }
 
   void plan(const ModelSpec& m, const InferenceConfig& c, const std::vector<SeqWork>& batch,
@@ -169,8 +169,9 @@ const bool registered = inference_engine_registry().add(
     "hf",
     "Hugging Face transformers' generate() in eager PyTorch: every module's kernels one by one (sdpa attention), a "
     "DynamicCache grown by torch.cat each step, one static batch, no KV budget (the cache grows until memory runs "
-    "out); host work not modelled",
-    [] { return std::make_unique<HfEngine>(); });
+    "out); host work not modelled. Where a spec does not say: scheduler static, KV grown token by token "
+    "(block_size 1), whole prompts in one batch (no chunked prefill, max(max_model_len, 2048) tokens)",
+    [](ParamReader&) { return std::make_unique<HfEngine>(); });
 
 } // namespace
 } // namespace memwall

@@ -50,8 +50,11 @@ public:
 const bool registered = inference_engine_registry().add(
     "vllm",
     "vLLM: fused kernels (norms and adds inside the GEMMs, attention over paged KV), continuous batching, a KV "
-    "budget of gpu_memory_utilization less the weights and the profile run's activation peak",
-    [] { return std::make_unique<VllmEngine>(); });
+    "budget of gpu_memory_utilization less the weights and the profile run's activation peak. Where a spec does not "
+    "say: KV blocks of 16 tokens, scheduler static for a fixed batch else continuous, and the V1 engine's "
+    "get_batch_defaults: chunked prefill; on a GPU of 70 GiB or more but an A100 1,024 sequences and 8,192 tokens "
+    "per iteration for a server (16,384 offline), else 256 and 2,048 (8,192 offline)",
+    [](ParamReader&) { return std::make_unique<VllmEngine>(); });
 
 } // namespace
 } // namespace memwall

@@ -11,7 +11,14 @@ namespace {
 
 class ContiguousKvManager : public KvManager {
 public:
-  using KvManager::KvManager;
+  std::unique_ptr<KvManager> start(const KvManagerParams& p) const override
+  {
+    auto k = std::make_unique<ContiguousKvManager>(*this);
+    k->open(p);
+    return k;
+  }
+  std::string key_against_token_growth() const override { return "kv_manager"; }
+  bool reserves_whole_context() const override { return true; }
 
   bool reserve(Sequence& s, int64_t tokens) override
   {
@@ -37,7 +44,7 @@ public:
 
 const bool registered = kv_manager_registry().add(
     "contiguous", "reserves max_model_len tokens per request at admission (pre-paging systems)",
-    [](const KvManagerParams& p) { return std::make_unique<ContiguousKvManager>(p); });
+    [](ParamReader&, const EngineDefaults&) { return std::make_unique<ContiguousKvManager>(); });
 
 } // namespace
 } // namespace memwall

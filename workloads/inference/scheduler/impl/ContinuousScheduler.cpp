@@ -15,7 +15,9 @@ namespace {
 
 class ContinuousScheduler : public BatchScheduler {
 public:
-  Iteration schedule(ServingState& st, KvManager& kv) override
+  ContinuousScheduler(ParamReader& inference, const EngineDefaults& d) : BatchScheduler(inference, d) {}
+  bool iteration_level() const override { return true; }
+  Iteration schedule(ServingState& st, KvManager& kv) const override
   {
     Iteration it;
     int64_t budget = st.limits.max_num_batched_tokens;
@@ -58,7 +60,7 @@ public:
 private:
   // Reserves KV for `tokens` of s, preempting the newest running sequences until it
   // fits; false if s itself had to go.
-  bool grow(ServingState& st, KvManager& kv, int s, int64_t tokens, Iteration& it)
+  bool grow(ServingState& st, KvManager& kv, int s, int64_t tokens, Iteration& it) const
   {
     while (!kv.reserve(st.seqs[s], tokens)) {
       int victim = st.running.back();
@@ -69,7 +71,7 @@ private:
     return true;
   }
 
-  void admit(ServingState& st, KvManager& kv, Iteration& it, int64_t& budget, bool chunked)
+  void admit(ServingState& st, KvManager& kv, Iteration& it, int64_t& budget, bool chunked) const
   {
     while (!st.waiting.empty() && static_cast<int64_t>(st.running.size()) < st.limits.max_num_seqs && budget > 0) {
       if (reject_if_too_long(st, kv, it))
@@ -94,7 +96,7 @@ private:
     }
   }
 
-  void swap_in(ServingState& st, KvManager& kv, Iteration& it, int64_t& budget)
+  void swap_in(ServingState& st, KvManager& kv, Iteration& it, int64_t& budget) const
   {
     while (!st.swapped.empty() && static_cast<int64_t>(st.running.size()) < st.limits.max_num_seqs && budget > 0) {
       int s       = st.swapped.front();
@@ -114,7 +116,9 @@ private:
 
 const bool registered = batch_scheduler_registry().add(
     "continuous", "iteration-level batching (vLLM): join and leave every iteration, preempt when KV runs out",
-    [] { return std::make_unique<ContinuousScheduler>(); });
+    [](ParamReader& inference, const EngineDefaults& d) {
+      return std::make_unique<ContinuousScheduler>(inference, d);
+    });
 
 } // namespace
 } // namespace memwall

@@ -12,7 +12,9 @@ namespace {
 
 class StaticScheduler : public BatchScheduler {
 public:
-  Iteration schedule(ServingState& st, KvManager& kv) override
+  StaticScheduler(ParamReader& inference, const EngineDefaults& d) : BatchScheduler(inference, d) {}
+  bool iteration_level() const override { return false; }
+  Iteration schedule(ServingState& st, KvManager& kv) const override
   {
     Iteration it;
     if (st.running.empty()) {
@@ -35,7 +37,7 @@ public:
     return it;
   }
 
-  std::vector<int> retire(ServingState& st, KvManager& kv) override
+  std::vector<int> retire(ServingState& st, KvManager& kv) const override
   {
     for (int s : st.running)
       if (!st.seqs[s].done)
@@ -55,7 +57,7 @@ public:
 
 const bool registered = batch_scheduler_registry().add(
     "static", "request-level batching: a batch runs until its longest output is done (HF generate)",
-    [] { return std::make_unique<StaticScheduler>(); });
+    [](ParamReader& inference, const EngineDefaults& d) { return std::make_unique<StaticScheduler>(inference, d); });
 
 } // namespace
 } // namespace memwall

@@ -17,7 +17,7 @@ public:
 
 const bool registered = token_dispatcher_registry().add(
     "alltoall", "every token-expert pair sent on its own: one all-to-all over the ep group (Megatron-Core)",
-    [] { return std::make_unique<AllToAllDispatcher>(); });
+    [](ParamReader&) { return std::make_unique<AllToAllDispatcher>(); });
 
 } // namespace
 } // namespace memwall

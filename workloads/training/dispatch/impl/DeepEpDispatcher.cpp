@@ -55,7 +55,7 @@ public:
 
 const bool registered = token_dispatcher_registry().add(
     "deepep", "a token crosses to each node holding its experts once, then NVLink to them (DeepEP)",
-    [] { return std::make_unique<DeepEpDispatcher>(); });
+    [](ParamReader&) { return std::make_unique<DeepEpDispatcher>(); });
 
 } // namespace
 } // namespace memwall

@@ -20,7 +20,7 @@ public:
 
 const bool registered =
     pipeline_schedule_registry().add("gpipe", "all forwards, then all backwards; holds m micro-batches of activations",
-                                     [] { return std::make_unique<GpipeSchedule>(); });
+                                     [](ParamReader&) { return std::make_unique<GpipeSchedule>(); });
 
 } // namespace
 } // namespace memwall

@@ -53,7 +53,7 @@ public:
 
 const bool registered = pipeline_schedule_registry().add(
     "interleaved", "Megatron's interleaved 1F1B over virtual_stages chunks per stage; bubble / v",
-    [] { return std::make_unique<InterleavedSchedule>(); });
+    [](ParamReader&) { return std::make_unique<InterleavedSchedule>(); });
 
 } // namespace
 } // namespace memwall

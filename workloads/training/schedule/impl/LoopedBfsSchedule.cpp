@@ -30,7 +30,7 @@ public:
 
 const bool registered = pipeline_schedule_registry().add(
     "looped_bfs", "breadth-first over virtual_stages chunks (PyTorch's LoopedBFS); bubble / v, GPipe's activations",
-    [] { return std::make_unique<LoopedBfsSchedule>(); });
+    [](ParamReader&) { return std::make_unique<LoopedBfsSchedule>(); });
 
 } // namespace
 } // namespace memwall

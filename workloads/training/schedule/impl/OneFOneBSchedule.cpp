@@ -29,7 +29,7 @@ public:
 
 const bool registered = pipeline_schedule_registry().add(
     "1f1b", "warm-up forwards, then one forward one backward (PipeDream-Flush); default",
-    [] { return std::make_unique<OneFOneBSchedule>(); });
+    [](ParamReader&) { return std::make_unique<OneFOneBSchedule>(); });
 
 } // namespace
 } // namespace memwall

@@ -13,7 +13,8 @@
 //   elements excepted (held whole on every rank); after it they are released unless
 //   used again within stage3_max_reuse_distance gathered elements (the parameter
 //   coordinator's trace). Each block therefore lists its parameter tensors
-//   (BlockPlan::tensors) and the generator gathers them apart (DeepSpeedFetch.cpp).
+//   (BlockPlan::tensors) and the stack plans which each use gathers (plan_fetches), which the
+//   generator emits (TensorFetch.cpp).
 //   overlap_comm (DeepSpeed: true for stage 3, false otherwise; false in 2021) puts the
 //   gathers and the gradient reductions on their own streams; off, they run on the
 //   compute stream, one after another.
@@ -23,6 +24,9 @@
 // partition, and the partition copied back into the 16-bit weights.
 #include "workloads/training/stack/HfModel.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
+
+#include <map>
+#include <optional>
 
 namespace memwall {
 namespace {
@@ -92,20 +96,77 @@ BlockPlan with_tensors(BlockPlan b, std::vector<double> tensors)
   return b;
 }
 
+// DeepSpeed's zero_optimization knobs, under DeepSpeed's own names where it has them
+// (deepspeed/runtime/zero/config.py), read from the `deepspeed` section.
+struct DeepSpeedKnobs {
+  bool transformers = false;        // modules: transformers' (a Hugging Face model) instead of Megatron's GPT
+  std::optional<bool> overlap_comm; // collectives on their own streams; unset: true for ZeRO-3 only
+  double prefetch_numel    = 5e7;   // stage3_prefetch_bucket_size: parameters gathered ahead of use
+  double max_live_numel    = 1e9;   // stage3_max_live_parameters: gathered parameters alive at once
+  double max_reuse_numel   = 1e9;   // stage3_max_reuse_distance: kept gathered if used again within this
+  double persistence_numel = 1e5;   // stage3_param_persistence_threshold: smaller parameters held whole
+  TensorCalls calls;                // reduce_bucket_size, per_parameter_collectives and their host costs
+
+  bool overlaps(const TrainingConfig& cfg) const { return overlap_comm.value_or(cfg.zero == 3); }
+};
+
+DeepSpeedKnobs read_knobs(ParamReader& training)
+{
+  DeepSpeedKnobs d;
+  ParamReader r = training.section("deepspeed", "DeepSpeed's zero_optimization settings, by its names (training.stack "
+                                                "deepspeed)");
+  d.transformers =
+      r.choice("modules", "megatron", {"megatron", "transformers"},
+               "whose model code DeepSpeed drives: Megatron-DeepSpeed's GPT (fused kernels) or a Hugging Face model's "
+               "transformers modules (the Trainer's; weights in the compute dtype, no autocast)") == "transformers";
+  d.overlap_comm   = r.flag_or_unset("overlap_comm", "zero 3: true, else false",
+                                     "gather parameters and reduce gradients on their own streams, overlapping compute "
+                                       "(as DeepSpeed; false in its 2021 releases); false: on the compute stream");
+  d.prefetch_numel = r.number("stage3_prefetch_bucket_size", d.prefetch_numel,
+                              "ZeRO-3: parameter elements all-gathered ahead of their use (memwall: with overlap_comm, "
+                              "any positive value gathers the next block during this one; 0: no prefetch)",
+                              0, 1e13);
+  d.max_live_numel = r.number("stage3_max_live_parameters", d.max_live_numel,
+                              "ZeRO-3: gathered parameter elements alive at once (read for DeepSpeed's config; "
+                              "memwall's prefetch is one block ahead whatever it says)",
+                              0, 1e13);
+  d.max_reuse_numel =
+      r.number("stage3_max_reuse_distance", d.max_reuse_numel,
+               "ZeRO-3: a parameter used again within this many gathered elements is not released", 0, 1e13);
+  d.persistence_numel =
+      r.number("stage3_param_persistence_threshold", d.persistence_numel,
+               "ZeRO-3: parameters of at most this many elements are held whole on every rank", 0, 1e13);
+  d.calls.reduce_bucket_numel = r.number("reduce_bucket_size", d.calls.reduce_bucket_numel,
+                                         "gradient elements reduced in one collective", 1, 1e13);
+  d.calls.per_parameter =
+      r.flag("per_parameter_collectives", false,
+             "DeepSpeed 0.3-0.4 on PyTorch <= 1.9: one all-gather and one reduce-scatter per parameter, over "
+             "lists of one view per rank (built in Python, copied by PyTorch into or out of a flat buffer)");
+  d.calls.host_seconds_per_view = r.quantity("host_seconds_per_view", QuantityKind::seconds, 5.3e-6,
+                                             "per_parameter_collectives: host time to build one rank's view "
+                                             "(aten::narrow, median of the H100 HF trace)");
+  d.calls.host_seconds_per_copy = r.quantity("host_seconds_per_copy", QuantityKind::seconds, 8.9e-6,
+                                             "per_parameter_collectives: host time to issue one rank's copy "
+                                             "(cudaMemcpyAsync device to device, median of the A100 2-rank NCCL "
+                                             "trace)");
+  r.finish();
+  return d;
+}
+
 class DeepSpeedStack : public TrainingStack {
 public:
-  void configure(const TrainingConfig& cfg) override { transformers_ = cfg.deepspeed.modules == "transformers"; }
+  explicit DeepSpeedStack(ParamReader& training) : d_(read_knobs(training)) {}
 
   void adjust(const ParamReader& r, TrainingConfig& cfg) const override
   {
     // Buckets of reduce_bucket_size gradient elements; stage 0 reduces them after
     // backward (the engine's allreduce_gradients), stages 1-3 from backward's hooks.
     if (!r.has("bucket_bytes"))
-      cfg.bucket_bytes = cfg.deepspeed.reduce_bucket_numel * (cfg.mixed_precision() ? 2.0 : 4.0);
+      cfg.bucket_bytes = d_.calls.reduce_bucket_numel * (cfg.mixed_precision() ? 2.0 : 4.0);
     if (!r.has("overlap_grad_reduce"))
       cfg.overlap_grad_reduce = cfg.zero > 0;
     if (!r.has("zero_prefetch")) // stage3_prefetch_bucket_size elements ahead: at least the next module
-      cfg.zero_prefetch = cfg.deepspeed.overlap_comm && cfg.deepspeed.prefetch_numel > 0 ? 1 : 0;
+      cfg.zero_prefetch = d_.overlaps(cfg) && d_.prefetch_numel > 0 ? 1 : 0;
   }
 
   void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec& m) const override
@@ -118,7 +179,7 @@ public:
     if (cfg.cp > 1)
       r.fail("cp",
              "training.stack deepspeed: context parallelism is Megatron-LM's (DeepSpeed's Ulysses is not modelled)");
-    if (!transformers_)
+    if (!d_.transformers)
       return;
     auto refuse = [&](const char* key, const std::string& why) {
       r.fail(key, "training.deepspeed.modules transformers: " + why);
@@ -141,20 +202,20 @@ public:
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
   {
-    return transformers_ ? with_tensors(hf::model_embedding(m, hf::tokens(s), precision(s)), hf::embedding_tensors(m))
-                         : with_tensors(embedding_block(m, s), embedding_tensors(m, s));
+    return d_.transformers ? with_tensors(hf::model_embedding(m, hf::tokens(s), precision(s)), hf::embedding_tensors(m))
+                           : with_tensors(embedding_block(m, s), embedding_tensors(m, s));
   }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
-    if (transformers_)
+    if (d_.transformers)
       return with_tensors(hf::model_layer(m, hf::tokens(s), precision(s), l), hf::layer_tensors(m));
     BlockPlan b = transformer_layer_block(m, s, l);
     return with_tensors(b, layer_tensors(m, s, b.params));
   }
   BlockPlan head(const ModelSpec& m, const StepShape& s) const override
   {
-    return transformers_ ? with_tensors(hf::model_head(m, hf::tokens(s), precision(s)), hf::head_tensors(m))
-                         : with_tensors(head_block(m, s), head_tensors(m, s));
+    return d_.transformers ? with_tensors(hf::model_head(m, hf::tokens(s), precision(s)), hf::head_tensors(m))
+                           : with_tensors(head_block(m, s), head_tensors(m, s));
   }
 
   ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec& m) const override
@@ -162,7 +223,7 @@ public:
     return master_weight_state_bytes(cfg, m);
   }
 
-  bool serial_collectives(const TrainingConfig& cfg) const override { return !cfg.deepspeed.overlap_comm; }
+  bool serial_collectives(const TrainingConfig& cfg) const override { return !d_.overlaps(cfg); }
   std::vector<int> zero_stages() const override { return {0, 1, 2, 3}; }
   bool offloads_states() const override { return true; }
   // DeepSpeed runs in PyTorch: its tensors come from the caching allocator.
@@ -187,6 +248,71 @@ public:
     return p;
   }
 
+  // stage3.py's PartitionedParameterCoordinator: a tensor of at most
+  // stage3_param_persistence_threshold elements is held whole on every rank and never
+  // gathered; after a module runs, its tensors are released unless the module runs again
+  // within stage3_max_reuse_distance gathered elements (in the trace of module uses over
+  // the step): under full recompute the last modules' weights stay gathered from their
+  // recomputed forward to their backward.
+  double persistent_elements(const std::vector<double>& tensors) const override
+  {
+    double p = 0;
+    for (double e : tensors)
+      if (e <= d_.persistence_numel)
+        p += e;
+    return p;
+  }
+
+  FetchPlan plan_fetches(const std::vector<ParamUse>& uses) const override
+  {
+    // The step's trace of tensor uses: forward in order; backward in reverse, after a
+    // forward in order when the layer is recomputed whole.
+    struct Use {
+      size_t use;
+      size_t tensor;
+      double elements;
+      int64_t key; // block * tensors + tensor
+    };
+    std::vector<Use> trace;
+    for (size_t j = 0; j < uses.size(); ++j) {
+      const std::vector<double>& tensors = *uses[j].tensors;
+      auto add                           = [&](size_t t) {
+        if (tensors[t] > d_.persistence_numel)
+          trace.push_back({j, t, tensors[t], uses[j].block * 4096 + static_cast<int64_t>(t)});
+      };
+      if (uses[j].forward || uses[j].recomputed)
+        for (size_t t = 0; t < tensors.size(); ++t)
+          add(t);
+      if (!uses[j].forward)
+        for (size_t t = tensors.size(); t-- > 0;)
+          add(t);
+    }
+    // Elements gathered before each entry; the next entry of the same tensor.
+    std::vector<double> before(trace.size() + 1, 0.0);
+    for (size_t k = 0; k < trace.size(); ++k)
+      before[k + 1] = before[k] + trace[k].elements;
+    std::vector<size_t> next(trace.size(), trace.size());
+    std::map<int64_t, size_t> seen;
+    for (size_t k = trace.size(); k-- > 0;) {
+      auto it = seen.find(trace[k].key);
+      if (it != seen.end())
+        next[k] = it->second;
+      seen[trace[k].key] = k;
+    }
+    FetchPlan fetches(uses.size());
+    std::map<int64_t, bool> gathered;
+    for (size_t k = 0; k < trace.size(); ++k) {
+      const Use& u = trace[k];
+      if (!gathered[u.key])
+        fetches[u.use].emplace_back(u.tensor, u.elements);
+      // Released unless used again within the reuse distance (gathered elements between).
+      gathered[u.key] = next[k] < trace.size() && before[next[k]] - before[k + 1] < d_.max_reuse_numel;
+    }
+    return fetches;
+  }
+
+  TensorCalls tensor_calls() const override { return d_.calls; }
+
 private:
   // The engine casts the model to the compute dtype (bf16 or fp16 config; fp32 else).
   static hf::Precision precision(const StepShape& s)
@@ -196,7 +322,7 @@ private:
     p.param = p.compute = dtype_bytes(s.gemm_dtype);
     return p;
   }
-  bool transformers_ = false;
+  DeepSpeedKnobs d_;
 };
 
 const bool registered = training_stack_registry().add(
@@ -204,7 +330,7 @@ const bool registered = training_stack_registry().add(
     "DeepSpeed's ZeRO on Megatron-DeepSpeed's GPT: Megatron's kernels and 16 B per parameter; ZeRO-3 gathers "
     "parameters one by one per module (small ones persist), keeps them within a reuse distance, and runs its "
     "collectives on the compute stream unless overlap_comm (the `deepspeed` section, DeepSpeed's knobs)",
-    [] { return std::make_unique<DeepSpeedStack>(); });
+    [](ParamReader& training) { return std::make_unique<DeepSpeedStack>(training); });
 
 } // namespace
 } // namespace memwall

@@ -93,7 +93,7 @@ const bool registered = training_stack_registry().add(
     "PyTorch FSDP2 as torchtitan runs its Llama: fp32 shards of weights, gradients and AdamW states (16 B per "
     "parameter over dp), each block all-gathered in bf16 one ahead and resharded after forward, gradients "
     "reduce-scattered in fp32, per-op selective activation checkpointing",
-    [] { return std::make_unique<FsdpStack>(); });
+    [](ParamReader&) { return std::make_unique<FsdpStack>(); });
 
 } // namespace
 } // namespace memwall

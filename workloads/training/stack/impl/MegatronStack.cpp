@@ -54,7 +54,7 @@ const bool registered = training_stack_registry().add(
     "megatron",
     "Megatron-LM: fused kernels, tp/sp/pp/cp/ep, bf16 weights with fp32 master weights and Adam states (16 B per "
     "parameter), a separate pass per optimizer step",
-    [] { return std::make_unique<MegatronStack>(); });
+    [](ParamReader&) { return std::make_unique<MegatronStack>(); });
 
 } // namespace
 } // namespace memwall

@@ -26,6 +26,13 @@ hf::Precision precision_of(const StepShape& s)
 
 class PyTorchStack : public TrainingStack {
 public:
+  // Plain DDP has no ZeRO and no offload: the Trainer's `deepspeed=` runs the same
+  // modules under DeepSpeed.
+  StackSwitch sharding_switch() const override
+  {
+    return {"DeepSpeed (same HF modules): ", {"training.stack=deepspeed", "training.deepspeed.modules=transformers"}};
+  }
+
   void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec& m) const override
   {
     auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "training.stack pytorch: " + why); };
@@ -92,7 +99,7 @@ const bool registered = training_stack_registry().add(
     "pytorch",
     "eager PyTorch with a Hugging Face Llama-family or GPT-2 model (transformers' modules op by op): fp32 "
     "parameters under torch.autocast, 16 B per parameter and bf16 weight casts, DDP, fused AdamW",
-    [] { return std::make_unique<PyTorchStack>(); });
+    [](ParamReader&) { return std::make_unique<PyTorchStack>(); });
 
 } // namespace
 } // namespace memwall

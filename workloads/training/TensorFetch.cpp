@@ -1,14 +1,9 @@
-// ZeRO-3 as DeepSpeed runs it (stage3.py's PartitionedParameterCoordinator,
-// partition_parameters.py): parameters are gathered one tensor at a time when a module
-// runs, not a block at once.
-//   persistence  a tensor of at most stage3_param_persistence_threshold elements is
-//                held whole on every rank and never gathered;
-//   reuse        after a module runs, its tensors are released unless the module runs
-//                again within stage3_max_reuse_distance gathered elements (in the trace
-//                of module uses over the step): under full recompute the last modules'
-//                weights stay gathered from their recomputed forward to their backward;
-//   calls        one all-gather per tensor gathered, one reduce-scatter per tensor's
-//                gradient (per_parameter_collectives) or per reduce_bucket_size bucket.
+// ZeRO-3 tensor by tensor, for a stack whose blocks list their tensors (DeepSpeed's,
+// stage3.py and partition_parameters.py): parameters are gathered one tensor at a time
+// when a module runs, not a block at once. The stack answers which tensors persist on
+// every rank and which each use gathers (TrainingStack::plan_fetches); this file emits
+// one all-gather per tensor gathered, and one reduce-scatter per tensor's gradient
+// (per_parameter_collectives) or per reduce_bucket_size bucket.
 // With per_parameter_collectives (DeepSpeed 0.3-0.4, PyTorch <= 1.9) every call also
 // costs what building its lists costs: torch.zeros of the gathered tensor and
 // torch.cuda.synchronize(), a Python narrow() per rank, and ProcessGroupNCCL's copy of
@@ -36,13 +31,7 @@ bool TrainingStepGenerator::per_tensor_gathers() const
 
 double TrainingStepGenerator::persistent_params(int b) const
 {
-  if (cfg_.zero != 3)
-    return 0;
-  double p = 0;
-  for (double e : blocks_[b].plan.tensors)
-    if (e <= cfg_.deepspeed.persistence_numel)
-      p += e;
-  return p;
+  return cfg_.zero == 3 ? stack_->persistent_elements(blocks_[b].plan.tensors) : 0.0;
 }
 
 StreamKind TrainingStepGenerator::zero_stream(StreamKind own) const
@@ -52,63 +41,23 @@ StreamKind TrainingStepGenerator::zero_stream(StreamKind own) const
 
 void TrainingStepGenerator::plan_tensor_fetches()
 {
-  // The step's trace of tensor uses: forward in order; backward in reverse, after a
-  // forward in order when the layer is recomputed whole.
-  struct Use {
-    size_t use;
-    size_t tensor;
-    double elements;
-    int64_t key; // block * tensors + tensor
-  };
-  std::vector<Use> trace;
-  const double persist = cfg_.deepspeed.persistence_numel;
+  std::vector<ParamUse> uses(uses_.size());
   for (size_t j = 0; j < uses_.size(); ++j) {
-    int b              = uses_[j];
-    const BlockPlan& p = blocks_[b].plan;
-    bool forward       = use_forward_[j];
-    bool recomputed    = !forward && SavedActivations(cfg_.recompute).checkpoints(p);
-    auto add           = [&](size_t t) {
-      if (p.tensors[t] > persist)
-        trace.push_back({j, t, p.tensors[t], static_cast<int64_t>(b) * 4096 + static_cast<int64_t>(t)});
-    };
-    if (forward || recomputed)
-      for (size_t t = 0; t < p.tensors.size(); ++t)
-        add(t);
-    if (!forward)
-      for (size_t t = p.tensors.size(); t-- > 0;)
-        add(t);
+    const BlockPlan& p = blocks_[uses_[j]].plan;
+    uses[j]            = {&p.tensors, uses_[j], use_forward_[j],
+                          !use_forward_[j] && SavedActivations(cfg_.recompute).checkpoints(p)};
   }
-  // Elements gathered before each entry; the next entry of the same tensor.
-  std::vector<double> before(trace.size() + 1, 0.0);
-  for (size_t k = 0; k < trace.size(); ++k)
-    before[k + 1] = before[k] + trace[k].elements;
-  std::vector<size_t> next(trace.size(), trace.size());
-  std::map<int64_t, size_t> seen;
-  for (size_t k = trace.size(); k-- > 0;) {
-    auto it = seen.find(trace[k].key);
-    if (it != seen.end())
-      next[k] = it->second;
-    seen[trace[k].key] = k;
-  }
-  fetches_.assign(uses_.size(), {});
-  std::map<int64_t, bool> gathered;
-  for (size_t k = 0; k < trace.size(); ++k) {
-    const Use& u = trace[k];
-    if (!gathered[u.key])
-      fetches_[u.use].emplace_back(u.tensor, u.elements);
-    // Released unless used again within the reuse distance (gathered elements between).
-    gathered[u.key] = next[k] < trace.size() && before[next[k]] - before[k + 1] < cfg_.deepspeed.max_reuse_numel;
-  }
+  fetches_ = stack_->plan_fetches(uses);
 }
 
 OpId TrainingStepGenerator::list_collective(const Stage& s, StreamKind stream, CollectiveKind kind, double bytes,
                                             const CallName& call, OpId after)
 {
   // "L3.use41.t2.all_gather": numbered names, so that uses add none to the table.
-  auto named        = [&](const std::string& what) { return OpName(call.prefix, call.number, call.suffix + what); };
-  const OpName name = named("");
-  const DeepSpeedConfig& d = cfg_.deepspeed;
-  if (!d.per_parameter_collectives) {
+  auto named          = [&](const std::string& what) { return OpName(call.prefix, call.number, call.suffix + what); };
+  const OpName name   = named("");
+  const TensorCalls d = stack_->tensor_calls();
+  if (!d.per_parameter) {
     Op c = collective_op(s.gpu, stream, kind, s.dp_group, bytes, name);
     return dag_.add(std::move(c), {after});
   }
@@ -175,7 +124,8 @@ OpId TrainingStepGenerator::reduce_tensors(int b, int64_t mb, OpId after)
   last          = dag_.add(std::move(divide), {last});
   if (s.dp_group < 0)
     return last;
-  if (cfg_.deepspeed.per_parameter_collectives) {
+  const TensorCalls calls_of = stack_->tensor_calls();
+  if (calls_of.per_parameter) {
     for (size_t t = blk.plan.tensors.size(); t-- > 0;)
       last = list_collective(s, stream, CollectiveKind::reduce_scatter, blk.plan.tensors[t] * g,
                              {prefix, number, ".t" + std::to_string(t) + ".reduce_scatter"}, last);
@@ -185,7 +135,7 @@ OpId TrainingStepGenerator::reduce_tensors(int b, int64_t mb, OpId after)
   // that would overflow it (reduce_independent_p_g_buckets_and_remove_grads): a bucket
   // holds at least one whole gradient, so a block takes at most one call per tensor,
   // however small the bucket (reduce_bucket_size: 1 asked for one call per element).
-  double calls = std::min(std::ceil(blk.plan.params / cfg_.deepspeed.reduce_bucket_numel),
+  double calls = std::min(std::ceil(blk.plan.params / calls_of.reduce_bucket_numel),
                           static_cast<double>(std::max<size_t>(blk.plan.tensors.size(), 1)));
   for (double c = 0; c < calls; ++c)
     last = list_collective(s, stream, CollectiveKind::reduce_scatter, full / calls,
