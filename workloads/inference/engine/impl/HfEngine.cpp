@@ -16,8 +16,8 @@
 #include "workloads/inference/engine/InferenceEngine.hpp"
 #include "workloads/inference/kv/KvManager.hpp"
 #include "workloads/inference/scheduler/BatchScheduler.hpp"
-#include "workloads/training/stack/HfModel.hpp"
-#include "workloads/training/stack/HfModules.hpp"
+#include "workloads/modelcode/HfModel.hpp"
+#include "workloads/modelcode/HfModules.hpp"
 
 #include <algorithm>
 

@@ -22,7 +22,7 @@
 //   the engine's allreduce_gradients; stages 1-3: from backward's hooks).
 // The optimizer: gradients cast to fp32, their norm, the fused Adam over the fp32
 // partition, and the partition copied back into the 16-bit weights.
-#include "workloads/training/stack/HfModel.hpp"
+#include "workloads/modelcode/HfModel.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
 #include <map>

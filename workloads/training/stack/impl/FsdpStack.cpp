@@ -9,7 +9,7 @@
 // the next all-gather), and reduce-scatters its gradients in fp32 after its backward.
 // torch.optim.AdamW(fused=True) steps the shards. Activation checkpointing: `full` keeps
 // each layer's input, `selective` is torchtitan's per-op policy (TitanLlama.hpp).
-#include "workloads/training/stack/TitanLlama.hpp"
+#include "workloads/modelcode/TitanLlama.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
 namespace memwall {

@@ -8,7 +8,7 @@
 // freed by zero_grad(set_to_none=True)), Adam's two fp32 moments (8 B): 16 B per
 // parameter with no master copy; autocast's bf16 copies of the weights (2 B) live from
 // each layer's forward to its backward.
-#include "workloads/training/stack/HfModel.hpp"
+#include "workloads/modelcode/HfModel.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
 namespace memwall {

@@ -10,7 +10,7 @@
 // With `per_op_checkpoint` (torchtitan's selective "op" activation checkpointing) each
 // layer keeps its input and the outputs of every other matmul (wq, wv, w1, w2: the odd
 // ones of its seven) and of SDPA; backward recomputes the rest of the layer first.
-#include "workloads/training/stack/HfModules.hpp"
+#include "workloads/modelcode/HfModules.hpp"
 
 namespace memwall::titan {
 

@@ -1,7 +1,7 @@
 // A Llama-family decoder (LlamaForCausalLM and the models that share its modules:
 // Mistral, Qwen2/3, ...) as Hugging Face transformers runs it in eager PyTorch. Each
 // block's kernel list is in forward order (EagerOps.hpp says how backward reads it).
-#include "workloads/training/stack/HfModules.hpp"
+#include "workloads/modelcode/HfModules.hpp"
 
 #include <algorithm>
 

@@ -4,7 +4,7 @@
 // residual dropout; LayerNorm; Conv1D c_fc, gelu_new, Conv1D c_proj, dropout), the final
 // LayerNorm and the head tied to the token embedding (lm_head, HfModules.cpp). Kernel lists in forward order
 // (EagerOps.hpp).
-#include "workloads/training/stack/HfModules.hpp"
+#include "workloads/modelcode/HfModules.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "workloads/training/stack/HfModel.hpp"
+#include "workloads/modelcode/HfModel.hpp"
 
 namespace memwall::hf {
 

@@ -1,6 +1,6 @@
 // torchtitan's Llama blocks (TitanLlama.hpp), op by op (EagerOps.hpp). Bytes are read
 // plus written by each ATen kernel; `saved` what autograd holds to the op's backward.
-#include "workloads/training/stack/TitanLlama.hpp"
+#include "workloads/modelcode/TitanLlama.hpp"
 
 namespace memwall::titan {
 namespace {

@@ -3,7 +3,7 @@
 // follow, its blocks in a given precision, and its parameter tensors in the order
 // forward uses them. Shared by the stacks that run transformers' modules (`pytorch`,
 // `deepspeed` with modules: transformers).
-#include "workloads/training/stack/HfModules.hpp"
+#include "workloads/modelcode/HfModules.hpp"
 
 namespace memwall::hf {
 

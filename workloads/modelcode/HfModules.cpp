@@ -1,4 +1,4 @@
-#include "workloads/training/stack/HfModules.hpp"
+#include "workloads/modelcode/HfModules.hpp"
 
 #include <algorithm>
 

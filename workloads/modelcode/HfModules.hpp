@@ -11,7 +11,7 @@
 // and every linear casts its weight (once a forward: autocast's cache, kept for
 // backward) and its input (again for each linear that reads it) to the compute dtype.
 #include "workloads/model/ModelSpec.hpp"
-#include "workloads/training/stack/EagerOps.hpp"
+#include "workloads/modelcode/EagerOps.hpp"
 
 namespace memwall::hf {
 

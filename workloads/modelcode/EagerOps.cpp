@@ -1,4 +1,4 @@
-#include "workloads/training/stack/EagerOps.hpp"
+#include "workloads/modelcode/EagerOps.hpp"
 
 namespace memwall {
 namespace {
