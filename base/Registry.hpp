@@ -47,6 +47,9 @@ public:
     return true;
   }
 
+  // Takes an entry out again (a test's own implementation, registered for its length).
+  void remove(const std::string& name) { entries_.erase(name); }
+
   // The factory called `name`; an unknown name is an InputError.
   const Factory& get(const std::string& name) const
   {
