@@ -9,8 +9,8 @@
 // CUDA context, managed memory brought in by the driver), an alloc is out of memory when
 // a new segment does not fit even after the allocator gave its cached ones back, and
 // the result reports the reserved peak beside the allocated one.
-#include "sim/result/RunResult.hpp"
 #include "sim/allocator/DeviceAllocator.hpp"
+#include "sim/result/RunResult.hpp"
 
 #include <memory>
 

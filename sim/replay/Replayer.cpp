@@ -23,58 +23,58 @@ Replayer::Replayer(const OpDag& dag, const Platform& platform, ReplayOptions opt
       kernel_timer_(platform.cluster().node.gpu, options_.recorded_on.get())
 {
   if (paging_on())
-    prefetch_ = prefetch_registry().make(options_.memory.prefetch);
+    paging_.prefetch = prefetch_registry().make(options_.memory.prefetch);
   take_new_ops();
 }
 
 Replayer::Replayer(StepSource& source, const Platform& platform, ReplayOptions options)
     : Replayer(source.dag(), platform, std::move(options))
 {
-  source_ = &source;
+  drive_.source = &source;
 }
 
 void Replayer::take_new_ops()
 {
-  if (dag_.first_id() != base_) {
+  if (dag_.first_id() != index_.base) {
     // The source forgot the ops it issued before, all of them completed.
-    base_ = dag_.first_id();
-    waiting_on_.clear();
-    running_acts_.clear();
-    private_.clear();
-    summary_op_.clear();
-    member_.clear();
-    edges_taken_ = 0;
+    index_.base = dag_.first_id();
+    index_.waiting_on.clear();
+    index_.running_acts.clear();
+    runs_.private_ops.clear();
+    records_.summary_op.clear();
+    chains_.member.clear();
+    index_.edges_taken = 0;
   }
   size_t n = dag_.size();
   if (dag_.chain_count() > 0 && !summary_only())
     throw std::logic_error("a DAG with chains replays without records only (OpDag::set_chains)");
-  waiting_on_.resize(n - base_);
-  running_acts_.resize(n - base_, 0);
-  private_.resize(n - base_, 0);
-  member_.resize(n - base_, 0);
-  chain_info_.resize(dag_.chain_count());
-  chain_seen_.resize(dag_.chain_count(), 0);
-  keep_records(taken_, n);
+  index_.waiting_on.resize(n - index_.base);
+  index_.running_acts.resize(n - index_.base, 0);
+  runs_.private_ops.resize(n - index_.base, 0);
+  chains_.member.resize(n - index_.base, 0);
+  chains_.info.resize(dag_.chain_count());
+  chains_.seen.resize(dag_.chain_count(), 0);
+  keep_records(index_.taken, n);
   index_batch(n);
-  for (size_t v = taken_; v < n; ++v)
-    waiting_on_[v - base_] = in_count_[v - batch_];
+  for (size_t v = index_.taken; v < n; ++v)
+    index_.waiting_on[v - index_.base] = index_.in_count[v - index_.batch];
   // A GPU whose kernels all run on one stream, and which copies nothing to itself,
   // never has two users of its HBM at once: its kernels can be single timed activities.
-  visit_ops(taken_, n, [&](const Op& op) {
+  visit_ops(index_.taken, n, [&](const Op& op) {
     if (op.kind == OpKind::kernel && op.seconds <= 0) { // a measured kernel's time is all its own
-      auto [it, fresh] = kernel_stream_.try_emplace(op.device, op.stream);
+      auto [it, fresh] = streams_.kernel_stream.try_emplace(op.device, op.stream);
       if (!fresh && it->second != op.stream)
-        shared_hbm_.insert(op.device);
+        streams_.shared_hbm.insert(op.device);
     } else if (op.kind == OpKind::copy && op.src == op.dst) {
-      shared_hbm_.insert(op.src);
+      streams_.shared_hbm.insert(op.src);
     }
   });
-  fold_batch(taken_, n);
-  find_private_ops(taken_, n);
-  for (size_t v = taken_; v < n; ++v)
-    if (waiting_on_[v - base_] == 0)
-      ready_.push_back(static_cast<OpId>(v));
-  taken_ = n;
+  fold_batch(index_.taken, n);
+  find_private_ops(index_.taken, n);
+  for (size_t v = index_.taken; v < n; ++v)
+    if (index_.waiting_on[v - index_.base] == 0)
+      index_.ready.push_back(static_cast<OpId>(v));
+  index_.taken = n;
 }
 
 // Which records ops [from, to) get. All of them, indexed by op id, unless only the
@@ -84,52 +84,52 @@ void Replayer::take_new_ops()
 void Replayer::keep_records(size_t from, size_t to)
 {
   if (!summary_only()) {
-    records_.resize(to);
+    records_.ops.resize(to);
     return;
   }
-  DeviceRef gpu = intervals_.gpu;
+  DeviceRef gpu = records_.intervals.gpu;
   visit_ops(from, to, [&](const Op& op) {
     if ((op.kind == OpKind::alloc || op.kind == OpKind::free) && op.pool.kind == DeviceKind::gpu &&
         (gpu.node < 0 || op.pool < gpu))
       gpu = op.pool;
   });
-  if (!(gpu == intervals_.gpu)) // what was added belonged to another GPU
-    intervals_ = StepIntervals{.gpu = gpu};
-  summary_op_.resize(to - base_, 0);
+  if (!(gpu == records_.intervals.gpu)) // what was added belonged to another GPU
+    records_.intervals = StepIntervals{.gpu = gpu};
+  records_.summary_op.resize(to - index_.base, 0);
   for (size_t v = from; v < to; ++v) {
     const Op& op = dag_.op(static_cast<OpId>(v));
     // A chain's members share its device: whether any of their kinds is read.
-    summary_op_[v - base_] =
-        gpu.node >= 0 && (op.kind == OpKind::chain ? intervals_.reads(OpKind::host_compute, op.device) ||
-                                                         intervals_.reads(OpKind::kernel, op.device)
-                                                   : intervals_.reads(op.kind, op.device));
+    records_.summary_op[v - index_.base] =
+        gpu.node >= 0 && (op.kind == OpKind::chain ? records_.intervals.reads(OpKind::host_compute, op.device) ||
+                                                         records_.intervals.reads(OpKind::kernel, op.device)
+                                                   : records_.intervals.reads(op.kind, op.device));
   }
 }
 
-// The adjacency of ops [taken_, n) from the edges added since the last batch. Ops taken
+// The adjacency of ops [index_.taken, n) from the edges added since the last batch. Ops taken
 // before have all completed: an edge from one of them holds nothing back. Each op's
 // successors keep the order their edges were added in (the order ops become ready).
 void Replayer::index_batch(size_t n)
 {
   const std::vector<DagEdge>& edges = dag_.edges();
-  batch_                            = static_cast<OpId>(taken_);
-  size_t count                      = n - taken_;
-  out_start_.assign(count + 1, 0);
-  in_count_.assign(count, 0);
-  auto inside = [&](const DagEdge& e) { return e.earlier >= taken_ && e.later >= taken_; };
-  for (size_t i = edges_taken_; i < edges.size(); ++i)
+  index_.batch                      = static_cast<OpId>(index_.taken);
+  size_t count                      = n - index_.taken;
+  index_.out_start.assign(count + 1, 0);
+  index_.in_count.assign(count, 0);
+  auto inside = [&](const DagEdge& e) { return e.earlier >= index_.taken && e.later >= index_.taken; };
+  for (size_t i = index_.edges_taken; i < edges.size(); ++i)
     if (inside(edges[i])) {
-      ++out_start_[edges[i].earlier - batch_ + 1];
-      ++in_count_[edges[i].later - batch_];
+      ++index_.out_start[edges[i].earlier - index_.batch + 1];
+      ++index_.in_count[edges[i].later - index_.batch];
     }
   for (size_t v = 0; v < count; ++v)
-    out_start_[v + 1] += out_start_[v];
-  out_.resize(out_start_[count]);
-  std::vector<uint32_t> cursor(out_start_.begin(), out_start_.end() - 1);
-  for (size_t i = edges_taken_; i < edges.size(); ++i)
+    index_.out_start[v + 1] += index_.out_start[v];
+  index_.out.resize(index_.out_start[count]);
+  std::vector<uint32_t> cursor(index_.out_start.begin(), index_.out_start.end() - 1);
+  for (size_t i = index_.edges_taken; i < edges.size(); ++i)
     if (inside(edges[i]))
-      out_[cursor[edges[i].earlier - batch_]++] = edges[i].later;
-  edges_taken_ = edges.size();
+      index_.out[cursor[edges[i].earlier - index_.batch]++] = edges[i].later;
+  index_.edges_taken = edges.size();
 }
 
 Replayer::~Replayer()
@@ -150,31 +150,31 @@ RunResult Replayer::run()
     // the process on one (a std::bad_alloc mid-replay aborted, exit 134). It is kept,
     // the replay starts nothing more, and replay_loop throws it once SimGrid returns.
     sg4::Activity::on_completion_cb([](const sg4::Activity& a) {
-      if (current && !current->failure_ && a.get_state() == sg4::Activity::State::FINISHED)
+      if (current && !current->drive_.failure && a.get_state() == sg4::Activity::State::FINISHED)
         current->guarded([&] { current->on_activity_done(reinterpret_cast<uintptr_t>(a.get_data<void>()) - 1); });
     });
     // SimGrid still touches an activity after its completion callback: release our
     // references only once time has moved on (DESIGN.md §3).
     sg4::Engine::on_time_advance_cb([](double) {
-      if (current && !current->failure_)
+      if (current && !current->drive_.failure)
         current->guarded([] {
-          current->parked_.clear();
+          current->slots_.parked.clear();
           // A run due within the timing precision of this stop ends at it (end_runs).
           double now = sg4::Engine::get_clock();
-          if (!current->runs_.empty() && current->runs_.top().date - now < current->timing_precision_)
+          if (!current->runs_.queue.empty() && current->runs_.queue.top().date - now < current->runs_.timing_precision)
             current->arm_run_timer(now);
         });
     });
   }
-  sg4::Engine* engine = sg4::Engine::get_instance();
-  timing_precision_   = simgrid::config::get_value<double>("surf/precision");
+  sg4::Engine* engine    = sg4::Engine::get_instance();
+  runs_.timing_precision = simgrid::config::get_value<double>("surf/precision");
   ReplayProgress progress(options_.progress);
-  progress_ = &progress;
+  drive_.progress = &progress;
   mirror_orbits();
   replay_loop(engine);
   restore_links();
-  progress_ = nullptr;
-  if (completed_ != dag_.size())
+  drive_.progress = nullptr;
+  if (drive_.completed != dag_.size())
     throw std::runtime_error(stall_message());
   return collect();
 }
@@ -184,22 +184,22 @@ RunResult Replayer::run()
 std::string Replayer::stall_message() const
 {
   std::string head = "replay stalled at simulated time " + std::to_string(sg4::Engine::get_clock()) +
-                     " s: " + std::to_string(dag_.size() - completed_) + " of " + std::to_string(dag_.size()) +
+                     " s: " + std::to_string(dag_.size() - drive_.completed) + " of " + std::to_string(dag_.size()) +
                      " ops never ran";
   // Kahn's algorithm over the batch: ops left unvisited lie on a cycle or behind one.
-  std::vector<uint32_t> in(in_count_);
+  std::vector<uint32_t> in(index_.in_count);
   std::vector<OpId> free_ops;
   for (size_t v = 0; v < in.size(); ++v)
     if (in[v] == 0)
-      free_ops.push_back(batch_ + static_cast<OpId>(v));
+      free_ops.push_back(index_.batch + static_cast<OpId>(v));
   size_t visited = 0;
   while (!free_ops.empty()) {
     OpId v = free_ops.back();
     free_ops.pop_back();
     ++visited;
-    for (uint32_t k = out_start_[v - batch_]; k < out_start_[v - batch_ + 1]; ++k)
-      if (--in[out_[k] - batch_] == 0)
-        free_ops.push_back(out_[k]);
+    for (uint32_t k = index_.out_start[v - index_.batch]; k < index_.out_start[v - index_.batch + 1]; ++k)
+      if (--in[index_.out[k] - index_.batch] == 0)
+        free_ops.push_back(index_.out[k]);
   }
   if (visited < in.size())
     return head + " (the op DAG has a dependency cycle)";
@@ -211,25 +211,25 @@ void Replayer::replay_loop(sg4::Engine* engine)
   for (;;) {
     drain_ready();
     engine->run();
-    if (failure_)
-      std::rethrow_exception(failure_);
-    parked_.clear();
+    if (drive_.failure)
+      std::rethrow_exception(drive_.failure);
+    slots_.parked.clear();
     due_memory_.apply_all(sg4::Engine::get_clock());
-    if (!source_ || completed_ != taken_)
+    if (!drive_.source || drive_.completed != index_.taken)
       break;
-    activities_.clear(); // all done: their completion callbacks have run
-    free_activities_.clear();
+    slots_.activities.clear(); // all done: their completion callbacks have run
+    slots_.free.clear();
     // A wait shorter than the engine resolves (SimGrid ends an activity whose remaining
     // work is below its precision without moving the clock) has still ended: the source
     // is told the time it asked to wake at, or it would ask for the same wait forever.
-    double now     = std::max(sg4::Engine::get_clock(), waiting_until_);
-    waiting_until_ = 0;
-    StepDecision d = source_->next(now);
+    double now           = std::max(sg4::Engine::get_clock(), drive_.waiting_until);
+    drive_.waiting_until = 0;
+    StepDecision d       = drive_.source->next(now);
     take_new_ops();
-    if (d.kind == StepDecision::Kind::done && ready_.empty())
+    if (d.kind == StepDecision::Kind::done && index_.ready.empty())
       break;
     if (d.kind == StepDecision::Kind::wait && d.wake_at > now) {
-      waiting_until_ = d.wake_at;
+      drive_.waiting_until = d.wake_at;
       start_delay(OpDag::none, d.wake_at - sg4::Engine::get_clock());
     }
   }
@@ -237,19 +237,19 @@ void Replayer::replay_loop(sg4::Engine* engine)
 
 void Replayer::drain_ready()
 {
-  if (draining_)
+  if (drive_.draining)
     return;
-  draining_ = true;
+  drive_.draining = true;
   // FIFO in order of readiness, so ops released at the same instant start in a fixed order.
-  for (size_t head = 0; head < ready_.size(); ++head)
-    start(ready_[head]);
-  ready_.clear();
-  draining_ = false;
+  for (size_t head = 0; head < index_.ready.size(); ++head)
+    start(index_.ready[head]);
+  index_.ready.clear();
+  drive_.draining = false;
 }
 
 void Replayer::start(OpId id)
 {
-  if (options_.coalesce && step_private({id, member_[id - base_]}) && start_run(id))
+  if (options_.coalesce && step_private({id, chains_.member[id - index_.base]}) && start_run(id))
     return;
   const Op& op = current_op(id);
   double now   = sg4::Engine::get_clock();
@@ -277,9 +277,9 @@ void Replayer::start(OpId id)
         start_copy(id, op, shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst));
       break;
     case OpKind::collective: {
-      CollectiveRun& run = collectives_[id];
+      CollectiveRun& run = collectives_.running[id];
       run.plan           = &planned(op);
-      if (step_private({id, member_[id - base_]}) && !run.plan->timed) {
+      if (step_private({id, chains_.member[id - index_.base]}) && !run.plan->timed) {
         run.measure = true;
         run.start   = now;
         for (int l : run.plan->links) {
@@ -292,31 +292,31 @@ void Replayer::start(OpId id)
     }
     case OpKind::chain: break; // current_op() is one of its members
   }
-  if (running_acts_[id - base_] == 0)
+  if (index_.running_acts[id - index_.base] == 0)
     complete(id);
 }
 
 void Replayer::on_activity_done(size_t index)
 {
-  Activity& a = activities_.at(index);
+  Activity& a = slots_.activities.at(index);
   double now  = sg4::Engine::get_clock();
   if (a.route >= 0)
     routes_.accounts().flow_ended(routes_.route(a.route).links, now);
-  parked_.push_back(std::move(a.handle));
+  slots_.parked.push_back(std::move(a.handle));
   OpId op     = a.op;
   bool paging = a.paging;
-  free_activities_.push_back(static_cast<uint32_t>(index)); // `a` is done with: its slot is free
+  slots_.free.push_back(static_cast<uint32_t>(index)); // `a` is done with: its slot is free
   if (op == OpDag::none)
     return;
   // A kernel under unified memory: when its own work (not a paging transfer) ends.
-  auto paged = paged_.empty() ? paged_.end() : paged_.find(op);
-  if (paged != paged_.end() && !paging)
+  auto paged = paging_.kernels.empty() ? paging_.kernels.end() : paging_.kernels.find(op);
+  if (paged != paging_.kernels.end() && !paging)
     paged->second.own_end = now;
-  if (--running_acts_[op - base_] > 0)
+  if (--index_.running_acts[op - index_.base] > 0)
     return;
   if (current_op(op).kind == OpKind::collective && start_collective_phase(op))
     return;
-  if (paged != paged_.end() && start_paging_step(op))
+  if (paged != paging_.kernels.end() && start_paging_step(op))
     return;
   complete(op);
   drain_ready();
@@ -326,21 +326,21 @@ void Replayer::complete(OpId id, double end)
 {
   double now = sg4::Engine::get_clock();
   close_record(id, current_op(id), end < 0 ? now : end);
-  if (!paged_.empty())
+  if (!paging_.kernels.empty())
     finish_paged_kernel(id);
-  ++ops_done_;
+  ++drive_.ops_done;
   const Op& whole = dag_.op(id);
-  if (whole.kind == OpKind::chain && ++member_[id - base_] < dag_.chain(whole.chain).size()) {
-    ready_.push_back(id); // its next member, ready as an op whose one dependency ended
+  if (whole.kind == OpKind::chain && ++chains_.member[id - index_.base] < dag_.chain(whole.chain).size()) {
+    index_.ready.push_back(id); // its next member, ready as an op whose one dependency ended
     return;
   }
-  ++completed_;
-  if (progress_)
-    progress_->op_done(completed_, dag_.size(), now);
-  for (uint32_t k = out_start_[id - batch_]; k < out_start_[id - batch_ + 1]; ++k)
-    if (--waiting_on_[out_[k] - base_] == 0) {
-      ready_.push_back(out_[k]);
-      __builtin_prefetch(&dag_.op(out_[k])); // start() reads it soon: fetch it meanwhile
+  ++drive_.completed;
+  if (drive_.progress)
+    drive_.progress->op_done(drive_.completed, dag_.size(), now);
+  for (uint32_t k = index_.out_start[id - index_.batch]; k < index_.out_start[id - index_.batch + 1]; ++k)
+    if (--index_.waiting_on[index_.out[k] - index_.base] == 0) {
+      index_.ready.push_back(index_.out[k]);
+      __builtin_prefetch(&dag_.op(index_.out[k])); // start() reads it soon: fetch it meanwhile
     }
 }
 
@@ -348,18 +348,18 @@ RunResult Replayer::collect()
 {
   RunResult r;
   r.makespan_s = sg4::Engine::get_clock();
-  r.activities = started_activities_;
-  r.op_count   = static_cast<int64_t>(ops_done_);
+  r.activities = slots_.started;
+  r.op_count   = static_cast<int64_t>(drive_.ops_done);
   if (options_.record_ops)
-    r.ops = std::move(records_);
+    r.ops = std::move(records_.ops);
   if (summary_only()) {
-    r.step_intervals         = std::move(intervals_);
+    r.step_intervals         = std::move(records_.intervals);
     r.step_intervals.present = true;
   }
-  for (auto& [d, p] : pools_)
+  for (auto& [d, p] : pools_.by_device)
     r.pools.push_back(p->take_result());
-  if (orbits_)
-    orbits_->mirror(routes_.accounts().all_bytes(), routes_.accounts().all_busy());
+  if (mirror_.fold)
+    mirror_.fold->mirror(routes_.accounts().all_bytes(), routes_.accounts().all_busy());
   const LinkAccounts& accounts = routes_.accounts();
   for (int l = 0; l < static_cast<int>(routes_.link_count()); ++l) {
     if (accounts.bytes(l) <= 0)
@@ -370,7 +370,7 @@ RunResult Replayer::collect()
   }
   // By name: the order routes were first asked for depends on how the replay ran.
   std::sort(r.links.begin(), r.links.end(), [](const LinkResult& a, const LinkResult& b) { return a.name < b.name; });
-  for (auto& [d, g] : paging_)
+  for (auto& [d, g] : paging_.gpus)
     r.paging.push_back(std::move(g.result));
   return r;
 }

@@ -14,15 +14,25 @@
 //   under unified memory (ReplayerPaging.cpp) a kernel first waits for its faults:
 //                  the driver's time per fault batch, eviction write-backs and
 //                  migrations as flows on the GPU's PCIe route, one after another.
-#include "sim/platform/Platform.hpp"
 #include "sim/collective/CollectiveAlgorithm.hpp"
 #include "sim/collective/FlowFold.hpp"
 #include "sim/paging/ManagedMemory.hpp"
 #include "sim/paging/PrefetchPolicy.hpp"
+#include "sim/platform/Platform.hpp"
+#include "sim/replay/ActivitySlots.hpp"
+#include "sim/replay/ChainState.hpp"
+#include "sim/replay/CollectiveRuns.hpp"
 #include "sim/replay/DueMemory.hpp"
 #include "sim/replay/MemoryPool.hpp"
-#include "sim/replay/OrbitFold.hpp"
+#include "sim/replay/OpIndex.hpp"
+#include "sim/replay/OrbitMirror.hpp"
+#include "sim/replay/PagingState.hpp"
+#include "sim/replay/PoolTable.hpp"
+#include "sim/replay/ReplayDrive.hpp"
+#include "sim/replay/ReplayRecords.hpp"
 #include "sim/replay/RouteTable.hpp"
+#include "sim/replay/RunQueue.hpp"
+#include "sim/replay/StreamFacts.hpp"
 #include "sim/result/RunResult.hpp"
 #include "sim/result/StepIntervals.hpp"
 #include "sim/timing/KernelTimer.hpp"
@@ -92,48 +102,7 @@ public:
   RunResult run();
 
 private:
-  struct Activity {
-    OpId op   = 0;
-    int route = -1; // RouteTable's number, -1 for an Exec
-    simgrid::s4u::ActivityPtr handle;
-    bool paging = false; // a migration, fault batch or remote read, not the op's own work
-  };
-  // A collective's plan, made once per (group, kind, bytes) and shared by every op alike.
-  struct PlannedCollective {
-    std::vector<CollectivePhase> phases;
-    std::vector<int> links; // every link its flows cross, sorted
-    // Measured on the first instance that ran with these links to its stream alone:
-    // every later one takes as long and loads the links alike (ReplayerRuns.cpp).
-    bool timed      = false;
-    double duration = 0;
-    std::vector<double> link_bytes, link_busy; // per entry of `links`
-    uint64_t batch = 0;                        // fold_batch_ it was last checked in
-  };
-  using CollectiveKey = std::tuple<int32_t, CollectiveKind, double>;
-  struct CollectiveRun {
-    PlannedCollective* plan = nullptr;
-    size_t next             = 0;
-    int repeats_done        = 0;     // of plan->phases[next]
-    bool measure            = false; // private and not yet timed: measure this one
-    double start            = 0;
-    std::vector<double> bytes_before, busy_before; // of plan->links
-  };
-  // Unified memory (ReplayerPaging.cpp). A kernel that faults runs its steps in turn.
-  struct PagingStep {
-    enum class Kind : uint8_t { driver, evict, migrate, kernel } kind;
-    double amount = 0; // seconds (driver) or bytes
-    double scale  = 1; // transfer time per byte relative to the link's rate
-  };
-  struct PagedKernel {
-    std::vector<PagingStep> steps;
-    size_t next   = 0;
-    double remote = 0, ahead_h2d = 0, ahead_d2h = 0; // beside the kernel step
-    double exec_start = 0, own_end = 0;
-  };
-  struct GpuPaging {
-    std::unique_ptr<ManagedMemory> memory;
-    PagingResult result;
-  };
+  using Activity = ReplayActivity;
   bool paging_on() const { return options_.memory.enabled(); }
   GpuPaging& gpu_paging(const DeviceRef& gpu);
   DeviceRef host_of(const DeviceRef& gpu) const;
@@ -151,34 +120,23 @@ private:
   void start_paging_flow(OpId id, const DeviceRef& gpu, bool to_gpu, double bytes, double scale);
   void finish_paged_kernel(OpId id);
 
-  // Chains (OpDag::end_capture): a chain op runs its members in turn, member_[op]
+  // Chains (OpDag::end_capture): a chain op runs its members in turn, chains_.member[op]
   // the one it is at; each member completes as an op whose one successor is the next.
   // What the replay derives from a chain's members (which may join a run) is derived
   // once per stored chain and batch, not once per repetition.
-  // What a run needs of a step, side by side: it reads them for millions of members.
-  struct StepFacts {
-    double seconds                = 0;       // a kernel's time alone (0 else)
-    double hbm_busy               = -1;      // a kernel's HBM busy time (hbm_busy_s)
-    const PlannedCollective* plan = nullptr; // a collective's
-    bool priv                     = false;   // private (find_private_ops)
-  };
-  struct ChainInfo {
-    uint64_t batch = 0; // fold_batch_ the members' facts were derived in
-    std::vector<StepFacts> members;
-  };
   // One step of a stream's work: op `id`, or member `member` of chain op `id`.
   struct Step {
     OpId id         = 0;
     uint32_t member = 0;
   };
   const Op& step_op(Step s) const;
-  const Op& current_op(OpId id) const { return step_op({id, member_[id - base_]}); }
+  const Op& current_op(OpId id) const { return step_op({id, chains_.member[id - index_.base]}); }
   bool step_private(Step s) const;
   bool step_private(Step s, const ChainInfo* chain) const; // `chain`: s's chain's, null for an op
   // A chain member's facts, null where they were not derived in this batch.
   const StepFacts* member_facts(const ChainInfo& chain, uint32_t member) const
   {
-    return chain.batch == fold_batch_ && member < chain.members.size() ? &chain.members[member] : nullptr;
+    return chain.batch == collectives_.batch && member < chain.members.size() ? &chain.members[member] : nullptr;
   }
   // Calls f for every op of entries [from, to): a chain's members once per stored
   // chain and call (what it derives holds for every repetition). A template, so that
@@ -186,13 +144,13 @@ private:
   template <typename F>
   void visit_ops(size_t from, size_t to, F&& f)
   {
-    ++visits_;
+    ++chains_.visits;
     for (size_t v = from; v < to; ++v) {
       const Op& op = dag_.op(static_cast<OpId>(v));
       if (op.kind != OpKind::chain) {
         f(op);
-      } else if (chain_seen_[op.chain] != visits_) {
-        chain_seen_[op.chain] = visits_;
+      } else if (chains_.seen[op.chain] != chains_.visits) {
+        chains_.seen[op.chain] = chains_.visits;
         for (const Op& m : dag_.chain(op.chain))
           f(m);
       }
@@ -208,7 +166,7 @@ private:
   void start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes, double payload = -1);
   void start_delay(OpId op, double seconds); // on the timer: shares nothing
   void start_exec(OpId op, simgrid::s4u::Host* host, double work);
-  // Keeps a started activity in a free slot of activities_; its handle carries the slot.
+  // Keeps a started activity in a free slot of slots_.activities; its handle carries the slot.
   void add_activity(Activity a, simgrid::s4u::Activity& handle);
   void start_kernel(OpId id, const Op& op);
   // A kernel alone on its HBM runs as one Exec: its bytes and busy time on the HBM link
@@ -243,7 +201,7 @@ private:
   // Before a replay of one batch: which flows run for their whole orbit (OrbitFold.hpp),
   // and the capacity their shared links then run at (restored by restore_links).
   void mirror_orbits();
-  // GPU i of a block of orbit_block_ GPUs turned by k inside its block.
+  // GPU i of a block of mirror_.block GPUs turned by k inside its block.
   DeviceRef turned(const DeviceRef& gpu, int k) const;
   bool add_copy_orbit(const Op& op);
   void add_collective_orbits(const PlannedCollective& plan);
@@ -267,7 +225,6 @@ private:
   // figures), a collective's plan in `plan` (its link figures).
   static bool step_duration(const Op& op, const StepFacts& facts, double& seconds, double& hbm_busy,
                             const PlannedCollective*& plan);
-  struct RunInFlight;
   bool start_run(OpId head);
   void finish_run(const RunInFlight& run);
   void open_record(OpId id, const Op& op, double now);
@@ -281,7 +238,7 @@ private:
   // Runs the engine until the DAG (and the step source, if any) has nothing left.
   std::string stall_message() const;
   void replay_loop(simgrid::s4u::Engine* engine);
-  // Registers ops [taken_, dag size) that the source appended: their unfinished
+  // Registers ops [index_.taken, dag size) that the source appended: their unfinished
   // dependencies, the nodes they run on, and which GPUs have HBM shared by concurrent
   // kernels.
   void take_new_ops();
@@ -293,88 +250,30 @@ private:
   ReplayOptions options_;
   std::unique_ptr<CollectiveAlgorithm> collective_;
   KernelTimer kernel_timer_;
+  // The state of each concern, in its own type (each header says what it holds):
+  OpIndex index_;              // the ops taken, what waits on what, what is ready
+  ReplayRecords records_;      // per op, or the summary's intervals
+  ActivitySlots slots_;        // SimGrid activities in flight
+  CollectiveRuns collectives_; // plans, running collectives, the batch's flow fold
+  OrbitMirror mirror_;         // flows run for their orbit
+  RunQueue runs_;              // coalesced runs in flight
+  ChainState chains_;          // chains' members and their derived facts
+  DueMemory due_memory_;       // runs' allocs and frees, applied when their pool is next touched
+  RouteTable routes_;
+  PoolTable pools_;
+  StreamFacts streams_;
+  PagingState paging_; // unified memory
+  ReplayDrive drive_;  // progress, the step source, a failure inside a callback
 
-  // Per op the DAG still holds (op id - base_):
-  std::vector<uint32_t> waiting_on_; // unfinished dependencies
-  // The last batch of ops taken, [batch_, taken_) (index_batch): each op's successors
-  // out_[out_start_[v - batch_] ..], and its dependencies inside the batch.
-  OpId batch_ = 0;
-  std::vector<uint32_t> out_start_, in_count_;
-  std::vector<OpId> out_;
-  size_t edges_taken_ = 0;
-  std::vector<uint32_t> running_acts_; // unfinished activities of a started op
-  // A record per op, by op id; none when only the summary is wanted: then the ops whose
-  // time the breakdown reads (summary_op_, per op - base_) add their intervals to
-  // `intervals_` as they end, the started ones waiting in `summary_start_`.
-  std::vector<OpRecord> records_;
-  std::vector<uint8_t> summary_op_;
-  std::unordered_map<OpId, double> summary_start_;
-  StepIntervals intervals_{.gpu = {DeviceKind::host, -1, -1}}; // no GPU yet
   bool summary_only() const { return options_.summary_records_only && !paging_on(); }
-  OpRecord* record(OpId id) { return summary_only() ? nullptr : &records_[id]; }
+  OpRecord* record(OpId id) { return summary_only() ? nullptr : &records_.ops[id]; }
   // An op's record from its start to its end, or its interval in summary mode.
   void close_record(OpId id, const Op& op, double end);
   void record_span(OpId id, const Op& op, double start, double end);
   void keep_records(size_t from, size_t to);
-  std::vector<OpId> ready_;
-  // Activities in flight, by the index their SimGrid handle carries; an ended one's slot
-  // is taken by the next, so the list stays as long as the most in flight at once.
-  std::vector<Activity> activities_;
-  std::vector<uint32_t> free_activities_;
-  size_t last_activity_ = 0;                      // the slot add_activity filled last
-  std::vector<simgrid::s4u::ActivityPtr> parked_; // released on the next time advance
-  std::map<OpId, CollectiveRun> collectives_;
-  std::map<CollectiveKey, PlannedCollective> plans_;
-  // The batch's collectives unfolded, and which of their flows can matter.
-  std::map<CollectiveKey, std::vector<CollectivePhase>> unfolded_;
-  FlowFold fold_;
-  std::unique_ptr<OrbitFold> orbits_; // null: every flow runs
-  int orbit_block_ = 0;               // GPUs a rotation turns: a representative and its shadows
-  std::vector<std::pair<simgrid::s4u::Link*, double>> scaled_links_; // and their own bandwidth
-  uint64_t fold_batch_ = 0;                                          // batches folded so far
-  std::vector<uint8_t> private_;                                     // per op (id - base_): may join a coalesced run
-  // A run in flight ends on a clock date, not as a SimGrid activity: it shares nothing,
-  // so it needs no model action, no share of a solve and no completion signal. Runs
-  // ending at one date end in the order they started; one kernel timer (SimGrid's
-  // event list) is armed for the earliest.
-  struct RunInFlight {
-    double date  = 0;          // when the clock reaches its end
-    uint64_t seq = 0;          // order of starting
-    OpId tail    = 0;          // its last op
-    std::vector<OpId> entries; // ops it completes before its last member
-    size_t members = 0;        // ops and chain members it runs
-    double end     = 0;        // the prefix sum of the members' times
-    bool operator>(const RunInFlight& o) const { return date != o.date ? date > o.date : seq > o.seq; }
-  };
-  std::priority_queue<RunInFlight, std::vector<RunInFlight>, std::greater<>> runs_;
-  uint64_t run_seq_ = 0;
-  std::set<double> armed_run_dates_; // of the kernel timers set and not yet fired
-  // SimGrid 3.32's "surf/precision": an activity due less than this after a clock stop
-  // ends at that stop.
-  double timing_precision_ = 0;
   void arm_run_timer(double date);
-  void end_runs();                    // those whose date the clock has reached
-  std::vector<uint32_t> member_;      // per op (id - base_): a chain's member it is at
-  std::vector<ChainInfo> chain_info_; // per stored chain
-  std::vector<uint64_t> chain_seen_;  // per stored chain: the visit_ops call that last saw it
-  uint64_t visits_ = 0;
-  size_t ops_done_ = 0;  // ops completed, a chain's members each counted
-  DueMemory due_memory_; // runs' allocs and frees, applied when their pool is next touched
-  std::map<std::pair<DeviceRef, StreamKind>, int> stream_keys_;
-  RouteTable routes_;
-  std::map<DeviceRef, std::unique_ptr<MemoryPool>> pools_;
-  std::pair<DeviceRef, MemoryPool*> last_pool_{{DeviceKind::gpu, -1, -1}, nullptr}; // consecutive ops share one
-  std::unordered_map<DeviceRef, MemoryPool*, DeviceRefHash> pool_index_; // pools_ by hash: 64 stages take turns
-  std::vector<int> hbm_routes_;    // per GPU (node x gpus per node + index), -1 until found
-  std::set<DeviceRef> shared_hbm_; // GPUs whose kernels may overlap (see take_new_ops)
-  std::map<DeviceRef, StreamKind> kernel_stream_;
-  std::unique_ptr<PrefetchPolicy> prefetch_;
-  std::map<DeviceRef, GpuPaging> paging_;
-  std::map<OpId, PagedKernel> paged_;
-  StepSource* source_   = nullptr;
-  double waiting_until_ = 0;   // the time a source asked to wake at while its delay runs (replay_loop)
-  std::exception_ptr failure_; // thrown inside a SimGrid callback; rethrown by replay_loop
-  // Runs work, keeping what it throws in failure_ (a template: once per activity
+  void end_runs(); // those whose date the clock has reached
+  // Runs work, keeping what it throws in drive_.failure (a template: once per activity
   // completion, no std::function).
   template <typename Work>
   void guarded(Work&& work)
@@ -382,15 +281,9 @@ private:
     try {
       work();
     } catch (...) {
-      failure_ = std::current_exception();
+      drive_.failure = std::current_exception();
     }
   }
-  size_t taken_               = 0;
-  OpId base_                  = 0; // the DAG's first_id() when ops were last taken
-  size_t completed_           = 0;
-  int64_t started_activities_ = 0;
-  ReplayProgress* progress_   = nullptr; // while run() runs
-  bool draining_              = false;
 };
 
 } // namespace memwall

@@ -56,7 +56,7 @@ void Replayer::for_each_route(const Op& op, const std::function<void(const Devic
         f(socket, socket);
       }
       break;
-    case OpKind::kernel: // kernels of a GPU on two streams, or a copy through its HBM: shared_hbm_
+    case OpKind::kernel: // kernels of a GPU on two streams, or a copy through its HBM: streams_.shared_hbm
       if (op.seconds <= 0)
         f(op.device, op.device);
       break;
@@ -78,7 +78,7 @@ void Replayer::start_kernel(OpId id, const Op& op)
   }
   KernelTiming t  = kernel_timer_(op);
   sg4::Host* host = platform_.host(op.device);
-  if (!shared_hbm_.count(op.device)) {
+  if (!streams_.shared_hbm.count(op.device)) {
     // Alone on its HBM: overhead + max(F/P, B/W) in one activity, the HBM link's bytes
     // and busy time accounted here (the same figures the flow would have produced).
     start_exec(id, host, t.total_s(op.bytes) * Platform::gpu_host_speed);
@@ -127,16 +127,8 @@ void Replayer::start_delay(OpId op, double seconds)
 
 void Replayer::add_activity(Activity a, sg4::Activity& handle)
 {
-  if (free_activities_.empty()) {
-    last_activity_ = activities_.size();
-    activities_.push_back(std::move(a));
-  } else {
-    last_activity_ = free_activities_.back();
-    free_activities_.pop_back();
-    activities_[last_activity_] = std::move(a);
-  }
-  ++started_activities_;
-  handle.set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(last_activity_ + 1))); // 0: none
+  const size_t slot = slots_.add(std::move(a));
+  handle.set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(slot + 1))); // 0: none
 }
 
 void Replayer::start_exec(OpId op, sg4::Host* host, double work)
@@ -146,7 +138,7 @@ void Replayer::start_exec(OpId op, sg4::Host* host, double work)
   e->set_host(host);
   add_activity({op, -1, e}, *e);
   if (op != OpDag::none) // OpDag::none: a source waiting for its next event
-    ++running_acts_[op - base_];
+    ++index_.running_acts[op - index_.base];
   e->vetoable_start();
 }
 
@@ -155,26 +147,26 @@ void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, d
   sg4::Host* from = platform_.host(src);
   sg4::Host* to   = platform_.host(dst);
   int r           = routes_.index(from, to);
-  if (orbits_ && orbits_->role(r) == OrbitFold::Role::image)
+  if (mirror_.fold && mirror_.fold->role(r) == OrbitFold::Role::image)
     return; // its orbit's canonical image runs for it
   routes_.accounts().flow_started(routes_.route(r).links, bytes, sg4::Engine::get_clock());
   sg4::CommPtr c = sg4::Comm::sendto_init(from, to);
   c->set_payload_size(static_cast<uint64_t>((payload < 0 ? bytes : payload) + 0.5));
   add_activity({op, r, c}, *c);
-  ++running_acts_[op - base_];
+  ++index_.running_acts[op - index_.base];
   c->vetoable_start();
 }
 
 int Replayer::hbm_route(const DeviceRef& gpu)
 {
   size_t i = static_cast<size_t>(gpu.node) * platform_.cluster().gpus_per_node + static_cast<size_t>(gpu.index);
-  if (i >= hbm_routes_.size())
-    hbm_routes_.resize(i + 1, -1);
-  if (hbm_routes_[i] < 0) {
-    sg4::Host* h   = platform_.host(gpu);
-    hbm_routes_[i] = routes_.index(h, h);
+  if (i >= streams_.hbm_routes.size())
+    streams_.hbm_routes.resize(i + 1, -1);
+  if (streams_.hbm_routes[i] < 0) {
+    sg4::Host* h           = platform_.host(gpu);
+    streams_.hbm_routes[i] = routes_.index(h, h);
   }
-  return hbm_routes_[i];
+  return streams_.hbm_routes[i];
 }
 
 } // namespace memwall

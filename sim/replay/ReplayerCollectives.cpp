@@ -17,22 +17,22 @@ const std::vector<int>& Replayer::flow_links(const Flow& f) { return routes_.rou
 // A plan depends on the collective, its group and size, and on which of its flows can
 // matter (fold_batch). It outlives its batch while those stay the same, and with them
 // what its first private instance measured (a serving loop's iterations).
-Replayer::PlannedCollective& Replayer::planned(const Op& op)
+PlannedCollective& Replayer::planned(const Op& op)
 {
   CollectiveKey key{op.group, op.collective, op.bytes};
-  auto [it, fresh]     = plans_.try_emplace(key);
+  auto [it, fresh]     = collectives_.plans.try_emplace(key);
   PlannedCollective& p = it->second;
-  if (!fresh && p.batch == fold_batch_)
+  if (!fresh && p.batch == collectives_.batch)
     return p;
-  auto u = unfolded_.find(key);
-  if (u == unfolded_.end())
-    u = unfolded_.emplace(key, plan_collective(op)).first;
+  auto u = collectives_.unfolded.find(key);
+  if (u == collectives_.unfolded.end())
+    u = collectives_.unfolded.emplace(key, plan_collective(op)).first;
   std::vector<CollectivePhase> phases = u->second;
   if (options_.fold_collectives)
     for (CollectivePhase& phase : phases) {
       std::vector<Flow> kept;
       for (const Flow& f : phase.flows)
-        if (fold_.keeps(f, flow_links(f)))
+        if (collectives_.fold.keeps(f, flow_links(f)))
           kept.push_back(f);
       phase.flows = std::move(kept);
     }
@@ -46,16 +46,16 @@ Replayer::PlannedCollective& Replayer::planned(const Op& op)
     std::sort(p.links.begin(), p.links.end());
     p.links.erase(std::unique(p.links.begin(), p.links.end()), p.links.end());
   }
-  p.batch = fold_batch_;
+  p.batch = collectives_.batch;
   return p;
 }
 
 void Replayer::fold_batch(size_t from, size_t to)
 {
   // Every op of an earlier batch has ended: its plans are checked again when next used.
-  ++fold_batch_;
-  unfolded_.clear();
-  fold_ = FlowFold{};
+  ++collectives_.batch;
+  collectives_.unfolded.clear();
+  collectives_.fold = FlowFold{};
   if (!options_.fold_collectives)
     return;
   // Where the replay runs something: the ops' devices and the ends of the routes their
@@ -66,16 +66,16 @@ void Replayer::fold_batch(size_t from, size_t to)
   visit_ops(from, to, [&](const Op& op) {
     if (!watched_ops.first(op))
       return;
-    fold_.watch_device(op.device);
+    collectives_.fold.watch_device(op.device);
     for_each_route(op, [&](const DeviceRef& a, const DeviceRef& b) {
-      fold_.watch_device(a);
-      fold_.watch_device(b);
+      collectives_.fold.watch_device(a);
+      collectives_.fold.watch_device(b);
     });
     if (paging_on() && op.device.kind == DeviceKind::gpu) {
-      fold_.watch_device(host_of(op.device));
+      collectives_.fold.watch_device(host_of(op.device));
       for (const DeviceRef& peer : dag_.shadows(op.device)) {
-        fold_.watch_device(peer);
-        fold_.watch_device(host_of(peer));
+        collectives_.fold.watch_device(peer);
+        collectives_.fold.watch_device(host_of(peer));
       }
     }
   });
@@ -89,7 +89,7 @@ void Replayer::fold_batch(size_t from, size_t to)
     if (added[route] >= want)
       return;
     added[route] = want;
-    fold_.add_links(routes_.route(route).links, watched);
+    collectives_.fold.add_links(routes_.route(route).links, watched);
   };
   auto watch_route = [&](const DeviceRef& a, const DeviceRef& b) { add_route(route_of(a, b), true); };
   DeviceRef last_kernel_gpu{DeviceKind::nvme, -1, -1};
@@ -98,11 +98,11 @@ void Replayer::fold_batch(size_t from, size_t to)
       return;
     if (op.kind == OpKind::collective) {
       CollectiveKey key{op.group, op.collective, op.bytes};
-      if (!unfolded_.count(key)) {
-        const auto& phases = unfolded_.emplace(key, plan_collective(op)).first->second;
+      if (!collectives_.unfolded.count(key)) {
+        const auto& phases = collectives_.unfolded.emplace(key, plan_collective(op)).first->second;
         for (const CollectivePhase& phase : phases)
           for (const Flow& f : phase.flows)
-            add_route(route_of(f.src, f.dst), fold_.touches(f));
+            add_route(route_of(f.src, f.dst), collectives_.fold.touches(f));
       }
     } else if (op.kind != OpKind::kernel || !(op.device == last_kernel_gpu)) { // a GPU's kernels come in runs
       for_each_route(op, watch_route);
@@ -163,7 +163,7 @@ void Replayer::calibrate_collective(const Op& op, const std::vector<DeviceRef>& 
 
 bool Replayer::start_collective_phase(OpId id)
 {
-  CollectiveRun& run = collectives_.at(id);
+  CollectiveRun& run = collectives_.running.at(id);
   while (run.next < run.plan->phases.size()) {
     const CollectivePhase& phase = run.plan->phases[run.next];
     if (++run.repeats_done >= phase.repeat) {
@@ -174,12 +174,12 @@ bool Replayer::start_collective_phase(OpId id)
       start_flow(id, f.src, f.dst, f.bytes);
     if (phase.delay_s > 0)
       start_delay(id, phase.delay_s);
-    if (running_acts_[id - base_] > 0)
+    if (index_.running_acts[id - index_.base] > 0)
       return true;
   }
   if (run.measure)
     measure_collective(run);
-  collectives_.erase(id);
+  collectives_.running.erase(id);
   return false;
 }
 

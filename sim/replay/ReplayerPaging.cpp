@@ -18,9 +18,9 @@ namespace sg4 = simgrid::s4u;
 
 namespace memwall {
 
-Replayer::GpuPaging& Replayer::gpu_paging(const DeviceRef& gpu)
+GpuPaging& Replayer::gpu_paging(const DeviceRef& gpu)
 {
-  auto [it, fresh] = paging_.try_emplace(gpu);
+  auto [it, fresh] = paging_.gpus.try_emplace(gpu);
   if (fresh) {
     it->second.memory =
         std::make_unique<ManagedMemory>(options_.memory, eviction_registry().make(options_.memory.eviction));
@@ -106,7 +106,7 @@ void Replayer::alloc_with_paging(OpId id, const Op& op)
     apply(op.pool, m, op.name);
     // Room for first-touch pages is made by the driver, evicting as it does for faults.
     start_paging_flow(id, op.pool, false, m.d2h, 1.0 / cfg.migration_efficiency);
-    if (prefetch_->at_alloc()) {
+    if (paging_.prefetch->at_alloc()) {
       Migration bulk = g.memory->access({{op.tensor, 0, op.bytes, false}}, hbm_room(op.pool), false);
       apply(op.pool, bulk, op.name);
       start_paging_flow(id, op.pool, false, bulk.d2h, 1.0);
@@ -158,7 +158,7 @@ void Replayer::start_paged_kernel(OpId id, const Op& op)
     if (amount > 0)
       pk.steps.push_back({k, amount, scale});
   };
-  int ahead = prefetch_->kernels_ahead();
+  int ahead = paging_.prefetch->kernels_ahead();
   if (ahead > 0) {
     Migration bulk = g.memory->access(acc, hbm_room(op.device), false);
     apply(op.device, bulk, op.name);
@@ -178,7 +178,7 @@ void Replayer::start_paged_kernel(OpId id, const Op& op)
     pk.ahead_h2d += a.h2d;
     pk.ahead_d2h += a.d2h;
   }
-  paged_[id] = std::move(pk);
+  paging_.kernels[id] = std::move(pk);
   start_paging_step(id);
 }
 
@@ -189,7 +189,7 @@ void Replayer::start_paging_flow(OpId id, const DeviceRef& gpu, bool to_gpu, dou
   auto one = [&](const DeviceRef& g) {
     DeviceRef host = host_of(g);
     start_flow(id, to_gpu ? host : g, to_gpu ? g : host, bytes, bytes * scale);
-    activities_[last_activity_].paging = true;
+    slots_.activities[slots_.last].paging = true;
   };
   one(gpu);
   for (const DeviceRef& peer : dag_.shadows(gpu))
@@ -199,7 +199,7 @@ void Replayer::start_paging_flow(OpId id, const DeviceRef& gpu, bool to_gpu, dou
 // Starts the kernel's next step; false when all have run.
 bool Replayer::start_paging_step(OpId id)
 {
-  PagedKernel& pk = paged_.at(id);
+  PagedKernel& pk = paging_.kernels.at(id);
   if (pk.next == pk.steps.size())
     return false;
   const PagingStep& s = pk.steps[pk.next++];
@@ -207,7 +207,7 @@ bool Replayer::start_paging_step(OpId id)
   switch (s.kind) {
     case PagingStep::Kind::driver:
       start_delay(id, s.amount);
-      activities_[last_activity_].paging = true;
+      slots_.activities[slots_.last].paging = true;
       break;
     case PagingStep::Kind::evict: start_paging_flow(id, op.device, false, s.amount, s.scale); break;
     case PagingStep::Kind::migrate: start_paging_flow(id, op.device, true, s.amount, s.scale); break;
@@ -226,13 +226,13 @@ bool Replayer::start_paging_step(OpId id)
 // for remote reads and the next kernel's prefetch.
 void Replayer::finish_paged_kernel(OpId id)
 {
-  auto it = paged_.find(id);
-  if (it == paged_.end())
+  auto it = paging_.kernels.find(id);
+  if (it == paging_.kernels.end())
     return;
   OpRecord& rec = *record(id); // every op has one under unified memory
   rec.paging_s  = (it->second.exec_start - rec.start) + std::max(0.0, rec.end - it->second.own_end);
   gpu_paging(dag_.op(id).device).result.stall_s += rec.paging_s;
-  paged_.erase(it);
+  paging_.kernels.erase(it);
 }
 
 } // namespace memwall

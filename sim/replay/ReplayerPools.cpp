@@ -8,12 +8,8 @@ namespace memwall {
 // The pool of a device, made at its first alloc or free.
 MemoryPool& Replayer::pool(const DeviceRef& d)
 {
-  if (last_pool_.second && last_pool_.first == d)
-    return *last_pool_.second;
-  if (auto it = pool_index_.find(d); it != pool_index_.end()) {
-    last_pool_ = {d, it->second};
-    return *it->second;
-  }
+  if (MemoryPool* kept = pools_.find(d))
+    return *kept;
   const ClusterSpec& c = platform_.cluster();
   double capacity      = 0;
   std::string hardware;
@@ -34,10 +30,7 @@ MemoryPool& Replayer::pool(const DeviceRef& d)
   auto p = std::make_unique<MemoryPool>(d, hardware, capacity, dag_.represents(d), options_.memory_timelines);
   if (d.kind == DeviceKind::gpu && !options_.allocator.empty())
     p->use_allocator(options_.allocator, allocator_registry().make(options_.allocator));
-  MemoryPool& made = *pools_.emplace(d, std::move(p)).first->second;
-  pool_index_[d]   = &made;
-  last_pool_       = {d, &made};
-  return made;
+  return pools_.keep(d, std::move(p));
 }
 
 void Replayer::apply_memory_op(OpId id, const Op& op, double now)

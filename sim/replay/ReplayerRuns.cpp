@@ -43,7 +43,7 @@ constexpr int shared   = -2;
 
 int Replayer::stream_key(const Op& op)
 {
-  auto [it, fresh] = stream_keys_.try_emplace({op.device, op.stream}, static_cast<int>(stream_keys_.size()));
+  auto [it, fresh] = streams_.keys.try_emplace({op.device, op.stream}, static_cast<int>(streams_.keys.size()));
   return it->second;
 }
 
@@ -78,7 +78,7 @@ void Replayer::find_private_ops(size_t from, size_t to)
     switch (op.kind) {
       case OpKind::alloc:
       case OpKind::free: return true;
-      case OpKind::kernel: return op.seconds > 0 || !shared_hbm_.count(op.device);
+      case OpKind::kernel: return op.seconds > 0 || !streams_.shared_hbm.count(op.device);
       case OpKind::host_compute: return op.seconds > 0;
       case OpKind::collective: {
         int key = stream_key(op);
@@ -95,14 +95,14 @@ void Replayer::find_private_ops(size_t from, size_t to)
   for (size_t v = from; v < to; ++v) {
     const Op& op = dag_.op(static_cast<OpId>(v));
     if (op.kind != OpKind::chain) {
-      private_[v - base_] = mine(op);
+      runs_.private_ops[v - index_.base] = mine(op);
       continue;
     }
-    ChainInfo& c = chain_info_[op.chain];
-    if (c.batch == fold_batch_)
+    ChainInfo& c = chains_.info[op.chain];
+    if (c.batch == collectives_.batch)
       continue;
     c       = ChainInfo{};
-    c.batch = fold_batch_;
+    c.batch = collectives_.batch;
     for (const Op& m : dag_.chain(op.chain))
       c.members.push_back(step_facts(m, mine(m)));
   }
@@ -117,18 +117,18 @@ const Op& Replayer::step_op(Step s) const
 bool Replayer::step_private(Step s) const
 {
   const Op& op = dag_.op(s.id);
-  return step_private(s, op.kind == OpKind::chain ? &chain_info_[op.chain] : nullptr);
+  return step_private(s, op.kind == OpKind::chain ? &chains_.info[op.chain] : nullptr);
 }
 
 bool Replayer::step_private(Step s, const ChainInfo* c) const
 {
   if (!c)
-    return private_[s.id - base_];
+    return runs_.private_ops[s.id - index_.base];
   const StepFacts* f = member_facts(*c, s.member);
   return f && f->priv;
 }
 
-Replayer::StepFacts Replayer::step_facts(const Op& op, bool priv)
+StepFacts Replayer::step_facts(const Op& op, bool priv)
 {
   StepFacts f;
   f.priv = priv;
@@ -166,11 +166,11 @@ bool Replayer::step_duration(const Op& op, const StepFacts& facts, double& secon
 void Replayer::open_record(OpId id, const Op& op, double now)
 {
   if (summary_only()) {
-    if (summary_op_[id - base_])
-      summary_start_[id] = now;
+    if (records_.summary_op[id - index_.base])
+      records_.summary_start[id] = now;
     return;
   }
-  OpRecord& rec = records_[id];
+  OpRecord& rec = records_.ops[id];
   rec.name      = op.name;
   rec.kind      = op.kind;
   rec.stream    = op.stream;
@@ -185,14 +185,14 @@ void Replayer::open_record(OpId id, const Op& op, double now)
 void Replayer::close_record(OpId id, const Op& op, double end)
 {
   if (summary_only()) {
-    if (!summary_op_[id - base_])
+    if (!records_.summary_op[id - index_.base])
       return;
-    auto it = summary_start_.find(id);
-    intervals_.add(op.kind, op.stream, op.device, it->second, end, 0, op.phase, op.pageable);
-    summary_start_.erase(it);
+    auto it = records_.summary_start.find(id);
+    records_.intervals.add(op.kind, op.stream, op.device, it->second, end, 0, op.phase, op.pageable);
+    records_.summary_start.erase(it);
     return;
   }
-  OpRecord& rec = records_[id];
+  OpRecord& rec = records_.ops[id];
   rec.end       = end;
   // An allocation takes time only when unified memory evicts to make room for it.
   if (paging_on() && rec.kind == OpKind::alloc && rec.end > rec.start)
@@ -202,12 +202,12 @@ void Replayer::close_record(OpId id, const Op& op, double end)
 void Replayer::record_span(OpId id, const Op& op, double start, double end)
 {
   if (summary_only()) {
-    if (summary_op_[id - base_])
-      intervals_.add(op.kind, op.stream, op.device, start, end, 0, op.phase, op.pageable);
+    if (records_.summary_op[id - index_.base])
+      records_.intervals.add(op.kind, op.stream, op.device, start, end, 0, op.phase, op.pageable);
     return;
   }
   open_record(id, op, start);
-  records_[id].end = end;
+  records_.ops[id].end = end;
 }
 
 bool Replayer::start_run(OpId head)
@@ -261,11 +261,11 @@ bool Replayer::start_run(OpId head)
   for (OpId id = head;;) {
     const Op& whole    = dag_.op(id);
     bool chained       = whole.kind == OpKind::chain;
-    const ChainInfo* c = chained ? &chain_info_[whole.chain] : nullptr;
+    const ChainInfo* c = chained ? &chains_.info[whole.chain] : nullptr;
     const Op* ops      = chained ? dag_.chain(whole.chain).data() : &whole;
     auto size          = static_cast<uint32_t>(chained ? dag_.chain(whole.chain).size() : 1);
-    bool recorded      = !summary_only() || summary_op_[id - base_];
-    uint32_t k         = id == head ? member_[head - base_] : 0;
+    bool recorded      = !summary_only() || records_.summary_op[id - index_.base];
+    uint32_t k         = id == head ? chains_.member[head - index_.base] : 0;
     for (; k < size; ++k) {
       const Op& op           = ops[k];
       Member& m              = slots[pending == &slots[0] ? 1 : 0];
@@ -277,8 +277,9 @@ bool Replayer::start_run(OpId head)
       m.recorded             = recorded;
       double d               = 0;
       const StepFacts* facts = chained ? member_facts(*c, k) : nullptr;
-      bool timed             = chained ? facts && step_duration(op, *facts, d, m.hbm_busy, m.plan)
-                                       : step_duration(op, step_facts(op, private_[id - base_]), d, m.hbm_busy, m.plan);
+      bool timed             = chained
+                                   ? facts && step_duration(op, *facts, d, m.hbm_busy, m.plan)
+                                   : step_duration(op, step_facts(op, runs_.private_ops[id - index_.base]), d, m.hbm_busy, m.plan);
       if (!timed)
         break;
       // Allocs and frees at this very instant go op by op, interleaved with other
@@ -308,12 +309,13 @@ bool Replayer::start_run(OpId head)
       break;
     // Inside a chain each member is the next one's only dependency; after the op, the
     // next joins if it is the op's one successor and this is its one dependency.
-    uint32_t first = out_start_[id - batch_];
-    if (out_start_[id - batch_ + 1] - first != 1)
+    uint32_t first = index_.out_start[id - index_.batch];
+    if (index_.out_start[id - index_.batch + 1] - first != 1)
       break;
-    OpId next   = out_[first];
+    OpId next   = index_.out[first];
     const Op& n = dag_.op(next);
-    if (in_count_[next - batch_] != 1 || n.device != ops[size - 1].device || n.stream != ops[size - 1].stream)
+    if (index_.in_count[next - index_.batch] != 1 || n.device != ops[size - 1].device ||
+        n.stream != ops[size - 1].stream)
       break;
     id = next;
   }
@@ -323,16 +325,16 @@ bool Replayer::start_run(OpId head)
   open_record(pending->step.id, *pending->op, pending->begin);
   account(*pending);
   due_memory_.add_run(std::move(due_ops));
-  OpId tail             = pending->step.id;
-  member_[tail - base_] = pending->step.member; // what complete() closes
+  OpId tail                          = pending->step.id;
+  chains_.member[tail - index_.base] = pending->step.member; // what complete() closes
   // A delay of d seconds on a 1 flop/s host (what SimGrid's lazy CPU model would run)
   // is due at now + d: the run ends then, or at an earlier clock stop that is less than
   // the engine's timing precision before it, as SimGrid ends an Exec
   // (CpuModel::update_actions_state_lazy): a run ends exactly where its Exec would.
-  ++started_activities_;
+  ++slots_.started;
   double date = now + (pending->end - now);
-  bool first  = runs_.empty() || date < runs_.top().date;
-  runs_.push({date, run_seq_++, tail, std::move(entries), count, pending->end});
+  bool first  = runs_.queue.empty() || date < runs_.queue.top().date;
+  runs_.queue.push({date, runs_.seq++, tail, std::move(entries), count, pending->end});
   if (first)
     arm_run_timer(date);
   return true;
@@ -340,11 +342,11 @@ bool Replayer::start_run(OpId head)
 
 void Replayer::arm_run_timer(double date)
 {
-  if (!armed_run_dates_.insert(date).second)
+  if (!runs_.armed_dates.insert(date).second)
     return; // one timer a date
   simgrid::kernel::timer::Timer::set(date, [this, date] {
-    armed_run_dates_.erase(date);
-    if (!failure_)
+    runs_.armed_dates.erase(date);
+    if (!drive_.failure)
       guarded([&] { end_runs(); });
   });
 }
@@ -352,25 +354,25 @@ void Replayer::arm_run_timer(double date)
 void Replayer::end_runs()
 {
   double now = sg4::Engine::get_clock();
-  while (!runs_.empty() && runs_.top().date - now < timing_precision_) {
+  while (!runs_.queue.empty() && runs_.queue.top().date - now < runs_.timing_precision) {
     // priority_queue gives its top as const; it is popped at once.
-    RunInFlight run = std::move(const_cast<RunInFlight&>(runs_.top()));
-    runs_.pop();
+    RunInFlight run = std::move(const_cast<RunInFlight&>(runs_.queue.top()));
+    runs_.queue.pop();
     finish_run(run);
     drain_ready();
   }
   // The earliest left may have started while a run before it was the earliest.
-  if (!runs_.empty())
-    arm_run_timer(runs_.top().date);
+  if (!runs_.queue.empty())
+    arm_run_timer(runs_.queue.top().date);
 }
 
 void Replayer::finish_run(const RunInFlight& run)
 {
   // Inside the run, each op is the only dependency of the next: nothing else to release.
-  ops_done_ += run.members - 1;
+  drive_.ops_done += run.members - 1;
   for (OpId e : run.entries) {
-    --waiting_on_[out_[out_start_[e - batch_]] - base_];
-    ++completed_;
+    --index_.waiting_on[index_.out[index_.out_start[e - index_.batch]] - index_.base];
+    ++drive_.completed;
   }
   complete(run.tail, run.end); // the prefix sum, as for the others, not the clock's rounding
 }
