@@ -6,7 +6,7 @@
 #include "hwmodels/Catalog.hpp"
 #include "hwmodels/GpuNames.hpp"
 #include "hwmodels/TimingSources.hpp"
-#include "sim/platform/EngineSettings.hpp"
+#include "sim/platform/SimGridSettings.hpp"
 #include "sim/timing/KernelTimer.hpp"
 #include "workloads/inference/ServingDriver.hpp"
 #include "workloads/model/ExpertLoad.hpp"
@@ -46,7 +46,7 @@ void start_engine()
   char* argv[]                        = {name, no_exit, nullptr};
   static simgrid::s4u::Engine* engine = new simgrid::s4u::Engine(&argc, argv);
   (void)engine;
-  configure_exact_engine();
+  configure_exact_simgrid();
 }
 
 static RunResult in_child(const std::function<RunResult()>& work)

@@ -1,6 +1,6 @@
 // The layering of DESIGN.md §1, checked on the source: every include names its file from
 // the repository root, none runs up the layers or across to a peer, implementations in
-// impl/ folders are reached only through their registry, and the engine library links
+// impl/ folders are reached only through their registry, and the simulator library links
 // neither analysis nor calibration. CI runs it with every other test.
 #include "tests/TestHelpers.hpp"
 
@@ -73,7 +73,7 @@ std::vector<std::string> layering_violations(const fs::path& root, const std::ve
   std::vector<std::string> out;
   for (const Include& inc : includes) {
     const std::string from = first_component(inc.file), to = first_component(inc.target);
-    // SimGrid (and its xbt) belongs to the engine layer: the rest of the house builds
+    // SimGrid (and its xbt) belongs to the simulator (sim/): the rest of the house builds
     // without it, and the tests that drive the platform sit above everything.
     if (inc.system) {
       if ((to == "simgrid" || to == "xbt") && from != "sim" && from != "tests" && from != "bench")
@@ -170,7 +170,7 @@ TEST_CASE("no_include_in_the_source_runs_up_the_layers_or_into_an_impl_folder")
   for (const std::string& v : found)
     UNSCOPED_INFO(v);
   CHECK(found.empty());
-  // The check read the source: the engine's include of its replay is among what it saw.
+  // The check read the source: the simulator's include of its replay is among what it saw.
   bool saw_engine = false;
   for (const Include& inc : includes)
     saw_engine |= inc.file == "sim/Simulation.hpp" && inc.target == "sim/replay/Replayer.hpp";
@@ -198,7 +198,7 @@ TEST_CASE("the_layer_check_refuses_an_upward_include_a_bare_name_a_foreign_impl_
   CHECK(found[3] == "workloads/dag/Op.cpp:2 includes simgrid/s4u/Host.hpp: SimGrid is included in sim/ only");
 }
 
-TEST_CASE("the_engine_library_links_neither_analysis_nor_calibration_nor_the_program")
+TEST_CASE("the_simulator_library_links_neither_analysis_nor_calibration_nor_the_program")
 {
   // sim/CMakeLists.txt names what memwall_sim and its implementations link.
   const std::string cmake = memwall::test::read_file(memwall::test::source_path("sim/CMakeLists.txt"));

@@ -12,7 +12,7 @@ namespace memwall {
 struct PlannedCollective;
 
 // What a run needs of a step, side by side: it reads them for millions of members.
-struct StepFacts {
+struct MemberFacts {
   double seconds                = 0;       // a kernel's time alone (0 else)
   double hbm_busy               = -1;      // a kernel's HBM busy time (hbm_busy_s)
   const PlannedCollective* plan = nullptr; // a collective's
@@ -20,7 +20,7 @@ struct StepFacts {
 };
 struct ChainInfo {
   uint64_t batch = 0; // CollectiveRuns::batch the members' facts were derived in
-  std::vector<StepFacts> members;
+  std::vector<MemberFacts> members;
 };
 
 struct ChainState {

@@ -249,7 +249,7 @@ void Replayer::drain_ready()
 
 void Replayer::start(OpId id)
 {
-  if (options_.coalesce && step_private({id, chains_.member[id - index_.base]}) && start_run(id))
+  if (options_.coalesce && member_private({id, chains_.member[id - index_.base]}) && start_run(id))
     return;
   const Op& op = current_op(id);
   double now   = sg4::Engine::get_clock();
@@ -279,7 +279,7 @@ void Replayer::start(OpId id)
     case OpKind::collective: {
       CollectiveRun& run = collectives_.running[id];
       run.plan           = &planned(op);
-      if (step_private({id, chains_.member[id - index_.base]}) && !run.plan->timed) {
+      if (member_private({id, chains_.member[id - index_.base]}) && !run.plan->timed) {
         run.measure = true;
         run.start   = now;
         for (int l : run.plan->links) {

@@ -124,17 +124,18 @@ private:
   // the one it is at; each member completes as an op whose one successor is the next.
   // What the replay derives from a chain's members (which may join a run) is derived
   // once per stored chain and batch, not once per repetition.
-  // One step of a stream's work: op `id`, or member `member` of chain op `id`.
-  struct Step {
+  // One unit of a stream's work, what a coalesced run is made of: op `id`, or member
+  // `member` of chain op `id`.
+  struct RunMember {
     OpId id         = 0;
     uint32_t member = 0;
   };
-  const Op& step_op(Step s) const;
-  const Op& current_op(OpId id) const { return step_op({id, chains_.member[id - index_.base]}); }
-  bool step_private(Step s) const;
-  bool step_private(Step s, const ChainInfo* chain) const; // `chain`: s's chain's, null for an op
+  const Op& member_op(RunMember s) const;
+  const Op& current_op(OpId id) const { return member_op({id, chains_.member[id - index_.base]}); }
+  bool member_private(RunMember s) const;
+  bool member_private(RunMember s, const ChainInfo* chain) const; // `chain`: s's chain's, null for an op
   // A chain member's facts, null where they were not derived in this batch.
-  const StepFacts* member_facts(const ChainInfo& chain, uint32_t member) const
+  const MemberFacts* member_facts(const ChainInfo& chain, uint32_t member) const
   {
     return chain.batch == collectives_.batch && member < chain.members.size() ? &chain.members[member] : nullptr;
   }
@@ -217,14 +218,14 @@ private:
   // Which of ops [from, to) may join a run: their resources are their stream's alone.
   void find_private_ops(size_t from, size_t to);
   int stream_key(const Op& op);
-  // A step's facts: private or not (find_private_ops) and, if it is, a kernel's time
+  // A run member's facts: private or not (find_private_ops) and, if it is, a kernel's time
   // alone and HBM busy time, a collective's plan.
-  StepFacts step_facts(const Op& op, bool priv);
-  // A step's own time when it runs alone, if known without replaying it (it is private,
+  MemberFacts facts_of(const Op& op, bool priv);
+  // A member's own time when it runs alone, if known without replaying it (it is private,
   // and a collective was timed); a kernel's HBM busy time in `hbm_busy` (its link
   // figures), a collective's plan in `plan` (its link figures).
-  static bool step_duration(const Op& op, const StepFacts& facts, double& seconds, double& hbm_busy,
-                            const PlannedCollective*& plan);
+  static bool member_duration(const Op& op, const MemberFacts& facts, double& seconds, double& hbm_busy,
+                              const PlannedCollective*& plan);
   bool start_run(OpId head);
   void finish_run(const RunInFlight& run);
   void open_record(OpId id, const Op& op, double now);
@@ -235,7 +236,7 @@ private:
   }
   MemoryPool& pool(const DeviceRef& d);
   void drain_ready();
-  // Runs the engine until the DAG (and the step source, if any) has nothing left.
+  // Runs SimGrid's engine until the DAG (and the step source, if any) has nothing left.
   std::string stall_message() const;
   void replay_loop(simgrid::s4u::Engine* engine);
   // Registers ops [index_.taken, dag size) that the source appended: their unfinished

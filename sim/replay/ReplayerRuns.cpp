@@ -21,7 +21,7 @@
 // instant is the op-by-op replay's). A run is no SimGrid activity: it ends on a kernel
 // timer where its Exec would have ended (end_runs).
 //
-// A run walks steps: ops, and the members of chain ops (OpDag::end_capture), whose
+// A run walks its members: ops, and the members of chain ops (OpDag::end_capture), whose
 // privacy, kernel timings and collective plans are derived once per stored chain.
 #include "sim/replay/ReplayProgress.hpp"
 #include "sim/replay/Replayer.hpp"
@@ -104,33 +104,33 @@ void Replayer::find_private_ops(size_t from, size_t to)
     c       = ChainInfo{};
     c.batch = collectives_.batch;
     for (const Op& m : dag_.chain(op.chain))
-      c.members.push_back(step_facts(m, mine(m)));
+      c.members.push_back(facts_of(m, mine(m)));
   }
 }
 
-const Op& Replayer::step_op(Step s) const
+const Op& Replayer::member_op(RunMember s) const
 {
   const Op& op = dag_.op(s.id);
   return op.kind == OpKind::chain ? dag_.chain(op.chain)[s.member] : op;
 }
 
-bool Replayer::step_private(Step s) const
+bool Replayer::member_private(RunMember s) const
 {
   const Op& op = dag_.op(s.id);
-  return step_private(s, op.kind == OpKind::chain ? &chains_.info[op.chain] : nullptr);
+  return member_private(s, op.kind == OpKind::chain ? &chains_.info[op.chain] : nullptr);
 }
 
-bool Replayer::step_private(Step s, const ChainInfo* c) const
+bool Replayer::member_private(RunMember s, const ChainInfo* c) const
 {
   if (!c)
     return runs_.private_ops[s.id - index_.base];
-  const StepFacts* f = member_facts(*c, s.member);
+  const MemberFacts* f = member_facts(*c, s.member);
   return f && f->priv;
 }
 
-StepFacts Replayer::step_facts(const Op& op, bool priv)
+MemberFacts Replayer::facts_of(const Op& op, bool priv)
 {
-  StepFacts f;
+  MemberFacts f;
   f.priv = priv;
   if (priv && op.kind == OpKind::kernel) {
     KernelTiming t = kernel_timer_(op);
@@ -142,8 +142,8 @@ StepFacts Replayer::step_facts(const Op& op, bool priv)
   return f;
 }
 
-bool Replayer::step_duration(const Op& op, const StepFacts& facts, double& seconds, double& hbm_busy,
-                             const PlannedCollective*& plan)
+bool Replayer::member_duration(const Op& op, const MemberFacts& facts, double& seconds, double& hbm_busy,
+                               const PlannedCollective*& plan)
 {
   if (!facts.priv)
     return false;
@@ -216,7 +216,7 @@ bool Replayer::start_run(OpId head)
   // once the next one has joined, so that a run of a whole step holds no list of its
   // members: a run needs two, and the last one's record closes with the run.
   struct Member {
-    Step step;
+    RunMember unit;
     const Op* op = nullptr;
     double begin = 0, end = 0;
     double hbm_busy               = -1;
@@ -241,7 +241,7 @@ bool Replayer::start_run(OpId head)
       case OpKind::alloc:
       case OpKind::free:
         if (m.begin == now)
-          apply_memory_op(m.step.id, *m.op, m.begin);
+          apply_memory_op(m.unit.id, *m.op, m.begin);
         else
           due_ops.push_back({m.begin, m.op, &pool(m.op->pool)});
         break;
@@ -267,19 +267,19 @@ bool Replayer::start_run(OpId head)
     bool recorded      = !summary_only() || records_.summary_op[id - index_.base];
     uint32_t k         = id == head ? chains_.member[head - index_.base] : 0;
     for (; k < size; ++k) {
-      const Op& op           = ops[k];
-      Member& m              = slots[pending == &slots[0] ? 1 : 0];
-      m                      = Member{};
-      m.step                 = {id, k};
-      m.op                   = &op;
-      m.begin                = t;
-      m.last                 = k + 1 == size;
-      m.recorded             = recorded;
-      double d               = 0;
-      const StepFacts* facts = chained ? member_facts(*c, k) : nullptr;
-      bool timed             = chained
-                                   ? facts && step_duration(op, *facts, d, m.hbm_busy, m.plan)
-                                   : step_duration(op, step_facts(op, runs_.private_ops[id - index_.base]), d, m.hbm_busy, m.plan);
+      const Op& op             = ops[k];
+      Member& m                = slots[pending == &slots[0] ? 1 : 0];
+      m                        = Member{};
+      m.unit                   = {id, k};
+      m.op                     = &op;
+      m.begin                  = t;
+      m.last                   = k + 1 == size;
+      m.recorded               = recorded;
+      double d                 = 0;
+      const MemberFacts* facts = chained ? member_facts(*c, k) : nullptr;
+      bool timed               = chained
+                                     ? facts && member_duration(op, *facts, d, m.hbm_busy, m.plan)
+                                     : member_duration(op, facts_of(op, runs_.private_ops[id - index_.base]), d, m.hbm_busy, m.plan);
       if (!timed)
         break;
       // Allocs and frees at this very instant go op by op, interleaved with other
@@ -298,10 +298,10 @@ bool Replayer::start_run(OpId head)
       m.end = t += d;
       if (count++ > 0) {
         if (pending->recorded)
-          record_span(pending->step.id, *pending->op, pending->begin, pending->end);
+          record_span(pending->unit.id, *pending->op, pending->begin, pending->end);
         account(*pending);
         if (pending->last)
-          entries.push_back(pending->step.id);
+          entries.push_back(pending->unit.id);
       }
       pending = &m;
     }
@@ -322,11 +322,11 @@ bool Replayer::start_run(OpId head)
   if (count < 2)
     return false;
   // The last one ends with the run's activity (finish_run).
-  open_record(pending->step.id, *pending->op, pending->begin);
+  open_record(pending->unit.id, *pending->op, pending->begin);
   account(*pending);
   due_memory_.add_run(std::move(due_ops));
-  OpId tail                          = pending->step.id;
-  chains_.member[tail - index_.base] = pending->step.member; // what complete() closes
+  OpId tail                          = pending->unit.id;
+  chains_.member[tail - index_.base] = pending->unit.member; // what complete() closes
   // A delay of d seconds on a 1 flop/s host (what SimGrid's lazy CPU model would run)
   // is due at now + d: the run ends then, or at an earlier clock stop that is less than
   // the engine's timing precision before it, as SimGrid ends an Exec

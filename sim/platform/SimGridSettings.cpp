@@ -1,4 +1,4 @@
-#include "sim/platform/EngineSettings.hpp"
+#include "sim/platform/SimGridSettings.hpp"
 
 #include <simgrid/s4u/Engine.hpp>
 
@@ -6,7 +6,7 @@ namespace sg4 = simgrid::s4u;
 
 namespace memwall {
 
-void configure_exact_engine()
+void configure_exact_simgrid()
 {
   // Without these, LV08's corrections add 3 % to every transfer, cross-traffic slows
   // opposite flows by 5 % and TCP-gamma caps fast links (measured, DESIGN.md §3).

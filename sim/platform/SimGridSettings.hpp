@@ -1,10 +1,10 @@
 #pragma once
-// SimGrid's engine as memwall runs it: the network model's settings under which its
+// SimGrid's engine (simgrid::s4u::Engine, one per process) as memwall runs it: the network model's settings under which its
 // fluid model is exact (DESIGN.md §3).
 
 namespace memwall {
 
 // Call once, after the Engine is created and before any zone is.
-void configure_exact_engine();
+void configure_exact_simgrid();
 
 } // namespace memwall
