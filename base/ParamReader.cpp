@@ -134,6 +134,20 @@ YAML::Node ParamReader::lookup(const std::string& key) const
 
 bool ParamReader::has(const std::string& key) const { return lookup(key).IsDefined(); }
 
+bool ParamReader::given(const std::string& key) const
+{
+  if (!node_.IsMap())
+    return false;
+  const YAML::Node& map = node_;
+  return map[key].IsDefined();
+}
+
+void ParamReader::skip(const std::string& key)
+{
+  if (std::find(known_->begin(), known_->end(), key) == known_->end())
+    known_->push_back(key);
+}
+
 YAML::Node ParamReader::get(const std::string& key, const std::string& type, const std::string& def,
                             const std::string& desc)
 {

@@ -73,6 +73,11 @@ public:
   std::string required_text(const std::string& key, const std::string& desc);
 
   bool has(const std::string& key) const;
+  // Whether the mapping names `key` at all, an explicit null included.
+  bool given(const std::string& key) const;
+  // Counts `key` as read without reading it (a null another implementation's key holds:
+  // absent, as has() reads it, so nothing to refuse).
+  void skip(const std::string& key);
   // Marks key as known and returns its node (possibly undefined) for custom handling.
   YAML::Node take(const std::string& key, const std::string& type, const std::string& desc,
                   const std::string& default_text = "");

@@ -103,17 +103,22 @@ public:
     return probe.known();
   }
 
-  // After `chosen` read its keys through `r`: refuses a key of r's mapping that another
-  // entry reads and `chosen` does not ("training.deepspeed: read by training stack
-  // deepspeed; this spec runs training stack pytorch").
-  void refuse_others_keys(const std::string& chosen, const ParamReader& r) const
+  // After the section read every key (`chosen` its own): refuses a key of r's mapping
+  // that another entry reads and nothing here did ("training.deepspeed: read by training
+  // stack deepspeed; this spec runs training stack pytorch"). One given as null is
+  // absent, as everywhere: let through.
+  void refuse_others_keys(const std::string& chosen, ParamReader& r) const
   {
     for (const auto& [name, entry] : entries_) {
       if (name == chosen)
         continue;
       for (const std::string& k : describe(name)) {
         const auto& read = r.known();
-        if (r.has(k) && std::find(read.begin(), read.end(), k) == read.end())
+        if (!r.given(k) || std::find(read.begin(), read.end(), k) != read.end())
+          continue;
+        if (!r.has(k))
+          r.skip(k);
+        else
           r.fail(k, "read by " + owner(name) + "; this spec runs " + owner(chosen) + " (" + key_ + ")");
       }
     }

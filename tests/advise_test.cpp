@@ -1,5 +1,6 @@
 // memwall advise: remedies simulated cheapest first; a known out-of-memory case becomes
 // one that fits, and the command line it prints reproduces the fit.
+#include "app/advise/Remedy.hpp"
 #include "tests/TestHelpers.hpp"
 
 #include <catch2/catch.hpp>
@@ -247,4 +248,15 @@ TEST_CASE("a_model_parallel_split_of_an_moe_job_keeps_ep_within_the_new_data_par
   }
   CHECK(split["tries"][0]["overrides"] ==
         json::array({"training.tp=2", "training.pp=1", "training.dp=4", "training.ep=4", "training.sp=true"}));
+}
+
+TEST_CASE("a_replayed_trace_has_no_stack_for_a_remedy_to_switch_from", "[advise]")
+{
+  // A `workload: {trace: ...}` spec reads no training section: its TrainingConfig has no
+  // stack, and the remedies that shard or offload model states ask for the switch.
+  memwall::ExperimentSpec replayed;
+  REQUIRE(replayed.training.stack == nullptr);
+  memwall::ShardingStack none = memwall::sharding_stack(replayed);
+  CHECK(none.change.empty());
+  CHECK(none.overrides.empty());
 }

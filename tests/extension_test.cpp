@@ -126,4 +126,8 @@ TEST_CASE("an_engine_with_its_own_kv_accounting_is_its_file_and_its_test", "[ext
   };
   // Everything but the reserve is what the engine grants the same run without one.
   CHECK(budget("") - budget(", reserve_bytes: 1 GiB") == Approx(1024.0 * 1024 * 1024));
+  // The key is the reserving engine's: vLLM's refuses it, naming its owner.
+  CHECK_THROWS_WITH(parse_spec(gpt2_on_one_a100 + "inference: {reserve_bytes: 1 GiB}\n", "vllm.yaml", ""),
+                    Catch::Contains("inference.reserve_bytes: read by inference engine reserving; this spec runs "
+                                    "inference engine vllm"));
 }

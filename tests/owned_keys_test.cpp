@@ -93,7 +93,9 @@ TEST_CASE("memwall_list_params_lists_every_key_of_every_implementation_with_its_
   // scheduler reads (static and continuous): at least 10 + 4 + 2 x 3.
   CHECK(count >= 20);
   CHECK_THAT(listed.at("training.deepspeed.overlap_comm"), Catch::Contains("training stack deepspeed"));
-  CHECK_THAT(listed.at("inference.block_size"), Catch::Contains("KV manager paged"));
+  CHECK(listed.at("inference.block_size") == "KV manager paged");
+  CHECK_THAT(listed.at("inference.swap_space"),
+             Catch::Contains("KV manager contiguous") && Catch::Contains("KV manager paged"));
   CHECK_THAT(listed.at("inference.max_num_seqs"),
              Catch::Contains("scheduler continuous") && Catch::Contains("scheduler static"));
   // A key of the section itself has no owner ("-" in the list).
@@ -138,6 +140,15 @@ TEST_CASE("a_key_of_an_implementation_the_spec_did_not_pick_is_refused_naming_it
   CHECK_THAT(refused("block_of_contiguous", "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
                                             "inference: {kv_manager: contiguous, block_size: 32}\n"),
              Catch::Contains("inference.block_size: read by KV manager paged; this spec runs KV manager contiguous"));
+  // Given as null, another's key is absent, as any key is: nothing to refuse.
+  CHECK_NOTHROW(parse_spec(
+      "hardware: {node: dgx-a100}\nmodel: {preset: gpt2}\ntraining: {stack: pytorch, deepspeed: }\n", "null.yaml", ""));
+  // Keys every KV manager reads (the base's) are a contiguous reservation's too.
+  ExperimentSpec swapping = parse_spec("hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
+                                       "inference: {kv_manager: contiguous, preemption: swap, swap_space: 2 GiB}\n",
+                                       "swap.yaml", "");
+  CHECK(swapping.inference.kv_manager->swaps());
+  CHECK(swapping.inference.kv_manager->swap_space_bytes() == 2.0 * (1ull << 30));
   // A typo stays a typo: unknown everywhere, with the keys allowed here.
   CHECK_THAT(refused("typo", "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
                              "inference: {block_sise: 32}\n"),

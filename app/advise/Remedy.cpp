@@ -10,7 +10,11 @@ Registry<RemedyFactory>& remedy_registry()
   return registry;
 }
 
-ShardingStack sharding_stack(const ExperimentSpec& spec) { return spec.training.stack->sharding_switch(); }
+ShardingStack sharding_stack(const ExperimentSpec& spec)
+{
+  // A replayed trace reads no training section: no stack, nothing to switch to.
+  return spec.training.stack ? spec.training.stack->sharding_switch() : StackSwitch{};
+}
 
 std::vector<NamedRemedy> remedies_in_cost_order(bool serving)
 {

@@ -270,7 +270,6 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
                                     "hf (Hugging Face generate() in eager PyTorch, one static batch); see `memwall "
                                     "list engines`");
   c.engine               = engines.make(name, r);
-  engines.refuse_others_keys(name, r);
   EngineDefaults d;
   d.batch                = c.engine->batch_defaults(gpu, c.source, c.max_model_len);
   d.max_model_len        = c.max_model_len;
@@ -280,23 +279,21 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
       r.choice("scheduler", c.engine->default_scheduler(c.source), schedulers.names(),
                "batching: static (a batch runs to its longest output) or continuous (vLLM); see `memwall list "
                "schedulers`");
-  c.scheduler = schedulers.make(scheduler, r, d);
-  schedulers.refuse_others_keys(scheduler, r);
+  c.scheduler               = schedulers.make(scheduler, r, d);
   const auto& managers      = kv_manager_registry();
   const std::string manager = r.choice("kv_manager", managers.default_name(), managers.names(),
                                        "paged blocks (vLLM) or a contiguous reservation of max_model_len per request; "
                                        "see `memwall list kv-managers`");
   c.kv_manager              = managers.make(manager, r, d);
-  managers.refuse_others_keys(manager, r);
-  c.gpu_batches    = r.integer("gpu_batches", 1,
-                               "GPU batches each iteration's sequences are split into, run one after another through "
-                                  "each layer while its weights are on the GPU (FlexGen's num_gpu_batches)",
-                               1, "", 4096);
-  ParamReader o    = r.section("offload", "FlexGen-style offload of weights and KV cache, streamed per layer");
-  std::string w_at = o.choice("weights", "none", {"none", "cpu", "nvme"}, "where offloaded weights live");
-  double wf        = o.number("weights_fraction", 1.0, "part of each layer's weights off the GPU", 0.0, 1.0);
-  std::string k_at = o.choice("kv", "none", {"none", "cpu", "nvme"}, "where offloaded KV cache lives");
-  double kf        = o.number("kv_fraction", 1.0, "part of each sequence's KV cache off the GPU", 0.0, 1.0);
+  c.gpu_batches             = r.integer("gpu_batches", 1,
+                                        "GPU batches each iteration's sequences are split into, run one after another through "
+                                                    "each layer while its weights are on the GPU (FlexGen's num_gpu_batches)",
+                                        1, "", 4096);
+  ParamReader o             = r.section("offload", "FlexGen-style offload of weights and KV cache, streamed per layer");
+  std::string w_at          = o.choice("weights", "none", {"none", "cpu", "nvme"}, "where offloaded weights live");
+  double wf                 = o.number("weights_fraction", 1.0, "part of each layer's weights off the GPU", 0.0, 1.0);
+  std::string k_at          = o.choice("kv", "none", {"none", "cpu", "nvme"}, "where offloaded KV cache lives");
+  double kf                 = o.number("kv_fraction", 1.0, "part of each sequence's KV cache off the GPU", 0.0, 1.0);
   if ((wf <= 0 || wf > 1) && w_at != "none")
     o.fail("weights_fraction", "must be in (0, 1]");
   if ((kf <= 0 || kf > 1) && k_at != "none")
@@ -315,6 +312,10 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
                             "offloaded weights and KV in page-locked host memory (FlexGen's pin_weight); false: "
                             "copies staged through the driver's pinned buffer at hardware.node.pageable_copy_bw");
   o.finish();
+  // Every key is read: what is left and another implementation reads is refused naming it.
+  engines.refuse_others_keys(name, r);
+  schedulers.refuse_others_keys(scheduler, r);
+  managers.refuse_others_keys(manager, r);
   check(r, c, gpus, model);
   c.engine->check(r, c, model);
   r.finish();

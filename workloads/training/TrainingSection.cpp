@@ -217,10 +217,9 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
                                                   "the software stack that runs the step: what it launches, keeps and holds (see "
                                                                 "`memwall list stacks`)");
   std::unique_ptr<TrainingStack> stack = stacks.make(name, r);
-  stacks.refuse_others_keys(name, r);
-  t.zero = static_cast<int>(r.integer(
-      "zero", stack->default_zero(), "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0,
-      "the stack's: " + each_stack_says([](const TrainingStack& s) { return std::to_string(s.default_zero()); }), 3));
+  t.zero                               = static_cast<int>(r.integer(
+                                    "zero", stack->default_zero(), "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0,
+                                    "the stack's: " + each_stack_says([](const TrainingStack& s) { return std::to_string(s.default_zero()); }), 3));
   t.zero_prefetch =
       r.integer("zero_prefetch", 1, "ZeRO-3: layers whose parameters are all-gathered ahead of use (0: none)", 0);
   YAML::Node allocator = r.take("allocator", "name (see `memwall list allocators`)",
@@ -268,6 +267,8 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
                                     1);
   t.lora                = read_lora(r);
   read_offload(r, t);
+  // Every key is read: what is left and another stack reads is refused naming it.
+  stacks.refuse_others_keys(name, r);
   if (t.seq_len > model.max_seq_len)
     r.fail("seq_len",
            str(t.seq_len) + " exceeds the model's max_seq_len " + str(model.max_seq_len) +

@@ -5,6 +5,13 @@
 
 namespace memwall {
 
+KvManager::KvManager(ParamReader& r)
+{
+  swaps_      = r.choice("preemption", "recompute", {"recompute", "swap"},
+                         "when KV runs out: drop and recompute a sequence, or swap its KV to host memory") == "swap";
+  swap_space_ = r.quantity("swap_space", QuantityKind::bytes, 4.0 * (1ull << 30), "host memory for swapped KV per GPU");
+}
+
 int64_t KvManager::held(int64_t tokens, int64_t granule) const
 {
   auto round_up = [&](int64_t n) { return (n + granule - 1) / granule * granule; };

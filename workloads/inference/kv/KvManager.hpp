@@ -40,9 +40,9 @@ public:
 
   // What the rest of the server asks of the configuration:
   // preempted sequences' KV swapped to host memory (else dropped and recomputed), into
-  // this much host memory per GPU;
-  virtual bool swaps() const { return false; }
-  virtual double swap_space_bytes() const { return 0; }
+  // this much host memory per GPU (every manager's keys);
+  bool swaps() const { return swaps_; }
+  double swap_space_bytes() const { return swap_space_; }
   // tokens of a system prompt every prompt starts with, whose KV is held once;
   virtual int64_t shared_prefix() const { return 0; }
   // "" when a sequence's slots grow one token at a time and nothing is shared (as a
@@ -74,7 +74,9 @@ public:
   int64_t free_slots() const { return capacity() - reserved_; }
 
 protected:
-  KvManager() = default;
+  // Reads the keys every manager has (SST's parameters of a base spliced into each
+  // derived one): how a preempted sequence's KV goes, and the host memory it may go to.
+  explicit KvManager(ParamReader& inference);
   // Starts counting a run's slots (start() of a copy of the prototype).
   void open(const KvManagerParams& p)
   {
@@ -83,7 +85,9 @@ protected:
   }
 
   KvManagerParams p_;
-  int64_t reserved_ = 0;
+  bool swaps_        = false;
+  double swap_space_ = 0;
+  int64_t reserved_  = 0;
 };
 
 // Reads the manager's keys from the `inference` section, defaulting to the engine's.

@@ -11,6 +11,7 @@ namespace {
 
 class ContiguousKvManager : public KvManager {
 public:
+  explicit ContiguousKvManager(ParamReader& inference) : KvManager(inference) {}
   std::unique_ptr<KvManager> start(const KvManagerParams& p) const override
   {
     auto k = std::make_unique<ContiguousKvManager>(*this);
@@ -44,7 +45,7 @@ public:
 
 const bool registered = kv_manager_registry().add(
     "contiguous", "reserves max_model_len tokens per request at admission (pre-paging systems)",
-    [](ParamReader&, const EngineDefaults&) { return std::make_unique<ContiguousKvManager>(); });
+    [](ParamReader& inference, const EngineDefaults&) { return std::make_unique<ContiguousKvManager>(inference); });
 
 } // namespace
 } // namespace memwall

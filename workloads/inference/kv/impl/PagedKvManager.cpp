@@ -13,16 +13,12 @@ namespace {
 
 class PagedKvManager : public KvManager {
 public:
-  PagedKvManager(ParamReader& r, const EngineDefaults& d)
+  PagedKvManager(ParamReader& r, const EngineDefaults& d) : KvManager(r)
   {
     block_size_ = r.integer("block_size", d.block_size, "paged KV: tokens per block", 0,
                             "the engine's (`memwall list engines`)", limits::tokens);
     if (block_size_ < 1)
       r.fail("block_size", "must be at least 1 token");
-    swaps_ = r.choice("preemption", "recompute", {"recompute", "swap"},
-                      "when KV blocks run out: drop and recompute a sequence, or swap its KV to host memory") == "swap";
-    swap_space_ =
-        r.quantity("swap_space", QuantityKind::bytes, 4.0 * (1ull << 30), "host memory for swapped KV per GPU");
     shared_prefix_ = r.integer("shared_prefix", 0, "tokens of a system prompt every prompt starts with (shared KV)", 0,
                                "", limits::tokens);
   }
@@ -37,8 +33,6 @@ public:
     return k;
   }
 
-  bool swaps() const override { return swaps_; }
-  double swap_space_bytes() const override { return swap_space_; }
   int64_t shared_prefix() const override { return shared_prefix_; }
   std::string key_against_token_growth() const override
   {
@@ -105,8 +99,6 @@ private:
 
   // The configuration (the spec's keys).
   int64_t block_size_    = 16;
-  bool swaps_            = false;
-  double swap_space_     = 0;
   int64_t shared_prefix_ = 0;
   // A run's state.
   int64_t prefix_blocks_ = 0;
