@@ -1,7 +1,8 @@
 #pragma once
 // The ops the replay has taken from the DAG and what waits on what (Replayer.cpp:
-// take_new_ops, index_batch).
+// take_new_ops).
 #include "workloads/dag/Op.hpp"
+#include "workloads/dag/OpDag.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -9,6 +10,10 @@
 namespace memwall {
 
 struct OpIndex {
+  // Takes ops [taken, n): their successors and dependencies inside the batch, from the
+  // DAG's edges added since the last batch.
+  void index_batch(const std::vector<DagEdge>& edges, size_t n);
+
   // Per op the DAG still holds (op id - base):
   std::vector<uint32_t> waiting_on;   // unfinished dependencies
   std::vector<uint32_t> running_acts; // unfinished activities of a started op

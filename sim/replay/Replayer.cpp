@@ -55,7 +55,7 @@ void Replayer::take_new_ops()
   chains_.info.resize(dag_.chain_count());
   chains_.seen.resize(dag_.chain_count(), 0);
   keep_records(index_.taken, n);
-  index_batch(n);
+  index_.index_batch(dag_.edges(), n);
   for (size_t v = index_.taken; v < n; ++v)
     index_.waiting_on[v - index_.base] = index_.in_count[v - index_.batch];
   // A GPU whose kernels all run on one stream, and which copies nothing to itself,
@@ -104,32 +104,6 @@ void Replayer::keep_records(size_t from, size_t to)
                                                          records_.intervals.reads(OpKind::kernel, op.device)
                                                    : records_.intervals.reads(op.kind, op.device));
   }
-}
-
-// The adjacency of ops [index_.taken, n) from the edges added since the last batch. Ops taken
-// before have all completed: an edge from one of them holds nothing back. Each op's
-// successors keep the order their edges were added in (the order ops become ready).
-void Replayer::index_batch(size_t n)
-{
-  const std::vector<DagEdge>& edges = dag_.edges();
-  index_.batch                      = static_cast<OpId>(index_.taken);
-  size_t count                      = n - index_.taken;
-  index_.out_start.assign(count + 1, 0);
-  index_.in_count.assign(count, 0);
-  auto inside = [&](const DagEdge& e) { return e.earlier >= index_.taken && e.later >= index_.taken; };
-  for (size_t i = index_.edges_taken; i < edges.size(); ++i)
-    if (inside(edges[i])) {
-      ++index_.out_start[edges[i].earlier - index_.batch + 1];
-      ++index_.in_count[edges[i].later - index_.batch];
-    }
-  for (size_t v = 0; v < count; ++v)
-    index_.out_start[v + 1] += index_.out_start[v];
-  index_.out.resize(index_.out_start[count]);
-  std::vector<uint32_t> cursor(index_.out_start.begin(), index_.out_start.end() - 1);
-  for (size_t i = index_.edges_taken; i < edges.size(); ++i)
-    if (inside(edges[i]))
-      index_.out[cursor[edges[i].earlier - index_.batch]++] = edges[i].later;
-  index_.edges_taken = edges.size();
 }
 
 Replayer::~Replayer()

@@ -243,7 +243,6 @@ private:
   // dependencies, the nodes they run on, and which GPUs have HBM shared by concurrent
   // kernels.
   void take_new_ops();
-  void index_batch(size_t n);
   RunResult collect();
 
   const OpDag& dag_;
