@@ -151,15 +151,13 @@ void ParamReader::skip(const std::string& key)
 YAML::Node ParamReader::get(const std::string& key, const std::string& type, const std::string& def,
                             const std::string& desc)
 {
-  if (std::find(known_->begin(), known_->end(), key) == known_->end())
-    known_->push_back(key);
+  skip(key); // asked for: known, whether given or not
   auto& docs           = param_docs();
   std::string doc_path = full(key);
   auto doc             = std::find_if(docs.begin(), docs.end(), [&](const ParamDoc& d) { return d.path == doc_path; });
   if (doc == docs.end())
     docs.push_back({doc_path, type, defaults_from_preset_ && !def.empty() ? "the preset's" : def, desc, owner_});
-  else if (!owner_.empty() && !doc->owner.empty() &&
-           (", " + doc->owner + ",").find(", " + owner_ + ",") == std::string::npos)
+  else if (!owner_.empty() && !doc->owner.empty() && !doc->read_by(owner_))
     doc->owner += ", " + owner_; // another implementation of the concern reads it too
   return lookup(key);
 }

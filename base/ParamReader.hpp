@@ -26,6 +26,10 @@ struct ParamDoc {
   // The implementations that read it ("training stack deepspeed"), comma-separated; ""
   // for a key of the section itself.
   std::string owner;
+  bool read_by(const std::string& implementation) const
+  {
+    return (", " + owner + ",").find(", " + implementation + ",") != std::string::npos;
+  }
 };
 
 // Every parameter read so far in this process, in first-read order without duplicates.
@@ -44,7 +48,6 @@ public:
   // The same mapping read on behalf of an implementation (Registry::make): the keys it
   // reads are documented as its own, and count as read for finish() of this reader.
   ParamReader owned_by(const std::string& owner) const;
-  const std::string& owner() const { return owner_; }
   // The keys asked for so far (by this reader or one owned_by it), in first-read order.
   const std::vector<std::string>& known() const { return *known_; }
 

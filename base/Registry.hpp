@@ -7,9 +7,10 @@
 // An implementation reads its own keys (Ramulator 2's param<T>("x"), SST's documented
 // parameters): its factory's first argument is the ParamReader of the section they live
 // in, which make() hands over owned by the implementation, so `memwall list params` names
-// the owner of every key. A registry told how to make an entry with its defaults
-// (describe_with) can say which keys each entry reads without a spec, and so list them
-// all and refuse, with the owner named, a key that belongs to an entry the spec did not pick.
+// the owner of every key. Such a registry (its section named) makes an entry with its
+// defaults, every other argument of the factory default-constructed, to say which keys
+// it reads without a spec, and so lists them all and refuses, with the owner named, a
+// key that belongs to an entry the spec did not pick.
 #include "base/Implementation.hpp"
 #include "base/ParamReader.hpp"
 
@@ -24,6 +25,22 @@
 
 namespace memwall {
 
+// Whether a factory reads keys (its first argument a ParamReader), and the call that
+// makes an entry with its defaults: the reader given, every other argument as its
+// type's default (an engine's EngineDefaults{}, ...).
+template <typename Factory>
+struct FactoryReadsKeys {
+  static constexpr bool value = false;
+};
+template <typename Made, typename... Context>
+struct FactoryReadsKeys<std::function<Made(ParamReader&, Context...)>> {
+  static constexpr bool value = true;
+  static Made call_with_defaults(const std::function<Made(ParamReader&, Context...)>& make, ParamReader& r)
+  {
+    return make(r, std::remove_cvref_t<Context>{}...);
+  }
+};
+
 template <typename Factory>
 class Registry {
 public:
@@ -31,14 +48,13 @@ public:
     std::string description;
     Factory make;
   };
-  // Makes the entry with its defaults through a reader of an empty mapping.
-  using Describer = std::function<void(const Factory&, ParamReader&)>;
-
   // `what` ("KV manager"), `key` ("inference.kv_manager") and `list` ("kv-managers")
   // name the concern in the error for an unknown name; `default_name` is the entry a
-  // spec that names none gets ("" where the key is required or the default is derived).
-  Registry(std::string what, std::string key, std::string list, std::string default_name = "")
-      : what_(std::move(what)), key_(std::move(key)), list_(std::move(list)), default_name_(std::move(default_name))
+  // spec that names none gets ("" where the key is required or the default is derived);
+  // `section` the spec's section the implementations read their keys from ("training").
+  Registry(std::string what, std::string key, std::string list, std::string default_name = "", std::string section = "")
+      : what_(std::move(what)), key_(std::move(key)), list_(std::move(list)), default_name_(std::move(default_name)),
+        section_(std::move(section))
   {}
 
   bool add(const std::string& name, const std::string& description, Factory make)
@@ -85,22 +101,18 @@ public:
   // The owner of the keys `name` reads, as `memwall list params` says it.
   std::string owner(const std::string& name) const { return what_ + " " + name; }
 
-  // The implementations read their keys from the spec's `section` ("training").
-  void describe_with(std::string section, Describer d)
-  {
-    section_  = std::move(section);
-    describe_ = std::move(d);
-  }
-  bool describes() const { return static_cast<bool>(describe_); }
   const std::string& section() const { return section_; }
-  // Makes `name` with its defaults (documenting its keys); the keys it reads, in order.
+  // Makes `name` with its defaults (documenting its keys); the keys it reads, in order
+  // (none for a concern whose implementations read no keys).
   std::vector<std::string> describe(const std::string& name) const
   {
-    if (!describe_)
+    if constexpr (!FactoryReadsKeys<Factory>::value) {
       return {};
-    ParamReader probe = ParamReader(YAML::Node(), "(defaults)", section_).owned_by(owner(name));
-    describe_(get(name), probe);
-    return probe.known();
+    } else {
+      ParamReader probe = ParamReader(YAML::Node(), "(defaults)", section_).owned_by(owner(name));
+      FactoryReadsKeys<Factory>::call_with_defaults(get(name), probe);
+      return probe.known();
+    }
   }
 
   // After the section read every key (`chosen` its own): refuses a key of r's mapping
@@ -154,7 +166,6 @@ private:
 
   std::string what_, key_, list_, default_name_, section_;
   std::map<std::string, Entry> entries_;
-  Describer describe_;
 };
 
 } // namespace memwall

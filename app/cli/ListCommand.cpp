@@ -137,8 +137,7 @@ std::vector<std::string> keys_owned_by(const std::string& owner, const std::stri
 {
   std::vector<std::string> out;
   for (const ParamDoc& d : param_docs()) {
-    const std::string owners = ", " + d.owner + ",";
-    if (d.type != "mapping" && owners.find(", " + owner + ",") != std::string::npos)
+    if (d.type != "mapping" && d.read_by(owner))
       out.push_back(d.path.substr(d.path.rfind(section + ".", 0) == 0 ? section.size() + 1 : 0));
   }
   return out;

@@ -93,11 +93,12 @@ LengthDistribution read_length(ParamReader& parent, const std::string& key, int6
   // A bare number is the fixed length; absent, every key reads its default (and so is
   // documented whatever the spec says).
   // (yaml-cpp's Node assignment writes through to the node: the wrapper is a new one.)
-  const bool scalar = n.IsDefined() && !n.IsNull() && n.IsScalar();
+  const bool given  = n.IsDefined() && !n.IsNull();
+  const bool scalar = given && n.IsScalar();
   YAML::Node wrapped;
   if (scalar)
     wrapped["value"] = n;
-  ParamReader r = parent.nested(scalar ? wrapped : n.IsDefined() && !n.IsNull() ? n : YAML::Node(), key);
+  ParamReader r = parent.nested(scalar ? wrapped : given ? n : YAML::Node(), key);
   d.dist        = r.choice("dist", "fixed", {"fixed", "uniform", "exponential"}, "length distribution");
   d.value       = r.integer("value", def, "fixed: the length", 1, "", limits::tokens);
   d.min         = r.integer("min", 1, "uniform / exponential: the smallest length", 1, "", limits::tokens);

@@ -6,7 +6,6 @@
 #include "workloads/training/stack/TrainingStack.hpp"
 
 #include <algorithm>
-#include <functional>
 
 namespace memwall {
 namespace {
@@ -65,12 +64,13 @@ void read_offload(ParamReader& parent, TrainingConfig& t)
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// "deepspeed 0, fsdp 3, ...": what each stack, made with its defaults, answers.
-std::string each_stack_says(const std::function<std::string(const TrainingStack&)>& answer)
+// "deepspeed 0, fsdp 3, ...": the ZeRO stage each stack, made with its defaults, runs
+// when a spec names none.
+std::string default_zero_by_stack()
 {
   std::vector<std::string> parts;
   for (const std::string& name : training_stack_registry().names())
-    parts.push_back(name + " " + answer(*default_training_stack(name)));
+    parts.push_back(name + " " + std::to_string(default_training_stack(name)->default_zero()));
   return join(parts);
 }
 
@@ -217,9 +217,9 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
                                                   "the software stack that runs the step: what it launches, keeps and holds (see "
                                                                 "`memwall list stacks`)");
   std::unique_ptr<TrainingStack> stack = stacks.make(name, r);
-  t.zero                               = static_cast<int>(r.integer(
-                                    "zero", stack->default_zero(), "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0,
-                                    "the stack's: " + each_stack_says([](const TrainingStack& s) { return std::to_string(s.default_zero()); }), 3));
+  t.zero                               = static_cast<int>(r.integer("zero", stack->default_zero(),
+                                                                    "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters", 0,
+                                                                    "the stack's: " + default_zero_by_stack(), 3));
   t.zero_prefetch =
       r.integer("zero_prefetch", 1, "ZeRO-3: layers whose parameters are all-gathered ahead of use (0: none)", 0);
   YAML::Node allocator = r.take("allocator", "name (see `memwall list allocators`)",

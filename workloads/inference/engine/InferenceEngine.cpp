@@ -4,11 +4,8 @@ namespace memwall {
 
 Registry<InferenceEngineFactory>& inference_engine_registry()
 {
-  static Registry<InferenceEngineFactory> registry = [] {
-    Registry<InferenceEngineFactory> r("inference engine", "inference.engine", "engines", "vllm");
-    r.describe_with("inference", [](const InferenceEngineFactory& make, ParamReader& inference) { make(inference); });
-    return r;
-  }();
+  static Registry<InferenceEngineFactory> registry("inference engine", "inference.engine", "engines", "vllm",
+                                                   "inference");
   return registry;
 }
 

@@ -32,12 +32,7 @@ int64_t KvManager::stored_tokens(const ServingState& st) const
 
 Registry<KvManagerFactory>& kv_manager_registry()
 {
-  static Registry<KvManagerFactory> registry = [] {
-    Registry<KvManagerFactory> r("KV manager", "inference.kv_manager", "kv-managers", "paged");
-    r.describe_with("inference",
-                    [](const KvManagerFactory& make, ParamReader& inference) { make(inference, EngineDefaults{}); });
-    return r;
-  }();
+  static Registry<KvManagerFactory> registry("KV manager", "inference.kv_manager", "kv-managers", "paged", "inference");
   return registry;
 }
 

@@ -80,14 +80,8 @@ bool BatchScheduler::reject_if_too_long(ServingState& st, const KvManager& kv, I
 
 Registry<BatchSchedulerFactory>& batch_scheduler_registry()
 {
-  static Registry<BatchSchedulerFactory> registry = [] {
-    // No default name: the engine picks one (InferenceEngine::default_scheduler).
-    Registry<BatchSchedulerFactory> r("scheduler", "inference.scheduler", "schedulers");
-    r.describe_with("inference", [](const BatchSchedulerFactory& make, ParamReader& inference) {
-      make(inference, EngineDefaults{});
-    });
-    return r;
-  }();
+  // No default name: the engine picks one (InferenceEngine::default_scheduler).
+  static Registry<BatchSchedulerFactory> registry("scheduler", "inference.scheduler", "schedulers", "", "inference");
   return registry;
 }
 

@@ -4,11 +4,8 @@ namespace memwall {
 
 Registry<TokenDispatcherFactory>& token_dispatcher_registry()
 {
-  static Registry<TokenDispatcherFactory> registry = [] {
-    Registry<TokenDispatcherFactory> r("MoE token dispatcher", "training.moe_dispatcher", "dispatchers", "alltoall");
-    r.describe_with("training", [](const TokenDispatcherFactory& make, ParamReader& training) { make(training); });
-    return r;
-  }();
+  static Registry<TokenDispatcherFactory> registry("MoE token dispatcher", "training.moe_dispatcher", "dispatchers",
+                                                   "alltoall", "training");
   return registry;
 }
 

@@ -4,11 +4,8 @@ namespace memwall {
 
 Registry<PipelineScheduleFactory>& pipeline_schedule_registry()
 {
-  static Registry<PipelineScheduleFactory> registry = [] {
-    Registry<PipelineScheduleFactory> r("pipeline schedule", "training.pipeline_schedule", "schedules", "1f1b");
-    r.describe_with("training", [](const PipelineScheduleFactory& make, ParamReader& training) { make(training); });
-    return r;
-  }();
+  static Registry<PipelineScheduleFactory> registry("pipeline schedule", "training.pipeline_schedule", "schedules",
+                                                    "1f1b", "training");
   return registry;
 }
 

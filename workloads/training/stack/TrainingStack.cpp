@@ -4,11 +4,7 @@ namespace memwall {
 
 Registry<TrainingStackFactory>& training_stack_registry()
 {
-  static Registry<TrainingStackFactory> registry = [] {
-    Registry<TrainingStackFactory> r("training stack", "training.stack", "stacks", "megatron");
-    r.describe_with("training", [](const TrainingStackFactory& make, ParamReader& training) { make(training); });
-    return r;
-  }();
+  static Registry<TrainingStackFactory> registry("training stack", "training.stack", "stacks", "megatron", "training");
   return registry;
 }
 
