@@ -1,4 +1,4 @@
-// Coalesced runs (sim/replay/ReplayerRuns.cpp) change how many activities the replay starts,
+// Coalesced runs (sim/replay/Coalescer.cpp) change how many activities the replay starts,
 // never what it computes: every op's start and end, every pool's timeline and peak,
 // every link's bytes and busy time must equal the op-by-op replay's (relative
 // difference <= 1e-9), on the examples and on DAGs built to defeat each rule.

@@ -1,8 +1,8 @@
 #pragma once
-// The replay's activities in flight (Replayer), by the index their SimGrid handle
+// The replay's activities in flight (ActivityLauncher), by the index their SimGrid handle
 // carries: an ended one's slot is taken by the next, so the list stays as long as the
 // most in flight at once.
-#include "workloads/dag/Op.hpp"
+#include "workloads/dag/OpDag.hpp"
 
 #include <simgrid/s4u/Activity.hpp>
 
@@ -34,6 +34,9 @@ struct ActivitySlots {
     ++started;
     return last;
   }
+
+  // The activity added last is a paging transfer, not its op's own work.
+  void mark_last_paging() { activities[last].paging = true; }
 
   std::vector<ReplayActivity> activities;
   std::vector<uint32_t> free;

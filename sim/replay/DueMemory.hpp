@@ -1,5 +1,5 @@
 #pragma once
-// The allocs and frees inside coalesced runs (ReplayerRuns.cpp), held until their pool is
+// The allocs and frees inside coalesced runs (Coalescer.cpp), held until their pool is
 // next touched: a run's members are timed when it starts, but its memory ops happen
 // later, in time order with every other op on the same pool. Each pool merges its runs'
 // lists in (time, run started) order (a heap of the lists' heads: as many as runs in
@@ -30,6 +30,12 @@ public:
   void apply_all(double now);
   // An alloc or free of `op` on `pool` at `now`.
   static void apply_op(MemoryPool& pool, const Op& op, double now);
+  // The same after the runs' ops on the pool up to this instant, which come first.
+  void apply_now(MemoryPool& pool, const Op& op, double now)
+  {
+    apply(pool, now);
+    apply_op(pool, op, now);
+  }
 
 private:
   struct List {

@@ -28,7 +28,7 @@
 // without its full set of shadows, a collective flow whose images are not all there)
 // touches any of its links, every orbit crossing a class crosses it with the same m, and
 // all canonical images of a class cross the same link. Otherwise its flows run as they
-// are. Decided once per replay, over every flow it can start (Replayer::mirror_orbits).
+// are. Decided once per replay, over every flow it can start (OrbitMirror::mirror).
 #include <cstdint>
 #include <functional>
 #include <map>

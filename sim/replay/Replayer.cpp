@@ -18,12 +18,22 @@ Replayer* current = nullptr; // the one replay of this process (one Engine per p
 } // namespace
 
 Replayer::Replayer(const OpDag& dag, const Platform& platform, ReplayOptions options)
-    : dag_(dag), platform_(platform), options_(std::move(options)),
-      collective_(collective_registry().make(options_.collective_algorithm)),
-      kernel_timer_(platform.cluster().node.gpu, options_.recorded_on.get())
+    : dag_(dag), platform_(platform), options_(std::move(options)), chains_(dag, index_),
+      launcher_(dag, platform, index_, chains_, options_.recorded_on.get()),
+      pools_(platform.cluster(), dag, options_.memory_timelines, options_.allocator),
+      // Under unified memory the stall figures are read from every kernel's record.
+      records_(dag, index_, chains_, options_.summary_records_only && !options_.memory.enabled(),
+               options_.memory.enabled()),
+      paging_(dag, options_.memory, launcher_, pools_),
+      collectives_(dag, platform, options_.collective_algorithm, options_.fold_collectives, paging_.on(), launcher_,
+                   chains_, index_),
+      mirror_(dag, platform, launcher_, collectives_, chains_),
+      runs_({dag, index_, chains_, launcher_, collectives_, records_, pools_, due_memory_},
+            options_.coalesce && !paging_.on(), [this] {
+              if (!drive_.failure)
+                guarded([&] { end_runs(); });
+            })
 {
-  if (paging_on())
-    paging_.prefetch = prefetch_registry().make(options_.memory.prefetch);
   take_new_ops();
 }
 
@@ -40,70 +50,29 @@ void Replayer::take_new_ops()
     index_.base = dag_.first_id();
     index_.waiting_on.clear();
     index_.running_acts.clear();
-    runs_.private_ops.clear();
-    records_.summary_op.clear();
+    runs_.forget();
+    records_.forget();
     chains_.member.clear();
     index_.edges_taken = 0;
   }
   size_t n = dag_.size();
-  if (dag_.chain_count() > 0 && !summary_only())
+  if (dag_.chain_count() > 0 && !records_.summary_only())
     throw std::logic_error("a DAG with chains replays without records only (OpDag::set_chains)");
   index_.waiting_on.resize(n - index_.base);
   index_.running_acts.resize(n - index_.base, 0);
-  runs_.private_ops.resize(n - index_.base, 0);
-  chains_.member.resize(n - index_.base, 0);
-  chains_.info.resize(dag_.chain_count());
-  chains_.seen.resize(dag_.chain_count(), 0);
-  keep_records(index_.taken, n);
+  runs_.resize(n - index_.base);
+  chains_.resize(n - index_.base, dag_.chain_count());
+  records_.keep(index_.taken, n);
   index_.index_batch(dag_.edges(), n);
   for (size_t v = index_.taken; v < n; ++v)
     index_.waiting_on[v - index_.base] = index_.in_count[v - index_.batch];
-  // A GPU whose kernels all run on one stream, and which copies nothing to itself,
-  // never has two users of its HBM at once: its kernels can be single timed activities.
-  visit_ops(index_.taken, n, [&](const Op& op) {
-    if (op.kind == OpKind::kernel && op.seconds <= 0) { // a measured kernel's time is all its own
-      auto [it, fresh] = streams_.kernel_stream.try_emplace(op.device, op.stream);
-      if (!fresh && it->second != op.stream)
-        streams_.shared_hbm.insert(op.device);
-    } else if (op.kind == OpKind::copy && op.src == op.dst) {
-      streams_.shared_hbm.insert(op.src);
-    }
-  });
-  fold_batch(index_.taken, n);
-  find_private_ops(index_.taken, n);
+  launcher_.note_streams(index_.taken, n);
+  collectives_.fold_batch(index_.taken, n);
+  runs_.find_private_ops(index_.taken, n);
   for (size_t v = index_.taken; v < n; ++v)
     if (index_.waiting_on[v - index_.base] == 0)
       index_.ready.push_back(static_cast<OpId>(v));
   index_.taken = n;
-}
-
-// Which records ops [from, to) get. All of them, indexed by op id, unless only the
-// summary is wanted: then none, and the ops of the first GPU holding memory (the
-// breakdown's GPU, StepReport's busiest_gpu: pools are ordered by device) and its
-// node's host compute add their intervals as they end.
-void Replayer::keep_records(size_t from, size_t to)
-{
-  if (!summary_only()) {
-    records_.ops.resize(to);
-    return;
-  }
-  DeviceRef gpu = records_.intervals.gpu;
-  visit_ops(from, to, [&](const Op& op) {
-    if ((op.kind == OpKind::alloc || op.kind == OpKind::free) && op.pool.kind == DeviceKind::gpu &&
-        (gpu.node < 0 || op.pool < gpu))
-      gpu = op.pool;
-  });
-  if (!(gpu == records_.intervals.gpu)) // what was added belonged to another GPU
-    records_.intervals = StepIntervals{.gpu = gpu};
-  records_.summary_op.resize(to - index_.base, 0);
-  for (size_t v = from; v < to; ++v) {
-    const Op& op = dag_.op(static_cast<OpId>(v));
-    // A chain's members share its device: whether any of their kinds is read.
-    records_.summary_op[v - index_.base] =
-        gpu.node >= 0 && (op.kind == OpKind::chain ? records_.intervals.reads(OpKind::host_compute, op.device) ||
-                                                         records_.intervals.reads(OpKind::kernel, op.device)
-                                                   : records_.intervals.reads(op.kind, op.device));
-  }
 }
 
 Replayer::~Replayer()
@@ -132,21 +101,19 @@ RunResult Replayer::run()
     sg4::Engine::on_time_advance_cb([](double) {
       if (current && !current->drive_.failure)
         current->guarded([] {
-          current->slots_.parked.clear();
-          // A run due within the timing precision of this stop ends at it (end_runs).
-          double now = sg4::Engine::get_clock();
-          if (!current->runs_.queue.empty() && current->runs_.queue.top().date - now < current->runs_.timing_precision)
-            current->arm_run_timer(now);
+          current->launcher_.slots().parked.clear();
+          current->runs_.time_advanced(sg4::Engine::get_clock());
         });
     });
   }
-  sg4::Engine* engine    = sg4::Engine::get_instance();
-  runs_.timing_precision = simgrid::config::get_value<double>("surf/precision");
+  sg4::Engine* engine = sg4::Engine::get_instance();
+  runs_.set_timing_precision(simgrid::config::get_value<double>("surf/precision"));
   ReplayProgress progress(options_.progress);
   drive_.progress = &progress;
-  mirror_orbits();
+  // A replay that pages or grows as it runs breaks the rotation's symmetry.
+  mirror_.mirror(options_.mirror_orbits && !paging_.on() && !drive_.source, index_.taken);
   replay_loop(engine);
-  restore_links();
+  mirror_.restore_links();
   drive_.progress = nullptr;
   if (drive_.completed != dag_.size())
     throw std::runtime_error(stall_message());
@@ -187,12 +154,12 @@ void Replayer::replay_loop(sg4::Engine* engine)
     engine->run();
     if (drive_.failure)
       std::rethrow_exception(drive_.failure);
-    slots_.parked.clear();
+    launcher_.slots().parked.clear();
     due_memory_.apply_all(sg4::Engine::get_clock());
     if (!drive_.source || drive_.completed != index_.taken)
       break;
-    slots_.activities.clear(); // all done: their completion callbacks have run
-    slots_.free.clear();
+    launcher_.slots().activities.clear(); // all done: their completion callbacks have run
+    launcher_.slots().free.clear();
     // A wait shorter than the engine resolves (SimGrid ends an activity whose remaining
     // work is below its precision without moving the clock) has still ended: the source
     // is told the time it asked to wake at, or it would ask for the same wait forever.
@@ -204,7 +171,7 @@ void Replayer::replay_loop(sg4::Engine* engine)
       break;
     if (d.kind == StepDecision::Kind::wait && d.wake_at > now) {
       drive_.waiting_until = d.wake_at;
-      start_delay(OpDag::none, d.wake_at - sg4::Engine::get_clock());
+      launcher_.start_delay(OpDag::none, d.wake_at - sg4::Engine::get_clock());
     }
   }
 }
@@ -223,74 +190,74 @@ void Replayer::drain_ready()
 
 void Replayer::start(OpId id)
 {
-  if (options_.coalesce && member_private({id, chains_.member[id - index_.base]}) && start_run(id))
+  bool priv = runs_.member_private({id, chains_.member[id - index_.base]});
+  if (priv && runs_.start_run(id))
     return;
-  const Op& op = current_op(id);
+  const Op& op = chains_.current_op(id);
   double now   = sg4::Engine::get_clock();
-  open_record(id, op, now);
+  records_.open(id, op, now);
   switch (op.kind) {
     case OpKind::alloc:
     case OpKind::free: apply_memory_op(id, op, now); break;
     case OpKind::kernel:
-      if (paging_on() && !dag_.accesses(id).empty())
-        start_paged_kernel(id, op);
+      if (paging_.on() && !dag_.accesses(id).empty())
+        paging_.start_kernel(id, op);
       else
-        start_kernel(id, op);
+        launcher_.start_kernel(id, op);
       break;
     case OpKind::host_compute:
-      start_host_compute(id, op.device, op);
+      launcher_.start_host_compute(id, op.device, op);
       if (op.seconds <= 0) // a recorded host delay has no shadow ranks' work beside it
         for (const DeviceRef& peer : dag_.shadows(op.src))
-          start_host_compute(id, shadow_of(op.src, peer, op.device), op);
+          launcher_.start_host_compute(id, launcher_.shadow_of(op.src, peer, op.device), op);
       break;
     case OpKind::copy:
-      if (start_mirrored_copy(id, op))
+      if (mirror_.start_copy(id, op))
         break;
-      start_copy(id, op, op.src, op.dst);
+      launcher_.start_copy(id, op, op.src, op.dst);
       for (const DeviceRef& peer : dag_.shadows(op.device))
-        start_copy(id, op, shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst));
+        launcher_.start_copy(id, op, launcher_.shadow_of(op.device, peer, op.src),
+                             launcher_.shadow_of(op.device, peer, op.dst));
       break;
-    case OpKind::collective: {
-      CollectiveRun& run = collectives_.running[id];
-      run.plan           = &planned(op);
-      if (member_private({id, chains_.member[id - index_.base]}) && !run.plan->timed) {
-        run.measure = true;
-        run.start   = now;
-        for (int l : run.plan->links) {
-          run.bytes_before.push_back(routes_.accounts().bytes(l));
-          run.busy_before.push_back(routes_.accounts().busy(l));
-        }
-      }
-      start_collective_phase(id);
-      break;
-    }
+    case OpKind::collective: collectives_.start(id, op, priv); break;
     case OpKind::chain: break; // current_op() is one of its members
   }
   if (index_.running_acts[id - index_.base] == 0)
     complete(id);
 }
 
+void Replayer::apply_memory_op(OpId id, const Op& op, double now)
+{
+  if (paging_.on()) { // no run holds an alloc or free under unified memory
+    if (op.kind == OpKind::alloc && op.pool.kind == DeviceKind::gpu)
+      return paging_.alloc(id, op);
+    if (op.kind == OpKind::free && paging_.free_managed(op))
+      return;
+  }
+  due_memory_.apply_now(pools_.pool(op.pool), op, now);
+}
+
 void Replayer::on_activity_done(size_t index)
 {
-  Activity& a = slots_.activities.at(index);
-  double now  = sg4::Engine::get_clock();
+  ActivitySlots& slots = launcher_.slots();
+  ReplayActivity& a    = slots.activities.at(index);
+  double now           = sg4::Engine::get_clock();
+  RouteTable& routes   = launcher_.routes();
   if (a.route >= 0)
-    routes_.accounts().flow_ended(routes_.route(a.route).links, now);
-  slots_.parked.push_back(std::move(a.handle));
+    routes.accounts().flow_ended(routes.route(a.route).links, now);
+  slots.parked.push_back(std::move(a.handle));
   OpId op     = a.op;
   bool paging = a.paging;
-  slots_.free.push_back(static_cast<uint32_t>(index)); // `a` is done with: its slot is free
+  slots.free.push_back(static_cast<uint32_t>(index)); // `a` is done with: its slot is free
   if (op == OpDag::none)
     return;
   // A kernel under unified memory: when its own work (not a paging transfer) ends.
-  auto paged = paging_.kernels.empty() ? paging_.kernels.end() : paging_.kernels.find(op);
-  if (paged != paging_.kernels.end() && !paging)
-    paged->second.own_end = now;
+  paging_.activity_ended(op, paging, now);
   if (--index_.running_acts[op - index_.base] > 0)
     return;
-  if (current_op(op).kind == OpKind::collective && start_collective_phase(op))
+  if (chains_.current_op(op).kind == OpKind::collective && collectives_.start_phase(op))
     return;
-  if (paged != paging_.kernels.end() && start_paging_step(op))
+  if (paging_.kernels_paging() && paging_.start_step(op))
     return;
   complete(op);
   drain_ready();
@@ -299,9 +266,9 @@ void Replayer::on_activity_done(size_t index)
 void Replayer::complete(OpId id, double end)
 {
   double now = sg4::Engine::get_clock();
-  close_record(id, current_op(id), end < 0 ? now : end);
-  if (!paging_.kernels.empty())
-    finish_paged_kernel(id);
+  records_.close(id, chains_.current_op(id), end < 0 ? now : end);
+  if (paging_.kernels_paging())
+    paging_.finish_kernel(id, records_.record(id)); // every op has a record under unified memory
   ++drive_.ops_done;
   const Op& whole = dag_.op(id);
   if (whole.kind == OpKind::chain && ++chains_.member[id - index_.base] < dag_.chain(whole.chain).size()) {
@@ -322,31 +289,51 @@ RunResult Replayer::collect()
 {
   RunResult r;
   r.makespan_s = sg4::Engine::get_clock();
-  r.activities = slots_.started;
+  r.activities = launcher_.slots().started;
   r.op_count   = static_cast<int64_t>(drive_.ops_done);
   if (options_.record_ops)
-    r.ops = std::move(records_.ops);
-  if (summary_only()) {
-    r.step_intervals         = std::move(records_.intervals);
+    r.ops = records_.take_ops();
+  if (records_.summary_only()) {
+    r.step_intervals         = records_.take_intervals();
     r.step_intervals.present = true;
   }
-  for (auto& [d, p] : pools_.by_device)
+  for (auto& [d, p] : pools_.by_device())
     r.pools.push_back(p->take_result());
-  if (mirror_.fold)
-    mirror_.fold->mirror(routes_.accounts().all_bytes(), routes_.accounts().all_busy());
-  const LinkAccounts& accounts = routes_.accounts();
-  for (int l = 0; l < static_cast<int>(routes_.link_count()); ++l) {
+  mirror_.mirror_figures();
+  const RouteTable& routes     = launcher_.routes();
+  const LinkAccounts& accounts = routes.accounts();
+  for (int l = 0; l < static_cast<int>(routes.link_count()); ++l) {
     if (accounts.bytes(l) <= 0)
       continue;
     // Its nominal bandwidth: the orbits' scaled links are restored by now (run()).
-    const sg4::Link* link = routes_.link(l);
+    const sg4::Link* link = routes.link(l);
     r.links.push_back({link->get_name(), link->get_bandwidth(), accounts.bytes(l), accounts.busy(l)});
   }
   // By name: the order routes were first asked for depends on how the replay ran.
   std::sort(r.links.begin(), r.links.end(), [](const LinkResult& a, const LinkResult& b) { return a.name < b.name; });
-  for (auto& [d, g] : paging_.gpus)
-    r.paging.push_back(std::move(g.result));
+  r.paging = paging_.take_results();
   return r;
+}
+
+void Replayer::end_runs()
+{
+  double now = sg4::Engine::get_clock();
+  while (runs_.due(now)) {
+    finish_run(runs_.pop());
+    drain_ready();
+  }
+  runs_.rearm();
+}
+
+void Replayer::finish_run(const Coalescer::Run& run)
+{
+  // Inside the run, each op is the only dependency of the next: nothing else to release.
+  drive_.ops_done += run.members - 1;
+  for (OpId e : run.entries) {
+    --index_.waiting_on[index_.out[index_.out_start[e - index_.batch]] - index_.base];
+    ++drive_.completed;
+  }
+  complete(run.tail, run.end); // the prefix sum, as for the others, not the clock's rounding
 }
 
 } // namespace memwall

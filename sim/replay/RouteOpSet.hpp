@@ -1,6 +1,6 @@
 #pragma once
 // The copies and host work a pass over a batch has already seen, by what decides the
-// routes they cross (Replayer::for_each_route) and the stream that crosses them. A pass
+// routes they cross (ActivityLauncher::for_each_route) and the stream that crosses them. A pass
 // that only claims or watches routes (coalescing's owners, flow folding's watched links)
 // learns nothing from a second op alike: Megatron 1T's 65,536 pipeline sends are 126
 // distinct ones, each with 47 shadow ranks' routes.

@@ -1,5 +1,5 @@
 #pragma once
-// What the replay knows of each GPU's streams (Replayer.cpp: take_new_ops): which GPUs'
+// What the replay knows of each GPU's streams (ActivityLauncher::note_streams): which GPUs'
 // kernels may overlap on their HBM, the stream their kernels run on, the route of their
 // HBM link, and a number per (device, stream) for coalescing.
 #include "hwmodels/DeviceRef.hpp"

@@ -1,8 +1,5 @@
-// The Replayer's collectives: planning a collective op into phases of flows (its
-// algorithm, the shadow ranks' concurrent groups, NCCL's fitted speed inside a node, the
-// flows left out because nothing the replay runs can see them: FlowFold) and running
-// the phases in turn.
-#include "sim/replay/Replayer.hpp"
+// The replay's collectives (CollectiveReplay.hpp).
+#include "sim/replay/CollectiveReplay.hpp"
 #include "sim/replay/RouteOpSet.hpp"
 #include "sim/timing/CollectiveTiming.hpp"
 
@@ -12,27 +9,36 @@
 
 namespace memwall {
 
-const std::vector<int>& Replayer::flow_links(const Flow& f) { return routes_.route(route_of(f.src, f.dst)).links; }
+CollectiveReplay::CollectiveReplay(const OpDag& dag, const Platform& platform, const std::string& algorithm, bool fold,
+                                   bool paging, ActivityLauncher& launcher, ChainState& chains, OpIndex& index)
+    : dag_(dag), platform_(platform), algorithm_(collective_registry().make(algorithm)), fold_on_(fold),
+      paging_(paging), launcher_(launcher), chains_(chains), index_(index)
+{}
+
+const std::vector<int>& CollectiveReplay::flow_links(const Flow& f)
+{
+  return launcher_.routes().route(launcher_.route_of(f.src, f.dst)).links;
+}
 
 // A plan depends on the collective, its group and size, and on which of its flows can
 // matter (fold_batch). It outlives its batch while those stay the same, and with them
 // what its first private instance measured (a serving loop's iterations).
-PlannedCollective& Replayer::planned(const Op& op)
+PlannedCollective& CollectiveReplay::planned(const Op& op)
 {
   CollectiveKey key{op.group, op.collective, op.bytes};
-  auto [it, fresh]     = collectives_.plans.try_emplace(key);
+  auto [it, fresh]     = plans_.try_emplace(key);
   PlannedCollective& p = it->second;
-  if (!fresh && p.batch == collectives_.batch)
+  if (!fresh && p.batch == batch_)
     return p;
-  auto u = collectives_.unfolded.find(key);
-  if (u == collectives_.unfolded.end())
-    u = collectives_.unfolded.emplace(key, plan_collective(op)).first;
+  auto u = unfolded_.find(key);
+  if (u == unfolded_.end())
+    u = unfolded_.emplace(key, plan(op)).first;
   std::vector<CollectivePhase> phases = u->second;
-  if (options_.fold_collectives)
+  if (fold_on_)
     for (CollectivePhase& phase : phases) {
       std::vector<Flow> kept;
       for (const Flow& f : phase.flows)
-        if (collectives_.fold.keeps(f, flow_links(f)))
+        if (fold_.keeps(f, flow_links(f)))
           kept.push_back(f);
       phase.flows = std::move(kept);
     }
@@ -46,36 +52,36 @@ PlannedCollective& Replayer::planned(const Op& op)
     std::sort(p.links.begin(), p.links.end());
     p.links.erase(std::unique(p.links.begin(), p.links.end()), p.links.end());
   }
-  p.batch = collectives_.batch;
+  p.batch = batch_;
   return p;
 }
 
-void Replayer::fold_batch(size_t from, size_t to)
+void CollectiveReplay::fold_batch(size_t from, size_t to)
 {
   // Every op of an earlier batch has ended: its plans are checked again when next used.
-  ++collectives_.batch;
-  collectives_.unfolded.clear();
-  collectives_.fold = FlowFold{};
-  if (!options_.fold_collectives)
+  ++batch_;
+  unfolded_.clear();
+  fold_ = FlowFold{};
+  if (!fold_on_)
     return;
   // Where the replay runs something: the ops' devices and the ends of the routes their
   // own activities cross (copies, the shadow ranks' copies and host work), and under
   // unified memory every shadow rank with its host (their migrations run beside the
   // representative's).
   RouteOpSet watched_ops, routed_ops; // each pass learns nothing from a second op alike
-  visit_ops(from, to, [&](const Op& op) {
+  chains_.visit(from, to, [&](const Op& op) {
     if (!watched_ops.first(op))
       return;
-    collectives_.fold.watch_device(op.device);
-    for_each_route(op, [&](const DeviceRef& a, const DeviceRef& b) {
-      collectives_.fold.watch_device(a);
-      collectives_.fold.watch_device(b);
+    fold_.watch_device(op.device);
+    launcher_.for_each_route(op, [&](const DeviceRef& a, const DeviceRef& b) {
+      fold_.watch_device(a);
+      fold_.watch_device(b);
     });
-    if (paging_on() && op.device.kind == DeviceKind::gpu) {
-      collectives_.fold.watch_device(host_of(op.device));
+    if (paging_ && op.device.kind == DeviceKind::gpu) {
+      fold_.watch_device(launcher_.host_of(op.device));
       for (const DeviceRef& peer : dag_.shadows(op.device)) {
-        collectives_.fold.watch_device(peer);
-        collectives_.fold.watch_device(host_of(peer));
+        fold_.watch_device(peer);
+        fold_.watch_device(launcher_.host_of(peer));
       }
     }
   });
@@ -89,61 +95,63 @@ void Replayer::fold_batch(size_t from, size_t to)
     if (added[route] >= want)
       return;
     added[route] = want;
-    collectives_.fold.add_links(routes_.route(route).links, watched);
+    fold_.add_links(launcher_.routes().route(route).links, watched);
   };
-  auto watch_route = [&](const DeviceRef& a, const DeviceRef& b) { add_route(route_of(a, b), true); };
+  auto watch_route = [&](const DeviceRef& a, const DeviceRef& b) { add_route(launcher_.route_of(a, b), true); };
   DeviceRef last_kernel_gpu{DeviceKind::nvme, -1, -1};
-  visit_ops(from, to, [&](const Op& op) {
+  chains_.visit(from, to, [&](const Op& op) {
     if (!routed_ops.first(op))
       return;
     if (op.kind == OpKind::collective) {
       CollectiveKey key{op.group, op.collective, op.bytes};
-      if (!collectives_.unfolded.count(key)) {
-        const auto& phases = collectives_.unfolded.emplace(key, plan_collective(op)).first->second;
+      if (!unfolded_.count(key)) {
+        const auto& phases = unfolded_.emplace(key, plan(op)).first->second;
         for (const CollectivePhase& phase : phases)
           for (const Flow& f : phase.flows)
-            add_route(route_of(f.src, f.dst), collectives_.fold.touches(f));
+            add_route(launcher_.route_of(f.src, f.dst), fold_.touches(f));
       }
     } else if (op.kind != OpKind::kernel || !(op.device == last_kernel_gpu)) { // a GPU's kernels come in runs
-      for_each_route(op, watch_route);
+      launcher_.for_each_route(op, watch_route);
     }
     if (op.kind == OpKind::kernel)
       last_kernel_gpu = op.device;
-    if (paging_on() && op.device.kind == DeviceKind::gpu) {
-      watch_route(op.device, host_of(op.device));
-      watch_route(host_of(op.device), op.device);
+    if (paging_ && op.device.kind == DeviceKind::gpu) {
+      watch_route(op.device, launcher_.host_of(op.device));
+      watch_route(launcher_.host_of(op.device), op.device);
       for (const DeviceRef& peer : dag_.shadows(op.device)) {
-        watch_route(peer, host_of(peer));
-        watch_route(host_of(peer), peer);
+        watch_route(peer, launcher_.host_of(peer));
+        watch_route(launcher_.host_of(peer), peer);
       }
     }
   });
 }
 
-std::vector<CollectivePhase> Replayer::plan_collective(const Op& op)
+std::vector<CollectivePhase> CollectiveReplay::plan(const Op& op)
 {
   CollectiveRequest req;
   req.kind           = op.collective;
   req.bytes          = op.bytes;
   req.switched_nodes = gpu_links(platform_.cluster().node.fabric);
-  req.latency        = [this](const DeviceRef& a, const DeviceRef& b) { return routes_.route(route_of(a, b)).latency; };
+  req.latency        = [this](const DeviceRef& a, const DeviceRef& b) {
+    return launcher_.routes().route(launcher_.route_of(a, b)).latency;
+  };
   const std::vector<DeviceRef>& group = dag_.group(op.group);
   req.group                           = &group;
-  std::vector<CollectivePhase> phases = collective_->plan(req);
+  std::vector<CollectivePhase> phases = algorithm_->plan(req);
   // The same collective of the shadow ranks' own groups, at the same time; their flows
   // join the matching phases.
   for (const std::vector<DeviceRef>& other : dag_.concurrent_groups(op.group)) {
     req.group                          = &other;
-    std::vector<CollectivePhase> extra = collective_->plan(req);
+    std::vector<CollectivePhase> extra = algorithm_->plan(req);
     for (size_t i = 0; i < extra.size() && i < phases.size(); ++i)
       phases[i].flows.insert(phases[i].flows.end(), extra[i].flows.begin(), extra[i].flows.end());
   }
-  calibrate_collective(op, group, phases);
+  calibrate(op, group, phases);
   return phases;
 }
 
-void Replayer::calibrate_collective(const Op& op, const std::vector<DeviceRef>& group,
-                                    std::vector<CollectivePhase>& phases)
+void CollectiveReplay::calibrate(const Op& op, const std::vector<DeviceRef>& group,
+                                 std::vector<CollectivePhase>& phases)
 {
   const ClusterSpec& c = platform_.cluster();
   if (!gpu_links(c.node.fabric) || group.size() < 2)
@@ -151,7 +159,7 @@ void Replayer::calibrate_collective(const Op& op, const std::vector<DeviceRef>& 
   for (const DeviceRef& d : group)
     if (d.node != group.front().node)
       return; // across nodes the network, not the GPU's profile, sets the speed
-  double hop = routes_.route(route_of(group[0], group[1])).latency;
+  double hop = launcher_.routes().route(launcher_.route_of(group[0], group[1])).latency;
   CollectiveTiming t =
       nvlink_collective_timing(c.node.gpu, op.collective, static_cast<int>(group.size()), op.bytes, hop);
   for (CollectivePhase& p : phases)
@@ -161,9 +169,24 @@ void Replayer::calibrate_collective(const Op& op, const std::vector<DeviceRef>& 
     phases.insert(phases.begin(), CollectivePhase{{}, t.delay_s});
 }
 
-bool Replayer::start_collective_phase(OpId id)
+void CollectiveReplay::start(OpId id, const Op& op, bool measure)
 {
-  CollectiveRun& run = collectives_.running.at(id);
+  CollectiveRun& run = running_[id];
+  run.plan           = &planned(op);
+  if (measure && !run.plan->timed) {
+    run.measure = true;
+    run.start   = simgrid::s4u::Engine::get_clock();
+    for (int l : run.plan->links) {
+      run.bytes_before.push_back(launcher_.routes().accounts().bytes(l));
+      run.busy_before.push_back(launcher_.routes().accounts().busy(l));
+    }
+  }
+  start_phase(id);
+}
+
+bool CollectiveReplay::start_phase(OpId id)
+{
+  CollectiveRun& run = running_.at(id);
   while (run.next < run.plan->phases.size()) {
     const CollectivePhase& phase = run.plan->phases[run.next];
     if (++run.repeats_done >= phase.repeat) {
@@ -171,21 +194,21 @@ bool Replayer::start_collective_phase(OpId id)
       run.repeats_done = 0;
     }
     for (const Flow& f : phase.flows)
-      start_flow(id, f.src, f.dst, f.bytes);
+      launcher_.start_flow(id, f.src, f.dst, f.bytes);
     if (phase.delay_s > 0)
-      start_delay(id, phase.delay_s);
+      launcher_.start_delay(id, phase.delay_s);
     if (index_.running_acts[id - index_.base] > 0)
       return true;
   }
   if (run.measure)
-    measure_collective(run);
-  collectives_.running.erase(id);
+    measure(run);
+  running_.erase(id);
   return false;
 }
 
 // The first private instance of a collective, ended: what it took and what it put on
 // each of its links (its stream alone used them meanwhile, so the deltas are its own).
-void Replayer::measure_collective(CollectiveRun& run)
+void CollectiveReplay::measure(CollectiveRun& run)
 {
   PlannedCollective& p = *run.plan;
   if (p.timed)
@@ -195,8 +218,8 @@ void Replayer::measure_collective(CollectiveRun& run)
   p.link_bytes.resize(p.links.size());
   p.link_busy.resize(p.links.size());
   for (size_t i = 0; i < p.links.size(); ++i) {
-    p.link_bytes[i] = routes_.accounts().bytes(p.links[i]) - run.bytes_before[i];
-    p.link_busy[i]  = routes_.accounts().busy(p.links[i]) - run.busy_before[i];
+    p.link_bytes[i] = launcher_.routes().accounts().bytes(p.links[i]) - run.bytes_before[i];
+    p.link_busy[i]  = launcher_.routes().accounts().busy(p.links[i]) - run.busy_before[i];
   }
 }
 

@@ -1,4 +1,4 @@
-// Unified memory in the replay (Replayer.hpp, sim/paging). A kernel that touches managed
+// Unified memory in the replay (PagingReplay.hpp, sim/paging). A kernel that touches managed
 // pages away from its GPU runs as steps, each started when the one before ends:
 //
 //   [prefetch: evict, migrate]  bulk, at the copy engine's rate   (prefetch: layer)
@@ -10,7 +10,7 @@
 // The driver serves one GPU's faults in one thread, evicting before it migrates, so the
 // steps do not overlap. Transfers are flows on the GPU's route to its host, sharing the
 // PCIe switch and uplink with every other copy.
-#include "sim/replay/Replayer.hpp"
+#include "sim/replay/PagingReplay.hpp"
 
 #include <simgrid/s4u.hpp>
 
@@ -18,58 +18,58 @@ namespace sg4 = simgrid::s4u;
 
 namespace memwall {
 
-GpuPaging& Replayer::gpu_paging(const DeviceRef& gpu)
+PagingReplay::PagingReplay(const OpDag& dag, const UnifiedMemoryConfig& memory, ActivityLauncher& launcher,
+                           PoolTable& pools)
+    : dag_(dag), memory_(memory), launcher_(launcher), pools_(pools)
 {
-  auto [it, fresh] = paging_.gpus.try_emplace(gpu);
+  if (on())
+    prefetch_ = prefetch_registry().make(memory_.prefetch);
+}
+
+PagingReplay::GpuPaging& PagingReplay::gpu_state(const DeviceRef& gpu)
+{
+  auto [it, fresh] = gpus_.try_emplace(gpu);
   if (fresh) {
-    it->second.memory =
-        std::make_unique<ManagedMemory>(options_.memory, eviction_registry().make(options_.memory.eviction));
+    it->second.memory        = std::make_unique<ManagedMemory>(memory_, eviction_registry().make(memory_.eviction));
     it->second.result.device = gpu;
     it->second.result.name   = gpu.name();
   }
   return it->second;
 }
 
-DeviceRef Replayer::host_of(const DeviceRef& gpu) const
-{
-  return {DeviceKind::host, gpu.node, platform_.cluster().node.socket_of_gpu(gpu.index)};
-}
-
-double Replayer::hbm_room(const DeviceRef& gpu) { return pool(gpu).free_bytes(); }
-
-void Replayer::apply(const DeviceRef& gpu, const Migration& m, const OpName& what)
+void PagingReplay::apply(const DeviceRef& gpu, const Migration& m, const OpName& what)
 {
   double now     = sg4::Engine::get_clock();
-  DeviceRef host = host_of(gpu);
+  DeviceRef host = launcher_.host_of(gpu);
   // Host memory is shared by the ranks on the socket that this GPU stands for.
   double sharing = 1;
   for (const DeviceRef& peer : dag_.shadows(gpu))
-    if (host_of(peer) == host)
+    if (launcher_.host_of(peer) == host)
       sharing += 1;
   bool changed = false;
   for (size_t c = 0; c < mem_category_count; ++c) {
     auto cat = static_cast<MemCategory>(c);
     // Frees first, so that a pool never reads as over capacity in between.
     if (m.to_gpu[c] < 0)
-      pool(gpu).free(cat, -m.to_gpu[c], now);
+      pools_.pool(gpu).free(cat, -m.to_gpu[c], now);
     if (m.to_host[c] < 0)
-      pool(host).free(cat, -m.to_host[c] * sharing, now);
+      pools_.pool(host).free(cat, -m.to_host[c] * sharing, now);
     changed = changed || m.to_gpu[c] != 0 || m.to_host[c] != 0;
   }
   for (size_t c = 0; c < mem_category_count; ++c) {
     auto cat = static_cast<MemCategory>(c);
     if (m.to_gpu[c] > 0)
-      pool(gpu).alloc(cat, m.to_gpu[c], now, what);
+      pools_.pool(gpu).alloc(cat, m.to_gpu[c], now, what);
     if (m.to_host[c] > 0)
-      pool(host).alloc(cat, m.to_host[c] * sharing, now, what);
+      pools_.pool(host).alloc(cat, m.to_host[c] * sharing, now, what);
   }
-  GpuPaging& g    = gpu_paging(gpu);
+  GpuPaging& g    = gpu_state(gpu);
   PagingResult& r = g.result;
   r.migrated_h2d_bytes += m.h2d;
   r.migrated_d2h_bytes += m.d2h;
   r.remote_bytes += m.remote;
   r.faults += m.faults;
-  r.fault_batches += options_.memory.fault_batches(m.faults);
+  r.fault_batches += memory_.fault_batches(m.faults);
   r.evictions += m.evictions;
   r.thrashing_pages += m.thrashing_pages;
   if (changed) {
@@ -81,17 +81,17 @@ void Replayer::apply(const DeviceRef& gpu, const Migration& m, const OpName& wha
   note_demand(gpu);
 }
 
-void Replayer::note_demand(const DeviceRef& gpu)
+void PagingReplay::note_demand(const DeviceRef& gpu)
 {
-  PagingResult& r     = gpu_paging(gpu).result;
+  PagingResult& r     = gpu_state(gpu).result;
   double host         = r.timeline.empty() ? 0 : r.timeline.back().host_bytes;
-  r.peak_demand_bytes = std::max(r.peak_demand_bytes, pool(gpu).used_bytes() + host);
+  r.peak_demand_bytes = std::max(r.peak_demand_bytes, pools_.pool(gpu).used_bytes() + host);
 }
 
-void Replayer::alloc_with_paging(OpId id, const Op& op)
+void PagingReplay::alloc(OpId id, const Op& op)
 {
-  const UnifiedMemoryConfig& cfg = options_.memory;
-  GpuPaging& g                   = gpu_paging(op.pool);
+  const UnifiedMemoryConfig& cfg = memory_;
+  GpuPaging& g                   = gpu_state(op.pool);
   if (op.tensor != 0 && cfg.is_managed(op.category) && op.category != MemCategory::context) {
     // Weights and optimizer states are written by the CPU (loaded, initialised): cold, their
     // pages are on the host; warm, a previous step left what fits on the GPU. What a
@@ -105,35 +105,35 @@ void Replayer::alloc_with_paging(OpId id, const Op& op)
     Migration m     = g.memory->add(op.tensor, op.category, op.bytes, start, hbm_room(op.pool));
     apply(op.pool, m, op.name);
     // Room for first-touch pages is made by the driver, evicting as it does for faults.
-    start_paging_flow(id, op.pool, false, m.d2h, 1.0 / cfg.migration_efficiency);
-    if (paging_.prefetch->at_alloc()) {
+    start_flow(id, op.pool, false, m.d2h, 1.0 / cfg.migration_efficiency);
+    if (prefetch_->at_alloc()) {
       Migration bulk = g.memory->access({{op.tensor, 0, op.bytes, false}}, hbm_room(op.pool), false);
       apply(op.pool, bulk, op.name);
-      start_paging_flow(id, op.pool, false, bulk.d2h, 1.0);
-      start_paging_flow(id, op.pool, true, bulk.h2d, 1.0);
+      start_flow(id, op.pool, false, bulk.d2h, 1.0);
+      start_flow(id, op.pool, true, bulk.h2d, 1.0);
     }
     return;
   }
   // cudaMalloc under memory pressure evicts managed chunks to make room.
   Migration m = g.memory->make_room(op.bytes, hbm_room(op.pool));
   apply(op.pool, m, op.name);
-  start_paging_flow(id, op.pool, false, m.d2h, 1.0 / cfg.migration_efficiency);
-  pool(op.pool).alloc(op.category, op.bytes, sg4::Engine::get_clock(), op.name);
+  start_flow(id, op.pool, false, m.d2h, 1.0 / cfg.migration_efficiency);
+  pools_.pool(op.pool).alloc(op.category, op.bytes, sg4::Engine::get_clock(), op.name);
   note_demand(op.pool);
 }
 
-bool Replayer::free_managed(const Op& op)
+bool PagingReplay::free_managed(const Op& op)
 {
   if (op.pool.kind != DeviceKind::gpu || op.tensor == 0)
     return false;
-  GpuPaging& g = gpu_paging(op.pool);
+  GpuPaging& g = gpu_state(op.pool);
   if (!g.memory->holds(op.tensor))
     return false;
   apply(op.pool, g.memory->remove(op.tensor), op.name);
   return true;
 }
 
-std::vector<OpId> Replayer::kernels_ahead(OpId id, const Op& op, int count) const
+std::vector<OpId> PagingReplay::kernels_ahead(OpId id, const Op& op, int count) const
 {
   // The next kernels of the stream: the DAG holds them in issue order; a short window,
   // as a framework prefetches one layer ahead.
@@ -148,29 +148,29 @@ std::vector<OpId> Replayer::kernels_ahead(OpId id, const Op& op, int count) cons
   return out;
 }
 
-void Replayer::start_paged_kernel(OpId id, const Op& op)
+void PagingReplay::start_kernel(OpId id, const Op& op)
 {
-  const UnifiedMemoryConfig& cfg = options_.memory;
-  GpuPaging& g                   = gpu_paging(op.device);
+  const UnifiedMemoryConfig& cfg = memory_;
+  GpuPaging& g                   = gpu_state(op.device);
   const auto& acc                = dag_.accesses(id);
   PagedKernel pk;
-  auto step = [&](PagingStep::Kind k, double amount, double scale) {
+  auto step = [&](Step::Kind k, double amount, double scale) {
     if (amount > 0)
       pk.steps.push_back({k, amount, scale});
   };
-  int ahead = paging_.prefetch->kernels_ahead();
+  int ahead = prefetch_->kernels_ahead();
   if (ahead > 0) {
     Migration bulk = g.memory->access(acc, hbm_room(op.device), false);
     apply(op.device, bulk, op.name);
-    step(PagingStep::Kind::evict, bulk.d2h, 1.0);
-    step(PagingStep::Kind::migrate, bulk.h2d, 1.0);
+    step(Step::Kind::evict, bulk.d2h, 1.0);
+    step(Step::Kind::migrate, bulk.h2d, 1.0);
   }
   Migration f = g.memory->access(acc, hbm_room(op.device), true);
   apply(op.device, f, op.name);
-  step(PagingStep::Kind::driver, static_cast<double>(cfg.fault_batches(f.faults)) * cfg.fault_batch_s, 1.0);
-  step(PagingStep::Kind::evict, f.d2h, 1.0 / cfg.migration_efficiency);
-  step(PagingStep::Kind::migrate, f.h2d, 1.0 / cfg.migration_efficiency);
-  pk.steps.push_back({PagingStep::Kind::kernel, 0, 1.0});
+  step(Step::Kind::driver, static_cast<double>(cfg.fault_batches(f.faults)) * cfg.fault_batch_s, 1.0);
+  step(Step::Kind::evict, f.d2h, 1.0 / cfg.migration_efficiency);
+  step(Step::Kind::migrate, f.h2d, 1.0 / cfg.migration_efficiency);
+  pk.steps.push_back({Step::Kind::kernel, 0, 1.0});
   pk.remote = f.remote;
   for (OpId next : kernels_ahead(id, op, ahead - 1)) {
     Migration a = g.memory->access(dag_.accesses(next), hbm_room(op.device), false);
@@ -178,45 +178,45 @@ void Replayer::start_paged_kernel(OpId id, const Op& op)
     pk.ahead_h2d += a.h2d;
     pk.ahead_d2h += a.d2h;
   }
-  paging_.kernels[id] = std::move(pk);
-  start_paging_step(id);
+  kernels_[id] = std::move(pk);
+  start_step(id);
 }
 
-void Replayer::start_paging_flow(OpId id, const DeviceRef& gpu, bool to_gpu, double bytes, double scale)
+void PagingReplay::start_flow(OpId id, const DeviceRef& gpu, bool to_gpu, double bytes, double scale)
 {
   if (bytes <= 0)
     return;
   auto one = [&](const DeviceRef& g) {
-    DeviceRef host = host_of(g);
-    start_flow(id, to_gpu ? host : g, to_gpu ? g : host, bytes, bytes * scale);
-    slots_.activities[slots_.last].paging = true;
+    DeviceRef host = launcher_.host_of(g);
+    launcher_.start_flow(id, to_gpu ? host : g, to_gpu ? g : host, bytes, bytes * scale);
+    launcher_.slots().mark_last_paging();
   };
   one(gpu);
   for (const DeviceRef& peer : dag_.shadows(gpu))
-    one(shadow_of(gpu, peer, gpu));
+    one(launcher_.shadow_of(gpu, peer, gpu));
 }
 
 // Starts the kernel's next step; false when all have run.
-bool Replayer::start_paging_step(OpId id)
+bool PagingReplay::start_step(OpId id)
 {
-  PagedKernel& pk = paging_.kernels.at(id);
+  PagedKernel& pk = kernels_.at(id);
   if (pk.next == pk.steps.size())
     return false;
-  const PagingStep& s = pk.steps[pk.next++];
-  const Op& op        = dag_.op(id);
+  const Step& s = pk.steps[pk.next++];
+  const Op& op  = dag_.op(id);
   switch (s.kind) {
-    case PagingStep::Kind::driver:
-      start_delay(id, s.amount);
-      slots_.activities[slots_.last].paging = true;
+    case Step::Kind::driver:
+      launcher_.start_delay(id, s.amount);
+      launcher_.slots().mark_last_paging();
       break;
-    case PagingStep::Kind::evict: start_paging_flow(id, op.device, false, s.amount, s.scale); break;
-    case PagingStep::Kind::migrate: start_paging_flow(id, op.device, true, s.amount, s.scale); break;
-    case PagingStep::Kind::kernel:
+    case Step::Kind::evict: start_flow(id, op.device, false, s.amount, s.scale); break;
+    case Step::Kind::migrate: start_flow(id, op.device, true, s.amount, s.scale); break;
+    case Step::Kind::kernel:
       pk.exec_start = sg4::Engine::get_clock();
-      start_kernel(id, op);
-      start_paging_flow(id, op.device, true, pk.remote, 1.0);
-      start_paging_flow(id, op.device, false, pk.ahead_d2h, 1.0);
-      start_paging_flow(id, op.device, true, pk.ahead_h2d, 1.0);
+      launcher_.start_kernel(id, op);
+      start_flow(id, op.device, true, pk.remote, 1.0);
+      start_flow(id, op.device, false, pk.ahead_d2h, 1.0);
+      start_flow(id, op.device, true, pk.ahead_h2d, 1.0);
       break;
   }
   return true;
@@ -224,15 +224,22 @@ bool Replayer::start_paging_step(OpId id)
 
 // The kernel's paging time: waiting before it could run, and after its own work ended
 // for remote reads and the next kernel's prefetch.
-void Replayer::finish_paged_kernel(OpId id)
+void PagingReplay::finish_kernel(OpId id, OpRecord* rec)
 {
-  auto it = paging_.kernels.find(id);
-  if (it == paging_.kernels.end())
+  auto it = kernels_.find(id);
+  if (it == kernels_.end())
     return;
-  OpRecord& rec = *record(id); // every op has one under unified memory
-  rec.paging_s  = (it->second.exec_start - rec.start) + std::max(0.0, rec.end - it->second.own_end);
-  gpu_paging(dag_.op(id).device).result.stall_s += rec.paging_s;
-  paging_.kernels.erase(it);
+  rec->paging_s = (it->second.exec_start - rec->start) + std::max(0.0, rec->end - it->second.own_end);
+  gpu_state(dag_.op(id).device).result.stall_s += rec->paging_s;
+  kernels_.erase(it);
+}
+
+std::vector<PagingResult> PagingReplay::take_results()
+{
+  std::vector<PagingResult> out;
+  for (auto& [d, g] : gpus_)
+    out.push_back(std::move(g.result));
+  return out;
 }
 
 } // namespace memwall

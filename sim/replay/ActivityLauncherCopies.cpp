@@ -1,7 +1,7 @@
-// How the replay runs a copy (Replayer.hpp): one flow over the route between its two
+// How the replay runs a copy (ActivityLauncher.hpp): one flow over the route between its two
 // memories, at the links' rates or, where the GPU's fitted profile measured such copies,
 // at the measured speed; a pageable copy's driver staging beside it.
-#include "sim/replay/Replayer.hpp"
+#include "sim/replay/ActivityLauncher.hpp"
 
 #include "sim/timing/CollectiveTiming.hpp"
 
@@ -15,7 +15,7 @@ namespace memwall {
 // keeps the route's narrowest link busy that long. SimGrid adds the route's latency
 // itself; the rest of the measured latency rides on the payload at that link's rate.
 // Under contention the copy still shares its links.
-double Replayer::measured_payload(int route, double bytes, double latency_s, double bandwidth) const
+double ActivityLauncher::measured_payload(int route, double bytes, double latency_s, double bandwidth) const
 {
   const RouteTable::Route& r = routes_.route(route);
   double narrowest           = 0;
@@ -36,7 +36,7 @@ double Replayer::measured_payload(int route, double bytes, double latency_s, dou
 // profile's copy curve of its kind (h2d_pinned, d2h_pageable, peer, ...), as
 // memwall-gpubench measures them. -1: no curve, the links' rates. The copy's link bytes
 // stay the bytes it moves.
-double Replayer::copy_payload(const Op& op, const DeviceRef& src, const DeviceRef& dst)
+double ActivityLauncher::copy_payload(const Op& op, const DeviceRef& src, const DeviceRef& dst)
 {
   const ClusterSpec& c = platform_.cluster();
   const GpuProfile* p  = c.node.gpu.profile.get();
@@ -71,7 +71,7 @@ double Replayer::copy_payload(const Op& op, const DeviceRef& src, const DeviceRe
 // pageable_copy_bw, reading and writing the socket's DRAM (two more passes over it). The
 // copy ends when the slowest of the three does. A measured pageable curve holds the
 // staging already: then only the DRAM passes run beside it.
-void Replayer::start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst)
+void ActivityLauncher::start_copy(OpId id, const Op& op, const DeviceRef& src, const DeviceRef& dst)
 {
   double payload = copy_payload(op, src, dst);
   start_flow(id, src, dst, op.bytes, payload);

@@ -19,12 +19,11 @@
 // their time, so memory timelines stay in time order; a run neither starts with one
 // nor holds one at its start time (their order among other streams' events of that
 // instant is the op-by-op replay's). A run is no SimGrid activity: it ends on a kernel
-// timer where its Exec would have ended (end_runs).
+// timer where its Exec would have ended (Coalescer::end_runs).
 //
 // A run walks its members: ops, and the members of chain ops (OpDag::end_capture), whose
 // privacy, kernel timings and collective plans are derived once per stored chain.
-#include "sim/replay/ReplayProgress.hpp"
-#include "sim/replay/Replayer.hpp"
+#include "sim/replay/Coalescer.hpp"
 #include "sim/replay/RouteOpSet.hpp"
 #include "sim/timing/KernelTiming.hpp"
 
@@ -41,15 +40,9 @@ constexpr int shared   = -2;
 
 } // namespace
 
-int Replayer::stream_key(const Op& op)
+void Coalescer::find_private_ops(size_t from, size_t to)
 {
-  auto [it, fresh] = streams_.keys.try_emplace({op.device, op.stream}, static_cast<int>(streams_.keys.size()));
-  return it->second;
-}
-
-void Replayer::find_private_ops(size_t from, size_t to)
-{
-  if (!options_.coalesce || paging_on())
+  if (!enabled_)
     return;
   // Which stream uses each link (or several do).
   std::vector<int> owner;
@@ -60,29 +53,29 @@ void Replayer::find_private_ops(size_t from, size_t to)
     o      = (o == no_owner || o == key) ? key : shared;
   };
   auto claim_route = [&](int key, const DeviceRef& a, const DeviceRef& b) {
-    for (int l : routes_.route(route_of(a, b)).links)
+    for (int l : p_.launcher.routes().route(p_.launcher.route_of(a, b)).links)
       claim(key, l);
   };
   RouteOpSet claimed; // an op alike claims the same links for the same stream
-  visit_ops(from, to, [&](const Op& op) {
+  p_.chains.visit(from, to, [&](const Op& op) {
     if (!claimed.first(op))
       return;
-    int key = stream_key(op);
+    int key = p_.launcher.stream_key(op);
     if (op.kind == OpKind::collective)
-      for (int l : planned(op).links)
+      for (int l : p_.collectives.planned(op).links)
         claim(key, l);
     else
-      for_each_route(op, [&](const DeviceRef& a, const DeviceRef& b) { claim_route(key, a, b); });
+      p_.launcher.for_each_route(op, [&](const DeviceRef& a, const DeviceRef& b) { claim_route(key, a, b); });
   });
   auto mine = [&](const Op& op) {
     switch (op.kind) {
       case OpKind::alloc:
       case OpKind::free: return true;
-      case OpKind::kernel: return op.seconds > 0 || !streams_.shared_hbm.count(op.device);
+      case OpKind::kernel: return op.seconds > 0 || !p_.launcher.shares_hbm(op.device);
       case OpKind::host_compute: return op.seconds > 0;
       case OpKind::collective: {
-        int key = stream_key(op);
-        for (int l : planned(op).links)
+        int key = p_.launcher.stream_key(op);
+        for (int l : p_.collectives.planned(op).links)
           if (owner[l] != key)
             return false;
         return true;
@@ -93,57 +86,46 @@ void Replayer::find_private_ops(size_t from, size_t to)
     return false;
   };
   for (size_t v = from; v < to; ++v) {
-    const Op& op = dag_.op(static_cast<OpId>(v));
+    const Op& op = p_.dag.op(static_cast<OpId>(v));
     if (op.kind != OpKind::chain) {
-      runs_.private_ops[v - index_.base] = mine(op);
+      private_ops_[v - p_.index.base] = mine(op);
       continue;
     }
-    ChainInfo& c = chains_.info[op.chain];
-    if (c.batch == collectives_.batch)
+    ChainInfo& c = p_.chains.info[op.chain];
+    if (c.batch == p_.collectives.batch())
       continue;
     c       = ChainInfo{};
-    c.batch = collectives_.batch;
-    for (const Op& m : dag_.chain(op.chain))
+    c.batch = p_.collectives.batch();
+    for (const Op& m : p_.dag.chain(op.chain))
       c.members.push_back(facts_of(m, mine(m)));
   }
 }
 
-const Op& Replayer::member_op(RunMember s) const
+bool Coalescer::member_private(RunMember s) const
 {
-  const Op& op = dag_.op(s.id);
-  return op.kind == OpKind::chain ? dag_.chain(op.chain)[s.member] : op;
-}
-
-bool Replayer::member_private(RunMember s) const
-{
-  const Op& op = dag_.op(s.id);
-  return member_private(s, op.kind == OpKind::chain ? &chains_.info[op.chain] : nullptr);
-}
-
-bool Replayer::member_private(RunMember s, const ChainInfo* c) const
-{
-  if (!c)
-    return runs_.private_ops[s.id - index_.base];
-  const MemberFacts* f = member_facts(*c, s.member);
+  const Op& op = p_.dag.op(s.id);
+  if (op.kind != OpKind::chain)
+    return private_ops_[s.id - p_.index.base];
+  const MemberFacts* f = ChainState::facts(p_.chains.info[op.chain], s.member, p_.collectives.batch());
   return f && f->priv;
 }
 
-MemberFacts Replayer::facts_of(const Op& op, bool priv)
+MemberFacts Coalescer::facts_of(const Op& op, bool priv)
 {
   MemberFacts f;
   f.priv = priv;
   if (priv && op.kind == OpKind::kernel) {
-    KernelTiming t = kernel_timer_(op);
+    KernelTiming t = p_.launcher.kernel_timer()(op);
     f.seconds      = t.total_s(op.bytes);
-    f.hbm_busy     = hbm_busy_s(op, t);
+    f.hbm_busy     = ActivityLauncher::hbm_busy_s(op, t);
   }
   if (priv && op.kind == OpKind::collective)
-    f.plan = &planned(op);
+    f.plan = &p_.collectives.planned(op);
   return f;
 }
 
-bool Replayer::member_duration(const Op& op, const MemberFacts& facts, double& seconds, double& hbm_busy,
-                               const PlannedCollective*& plan)
+bool Coalescer::member_duration(const Op& op, const MemberFacts& facts, double& seconds, double& hbm_busy,
+                                const PlannedCollective*& plan)
 {
   if (!facts.priv)
     return false;
@@ -163,54 +145,7 @@ bool Replayer::member_duration(const Op& op, const MemberFacts& facts, double& s
   }
 }
 
-void Replayer::open_record(OpId id, const Op& op, double now)
-{
-  if (summary_only()) {
-    if (records_.summary_op[id - index_.base])
-      records_.summary_start[id] = now;
-    return;
-  }
-  OpRecord& rec = records_.ops[id];
-  rec.name      = op.name;
-  rec.kind      = op.kind;
-  rec.stream    = op.stream;
-  rec.phase     = op.phase;
-  rec.pageable  = op.pageable;
-  rec.device    = op.device;
-  rec.start     = now;
-  rec.bytes     = op.bytes;
-  rec.flops     = op.flops;
-}
-
-void Replayer::close_record(OpId id, const Op& op, double end)
-{
-  if (summary_only()) {
-    if (!records_.summary_op[id - index_.base])
-      return;
-    auto it = records_.summary_start.find(id);
-    records_.intervals.add(op.kind, op.stream, op.device, it->second, end, 0, op.phase, op.pageable);
-    records_.summary_start.erase(it);
-    return;
-  }
-  OpRecord& rec = records_.ops[id];
-  rec.end       = end;
-  // An allocation takes time only when unified memory evicts to make room for it.
-  if (paging_on() && rec.kind == OpKind::alloc && rec.end > rec.start)
-    rec.paging_s = rec.end - rec.start;
-}
-
-void Replayer::record_span(OpId id, const Op& op, double start, double end)
-{
-  if (summary_only()) {
-    if (records_.summary_op[id - index_.base])
-      records_.intervals.add(op.kind, op.stream, op.device, start, end, 0, op.phase, op.pageable);
-    return;
-  }
-  open_record(id, op, start);
-  records_.ops[id].end = end;
-}
-
-bool Replayer::start_run(OpId head)
+bool Coalescer::start_run(OpId head)
 {
   // A member is committed (its interval, memory, HBM and link figures, in member order)
   // once the next one has joined, so that a run of a whole step holds no list of its
@@ -241,17 +176,17 @@ bool Replayer::start_run(OpId head)
       case OpKind::alloc:
       case OpKind::free:
         if (m.begin == now)
-          apply_memory_op(m.unit.id, *m.op, m.begin);
+          p_.due_memory.apply_now(p_.pools.pool(m.op->pool), *m.op, m.begin);
         else
-          due_ops.push_back({m.begin, m.op, &pool(m.op->pool)});
+          due_ops.push_back({m.begin, m.op, &p_.pools.pool(m.op->pool)});
         break;
       case OpKind::kernel:
         if (m.hbm_busy >= 0)
-          account_hbm(m.hbm_route, m.op->bytes, m.hbm_busy);
+          p_.launcher.account_hbm(m.hbm_route, m.op->bytes, m.hbm_busy);
         break;
       case OpKind::collective:
         for (size_t j = 0; j < m.plan->links.size(); ++j) {
-          routes_.accounts().add(m.plan->links[j], m.plan->link_bytes[j], m.plan->link_busy[j]);
+          p_.launcher.routes().accounts().add(m.plan->links[j], m.plan->link_bytes[j], m.plan->link_busy[j]);
         }
         break;
       default: break;
@@ -259,13 +194,13 @@ bool Replayer::start_run(OpId head)
   };
   // Op by op; a chain's members in turn, its stored members and ChainInfo found once.
   for (OpId id = head;;) {
-    const Op& whole    = dag_.op(id);
+    const Op& whole    = p_.dag.op(id);
     bool chained       = whole.kind == OpKind::chain;
-    const ChainInfo* c = chained ? &chains_.info[whole.chain] : nullptr;
-    const Op* ops      = chained ? dag_.chain(whole.chain).data() : &whole;
-    auto size          = static_cast<uint32_t>(chained ? dag_.chain(whole.chain).size() : 1);
-    bool recorded      = !summary_only() || records_.summary_op[id - index_.base];
-    uint32_t k         = id == head ? chains_.member[head - index_.base] : 0;
+    const ChainInfo* c = chained ? &p_.chains.info[whole.chain] : nullptr;
+    const Op* ops      = chained ? p_.dag.chain(whole.chain).data() : &whole;
+    auto size          = static_cast<uint32_t>(chained ? p_.dag.chain(whole.chain).size() : 1);
+    bool recorded      = p_.records.recorded(id);
+    uint32_t k         = id == head ? p_.chains.member[head - p_.index.base] : 0;
     for (; k < size; ++k) {
       const Op& op             = ops[k];
       Member& m                = slots[pending == &slots[0] ? 1 : 0];
@@ -276,10 +211,9 @@ bool Replayer::start_run(OpId head)
       m.last                   = k + 1 == size;
       m.recorded               = recorded;
       double d                 = 0;
-      const MemberFacts* facts = chained ? member_facts(*c, k) : nullptr;
-      bool timed               = chained
-                                     ? facts && member_duration(op, *facts, d, m.hbm_busy, m.plan)
-                                     : member_duration(op, facts_of(op, runs_.private_ops[id - index_.base]), d, m.hbm_busy, m.plan);
+      const MemberFacts* facts = chained ? ChainState::facts(*c, k, p_.collectives.batch()) : nullptr;
+      bool timed               = chained ? facts && member_duration(op, *facts, d, m.hbm_busy, m.plan)
+                                         : member_duration(op, facts_of(op, private_ops_[id - p_.index.base]), d, m.hbm_busy, m.plan);
       if (!timed)
         break;
       // Allocs and frees at this very instant go op by op, interleaved with other
@@ -291,14 +225,14 @@ bool Replayer::start_run(OpId head)
       if (m.hbm_busy >= 0 && op.kind == OpKind::kernel) {
         if (!(op.device == hbm_device)) {
           hbm_device = op.device;
-          hbm        = hbm_route(op.device);
+          hbm        = p_.launcher.hbm_route(op.device);
         }
         m.hbm_route = hbm;
       }
       m.end = t += d;
       if (count++ > 0) {
         if (pending->recorded)
-          record_span(pending->unit.id, *pending->op, pending->begin, pending->end);
+          p_.records.span(pending->unit.id, *pending->op, pending->begin, pending->end);
         account(*pending);
         if (pending->last)
           entries.push_back(pending->unit.id);
@@ -309,12 +243,12 @@ bool Replayer::start_run(OpId head)
       break;
     // Inside a chain each member is the next one's only dependency; after the op, the
     // next joins if it is the op's one successor and this is its one dependency.
-    uint32_t first = index_.out_start[id - index_.batch];
-    if (index_.out_start[id - index_.batch + 1] - first != 1)
+    uint32_t first = p_.index.out_start[id - p_.index.batch];
+    if (p_.index.out_start[id - p_.index.batch + 1] - first != 1)
       break;
-    OpId next   = index_.out[first];
-    const Op& n = dag_.op(next);
-    if (index_.in_count[next - index_.batch] != 1 || n.device != ops[size - 1].device ||
+    OpId next   = p_.index.out[first];
+    const Op& n = p_.dag.op(next);
+    if (p_.index.in_count[next - p_.index.batch] != 1 || n.device != ops[size - 1].device ||
         n.stream != ops[size - 1].stream)
       break;
     id = next;
@@ -322,59 +256,47 @@ bool Replayer::start_run(OpId head)
   if (count < 2)
     return false;
   // The last one ends with the run's activity (finish_run).
-  open_record(pending->unit.id, *pending->op, pending->begin);
+  p_.records.open(pending->unit.id, *pending->op, pending->begin);
   account(*pending);
-  due_memory_.add_run(std::move(due_ops));
-  OpId tail                          = pending->unit.id;
-  chains_.member[tail - index_.base] = pending->unit.member; // what complete() closes
+  p_.due_memory.add_run(std::move(due_ops));
+  OpId tail                              = pending->unit.id;
+  p_.chains.member[tail - p_.index.base] = pending->unit.member; // what complete() closes
   // A delay of d seconds on a 1 flop/s host (what SimGrid's lazy CPU model would run)
   // is due at now + d: the run ends then, or at an earlier clock stop that is less than
   // the engine's timing precision before it, as SimGrid ends an Exec
   // (CpuModel::update_actions_state_lazy): a run ends exactly where its Exec would.
-  ++slots_.started;
+  ++p_.launcher.slots().started;
   double date = now + (pending->end - now);
-  bool first  = runs_.queue.empty() || date < runs_.queue.top().date;
-  runs_.queue.push({date, runs_.seq++, tail, std::move(entries), count, pending->end});
+  bool first  = queue_.empty() || date < queue_.top().date;
+  queue_.push({date, seq_++, tail, std::move(entries), count, pending->end});
   if (first)
-    arm_run_timer(date);
+    arm(date);
   return true;
 }
 
-void Replayer::arm_run_timer(double date)
+void Coalescer::arm(double date)
 {
-  if (!runs_.armed_dates.insert(date).second)
+  if (!armed_dates_.insert(date).second)
     return; // one timer a date
   simgrid::kernel::timer::Timer::set(date, [this, date] {
-    runs_.armed_dates.erase(date);
-    if (!drive_.failure)
-      guarded([&] { end_runs(); });
+    armed_dates_.erase(date);
+    on_due_();
   });
 }
 
-void Replayer::end_runs()
+Coalescer::Run Coalescer::pop()
 {
-  double now = sg4::Engine::get_clock();
-  while (!runs_.queue.empty() && runs_.queue.top().date - now < runs_.timing_precision) {
-    // priority_queue gives its top as const; it is popped at once.
-    RunInFlight run = std::move(const_cast<RunInFlight&>(runs_.queue.top()));
-    runs_.queue.pop();
-    finish_run(run);
-    drain_ready();
-  }
-  // The earliest left may have started while a run before it was the earliest.
-  if (!runs_.queue.empty())
-    arm_run_timer(runs_.queue.top().date);
+  // priority_queue gives its top as const; it is popped at once.
+  Run run = std::move(const_cast<Run&>(queue_.top()));
+  queue_.pop();
+  return run;
 }
 
-void Replayer::finish_run(const RunInFlight& run)
+// The earliest left may have started while a run before it was the earliest.
+void Coalescer::rearm()
 {
-  // Inside the run, each op is the only dependency of the next: nothing else to release.
-  drive_.ops_done += run.members - 1;
-  for (OpId e : run.entries) {
-    --index_.waiting_on[index_.out[index_.out_start[e - index_.batch]] - index_.base];
-    ++drive_.completed;
-  }
-  complete(run.tail, run.end); // the prefix sum, as for the others, not the clock's rounding
+  if (!queue_.empty())
+    arm(queue_.top().date);
 }
 
 } // namespace memwall

@@ -1,8 +1,9 @@
-// How the replay turns an op into SimGrid activities (Replayer.hpp): a kernel's Exec and
-// HBM flow, host compute, and the cached routes the flows take; shadow ranks' traffic
-// mapped onto their own devices. Copies are in ReplayerCopies.cpp.
-#include "sim/replay/Replayer.hpp"
+// How the replay turns an op into SimGrid activities (ActivityLauncher.hpp): a kernel's
+// Exec and HBM flow, host compute, and the cached routes the flows take; shadow ranks'
+// traffic mapped onto their own devices. Copies are in ActivityLauncherCopies.cpp.
+#include "sim/replay/ActivityLauncher.hpp"
 
+#include "sim/replay/OrbitFold.hpp"
 #include "sim/timing/KernelTiming.hpp"
 
 #include <simgrid/s4u.hpp>
@@ -11,7 +12,39 @@ namespace sg4 = simgrid::s4u;
 
 namespace memwall {
 
-DeviceRef Replayer::shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const
+ActivityLauncher::ActivityLauncher(const OpDag& dag, const Platform& platform, OpIndex& index, ChainState& chains,
+                                   const GpuSpec* recorded_on)
+    : dag_(dag), platform_(platform), index_(index), chains_(chains),
+      kernel_timer_(platform.cluster().node.gpu, recorded_on)
+{}
+
+void ActivityLauncher::note_streams(size_t from, size_t to)
+{
+  // A GPU whose kernels all run on one stream, and which copies nothing to itself,
+  // never has two users of its HBM at once: its kernels can be single timed activities.
+  chains_.visit(from, to, [&](const Op& op) {
+    if (op.kind == OpKind::kernel && op.seconds <= 0) { // a measured kernel's time is all its own
+      auto [it, fresh] = streams_.kernel_stream.try_emplace(op.device, op.stream);
+      if (!fresh && it->second != op.stream)
+        streams_.shared_hbm.insert(op.device);
+    } else if (op.kind == OpKind::copy && op.src == op.dst) {
+      streams_.shared_hbm.insert(op.src);
+    }
+  });
+}
+
+int ActivityLauncher::stream_key(const Op& op)
+{
+  auto [it, fresh] = streams_.keys.try_emplace({op.device, op.stream}, static_cast<int>(streams_.keys.size()));
+  return it->second;
+}
+
+DeviceRef ActivityLauncher::host_of(const DeviceRef& gpu) const
+{
+  return {DeviceKind::host, gpu.node, platform_.cluster().node.socket_of_gpu(gpu.index)};
+}
+
+DeviceRef ActivityLauncher::shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const
 {
   const ClusterSpec& c = platform_.cluster();
   int delta            = peer.index - rep.index;
@@ -35,7 +68,8 @@ DeviceRef Replayer::shadow_of(const DeviceRef& rep, const DeviceRef& peer, const
   return d;
 }
 
-void Replayer::for_each_route(const Op& op, const std::function<void(const DeviceRef&, const DeviceRef&)>& f) const
+void ActivityLauncher::for_each_route(const Op& op,
+                                      const std::function<void(const DeviceRef&, const DeviceRef&)>& f) const
 {
   switch (op.kind) {
     case OpKind::copy:
@@ -70,7 +104,7 @@ void Replayer::for_each_route(const Op& op, const std::function<void(const Devic
   }
 }
 
-void Replayer::start_kernel(OpId id, const Op& op)
+void ActivityLauncher::start_kernel(OpId id, const Op& op)
 {
   if (op.seconds > 0) { // recorded (an imported trace): its time there, moved to this GPU; shares nothing
     start_delay(id, kernel_timer_(op).total_s(0));
@@ -89,27 +123,27 @@ void Replayer::start_kernel(OpId id, const Op& op)
   start_flow(id, op.device, op.device, op.bytes);
 }
 
-double Replayer::hbm_busy_s(const Op& op, const KernelTiming& t)
+double ActivityLauncher::hbm_busy_s(const Op& op, const KernelTiming& t)
 {
   if (op.bytes <= 0 || op.seconds > 0) // a measured op's bytes were moved where it was recorded
     return -1;
   return t.overhead_s + t.memory_s(op.bytes);
 }
 
-void Replayer::account_hbm_alone(const Op& op, const KernelTiming& t)
+void ActivityLauncher::account_hbm_alone(const Op& op, const KernelTiming& t)
 {
   double busy_s = hbm_busy_s(op, t);
   if (busy_s >= 0)
     account_hbm(hbm_route(op.device), op.bytes, busy_s);
 }
 
-void Replayer::account_hbm(int hbm_route, double bytes, double busy_s)
+void ActivityLauncher::account_hbm(int hbm_route, double bytes, double busy_s)
 {
   for (int l : routes_.route(hbm_route).links)
     routes_.accounts().add(l, bytes, busy_s);
 }
 
-void Replayer::start_host_compute(OpId id, const DeviceRef& socket, const Op& op)
+void ActivityLauncher::start_host_compute(OpId id, const DeviceRef& socket, const Op& op)
 {
   if (op.seconds > 0) {
     start_delay(id, op.seconds);
@@ -119,19 +153,19 @@ void Replayer::start_host_compute(OpId id, const DeviceRef& socket, const Op& op
   start_flow(id, socket, socket, op.bytes);
 }
 
-void Replayer::start_delay(OpId op, double seconds)
+void ActivityLauncher::start_delay(OpId op, double seconds)
 {
-  sg4::Host* timer = platform_.timer(op == OpDag::none ? 0 : static_cast<size_t>(stream_key(current_op(op))));
+  sg4::Host* timer = platform_.timer(op == OpDag::none ? 0 : static_cast<size_t>(stream_key(chains_.current_op(op))));
   start_exec(op, timer, seconds * timer->get_speed());
 }
 
-void Replayer::add_activity(Activity a, sg4::Activity& handle)
+void ActivityLauncher::add_activity(ReplayActivity a, sg4::Activity& handle)
 {
   const size_t slot = slots_.add(std::move(a));
   handle.set_data(reinterpret_cast<void*>(static_cast<uintptr_t>(slot + 1))); // 0: none
 }
 
-void Replayer::start_exec(OpId op, sg4::Host* host, double work)
+void ActivityLauncher::start_exec(OpId op, sg4::Host* host, double work)
 {
   sg4::ExecPtr e = sg4::Exec::init();
   e->set_flops_amount(work);
@@ -142,12 +176,12 @@ void Replayer::start_exec(OpId op, sg4::Host* host, double work)
   e->vetoable_start();
 }
 
-void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes, double payload)
+void ActivityLauncher::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, double bytes, double payload)
 {
   sg4::Host* from = platform_.host(src);
   sg4::Host* to   = platform_.host(dst);
   int r           = routes_.index(from, to);
-  if (mirror_.fold && mirror_.fold->role(r) == OrbitFold::Role::image)
+  if (orbits_ && orbits_->role(r) == OrbitFold::Role::image)
     return; // its orbit's canonical image runs for it
   routes_.accounts().flow_started(routes_.route(r).links, bytes, sg4::Engine::get_clock());
   sg4::CommPtr c = sg4::Comm::sendto_init(from, to);
@@ -157,7 +191,7 @@ void Replayer::start_flow(OpId op, const DeviceRef& src, const DeviceRef& dst, d
   c->vetoable_start();
 }
 
-int Replayer::hbm_route(const DeviceRef& gpu)
+int ActivityLauncher::hbm_route(const DeviceRef& gpu)
 {
   size_t i = static_cast<size_t>(gpu.node) * platform_.cluster().gpus_per_node + static_cast<size_t>(gpu.index);
   if (i >= streams_.hbm_routes.size())
