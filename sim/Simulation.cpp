@@ -306,7 +306,8 @@ static RunResult simulate_any(const ExperimentSpec& spec, bool child, const Simu
   OpDag dag = build_workload(spec, how.chains && !how.all_records && !spec.memory.enabled());
   // Under unified memory the driver, not a framework's allocator, places what the step holds.
   if (!spec.memory.enabled())
-    options.allocator = spec.training.allocator.empty() ? spec.training.stack->allocator() : spec.training.allocator;
+    options.allocator = AllocatorChoice::named(spec.training.allocator.empty() ? spec.training.stack->allocator()
+                                                                               : spec.training.allocator);
   RunResult r            = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);
   r.model_flops_per_step = dag.model_flops();
   r.tokens_per_step      = spec.training.tokens_per_step();

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 namespace memwall {
 
@@ -33,5 +34,15 @@ public:
 
 using AllocatorFactory = std::function<std::unique_ptr<DeviceAllocator>()>;
 Registry<AllocatorFactory>& allocator_registry();
+
+// An allocator picked by name, resolved once: what makes one for each GPU's pool.
+struct AllocatorChoice {
+  std::string name; // "": none, the pools count tensor bytes as they are
+  AllocatorFactory make;
+  static AllocatorChoice named(const std::string& name)
+  {
+    return name.empty() ? AllocatorChoice{} : AllocatorChoice{name, allocator_registry().get(name)};
+  }
+};
 
 } // namespace memwall

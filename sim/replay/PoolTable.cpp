@@ -2,8 +2,6 @@
 // its memory and, on a GPU, the allocator the stack's process runs.
 #include "sim/replay/PoolTable.hpp"
 
-#include "sim/allocator/DeviceAllocator.hpp"
-
 namespace memwall {
 
 MemoryPool& PoolTable::make(const DeviceRef& d)
@@ -25,8 +23,8 @@ MemoryPool& PoolTable::make(const DeviceRef& d)
       break;
   }
   auto p = std::make_unique<MemoryPool>(d, hardware, capacity, dag_.represents(d), timelines_);
-  if (d.kind == DeviceKind::gpu && !allocator_.empty())
-    p->use_allocator(allocator_, allocator_registry().make(allocator_));
+  if (d.kind == DeviceKind::gpu && allocator_.make)
+    p->use_allocator(allocator_.name, allocator_.make());
   MemoryPool& made = *by_device_.emplace(d, std::move(p)).first->second;
   index_[d]        = &made;
   last_            = {d, &made};

@@ -3,6 +3,7 @@
 // fast: consecutive ops share one, and 64 pipeline stages take turns (PoolTable.cpp).
 #include "hwmodels/ClusterSpec.hpp"
 #include "hwmodels/DeviceRef.hpp"
+#include "sim/allocator/DeviceAllocator.hpp"
 #include "sim/replay/MemoryPool.hpp"
 #include "workloads/dag/OpDag.hpp"
 
@@ -16,9 +17,9 @@ namespace memwall {
 
 class PoolTable {
 public:
-  // `allocator`: the allocator that serves each GPU's tensors (sim/allocator; "": none,
-  // the pools count tensor bytes as they are); `timelines`: keep each pool's events.
-  PoolTable(const ClusterSpec& cluster, const OpDag& dag, bool timelines, std::string allocator)
+  // `allocator`: what serves each GPU's tensors (sim/allocator; none: the pools count
+  // tensor bytes as they are); `timelines`: keep each pool's events.
+  PoolTable(const ClusterSpec& cluster, const OpDag& dag, bool timelines, AllocatorChoice allocator)
       : cluster_(cluster), dag_(dag), timelines_(timelines), allocator_(std::move(allocator))
   {}
 
@@ -42,7 +43,7 @@ private:
   const ClusterSpec& cluster_;
   const OpDag& dag_;
   bool timelines_;
-  std::string allocator_;
+  AllocatorChoice allocator_;
   std::map<DeviceRef, std::unique_ptr<MemoryPool>> by_device_;
   std::pair<DeviceRef, MemoryPool*> last_{{DeviceKind::gpu, -1, -1}, nullptr};
   std::unordered_map<DeviceRef, MemoryPool*, DeviceRefHash> index_;

@@ -37,7 +37,7 @@ Replayer::Replayer(const OpDag& dag, const Platform& platform, ReplayOptions opt
   take_new_ops();
 }
 
-Replayer::Replayer(StepSource& source, const Platform& platform, ReplayOptions options)
+Replayer::Replayer(WorkloadSource& source, const Platform& platform, ReplayOptions options)
     : Replayer(source.dag(), platform, std::move(options))
 {
   drive_.source = &source;
@@ -165,11 +165,11 @@ void Replayer::replay_loop(sg4::Engine* engine)
     // is told the time it asked to wake at, or it would ask for the same wait forever.
     double now           = std::max(sg4::Engine::get_clock(), drive_.waiting_until);
     drive_.waiting_until = 0;
-    StepDecision d       = drive_.source->next(now);
+    SourceDecision d     = drive_.source->next(now);
     take_new_ops();
-    if (d.kind == StepDecision::Kind::done && index_.ready.empty())
+    if (d.kind == SourceDecision::Kind::done && index_.ready.empty())
       break;
-    if (d.kind == StepDecision::Kind::wait && d.wake_at > now) {
+    if (d.kind == SourceDecision::Kind::wait && d.wake_at > now) {
       drive_.waiting_until = d.wake_at;
       launcher_.start_delay(OpDag::none, d.wake_at - sg4::Engine::get_clock());
     }

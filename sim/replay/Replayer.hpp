@@ -15,6 +15,7 @@
 //
 // The Replayer drives them: it takes the DAG's ops (OpIndex), starts the ready ones,
 // completes an op when its last activity ends and releases its successors.
+#include "sim/allocator/DeviceAllocator.hpp"
 #include "sim/paging/ManagedMemory.hpp"
 #include "sim/platform/Platform.hpp"
 #include "sim/replay/ActivityLauncher.hpp"
@@ -30,7 +31,7 @@
 #include "sim/replay/ReplayRecords.hpp"
 #include "sim/result/RunResult.hpp"
 #include "workloads/dag/OpDag.hpp"
-#include "workloads/dag/StepSource.hpp"
+#include "workloads/dag/WorkloadSource.hpp"
 
 #include <exception>
 #include <memory>
@@ -66,9 +67,9 @@ struct ReplayOptions {
   bool memory_timelines = true;
   // Unified memory: which categories are managed, hints, driver costs (off when none).
   UnifiedMemoryConfig memory{};
-  // The allocator that serves each GPU's tensors (allocator/DeviceAllocator.hpp; "":
-  // none, the pools count tensor bytes as they are).
-  std::string allocator{};
+  // The allocator that serves each GPU's tensors (allocator/DeviceAllocator.hpp; none:
+  // the pools count tensor bytes as they are), its name resolved once.
+  AllocatorChoice allocator{};
   // The GPU a recorded trace's kernel times were measured on (null: as recorded).
   std::shared_ptr<const GpuSpec> recorded_on{};
 };
@@ -78,7 +79,7 @@ public:
   Replayer(const OpDag& dag, const Platform& platform, ReplayOptions options);
   // A workload that grows as the replay runs: `source.dag()` is replayed, and whenever
   // all its ops have completed, source.next() is asked for more.
-  Replayer(StepSource& source, const Platform& platform, ReplayOptions options);
+  Replayer(WorkloadSource& source, const Platform& platform, ReplayOptions options);
   ~Replayer();
   Replayer(const Replayer&)            = delete;
   Replayer& operator=(const Replayer&) = delete;
@@ -93,7 +94,7 @@ private:
   void on_activity_done(size_t activity);
   void apply_memory_op(OpId id, const Op& op, double now);
   void drain_ready();
-  // Runs SimGrid's engine until the DAG (and the step source, if any) has nothing left.
+  // Runs SimGrid's engine until the DAG (and the workload source, if any) has nothing left.
   void replay_loop(simgrid::s4u::Engine* engine);
   std::string stall_message() const;
   // Registers ops [index_.taken, dag size) that the source appended: their unfinished
@@ -130,7 +131,7 @@ private:
   CollectiveReplay collectives_;
   OrbitMirror mirror_;
   Coalescer runs_;
-  ReplayDrive drive_; // progress, the step source, a failure inside a callback
+  ReplayDrive drive_; // progress, the workload source, a failure inside a callback
 };
 
 } // namespace memwall

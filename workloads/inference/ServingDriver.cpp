@@ -177,7 +177,7 @@ void ServingDriver::retire(double now)
     st_.seqs[s].finish_s = now;
 }
 
-StepDecision ServingDriver::next(double now)
+SourceDecision ServingDriver::next(double now)
 {
   // Everything issued so far has run: keep its model FLOPs, drop its ops.
   model_flops_ += dag_.model_flops();
@@ -194,10 +194,10 @@ StepDecision ServingDriver::next(double now)
   emit_kv_changes(it);
   if (it.empty()) {
     if (st_.next_arrival_time() > now)
-      return {StepDecision::Kind::wait, st_.next_arrival_time()};
+      return {SourceDecision::Kind::wait, st_.next_arrival_time()};
     if (!st_.waiting.empty() || !st_.running.empty())
       throw std::logic_error("serving: the scheduler found no work while requests wait");
-    return {StepDecision::Kind::done, now};
+    return {SourceDecision::Kind::done, now};
   }
   stats_.iterations++;
   stats_.preemptions += it.recomputed + static_cast<int64_t>(it.swapped_out.size());
@@ -208,7 +208,7 @@ StepDecision ServingDriver::next(double now)
       q.scheduled_s = now;
   emit_iteration(it);
   current_ = std::move(it);
-  return {StepDecision::Kind::ops, now};
+  return {SourceDecision::Kind::ops, now};
 }
 
 ServingStats ServingDriver::take_stats()

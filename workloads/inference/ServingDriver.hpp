@@ -19,7 +19,7 @@
 // Implementation files: ServingDriver.cpp (setup, sequences, statistics),
 // ServingIteration.cpp (the ops of an iteration), ServingTouches.cpp (what kernels touch).
 #include "hwmodels/ClusterSpec.hpp"
-#include "workloads/dag/StepSource.hpp"
+#include "workloads/dag/WorkloadSource.hpp"
 #include "workloads/inference/InferenceKernels.hpp"
 #include "workloads/inference/ServingStats.hpp"
 #include "workloads/inference/config/InferenceConfig.hpp"
@@ -30,13 +30,13 @@
 
 namespace memwall {
 
-class ServingDriver : public StepSource {
+class ServingDriver : public WorkloadSource {
 public:
   ServingDriver(const ModelSpec& model, const InferenceConfig& cfg, const ClusterSpec& cluster);
   ~ServingDriver() override;
 
   const OpDag& dag() const override { return dag_; }
-  StepDecision next(double now) override;
+  SourceDecision next(double now) override;
   ServingStats take_stats();
   // FLOPs of the model's forward passes over the run, summed over the tp ranks.
   double model_flops() const { return model_flops_; }

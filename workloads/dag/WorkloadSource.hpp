@@ -10,16 +10,16 @@
 
 namespace memwall {
 
-struct StepDecision {
+struct SourceDecision {
   enum class Kind { ops, wait, done } kind = Kind::done;
   double wake_at                           = 0; // wait: the time to be called again
 };
 
-class StepSource {
+class WorkloadSource {
 public:
-  virtual ~StepSource()                 = default;
-  virtual const OpDag& dag() const      = 0;
-  virtual StepDecision next(double now) = 0;
+  virtual ~WorkloadSource()               = default;
+  virtual const OpDag& dag() const        = 0;
+  virtual SourceDecision next(double now) = 0;
 };
 
 } // namespace memwall
