@@ -1,89 +1,167 @@
-// ZeRO-3 / FSDP parameter gathering. Every use of a block (its forward, or its
-// backward, in each micro-batch) needs the block's full parameters: a workspace buffer
-// is allocated on the gather stream and all-gathered from the dp shards (after an
-// NVMe -> host -> GPU fetch of this rank's shard under ZeRO-Infinity), and freed after
-// the use. With prefetch depth k the gather for use i waits only for use i-1-k to free
-// its buffer, so it overlaps use i-1's compute when k >= 1 and at most k + 1 buffers
-// are alive; with k = 0 it starts when use i-1 is done and is exposed.
-#include "workloads/training/TrainingStepGenerator.hpp"
+#include "workloads/training/ParamGather.hpp"
+
+#include "workloads/training/SavedActivations.hpp"
 #include "workloads/training/schedule/PipelineSchedule.hpp"
 
-#include <algorithm>
 #include <stdexcept>
 
 namespace memwall {
 
-void TrainingStepGenerator::plan_gathers()
+double ParamGather::persistent_params(int b) const
 {
-  if (cfg_.zero != 3)
+  return step_.cfg.zero == 3 ? step_.stack->persistent_elements(step_.blocks[b].plan.tensors) : 0.0;
+}
+
+double ParamGather::gathered_bytes_per_param() const
+{
+  return step_.state_bytes.gathered > 0 ? step_.state_bytes.gathered : step_.state_bytes.weights;
+}
+
+void ParamGather::plan()
+{
+  const TrainingConfig& cfg = step_.cfg;
+  if (cfg.zero != 3)
     return;
   // ZeRO-3 runs without pipeline parallelism (checked when the spec is read): one stage.
-  const auto& schedule = cfg_.pipeline_schedule;
-  const auto& chunk    = stages_.at(0).chunks.at(0);
-  for (const PipelineSlot& s : schedule->order(0, 1, 1, cfg_.micro_batches())) {
+  const auto& chunk = step_.stages.at(0).chunks.at(0);
+  const SavedActivations policy(cfg.recompute);
+  for (const PipelineSlot& s : cfg.pipeline_schedule->order(0, 1, 1, cfg.micro_batches())) {
+    auto add = [&](int b) {
+      const BlockPlan& p = step_.blocks[b].plan;
+      uses_.push_back({&p.tensors, b, s.forward, !s.forward && policy.checkpoints(p), p.params - persistent_params(b)});
+    };
     if (s.forward)
-      uses_.insert(uses_.end(), chunk.begin(), chunk.end());
+      for (int b : chunk)
+        add(b);
     else
-      uses_.insert(uses_.end(), chunk.rbegin(), chunk.rend());
-    use_forward_.resize(uses_.size(), s.forward);
+      for (auto it = chunk.rbegin(); it != chunk.rend(); ++it)
+        add(*it);
   }
-  gathers_.resize(uses_.size());
-  if (per_tensor_gathers())
-    plan_tensor_fetches();
+  plan_ = step_.stack->plan_gathers(uses_, cfg);
+  check_plan();
+  buffers_.resize(uses_.size());
+  for (const StepBlock& b : step_.blocks)
+    if (!b.plan.tensors.empty()) { // gathered tensor by tensor, as the stack plans it
+      fetches_ = step_.stack->plan_fetches(uses_);
+      break;
+    }
 }
 
-OpId TrainingStepGenerator::gathered(int b)
+void ParamGather::check_plan() const
 {
-  if (cfg_.zero != 3)
+  auto refuse = [&](const std::string& why) {
+    throw std::logic_error("training stack " + step_.stack->name() + "'s ZeRO-3 gather plan: " + why);
+  };
+  if (plan_.size() != uses_.size())
+    refuse(std::to_string(plan_.size()) + " entries for " + std::to_string(uses_.size()) + " uses");
+  size_t issued = 0;
+  for (size_t j = 0; j < plan_.size(); ++j) {
+    const UseGather& g = plan_[j];
+    const size_t from  = g.buffer;
+    auto at            = [&](const char* why) { refuse("use " + std::to_string(j) + why); };
+    if (from == UseGather::none)
+      continue;
+    if (from != j) { // reads the buffer an earlier use of its block keeps
+      if (from > j || plan_[from].buffer != from || plan_[from].freed_after < j || uses_[from].block != uses_[j].block)
+        at(" reads no buffer of its block alive");
+      continue;
+    }
+    // Gathers are issued in the order of uses, each by its own use at the latest, after
+    // the free it waits for, and freed once it has run.
+    if (uses_[j].elements <= 0 || g.issued_at > j || g.issued_at < issued || g.freed_after < j ||
+        g.freed_after >= plan_.size())
+      at(" gathers out of order, nothing, or into a buffer freed before it runs");
+    const size_t w = g.waits_for;
+    if (w != UseGather::none && (w >= j || plan_[w].buffer != w || plan_[w].freed_after >= g.issued_at))
+      at(" waits for a free not issued before its gather");
+    issued = g.issued_at;
+  }
+}
+
+OpId ParamGather::gathered(int b)
+{
+  if (step_.cfg.zero != 3)
     return OpDag::none;
-  size_t upto = std::min(uses_.size() - 1, next_use_ + static_cast<size_t>(cfg_.zero_prefetch));
-  for (; gathers_emitted_ <= upto; ++gathers_emitted_) {
-    size_t j         = gathers_emitted_;
-    Gather& g        = gathers_[j];
-    int blk_index    = uses_[j];
-    const Block& blk = blocks_[blk_index];
-    if (blk.plan.params <= 0)
-      continue;
-    Stage& s    = stage_of(blk_index);
-    size_t k    = static_cast<size_t>(cfg_.zero_prefetch);
-    OpId after  = j >= k + 1 ? gathers_[j - 1 - k].freed : OpDag::none;
-    double full = (blk.plan.params - persistent_params(blk_index)) *
-                  (state_bytes_.gathered > 0 ? state_bytes_.gathered : weight_bytes_per_param());
-    if (full <= 0) // every tensor persistent (TensorFetch.cpp): nothing to gather
-      continue;
-    // "L3.use41.all_gather": numbered names, so that uses add none to the table.
-    const std::string prefix = blk.plan.name + ".use";
-    auto name                = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(j), what); };
-    StreamKind stream        = zero_stream(StreamKind::gather);
-    g.buffer  = dag_.alloc(s.gpu, stream, s.gpu, MemCategory::workspace, full, name(".gathered_params"), {after});
-    OpId last = dag_.last_alloc_or_free();
-    double shard_bytes = full / static_cast<double>(cfg_.replicas());
-    if (cfg_.offload_params == OffloadTarget::nvme)
-      last = dag_.add(copy_op(s.gpu, stream, s.nvme, s.host, shard_bytes, name(".shard_from_nvme")), {last});
-    if (cfg_.offload_params != OffloadTarget::none)
-      last = dag_.add(host_copy_op(s.gpu, stream, s.host, s.gpu, shard_bytes, name(".shard_h2d"), cfg_.offload_pinned),
-                      {last});
-    if (s.dp_group >= 0 && !fetches_.empty())
-      last = gather_tensors(s, j, last);
-    else if (s.dp_group >= 0)
-      last = dag_.add(
-          collective_op(s.gpu, StreamKind::gather, CollectiveKind::all_gather, s.dp_group, full, name(".all_gather")),
-          {last});
-    g.ready = last;
-  }
-  if (uses_.at(next_use_) != b)
+  for (; issued_ < plan_.size(); ++issued_)
+    if (plan_[issued_].buffer == issued_) {
+      if (plan_[issued_].issued_at > next_use_)
+        break;
+      emit(issued_);
+    }
+  if (uses_.at(next_use_).block != b)
     throw std::logic_error("ZeRO-3 gather order does not follow the schedule");
-  return gathers_[next_use_].ready;
+  const size_t from = plan_[next_use_].buffer;
+  return from == UseGather::none ? OpDag::none : buffers_[from].ready;
 }
 
-void TrainingStepGenerator::release_gather()
+void ParamGather::emit(size_t j)
 {
-  if (cfg_.zero != 3)
+  const TrainingConfig& cfg = step_.cfg;
+  OpDag& dag                = step_.dag;
+  const int b               = static_cast<int>(uses_[j].block);
+  const StepBlock& blk      = step_.blocks[b];
+  const StepStage& s        = step_.stage_of(b);
+  const size_t w            = plan_[j].waits_for;
+  Buffer& g                 = buffers_[j];
+  OpId after                = w == UseGather::none ? OpDag::none : buffers_[w].freed;
+  double full               = uses_[j].elements * gathered_bytes_per_param();
+  // "L3.use41.all_gather": numbered names, so that uses add none to the table.
+  const std::string prefix = blk.plan.name + ".use";
+  auto name                = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(j), what); };
+  StreamKind stream        = step_.zero_stream(StreamKind::gather);
+  g.buffer           = dag.alloc(s.gpu, stream, s.gpu, MemCategory::workspace, full, name(".gathered_params"), {after});
+  OpId last          = dag.last_alloc_or_free();
+  double shard_bytes = full / static_cast<double>(cfg.replicas());
+  if (cfg.offload_params == OffloadTarget::nvme)
+    last = dag.add(copy_op(s.gpu, stream, s.nvme, s.host, shard_bytes, name(".shard_from_nvme")), {last});
+  if (cfg.offload_params != OffloadTarget::none)
+    last = dag.add(host_copy_op(s.gpu, stream, s.host, s.gpu, shard_bytes, name(".shard_h2d"), cfg.offload_pinned),
+                   {last});
+  if (s.dp_group >= 0 && !fetches_.empty())
+    last = gather_tensors(s, j, last);
+  else if (s.dp_group >= 0)
+    last = dag.add(
+        collective_op(s.gpu, StreamKind::gather, CollectiveKind::all_gather, s.dp_group, full, name(".all_gather")),
+        {last});
+  g.ready = last;
+  held_.push_back(j);
+}
+
+OpId ParamGather::gather_tensors(const StepStage& s, size_t use, OpId after)
+{
+  const StepBlock& blk = step_.blocks[static_cast<size_t>(uses_[use].block)];
+  const double gb      = gathered_bytes_per_param();
+  StreamKind stream    = step_.zero_stream(StreamKind::gather);
+  OpId last            = after;
+  for (const auto& [t, elements] : fetches_[use])
+    last = calls_.issue(s, stream, CollectiveKind::all_gather, elements * gb,
+                        {blk.plan.name + ".use", static_cast<uint64_t>(use), ".t" + std::to_string(t) + ".all_gather"},
+                        last);
+  return last;
+}
+
+void ParamGather::release()
+{
+  if (step_.cfg.zero != 3)
     return;
-  Gather& g = gathers_[next_use_++];
-  if (g.buffer.id != 0)
-    g.freed = dag_.free(g.buffer, stage_of(uses_[next_use_ - 1]).gpu, StreamKind::compute,
-                        blocks_[uses_[next_use_ - 1]].plan.name + ".free_gathered_params");
+  const size_t use = next_use_++;
+  for (size_t k = 0; k < held_.size();) {
+    const size_t j = held_[k];
+    if (plan_[j].freed_after != use) {
+      ++k;
+      continue;
+    }
+    const StepBlock& blk = step_.blocks[static_cast<size_t>(uses_[j].block)];
+    buffers_[j].freed    = step_.dag.free(buffers_[j].buffer, step_.stages[blk.stage].gpu, StreamKind::compute,
+                                          blk.plan.name + ".free_gathered_params");
+    held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+}
+
+Tensor ParamGather::in_use() const
+{
+  const size_t from = plan_.at(next_use_).buffer;
+  return from == UseGather::none ? Tensor{} : buffers_[from].buffer;
 }
 
 } // namespace memwall

@@ -1,7 +1,4 @@
-// The pipeline part of a training step: each stage's slots in the order of its
-// PipelineSchedule, the activations and gradients sent between stages, and the reuse
-// of steady slots as stored chains (OpDag::begin_capture / repeat_chain).
-#include "workloads/training/TrainingStepGenerator.hpp"
+#include "workloads/training/PipelineSlots.hpp"
 
 #include "workloads/training/schedule/PipelineSchedule.hpp"
 
@@ -9,23 +6,24 @@
 
 namespace memwall {
 
-void TrainingStepGenerator::emit_pipeline()
+void PipelineSlots::emit()
 {
-  const auto& schedule = cfg_.pipeline_schedule;
-  int64_t m            = cfg_.micro_batches();
+  const TrainingConfig& cfg = step_.cfg;
+  const auto& schedule      = cfg.pipeline_schedule;
+  int64_t m                 = cfg.micro_batches();
   std::vector<std::vector<PipelineSlot>> order;
-  for (int64_t p = 0; p < cfg_.pp; ++p)
-    order.push_back(schedule->order(p, cfg_.pp, cfg_.virtual_stages, m));
+  for (int64_t p = 0; p < cfg.pp; ++p)
+    order.push_back(schedule->order(p, cfg.pp, cfg.virtual_stages, m));
   // Emit stage by stage, each as far as its cross-stage inputs have been emitted, so
   // every dependency exists before the op that waits on it.
   std::vector<size_t> pos(order.size(), 0);
-  int64_t last_vs = cfg_.pp * cfg_.virtual_stages - 1;
+  int64_t last_vs = cfg.pp * cfg.virtual_stages - 1;
   for (bool progress = true; progress;) {
     progress = false;
     for (size_t p = 0; p < order.size(); ++p) {
       while (pos[p] < order[p].size()) {
         const PipelineSlot& s = order[p][pos[p]];
-        int64_t vs            = s.chunk * cfg_.pp + static_cast<int64_t>(p);
+        int64_t vs            = s.chunk * cfg.pp + static_cast<int64_t>(p);
         bool ready            = s.forward ? (vs == 0 || fwd_sent_.count(slot_key(vs - 1, s.micro_batch)))
                                           : (vs == last_vs || bwd_sent_.count(slot_key(vs + 1, s.micro_batch)));
         if (!ready)
@@ -38,16 +36,17 @@ void TrainingStepGenerator::emit_pipeline()
   }
   for (size_t p = 0; p < order.size(); ++p)
     if (pos[p] != order[p].size())
-      throw std::logic_error("pipeline schedule '" + cfg_.pipeline_schedule->name() + "' deadlocks at stage " +
-                             std::to_string(p));
+      throw std::logic_error("pipeline schedule '" + schedule->name() + "' deadlocks at stage " + std::to_string(p));
 }
 
-void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool forward)
+void PipelineSlots::emit_slot(int stage, int64_t mb, int64_t chunk, bool forward)
 {
-  Stage& s   = stages_[stage];
-  int64_t vs = chunk * cfg_.pp + stage;
-  OpId mark  = static_cast<OpId>(dag_.size());
-  dag_.set_phase(forward ? StepPhase::forward : StepPhase::backward);
+  const TrainingConfig& cfg = step_.cfg;
+  OpDag& dag                = step_.dag;
+  const StepStage& s        = step_.stages[stage];
+  int64_t vs                = chunk * cfg.pp + stage;
+  OpId mark                 = static_cast<OpId>(dag.size());
+  dag.set_phase(forward ? StepPhase::forward : StepPhase::backward);
   // Most micro-batches' passes are the same ops as the one before (OpDag::end_capture
   // stores them once); the first backward (gradients allocated) and the last (buckets
   // reduced) differ, and ZeRO-2/3's per-micro-batch reductions leave the stream.
@@ -61,21 +60,21 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
   auto& inbox = forward ? fwd_sent_ : bwd_sent_;
   auto in     = inbox.find(slot_key(forward ? vs - 1 : vs + 1, mb));
   if (in != inbox.end()) {
-    for (OpId v = mark; v < dag_.size(); ++v)
-      if (dag_.op(v).device == s.gpu && dag_.op(v).stream == StreamKind::compute) {
-        dag_.depend(v, in->second);
+    for (OpId v = mark; v < dag.size(); ++v)
+      if (dag.op(v).device == s.gpu && dag.op(v).stream == StreamKind::compute) {
+        dag.depend(v, in->second);
         break;
       }
     inbox.erase(in); // received: this slot was its one reader
   }
   int64_t next = forward ? vs + 1 : vs - 1;
-  if (next < 0 || next >= cfg_.pp * cfg_.virtual_stages)
+  if (next < 0 || next >= cfg.pp * cfg.virtual_stages)
     return;
   // Megatron sends 1/t of the activation from each tp rank and all-gathers it on arrival
   // (scatter_gather_tensors_in_pipeline); under sp the activation is already split. A
-  // context-parallel rank holds seq_len / cp tokens (shape_.seq_len) and sends those.
-  double bytes = static_cast<double>(cfg_.micro_batch * shape_.seq_len) * model_.hidden * shape_.act_bytes /
-                 static_cast<double>(cfg_.tp);
+  // context-parallel rank holds seq_len / cp tokens (shape.seq_len) and sends those.
+  double bytes = static_cast<double>(cfg.micro_batch * step_.shape.seq_len) * step_.model.hidden *
+                 step_.shape.act_bytes / static_cast<double>(cfg.tp);
   // "pp.send_act.vs3.mb17", the micro-batch a number beside its pattern (OpName).
   size_t which = static_cast<size_t>(key);
   if (which >= send_names_.size())
@@ -83,70 +82,67 @@ void TrainingStepGenerator::emit_slot(int stage, int64_t mb, int64_t chunk, bool
   if (send_names_[which] == OpName())
     send_names_[which] =
         OpName(std::string(forward ? "pp.send_act." : "pp.send_grad.") + "vs" + std::to_string(vs) + ".mb", 0, "");
-  OpName name             = send_names_[which].numbered(static_cast<uint64_t>(mb));
-  inbox[slot_key(vs, mb)] = dag_.add(copy_op(s.gpu, StreamKind::p2p, s.gpu, stages_[next % cfg_.pp].gpu, bytes, name),
-                                     {dag_.stream_tail(s.gpu, StreamKind::compute)});
+  OpName name = send_names_[which].numbered(static_cast<uint64_t>(mb));
+  inbox[slot_key(vs, mb)] =
+      dag.add(copy_op(s.gpu, StreamKind::p2p, s.gpu, step_.stages[next % cfg.pp].gpu, bytes, name),
+              {dag.stream_tail(s.gpu, StreamKind::compute)});
 }
 
-bool TrainingStepGenerator::steady_slot(int stage, int64_t chunk, bool forward) const
+bool PipelineSlots::steady_slot(int stage, int64_t chunk, bool forward) const
 {
-  if (dag_.tracks_accesses() || cfg_.zero >= 2)
+  if (step_.dag.tracks_accesses() || step_.cfg.zero >= 2)
     return false;
   if (forward)
     return true;
-  for (int b : stages_[stage].chunks[chunk]) {
-    int64_t done = blocks_[b].backwards;
-    if (done == 0 || done + 1 >= cfg_.micro_batches())
+  for (int b : step_.stages[stage].chunks[chunk]) {
+    int64_t done = step_.blocks[b].backwards;
+    if (done == 0 || done + 1 >= step_.cfg.micro_batches())
       return false;
   }
   return true;
 }
 
-void TrainingStepGenerator::capture_slot(int stage, int64_t mb, int64_t chunk, bool forward, uint64_t key, bool steady)
+void PipelineSlots::capture_slot(int stage, int64_t mb, int64_t chunk, bool forward, uint64_t key, bool steady)
 {
-  const auto& blocks = stages_[stage].chunks[chunk];
+  OpDag& dag         = step_.dag;
+  const auto& blocks = step_.stages[stage].chunks[chunk];
   SlotRepeat& repeat = repeats_[key];
-  size_t stored      = dag_.chain_count();
-  dag_.begin_capture();
+  size_t stored      = dag.chain_count();
+  dag.begin_capture();
   if (forward)
     for (int b : blocks)
-      emit_forward(b, mb);
+      passes_.forward(b, mb);
   else
     for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
-      emit_backward(*it, mb);
-  bool chained       = dag_.end_capture(key);
-  bool same          = chained && dag_.chain_count() == stored; // equal to the last under the key
+      passes_.backward(*it, mb);
+  bool chained       = dag.end_capture(key);
+  bool same          = chained && dag.chain_count() == stored; // equal to the last under the key
   repeat.verified    = steady && repeat.last_steady && same;
   repeat.last_steady = steady && chained;
   if (repeat.verified && forward) {
     repeat.saved.clear();
     repeat.checkpoints.clear();
     for (int b : blocks) {
-      repeat.saved.push_back(saved_of(b, mb));
-      auto c = checkpoints_.find(slot_key(b, mb));
-      repeat.checkpoints.push_back(c == checkpoints_.end() ? Tensor{} : c->second);
+      repeat.saved.push_back(saved_.of(b, mb));
+      repeat.checkpoints.push_back(saved_.checkpoint(b, mb));
     }
   }
 }
 
-void TrainingStepGenerator::repeat_slot(int stage, int64_t mb, int64_t chunk, bool forward, uint64_t key)
+void PipelineSlots::repeat_slot(int stage, int64_t mb, int64_t chunk, bool forward, uint64_t key)
 {
-  const auto& blocks       = stages_[stage].chunks[chunk];
+  const auto& blocks       = step_.stages[stage].chunks[chunk];
   const SlotRepeat& repeat = repeats_.at(key);
   for (size_t j = 0; j < blocks.size(); ++j) {
     int b = blocks[j];
-    if (forward) {
-      repeated_saved_[slot_key(b, mb)] = &repeat.saved[j];
-      if (repeat.checkpoints[j].id != 0)
-        checkpoints_[slot_key(b, mb)] = repeat.checkpoints[j];
-    } else {
-      repeated_saved_.erase(slot_key(b, mb));
-      saved_.erase(slot_key(b, mb));
-      checkpoints_.erase(slot_key(b, mb));
-      blocks_[b].backwards++;
+    if (forward)
+      saved_.repeat(b, mb, &repeat.saved[j], repeat.checkpoints[j]);
+    else {
+      saved_.forget(b, mb);
+      step_.blocks[b].backwards++;
     }
   }
-  dag_.repeat_chain(key);
+  step_.dag.repeat_chain(key);
 }
 
 } // namespace memwall

@@ -1,16 +1,8 @@
-// What each kernel of a training step touches, for unified memory (OpDag::touch): the
-// replay faults in whatever part of a managed tensor is away from the GPU.
-//   a block's GEMMs read their slice of its weights, sized by their share of the block's
-//   GEMM FLOPs (a linear layer's FLOPs are 2 x tokens x its parameters); a block without
-//   GEMMs reads all its weights in its first kernel;
-//   forward kernels write the activations they save, backward kernels read them back
-//   and write their slice of the gradients (the micro-batch's bucket under ZeRO-2/3);
-//   the optimizer's passes read the gradients and update the states and the weights.
-#include "workloads/training/TrainingStepGenerator.hpp"
+#include "workloads/training/TensorTouches.hpp"
 
 namespace memwall {
 
-std::pair<double, double> TrainingStepGenerator::weight_slice(const BlockPlan& plan, size_t kernel) const
+std::pair<double, double> TensorTouches::weight_slice(const BlockPlan& plan, size_t kernel)
 {
   double total = 0, before = 0;
   for (size_t i = 0; i < plan.kernels.size(); ++i)
@@ -26,38 +18,40 @@ std::pair<double, double> TrainingStepGenerator::weight_slice(const BlockPlan& p
   return {before / total, plan.kernels[kernel].fwd_flops / total};
 }
 
-Tensor TrainingStepGenerator::weights_in_use(int b) const
+Tensor TensorTouches::weights_in_use(int b) const
 {
-  return cfg_.zero == 3 ? gathers_.at(next_use_).buffer : blocks_[b].weights;
+  return step_.cfg.zero == 3 ? gathers_.in_use() : step_.blocks[b].weights;
 }
 
-void TrainingStepGenerator::touch_kernel(OpId k, int b, size_t i, bool forward, const Tensor& saved)
+void TensorTouches::touch_kernel(OpId k, int b, size_t i, bool forward, const Tensor& saved)
 {
-  if (!dag_.tracks_accesses())
+  OpDag& dag = step_.dag;
+  if (!dag.tracks_accesses())
     return;
-  const Block& blk     = blocks_[b];
+  const StepBlock& blk = step_.blocks[b];
   auto [offset, share] = weight_slice(blk.plan, i);
   if (share > 0) {
     Tensor w = weights_in_use(b);
-    dag_.touch(k, w, w.bytes * share, false, w.bytes * offset);
+    dag.touch(k, w, w.bytes * share, false, w.bytes * offset);
     const Tensor& g = blk.bucket.id != 0 ? blk.bucket : blk.grads;
     if (!forward)
-      dag_.touch(k, g, g.bytes * share, true, g.bytes * offset);
+      dag.touch(k, g, g.bytes * share, true, g.bytes * offset);
   }
-  dag_.touch(k, saved, saved.bytes, forward);
+  dag.touch(k, saved, saved.bytes, forward);
 }
 
-void TrainingStepGenerator::touch_optimizer_pass(OpId k, int b, bool grads, bool states, bool weights)
+void TensorTouches::touch_optimizer_pass(OpId k, int b, bool grads, bool states, bool weights)
 {
-  if (!dag_.tracks_accesses())
+  OpDag& dag = step_.dag;
+  if (!dag.tracks_accesses())
     return;
-  const Block& blk = blocks_[b];
+  const StepBlock& blk = step_.blocks[b];
   if (grads)
-    dag_.touch(k, blk.grads, blk.grads.bytes, false);
+    dag.touch(k, blk.grads, blk.grads.bytes, false);
   if (states)
-    dag_.touch(k, blk.states, blk.states.bytes, true);
+    dag.touch(k, blk.states, blk.states.bytes, true);
   if (weights)
-    dag_.touch(k, blk.weights, blk.weights.bytes, true);
+    dag.touch(k, blk.weights, blk.weights.bytes, true);
 }
 
 } // namespace memwall

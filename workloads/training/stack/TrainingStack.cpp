@@ -24,6 +24,26 @@ FetchPlan TrainingStack::plan_fetches(const std::vector<ParamUse>& uses) const
   return plan;
 }
 
+GatherPlan TrainingStack::plan_gathers(const std::vector<ParamUse>& uses, const TrainingConfig& cfg) const
+{
+  return prefetched_gathers(uses, static_cast<size_t>(cfg.zero_prefetch));
+}
+
+GatherPlan prefetched_gathers(const std::vector<ParamUse>& uses, size_t depth)
+{
+  GatherPlan plan(uses.size());
+  for (size_t j = 0; j < uses.size(); ++j) {
+    UseGather& g = plan[j];
+    g.issued_at  = j > depth ? j - depth : 0;
+    if (uses[j].elements <= 0) // no parameters, or every tensor persistent: nothing to gather
+      continue;
+    g.buffer = g.freed_after = j;
+    if (j > depth && plan[j - 1 - depth].buffer != UseGather::none)
+      g.waits_for = j - 1 - depth;
+  }
+  return plan;
+}
+
 ModelStateBytes master_weight_state_bytes(const TrainingConfig& cfg, const ModelSpec& m)
 {
   ModelStateBytes b;

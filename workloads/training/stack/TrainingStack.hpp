@@ -35,14 +35,31 @@ struct OptimizerPass {
   bool grads = false, states = false, weights = false; // what it touches (unified memory)
 };
 
-// ZeRO-3 parameter by parameter, for a stack whose blocks list their tensors
-// (BlockPlan::tensors): one use of a block's parameters in the step's order of uses.
+// ZeRO-3: one use of a block's parameters in the step's order of uses (each
+// micro-batch's forward in block order, its backward in reverse, as the schedule runs them).
 struct ParamUse {
-  const std::vector<double>* tensors = nullptr; // the block's tensors, in elements
+  const std::vector<double>* tensors = nullptr; // the block's tensors, in elements (BlockPlan::tensors; may be none)
   int64_t block                      = 0;
   bool forward                       = true;
   bool recomputed                    = false; // a backward that first recomputes the layer whole
+  double elements                    = 0;     // parameter elements it needs gathered: the block's, less persistent ones
 };
+// How one use's parameters are gathered (TrainingStack::plan_gathers), in indices of
+// uses; the step generator emits it as told (ParamGather).
+struct UseGather {
+  static constexpr size_t none = static_cast<size_t>(-1);
+  // The use whose gathered buffer this one reads: itself where it all-gathers, an earlier
+  // use of its block whose buffer is still held, none where nothing is gathered.
+  size_t buffer = none;
+  // Where it all-gathers: the use at whose start the gather is issued (an earlier one:
+  // prefetched), the use whose buffer must be freed before this one is allocated (the
+  // window that bounds the buffers alive; none: no wait), and the use after which the
+  // buffer is freed (itself: resharded as soon as it has run).
+  size_t issued_at   = 0;
+  size_t waits_for   = none;
+  size_t freed_after = none;
+};
+using GatherPlan = std::vector<UseGather>;
 // Per use: (tensor index, elements) it all-gathers.
 using FetchPlan = std::vector<std::vector<std::pair<size_t, double>>>;
 // How such a stack issues a tensor's collective.
@@ -101,7 +118,18 @@ public:
   virtual double persistent_elements(const std::vector<double>& tensors) const;
   virtual FetchPlan plan_fetches(const std::vector<ParamUse>& uses) const;
   virtual TensorCalls tensor_calls() const { return {}; }
+  // ZeRO-3: which use all-gathers, how far ahead, within what window, and when its buffer
+  // is freed. By default ZeRO-3's generic prefetch, training.zero_prefetch uses ahead.
+  virtual GatherPlan plan_gathers(const std::vector<ParamUse>& uses, const TrainingConfig& cfg) const;
 };
+
+// ZeRO-3's generic prefetch (Rajbhandari et al. 2020: parameters all-gathered ahead
+// of use and released after it): every use with parameters to gather all-gathers them
+// into a buffer of its own, issued `depth` uses ahead once the buffer of use j - 1 - depth
+// is freed, and frees it after it has run. With depth k >= 1 a gather overlaps the
+// previous use's compute and at most k + 1 buffers are alive; with 0 it starts when the
+// previous use is done, exposed.
+GatherPlan prefetched_gathers(const std::vector<ParamUse>& uses, size_t depth);
 
 // Megatron-LM's and DeepSpeed's mixed precision: weights and gradients in the compute
 // precision, fp32 master weights beside the optimizer's states (Adam: ZeRO's K = 12).

@@ -14,7 +14,7 @@
 //   used again within stage3_max_reuse_distance gathered elements (the parameter
 //   coordinator's trace). Each block therefore lists its parameter tensors
 //   (BlockPlan::tensors) and the stack plans which each use gathers (plan_fetches), which the
-//   generator emits (TensorFetch.cpp).
+//   generator emits (ParamGather, TensorCollectives).
 //   overlap_comm (DeepSpeed: true for stage 3, false otherwise; false in 2021) puts the
 //   gathers and the gradient reductions on their own streams; off, they run on the
 //   compute stream, one after another.
@@ -165,7 +165,10 @@ public:
       cfg.bucket_bytes = d_.calls.reduce_bucket_numel * (cfg.mixed_precision() ? 2.0 : 4.0);
     if (!r.has("overlap_grad_reduce"))
       cfg.overlap_grad_reduce = cfg.zero > 0;
-    if (!r.has("zero_prefetch")) // stage3_prefetch_bucket_size elements ahead: at least the next module
+    // stage3_prefetch_bucket_size elements ahead: at least the next module. The blocks
+    // are then gathered in the generic window at that depth (TrainingStack::plan_gathers),
+    // tensor by tensor as plan_fetches says.
+    if (!r.has("zero_prefetch"))
       cfg.zero_prefetch = d_.overlaps(cfg) && d_.prefetch_numel > 0 ? 1 : 0;
   }
 

@@ -6,7 +6,7 @@
 // moments (16 B per parameter over dp: ZeRO-3's sharding); MixedPrecisionPolicy(param_dtype
 // bf16, reduce_dtype fp32) all-gathers a unit's parameters in bf16 before its forward and
 // again before its backward (resharded after forward), one unit ahead (FSDP2 prefetches
-// the next all-gather), and reduce-scatters its gradients in fp32 after its backward.
+// the next all-gather: plan_gathers), and reduce-scatters its gradients in fp32 after its backward.
 // torch.optim.AdamW(fused=True) steps the shards. Activation checkpointing: `full` keeps
 // each layer's input, `selective` is torchtitan's per-op policy (TitanLlama.hpp).
 #include "workloads/modelcode/TitanLlama.hpp"
@@ -85,6 +85,23 @@ public:
   std::vector<OptimizerPass> optimizer_passes(const TrainingConfig& cfg, const ModelStateBytes& b) const override
   {
     return {fused_adamw_pass(cfg, b)};
+  }
+
+  // FSDP2's unshard and reshard (torch/distributed/fsdp/_fully_shard): a unit's
+  // pre-forward hook all-gathers its parameters and its post-forward hook frees them
+  // (reshard_after_forward=True, as torchtitan's apply_fsdp shards the embedding and the
+  // blocks without pp; here the final norm and output reshard too, as under its policy
+  // "always"); its pre-backward hook gathers them again, its post-backward hook frees
+  // them. The next unit's all-gather runs one ahead on FSDP2's all-gather stream:
+  // issued by the CPU while the GPU still computes this unit in forward (implicit
+  // prefetch, _fsdp_param_group.py), by _backward_prefetch in backward. That is the
+  // generic window at depth 1, training.zero_prefetch's default; a deeper one is FSDP2's
+  // explicit prefetch (set_modules_to_forward_prefetch / set_modules_to_backward_prefetch
+  // with the next k units), which torchtitan's Llama leaves unset; 0 waits for the unit
+  // before to finish, as FSDP2 itself never does.
+  GatherPlan plan_gathers(const std::vector<ParamUse>& uses, const TrainingConfig& cfg) const override
+  {
+    return prefetched_gathers(uses, static_cast<size_t>(cfg.zero_prefetch));
   }
 };
 

@@ -1,0 +1,157 @@
+#include "workloads/training/BlockPasses.hpp"
+
+#include "workloads/training/SavedActivations.hpp"
+
+namespace memwall {
+
+const OpName& BlockPasses::name(int b, size_t i, Role role)
+{
+  const BlockPlan& plan = step_.blocks[b].plan;
+  auto& names           = names_[b];
+  if (names.empty())
+    names.resize(plan.kernels.size());
+  OpName& n = names[i][static_cast<size_t>(role)];
+  if (n == OpName()) {
+    static const std::array<std::pair<const char*, const char*>, 11> parts{{{".fwd.", ""},
+                                                                            {".fwd.", ".saved"},
+                                                                            {".fwd.", ".tp"},
+                                                                            {".recompute.", ""},
+                                                                            {".recompute.", ".saved"},
+                                                                            {".recompute.", ".tp"},
+                                                                            {".bwd.", ""},
+                                                                            {".bwd.", ".tp_in"},
+                                                                            {".bwd.", ".tp"},
+                                                                            {".bwd.", ".free_saved"},
+                                                                            {".bwd.", ".free_regenerated"}}};
+    const auto& [infix, suffix] = parts[static_cast<size_t>(role)];
+    n                           = OpName(plan.name + infix + plan.kernels[i].name + suffix);
+  }
+  return n;
+}
+
+OpId BlockPasses::kernel(const DeviceRef& gpu, const OpName& name, const KernelPlan& k, bool forward, bool recompute)
+{
+  // Elementwise FLOPs and recomputation do not count toward MFU.
+  double model = k.kclass != KernelClass::elementwise && !recompute ? (forward ? k.fwd_flops : k.bwd_model_flops) : 0.0;
+  Op op    = kernel_op(gpu, k.kclass, k.dtype, forward ? k.fwd_flops : k.bwd_flops, forward ? k.fwd_bytes : k.bwd_bytes,
+                       model, name);
+  op.shape = k.shape;
+  op.family = k.family;
+  if (!forward)
+    op.pass = k.bwd_pass;
+  return step_.dag.add(std::move(op));
+}
+
+void BlockPasses::tp_collective(int b, size_t i, Role role, const TpComm& c)
+{
+  const StepStage& s = step_.stage_of(b);
+  int32_t group      = c.group == CommGroup::ep        ? s.ep_group
+                       : c.group == CommGroup::cp      ? s.cp_group
+                       : c.group == CommGroup::etp     ? s.etp_group
+                       : c.group == CommGroup::ep_node ? s.ep_node_group
+                                                       : s.tp_group;
+  if (c.bytes <= 0 || group < 0)
+    return;
+  // Megatron's tp collectives (and MoE all-to-alls) block the compute stream.
+  step_.dag.add(collective_op(s.gpu, StreamKind::compute, c.kind, group, c.bytes, name(b, i, role)));
+}
+
+void BlockPasses::forward(int b, int64_t mb)
+{
+  OpDag& dag           = step_.dag;
+  const StepBlock& blk = step_.blocks[b];
+  const StepStage& s   = step_.stage_of(b);
+  const auto& ks       = blk.plan.kernels;
+  const SavedActivations policy(step_.cfg.recompute);
+  bool full   = policy.checkpoints(blk.plan);
+  OpId params = gathers_.gathered(b);
+  auto& saved = saved_.start(b, mb, ks.size());
+  Tensor checkpoint;
+  if (full) {
+    checkpoint = dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations, blk.plan.input_bytes,
+                           blk.plan.name + ".fwd.checkpoint", {params});
+    saved_.keep_checkpoint(b, mb, checkpoint);
+  }
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const KernelPlan& k = ks[i];
+    double keep         = policy.kept(blk.plan, k);
+    if (keep > 0)
+      saved[i] =
+          dag.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, keep, name(b, i, Role::fwd_saved), {params});
+    if (k.runs(true)) {
+      OpId id = kernel(s.gpu, name(b, i, Role::fwd), k, true, false);
+      dag.depend(id, params);
+      touches_.touch_kernel(id, b, i, true, i == 0 && full ? checkpoint : saved[i]);
+    }
+    tp_collective(b, i, Role::fwd_tp, k.fwd_after);
+  }
+  gathers_.release();
+}
+
+void BlockPasses::recompute(int b, int64_t mb)
+{
+  const StepBlock& blk = step_.blocks[b];
+  const StepStage& s   = step_.stage_of(b);
+  auto& saved          = saved_.of(b, mb);
+  const SavedActivations policy(step_.cfg.recompute);
+  for (size_t i = 0; i < blk.plan.kernels.size(); ++i) {
+    const KernelPlan& k = blk.plan.kernels[i];
+    // What backward needs of this kernel and forward did not keep comes back now.
+    double back = policy.regenerated(blk.plan, k);
+    if (back > 0) {
+      Tensor t = step_.dag.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, back, name(b, i, Role::rc_saved));
+      if (saved[i].id == 0) // else a per-op policy kept this kernel's output: its saved inputs come back beside it
+        saved[i] = t;
+      else
+        saved_.regenerated(b, mb, i, blk.plan.kernels.size()) = t;
+    }
+    if (!policy.reruns(blk.plan, k))
+      continue;
+    if (k.runs(true))
+      touches_.touch_kernel(kernel(s.gpu, name(b, i, Role::rc), k, true, true), b, i, true, saved[i]);
+    if (policy.checkpoints(blk.plan)) // a whole forward again, its collectives with it
+      tp_collective(b, i, Role::rc_tp, k.fwd_after);
+  }
+}
+
+void BlockPasses::backward(int b, int64_t mb)
+{
+  OpDag& dag         = step_.dag;
+  StepBlock& blk     = step_.blocks[b];
+  const StepStage& s = step_.stage_of(b);
+  grads_.alloc_gradients(b);
+  OpId params              = gathers_.gathered(b);
+  const std::string prefix = blk.plan.name + ".bwd.";
+  Tensor ws;
+  if (blk.plan.backward_workspace > 0)
+    ws = dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::workspace, blk.plan.backward_workspace,
+                   prefix + "activation_grads", {params});
+  if (SavedActivations(step_.cfg.recompute).recomputes(blk.plan))
+    recompute(b, mb);
+  auto& saved                      = saved_.of(b, mb);
+  const std::vector<Tensor>* again = saved_.regenerated_of(b, mb);
+  for (size_t i = blk.plan.kernels.size(); i-- > 0;) {
+    const KernelPlan& k = blk.plan.kernels[i];
+    tp_collective(b, i, Role::bwd_tp_in, k.bwd_before);
+    if (k.runs(false) && !(k.accumulates && blk.backwards == 0)) {
+      OpId id = kernel(s.gpu, name(b, i, Role::bwd), k, false, false);
+      dag.depend(id, params);
+      touches_.touch_kernel(id, b, i, false, saved[i]);
+    }
+    tp_collective(b, i, Role::bwd_tp, k.bwd_after);
+    if (saved[i].id != 0)
+      dag.free(saved[i], s.gpu, StreamKind::compute, name(b, i, Role::bwd_free_saved));
+    if (again && (*again)[i].id != 0)
+      dag.free((*again)[i], s.gpu, StreamKind::compute, name(b, i, Role::bwd_free_regenerated));
+  }
+  if (ws.id != 0)
+    dag.free(ws, s.gpu, StreamKind::compute, prefix + "free_activation_grads");
+  if (Tensor c = saved_.checkpoint(b, mb); c.id != 0)
+    dag.free(c, s.gpu, StreamKind::compute, prefix + "free_checkpoint");
+  saved_.forget(b, mb);
+  gathers_.release();
+  blk.backwards++;
+  grads_.reduce_gradients(b, mb);
+}
+
+} // namespace memwall

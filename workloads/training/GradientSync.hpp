@@ -1,0 +1,58 @@
+#pragma once
+// Gradients of a training step: where they live and how the data-parallel replicas
+// reduce them.
+//   ZeRO-0  full gradients; DDP buckets all-reduced in the last micro-batch (no_sync before);
+//   ZeRO-1  full gradients; buckets reduce-scattered in the last micro-batch;
+//   ZeRO-2/3 only this rank's shard is kept: each micro-batch's block gradient is built
+//           in a workspace bucket, reduce-scattered into the shard and freed (DeepSpeed's
+//           ipg buckets), here one bucket per block; a stack whose blocks list their
+//           tensors reduces them as it issues them (TensorCollectives).
+// With the optimizer offloaded the reduced shard goes D2H into fp32 host gradients.
+// Under expert parallelism the routed experts' gradients are reduced apart, among the
+// dp / ep ranks that hold the same experts (Megatron-Core's expert-data-parallel group).
+#include "workloads/training/StepBuild.hpp"
+#include "workloads/training/TensorCollectives.hpp"
+
+#include <array>
+#include <deque>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace memwall {
+
+class GradientSync {
+public:
+  GradientSync(StepBuild& step, TensorCollectives& calls);
+
+  // DDP's flat buckets beside the gradients (TrainingStack::ddp_copies_gradients).
+  bool ddp_bucket_copies() const;
+  // Before block b's backward: its gradients (first micro-batch) and ZeRO-2/3's bucket.
+  void alloc_gradients(int b);
+  // After block b's backward of micro-batch mb: what is reduced then.
+  void reduce_gradients(int b, int64_t mb);
+  // When backward ends: the buckets that waited for it, DDP's copies back.
+  void flush_buckets();
+
+private:
+  // DDP / ZeRO-1 gradient buckets of one reduction group (StepStage::reduce_groups).
+  struct BucketLane {
+    double pending = 0;
+    std::vector<int> pending_blocks;
+    std::vector<std::pair<double, std::vector<int>>> deferred; // when overlap is off
+  };
+  struct StageBuckets {
+    std::array<BucketLane, 2> lanes; // dense gradients, routed experts' gradients
+    std::deque<OpId> in_flight;      // ZeRO-2/3: frees of the buckets still reducing
+    // DDP's copies back from its buckets, made when backward ends: (all-reduce, bytes, blocks).
+    std::vector<std::tuple<OpId, double, std::vector<int>>> copy_back;
+  };
+  void emit_bucket(int stage, size_t lane, double bytes, const std::vector<int>& blocks, OpId after, int index);
+  OpId reduce_tensors(int b, int64_t mb, OpId after); // per-parameter or per-bucket reduce-scatters; returns the last
+
+  StepBuild& step_;
+  TensorCollectives& calls_;
+  std::vector<StageBuckets> stages_;
+};
+
+} // namespace memwall

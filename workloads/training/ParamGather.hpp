@@ -1,0 +1,57 @@
+#pragma once
+// ZeRO-3 / FSDP parameter gathers. Every use of a block (its forward, or its backward,
+// in each micro-batch) needs the block's full parameters, less those the stack holds
+// whole on every rank (TrainingStack::persistent_elements): the stack plans which use
+// all-gathers them into a buffer of its own, at which earlier use the gather is issued
+// (prefetch), whose free it waits for (so at most so many buffers are alive) and after
+// which use the buffer is freed (TrainingStack::plan_gathers; FSDP2's in FsdpStack.cpp).
+// This class emits that plan as told: the buffer allocated on the gather stream and
+// all-gathered from the dp shards (after an NVMe -> host -> GPU fetch of this rank's
+// shard under ZeRO-Infinity), or tensor by tensor where the blocks list their tensors
+// (TrainingStack::plan_fetches, DeepSpeed's), and freed on the compute stream.
+#include "workloads/training/StepBuild.hpp"
+#include "workloads/training/TensorCollectives.hpp"
+
+#include <vector>
+
+namespace memwall {
+
+class ParamGather {
+public:
+  ParamGather(StepBuild& step, TensorCollectives& calls) : step_(step), calls_(calls) {}
+
+  // Elements of block b held whole on every rank (never gathered; 0 but under ZeRO-3).
+  double persistent_params(int b) const;
+  // The step's uses in the schedule's order, and the stack's plan for them.
+  void plan();
+  // Block b's next use begins: issues the gathers planned for it and returns the op its
+  // kernels wait for (none: nothing gathered).
+  OpId gathered(int b);
+  // The use ends: frees the buffers planned to be freed after it.
+  void release();
+  // The gathered copy the current use reads (unified memory's touches).
+  Tensor in_use() const;
+
+private:
+  struct Buffer {
+    Tensor buffer;
+    OpId ready = OpDag::none;
+    OpId freed = OpDag::none;
+  };
+  void check_plan() const; // a plan the emission order can follow, else a logic error naming the stack
+  void emit(size_t use);   // use's all-gather into a buffer of its own
+  OpId gather_tensors(const StepStage& s, size_t use, OpId after);
+  double gathered_bytes_per_param() const;
+
+  StepBuild& step_;
+  TensorCollectives& calls_;
+  std::vector<ParamUse> uses_; // blocks in order of use over the whole step
+  GatherPlan plan_;            // per use, the stack's
+  FetchPlan fetches_;          // per use, the tensors it gathers (blocks that list them)
+  std::vector<Buffer> buffers_;
+  std::vector<size_t> held_; // uses whose buffers are alive, in the order gathered
+  size_t next_use_ = 0;      // the use running (between gathered and release)
+  size_t issued_   = 0;      // uses whose gathers have been issued
+};
+
+} // namespace memwall
