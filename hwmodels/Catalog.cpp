@@ -161,6 +161,10 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
     r.fail("matmul_efficiency", "an efficiency lies in (0, 1]");
   if (g.attention_efficiency <= 0)
     r.fail("attention_efficiency", "an efficiency lies in (0, 1]");
+  // A GPU derived with another datasheet bandwidth and no sustained one of its own
+  // sustains the same fraction of it as its base.
+  if (b && b->hbm_peak_bw > 0 && g.hbm_peak_bw != b->hbm_peak_bw && !r.given("hbm_achievable_bw"))
+    g.hbm_achievable_bw = b->hbm_achievable_bw * g.hbm_peak_bw / b->hbm_peak_bw;
   require_positive(r, "memory_bytes", g.memory_bytes);
   require_positive(r, "hbm_achievable_bw", g.hbm_achievable_bw);
   require_positive(r, "h2d_bw", g.h2d_bw);

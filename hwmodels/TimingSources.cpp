@@ -13,16 +13,26 @@ std::vector<std::pair<std::string, std::string>> timing_sources(const GpuSpec& g
            : p->derived_from.empty() ? std::string("measured")
                                      : "derived from " + p->derived_from;
   };
-  bool gemm                            = p && (!p->gemm.empty() || !p->gemm_passes.empty());
-  bool kernel                          = p && !p->elementwise.empty();
-  bool copies                          = p && (p->copies.count("h2d_pinned") || p->copies.count("d2h_pinned"));
-  bool inside                          = p && std::any_of(p->collectives.begin(), p->collectives.end(),
-                                                          [](const CollectiveCurve& c) { return c.inside_node(); });
-  std::string collectives              = g.nvlink_bw <= 0                         ? "none"
-                                         : inside && !p->collectives_from.empty() ? "derived from " + p->collectives_from
-                                                                                  : fitted(inside);
+  bool gemm               = p && (!p->gemm.empty() || !p->gemm_passes.empty());
+  bool kernel             = p && !p->elementwise.empty();
+  bool copies             = p && (p->copies.count("h2d_pinned") || p->copies.count("d2h_pinned"));
+  bool inside             = p && std::any_of(p->collectives.begin(), p->collectives.end(),
+                                             [](const CollectiveCurve& c) { return c.inside_node(); });
+  std::string collectives = g.nvlink_bw <= 0                         ? "none"
+                            : inside && !p->collectives_from.empty() ? "derived from " + p->collectives_from
+                                                                     : fitted(inside);
+  // A profile scaled to a GPU changed from the one it measured says so where it scaled.
+  auto scaled = [&](std::string source, bool compute) {
+    if (!p || p->scaled.empty())
+      return source;
+    bool hbm = p->scaled.find("HBM") != std::string::npos, peak = p->scaled.find("peak") != std::string::npos;
+    return (compute ? peak || hbm : hbm) ? source + " (scaled: " + p->scaled + ")" : source;
+  };
   const std::vector<std::string>& part = timing_parts();
-  return {{part[0], fitted(gemm)}, {part[1], fitted(kernel)}, {part[2], fitted(copies)}, {part[3], collectives}};
+  return {{part[0], scaled(fitted(gemm), true)},
+          {part[1], scaled(fitted(kernel), false)},
+          {part[2], fitted(copies)},
+          {part[3], collectives}};
 }
 
 const std::vector<std::string>& timing_parts()

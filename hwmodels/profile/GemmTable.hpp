@@ -19,6 +19,7 @@
 #include "hwmodels/profile/GemmModel.hpp"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ struct GemmSweep {
 struct GemmTable {
   GemmPass pass = GemmPass::forward;
   std::vector<GemmSweep> sweeps;
+  // The model the measurements are corrections of, where the profile was scaled to
+  // another GPU's rates (ProfileScaling.hpp): the fit at the measured GPU's. Null: the
+  // model that times the GEMM.
+  std::shared_ptr<const GemmModel> reference;
 
   bool empty() const { return sweeps.empty(); }
   // Measured time / model time near (m, n, k), the logical GEMM of `pass`; 0 outside the table.

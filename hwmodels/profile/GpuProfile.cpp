@@ -107,7 +107,11 @@ const GemmTable* GpuProfile::gemm_table(Dtype d, double peak, GemmPass p) const
   auto it            = gemm_tables.find({*from, p});
   const GemmModel* m = own_model(*this, *from, static_cast<int>(p));
   // Measured times stand for another dtype only on the same units at the same element size.
-  if (it == gemm_tables.end() || !m || m->peak_flops != peak || dtype_bytes(*from) != dtype_bytes(d))
+  if (it == gemm_tables.end() || !m || dtype_bytes(*from) != dtype_bytes(d))
+    return nullptr;
+  // The units it measured: the fit's, where the profile was scaled to another peak.
+  double measured_peak = it->second.reference ? it->second.reference->peak_flops : m->peak_flops;
+  if (measured_peak != peak)
     return nullptr;
   return &it->second;
 }
@@ -131,7 +135,7 @@ double GpuProfile::gemm_time(Dtype d, double peak, GemmPass p, double m, double 
   double t = model->time(m, n, k, groups);
   if (groups == 1)
     if (const GemmTable* table = gemm_table(d, peak, p))
-      if (double c = table->correction(*model, m, n, k); c > 0)
+      if (double c = table->correction(table->reference ? *table->reference : *model, m, n, k); c > 0)
         t *= c;
   return t;
 }

@@ -48,6 +48,9 @@ struct GpuProfile {
   // Catalog id of the GPU whose measured collectives inside a node these are, scaled by
   // the NVLink ratio (GpuSpec::collectives_from); empty: the profile's own.
   std::string collectives_from;
+  // How the profile was scaled to a GPU derived from the one it measured ("bf16 peak
+  // x0.50, HBM x0.50": ProfileScaling.hpp); empty: as measured.
+  std::string scaled;
   double collectives_nvlink_bw = 0; // the nvlink_bw they were scaled to
   std::map<Dtype, GemmModel> gemm;
   std::map<std::pair<Dtype, GemmPass>, GemmModel> gemm_passes;
