@@ -14,7 +14,7 @@
 // X(key, unit, description): required in a catalog entry, defaulting to the preset's
 // figure in a mapping that starts from one.
 #define MEMWALL_GPU_REQUIRED_QUANTITIES(X)                                                                             \
-  X(memory_bytes, bytes, "device memory as the driver reports it (nvidia-smi total)")                                  \
+  X(memory_bytes, bytes, "device memory a process can have: cudaMemGetInfo's total (PyTorch's total_memory)")          \
   X(hbm_peak_bw, rate, "datasheet memory bandwidth")                                                                   \
   X(hbm_achievable_bw, rate, "sustained memory bandwidth")                                                             \
   X(h2d_bw, rate, "achievable pinned host-to-device bandwidth")                                                        \

@@ -88,7 +88,7 @@ TEST_CASE("hf_generate_has_no_kv_budget_and_runs_out_of_memory_where_vllm_batche
 {
   // 128 sequences of 4,544 + 64 tokens hold 128 x 4,608 x 131,072 B = 77.3 GB of KV
   // (32 layers x 2 x 8 x 128 x 2 B a token) beside 16.1 GB of bf16 weights: more than the
-  // H100's 79.65 GiB. generate() takes the whole batch and grows its DynamicCache until an
+  // H100's 79.18 GiB. generate() takes the whole batch and grows its DynamicCache until an
   // allocation fails; vLLM sizes its KV pool first and admits the sequences that fit in it.
   nlohmann::json hf   = run_json("hf_oom", llama_spec("hf", 128, 4544, 64));
   nlohmann::json vllm = run_json("vllm_admits", llama_spec("vllm", 128, 4544, 64));

@@ -103,9 +103,9 @@ TEST_CASE("paged_kv_wastes_under_4_percent_where_contiguous_reservation_wastes_m
 TEST_CASE("with_too_little_kv_memory_continuous_batching_preempts_and_still_finishes_every_request",
           "[inference][preemption]")
 {
-  // Llama-2-7B on an A100-80GB with 19 % of its memory usable: 81,920 MiB x 0.19 =
-  // 16.32 GB, less 13.48 GB of weights (vLLM leaves the CUDA context to the other 81 %),
-  // leaves 2.84 GB, under 5,500 tokens of KV at 524,288 B each, for 16 requests that
+  // Llama-2-7B on an A100-80GB with 19 % of its memory usable: 81,158 MiB x 0.19 =
+  // 16.17 GB, less 13.48 GB of weights (vLLM leaves the CUDA context to the other 81 %),
+  // leaves 2.69 GB, under 5,200 tokens of KV at 524,288 B each, for 16 requests that
   // arrive at once and each grow to 384 tokens (6,144 together).
   for (std::string mode : {"recompute", "swap"}) {
     INFO(mode);

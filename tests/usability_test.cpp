@@ -28,7 +28,7 @@ TEST_CASE("version_and_human_units", "[robustness][usability]")
 TEST_CASE("a_server_whose_weights_do_not_fit_says_so_and_reports_no_latencies", "[robustness][inference]")
 {
   // Llama-2-70B in fp16 on one A100 80GB: 68.98e9 x 2 B = 128.5 GiB of weights against
-  // 0.9 x 81,920 MiB = 72.0 GiB the server may use: it does not fit, said so, not as
+  // 0.9 x 81,158 MiB = 71.3 GiB the server may use: it does not fit, said so, not as
   // "4 rejected (longer than the KV cache)" with latencies of 0.0 ms.
   std::string spec = temp_path("weights_do_not_fit.yaml");
   write_file(spec, "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: llama-2-70b}\n"
@@ -37,9 +37,10 @@ TEST_CASE("a_server_whose_weights_do_not_fit_says_so_and_reports_no_latencies", 
   INFO(text.err);
   REQUIRE(text.exit_code == 0);
   // The GPU needs the weights, 128.45 GiB, and the 0.47 GiB CUDA context: 128.9 GiB of
-  // 80 GiB, 48.9 GiB over (the first failing allocation is the weights').
+  // the 81,158 MiB = 79.26 GiB CUDA reports, 49.7 GiB over (the first failing allocation
+  // is the weights').
   CHECK_THAT(text.out, Catch::Contains("DID NOT FIT    node0.gpu0 needs 128.9") &&
-                           Catch::Contains("of 80.00 GiB (48.9") && Catch::Contains("allocation weights") &&
+                           Catch::Contains("of 79.26 GiB (49.6") && Catch::Contains("allocation weights") &&
                            Catch::Contains("no room for any KV cache") &&
                            Catch::Contains("time to first  none: the server did not fit"));
   CHECK_THAT(text.out, !Catch::Contains("0.0 us"));
