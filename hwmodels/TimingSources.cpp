@@ -21,16 +21,18 @@ std::vector<std::pair<std::string, std::string>> timing_sources(const GpuSpec& g
   std::string collectives = g.nvlink_bw <= 0                         ? "none"
                             : inside && !p->collectives_from.empty() ? "derived from " + p->collectives_from
                                                                      : fitted(inside);
-  // A profile scaled to a GPU changed from the one it measured says so where it scaled.
-  auto scaled = [&](std::string source, bool compute) {
-    if (!p || p->scaled.empty())
+  // A profile scaled to a GPU changed from the one it measured says so where it scaled
+  // what it holds (an estimated part is the catalog's figures, already the GPU's own).
+  auto scaled = [&](bool holds, bool compute) {
+    std::string source = fitted(holds);
+    if (!holds || p->scaled.empty())
       return source;
     bool hbm = p->scaled.find("HBM") != std::string::npos, peak = p->scaled.find("peak") != std::string::npos;
     return (compute ? peak || hbm : hbm) ? source + " (scaled: " + p->scaled + ")" : source;
   };
   const std::vector<std::string>& part = timing_parts();
-  return {{part[0], scaled(fitted(gemm), true)},
-          {part[1], scaled(fitted(kernel), false)},
+  return {{part[0], scaled(gemm, true)},
+          {part[1], scaled(kernel, false)},
           {part[2], fitted(copies)},
           {part[3], collectives}};
 }

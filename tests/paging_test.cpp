@@ -293,3 +293,14 @@ TEST_CASE("first_touch_of_managed_memory_on_an_h100_takes_what_gpubench_measured
   RunResult r = replay_in_child(c, one_kernel_reading_weights(gpu0, GiB, "read"), o);
   CHECK(record(r, "read").paging_s == Approx(0.1711).epsilon(0.05));
 }
+
+TEST_CASE("unified_memory_on_two_data_parallel_gpus_replays_every_op_while_a_paged_kernel_is_in_flight", "[paging]")
+{
+  // A gradient all-reduce (no managed pages) ending while the other rank's kernel still
+  // faulted was taken for a paged kernel's step: "runtime failure: map::at", exit 3.
+  nlohmann::json j = run_json("uvm_two_gpus", "hardware: {node: dgx-a100, gpus_per_node: 2}\nmodel: {preset: gpt2}\n"
+                                              "training: {seq_len: 1024, global_batch: 16, micro_batch: 8}\n"
+                                              "memory: {mode: unified}\n");
+  CHECK(j["step_time_s"].get<double>() > 0);
+  CHECK(j["fits"] == true);
+}

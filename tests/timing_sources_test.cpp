@@ -2,6 +2,7 @@
 // NVLink generation, scaled by the NVLink ratio, and every result names where each part of
 // its timing came from, so that a comparison of machines can say which differences are
 // calibration rather than hardware.
+#include "app/sweep/TimingComparison.hpp"
 #include "hwmodels/Catalog.hpp"
 #include "hwmodels/TimingSources.hpp"
 #include "hwmodels/profile/GpuProfile.hpp"
@@ -174,4 +175,29 @@ TEST_CASE("a_sweep_over_machines_names_each_ones_timing_sources_and_warns_where_
   std::string equal = report("timing-equal", "[dgx-h100, hgx-h200]");
   CHECK_THAT(equal, Catch::Contains("every part is timed on the same footing"));
   CHECK_THAT(equal, !Catch::Contains("warning:"));
+}
+
+TEST_CASE("a_profile_scaled_to_a_changed_gpu_stands_as_measured_and_an_estimated_part_is_not_called_scaled",
+          "[timing][profile]")
+{
+  // An H100 with a changed HBM bandwidth is still timed from its measurements, scaled:
+  // beside an estimated GPU the comparison warns as for a measured one (it once counted
+  // "measured (scaled: ...)" as neither and dropped GEMMs and memory-bound kernels from the
+  // warning).
+  MachineTiming scaled{"h100 scaled",
+                       {"measured (scaled: HBM x0.90)", "measured (scaled: HBM x0.90)", "measured", "measured"}};
+  MachineTiming estimated{"b200", {"estimated", "estimated", "estimated", "estimated"}};
+  CHECK_THAT(timing_comparison_text({scaled, estimated}),
+             Catch::Contains("warning: GEMMs, memory-bound kernels, host copies, NVLink collectives are measured on "
+                             "some machines and estimated on others"));
+  // The H800's profile holds collectives only: a new bandwidth scales nothing it times,
+  // and its estimated parts stay "estimated".
+  std::string spec = "hardware: {node: hgx-h800, gpus_per_node: 1, gpu: {hbm_peak_bw: 1.6e12}}\n"
+                     "model: {preset: gpt2}\ntraining: {seq_len: 256, global_batch: 1, micro_batch: 1}\n";
+  GpuSpec g        = parse_spec(spec, "test.yaml", "").cluster.node.gpu;
+  for (const auto& [part, source] : timing_sources(g))
+    if (part == "gemm" || part == "memory_bound") {
+      INFO(part);
+      CHECK(source == "estimated");
+    }
 }

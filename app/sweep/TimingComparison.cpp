@@ -66,7 +66,8 @@ std::string timing_comparison_text(const std::vector<MachineTiming>& machines)
     bool grounded = false, estimated = false;
     for (const MachineTiming& m : machines) {
       line.push_back(m.sources[p]);
-      grounded  = grounded || m.sources[p] == "measured" || m.sources[p].starts_with("derived");
+      // "measured (scaled: ...)": a measurement scaled to the GPU's changed figures.
+      grounded  = grounded || m.sources[p].starts_with("measured") || m.sources[p].starts_with("derived");
       estimated = estimated || m.sources[p] == "estimated";
     }
     if (grounded && estimated)

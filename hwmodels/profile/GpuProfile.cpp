@@ -71,7 +71,7 @@ const GemmModel* GpuProfile::gemm_model(Dtype d, double peak) const
   std::optional<Dtype> from = lender(d);
   if (!from || peak <= 0)
     return nullptr;
-  auto key = std::make_pair(d, -1);
+  auto key = std::make_tuple(d, -1, peak);
   if (auto it = borrowed_.find(key); it != borrowed_.end())
     return &it->second;
   GemmModel m     = *own_model(*this, *from, -1);
@@ -88,7 +88,7 @@ const GemmModel* GpuProfile::gemm_model(Dtype d, double peak, GemmPass p) const
   std::optional<Dtype> from = lender(d);
   if (!from || peak <= 0)
     return nullptr;
-  auto key = std::make_pair(d, pass);
+  auto key = std::make_tuple(d, pass, peak);
   if (auto it = borrowed_.find(key); it != borrowed_.end())
     return &it->second;
   GemmModel m     = *own_model(*this, *from, pass);
@@ -109,9 +109,10 @@ const GemmTable* GpuProfile::gemm_table(Dtype d, double peak, GemmPass p) const
   // Measured times stand for another dtype only on the same units at the same element size.
   if (it == gemm_tables.end() || !m || dtype_bytes(*from) != dtype_bytes(d))
     return nullptr;
-  // The units it measured: the fit's, where the profile was scaled to another peak.
-  double measured_peak = it->second.reference ? it->second.reference->peak_flops : m->peak_flops;
-  if (measured_peak != peak)
+  // At the lender's peak, or, where the profile was scaled to another, at the peak it
+  // measured (a dtype left as measured beside a changed one): its corrections hold.
+  bool measured_peak = it->second.reference && it->second.reference->peak_flops == peak;
+  if (m->peak_flops != peak && !measured_peak)
     return nullptr;
   return &it->second;
 }

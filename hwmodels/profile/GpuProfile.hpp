@@ -22,6 +22,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace memwall {
@@ -94,7 +95,9 @@ struct GpuProfile {
 private:
   // The measured dtype a dtype without measurements takes its models from.
   std::optional<Dtype> lender(Dtype d) const;
-  mutable std::map<std::pair<Dtype, int>, GemmModel> borrowed_; // (dtype, pass or -1)
+  // (dtype, pass or -1, peak): a copy of the profile scaled to another peak, or one GPU's
+  // profile asked at two peaks, never reads a model borrowed at the other.
+  mutable std::map<std::tuple<Dtype, int, double>, GemmModel> borrowed_;
 };
 
 // `top` (a user's measurements) laid over `base` (the GPU's shipped profile): every part

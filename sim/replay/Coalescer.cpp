@@ -19,7 +19,7 @@
 // their time, so memory timelines stay in time order; a run neither starts with one
 // nor holds one at its start time (their order among other streams' events of that
 // instant is the op-by-op replay's). A run is no SimGrid activity: it ends on a kernel
-// timer where its Exec would have ended (Coalescer::end_runs).
+// timer where its Exec would have ended (Replayer::end_runs).
 //
 // A run walks its members: ops, and the members of chain ops (OpDag::end_capture), whose
 // privacy, kernel timings and collective plans are derived once per stored chain.

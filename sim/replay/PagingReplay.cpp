@@ -196,10 +196,13 @@ void PagingReplay::start_flow(OpId id, const DeviceRef& gpu, bool to_gpu, double
     one(launcher_.shadow_of(gpu, peer, gpu));
 }
 
-// Starts the kernel's next step; false when all have run.
+// Starts the kernel's next step; false when all have run, or op `id` is no paged kernel.
 bool PagingReplay::start_step(OpId id)
 {
-  PagedKernel& pk = kernels_.at(id);
+  auto it = kernels_.find(id);
+  if (it == kernels_.end()) // another op's activity: no paging steps of its own
+    return false;
+  PagedKernel& pk = it->second;
   if (pk.next == pk.steps.size())
     return false;
   const Step& s = pk.steps[pk.next++];

@@ -27,7 +27,7 @@ public:
   bool free_managed(const Op& op);
   // A kernel that touches managed memory: its paging steps, then itself.
   void start_kernel(OpId id, const Op& op);
-  // Starts the kernel's next step; false when all have run (or it is not paged).
+  // Starts the kernel's next step; false when all have run, or `id` is no paged kernel.
   bool start_step(OpId id);
   // An activity of op `id` ended at `now`; `paging`: a transfer, not its own work.
   void activity_ended(OpId id, bool paging, double now)
