@@ -85,6 +85,11 @@ void require_positive(const ParamReader& r, const char* key, double v, const cha
 } // namespace
 
 std::vector<std::string> gpu_preset_ids() { return keys_of(gpus_root()); }
+bool is_gpu_preset(const std::string& id)
+{
+  std::vector<std::string> ids = gpu_preset_ids();
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
 std::vector<std::string> node_preset_ids() { return keys_of(nodes_root()); }
 
 GpuSpec gpu_preset(const std::string& id, const std::string& where)
@@ -131,9 +136,9 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
              "catalog GPU of the same NVLink generation whose measured NCCL curves time this GPU's collectives "
              "inside a node where its own profile has none, scaled by the nvlink_bw ratio (empty: none)");
   if (!g.collectives_from.empty()) {
-    std::vector<std::string> ids = gpu_preset_ids();
-    if (std::find(ids.begin(), ids.end(), g.collectives_from) == ids.end())
-      r.fail("collectives_from", "'" + g.collectives_from + "' is not a catalog GPU; allowed: " + join(ids));
+    if (!is_gpu_preset(g.collectives_from))
+      r.fail("collectives_from",
+             "'" + g.collectives_from + "' is not a catalog GPU; allowed: " + join(gpu_preset_ids()));
   }
   // Each field as GpuSpec.hpp declares it: key, unit, default (the base's), meaning.
 #define MEMWALL_READ_REQUIRED(key, unit, description) g.key = q(r, #key, K::unit, b ? &b->key : nullptr, description);

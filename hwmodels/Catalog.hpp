@@ -11,6 +11,8 @@
 namespace memwall {
 
 std::vector<std::string> gpu_preset_ids();
+// Whether `id` is a GPU of the catalog.
+bool is_gpu_preset(const std::string& id);
 std::vector<std::string> node_preset_ids();
 // Throw InputError naming close identifiers when `id` is unknown; `where` prefixes it.
 GpuSpec gpu_preset(const std::string& id, const std::string& where = "");

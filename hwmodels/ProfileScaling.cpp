@@ -56,16 +56,12 @@ GpuProfile scaled_profile(const GpuProfile& p, const ProfileScale& s)
       m.peak_flops *= it->second;
     m.bandwidth *= s.memory;
   };
-  // A table's corrections are measured time over the model it was fitted with: kept
-  // against that model, so that they multiply the scaled one.
-  for (auto& [key, table] : out.gemm_tables) {
-    auto pass = p.gemm_passes.find(key);
-    auto own  = p.gemm.find(key.first);
-    if (pass != p.gemm_passes.end())
-      table.reference = std::make_shared<GemmModel>(pass->second);
-    else if (own != p.gemm.end())
-      table.reference = std::make_shared<GemmModel>(own->second);
-  }
+  // A table's corrections are measured time over the model it was fitted with (the one
+  // GpuProfile::gemm_time times its pass by): kept against that model, so that they
+  // multiply the scaled one.
+  for (auto& [key, table] : out.gemm_tables)
+    if (const GemmModel* fitted = p.gemm_model(key.first, 0, key.second))
+      table.reference = std::make_shared<GemmModel>(*fitted);
   for (auto& [d, m] : out.gemm)
     scale(d, m);
   for (auto& [key, m] : out.gemm_passes)

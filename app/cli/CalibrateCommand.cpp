@@ -267,9 +267,8 @@ int check(const std::vector<std::string>& args)
   GpuProfile p                  = load_profile(inputs[0]);
   std::vector<Measurement> rows = read_all({inputs.begin() + 1, inputs.end()});
   size_t skipped                = 0;
-  std::vector<std::string> ids  = gpu_preset_ids();
   std::optional<GpuSpec> gpu;
-  if (std::find(ids.begin(), ids.end(), p.gpu) != ids.end())
+  if (is_gpu_preset(p.gpu))
     gpu = gpu_preset(p.gpu);
   std::vector<double> predicted;
   std::vector<CheckLine> lines = check_profile(p, rows, skipped, gpu ? &*gpu : nullptr, &predicted);

@@ -4,7 +4,6 @@
 #include "hwmodels/ProfileScaling.hpp"
 
 #include "sim/collective/CollectiveAlgorithm.hpp"
-#include <algorithm>
 #include <filesystem>
 
 namespace memwall {
@@ -57,10 +56,7 @@ void read_profile_choice(ParamReader& r, GpuSpec& gpu, const std::string& spec_d
 // HBM link under kernels streaming at the measured 2.5 TB/s (408 % busy).
 void scale_profile_to_gpu(GpuSpec& gpu)
 {
-  if (!gpu.profile)
-    return;
-  std::vector<std::string> ids = gpu_preset_ids();
-  if (std::find(ids.begin(), ids.end(), gpu.profile->gpu) == ids.end())
+  if (!gpu.profile || !is_gpu_preset(gpu.profile->gpu))
     return;
   ProfileScale s = profile_scale(*gpu.profile, gpu_preset(gpu.profile->gpu), gpu);
   if (s.any())
@@ -71,9 +67,8 @@ void scale_profile_to_gpu(GpuSpec& gpu)
 
 void refuse_unused_estimates(const ParamReader& hw, const GpuSpec& gpu, bool generated_step)
 {
-  const GpuProfile* p          = gpu.profile.get();
-  std::vector<std::string> ids = gpu_preset_ids();
-  if (!p || std::find(ids.begin(), ids.end(), catalog_id(gpu)) == ids.end())
+  const GpuProfile* p = gpu.profile.get();
+  if (!p || !is_gpu_preset(catalog_id(gpu)))
     return;
   GpuSpec catalog = gpu_preset(catalog_id(gpu));
   auto refuse     = [&](const std::string& key, const std::string& what) {
