@@ -11,6 +11,9 @@ struct ClusterSpec {
   int gpus_per_node       = 1;   // GPUs used in each node (may be fewer than node.gpus)
   double oversubscription = 1.0; // 1 = non-blocking
   double switch_latency_s = 1e-6;
+  // NVLink SHARP (NCCL's NVLS): all-reduces reduced in the NVSwitch, where the node's
+  // switch and GPUs support it (sm90 and later); off as with NCCL_NVLS_ENABLE=0.
+  bool nvls = true;
 
   // Facility overheads of the GPUs' power (cooling, conversion) and the price of energy.
   double pue         = 1.56; // Uptime Institute, Global Data Center Survey 2024: the average PUE

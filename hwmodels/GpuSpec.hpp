@@ -34,7 +34,10 @@
 #define MEMWALL_GPU_COUNTS(X)                                                                                          \
   X(sms, 0, 0, 100'000, "streaming multiprocessors (compute units); 0 = unknown")                                      \
   X(pcie_gen, 4, 1, 7, "PCIe generation of the host link")                                                             \
-  X(pcie_lanes, 16, 1, 32, "PCIe lanes of the host link")
+  X(pcie_lanes, 16, 1, 32, "PCIe lanes of the host link")                                                              \
+  X(compute_capability, 0, 0, 1000,                                                                                    \
+    "CUDA compute capability x 10 (90: sm_90, Hopper): which row of NCCL's per-architecture tables applies; 0 = not "  \
+    "a CUDA device")
 
 namespace memwall {
 

@@ -53,6 +53,15 @@ Op kernel_op(const DeviceRef& gpu, double flops, double bytes, const std::string
   return memwall::kernel_op(gpu, KernelClass::gemm, Dtype::bf16, flops, bytes, 0.0, name);
 }
 
+std::vector<DeviceRef> gpu_grid(int nodes, int per_node)
+{
+  std::vector<DeviceRef> v;
+  for (int n = 0; n < nodes; ++n)
+    for (int i = 0; i < per_node; ++i)
+      v.push_back({DeviceKind::gpu, n, i});
+  return v;
+}
+
 const OpRecord& record(const RunResult& r, const std::string& name)
 {
   for (const auto& o : r.ops)

@@ -22,6 +22,9 @@ ClusterSpec hand_cluster(int gpus, GpuFabric fabric, int gpus_per_switch);
 
 Op kernel_op(const DeviceRef& gpu, double flops, double bytes, const std::string& name);
 
+// GPUs 0..per_node-1 of nodes 0..nodes-1, node by node (a collective's group).
+std::vector<DeviceRef> gpu_grid(int nodes, int per_node);
+
 const OpRecord& record(const RunResult& r, const std::string& name);
 
 struct CliResult {

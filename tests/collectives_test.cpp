@@ -19,15 +19,6 @@ Op all_reduce(int32_t group, double bytes)
                        "allreduce");
 }
 
-std::vector<DeviceRef> gpus(int nodes, int per_node)
-{
-  std::vector<DeviceRef> v;
-  for (int n = 0; n < nodes; ++n)
-    for (int i = 0; i < per_node; ++i)
-      v.push_back({DeviceKind::gpu, n, i});
-  return v;
-}
-
 } // namespace
 
 TEST_CASE("ring_all_reduce_of_s_bytes_over_n_gpus_takes_2_n_minus_1_over_n_s_over_b_plus_latencies", "[collectives]")
@@ -38,7 +29,7 @@ TEST_CASE("ring_all_reduce_of_s_bytes_over_n_gpus_takes_2_n_minus_1_over_n_s_ove
   ClusterSpec c = hand_cluster(n, GpuFabric::nvswitch, 2);
   for (const char* algorithm : {"ring", "bulk_ring", "auto"}) {
     OpDag dag;
-    dag.add(all_reduce(dag.add_group(gpus(1, n)), S));
+    dag.add(all_reduce(dag.add_group(gpu_grid(1, n)), S));
     RunResult r     = replay_in_child(c, dag, {.collective_algorithm = algorithm});
     double expected = 2.0 * (n - 1) / n * S / B + 2 * (n - 1) * alpha; // 4.375 ms + 28 us
     INFO(algorithm);
@@ -58,7 +49,7 @@ TEST_CASE("hierarchical_all_reduce_scatters_in_node_reduces_per_rail_and_gathers
   c.switch_latency_s   = 1e-6;
   const double S = 1e9, g = 2, N = 2;
   OpDag dag;
-  dag.add(all_reduce(dag.add_group(gpus(2, 2)), S));
+  dag.add(all_reduce(dag.add_group(gpu_grid(2, 2)), S));
   RunResult r          = replay_in_child(c, dag, {.collective_algorithm = "hierarchical"});
   double intra         = (g - 1) * (S / g / 400e9 + 2e-6);        // reduce-scatter, then all-gather
   double inter         = 5e-6 + 2 * (N - 1) / N * (S / g) / 25e9; // bulk ring of the S/g shard per rail
@@ -171,7 +162,7 @@ double catalog_all_reduce(const std::string& node, double bytes)
       parse_spec("hardware: {node: " + node + "}\nmodel: {preset: gpt2}\ntraining: {seq_len: 128, global_batch: 8}\n",
                  "test.yaml", "");
   OpDag dag;
-  dag.add(all_reduce(dag.add_group(gpus(1, 8)), bytes));
+  dag.add(all_reduce(dag.add_group(gpu_grid(1, 8)), bytes));
   RunResult r = replay_in_child(spec.cluster, dag, {.collective_algorithm = "auto"});
   return record(r, "allreduce").end;
 }
@@ -248,7 +239,7 @@ TEST_CASE("an_ep32_decode_dispatch_and_combine_on_h800_nodes_stay_within_15_perc
                                    "training: {seq_len: 128, global_batch: 32}\n",
                                    "test.yaml", "");
   OpDag dag;
-  int32_t ep = dag.add_group(gpus(4, 8));
+  int32_t ep = dag.add_group(gpu_grid(4, 8));
   const DeviceRef g0{DeviceKind::gpu, 0, 0};
   const double buffer = 128.0 * 8 * 7168;
   OpId d = dag.add(collective_op(g0, StreamKind::comm, CollectiveKind::all_to_all, ep, buffer, "dispatch"));

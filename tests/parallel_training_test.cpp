@@ -128,10 +128,11 @@ TEST_CASE("tp_groups_sharing_a_node_all_reduce_as_fast_as_one_alone", "[tp]")
   // pairs. Each group uses its own GPUs' NVLink ports. A ring all-reduce of S bytes over
   // n ranks sends 2(n-1)/n S through every port in 2(n-1) steps of one NVLink hop each
   // (catalog: 450 GB/s a port; dgx-h100 nvlink_latency_s 1 us). S = s b h x 2 bytes.
-  // Line rate (profile: none), so that the hand calculation needs no fitted NCCL curve.
+  // Line rate (profile: none, the textbook ring of `auto` rather than NCCL's model), so
+  // that the hand calculation needs no fitted NCCL curve.
   auto proj_allreduce = [](int tp, int gpus) {
     RunResult r = simulate(spec("hardware: {node: dgx-h100, profile: none, gpus_per_node: " + std::to_string(gpus) +
-                                "}\n"
+                                ", network: {collective_algorithm: auto}}\n"
                                 "model: {layers: 2, hidden: 4096, heads: 32, vocab: 1024, max_seq_len: 4096}\n"
                                 "training: {seq_len: 4096, micro_batch: 1, tp: " +
                                 std::to_string(tp) + ", global_batch: " + std::to_string(gpus / tp) + "}\n"),

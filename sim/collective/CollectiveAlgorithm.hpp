@@ -36,6 +36,10 @@ struct CollectiveRequest {
   double bytes                        = 0;       // all-reduce: buffer; all-gather: output; reduce-scatter: input
   // Latency of the route between two devices (one hop of a step).
   std::function<double(const DeviceRef&, const DeviceRef&)> latency;
+  // Bandwidth of the narrowest link on the route between two devices, bytes/s.
+  std::function<double(const DeviceRef&, const DeviceRef&)> bandwidth;
+  // The hardware the group runs on (the GPU, its node's links and NICs).
+  const ClusterSpec* cluster = nullptr;
   // GPUs of a node reach each other through a switch (NVSwitch): every intra-node route
   // is alike, which lets an all-to-all be folded by symmetry (all_to_all_phase).
   bool switched_nodes = false;
@@ -45,6 +49,9 @@ class CollectiveAlgorithm {
 public:
   virtual ~CollectiveAlgorithm()                                              = default;
   virtual std::vector<CollectivePhase> plan(const CollectiveRequest& r) const = 0;
+  // Whether a plan inside one NVLink node is to be timed by the GPU profile's measured
+  // NCCL curves (CollectiveTiming) where it holds them, or keeps its own timing.
+  virtual bool measured_inside_node(const CollectiveRequest& /*r*/) const { return true; }
 };
 
 using CollectiveFactory = std::function<std::unique_ptr<CollectiveAlgorithm>()>;

@@ -135,9 +135,14 @@ std::vector<CollectivePhase> CollectiveReplay::plan(const Op& op)
   req.latency        = [this](const DeviceRef& a, const DeviceRef& b) {
     return launcher_.routes().route(launcher_.route_of(a, b)).latency;
   };
+  req.bandwidth = [this](const DeviceRef& a, const DeviceRef& b) {
+    return launcher_.routes().route(launcher_.route_of(a, b)).bandwidth;
+  };
+  req.cluster                         = &platform_.cluster();
   const std::vector<DeviceRef>& group = dag_.group(op.group);
   req.group                           = &group;
   std::vector<CollectivePhase> phases = algorithm_->plan(req);
+  const bool measured                 = algorithm_->measured_inside_node(req);
   // The same collective of the shadow ranks' own groups, at the same time; their flows
   // join the matching phases.
   for (const std::vector<DeviceRef>& other : dag_.concurrent_groups(op.group)) {
@@ -146,7 +151,8 @@ std::vector<CollectivePhase> CollectiveReplay::plan(const Op& op)
     for (size_t i = 0; i < extra.size() && i < phases.size(); ++i)
       phases[i].flows.insert(phases[i].flows.end(), extra[i].flows.begin(), extra[i].flows.end());
   }
-  calibrate(op, group, phases);
+  if (measured)
+    calibrate(op, group, phases);
   return phases;
 }
 

@@ -117,8 +117,11 @@ ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algori
   c.node.nics   = static_cast<int>(net.integer("nics", c.node.nics, "NICs per node for compute traffic", 0, "", 1024));
   c.node.nic_bw = net.quantity("nic_bw", QuantityKind::rate, c.node.nic_bw, "bandwidth per NIC per direction");
   c.node.nic_latency_s = net.quantity("nic_latency_s", QuantityKind::seconds, c.node.nic_latency_s, "NIC latency");
+  c.nvls               = net.flag("nvls", c.nvls,
+                                  "NVLink SHARP (NCCL's NVLS) where the NVSwitch supports it (sm90 and later); false as with "
+                                                "NCCL_NVLS_ENABLE=0 or without the fabric manager's multicast");
   collective_algorithm =
-      net.choice("collective_algorithm", "auto", collective_registry().names(), "how collectives become flows");
+      net.choice("collective_algorithm", "nccl", collective_registry().names(), "how collectives become flows");
   if (c.nodes > 1 && (c.node.nics <= 0 || c.node.nic_bw <= 0))
     net.fail("nics", "a cluster of " + std::to_string(c.nodes) + " nodes needs nics > 0 and nic_bw > 0 (node " +
                          c.node.id + " has none)");

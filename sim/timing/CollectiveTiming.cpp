@@ -36,8 +36,7 @@ CollectiveTiming nvlink_collective_timing(const GpuSpec& g, CollectiveKind kind,
   double efficiency = std::min(1.0, bus_factor(curve_kind, ranks) * r.bandwidth / g.nvlink_bw);
   if (efficiency > 0)
     t.flow_scale = 1.0 / efficiency;
-  double latency = r.latency_s * ring_steps(kind, n) / ring_steps(curve_kind, n);
-  t.delay_s      = std::max(0.0, latency - ring_steps(kind, n) * hop_latency_s);
+  t.delay_s = std::max(0.0, r.latency_s - ring_steps(kind, n) * hop_latency_s);
   return t;
 }
 

@@ -74,7 +74,7 @@ public:
 };
 
 const bool registered_auto =
-    collective_registry().add("auto", "bulk ring within a node, hierarchical across nodes (default)",
+    collective_registry().add("auto", "bulk ring within a node, hierarchical across nodes",
                               [] { return std::make_unique<AutoCollective>(); });
 
 } // namespace
