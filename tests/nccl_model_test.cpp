@@ -157,3 +157,54 @@ TEST_CASE("replayed_h100_all_gathers_stay_near_published_nccl_tests_bus_bandwidt
   // at 8 GiB where CoreWeave's reaches 387), held to 15 %.
   CHECK(replayed_bus_bw(AG, 4, GiB) == Approx(320.55).epsilon(0.15));
 }
+
+TEST_CASE("gpus_sharing_a_nic_run_a_collective_at_ncclss_model_not_slower", "[nccl]")
+{
+  // Four NICs for eight GPUs: NCCL's search puts 4 channels of 48 GB/s on them and
+  // duplicates them into 8 x 24 (bus bandwidth 192); a ring all-gather of 1 GiB over 64
+  // GPUs with Simple: 8.4 + 56 x 3.4 + 7 x 14 = 296.8 us of latency, then 1 GiB at
+  // 192 x 64/63 GB/s: 5.80 ms, a bus bandwidth of 182.1 GB/s, below the NICs' 4 x 50.
+  const double S = GiB;
+  double bus     = replayed_bus_bw(CollectiveKind::all_gather, 8, S, ", network: {nics: 4}");
+  double by_hand = S * 63 / 64 / (296.8e-6 + S / (192e9 * 64 / 63)) / 1e9;
+  CHECK(by_hand == Approx(182.1).epsilon(1e-3));
+  CHECK(bus == Approx(by_hand).epsilon(0.02));
+}
+
+TEST_CASE("a_ring_across_nodes_fits_its_channels_in_the_gpus_nvlinks", "[nccl]")
+{
+  // HGX H800: 200 GB/s of NVLink a GPU, NCCL's 8 x 20.6 = 164.8. A ring channel crosses
+  // the node over 7 of its 8 GPUs' ports, so channels x speed x 7/8 <= 164.8: of NCCL's
+  // speeds 4 x 45 GB/s carries most (180; 8 x 48 would need 336), duplicated into 8 x
+  // 22.5. A 1 GiB all-gather over 2 nodes: 8.4 + 14 x 3.4 + 14 = 70 us, then 1 GiB at
+  // 180 x 16/15 GB/s: bus bandwidth 177.8 GB/s (not the DGX H100's 384 x 15/16).
+  ExperimentSpec spec = parse_spec(
+      "hardware: {node: hgx-h800, nodes: 2}\nmodel: {preset: gpt2}\ntraining: {seq_len: 128, global_batch: 16}\n",
+      "test.yaml", "");
+  NcclComm c = nccl_comm(spec.cluster, gpu_grid(2, 8));
+  CHECK(c.ring.channels == 8);
+  CHECK(c.ring.bw_inter == Approx(22.5));
+  OpDag dag;
+  int32_t group = dag.add_group(gpu_grid(2, 8));
+  dag.add(collective_op({DeviceKind::gpu, 0, 0}, StreamKind::comm, CollectiveKind::all_gather, group, GiB, "coll"));
+  RunResult r    = replay_in_child(spec.cluster, dag, {.collective_algorithm = "nccl"});
+  double by_hand = GiB * 15 / 16 / (70e-6 + GiB / (180e9 * 16 / 15)) / 1e9;
+  CHECK(by_hand == Approx(177.8).epsilon(1e-3));
+  CHECK(nccl_bus_bandwidth(CollectiveKind::all_gather, 16, GiB, record(r, "coll").end) / 1e9 ==
+        Approx(by_hand).epsilon(0.02));
+}
+
+TEST_CASE("ncclss_ring_graph_holds_at_most_16_channels", "[nccl]")
+{
+  // init.cc: the ring graph's maxChannels is MAXCHANNELS / 2 = 16; ncclTopoDupChannels
+  // doubles to at most that, dividing the bandwidth by ceil(dup / n). An H100 with twice
+  // its NVLinks (36 x 20.6 = 741.6 GB/s as NCCL counts them): 12 x 60 found, duplicated
+  // to 16 x 30, not 24 x 30.
+  ExperimentSpec spec =
+      parse_spec("hardware: {node: dgx-h100, gpu: {preset: h100-sxm-80gb, nvlink_bw: 900e9}}\nmodel: {preset: "
+                 "gpt2}\ntraining: {seq_len: 128, global_batch: 8}\n",
+                 "test.yaml", "");
+  NcclComm c = nccl_comm(spec.cluster, gpu_grid(1, 8));
+  CHECK(c.ring.channels == 16);
+  CHECK(c.ring.bw_intra == Approx(30.0));
+}

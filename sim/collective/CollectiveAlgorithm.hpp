@@ -36,8 +36,9 @@ struct CollectiveRequest {
   double bytes                        = 0;       // all-reduce: buffer; all-gather: output; reduce-scatter: input
   // Latency of the route between two devices (one hop of a step).
   std::function<double(const DeviceRef&, const DeviceRef&)> latency;
-  // Bandwidth of the narrowest link on the route between two devices, bytes/s.
-  std::function<double(const DeviceRef&, const DeviceRef&)> bandwidth;
+  // The links of the route between two devices, and a link's bandwidth (bytes/s).
+  std::function<const std::vector<int>&(const DeviceRef&, const DeviceRef&)> links;
+  std::function<double(int)> link_bandwidth;
   // The hardware the group runs on (the GPU, its node's links and NICs).
   const ClusterSpec* cluster = nullptr;
   // GPUs of a node reach each other through a switch (NVSwitch): every intra-node route

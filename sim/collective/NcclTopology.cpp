@@ -28,15 +28,31 @@ double fitting_speed(const std::vector<double>& speeds, double bw)
   return speeds.back();
 }
 
-// ncclTopoDupChannels: a graph of few fast channels is run as twice as many at half the
-// bandwidth each.
+// The ring and tree graphs' most channels (init.cc: MAXCHANNELS / 2).
+constexpr int max_graph_channels = 16;
+
+// ncclTopoDupChannels: a graph of few fast channels is run as up to twice as many, each
+// at its share of the bandwidth.
 void dup_channels(NcclGraph& g, int cc)
 {
   if (g.channels == 0 || g.bw_intra < 25.0 || (cc > 80 && g.bw_intra < 50.0 && g.channels > 4))
     return;
-  g.channels *= 2;
-  g.bw_intra /= 2;
-  g.bw_inter /= 2;
+  int dup    = std::min(2 * g.channels, max_graph_channels);
+  int div    = (dup + g.channels - 1) / g.channels;
+  g.channels = dup;
+  g.bw_intra /= div;
+  g.bw_inter /= div;
+}
+
+// NCCL's figure for a GPU's NVLinks, GB/s per direction (topo.h, v2.23): its links (the
+// line rate over 25 GB/s a link, 50 on NVLink 5, 14.06 on sm86's bridge) at 20.6 GB/s on
+// sm90 and later, 12.0 on sm86, 20.0 before.
+double nccl_nvlink_bw(const GpuSpec& g)
+{
+  const int cc       = g.compute_capability;
+  const double line  = cc >= 100 ? 50.0 : cc == 86 ? 14.0625 : 25.0;
+  const double count = cc >= 90 ? 20.6 : cc == 86 ? 12.0 : 20.0;
+  return g.nvlink_bw / 1e9 / line * count;
 }
 
 } // namespace
@@ -63,45 +79,62 @@ NcclComm nccl_comm(const ClusterSpec& cluster, const std::vector<DeviceRef>& gro
   const std::vector<int>& local = by_node.begin()->second;
   const int ppn                 = static_cast<int>(local.size());
   const bool sm90               = cc >= 90;
-  const double nvlink           = node.gpu.nvlink_bw / 1e9 * (sm90 ? 20.6 : 20.0) / 25.0; // NCCL's NVLink figure, GB/s
-  const double path             = std::min(node.nic_bw / 1e9, nccl_pci_bw(node.gpu.pcie_gen, node.gpu.pcie_lanes));
+  const double pci              = nccl_pci_bw(node.gpu.pcie_gen, node.gpu.pcie_lanes);
+  const double nvlink           = nccl_nvlink_bw(node.gpu);
+  const double path             = std::min(node.nic_bw / 1e9, pci);
+  std::set<int> nics; // the NICs beside the group's GPUs of a node
+  for (int i : local)
+    nics.insert(std::max(0, node.nic_of_gpu(i)));
 
   if (c.nodes == 1) {
     // Rings over NVLink: as many channels of the fastest speed as the GPU's links carry,
     // then duplicated (12 x 30 GB/s on a DGX H100, 12 x 20 on a DGX A100).
     if (c.nvlink && nvlink > 0) {
       c.ring.bw_intra = c.ring.bw_inter = fitting_speed(sm90 ? sm90_speeds_intra : speeds_intra, nvlink);
-      c.ring.channels                   = std::max(1, static_cast<int>(nvlink / c.ring.bw_intra));
+      c.ring.channels                   = std::clamp(static_cast<int>(nvlink / c.ring.bw_intra), 1, max_graph_channels);
       dup_channels(c.ring, cc);
     }
     c.tree = c.ring;
   } else {
-    // Rings across nodes: one channel on each NIC the node's ranks sit beside (a channel
-    // leaving through another GPU's NIC would cross the CPU), at the speed the GPU ->
-    // PCIe -> NIC path carries, duplicated where few and fast. The tree graph has the
-    // ring's channels, and on sm90 falls back to a simple tree ("Try a simpler tree").
-    std::set<int> nics;
-    for (int i : local)
-      nics.insert(std::max(0, node.nic_of_gpu(i)));
-    c.ring.channels = static_cast<int>(nics.size());
-    c.ring.bw_inter = c.ring.bw_intra = fitting_speed(sm90 ? sm90_speeds_inter : speeds_inter, path);
+    // Rings across nodes: a channel on each NIC the node's ranks sit beside (a channel
+    // leaving through another GPU's NIC would cross the CPU), at a speed the GPU -> PCIe
+    // -> NIC path carries, and, where several of the group's GPUs share the node, no more
+    // than a GPU's NVLinks (or its PCIe link) carry: a channel crosses the node over
+    // ppn - 1 of its GPUs' ports, so channels x speed x (ppn - 1) / ppn fit in one GPU's
+    // (8 x 48 GB/s in a DGX H100's 370.8). Of the speeds the search tries, the one of most
+    // bandwidth in all; duplicated where few and fast. The tree graph has the ring's channels, and falls back to a simple tree on
+    // sm90 or with one GPU a node ("Try a simpler tree"; search.cc).
+    const int most     = std::min(static_cast<int>(nics.size()), max_graph_channels);
+    const double inner = c.nvlink ? nvlink : pci;
+    for (double speed : sm90 ? sm90_speeds_inter : speeds_inter) {
+      if (speed > path)
+        continue;
+      int fit = ppn > 1 ? std::min(most, static_cast<int>(inner / (speed * (ppn - 1) / ppn))) : most;
+      if (fit * speed > c.ring.channels * c.ring.bw_inter) {
+        c.ring.channels = fit;
+        c.ring.bw_inter = c.ring.bw_intra = speed;
+      }
+    }
     dup_channels(c.ring, cc);
     c.tree        = c.ring;
-    c.simple_tree = sm90;
+    c.simple_tree = sm90 || ppn == 1;
   }
   // NVLink SHARP (NVSwitch of sm90 and later, more than two of the group's GPUs a node):
   // a channel per GPU, each GPU's NVLinks carrying every channel and its own once more as
-  // head (8 x 40 GB/s on a DGX H100); across nodes a head reaches its NIC.
+  // head (8 x 40 GB/s on a DGX H100); across nodes a head reaches its NIC, one a NIC.
   if (cluster.nvls && node.fabric == GpuFabric::nvswitch && sm90 && ppn > 2) {
-    c.nvls.channels = ppn;
+    c.nvls.channels = c.nodes > 1 ? std::min(ppn, static_cast<int>(nics.size())) : ppn;
     c.nvls.bw_intra = fitting_speed(sm90_speeds_intra, nvlink / (ppn + 1));
     c.nvls.bw_inter = c.nodes > 1 ? fitting_speed(sm90_speeds_inter, path) : c.nvls.bw_intra;
   }
-  // comm->nChannels after ncclTopoPostset (connect.cc): the ring's doubled, and doubled
-  // again on sm90 across nodes below 16 where a channel carries more than 45 GB/s.
+  // comm->nChannels after ncclTopoPostset (connect.cc): the ring's doubled, doubled again
+  // on sm90 across nodes below 16 where a channel carries more than 45 GB/s, and raised
+  // to NVLS's 16 where NVLS runs.
   c.runtime_channels = std::min(32, 2 * std::max(1, c.ring.channels));
   if (c.nodes > 1 && sm90 && c.ring.bw_intra > 45.0 && c.runtime_channels < 16)
     c.runtime_channels = std::min(32, 2 * c.runtime_channels);
+  if (c.nvls.channels > 0)
+    c.runtime_channels = std::max(c.runtime_channels, 16);
   return c;
 }
 

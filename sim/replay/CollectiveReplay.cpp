@@ -135,24 +135,41 @@ std::vector<CollectivePhase> CollectiveReplay::plan(const Op& op)
   req.latency        = [this](const DeviceRef& a, const DeviceRef& b) {
     return launcher_.routes().route(launcher_.route_of(a, b)).latency;
   };
-  req.bandwidth = [this](const DeviceRef& a, const DeviceRef& b) {
-    return launcher_.routes().route(launcher_.route_of(a, b)).bandwidth;
+  req.links = [this](const DeviceRef& a, const DeviceRef& b) -> const std::vector<int>& {
+    return launcher_.routes().route(launcher_.route_of(a, b)).links;
   };
+  req.link_bandwidth                  = [this](int l) { return launcher_.routes().link(l)->get_bandwidth(); };
   req.cluster                         = &platform_.cluster();
   const std::vector<DeviceRef>& group = dag_.group(op.group);
   req.group                           = &group;
   std::vector<CollectivePhase> phases = algorithm_->plan(req);
-  const bool measured                 = algorithm_->measured_inside_node(req);
-  // The same collective of the shadow ranks' own groups, at the same time; their flows
-  // join the matching phases.
+  if (algorithm_->measured_inside_node(req))
+    calibrate(op, group, phases);
+  // The same collective of the shadow ranks' own groups, at the same time, each planned
+  // and timed as its own (an uneven layout's group may span nodes where this one does
+  // not): the k-th phase that moves bytes of theirs joins the k-th of this one, their
+  // latencies run beside this one's.
+  std::vector<size_t> moving;
+  for (size_t i = 0; i < phases.size(); ++i)
+    if (!phases[i].flows.empty())
+      moving.push_back(i);
   for (const std::vector<DeviceRef>& other : dag_.concurrent_groups(op.group)) {
     req.group                          = &other;
     std::vector<CollectivePhase> extra = algorithm_->plan(req);
-    for (size_t i = 0; i < extra.size() && i < phases.size(); ++i)
-      phases[i].flows.insert(phases[i].flows.end(), extra[i].flows.begin(), extra[i].flows.end());
+    if (algorithm_->measured_inside_node(req))
+      calibrate(op, other, extra);
+    size_t k = 0;
+    for (const CollectivePhase& e : extra) {
+      if (e.flows.empty())
+        continue;
+      if (moving.empty()) {
+        moving.push_back(phases.size());
+        phases.push_back({});
+      }
+      CollectivePhase& into = phases[moving[std::min(k++, moving.size() - 1)]];
+      into.flows.insert(into.flows.end(), e.flows.begin(), e.flows.end());
+    }
   }
-  if (measured)
-    calibrate(op, group, phases);
   return phases;
 }
 

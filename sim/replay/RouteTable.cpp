@@ -1,7 +1,5 @@
 #include "sim/replay/RouteTable.hpp"
 
-#include <algorithm>
-
 namespace memwall {
 
 int RouteTable::index(simgrid::s4u::Host* src, simgrid::s4u::Host* dst)
@@ -20,7 +18,6 @@ int RouteTable::index(simgrid::s4u::Host* src, simgrid::s4u::Host* dst)
   Route route;
   route.latency = latency;
   for (simgrid::s4u::Link* l : links) {
-    route.bandwidth  = std::min(route.bandwidth, l->get_bandwidth());
     auto [it, fresh] = link_ids_.try_emplace(l, static_cast<int>(links_.size()));
     if (fresh) {
       links_.push_back(l);

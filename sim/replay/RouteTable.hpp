@@ -21,8 +21,7 @@ class RouteTable {
 public:
   struct Route {
     std::vector<int> links;
-    double latency   = 0;
-    double bandwidth = 1e300; // its narrowest link's, bytes/s (a route of no link: unbounded)
+    double latency = 0;
   };
 
   // The number of the route from `src` to `dst`, found on first use.

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <unordered_map>
 
 namespace memwall {
 namespace {
@@ -57,11 +58,17 @@ public:
     if (!cost)
       return fallback_->plan(r);
     CollectivePhase traffic = bus_traffic(*r.group, r.kind, r.bytes);
-    double alone = 0, hop = 0; // the flows' time alone at their routes' narrowest links
+    // The flows' time alone: the most any link carries of them over its bandwidth
+    // (GPUs sharing a NIC or a PCIe switch queue on it).
+    std::unordered_map<int, double> load;
+    double alone = 0, hop = 0;
     for (const Flow& f : traffic.flows) {
-      alone = std::max(alone, f.bytes / r.bandwidth(f.src, f.dst));
-      hop   = std::max(hop, r.latency(f.src, f.dst));
+      for (int l : r.links(f.src, f.dst))
+        load[l] += f.bytes;
+      hop = std::max(hop, r.latency(f.src, f.dst));
     }
+    for (const auto& [l, bytes] : load)
+      alone = std::max(alone, bytes / r.link_bandwidth(l));
     double scale = alone > 0 ? r.bytes / cost->bandwidth / alone : 1.0;
     for (Flow& f : traffic.flows)
       f.bytes *= scale;
