@@ -45,7 +45,7 @@ void write_chrome_trace(const RunResult& r, const std::string& path)
     }
     for (const auto& [d, p] : pid)
       for (StreamKind s : {StreamKind::compute, StreamKind::h2d, StreamKind::d2h, StreamKind::comm, StreamKind::host,
-                           StreamKind::p2p, StreamKind::gather})
+                           StreamKind::p2p, StreamKind::gather, StreamKind::tp_comm})
         emit({{"ph", "M"},
               {"name", "thread_name"},
               {"pid", p},

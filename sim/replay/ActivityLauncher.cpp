@@ -3,6 +3,8 @@
 // traffic mapped onto their own devices. Copies are in ActivityLauncherCopies.cpp.
 #include "sim/replay/ActivityLauncher.hpp"
 
+#include <algorithm>
+
 #include "sim/replay/OrbitFold.hpp"
 #include "sim/timing/KernelTiming.hpp"
 
@@ -68,6 +70,24 @@ DeviceRef ActivityLauncher::shadow_of(const DeviceRef& rep, const DeviceRef& pee
   return d;
 }
 
+DeviceRef ActivityLauncher::copy_end_of(const Op& op, const DeviceRef& peer, const DeviceRef& d) const
+{
+  if (op.group < 0 || d.kind != DeviceKind::gpu)
+    return shadow_of(op.device, peer, d);
+  auto at = [](const std::vector<DeviceRef>& g, const DeviceRef& x) {
+    return static_cast<size_t>(std::find(g.begin(), g.end(), x) - g.begin());
+  };
+  const std::vector<DeviceRef>& own    = dag_.group(op.group);
+  const std::vector<DeviceRef>* theirs = at(own, peer) < own.size() ? &own : nullptr;
+  for (const std::vector<DeviceRef>& other : dag_.concurrent_groups(op.group))
+    if (!theirs && at(other, peer) < other.size())
+      theirs = &other;
+  size_t n = own.size(), from = at(own, op.device), to = at(own, d);
+  if (!theirs || theirs->size() != n || from == n || to == n)
+    return shadow_of(op.device, peer, d);
+  return (*theirs)[(at(*theirs, peer) + to + n - from) % n];
+}
+
 void ActivityLauncher::for_each_route(const Op& op,
                                       const std::function<void(const DeviceRef&, const DeviceRef&)>& f) const
 {
@@ -75,7 +95,7 @@ void ActivityLauncher::for_each_route(const Op& op,
     case OpKind::copy:
       f(op.src, op.dst);
       for (const DeviceRef& peer : dag_.shadows(op.device))
-        f(shadow_of(op.device, peer, op.src), shadow_of(op.device, peer, op.dst));
+        f(copy_end_of(op, peer, op.src), copy_end_of(op, peer, op.dst));
       if (op.pageable) {
         const DeviceRef& host = op.src.kind == DeviceKind::host ? op.src : op.dst;
         f(host, host);

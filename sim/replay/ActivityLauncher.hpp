@@ -44,6 +44,10 @@ public:
   // Where a shadow rank's traffic goes: `d` as seen from `peer` instead of `rep` (a GPU
   // as many ranks on from `d` as `peer` is from `rep`, ranks numbered node by node).
   DeviceRef shadow_of(const DeviceRef& rep, const DeviceRef& peer, const DeviceRef& d) const;
+  // An end of a shadow rank's copy: for a copy within a group (Op::group: a userbuffers
+  // transfer to the tp ring neighbour) the member of the peer's own group at the same
+  // offset from the peer as `d` from the representative; otherwise shadow_of.
+  DeviceRef copy_end_of(const Op& op, const DeviceRef& peer, const DeviceRef& d) const;
   DeviceRef host_of(const DeviceRef& gpu) const; // the socket the GPU hangs off
   // Every route an op's own activities cross, collectives' flows aside: a copy's (and
   // its shadow ranks'), a pageable copy's pass through host DRAM, host work's DRAM (and

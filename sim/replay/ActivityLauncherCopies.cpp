@@ -43,7 +43,9 @@ double ActivityLauncher::copy_payload(const Op& op, const DeviceRef& src, const 
   if (!p || op.bytes <= 0)
     return -1;
   bool gpus = src.kind == DeviceKind::gpu && dst.kind == DeviceKind::gpu && src.node == dst.node;
-  if (gpus && op.stream == StreamKind::p2p) {
+  // A pipeline send, or a userbuffers transfer between a tp group's GPUs: NCCL's measured
+  // send/receive between two GPUs of the node.
+  if (gpus && (op.stream == StreamKind::p2p || op.stream == StreamKind::tp_comm)) {
     if (!gpu_links(c.node.fabric))
       return -1;
     int route          = route_of(src, dst);

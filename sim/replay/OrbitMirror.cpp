@@ -40,7 +40,7 @@ bool OrbitMirror::add_copy_orbit(const Op& op)
     return false;
   std::set<std::pair<DeviceRef, DeviceRef>> started{{op.src, op.dst}}, turns;
   for (const DeviceRef& peer : peers)
-    started.emplace(launcher_.shadow_of(op.device, peer, op.src), launcher_.shadow_of(op.device, peer, op.dst));
+    started.emplace(launcher_.copy_end_of(op, peer, op.src), launcher_.copy_end_of(op, peer, op.dst));
   for (int k = 0; k < block_; ++k)
     turns.emplace(turned(op.src, k), turned(op.dst, k));
   if (started != turns)

@@ -216,8 +216,7 @@ void Replayer::start(OpId id)
         break;
       launcher_.start_copy(id, op, op.src, op.dst);
       for (const DeviceRef& peer : dag_.shadows(op.device))
-        launcher_.start_copy(id, op, launcher_.shadow_of(op.device, peer, op.src),
-                             launcher_.shadow_of(op.device, peer, op.dst));
+        launcher_.start_copy(id, op, launcher_.copy_end_of(op, peer, op.src), launcher_.copy_end_of(op, peer, op.dst));
       break;
     case OpKind::collective: collectives_.start(id, op, priv); break;
     case OpKind::chain: break; // current_op() is one of its members

@@ -15,7 +15,8 @@ NLOHMANN_JSON_SERIALIZE_ENUM(StreamKind, {{StreamKind::compute, "compute"},
                                           {StreamKind::comm, "comm"},
                                           {StreamKind::host, "host"},
                                           {StreamKind::p2p, "p2p"},
-                                          {StreamKind::gather, "gather"}})
+                                          {StreamKind::gather, "gather"},
+                                          {StreamKind::tp_comm, "tp_comm"}})
 NLOHMANN_JSON_SERIALIZE_ENUM(StepPhase, {{StepPhase::setup, "setup"},
                                          {StepPhase::forward, "forward"},
                                          {StepPhase::backward, "backward"},

@@ -78,7 +78,8 @@ void StepIntervals::add(OpKind kind, StreamKind stream, const DeviceRef& device,
       paged.add(start, start + paging_s);
     }
     compute.add(start + std::min(paging_s, end - start), end);
-  } else if (kind == OpKind::collective || (kind == OpKind::copy && stream == StreamKind::p2p))
+  } else if (kind == OpKind::collective ||
+             (kind == OpKind::copy && (stream == StreamKind::p2p || stream == StreamKind::tp_comm)))
     comm.add(start, end);
   else if (kind == OpKind::copy) {
     copies.add(start, end);

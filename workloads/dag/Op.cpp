@@ -51,6 +51,7 @@ const char* stream_name(StreamKind s)
     case StreamKind::host: return "host";
     case StreamKind::p2p: return "p2p";
     case StreamKind::gather: return "gather";
+    case StreamKind::tp_comm: return "tp_comm";
   }
   return "?";
 }

@@ -17,7 +17,9 @@ namespace memwall {
 // as a pipeline stage's forward of one micro-batch; the op stands for its members in order.
 enum class OpKind : uint8_t { kernel, copy, collective, host_compute, alloc, free, chain };
 // p2p: pipeline sends; gather: ZeRO-3 parameter all-gathers (their own CUDA streams).
-enum class StreamKind : uint8_t { compute, h2d, d2h, comm, host, p2p, gather };
+// tp_comm: Transformer Engine's userbuffers streams, a tp collective hidden behind a GEMM
+// (TpOverlap).
+enum class StreamKind : uint8_t { compute, h2d, d2h, comm, host, p2p, gather, tp_comm };
 // other: a recorded kernel (an imported trace) whose name says neither; timed as
 // memory-bound, and counted apart.
 enum class KernelClass : uint8_t { gemm, attention, elementwise, other };
@@ -76,7 +78,7 @@ struct Op {
   DeviceRef src, dst;   // copy
   DeviceRef pool;       // alloc / free: memory that holds the tensor
   GemmShape shape;      // kernel of class gemm: its GEMM's shape
-  int32_t group   = -1; // collective: index into OpDag::group()
+  int32_t group   = -1; // collective, or a copy between members of a group: index into OpDag::group()
   uint32_t tensor = 0;  // alloc / free: pairs a free with its alloc
   uint32_t chain  = 0;  // chain: its members, OpDag::chain(chain)
 

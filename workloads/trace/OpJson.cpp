@@ -139,7 +139,7 @@ Op op_from_json(const nlohmann::json& j, const std::string& where)
     throw InputError(where + ": args.memwall is not an object");
   Op op;
   op.kind        = by_name(j, "kind", 6, op_kind_name, where); // not chain
-  op.stream      = by_name(j, "stream", 7, stream_name, where);
+  op.stream      = by_name(j, "stream", 8, stream_name, where);
   op.phase       = by_name(j, "phase", 5, phase_name, where);
   op.device      = device_from_json(j.value("device", nlohmann::json()), where);
   op.flops       = number(j, "flops", where);

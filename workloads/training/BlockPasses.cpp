@@ -39,7 +39,18 @@ OpId BlockPasses::kernel(const DeviceRef& gpu, const OpName& name, const KernelP
   op.family = k.family;
   if (!forward)
     op.pass = k.bwd_pass;
-  return step_.dag.add(std::move(op));
+  return compute(std::move(op));
+}
+
+OpId BlockPasses::compute(Op op)
+{
+  ComputeTail& t = tails_[op.device];
+  OpId id        = step_.dag.add(std::move(op));
+  for (OpId j : t.joins)
+    step_.dag.depend(id, j);
+  t.joins.clear();
+  t.last = id;
+  return id;
 }
 
 void BlockPasses::tp_collective(int b, size_t i, Role role, const TpComm& c)
@@ -53,7 +64,7 @@ void BlockPasses::tp_collective(int b, size_t i, Role role, const TpComm& c)
   if (c.bytes <= 0 || group < 0)
     return;
   // Megatron's tp collectives (and MoE all-to-alls) block the compute stream.
-  step_.dag.add(collective_op(s.gpu, StreamKind::compute, c.kind, group, c.bytes, name(b, i, role)));
+  compute(collective_op(s.gpu, StreamKind::compute, c.kind, group, c.bytes, name(b, i, role)));
 }
 
 void BlockPasses::forward(int b, int64_t mb)
@@ -63,9 +74,10 @@ void BlockPasses::forward(int b, int64_t mb)
   const StepStage& s   = step_.stage_of(b);
   const auto& ks       = blk.plan.kernels;
   const SavedActivations policy(step_.cfg.recompute);
-  bool full   = policy.checkpoints(blk.plan);
-  OpId params = gathers_.gathered(b);
-  auto& saved = saved_.start(b, mb, ks.size());
+  bool full         = policy.checkpoints(blk.plan);
+  OpId params       = gathers_.gathered(b);
+  auto& saved       = saved_.start(b, mb, ks.size());
+  ComputeTail& tail = tails_[s.gpu];
   Tensor checkpoint;
   if (full) {
     checkpoint = dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations, blk.plan.input_bytes,
@@ -79,11 +91,22 @@ void BlockPasses::forward(int b, int64_t mb)
       saved[i] =
           dag.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, keep, name(b, i, Role::fwd_saved), {params});
     if (k.runs(true)) {
-      OpId id = kernel(s.gpu, name(b, i, Role::fwd), k, true, false);
-      dag.depend(id, params);
+      OpId id = 0;
+      if (tail.ring_ahead && k.kclass == KernelClass::gemm) {
+        id              = ring_exchange_forward(b, i, *tail.ring_ahead, params);
+        tail.ring_ahead = nullptr;
+      } else if (k.fwd_after.overlap == TpOverlap::pipeline) {
+        id = pipelined_forward(b, i, params);
+      } else {
+        id = kernel(s.gpu, name(b, i, Role::fwd), k, true, false);
+        dag.depend(id, params);
+      }
       touches_.touch_kernel(id, b, i, true, i == 0 && full ? checkpoint : saved[i]);
     }
-    tp_collective(b, i, Role::fwd_tp, k.fwd_after);
+    if (k.fwd_after.overlap == TpOverlap::ring_exchange)
+      tail.ring_ahead = &k.fwd_after; // gathered chunk by chunk beside the next GEMM
+    else if (k.fwd_after.overlap == TpOverlap::none || !k.runs(true))
+      tp_collective(b, i, Role::fwd_tp, k.fwd_after);
   }
   gathers_.release();
 }
@@ -132,13 +155,18 @@ void BlockPasses::backward(int b, int64_t mb)
   const std::vector<Tensor>* again = saved_.regenerated_of(b, mb);
   for (size_t i = blk.plan.kernels.size(); i-- > 0;) {
     const KernelPlan& k = blk.plan.kernels[i];
-    tp_collective(b, i, Role::bwd_tp_in, k.bwd_before);
-    if (k.runs(false) && !(k.accumulates && blk.backwards == 0)) {
-      OpId id = kernel(s.gpu, name(b, i, Role::bwd), k, false, false);
-      dag.depend(id, params);
-      touches_.touch_kernel(id, b, i, false, saved[i]);
+    if (k.bwd_before.overlap != TpOverlap::none && k.runs(false)) {
+      overlapped_backward(b, i, params);
+      touches_.touch_kernel(tails_[s.gpu].last, b, i, false, saved[i]);
+    } else {
+      tp_collective(b, i, Role::bwd_tp_in, k.bwd_before);
+      if (k.runs(false) && !(k.accumulates && blk.backwards == 0)) {
+        OpId id = kernel(s.gpu, name(b, i, Role::bwd), k, false, false);
+        dag.depend(id, params);
+        touches_.touch_kernel(id, b, i, false, saved[i]);
+      }
+      tp_collective(b, i, Role::bwd_tp, k.bwd_after);
     }
-    tp_collective(b, i, Role::bwd_tp, k.bwd_after);
     if (saved[i].id != 0)
       dag.free(saved[i], s.gpu, StreamKind::compute, name(b, i, Role::bwd_free_saved));
     if (again && (*again)[i].id != 0)

@@ -11,6 +11,8 @@
 #include "workloads/training/TensorTouches.hpp"
 
 #include <array>
+#include <map>
+#include <unordered_map>
 #include <vector>
 
 namespace memwall {
@@ -41,6 +43,25 @@ private:
   };
   void recompute(int b, int64_t mb); // what SavedActivations says the backward brings back
   OpId kernel(const DeviceRef& gpu, const OpName& name, const KernelPlan& k, bool forward, bool recompute);
+  // A compute-stream op, after the overlapped collectives the stream must wait for.
+  OpId compute(Op op);
+
+  // Overlapped tp collectives (TpOverlap; TpOverlapPasses.cpp). A part of a GEMM kernel:
+  // `pass`'s share of its work, split into `chunks` along the tokens.
+  Op gemm_part(const DeviceRef& gpu, const KernelPlan& k, bool forward, GemmPass pass, int chunks, OpName name,
+               int comm_sms = 0);
+  // The GPU's next rank in its tp group: where userbuffers sends a chunk.
+  DeviceRef tp_neighbour(const StepStage& s);
+  OpId send(const StepStage& s, double bytes, const OpName& name);
+  // Forward of block b's kernel i (a GEMM) with the all-gather `c` before it by ring
+  // exchange, or with the reduce-scatter after it pipelined.
+  // Both return the last compute op.
+  OpId ring_exchange_forward(int b, size_t i, const TpComm& c, OpId params);
+  OpId pipelined_forward(int b, size_t i, OpId params);
+  // Backward of block b's kernel i with its overlapped collectives.
+  void overlapped_backward(int b, size_t i, OpId params);
+  // The name of part `part` of kernel i's overlapped work (made once).
+  const OpName& part_name(int b, size_t i, const char* what, int part);
   // Block b's kernel i's tp collective in `role`, if it has one.
   void tp_collective(int b, size_t i, Role role, const TpComm& c);
   const OpName& name(int b, size_t i, Role role);
@@ -53,6 +74,16 @@ private:
   // Per block, its kernels' op names by role, made on first use: every micro-batch
   // reuses them instead of building and interning the same strings again.
   std::vector<std::vector<std::array<OpName, 11>>> names_;
+  std::unordered_map<std::string, OpName> part_names_;
+  // Per GPU (the stages' blocks interleave under pipeline schedules): the overlapped
+  // collectives its next compute op waits for, its compute stream's last op (what a
+  // userbuffers send waits for), a ring-exchanged all-gather for its next GEMM's forward.
+  struct ComputeTail {
+    std::vector<OpId> joins;
+    OpId last                = OpDag::none;
+    const TpComm* ring_ahead = nullptr;
+  };
+  std::map<DeviceRef, ComputeTail> tails_;
 };
 
 } // namespace memwall

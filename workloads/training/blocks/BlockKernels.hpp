@@ -24,10 +24,26 @@ namespace memwall {
 // group (the ranks sharing a routed expert's slices) or the ep ranks of the rank's node
 // (a two-hop dispatcher's NVLink hop); bytes == 0 means none.
 enum class CommGroup : uint8_t { tp, ep, cp, etp, ep_node };
+// How a tp all-gather or reduce-scatter hides behind a GEMM (Transformer Engine's
+// userbuffers under Megatron-Core's --tp-comm-overlap; calibration/research/
+// megatron-core-overlaps.md section 1): none, on the compute stream between kernels;
+// ring_exchange, the gathered GEMM split into tp chunks, each run while the next chunk
+// comes from the ring neighbour (an all-gather before its forward, or of the output
+// gradient before its input-gradient GEMM); pipeline, the GEMM split into `splits`
+// chunks, each chunk's reduce-scatter run while the next chunk computes (after a forward);
+// bulk, the whole collective beside the other backward GEMM of the same layer (the input
+// all-gather beside the input-gradient GEMM, the input gradient's reduce-scatter beside
+// the weight-gradient GEMM).
+enum class TpOverlap : uint8_t { none, ring_exchange, pipeline, bulk };
 struct TpComm {
   CollectiveKind kind = CollectiveKind::all_reduce;
   double bytes        = 0;
   CommGroup group     = CommGroup::tp;
+  TpOverlap overlap   = TpOverlap::none;
+  int splits          = 1; // pipeline: GEMM chunks
+  // SMs its communication kernels take from the GEMM beside it (TE's num_sm under
+  // set_sm_margin: the GEMM runs on the others); 0: copy engines, none taken.
+  int comm_sms = 0;
 };
 
 struct KernelPlan {

@@ -1,0 +1,128 @@
+// Megatron-Core's --tp-comm-overlap (training.megatron.tp_comm_overlap): Transformer
+// Engine's userbuffers hide the sequence-parallel all-gathers and reduce-scatters behind
+// the GEMMs (TE v2.2 comm_gemm_overlap.cpp; calibration/research/megatron-core-overlaps.md).
+#include "sim/Simulation.hpp"
+#include "tests/TestHelpers.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace memwall;
+using namespace memwall::test;
+
+namespace {
+
+// One layer of hidden 7168 (56 heads) on a DGX H100, tp 8 with sequence parallelism,
+// 4,096 tokens; `nodes` x 8 GPUs (data parallel across nodes).
+RunResult layer_step(bool overlap, int nodes = 1)
+{
+  std::string yaml = "hardware: {node: dgx-h100, nodes: " + std::to_string(nodes) +
+                     "}\nmodel: {layers: 1, hidden: 7168, heads: 56, vocab: 32768, max_seq_len: 4096}\n"
+                     "training: {stack: megatron, seq_len: 4096, global_batch: " +
+                     std::to_string(nodes) +
+                     ", micro_batch: 1, tp: 8, sp: true, megatron: {tp_comm_overlap: " + (overlap ? "true" : "false") +
+                     "}}\n";
+  return simulate(parse_spec(yaml, "test.yaml", ""), true);
+}
+
+} // namespace
+
+TEST_CASE("a_ring_exchanged_gemm_chunk_waits_for_its_chunk_and_the_first_runs_on_local_data", "[tp][overlap]")
+{
+  // split_overlap_ag: the column-parallel GEMM in tp = 8 chunks; chunk 0 on the GPU's own
+  // rows while they go to the neighbour; chunk j after transfer j - 1. A transfer is a
+  // step of the ring: T h / tp x 2 bytes = 4096 x 7168 / 8 x 2 = 7.34 MB.
+  RunResult r = layer_step(true);
+  CHECK(record(r, "L0.qkv.fwd.ub_send0").start == Approx(record(r, "L0.qkv.fwd.ub_gemm0").start));
+  CHECK(record(r, "L0.qkv.fwd.ub_send0").bytes == Approx(4096.0 * 7168 / 8 * 2));
+  for (int j = 1; j < 8; ++j) {
+    INFO("chunk " << j);
+    CHECK(record(r, "L0.qkv.fwd.ub_gemm" + std::to_string(j)).start >=
+          record(r, "L0.qkv.fwd.ub_send" + std::to_string(j - 1)).end - 1e-12);
+  }
+  int sends = 0, chunks = 0; // 7 transfers for 8 chunks
+  for (const OpRecord& o : r.ops) {
+    sends += o.name.rfind("L0.qkv.fwd.ub_send", 0) == 0;
+    chunks += o.name.rfind("L0.qkv.fwd.ub_gemm", 0) == 0;
+  }
+  CHECK(sends == 7);
+  CHECK(chunks == 8);
+}
+
+TEST_CASE("a_pipelined_reduce_scatter_runs_beside_the_next_chunk_on_the_sms_it_leaves", "[tp][overlap]")
+{
+  // split_overlap_rs: the row-parallel GEMM (proj: 2 x 4096 x 896 x 7168 FLOPs) in 4
+  // chunks on 132 - 16 SMs (TE's default num_sm 16 with set_sm_margin): each chunk's
+  // work counts 132/116; chunk j's reduce-scatter (7/8 of a quarter of T h x 2 bytes a
+  // port) starts when the chunk ends, and what follows the GEMM waits for the last.
+  RunResult r         = layer_step(true);
+  const double chunk  = 2.0 * 4096 * 896 * 7168 / 4;
+  const OpRecord& g0  = record(r, "L0.proj.fwd.ub_gemm0");
+  const OpRecord& rs3 = record(r, "L0.proj.fwd.ub_reduce_scatter3");
+  CHECK(g0.flops == Approx(chunk * 132 / 116));
+  CHECK(record(r, "L0.proj.fwd.ub_reduce_scatter0").start >= g0.end - 1e-12);
+  CHECK(record(r, "L0.proj.fwd.ub_reduce_scatter0").start < record(r, "L0.proj.fwd.ub_gemm1").end);
+  CHECK(rs3.bytes == Approx(7.0 / 8 * 4096 * 7168 * 2 / 4));
+  CHECK(record(r, "L0.fwd.attn.residual").start >= rs3.end - 1e-12);
+}
+
+TEST_CASE("a_column_parallel_backward_hides_its_gather_behind_dgrad_and_its_scatter_behind_wgrad", "[tp][overlap]")
+{
+  // bulk_overlap: the input's all-gather beside the input-gradient GEMM, which the weight
+  // gradient needs; the input gradient's reduce-scatter beside the weight-gradient GEMM,
+  // which the norm's backward needs.
+  RunResult r           = layer_step(true);
+  const OpRecord &dgrad = record(r, "L0.mlp.up.bwd.dgrad"), &wgrad = record(r, "L0.mlp.up.bwd.wgrad");
+  const OpRecord &ag = record(r, "L0.mlp.up.bwd.ub_all_gather"), &rs = record(r, "L0.mlp.up.bwd.ub_reduce_scatter");
+  CHECK(ag.start < dgrad.end);
+  CHECK(wgrad.start >= std::max(dgrad.end, ag.end) - 1e-12);
+  CHECK(rs.start >= dgrad.end - 1e-12);
+  CHECK(rs.start < wgrad.end);
+  CHECK(record(r, "L0.bwd.ln2").start >= std::max(rs.end, wgrad.end) - 1e-12);
+}
+
+TEST_CASE("tp_comm_overlap_shortens_a_tp8_layer_and_keeps_its_transfers_on_nvlink", "[tp][overlap]")
+{
+  // Against the collectives on the compute stream, the layer's step is shorter and its
+  // exposed communication less; across 2 nodes (dp 2) every rank's transfers go to its
+  // own ring neighbour over NVLink: the NICs carry the data-parallel traffic alone, as
+  // without overlap.
+  RunResult off = layer_step(false), on = layer_step(true);
+  CHECK(on.makespan_s < off.makespan_s);
+  RunResult off2 = layer_step(false, 2), on2 = layer_step(true, 2);
+  auto nic_bytes = [](const RunResult& r) {
+    double b = 0;
+    for (const LinkResult& l : r.links)
+      if (l.name.find(".nic") != std::string::npos)
+        b += l.bytes;
+    return b;
+  };
+  CHECK(nic_bytes(on2) == Approx(nic_bytes(off2)).epsilon(1e-9));
+  CHECK(nic_bytes(on2) > 0);
+}
+
+TEST_CASE("tp_comm_overlap_is_megatrons_key", "[tp][overlap][errors]")
+{
+  std::string msg = refused("overlap_other_stack.yaml",
+                            "hardware: {node: dgx-h100}\nmodel: {preset: gpt2}\ntraining: {stack: pytorch, seq_len: "
+                            "128, global_batch: 8, megatron: {tp_comm_overlap: true}}\n");
+  CHECK(msg.find("megatron") != std::string::npos);
+}
+
+TEST_CASE("overlapped_tp_collectives_of_one_stage_never_hold_back_another_stage", "[tp][overlap][pp]")
+{
+  // The step's passes interleave the stages' blocks (here an interleaved schedule of 2
+  // stages x 2 model chunks): what one GPU's compute stream waits for (its userbuffers
+  // transfers) is its own. With overlap the step is shorter and the bubble no longer.
+  auto step = [](bool overlap) {
+    std::string yaml = "hardware: {node: dgx-h100}\nmodel: {layers: 4, hidden: 4096, heads: 32, vocab: 32768, "
+                       "max_seq_len: 4096}\ntraining: {stack: megatron, seq_len: 4096, global_batch: 8, micro_batch: "
+                       "1, tp: 4, sp: true, pp: 2, pipeline_schedule: interleaved, virtual_stages: 2, megatron: "
+                       "{tp_comm_overlap: " +
+                       std::string(overlap ? "true" : "false") + "}}\n";
+    return run_json("overlap_pp", yaml);
+  };
+  nlohmann::json off = step(false), on = step(true);
+  CHECK(on["step_time_s"].get<double>() < off["step_time_s"].get<double>());
+  CHECK(on["breakdown_s"]["pipeline_bubble"].get<double>() <=
+        1.05 * off["breakdown_s"]["pipeline_bubble"].get<double>());
+}
