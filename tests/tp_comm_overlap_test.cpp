@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 using namespace memwall;
 using namespace memwall::test;
 
@@ -125,4 +127,35 @@ TEST_CASE("overlapped_tp_collectives_of_one_stage_never_hold_back_another_stage"
   CHECK(on["step_time_s"].get<double>() < off["step_time_s"].get<double>());
   CHECK(on["breakdown_s"]["pipeline_bubble"].get<double>() <=
         1.05 * off["breakdown_s"]["pipeline_bubble"].get<double>());
+}
+
+TEST_CASE("a_stages_first_ring_transfer_in_backward_waits_for_the_gradient_from_the_next_stage", "[tp][overlap][pp]")
+{
+  // Llama (no dropout, no bias): the first op of stage 0's backward slot is the row-parallel
+  // down projection's input gradient, whose output gradient is gathered by ring exchange;
+  // its first transfer sends this GPU's share of that gradient, which comes from stage 1
+  // (pp.send_grad): it cannot start before the gradient has arrived.
+  std::string yaml = "hardware: {node: dgx-h100}\nmodel: {preset: llama-2-7b, layers: 4}\ntraining: {stack: "
+                     "megatron, seq_len: 4096, global_batch: 4, micro_batch: 1, tp: 4, sp: true, pp: 2, megatron: "
+                     "{tp_comm_overlap: true}}\n";
+  RunResult r      = simulate(parse_spec(yaml, "test.yaml", ""), true);
+  std::vector<const OpRecord*> sends; // micro-batch k's, in the order they ran
+  for (const OpRecord& o : r.ops)
+    if (o.name == "L1.mlp.down.bwd.ub_send0")
+      sends.push_back(&o);
+  std::sort(sends.begin(), sends.end(), [](const OpRecord* a, const OpRecord* b) { return a->start < b->start; });
+  REQUIRE(sends.size() == 4);
+  for (int mb = 0; mb < 4; ++mb) {
+    INFO("micro-batch " << mb);
+    CHECK(sends[mb]->start >= record(r, "pp.send_grad.vs1.mb" + std::to_string(mb)).end - 1e-12);
+  }
+}
+
+TEST_CASE("tp_comm_overlap_without_sequence_parallelism_is_refused_as_megatron_refuses_it", "[tp][overlap][errors]")
+{
+  std::string msg =
+      refused("overlap_no_sp.yaml", "hardware: {node: dgx-h100}\nmodel: {preset: gpt2}\ntraining: {stack: "
+                                    "megatron, seq_len: 128, global_batch: 2, tp: 4, megatron: "
+                                    "{tp_comm_overlap: true}}\n");
+  CHECK(msg.find("sequence parallelism") != std::string::npos);
 }

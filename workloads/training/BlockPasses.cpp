@@ -156,8 +156,7 @@ void BlockPasses::backward(int b, int64_t mb)
   for (size_t i = blk.plan.kernels.size(); i-- > 0;) {
     const KernelPlan& k = blk.plan.kernels[i];
     if (k.bwd_before.overlap != TpOverlap::none && k.runs(false)) {
-      overlapped_backward(b, i, params);
-      touches_.touch_kernel(tails_[s.gpu].last, b, i, false, saved[i]);
+      touches_.touch_kernel(overlapped_backward(b, i, params), b, i, false, saved[i]);
     } else {
       tp_collective(b, i, Role::bwd_tp_in, k.bwd_before);
       if (k.runs(false) && !(k.accumulates && blk.backwards == 0)) {

@@ -55,11 +55,11 @@ private:
   OpId send(const StepStage& s, double bytes, const OpName& name);
   // Forward of block b's kernel i (a GEMM) with the all-gather `c` before it by ring
   // exchange, or with the reduce-scatter after it pipelined.
-  // Both return the last compute op.
+  // Both return the first compute op (the one the kernel's memory touches go to).
   OpId ring_exchange_forward(int b, size_t i, const TpComm& c, OpId params);
   OpId pipelined_forward(int b, size_t i, OpId params);
   // Backward of block b's kernel i with its overlapped collectives.
-  void overlapped_backward(int b, size_t i, OpId params);
+  OpId overlapped_backward(int b, size_t i, OpId params);
   // The name of part `part` of kernel i's overlapped work (made once).
   const OpName& part_name(int b, size_t i, const char* what, int part);
   // Block b's kernel i's tp collective in `role`, if it has one.

@@ -71,20 +71,24 @@ OpId BlockPasses::ring_exchange_forward(int b, size_t i, const TpComm& c, OpId p
   const StepStage& s  = step_.stage_of(b);
   const KernelPlan& k = step_.blocks[b].plan.kernels[i];
   const int t         = static_cast<int>(step_.dag.group(s.tp_group).size());
-  OpId arrived = 0, id = 0;
+  OpId arrived = 0, first = OpDag::none;
   for (int j = 0; j < t; ++j) {
     OpId sent = 0;
     if (j + 1 < t) {
       sent = send(s, c.bytes / t, part_name(b, i, "fwd.ub_send", j));
-      step_.dag.depend(sent, tails_[s.gpu].last); // the chunk it forwards is this GPU's or the last one received
+      if (j == 0) // this GPU's own rows, once the compute stream has made them; later steps
+                  // forward what the last one received (the userbuffers stream's order)
+        step_.dag.depend(sent, step_.dag.stream_tail(s.gpu, StreamKind::compute));
     }
-    id = compute(gemm_part(s.gpu, k, true, GemmPass::forward, t, part_name(b, i, "fwd.ub_gemm", j)));
+    OpId id = compute(gemm_part(s.gpu, k, true, GemmPass::forward, t, part_name(b, i, "fwd.ub_gemm", j)));
     step_.dag.depend(id, params);
     if (arrived)
       step_.dag.depend(id, arrived);
     arrived = sent;
+    if (j == 0)
+      first = id;
   }
-  return id;
+  return first;
 }
 
 OpId BlockPasses::pipelined_forward(int b, size_t i, OpId params)
@@ -96,18 +100,21 @@ OpId BlockPasses::pipelined_forward(int b, size_t i, OpId params)
   const KernelPlan& k = step_.blocks[b].plan.kernels[i];
   const TpComm& c     = k.fwd_after;
   const double t      = static_cast<double>(step_.dag.group(s.tp_group).size());
-  OpId id = 0, rs = 0;
+  OpId first = OpDag::none, rs = 0;
   for (int j = 0; j < c.splits; ++j) {
-    id = compute(gemm_part(s.gpu, k, true, GemmPass::forward, c.splits, part_name(b, i, "fwd.ub_gemm", j), c.comm_sms));
+    OpId id =
+        compute(gemm_part(s.gpu, k, true, GemmPass::forward, c.splits, part_name(b, i, "fwd.ub_gemm", j), c.comm_sms));
     step_.dag.depend(id, params);
     rs = send(s, (t - 1) / t * c.bytes / c.splits, part_name(b, i, "fwd.ub_reduce_scatter", j));
     step_.dag.depend(rs, id);
+    if (j == 0)
+      first = id;
   }
   tails_[s.gpu].joins.push_back(rs);
-  return id;
+  return first;
 }
 
-void BlockPasses::overlapped_backward(int b, size_t i, OpId params)
+OpId BlockPasses::overlapped_backward(int b, size_t i, OpId params)
 {
   const StepStage& s        = step_.stage_of(b);
   const KernelPlan& k       = step_.blocks[b].plan.kernels[i];
@@ -118,30 +125,37 @@ void BlockPasses::overlapped_backward(int b, size_t i, OpId params)
     // A row-parallel layer (proj_dgrad, fc2_dgrad): the output gradient gathered by ring
     // exchange beside the input-gradient GEMM's chunks; the weight gradient after it.
     const int n  = static_cast<int>(t);
-    OpId arrived = 0;
+    OpId arrived = 0, first = OpDag::none;
     for (int j = 0; j < n; ++j) {
       OpId sent = 0;
       if (j + 1 < n) {
         sent = send(s, k.bwd_before.bytes / n, part_name(b, i, "bwd.ub_send", j));
-        step_.dag.depend(sent, tails_[s.gpu].last);
+        if (j == 0) // the output gradient, once it is on this GPU: after whatever the compute
+                    // stream waited for (a pipeline stage's incoming gradient included)
+          step_.dag.depend(sent, step_.dag.stream_tail(s.gpu, StreamKind::compute));
       }
       OpId id = compute(gemm_part(s.gpu, k, false, dgrad_pass, n, part_name(b, i, "bwd.ub_dgrad", j)));
       step_.dag.depend(id, params);
       if (arrived)
         step_.dag.depend(id, arrived);
       arrived = sent;
+      if (j == 0)
+        first = id;
     }
     if (wgrad)
       step_.dag.depend(compute(gemm_part(s.gpu, k, false, GemmPass::weight_grad, 1, part_name(b, i, "bwd.wgrad", -1))),
                        params);
     tp_collective(b, i, Role::bwd_tp, k.bwd_after);
-    return;
+    return first;
   }
   // A column-parallel layer (qkv_dgrad / qkv_wgrad, fc1_dgrad / fc1_wgrad): the input's
   // all-gather beside the input-gradient GEMM, the input gradient's reduce-scatter beside
-  // the weight-gradient GEMM.
-  OpId gather = send(s, (t - 1) / t * k.bwd_before.bytes, part_name(b, i, "bwd.ub_all_gather", -1));
-  step_.dag.depend(gather, tails_[s.gpu].last);
+  // the weight-gradient GEMM. Frozen weights (no weight gradient) need no gathered input.
+  OpId gather = 0;
+  if (wgrad) {
+    gather = send(s, (t - 1) / t * k.bwd_before.bytes, part_name(b, i, "bwd.ub_all_gather", -1));
+    step_.dag.depend(gather, step_.dag.stream_tail(s.gpu, StreamKind::compute));
+  }
   OpId dgrad =
       compute(gemm_part(s.gpu, k, false, dgrad_pass, 1, part_name(b, i, "bwd.dgrad", -1), k.bwd_before.comm_sms));
   step_.dag.depend(dgrad, params);
@@ -150,8 +164,6 @@ void BlockPasses::overlapped_backward(int b, size_t i, OpId params)
                                k.bwd_after.overlap == TpOverlap::bulk ? k.bwd_after.comm_sms : 0));
     step_.dag.depend(w, params);
     step_.dag.depend(w, gather);
-  } else {
-    tails_[s.gpu].joins.push_back(gather);
   }
   if (k.bwd_after.overlap == TpOverlap::bulk) {
     OpId rs = send(s, (t - 1) / t * k.bwd_after.bytes, part_name(b, i, "bwd.ub_reduce_scatter", -1));
@@ -160,6 +172,7 @@ void BlockPasses::overlapped_backward(int b, size_t i, OpId params)
   } else {
     tp_collective(b, i, Role::bwd_tp, k.bwd_after);
   }
+  return dgrad;
 }
 
 } // namespace memwall

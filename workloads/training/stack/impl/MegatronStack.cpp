@@ -61,6 +61,15 @@ class MegatronStack : public TrainingStack {
 public:
   explicit MegatronStack(ParamReader& training) : k_(read_knobs(training)) {}
 
+  void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec&) const override
+  {
+    // arguments.py: "Tensor parallel communication/GEMM overlap can happen only when
+    // sequence parallelism is enabled".
+    if (k_.tp_comm_overlap && cfg.tp > 1 && !cfg.sp)
+      r.fail("sp", "training.megatron.tp_comm_overlap needs sequence parallelism (sp: true), as Megatron-LM "
+                   "asserts");
+  }
+
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override { return embedding_block(m, s); }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
