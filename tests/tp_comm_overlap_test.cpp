@@ -159,3 +159,34 @@ TEST_CASE("tp_comm_overlap_without_sequence_parallelism_is_refused_as_megatron_r
                                     "{tp_comm_overlap: true}}\n");
   CHECK(msg.find("sequence parallelism") != std::string::npos);
 }
+
+TEST_CASE("a_row_parallel_backward_gathers_its_output_gradient_by_ring_exchange_beside_its_dgrad", "[tp][overlap]")
+{
+  // proj_dgrad / fc2_dgrad: the output gradient (sequence-parallel, T h / tp x 2 bytes a
+  // rank) comes around the ring in tp - 1 steps beside the input-gradient GEMM's tp chunks
+  // (each of them on all 132 SMs: the ring uses copy engines); the weight gradient follows
+  // whole. mlp.down: 2 x 4096 x (4 x 7168 / 8) x 7168 FLOPs a GEMM.
+  RunResult r        = layer_step(true);
+  const double dgrad = 2.0 * 4096 * (4 * 7168 / 8) * 7168;
+  for (int j = 1; j < 8; ++j) {
+    INFO("chunk " << j);
+    const OpRecord& chunk = record(r, "L0.mlp.down.bwd.ub_dgrad" + std::to_string(j));
+    CHECK(chunk.start >= record(r, "L0.mlp.down.bwd.ub_send" + std::to_string(j - 1)).end - 1e-12);
+    CHECK(chunk.flops == Approx(dgrad / 8));
+  }
+  CHECK(record(r, "L0.mlp.down.bwd.ub_send0").bytes == Approx(4096.0 * 7168 / 8 * 2));
+  const OpRecord& wgrad = record(r, "L0.mlp.down.bwd.wgrad");
+  CHECK(wgrad.start >= record(r, "L0.mlp.down.bwd.ub_dgrad7").end - 1e-12);
+  CHECK(wgrad.flops == Approx(dgrad));
+}
+
+TEST_CASE("a_bulk_overlapped_gemm_runs_on_the_sms_its_collective_leaves", "[tp][overlap]")
+{
+  // bulk_overlap with TE's defaults (num_sm 16, set_sm_margin): the column-parallel
+  // input and weight gradients of mlp.up (2 x 4096 x 7168 x (4 x 7168 / 8) FLOPs each) run
+  // on 116 of 132 SMs: their work counts 132/116.
+  RunResult r       = layer_step(true);
+  const double gemm = 2.0 * 4096 * 7168 * (4 * 7168 / 8);
+  CHECK(record(r, "L0.mlp.up.bwd.dgrad").flops == Approx(gemm * 132 / 116));
+  CHECK(record(r, "L0.mlp.up.bwd.wgrad").flops == Approx(gemm * 132 / 116));
+}
