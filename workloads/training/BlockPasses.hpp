@@ -60,8 +60,24 @@ private:
   OpId pipelined_forward(int b, size_t i, OpId params);
   // Backward of block b's kernel i with its overlapped collectives.
   OpId overlapped_backward(int b, size_t i, OpId params);
-  // The name of part `part` of kernel i's overlapped work (made once).
-  const OpName& part_name(int b, size_t i, const char* what, int part);
+  // TE's ring exchange of `bytes` (the gathered tensor) beside the tp chunks of kernel i's
+  // forward GEMM or its backward's `pass`; returns the first chunk.
+  OpId ring_exchange(int b, size_t i, double bytes, bool forward, GemmPass pass, OpId params);
+  // The parts of a kernel's overlapped work, named "<block>.<kernel>.<part><chunk>".
+  enum class UbPart : uint8_t {
+    fwd_send,
+    fwd_gemm,
+    fwd_reduce_scatter,
+    bwd_send,
+    bwd_dgrad_chunk,
+    bwd_wgrad,
+    bwd_all_gather,
+    bwd_dgrad,
+    bwd_reduce_scatter
+  };
+  // The name of `part` (chunk `chunk`, -1: none) of kernel i's overlapped work, made once:
+  // looked up per micro-batch by a packed key, no string built.
+  const OpName& part_name(int b, size_t i, UbPart part, int chunk);
   // Block b's kernel i's tp collective in `role`, if it has one.
   void tp_collective(int b, size_t i, Role role, const TpComm& c);
   const OpName& name(int b, size_t i, Role role);
@@ -74,7 +90,7 @@ private:
   // Per block, its kernels' op names by role, made on first use: every micro-batch
   // reuses them instead of building and interning the same strings again.
   std::vector<std::vector<std::array<OpName, 11>>> names_;
-  std::unordered_map<std::string, OpName> part_names_;
+  std::unordered_map<uint64_t, OpName> part_names_;
   // Per GPU (the stages' blocks interleave under pipeline schedules): the overlapped
   // collectives its next compute op waits for, its compute stream's last op (what a
   // userbuffers send waits for), a ring-exchanged all-gather for its next GEMM's forward.

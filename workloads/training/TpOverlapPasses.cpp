@@ -19,13 +19,18 @@
 
 namespace memwall {
 
-const OpName& BlockPasses::part_name(int b, size_t i, const char* what, int part)
+const OpName& BlockPasses::part_name(int b, size_t i, UbPart part, int chunk)
 {
-  std::string key = step_.blocks[b].plan.name + "." + step_.blocks[b].plan.kernels[i].name + "." + what +
-                    (part >= 0 ? std::to_string(part) : "");
+  const uint64_t key = (static_cast<uint64_t>(b) << 40) | (static_cast<uint64_t>(i) << 20) |
+                       (static_cast<uint64_t>(part) << 12) | static_cast<uint64_t>(chunk + 1);
   auto [it, fresh] = part_names_.try_emplace(key);
-  if (fresh)
-    it->second = OpName(key);
+  if (fresh) {
+    static const char* parts[] = {"fwd.ub_send",       "fwd.ub_gemm",  "fwd.ub_reduce_scatter",
+                                  "bwd.ub_send",       "bwd.ub_dgrad", "bwd.wgrad",
+                                  "bwd.ub_all_gather", "bwd.dgrad",    "bwd.ub_reduce_scatter"};
+    it->second                 = OpName(step_.blocks[b].plan.name + "." + step_.blocks[b].plan.kernels[i].name + "." +
+                                        parts[static_cast<size_t>(part)] + (chunk >= 0 ? std::to_string(chunk) : ""));
+  }
   return it->second;
 }
 
@@ -64,7 +69,7 @@ OpId BlockPasses::send(const StepStage& s, double bytes, const OpName& name)
   return step_.dag.add(std::move(op));
 }
 
-OpId BlockPasses::ring_exchange_forward(int b, size_t i, const TpComm& c, OpId params)
+OpId BlockPasses::ring_exchange(int b, size_t i, double bytes, bool forward, GemmPass pass, OpId params)
 {
   // TE's split_overlap_ag: t steps; at step j the GEMM runs on chunk j (its own at j = 0)
   // while chunk j + 1 comes from the neighbour.
@@ -75,12 +80,14 @@ OpId BlockPasses::ring_exchange_forward(int b, size_t i, const TpComm& c, OpId p
   for (int j = 0; j < t; ++j) {
     OpId sent = 0;
     if (j + 1 < t) {
-      sent = send(s, c.bytes / t, part_name(b, i, "fwd.ub_send", j));
-      if (j == 0) // this GPU's own rows, once the compute stream has made them; later steps
-                  // forward what the last one received (the userbuffers stream's order)
+      sent = send(s, bytes / t, part_name(b, i, forward ? UbPart::fwd_send : UbPart::bwd_send, j));
+      if (j == 0) // this GPU's own share, once the compute stream has it (after whatever the
+                  // stream waited for: a pipeline stage's incoming gradient included); later
+                  // steps forward what the last one received (the userbuffers stream's order)
         step_.dag.depend(sent, step_.dag.stream_tail(s.gpu, StreamKind::compute));
     }
-    OpId id = compute(gemm_part(s.gpu, k, true, GemmPass::forward, t, part_name(b, i, "fwd.ub_gemm", j)));
+    OpId id = compute(gemm_part(s.gpu, k, forward, pass, t,
+                                part_name(b, i, forward ? UbPart::fwd_gemm : UbPart::bwd_dgrad_chunk, j)));
     step_.dag.depend(id, params);
     if (arrived)
       step_.dag.depend(id, arrived);
@@ -89,6 +96,11 @@ OpId BlockPasses::ring_exchange_forward(int b, size_t i, const TpComm& c, OpId p
       first = id;
   }
   return first;
+}
+
+OpId BlockPasses::ring_exchange_forward(int b, size_t i, const TpComm& c, OpId params)
+{
+  return ring_exchange(b, i, c.bytes, true, GemmPass::forward, params);
 }
 
 OpId BlockPasses::pipelined_forward(int b, size_t i, OpId params)
@@ -102,10 +114,10 @@ OpId BlockPasses::pipelined_forward(int b, size_t i, OpId params)
   const double t      = static_cast<double>(step_.dag.group(s.tp_group).size());
   OpId first = OpDag::none, rs = 0;
   for (int j = 0; j < c.splits; ++j) {
-    OpId id =
-        compute(gemm_part(s.gpu, k, true, GemmPass::forward, c.splits, part_name(b, i, "fwd.ub_gemm", j), c.comm_sms));
+    OpId id = compute(
+        gemm_part(s.gpu, k, true, GemmPass::forward, c.splits, part_name(b, i, UbPart::fwd_gemm, j), c.comm_sms));
     step_.dag.depend(id, params);
-    rs = send(s, (t - 1) / t * c.bytes / c.splits, part_name(b, i, "fwd.ub_reduce_scatter", j));
+    rs = send(s, (t - 1) / t * c.bytes / c.splits, part_name(b, i, UbPart::fwd_reduce_scatter, j));
     step_.dag.depend(rs, id);
     if (j == 0)
       first = id;
@@ -124,27 +136,11 @@ OpId BlockPasses::overlapped_backward(int b, size_t i, OpId params)
   if (k.bwd_before.overlap == TpOverlap::ring_exchange) {
     // A row-parallel layer (proj_dgrad, fc2_dgrad): the output gradient gathered by ring
     // exchange beside the input-gradient GEMM's chunks; the weight gradient after it.
-    const int n  = static_cast<int>(t);
-    OpId arrived = 0, first = OpDag::none;
-    for (int j = 0; j < n; ++j) {
-      OpId sent = 0;
-      if (j + 1 < n) {
-        sent = send(s, k.bwd_before.bytes / n, part_name(b, i, "bwd.ub_send", j));
-        if (j == 0) // the output gradient, once it is on this GPU: after whatever the compute
-                    // stream waited for (a pipeline stage's incoming gradient included)
-          step_.dag.depend(sent, step_.dag.stream_tail(s.gpu, StreamKind::compute));
-      }
-      OpId id = compute(gemm_part(s.gpu, k, false, dgrad_pass, n, part_name(b, i, "bwd.ub_dgrad", j)));
-      step_.dag.depend(id, params);
-      if (arrived)
-        step_.dag.depend(id, arrived);
-      arrived = sent;
-      if (j == 0)
-        first = id;
-    }
+    OpId first = ring_exchange(b, i, k.bwd_before.bytes, false, dgrad_pass, params);
     if (wgrad)
-      step_.dag.depend(compute(gemm_part(s.gpu, k, false, GemmPass::weight_grad, 1, part_name(b, i, "bwd.wgrad", -1))),
-                       params);
+      step_.dag.depend(
+          compute(gemm_part(s.gpu, k, false, GemmPass::weight_grad, 1, part_name(b, i, UbPart::bwd_wgrad, -1))),
+          params);
     tp_collective(b, i, Role::bwd_tp, k.bwd_after);
     return first;
   }
@@ -153,20 +149,20 @@ OpId BlockPasses::overlapped_backward(int b, size_t i, OpId params)
   // the weight-gradient GEMM. Frozen weights (no weight gradient) need no gathered input.
   OpId gather = 0;
   if (wgrad) {
-    gather = send(s, (t - 1) / t * k.bwd_before.bytes, part_name(b, i, "bwd.ub_all_gather", -1));
+    gather = send(s, (t - 1) / t * k.bwd_before.bytes, part_name(b, i, UbPart::bwd_all_gather, -1));
     step_.dag.depend(gather, step_.dag.stream_tail(s.gpu, StreamKind::compute));
   }
   OpId dgrad =
-      compute(gemm_part(s.gpu, k, false, dgrad_pass, 1, part_name(b, i, "bwd.dgrad", -1), k.bwd_before.comm_sms));
+      compute(gemm_part(s.gpu, k, false, dgrad_pass, 1, part_name(b, i, UbPart::bwd_dgrad, -1), k.bwd_before.comm_sms));
   step_.dag.depend(dgrad, params);
   if (wgrad) {
-    OpId w = compute(gemm_part(s.gpu, k, false, GemmPass::weight_grad, 1, part_name(b, i, "bwd.wgrad", -1),
+    OpId w = compute(gemm_part(s.gpu, k, false, GemmPass::weight_grad, 1, part_name(b, i, UbPart::bwd_wgrad, -1),
                                k.bwd_after.overlap == TpOverlap::bulk ? k.bwd_after.comm_sms : 0));
     step_.dag.depend(w, params);
     step_.dag.depend(w, gather);
   }
   if (k.bwd_after.overlap == TpOverlap::bulk) {
-    OpId rs = send(s, (t - 1) / t * k.bwd_after.bytes, part_name(b, i, "bwd.ub_reduce_scatter", -1));
+    OpId rs = send(s, (t - 1) / t * k.bwd_after.bytes, part_name(b, i, UbPart::bwd_reduce_scatter, -1));
     step_.dag.depend(rs, dgrad);
     tails_[s.gpu].joins.push_back(rs);
   } else {
