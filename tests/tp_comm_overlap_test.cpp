@@ -190,3 +190,24 @@ TEST_CASE("a_bulk_overlapped_gemm_runs_on_the_sms_its_collective_leaves", "[tp][
   CHECK(record(r, "L0.mlp.up.bwd.dgrad").flops == Approx(gemm * 132 / 116));
   CHECK(record(r, "L0.mlp.up.bwd.wgrad").flops == Approx(gemm * 132 / 116));
 }
+
+TEST_CASE("a_frozen_column_layer_gathers_no_input_for_a_weight_gradient_it_does_not_compute", "[tp][overlap][lora]")
+{
+  // LoRA on the projections only: the qkv and MLP weights are frozen, their backward runs
+  // the input gradient alone; the bulk all-gather of their input serves only a weight
+  // gradient (TE: qkv_dgrad's gather for the wgrad GEMM), so none runs. The trainable
+  // projection's ring exchange stays.
+  std::string yaml = "hardware: {node: dgx-h100}\nmodel: {preset: llama-2-7b, layers: 2}\ntraining: {stack: "
+                     "megatron, seq_len: 4096, global_batch: 2, micro_batch: 1, tp: 4, sp: true, lora: {targets: "
+                     "[proj]}, megatron: {tp_comm_overlap: true}}\n";
+  RunResult r      = simulate(parse_spec(yaml, "test.yaml", ""), true);
+  int gathers = 0, frozen_dgrads = 0, ring = 0;
+  for (const OpRecord& o : r.ops) {
+    gathers += o.name.find("qkv.bwd.ub_all_gather") != std::string::npos;
+    frozen_dgrads += o.name.find("qkv.bwd.dgrad") != std::string::npos;
+    ring += o.name.find("proj.bwd.ub_send") != std::string::npos;
+  }
+  CHECK(frozen_dgrads == 2);
+  CHECK(gathers == 0);
+  CHECK(ring == 2 * 3);
+}
