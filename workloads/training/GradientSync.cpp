@@ -6,8 +6,16 @@
 namespace memwall {
 
 GradientSync::GradientSync(StepBuild& step, TensorCollectives& calls)
-    : step_(step), calls_(calls), stages_(step.stages.size())
-{}
+    : step_(step), calls_(calls), stages_(step.stages.size()), closes_(step.blocks.size())
+{
+  if (step.cfg.zero > 1)
+    return;
+  for (size_t p = 0; p < stages_.size(); ++p) {
+    stages_[p].plan = grad_buckets(step, static_cast<int>(p));
+    for (size_t k = 0; k < stages_[p].plan.size(); ++k)
+      closes_[static_cast<size_t>(stages_[p].plan[k].blocks.back())].push_back(k);
+  }
+}
 
 bool GradientSync::ddp_bucket_copies() const
 {
@@ -63,23 +71,14 @@ void GradientSync::reduce_gradients(int b, int64_t mb)
   if (ddp_bucket_copies()) // grad * (1 / dp) into the bucket's view (Reducer::mark_variable_ready_dense)
     dag.add(kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, 0, 2 * full, 0,
                       blk.plan.name + ".ddp.copy_into_bucket"));
-  OpId last             = dag.stream_tail(s.gpu, StreamKind::compute);
-  auto [dense, experts] = step_.dense_and_experts(b, full);
-  const double parts[2] = {dense, experts}; // per lane: dense gradients, routed experts'
+  OpId last = dag.stream_tail(s.gpu, StreamKind::compute);
   if (cfg.zero <= 1) {
-    for (size_t l = 0; l < buckets.lanes.size(); ++l) {
-      BucketLane& lane = buckets.lanes[l];
-      if (parts[l] <= 0)
-        continue;
-      lane.pending += parts[l];
-      lane.pending_blocks.push_back(b);
-      if (lane.pending >= cfg.bucket_bytes) {
-        if (cfg.overlap_grad_reduce)
-          emit_bucket(blk.stage, l, lane.pending, lane.pending_blocks, last, static_cast<int>(lane.deferred.size()));
-        lane.deferred.push_back({cfg.overlap_grad_reduce ? 0.0 : lane.pending, lane.pending_blocks});
-        lane.pending = 0;
-        lane.pending_blocks.clear();
-      }
+    // The buckets this block's gradient completes: reduced now, or once backward ends.
+    for (size_t k : closes_[static_cast<size_t>(b)]) {
+      if (cfg.overlap_grad_reduce)
+        emit_bucket(blk.stage, buckets.plan[k], last);
+      else
+        buckets.deferred.push_back(k);
     }
     return;
   }
@@ -88,7 +87,9 @@ void GradientSync::reduce_gradients(int b, int64_t mb)
   const std::string prefix = blk.plan.name + ".mb";
   auto name                = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(mb), what); };
   StreamKind free_on       = step_.zero_stream(StreamKind::comm);
-  if (!blk.plan.tensors.empty()) // DeepSpeed: per parameter or per reduce_bucket_size bucket
+  auto [dense, experts]    = step_.dense_and_experts(b, full);
+  const double parts[2]    = {dense, experts}; // per lane: dense gradients, routed experts'
+  if (!blk.plan.tensors.empty())               // DeepSpeed: per parameter or per reduce_bucket_size bucket
     last = reduce_tensors(b, mb, last);
   else
     for (size_t l = 0; l < s.reduce_groups.size(); ++l)
@@ -145,17 +146,16 @@ OpId GradientSync::reduce_tensors(int b, int64_t mb, OpId after)
   return last;
 }
 
-void GradientSync::emit_bucket(int stage, size_t lane, double bytes, const std::vector<int>& blocks, OpId after,
-                               int index)
+void GradientSync::emit_bucket(int stage, const GradBucket& bucket, OpId after)
 {
   const TrainingConfig& cfg = step_.cfg;
   OpDag& dag                = step_.dag;
   const StepStage& s        = step_.stages[stage];
+  const size_t lane         = bucket.lane;
+  const double bytes        = bucket.bytes;
   const bool experts        = lane == 1;
-  std::string name          = (cfg.pp > 1 ? "stage" + std::to_string(stage) + "." : std::string()) +
-                     (cfg.zero == 0 ? "ddp" : "zero1") + (experts ? ".expert_bucket" : ".bucket") +
-                     std::to_string(index);
-  OpId last = after;
+  const std::string name    = bucket_name(step_, stage, bucket);
+  OpId last                 = after;
   if (s.reduce_groups[lane] >= 0) {
     CollectiveKind kind = cfg.zero == 0 ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
     last = dag.add(collective_op(s.gpu, step_.zero_stream(StreamKind::comm), kind, s.reduce_groups[lane], bytes,
@@ -167,10 +167,10 @@ void GradientSync::emit_bucket(int stage, size_t lane, double bytes, const std::
   if (cfg.offload_optimizer != OffloadTarget::none)
     last = dag.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, host, name + ".grads_d2h", cfg.offload_pinned),
                    {last});
-  for (int b : blocks)
+  for (int b : bucket.blocks)
     step_.blocks[b].grads_ready = last;
   if (ddp_bucket_copies())
-    stages_[stage].copy_back.emplace_back(last, bytes, blocks);
+    stages_[stage].copy_back.emplace_back(last, bytes, bucket.blocks);
 }
 
 void GradientSync::flush_buckets()
@@ -183,19 +183,11 @@ void GradientSync::flush_buckets()
     StageBuckets& buckets = stages_[p];
     // Without overlap every bucket waits for the end of backward; sizes stay the same.
     OpId end = dag.stream_tail(s.gpu, StreamKind::compute);
-    for (size_t l = 0; l < buckets.lanes.size(); ++l) {
-      BucketLane& lane = buckets.lanes[l];
-      int index        = 0;
-      for (auto& [bytes, blocks] : lane.deferred) {
-        if (bytes > 0)
-          emit_bucket(static_cast<int>(p), l, bytes, blocks, end, index);
-        ++index;
-      }
-      if (lane.pending > 0)
-        emit_bucket(static_cast<int>(p), l, lane.pending, lane.pending_blocks, end, index);
-      lane.pending = 0;
-      lane.pending_blocks.clear();
-    }
+    std::stable_sort(buckets.deferred.begin(), buckets.deferred.end(),
+                     [&](size_t a, size_t b) { return buckets.plan[a].lane < buckets.plan[b].lane; });
+    for (size_t k : buckets.deferred)
+      emit_bucket(static_cast<int>(p), buckets.plan[k], end);
+    buckets.deferred.clear();
     // DDP's finalize_backward: each bucket copied back into the gradients once reduced.
     int index = 0;
     for (auto& [reduced, bytes, blocks] : buckets.copy_back) {

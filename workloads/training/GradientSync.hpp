@@ -10,10 +10,10 @@
 // With the optimizer offloaded the reduced shard goes D2H into fp32 host gradients.
 // Under expert parallelism the routed experts' gradients are reduced apart, among the
 // dp / ep ranks that hold the same experts (Megatron-Core's expert-data-parallel group).
+#include "workloads/training/GradBuckets.hpp"
 #include "workloads/training/StepBuild.hpp"
 #include "workloads/training/TensorCollectives.hpp"
 
-#include <array>
 #include <deque>
 #include <tuple>
 #include <utility>
@@ -35,24 +35,20 @@ public:
   void flush_buckets();
 
 private:
-  // DDP / ZeRO-1 gradient buckets of one reduction group (StepStage::reduce_groups).
-  struct BucketLane {
-    double pending = 0;
-    std::vector<int> pending_blocks;
-    std::vector<std::pair<double, std::vector<int>>> deferred; // when overlap is off
-  };
   struct StageBuckets {
-    std::array<BucketLane, 2> lanes; // dense gradients, routed experts' gradients
-    std::deque<OpId> in_flight;      // ZeRO-2/3: frees of the buckets still reducing
+    std::vector<GradBucket> plan; // DDP / ZeRO-1 buckets (grad_buckets)
+    std::vector<size_t> deferred; // buckets waiting for the end of backward (overlap_grad_reduce off)
+    std::deque<OpId> in_flight;   // ZeRO-2/3: frees of the buckets still reducing
     // DDP's copies back from its buckets, made when backward ends: (all-reduce, bytes, blocks).
     std::vector<std::tuple<OpId, double, std::vector<int>>> copy_back;
   };
-  void emit_bucket(int stage, size_t lane, double bytes, const std::vector<int>& blocks, OpId after, int index);
+  void emit_bucket(int stage, const GradBucket& bucket, OpId after);
   OpId reduce_tensors(int b, int64_t mb, OpId after); // per-parameter or per-bucket reduce-scatters; returns the last
 
   StepBuild& step_;
   TensorCollectives& calls_;
   std::vector<StageBuckets> stages_;
+  std::vector<std::vector<size_t>> closes_; // per block: the buckets of its stage its gradient completes
 };
 
 } // namespace memwall

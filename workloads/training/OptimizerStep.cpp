@@ -45,7 +45,7 @@ void OptimizerStep::gather_updated_weights(int b, OpId after)
   // ZeRO-1/2 keep full weights on every rank: each rank's updated shard goes to all.
   // ZeRO-3 keeps only the shard; ZeRO-0 updated the full weights everywhere.
   const StepStage& s = step_.stage_of(b);
-  if (step_.cfg.zero != 1 && step_.cfg.zero != 2)
+  if ((step_.cfg.zero != 1 && step_.cfg.zero != 2) || step_.weights_gathered_in_forward())
     return;
   // Dense weights among the dp group, routed experts' among their owners (the edp group).
   const StepBlock& blk  = step_.blocks[b];

@@ -1,9 +1,12 @@
 #include "workloads/training/ParamGather.hpp"
 
+#include "workloads/training/GradBuckets.hpp"
+
 #include "workloads/training/SavedActivations.hpp"
 #include "workloads/training/schedule/PipelineSchedule.hpp"
 
 #include <stdexcept>
+#include <utility>
 
 namespace memwall {
 
@@ -20,6 +23,8 @@ double ParamGather::gathered_bytes_per_param() const
 void ParamGather::plan()
 {
   const TrainingConfig& cfg = step_.cfg;
+  if (step_.weights_gathered_in_forward())
+    plan_updated_weights();
   if (cfg.zero != 3)
     return;
   // ZeRO-3 runs without pipeline parallelism (checked when the spec is read): one stage.
@@ -45,6 +50,38 @@ void ParamGather::plan()
       fetches_ = step_.stack->plan_fetches(uses_);
       break;
     }
+}
+
+void ParamGather::plan_updated_weights()
+{
+  OpDag& dag = step_.dag;
+  updated_.assign(step_.blocks.size(), OpDag::none);
+  const double weights_per_grad_byte = step_.state_bytes.weights / step_.state_bytes.gradients;
+  for (size_t p = 0; p < step_.stages.size(); ++p) {
+    const StepStage& s                 = step_.stages[p];
+    const std::vector<GradBucket> plan = grad_buckets(step_, static_cast<int>(p));
+    // Megatron's order (DistributedOptimizer._get_model_param_buffer_dp_views): model
+    // chunk by chunk, each chunk's dense buffer then its experts', a buffer's buckets
+    // reversed (bucket 0 holds the last layers).
+    std::vector<const GradBucket*> order;
+    for (int64_t c = 0; c < static_cast<int64_t>(s.chunks.size()); ++c)
+      for (size_t lane = 0; lane < 2; ++lane)
+        for (auto it = plan.rbegin(); it != plan.rend(); ++it)
+          if (it->chunk == c && it->lane == lane)
+            order.push_back(&*it);
+    OpId last = OpDag::none;
+    for (const GradBucket* b : order) {
+      const int32_t group = s.reduce_groups[b->lane];
+      if (group < 0)
+        continue;
+      last = dag.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::all_gather, group,
+                                   b->bytes * weights_per_grad_byte,
+                                   bucket_name(step_, static_cast<int>(p), *b) + ".updated_weights.all_gather"),
+                     {last});
+      for (int blk : b->blocks) // a later all-gather follows the earlier: the last one a block needs suffices
+        updated_[static_cast<size_t>(blk)] = last;
+    }
+  }
 }
 
 void ParamGather::check_plan() const
@@ -80,6 +117,9 @@ void ParamGather::check_plan() const
 
 OpId ParamGather::gathered(int b)
 {
+  if (!updated_.empty()) { // only the block's first use, its first forward, waits
+    return std::exchange(updated_[static_cast<size_t>(b)], OpDag::none);
+  }
   if (step_.cfg.zero != 3)
     return OpDag::none;
   for (; issued_ < plan_.size(); ++issued_)

@@ -9,6 +9,11 @@
 // all-gathered from the dp shards (after an NVMe -> host -> GPU fetch of this rank's
 // shard under ZeRO-Infinity), or tensor by tensor where the blocks list their tensors
 // (TrainingStack::plan_fetches, DeepSpeed's), and freed on the compute stream.
+// ZeRO-1 under Megatron's overlap_param_gather: the previous step's updated weights come
+// back bucket by bucket (the gradient buckets, GradBuckets.hpp) as the step begins, one
+// all-gather after another in forward order (the distributed optimizer dispatches the
+// next bucket's when a forward pre-hook has waited for this one's), and a block's first
+// forward waits for its bucket's. In place: no buffer.
 #include "workloads/training/StepBuild.hpp"
 #include "workloads/training/TensorCollectives.hpp"
 
@@ -38,8 +43,9 @@ private:
     OpId ready = OpDag::none;
     OpId freed = OpDag::none;
   };
-  void check_plan() const; // a plan the emission order can follow, else a logic error naming the stack
-  void emit(size_t use);   // use's all-gather into a buffer of its own
+  void plan_updated_weights(); // overlap_param_gather's all-gathers, issued as the step begins
+  void check_plan() const;     // a plan the emission order can follow, else a logic error naming the stack
+  void emit(size_t use);       // use's all-gather into a buffer of its own
   OpId gather_tensors(const StepStage& s, size_t use, OpId after);
   double gathered_bytes_per_param() const;
 
@@ -49,9 +55,10 @@ private:
   GatherPlan plan_;            // per use, the stack's
   FetchPlan fetches_;          // per use, the tensors it gathers (blocks that list them)
   std::vector<Buffer> buffers_;
-  std::vector<size_t> held_; // uses whose buffers are alive, in the order gathered
-  size_t next_use_ = 0;      // the use running (between gathered and release)
-  size_t issued_   = 0;      // uses whose gathers have been issued
+  std::vector<size_t> held_;  // uses whose buffers are alive, in the order gathered
+  size_t next_use_ = 0;       // the use running (between gathered and release)
+  size_t issued_   = 0;       // uses whose gathers have been issued
+  std::vector<OpId> updated_; // ZeRO-1, overlap_param_gather: per block, the all-gather its first forward waits for
 };
 
 } // namespace memwall

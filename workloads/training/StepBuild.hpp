@@ -81,6 +81,9 @@ struct StepBuild {
   double host_share(const StepStage& s, bool nvme) const;
   DeviceRef state_pool(const StepStage& s, OffloadTarget t) const;
   StreamKind zero_stream(StreamKind own) const; // the compute stream when the stack runs ZeRO's collectives serially
+  // ZeRO-1 under Megatron's overlap_param_gather: updated weights all-gathered ahead of
+  // the next step's first forward (ParamGather), not after the optimizer step.
+  bool weights_gathered_in_forward() const { return cfg.zero == 1 && stack->gathers_weights_in_forward(); }
 };
 
 } // namespace memwall

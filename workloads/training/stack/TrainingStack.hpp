@@ -95,6 +95,12 @@ public:
   // its bucket's all-reduce and copied back after it. Megatron's DDP reduces its main
   // gradient buffer in place.
   virtual bool ddp_copies_gradients() const { return false; }
+  // Whether the gradients of pipeline stage `stage`'s model chunk `chunk` are reduced in
+  // training.bucket_bytes buckets (else the chunk is one bucket: GradBuckets.hpp).
+  virtual bool buckets_gradients(int /*stage*/, int64_t /*chunk*/) const { return true; }
+  // Megatron's overlap_param_gather: the updated weights are all-gathered bucket by
+  // bucket ahead of the next step's first forward, not after the optimizer step.
+  virtual bool gathers_weights_in_forward() const { return false; }
   // ZeRO's gathers and reductions run on the compute stream, one after another
   // (DeepSpeed without overlap_comm); else on streams of their own.
   virtual bool serial_collectives(const TrainingConfig&) const { return false; }

@@ -1,16 +1,36 @@
 // `megatron`: Megatron-LM (Core) as its papers and code run a step. Fused kernels
 // (BlockKernels.cpp, EdgeBlocks.cpp: bias-dropout-add, fused softmax or flash attention,
 // vocabulary-parallel cross-entropy in fp32); weights in the compute precision with fp32
-// master weights in the optimizer (Adam: ZeRO's K = 12, 16 bytes per parameter with
-// 16-bit weights and gradients); the optimizer's separate passes over each block.
+// master weights in the optimizer (Adam: ZeRO's K = 12), gradients in an fp32 main-grad
+// buffer under bf16 (18 bytes per parameter; 16 with fp16); the optimizer's separate
+// passes over each block; Megatron-Core's DDP buckets and the distributed optimizer's
+// overlaps (the `megatron` section).
 #include "workloads/training/stack/TrainingStack.hpp"
+
+#include <algorithm>
+#include <optional>
 
 namespace memwall {
 namespace {
 
 // Megatron-Core's own knobs, by its names (the `megatron` section).
 struct MegatronKnobs {
-  bool tp_comm_overlap = false;
+  bool tp_comm_overlap      = false;
+  bool overlap_param_gather = false;
+  bool apex_optimizer       = false; // NeMo 1.x's optim.name distributed_fused_adam
+  std::optional<bool> grad_reduce_in_fp32;
+  // Megatron-LM's arguments.py: "bfloat16 requires gradient accumulation and all-reduce
+  // to be done in fp32" (accumulate_allreduce_grads_in_fp32 forced on); fp16 keeps them
+  // in fp16 unless asked. That buffer is Megatron's DDP's (ZeRO-0/1): ZeRO-2/3 and
+  // ZeRO-Offload are DeepSpeed's engine, whose gradients stay in the compute precision.
+  static bool own_ddp(const TrainingConfig& cfg)
+  {
+    return cfg.zero <= 1 && cfg.offload_optimizer == OffloadTarget::none;
+  }
+  bool fp32_grads(const TrainingConfig& cfg) const
+  {
+    return grad_reduce_in_fp32.value_or(own_ddp(cfg) && cfg.precision != Dtype::fp16);
+  }
 };
 
 MegatronKnobs read_knobs(ParamReader& training)
@@ -22,6 +42,18 @@ MegatronKnobs read_knobs(ParamReader& training)
                              "the tp all-gathers and reduce-scatters behind the layers' GEMMs (TE's default "
                              "methods: ring exchange for all-gathers, pipelined reduce-scatter after the "
                              "row-parallel GEMMs, bulk overlap in the column-parallel backward)");
+  k.overlap_param_gather = r.flag("overlap_param_gather", false,
+                                  "--overlap-param-gather: the distributed optimizer's updated weights are "
+                                  "all-gathered bucket by bucket during the next step's first forward, each "
+                                  "bucket's before its layers run, instead of after the optimizer step");
+  k.apex_optimizer       = r.choice("distributed_optimizer", "mcore", {"mcore", "apex"},
+                                    "mcore: Megatron-Core's DistributedOptimizer over its DDP's buckets (only pipeline "
+                                          "rank 0's first model chunk bucketed); apex: Apex's DistributedFusedAdam, NeMo 1.x's "
+                                          "optim.name distributed_fused_adam (a bucket per layer in every chunk)") == "apex";
+  k.grad_reduce_in_fp32 =
+      r.flag_or_unset("grad_reduce_in_fp32", "true unless precision fp16 (arguments.py), zero 2-3 or offload",
+                      "--accumulate-allreduce-grads-in-fp32: gradients accumulated in an fp32 "
+                      "main-grad buffer and reduced in fp32 (4 bytes per parameter)");
   r.finish();
   return k;
 }
@@ -68,7 +100,39 @@ public:
     if (k_.tp_comm_overlap && cfg.tp > 1 && !cfg.sp)
       r.fail("sp", "training.megatron.tp_comm_overlap needs sequence parallelism (sp: true), as Megatron-LM "
                    "asserts");
+    // arguments.py: "--overlap-param-gather only supported with distributed optimizer",
+    // "--overlap-grad-reduce should be turned on when using --overlap-param-gather".
+    if (k_.overlap_param_gather && cfg.zero != 1)
+      r.fail("zero", "training.megatron.overlap_param_gather needs the distributed optimizer (zero: 1), as "
+                     "Megatron-LM asserts");
+    if (k_.apex_optimizer && cfg.zero != 1)
+      r.fail("zero", "training.megatron.distributed_optimizer apex is a distributed optimizer (zero: 1)");
+    if (k_.overlap_param_gather && !cfg.overlap_grad_reduce)
+      r.fail("overlap_grad_reduce", "training.megatron.overlap_param_gather needs overlap_grad_reduce: true, as "
+                                    "Megatron-LM asserts");
   }
+
+  // Megatron-Core's DDP (distributed_data_parallel.py): buckets of max(40M, 1M x dp)
+  // parameters "to ensure that chunks used in NCCL ring-reduce implementations are large
+  // enough to remain bandwidth-bound".
+  // Apex's DistributedFusedAdam under NeMo (megatron_gpt_model.py r2.0.0rc1): a bucket per
+  // transformer layer, split at bucket_cap_mb (not modelled: a block is one bucket here).
+  void adjust(const ParamReader& r, TrainingConfig& cfg) const override
+  {
+    if (!r.has("bucket_bytes") && MegatronKnobs::own_ddp(cfg))
+      cfg.bucket_bytes = k_.apex_optimizer
+                             ? 1.0
+                             : std::max(40e6, 1e6 * static_cast<double>(cfg.dp)) * (k_.fp32_grads(cfg) ? 4.0 : 2.0);
+  }
+  // Only pipeline rank 0's first model chunk is bucketed: the DDP of a later stage ("not
+  // on the critical path") and of a chunk past the first (training.py's get_model:
+  // disable_bucketing=(model_chunk_idx > 0)) reduce all its gradients in one bucket.
+  // Apex buckets every chunk.
+  bool buckets_gradients(int stage, int64_t chunk) const override
+  {
+    return k_.apex_optimizer || (stage == 0 && chunk == 0);
+  }
+  bool gathers_weights_in_forward() const override { return k_.overlap_param_gather; }
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override { return embedding_block(m, s); }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
@@ -85,7 +149,10 @@ public:
   std::vector<int> zero_stages() const override { return {0, 1}; }
   ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec& m) const override
   {
-    return master_weight_state_bytes(cfg, m);
+    ModelStateBytes b = master_weight_state_bytes(cfg, m);
+    if (k_.fp32_grads(cfg))
+      b.gradients = 4;
+    return b;
   }
 
   std::vector<OptimizerPass> optimizer_passes(const TrainingConfig& cfg, const ModelStateBytes& b) const override
@@ -118,8 +185,9 @@ private:
 
 const bool registered = training_stack_registry().add(
     "megatron",
-    "Megatron-LM: fused kernels, tp/sp/pp/cp/ep, bf16 weights with fp32 master weights and Adam states (16 B per "
-    "parameter), a separate pass per optimizer step",
+    "Megatron-LM: fused kernels, tp/sp/pp/cp/ep, bf16 weights, fp32 main gradients, fp32 master weights and Adam "
+    "states (18 B per parameter, 16 with fp16), a separate pass per optimizer step, Megatron-Core's DDP buckets and "
+    "overlaps (the `megatron` section, Megatron-Core's knobs)",
     [](ParamReader& training) { return std::make_unique<MegatronStack>(training); });
 
 } // namespace
