@@ -157,7 +157,12 @@ int fit(const std::vector<std::string>& args)
       "the start-to-start time of back-to-back small kernels in a trace of the same GPU")(
       "launch-gap", po::value<double>()->default_value(0),
       "seconds a busy stream idles between two back-to-back kernels (a trace's gap from one kernel's end to the "
-      "next one's start): not held by kernels the host launches slower than the GPU runs them");
+      "next one's start): not held by kernels the host launches slower than the GPU runs them")(
+      "zero-filled", po::value<std::vector<std::string>>()->composing(),
+      "DTYPE=SPEEDUP: that dtype's GEMM rows ran on zero-filled operands, SPEEDUP times faster where compute-bound "
+      "than on random ones (zeros switch fewer transistors, so a power-limited GPU holds higher clocks): its fitted "
+      "big-tile efficiency is divided by SPEEDUP, e.g. fp8=1.114 (a bf16 8192^3 GEMM on zeros against random data on "
+      "the same GPU); repeatable");
   po::variables_map vm;
   if (!parse_options(args, opts, "inputs", vm, -1))
     return 0;
@@ -200,7 +205,40 @@ int fit(const std::vector<std::string>& args)
     source += (source.empty() ? "" : ", ") + std::filesystem::path(f).filename().string();
   for (const std::string& x : exclude)
     source += " (without " + x + ")";
-  GpuProfile p       = fit_profile(mine, spec, "memwall calibrate fit over " + source);
+  // --zero-filled: read before fitting, so that a typo is refused before the long fit.
+  std::vector<std::pair<Dtype, double>> zero_filled;
+  if (vm.count("zero-filled"))
+    for (const std::string& z : vm["zero-filled"].as<std::vector<std::string>>()) {
+      size_t eq              = z.find('=');
+      std::optional<Dtype> d = eq == std::string::npos ? std::nullopt : dtype_from_name(z.substr(0, eq));
+      double speedup         = 0;
+      if (d) {
+        char* end = nullptr;
+        speedup   = std::strtod(z.c_str() + eq + 1, &end);
+        if (end == z.c_str() + eq + 1 || *end != '\0')
+          speedup = 0;
+      }
+      if (!d || !(speedup >= 1 && speedup <= 2))
+        throw InputError("calibrate fit --zero-filled: expected DTYPE=SPEEDUP with a dtype and a speed-up in [1, "
+                         "2] (e.g. fp8=1.114), got '" +
+                         z + "'");
+      zero_filled.emplace_back(*d, speedup);
+      source += " (" + z.substr(0, eq) + " zero-filled: efficiency / " + z.substr(eq + 1) + ")";
+    }
+  GpuProfile p = fit_profile(mine, spec, "memwall calibrate fit over " + source);
+  for (const auto& [d, speedup] : zero_filled) {
+    auto it = p.gemm.find(d);
+    if (it == p.gemm.end())
+      throw InputError("calibrate fit --zero-filled: no " + std::string(dtype_name(d)) + " GEMM rows to correct");
+    for (const auto& [key, table] : p.gemm_tables)
+      if (key.first == d) // a table holds the measured times themselves, which no efficiency corrects
+        throw InputError("calibrate fit --zero-filled: the " + std::string(dtype_name(d)) +
+                         " rows name their pass and are kept as measured; correct the measurements instead");
+    it->second.efficiency /= speedup;
+    for (auto& [key, model] : p.gemm_passes)
+      if (key.first == d)
+        model.efficiency /= speedup;
+  }
   p.event_overhead_s = event_overhead;
   p.launch_gap_s     = launch_gap;
   // What fit writes, run and check must read: the profile read back through the same

@@ -69,10 +69,10 @@ void BlockPasses::tp_collective(int b, size_t i, Role role, const TpComm& c)
 
 void BlockPasses::forward(int b, int64_t mb)
 {
-  OpDag& dag           = step_.dag;
-  const StepBlock& blk = step_.blocks[b];
-  const StepStage& s   = step_.stage_of(b);
-  const auto& ks       = blk.plan.kernels;
+  OpDag& dag         = step_.dag;
+  StepBlock& blk     = step_.blocks[b];
+  const StepStage& s = step_.stage_of(b);
+  const auto& ks     = blk.plan.kernels;
   const SavedActivations policy(step_.cfg.recompute);
   bool full         = policy.checkpoints(blk.plan);
   OpId params       = gathers_.gathered(b);
@@ -90,7 +90,7 @@ void BlockPasses::forward(int b, int64_t mb)
     if (keep > 0)
       saved[i] =
           dag.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, keep, name(b, i, Role::fwd_saved), {params});
-    if (k.runs(true)) {
+    if (k.runs(true) && !(k.first_micro_batch_only && blk.forwards > 0)) {
       OpId id = 0;
       if (tail.ring_ahead && k.kclass == KernelClass::gemm) {
         id              = ring_exchange_forward(b, i, *tail.ring_ahead, params);
@@ -108,6 +108,7 @@ void BlockPasses::forward(int b, int64_t mb)
     else if (k.fwd_after.overlap == TpOverlap::none || !k.runs(true))
       tp_collective(b, i, Role::fwd_tp, k.fwd_after);
   }
+  blk.forwards++;
   gathers_.release();
 }
 
@@ -128,7 +129,7 @@ void BlockPasses::recompute(int b, int64_t mb)
       else
         saved_.regenerated(b, mb, i, blk.plan.kernels.size()) = t;
     }
-    if (!policy.reruns(blk.plan, k))
+    if (!policy.reruns(blk.plan, k) || k.first_micro_batch_only)
       continue;
     if (k.runs(true))
       touches_.touch_kernel(kernel(s.gpu, name(b, i, Role::rc), k, true, true), b, i, true, saved[i]);

@@ -28,6 +28,7 @@ struct StepBlock {
   Tensor grads;                    // on the GPU: full (ZeRO-0/1) or this rank's shard (ZeRO-2/3)
   Tensor host_grads;               // ZeRO-Offload: fp32 gradient shard in host DRAM
   Tensor bucket;                   // ZeRO-2/3: this micro-batch's full gradient before reduce-scatter
+  int64_t forwards  = 0;           // forward passes emitted so far
   int64_t backwards = 0;           // backward passes emitted so far
   OpId grads_ready  = OpDag::none; // last op before the optimizer may read the gradients
 };

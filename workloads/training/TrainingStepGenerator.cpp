@@ -129,6 +129,9 @@ void TrainingStepGenerator::emit_setup(const ParamGather& gathers, const Gradien
     if (b.plan.frozen_params > 0)
       dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::weights,
                 b.plan.frozen_params * step_.shape.frozen_weight_bytes, b.plan.name + ".frozen_weights");
+    if (b.plan.cached_weight_bytes > 0)
+      dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::weights, b.plan.cached_weight_bytes,
+                b.plan.name + ".cached_weights");
     if (b.plan.params <= 0)
       continue;
     double weights = b.plan.params * weight_bytes_per_param();

@@ -72,6 +72,9 @@ struct KernelPlan {
   // Adds a micro-batch's weight gradient into the one earlier micro-batches of the step
   // left (autograd's AccumulateGrad): runs from the second micro-batch's backward on.
   bool accumulates = false;
+  // Runs forward only in the step's first micro-batch, and not when recomputed
+  // (Transformer Engine's FP8 weight casts, cached for the step's other micro-batches).
+  bool first_micro_batch_only = false;
   TpComm fwd_after; // after the forward kernel
   TpComm bwd_before, bwd_after;
   // Whether the kernel has work in forward (backward); a gradient sum runs only in
@@ -86,8 +89,9 @@ struct BlockPlan {
   double frozen_params = 0;        // frozen (LoRA base) parameters held by one tp rank
   double expert_params = 0;        // part of params in this rank's routed experts: reduced over the edp group
   std::vector<KernelPlan> kernels; // forward order
-  double backward_workspace = 0;   // activation gradients alive during the block's backward
-  double input_bytes        = 0;   // the block's input: what full recompute keeps, what a stage sends
+  double backward_workspace  = 0;  // activation gradients alive during the block's backward
+  double input_bytes         = 0;  // the block's input: what full recompute keeps, what a stage sends
+  double cached_weight_bytes = 0; // copies of the weights the stack keeps beside them (TE's FP8 weights and transposes)
   // Elements of each parameter tensor of params, in the order forward uses them (a stack
   // whose ZeRO-3 gathers parameters one by one fills it; empty: the block gathers whole).
   std::vector<double> tensors;

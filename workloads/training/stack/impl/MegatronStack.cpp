@@ -5,6 +5,7 @@
 // buffer under bf16 (18 bytes per parameter; 16 with fp16); the optimizer's separate
 // passes over each block; Megatron-Core's DDP buckets and the distributed optimizer's
 // overlaps (the `megatron` section).
+#include "workloads/training/blocks/TeFp8Linears.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
 #include <algorithm>
@@ -138,11 +139,22 @@ public:
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
     BlockPlan b = transformer_layer_block(m, s, l);
+    if (s.gemm_dtype == Dtype::fp8) // Transformer Engine's Linear modules
+      te_fp8_linears(b, s);
     if (k_.tp_comm_overlap && s.tp > 1 && s.sp) // NeMo and TE run it only with sequence parallelism
       overlap_tp_comms(b);
     return b;
   }
-  BlockPlan head(const ModelSpec& m, const StepShape& s) const override { return head_block(m, s); }
+  // The output layer is Megatron's own ColumnParallelLinear, not a TE module: BF16 under
+  // FP8 training (te-fp8.md section 4.1).
+  BlockPlan head(const ModelSpec& m, const StepShape& s) const override
+  {
+    BlockPlan b = head_block(m, s);
+    for (KernelPlan& k : b.kernels)
+      if (k.kclass == KernelClass::gemm && k.dtype == Dtype::fp8)
+        k.dtype = Dtype::bf16;
+    return b;
+  }
 
   // Replicated model states (DDP) or the distributed optimizer (--use-distributed-optimizer:
   // optimizer states and fp32 master weights sharded over the data-parallel ranks, ZeRO-1).
