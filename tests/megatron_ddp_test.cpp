@@ -46,6 +46,8 @@ double first_start(const RunResult& r, const std::string& name)
   for (const OpRecord& o : r.ops)
     if (o.name == name)
       t = std::min(t, o.start);
+  if (t == std::numeric_limits<double>::infinity())
+    FAIL("no op named " << name);
   return t;
 }
 
@@ -55,6 +57,8 @@ TEST_CASE("megatron_buckets_close_at_40m_parameters_or_1m_per_data_parallel_rank
 {
   // bucket_size = max(40M, 1M x dp) parameters, filled in backward order (head first);
   // a bucket closes once it holds that many, or at the end of its chunk. fp32 gradients.
+  // memwall closes buckets at block boundaries; Megatron at the parameter that fills
+  // one, so its bucket 0 would end inside L7 (41.9M parameters, not 46.2M).
   SECTION("dp 8: 40M")
   {
     RunResult r = run(spec(1));
@@ -142,4 +146,56 @@ TEST_CASE("overlap_param_gather_needs_the_distributed_optimizer_and_overlapped_g
   CHECK(err.find("distributed optimizer") != std::string::npos);
   err = refused("opg_no_overlap", spec(1, ", overlap_grad_reduce: false", "overlap_param_gather: true"));
   CHECK(err.find("overlap_grad_reduce") != std::string::npos);
+}
+
+TEST_CASE("megatron_without_overlapped_reduction_reduces_each_chunk_in_one_bucket", "[megatron][ddp]")
+{
+  // distributed_data_parallel.py: "Set bucket_size to infinity if overlap_grad_reduce is
+  // False": one reduce-scatter of every gradient after backward.
+  RunResult r = run(spec(1, ", overlap_grad_reduce: false"));
+  CHECK(record(r, "zero1.bucket0.reduce_scatter").bytes == Approx(4 * (8 * layer + head + embed)));
+  CHECK_FALSE(has_op(r, "zero1.bucket1.reduce_scatter"));
+}
+
+TEST_CASE("a_moe_blocks_optimizer_step_waits_for_its_dense_gradients_reduction", "[megatron][ddp][moe]")
+{
+  // ep 8 on one node: each expert lives on one GPU, its gradients reduced with no one;
+  // the layer's dense gradients (attention, norms, router) are reduce-scattered over
+  // the 8 ranks, and its optimizer step reads them. The head (67M parameters) fills a
+  // bucket of its own, reduced first; the layers' bucket after it.
+  for (const char* overlap : {"true", "false"}) {
+    INFO("overlap_grad_reduce " << overlap);
+    RunResult r    = run("hardware: {node: dgx-h100, nodes: 1}\n"
+                            "model: {layers: 2, hidden: 1024, heads: 16, vocab: 65536, max_seq_len: 1024, mlp: swiglu, "
+                            "num_experts: 8, experts_per_token: 2, moe_ffn_hidden: 1024, tied_embeddings: false}\n"
+                            "training: {stack: megatron, seq_len: 1024, global_batch: 8, micro_batch: 1, ep: 8, zero: 1, "
+                            "overlap_grad_reduce: " +
+                         std::string(overlap) + "}\n");
+    double reduced = 0;
+    for (const OpRecord& o : r.ops)
+      if (o.name.find(".reduce_scatter") != std::string::npos && o.name.find("bucket") != std::string::npos)
+        reduced = std::max(reduced, o.end);
+    REQUIRE(reduced > 0);
+    CHECK(first_start(r, "L0.grad_norm") >= reduced - 1e-12);
+    CHECK(first_start(r, "L1.grad_norm") >= reduced - 1e-12);
+  }
+}
+
+TEST_CASE("the_next_buckets_gather_is_issued_when_the_forward_reaches_the_bucket_before_it", "[megatron][ddp]")
+{
+  // The distributed optimizer's forward pre-hook of a bucket's first layer waits for the
+  // bucket's all-gather and issues the next one, whose NCCL stream then waits for the
+  // compute issued so far: bucket 0's (L7..) only after L2, the last layer before
+  // bucket 1 (L3..L6), has been given its forward. One node (NVLink), 8,192-token
+  // micro-batches: the forward, not the gathers, sets the pace.
+  RunResult r        = run("hardware: {node: dgx-h100, nodes: 1}\n"
+                                  "model: {layers: 8, hidden: 1024, heads: 16, vocab: 32768, max_seq_len: 8192, "
+                                  "tied_embeddings: false}\n"
+                                  "training: {stack: megatron, seq_len: 8192, global_batch: 8, micro_batch: 1, zero: 1, "
+                                  "megatron: {overlap_param_gather: true}}\n");
+  const OpRecord& b0 = record(r, "zero1.bucket0.updated_weights.all_gather");
+  const OpRecord& b1 = record(r, "zero1.bucket1.updated_weights.all_gather");
+  CHECK(b1.start < first_start(r, "L0.fwd.ln1"));         // issued on the embedding's pre-hook
+  CHECK(b0.start >= first_start(r, "L3.fwd.ln1") - 1e-9); // on L3's, behind L2's forward
+  CHECK(b0.start > b1.end);                               // not right behind bucket 1's
 }

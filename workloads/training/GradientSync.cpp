@@ -167,8 +167,12 @@ void GradientSync::emit_bucket(int stage, const GradBucket& bucket, OpId after)
   if (cfg.offload_optimizer != OffloadTarget::none)
     last = dag.add(host_copy_op(s.gpu, StreamKind::d2h, s.gpu, s.host, host, name + ".grads_d2h", cfg.offload_pinned),
                    {last});
+  // A bucket with nothing to reduce or copy (routed experts with no peers holding them)
+  // leaves a block's gradients to its other lane's reduction, when it has one.
+  const bool nothing = last == after;
   for (int b : bucket.blocks)
-    step_.blocks[b].grads_ready = last;
+    if (!nothing || step_.blocks[b].grads_ready == OpDag::none)
+      step_.blocks[b].grads_ready = last;
   if (ddp_bucket_copies())
     stages_[stage].copy_back.emplace_back(last, bytes, bucket.blocks);
 }

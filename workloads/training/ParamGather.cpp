@@ -54,34 +54,72 @@ void ParamGather::plan()
 
 void ParamGather::plan_updated_weights()
 {
-  OpDag& dag = step_.dag;
-  updated_.assign(step_.blocks.size(), OpDag::none);
-  const double weights_per_grad_byte = step_.state_bytes.weights / step_.state_bytes.gradients;
+  chains_.assign(step_.stages.size(), {});
+  in_chain_.assign(step_.blocks.size(), {Chain::none, Chain::none});
+  buckets_.reserve(step_.stages.size()); // the chains point into them
   for (size_t p = 0; p < step_.stages.size(); ++p) {
-    const StepStage& s                 = step_.stages[p];
-    const std::vector<GradBucket> plan = grad_buckets(step_, static_cast<int>(p));
+    const StepStage& s = step_.stages[p];
+    auto& chains       = chains_[p];
+    buckets_.push_back(grad_buckets(step_, static_cast<int>(p)));
+    const std::vector<GradBucket>& plan = buckets_.back();
     // Megatron's order (DistributedOptimizer._get_model_param_buffer_dp_views): model
-    // chunk by chunk, each chunk's dense buffer then its experts', a buffer's buckets
-    // reversed (bucket 0 holds the last layers).
-    std::vector<const GradBucket*> order;
+    // chunk by chunk, a buffer's buckets reversed (bucket 0 holds the last layers). The
+    // routed experts' buffers are another optimizer's (get_megatron_optimizer chains
+    // two), with a chain of their own.
     for (int64_t c = 0; c < static_cast<int64_t>(s.chunks.size()); ++c)
       for (size_t lane = 0; lane < 2; ++lane)
         for (auto it = plan.rbegin(); it != plan.rend(); ++it)
-          if (it->chunk == c && it->lane == lane)
-            order.push_back(&*it);
-    OpId last = OpDag::none;
-    for (const GradBucket* b : order) {
-      const int32_t group = s.reduce_groups[b->lane];
-      if (group < 0)
-        continue;
-      last = dag.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::all_gather, group,
-                                   b->bytes * weights_per_grad_byte,
-                                   bucket_name(step_, static_cast<int>(p), *b) + ".updated_weights.all_gather"),
-                     {last});
-      for (int blk : b->blocks) // a later all-gather follows the earlier: the last one a block needs suffices
-        updated_[static_cast<size_t>(blk)] = last;
+          if (it->chunk == c && it->lane == lane && s.reduce_groups[lane] >= 0) {
+            for (int blk : it->blocks)
+              in_chain_[static_cast<size_t>(blk)][lane] = chains[lane].buckets.size();
+            chains[lane].buckets.push_back(&*it);
+          }
+    // The first all-gather of each chain is issued by zero_grad, before the forward.
+    for (size_t lane = 0; lane < 2; ++lane)
+      if (!chains[lane].buckets.empty())
+        issue_updated(static_cast<int>(p), lane);
+  }
+}
+
+void ParamGather::issue_updated(int stage, size_t lane)
+{
+  Chain& c             = chains_[static_cast<size_t>(stage)][lane];
+  const GradBucket& b  = *c.buckets[c.issued.size()];
+  const StepStage& s   = step_.stages[static_cast<size_t>(stage)];
+  const double weights = b.bytes * step_.state_bytes.weights / step_.state_bytes.gradients;
+  OpDag& dag           = step_.dag;
+  // After the one before it, and after what the compute stream has been given so far:
+  // ProcessGroupNCCL makes its stream wait for the current stream when it is issued.
+  OpId after = c.issued.empty() ? OpDag::none : c.issued.back();
+  OpId tail  = dag.stream_tail(s.gpu, StreamKind::compute);
+  c.issued.push_back(dag.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::all_gather, s.reduce_groups[lane],
+                                           weights, bucket_name(step_, stage, b) + ".updated_weights.all_gather"),
+                             {after, tail}));
+  c.sequence.push_back(++issued_updates_);
+}
+
+OpId ParamGather::updated_weights(int b)
+{
+  std::array<size_t, 2>& where = in_chain_[static_cast<size_t>(b)];
+  const int stage              = step_.blocks[static_cast<size_t>(b)].stage;
+  OpId wait                    = OpDag::none;
+  uint64_t latest              = 0;
+  for (size_t lane = 0; lane < 2; ++lane) {
+    const size_t k = std::exchange(where[lane], Chain::none);
+    if (k == Chain::none)
+      continue;
+    Chain& c = chains_[static_cast<size_t>(stage)][lane];
+    // The bucket's first block to run forward: its pre-hook waits for this bucket's
+    // all-gather and issues the next bucket's.
+    if (c.issued.size() == k + 1 && k + 1 < c.buckets.size())
+      issue_updated(stage, lane);
+    // Both chains run on the one comm stream: the one issued last follows the other.
+    if (c.sequence[k] > latest) {
+      latest = c.sequence[k];
+      wait   = c.issued[k];
     }
   }
+  return wait;
 }
 
 void ParamGather::check_plan() const
@@ -117,9 +155,8 @@ void ParamGather::check_plan() const
 
 OpId ParamGather::gathered(int b)
 {
-  if (!updated_.empty()) { // only the block's first use, its first forward, waits
-    return std::exchange(updated_[static_cast<size_t>(b)], OpDag::none);
-  }
+  if (!in_chain_.empty()) // only the block's first use, its first forward, waits
+    return updated_weights(b);
   if (step_.cfg.zero != 3)
     return OpDag::none;
   for (; issued_ < plan_.size(); ++issued_)

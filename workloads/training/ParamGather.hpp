@@ -10,13 +10,16 @@
 // shard under ZeRO-Infinity), or tensor by tensor where the blocks list their tensors
 // (TrainingStack::plan_fetches, DeepSpeed's), and freed on the compute stream.
 // ZeRO-1 under Megatron's overlap_param_gather: the previous step's updated weights come
-// back bucket by bucket (the gradient buckets, GradBuckets.hpp) as the step begins, one
-// all-gather after another in forward order (the distributed optimizer dispatches the
-// next bucket's when a forward pre-hook has waited for this one's), and a block's first
-// forward waits for its bucket's. In place: no buffer.
+// back bucket by bucket (the gradient buckets, GradBuckets.hpp) in forward order: the
+// first bucket's all-gather issued as the step begins (zero_grad), each next one when
+// the forward reaches the bucket before it (its pre-hook waits for that bucket's and
+// issues the next, behind the compute issued so far), and a block's first forward waits
+// for its bucket's. Dense and routed experts' buckets are two chains. In place: no buffer.
+#include "workloads/training/GradBuckets.hpp"
 #include "workloads/training/StepBuild.hpp"
 #include "workloads/training/TensorCollectives.hpp"
 
+#include <array>
 #include <vector>
 
 namespace memwall {
@@ -43,9 +46,12 @@ private:
     OpId ready = OpDag::none;
     OpId freed = OpDag::none;
   };
-  void plan_updated_weights(); // overlap_param_gather's all-gathers, issued as the step begins
-  void check_plan() const;     // a plan the emission order can follow, else a logic error naming the stack
-  void emit(size_t use);       // use's all-gather into a buffer of its own
+  // overlap_param_gather: the chains of buckets; each chain's first all-gather.
+  void plan_updated_weights();
+  void issue_updated(int stage, size_t lane); // the chain's next all-gather
+  OpId updated_weights(int b);                // block b's first forward: what it waits for
+  void check_plan() const; // a plan the emission order can follow, else a logic error naming the stack
+  void emit(size_t use);   // use's all-gather into a buffer of its own
   OpId gather_tensors(const StepStage& s, size_t use, OpId after);
   double gathered_bytes_per_param() const;
 
@@ -55,10 +61,21 @@ private:
   GatherPlan plan_;            // per use, the stack's
   FetchPlan fetches_;          // per use, the tensors it gathers (blocks that list them)
   std::vector<Buffer> buffers_;
-  std::vector<size_t> held_;  // uses whose buffers are alive, in the order gathered
-  size_t next_use_ = 0;       // the use running (between gathered and release)
-  size_t issued_   = 0;       // uses whose gathers have been issued
-  std::vector<OpId> updated_; // ZeRO-1, overlap_param_gather: per block, the all-gather its first forward waits for
+  std::vector<size_t> held_; // uses whose buffers are alive, in the order gathered
+  size_t next_use_ = 0;      // the use running (between gathered and release)
+  size_t issued_   = 0;      // uses whose gathers have been issued
+  // ZeRO-1, overlap_param_gather: per stage and lane (dense, experts), the buckets in
+  // forward order and the all-gathers issued so far.
+  struct Chain {
+    static constexpr size_t none = static_cast<size_t>(-1);
+    std::vector<const GradBucket*> buckets;
+    std::vector<OpId> issued;
+    std::vector<uint64_t> sequence; // when each was issued, over both chains
+  };
+  std::vector<std::vector<GradBucket>> buckets_; // per stage (chains point into them)
+  std::vector<std::array<Chain, 2>> chains_;
+  std::vector<std::array<size_t, 2>> in_chain_; // per block and lane: its bucket's index, none once it waited
+  uint64_t issued_updates_ = 0;
 };
 
 } // namespace memwall

@@ -9,6 +9,7 @@
 #include "workloads/training/stack/TrainingStack.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 namespace memwall {
@@ -120,7 +121,10 @@ public:
   // transformer layer, split at bucket_cap_mb (not modelled: a block is one bucket here).
   void adjust(const ParamReader& r, TrainingConfig& cfg) const override
   {
-    if (!r.has("bucket_bytes") && MegatronKnobs::own_ddp(cfg))
+    // distributed_data_parallel.py: "Set bucket_size to infinity if overlap_grad_reduce is False".
+    if (MegatronKnobs::own_ddp(cfg) && !cfg.overlap_grad_reduce)
+      cfg.bucket_bytes = std::numeric_limits<double>::infinity();
+    else if (!r.has("bucket_bytes") && MegatronKnobs::own_ddp(cfg))
       cfg.bucket_bytes = k_.apex_optimizer
                              ? 1.0
                              : std::max(40e6, 1e6 * static_cast<double>(cfg.dp)) * (k_.fp32_grads(cfg) ? 4.0 : 2.0);
