@@ -161,3 +161,83 @@ TEST_CASE("zero_filled_rows_divide_the_fitted_efficiency_by_their_speedup", "[fp
     CHECK_FALSE(std::ifstream(out).good());
   }
 }
+
+namespace {
+
+BlockPlan fp8_layer(const std::string& yaml, int64_t layer = 0)
+{
+  ExperimentSpec sp = parse_spec(yaml, "test.yaml", "");
+  return default_training_stack("megatron")->layer(sp.model, step_shape(sp.training), layer);
+}
+
+bool has_kernel(const BlockPlan& b, const std::string& name)
+{
+  return std::any_of(b.kernels.begin(), b.kernels.end(), [&](const KernelPlan& k) { return k.name == name; });
+}
+
+const std::string moe_fp8 = "hardware: {node: dgx-h100, gpus_per_node: 2}\n"
+                            "model: {layers: 1, hidden: 1024, heads: 16, vocab: 32768, max_seq_len: 2048, mlp: swiglu, "
+                            "num_experts: 2, experts_per_token: 1, moe_ffn_hidden: 1024, shared_experts: 1}\n"
+                            "training: {stack: megatron, seq_len: 2048, global_batch: 2, micro_batch: 1, ep: 2, "
+                            "precision: fp8}\n";
+
+} // namespace
+
+TEST_CASE("the_router_and_the_routed_experts_are_not_te_linears", "[fp8][moe]")
+{
+  // TopKRouter's gating linear runs in BF16; routed experts are TEGroupedLinear, left as
+  // they are, also with one expert a rank (ep = experts); the pre-MLP norm of an MoE layer
+  // is a TENorm of its own: it still writes BF16 (the shared expert casts its input).
+  BlockPlan b = fp8_layer(moe_fp8);
+  CHECK(kernel(b, "moe.router").dtype == Dtype::bf16);
+  CHECK_FALSE(has_kernel(b, "moe.router.fp8_cast_weight"));
+  CHECK_FALSE(has_kernel(b, "moe.experts.up.fp8_cast_weight"));
+  CHECK(has_kernel(b, "moe.shared.up.fp8_cast_transpose"));
+  std::string bf = moe_fp8;
+  bf.replace(bf.find("precision: fp8"), 14, "precision: bf16");
+  CHECK(kernel(b, "ln2").fwd_bytes == kernel(fp8_layer(bf), "ln2").fwd_bytes);
+}
+
+TEST_CASE("mla_down_projections_each_save_their_own_fp8_input", "[fp8][mla]")
+{
+  // DeepSeek-V3's layer 0 (dense): q_down and kv_down are te.Linear modules reading the
+  // input norm's BF16 output (a TENorm): each casts it and saves its own FP8 copy, T h
+  // bytes, where BF16 Megatron keeps one copy for both.
+  BlockPlan b    = fp8_layer("hardware: {node: dgx-h100, gpus_per_node: 1}\n"
+                                "model: {preset: deepseek-v3, layers: 4}\n"
+                                "training: {stack: megatron, seq_len: 1024, global_batch: 1, micro_batch: 1, "
+                                "precision: fp8}\n");
+  const double T = 1024, h = 7168;
+  CHECK(kernel(b, "attn.kv_down").saved_bytes == Approx(T * h));
+  CHECK(kernel(b, "attn.q_down").saved_bytes == Approx(T * h));
+  CHECK(has_kernel(b, "attn.q_down.fp8_cast_transpose"));
+}
+
+TEST_CASE("a_fused_bias_gradient_keeps_the_context_parallel_gather_it_carried", "[fp8][cp]")
+{
+  // GPT-2 (a QKV bias, learned positions): context parallelism's K/V all-gather follows the
+  // last kernel before attention, the QKV bias gradient, which FP8 fuses into the output
+  // gradient's cast: the gather still runs.
+  std::string yaml = "hardware: {node: dgx-h100, gpus_per_node: 2}\nmodel: {preset: gpt2, layers: 1}\n"
+                     "training: {stack: megatron, seq_len: 1024, global_batch: 1, micro_batch: 1, cp: 2, "
+                     "precision: fp8}\n";
+  RunResult r      = run(yaml);
+  CHECK(named(r, "L0.bwd.qkv.bias_grad").empty());
+  auto gather = named(r, "L0.fwd.qkv.bias_grad.tp");
+  REQUIRE(gather.size() == 1);
+  CHECK(gather[0]->kind == OpKind::collective);
+}
+
+TEST_CASE("fp8_lora_and_a_repeated_zero_filled_dtype_are_refused", "[fp8][errors]")
+{
+  CHECK_THAT(refused("fp8_lora", layer_spec("fp8", ", lora: {rank: 8}")),
+             Catch::Contains("training.lora") && Catch::Contains("fp8"));
+  std::string meas = temp_path("fp8_one.csv");
+  write_file(meas, "gpu,benchmark,dtype,m,n,k,ranks,ranks_per_node,bytes,flops,time_s,samples,source\n"
+                   "h100-sxm-80gb,gemm,fp8,8192,8192,8192,,,,1.1e12,8e-4,10,x\n");
+  std::string out = temp_path("fp8_twice.yaml");
+  CliResult r     = run_cli("calibrate fit " + meas + " -o " + out + " --zero-filled fp8=1.1 --zero-filled fp8=1.2");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("twice"));
+  CHECK_FALSE(std::ifstream(out).good());
+}

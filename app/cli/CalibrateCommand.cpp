@@ -222,6 +222,9 @@ int fit(const std::vector<std::string>& args)
         throw InputError("calibrate fit --zero-filled: expected DTYPE=SPEEDUP with a dtype and a speed-up in [1, "
                          "2] (e.g. fp8=1.114), got '" +
                          z + "'");
+      for (const auto& [seen, _] : zero_filled)
+        if (seen == *d)
+          throw InputError("calibrate fit --zero-filled: " + z.substr(0, eq) + " given twice");
       zero_filled.emplace_back(*d, speedup);
       source += " (" + z.substr(0, eq) + " zero-filled: efficiency / " + z.substr(eq + 1) + ")";
     }

@@ -9,9 +9,25 @@ using kernels::forward_only;
 
 namespace {
 
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// TE's Linear modules of a Megatron-Core layer: not the router (a plain BF16 linear in
+// TopKRouter), not the routed experts (TEGroupedLinear, not modelled here).
 bool fp8_linear(const KernelPlan& k)
 {
-  return k.kclass == KernelClass::gemm && k.dtype == Dtype::fp8 && k.shape.known() && k.shape.groups() == 1;
+  return k.kclass == KernelClass::gemm && k.dtype == Dtype::fp8 && k.shape.known() &&
+         !starts_with(k.name, "moe.router") && !starts_with(k.name, "moe.experts");
+}
+
+// The GEMMs Megatron-Core builds as te.LayerNormLinear, fusing the norm before them:
+// linear_qkv, a dense MLP's linear_fc1, MLA's up-projections after their latent norms.
+// The layer's input norm before MLA's down-projections and an MoE layer's pre-MLP norm
+// are TENorm modules of their own.
+bool fused_norm_before(const std::vector<KernelPlan>& ks, size_t i)
+{
+  const std::string& n = ks[i].name;
+  bool fusable         = n == "qkv" || n == "mlp.up" || n == "attn.q_up" || n == "attn.kv_up";
+  return fusable && i > 0 && ks[i - 1].kclass == KernelClass::elementwise && ks[i - 1].family == KernelFamily::norm;
 }
 
 bool tp_collective(const TpComm& c, CollectiveKind kind)
@@ -36,15 +52,20 @@ void te_fp8_linears(BlockPlan& b, const StepShape& s)
     // tp ranks' shards; it saves (and casts) its own shard.
     const bool gathered = s.sp && tp_collective(k.bwd_before, CollectiveKind::all_gather) && !row_sp;
     const double local  = gathered ? x / static_cast<double>(s.tp) : x;
-    const bool ln = i > 0 && ks[i - 1].kclass == KernelClass::elementwise && ks[i - 1].family == KernelFamily::norm;
+    const bool ln       = fused_norm_before(ks, i);
     const std::string n = k.name;
 
     // The GEMMs: FP8 operands (the weight's transpose in dgrad, the input's and the
     // gradient's in wgrad), BF16 outputs, the weight gradient into the fp32 main grad.
     k.fwd_bytes = w + x + dy * e;
     k.bwd_bytes = w + dy + x * e + x + dy + 2.0 * 4 * w;
-    k.saved_bytes -= local * (e - 1); // the input saved in FP8
-    if (gathered)                     // backward all-gathers the saved FP8 shard again
+    // The input saved in FP8. A GEMM that shared another's saved BF16 input (MLA's
+    // kv_down reads the queries' input) keeps an FP8 copy of its own in TE.
+    if (k.saved_bytes >= local * e)
+      k.saved_bytes -= local * (e - 1);
+    else
+      k.saved_bytes += local;
+    if (gathered) // backward all-gathers the saved FP8 shard again
       k.bwd_before.bytes /= e;
 
     // Backward, listed after the GEMM so that it runs before the GEMM's backward: the
@@ -56,9 +77,11 @@ void te_fp8_linears(BlockPlan& b, const StepShape& s)
       k.bwd_before.bytes /= e;
     } else {
       after.push_back(backward_only(n + ".fp8_cast_transpose_grad", 4 * dy, 0));
+      // The bias gradient's kernel runs no more; a collective it carries (context
+      // parallelism's K and V after the QKV bias) still runs.
       size_t bias = kernels::index_of(ks, n + ".bias_grad");
       if (bias < ks.size())
-        ks.erase(ks.begin() + static_cast<std::ptrdiff_t>(bias));
+        ks[bias].bwd_bytes = ks[bias].bwd_flops = ks[bias].bwd_model_flops = 0;
     }
     // The input's FP8 transpose for the weight gradient, where forward did not make it.
     if (ln || gathered)

@@ -14,9 +14,13 @@
 //     R 2, W 1 + 1), into a cached FP8 copy and transpose kept beside the BF16 weight
 //     (2 B a weight element, BlockPlan::cached_weight_bytes);
 //   the GEMMs read FP8 operands and write BF16.
-// Not modelled: the amax reductions and scale updates (two all-reduces of a few KB per
-// micro-batch and chunk, asynchronous under NVTE_ASYNC_AMAX_REDUCTION), routed experts'
-// grouped GEMMs (left as they are).
+// The router stays BF16. Not modelled: the amax reductions and scale updates (two
+// all-reduces of a few KB per micro-batch and chunk, asynchronous under
+// NVTE_ASYNC_AMAX_REDUCTION); routed experts' grouped GEMMs (TEGroupedLinear: FP8 GEMMs
+// at the fp8 rate, without their casts or cached weights); the weight gradient's main
+// grad taken as fp32 (bf16 under grad_reduce_in_fp32: false). The transposes of a gathered
+// input or gradient run just before the all-gather on the compute stream where TE runs them
+// after it, before the weight gradient: the same work, one collective earlier.
 #include "workloads/training/blocks/BlockKernels.hpp"
 
 namespace memwall {

@@ -107,6 +107,9 @@ public:
     if (k_.overlap_param_gather && cfg.zero != 1)
       r.fail("zero", "training.megatron.overlap_param_gather needs the distributed optimizer (zero: 1), as "
                      "Megatron-LM asserts");
+    if (cfg.precision == Dtype::fp8 && cfg.lora.enabled)
+      r.fail("lora", "LoRA with precision fp8 is not modelled (Transformer Engine's FP8 around frozen and adapted "
+                     "GEMMs); use bf16");
     if (k_.apex_optimizer && cfg.zero != 1)
       r.fail("zero", "training.megatron.distributed_optimizer apex is a distributed optimizer (zero: 1)");
     if (k_.overlap_param_gather && !cfg.overlap_grad_reduce)
@@ -143,8 +146,12 @@ public:
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
     BlockPlan b = transformer_layer_block(m, s, l);
-    if (s.gemm_dtype == Dtype::fp8) // Transformer Engine's Linear modules
+    if (s.gemm_dtype == Dtype::fp8) { // Transformer Engine's Linear modules; the router in BF16
       te_fp8_linears(b, s);
+      for (KernelPlan& k : b.kernels)
+        if (k.name == "moe.router")
+          k.dtype = Dtype::bf16;
+    }
     if (k_.tp_comm_overlap && s.tp > 1 && s.sp) // NeMo and TE run it only with sequence parallelism
       overlap_tp_comms(b);
     return b;
