@@ -94,7 +94,17 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
     r.fail("cp", "cp = " + str(t.cp) + " does not divide seq_len " + str(t.seq_len) +
                      " (each context-parallel rank holds seq_len / cp tokens)");
   bool uneven                      = t.first_stage_layers > 0 || t.last_stage_layers > 0;
+  bool counted                     = t.embedding_in_split || t.loss_in_split;
   const std::vector<int64_t> split = t.stage_layers(m.layers);
+  const char* counted_key =
+      t.embedding_in_split ? "account_for_embedding_in_pipeline_split" : "account_for_loss_in_pipeline_split";
+  if (counted && uneven) // transformer_config.py raises the same
+    r.fail(counted_key, "cannot be set with first_stage_layers or last_stage_layers");
+  if (counted && split.empty())
+    r.fail(counted_key, "the model's " + str(m.layers) + " layers" + (t.embedding_in_split ? " + 1 (embedding)" : "") +
+                            (t.loss_in_split ? " + 1 (loss)" : "") +
+                            " do not split evenly over pp x virtual_stages = " + str(t.pp * t.virtual_stages) +
+                            " stages");
   if (uneven && (t.pp < 2 || t.virtual_stages > 1))
     r.fail(t.first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers",
            "an uneven pipeline needs pp >= 2 and virtual_stages: 1");
@@ -103,7 +113,7 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
            "the model's " + str(m.layers) +
                " layers less the first and last stages' do not split evenly over the other " +
                str(t.pp - (t.first_stage_layers > 0) - (t.last_stage_layers > 0)) + " stages");
-  if (!uneven && m.layers % (t.pp * t.virtual_stages) != 0)
+  if (!uneven && !counted && m.layers % (t.pp * t.virtual_stages) != 0)
     r.fail(t.virtual_stages > 1 ? "virtual_stages" : "pp",
            "pp x virtual_stages = " + str(t.pp * t.virtual_stages) + " does not divide the model's " + str(m.layers) +
                " layers (an uneven pipeline: first_stage_layers, last_stage_layers)");
@@ -242,22 +252,28 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   t.last_stage_layers =
       r.integer("last_stage_layers", 0, "layers of the last pipeline stage, the rest split evenly (0: an even split)",
                 0, "", limits::layers);
-  std::string rc    = r.choice("recompute", "none", {"none", "selective", "full"},
-                               "activation recomputation: selective (attention core) or full (keep layer inputs only)");
-  t.recompute       = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
-  std::string p     = r.choice("precision", "bf16", {"fp32", "bf16", "fp16", "fp8"},
-                               "compute precision; bf16/fp16/fp8 keep fp32 master weights (fp8: bf16 weights, fp8 GEMMs)");
-  t.precision       = *dtype_from_name(p);
-  std::string o     = r.choice("optimizer", "adam", {"adam", "adamw", "adam8bit", "sgd", "adafactor"},
-                               "adam or adamw (2 fp32 states; adamw's decoupled weight decay costs the same), adam8bit (2 "
-                                   "one-byte states), sgd with momentum, adafactor (factored)");
-  t.optimizer       = o == "adam"       ? Optimizer::adam
-                      : o == "adamw"    ? Optimizer::adamw
-                      : o == "adam8bit" ? Optimizer::adam8bit
-                      : o == "sgd"      ? Optimizer::sgd
-                                        : Optimizer::adafactor;
-  t.flash_attention = r.flag("flash_attention", t.flash_attention,
-                             "fused attention; off stores the s x s scores, softmax and dropout mask");
+  t.embedding_in_split = r.flag("account_for_embedding_in_pipeline_split", false,
+                                "Megatron-Core's: the embedding counts as a layer in the pipeline's even split "
+                                "(the first virtual stage builds one layer fewer)");
+  t.loss_in_split      = r.flag("account_for_loss_in_pipeline_split", false,
+                                "Megatron-Core's: the output layer and loss count as a layer in the pipeline's even "
+                                     "split (the last virtual stage builds one layer fewer)");
+  std::string rc       = r.choice("recompute", "none", {"none", "selective", "full"},
+                                  "activation recomputation: selective (attention core) or full (keep layer inputs only)");
+  t.recompute          = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
+  std::string p        = r.choice("precision", "bf16", {"fp32", "bf16", "fp16", "fp8"},
+                                  "compute precision; bf16/fp16/fp8 keep fp32 master weights (fp8: bf16 weights, fp8 GEMMs)");
+  t.precision          = *dtype_from_name(p);
+  std::string o        = r.choice("optimizer", "adam", {"adam", "adamw", "adam8bit", "sgd", "adafactor"},
+                                  "adam or adamw (2 fp32 states; adamw's decoupled weight decay costs the same), adam8bit (2 "
+                                         "one-byte states), sgd with momentum, adafactor (factored)");
+  t.optimizer          = o == "adam"       ? Optimizer::adam
+                         : o == "adamw"    ? Optimizer::adamw
+                         : o == "adam8bit" ? Optimizer::adam8bit
+                         : o == "sgd"      ? Optimizer::sgd
+                                           : Optimizer::adafactor;
+  t.flash_attention    = r.flag("flash_attention", t.flash_attention,
+                                "fused attention; off stores the s x s scores, softmax and dropout mask");
   t.bucket_bytes = r.quantity("bucket_bytes", QuantityKind::bytes, t.bucket_bytes, "gradient bucket size (DDP, ZeRO)");
   t.overlap_grad_reduce = r.flag("overlap_grad_reduce", t.overlap_grad_reduce,
                                  "reduce gradient buckets during backward instead of after it");

@@ -12,6 +12,17 @@ std::string str(int64_t v) { return std::to_string(v); }
 std::vector<int64_t> TrainingConfig::stage_layers(int64_t layers) const
 {
   int64_t stages = pp * virtual_stages;
+  if (embedding_in_split || loss_in_split) { // transformer_block.py's get_num_layers_to_build
+    int64_t counted = layers + (embedding_in_split ? 1 : 0) + (loss_in_split ? 1 : 0);
+    if (counted % stages != 0 || first_stage_layers > 0 || last_stage_layers > 0)
+      return {};
+    std::vector<int64_t> v(static_cast<size_t>(stages), counted / stages);
+    v.front() -= embedding_in_split ? 1 : 0;
+    v.back() -= loss_in_split ? 1 : 0;
+    if (v.front() < 0 || v.back() < 0)
+      return {};
+    return v;
+  }
   if (first_stage_layers == 0 && last_stage_layers == 0)
     return layers % stages == 0 ? std::vector<int64_t>(static_cast<size_t>(stages), layers / stages)
                                 : std::vector<int64_t>{};
