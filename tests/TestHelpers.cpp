@@ -148,6 +148,17 @@ std::string refused(const std::string& name, const std::string& yaml, const std:
 
 OpDag spec_workload(const std::string& yaml) { return build_workload(parse_spec(yaml, "test.yaml", "")); }
 
+std::map<std::string, int> layer_gpus(const OpDag& dag)
+{
+  std::map<std::string, int> gpu;
+  for (OpId id = dag.first_id(); id < dag.size(); ++id) {
+    const Op& op = dag.op(id);
+    if (op.kind == OpKind::kernel && op.name.str().find(".fwd.ln1") != std::string::npos)
+      gpu[op.name.str().substr(0, op.name.str().find('.'))] = op.device.index;
+  }
+  return gpu;
+}
+
 double op_sum(const OpDag& dag, const std::string& prefix, OpKind kind, bool flops)
 {
   double total = 0;

@@ -7,12 +7,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <string>
 
 namespace memwall::test {
 
 // The op DAG of a spec given as YAML text.
 OpDag spec_workload(const std::string& yaml);
+// The GPU index whose forward runs each layer ("L3" -> 1): where a pipeline split put it.
+std::map<std::string, int> layer_gpus(const OpDag& dag);
 // FLOPs (or bytes) of the ops of `kind` named `prefix` or `prefix.*` (`prefix.` and
 // more: every op whose name starts with it).
 double op_sum(const OpDag& dag, const std::string& prefix, OpKind kind, bool flops);

@@ -207,12 +207,7 @@ TEST_CASE("an_uneven_pipeline_puts_the_named_layers_on_the_first_and_last_stages
   OpDag dag =
       spec_workload("hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: gpt2}\n"
                     "training: {seq_len: 128, pp: 4, global_batch: 4, first_stage_layers: 3, last_stage_layers: 1}\n");
-  std::map<std::string, int> layer_gpu;
-  for (OpId id = dag.first_id(); id < dag.size(); ++id) {
-    const Op& op = dag.op(id);
-    if (op.kind == OpKind::kernel && op.name.str().find(".fwd.ln1") != std::string::npos)
-      layer_gpu[op.name.str().substr(0, op.name.str().find('.'))] = op.device.index;
-  }
+  std::map<std::string, int> layer_gpu = layer_gpus(dag);
   CHECK(layer_gpu["L2"] == 0);
   CHECK(layer_gpu["L3"] == 1); // (12 - 3 - 1) / 2 = 4 layers on stages 1 and 2
   CHECK(layer_gpu["L10"] == 2);

@@ -37,12 +37,7 @@ TEST_CASE("the_embedding_and_the_loss_counted_in_the_split_leave_the_end_stages_
                             "training: {seq_len: 512, pp: 2, virtual_stages: 2, pipeline_schedule: interleaved, "
                             "global_batch: 4, account_for_embedding_in_pipeline_split: true, "
                             "account_for_loss_in_pipeline_split: true}\n");
-  std::map<std::string, int> gpu;
-  for (OpId id = dag.first_id(); id < dag.size(); ++id) {
-    const Op& op = dag.op(id);
-    if (op.kind == OpKind::kernel && op.name.str().find(".fwd.ln1") != std::string::npos)
-      gpu[op.name.str().substr(0, op.name.str().find('.'))] = op.device.index;
-  }
+  std::map<std::string, int> gpu = layer_gpus(dag);
   CHECK(gpu["L0"] == 0);
   CHECK(gpu["L1"] == 1);
   CHECK(gpu["L2"] == 1);
