@@ -9,7 +9,9 @@
 //              (KernelPlan::selective_kept / selective_regenerated, torchtitan's) keeps
 //              other kernels' outputs instead and brings the rest back;
 //   full       a layer keeps only its input (a checkpoint) and reruns its whole forward,
-//              tensor-parallel collectives included, getting every saved tensor back.
+//              tensor-parallel collectives included, getting every saved tensor back;
+//              a layer Megatron's block method leaves alone (BlockPlan::keeps_all)
+//              keeps everything, as under none.
 #include "workloads/training/blocks/BlockKernels.hpp"
 #include "workloads/training/config/TrainingConfig.hpp"
 
@@ -19,16 +21,22 @@ class SavedActivations {
 public:
   explicit SavedActivations(Recompute recompute) : recompute_(recompute) {}
 
+  // The policy that applies to block b: none for a layer the block method leaves alone.
+  Recompute of(const BlockPlan& b) const
+  {
+    return !b.layer || (recompute_ == Recompute::full && b.keeps_all) ? Recompute::none : recompute_;
+  }
+
   // Full recompute of a layer: it keeps its input and reruns its forward whole.
-  bool checkpoints(const BlockPlan& b) const { return b.layer && recompute_ == Recompute::full; }
+  bool checkpoints(const BlockPlan& b) const { return of(b) == Recompute::full; }
   // Its backward starts by recomputing.
-  bool recomputes(const BlockPlan& b) const { return b.layer && recompute_ != Recompute::none; }
+  bool recomputes(const BlockPlan& b) const { return of(b) != Recompute::none; }
   // Bytes kernel k's forward keeps until its backward.
   double kept(const BlockPlan& b, const KernelPlan& k) const
   {
-    if (!b.layer || recompute_ == Recompute::none)
+    if (of(b) == Recompute::none)
       return k.saved_bytes;
-    if (recompute_ == Recompute::full)
+    if (of(b) == Recompute::full)
       return 0;
     return k.selective_kept >= 0 ? k.selective_kept : k.selective ? 0.0 : k.saved_bytes;
   }
@@ -37,14 +45,14 @@ public:
   {
     if (!recomputes(b))
       return 0;
-    if (recompute_ == Recompute::full)
+    if (of(b) == Recompute::full)
       return k.saved_bytes;
     return k.selective_regenerated >= 0 ? k.selective_regenerated : k.selective ? k.saved_bytes : 0.0;
   }
   // Whether the recompute reruns kernel k.
   bool reruns(const BlockPlan& b, const KernelPlan& k) const
   {
-    return recomputes(b) && (recompute_ == Recompute::full || k.selective);
+    return recomputes(b) && (of(b) == Recompute::full || k.selective);
   }
 
 private:

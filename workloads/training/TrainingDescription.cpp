@@ -26,6 +26,9 @@ std::string describe_training(const TrainingConfig& t)
     s += ", " + t.pipeline_schedule->name() + (t.virtual_stages > 1 ? " v=" + str(t.virtual_stages) : "");
   s += ", ZeRO-" + std::to_string(t.zero) + ", " + dtype_name(t.precision) + ", " +
        optimizers[static_cast<int>(t.optimizer)] + ", recompute " + recomputes[static_cast<int>(t.recompute)] +
+       (t.recompute == Recompute::full && t.recompute_block_layers > 0
+            ? " (block: " + str(t.recompute_block_layers) + " layers a chunk)"
+            : std::string()) +
        ", flash attention " + (t.flash_attention ? "on" : "off");
   if (t.lora.enabled)
     s += std::string(", ") + (t.lora.nf4_base ? "QLoRA" : "LoRA") + " r=" + str(t.lora.rank);

@@ -74,6 +74,30 @@ std::string default_zero_by_stack()
   return join(parts);
 }
 
+// Megatron-Core's recompute_method and recompute_num_layers (transformer_block.py,
+// _checkpointed_forward) under full recompute: uniform checkpoints the input of each
+// group of N layers and reruns the group; block checkpoints the first N layers of each
+// model chunk one by one and keeps every activation of the rest.
+void read_recompute_method(ParamReader& r, TrainingConfig& t)
+{
+  std::string method = r.choice("recompute_method", "uniform", {"uniform", "block"},
+                                "full recompute, as Megatron-Core's --recompute-method: uniform (groups of "
+                                "recompute_num_layers layers) or block (the first recompute_num_layers of each "
+                                "model chunk)");
+  int64_t n          = r.integer("recompute_num_layers", 1,
+                                 "full recompute, as Megatron-Core's --recompute-num-layers: layers a uniform "
+                                          "group holds, or layers of each model chunk a block recomputes",
+                                 1, "", limits::layers);
+  bool given         = r.has("recompute_method") || r.has("recompute_num_layers");
+  if (given && t.recompute != Recompute::full)
+    r.fail(r.has("recompute_method") ? "recompute_method" : "recompute_num_layers",
+           "applies to recompute: full only (Megatron-Core: recompute_num_layers must be None otherwise)");
+  if (method == "uniform" && n > 1)
+    r.fail("recompute_num_layers", "uniform groups of more than one layer are not modelled (memwall recomputes "
+                                   "layer by layer): use 1, or recompute_method: block");
+  t.recompute_block_layers = method == "block" ? n : 0;
+}
+
 void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const ModelSpec& m, bool dp_given)
 {
   if (m.heads % t.tp != 0)
@@ -261,19 +285,20 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   std::string rc       = r.choice("recompute", "none", {"none", "selective", "full"},
                                   "activation recomputation: selective (attention core) or full (keep layer inputs only)");
   t.recompute          = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
-  std::string p        = r.choice("precision", "bf16", {"fp32", "bf16", "fp16", "fp8"},
-                                  "compute precision; bf16/fp16/fp8 keep fp32 master weights (fp8: bf16 weights, fp8 GEMMs)");
-  t.precision          = *dtype_from_name(p);
-  std::string o        = r.choice("optimizer", "adam", {"adam", "adamw", "adam8bit", "sgd", "adafactor"},
-                                  "adam or adamw (2 fp32 states; adamw's decoupled weight decay costs the same), adam8bit (2 "
-                                         "one-byte states), sgd with momentum, adafactor (factored)");
-  t.optimizer          = o == "adam"       ? Optimizer::adam
-                         : o == "adamw"    ? Optimizer::adamw
-                         : o == "adam8bit" ? Optimizer::adam8bit
-                         : o == "sgd"      ? Optimizer::sgd
-                                           : Optimizer::adafactor;
-  t.flash_attention    = r.flag("flash_attention", t.flash_attention,
-                                "fused attention; off stores the s x s scores, softmax and dropout mask");
+  read_recompute_method(r, t);
+  std::string p     = r.choice("precision", "bf16", {"fp32", "bf16", "fp16", "fp8"},
+                               "compute precision; bf16/fp16/fp8 keep fp32 master weights (fp8: bf16 weights, fp8 GEMMs)");
+  t.precision       = *dtype_from_name(p);
+  std::string o     = r.choice("optimizer", "adam", {"adam", "adamw", "adam8bit", "sgd", "adafactor"},
+                               "adam or adamw (2 fp32 states; adamw's decoupled weight decay costs the same), adam8bit (2 "
+                                   "one-byte states), sgd with momentum, adafactor (factored)");
+  t.optimizer       = o == "adam"       ? Optimizer::adam
+                      : o == "adamw"    ? Optimizer::adamw
+                      : o == "adam8bit" ? Optimizer::adam8bit
+                      : o == "sgd"      ? Optimizer::sgd
+                                        : Optimizer::adafactor;
+  t.flash_attention = r.flag("flash_attention", t.flash_attention,
+                             "fused attention; off stores the s x s scores, softmax and dropout mask");
   t.bucket_bytes = r.quantity("bucket_bytes", QuantityKind::bytes, t.bucket_bytes, "gradient bucket size (DDP, ZeRO)");
   t.overlap_grad_reduce = r.flag("overlap_grad_reduce", t.overlap_grad_reduce,
                                  "reduce gradient buckets during backward instead of after it");

@@ -9,6 +9,8 @@
 #include "workloads/training/TensorCollectives.hpp"
 #include "workloads/training/TensorTouches.hpp"
 
+#include <map>
+
 namespace memwall {
 
 TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const TrainingConfig& cfg,
@@ -40,6 +42,13 @@ TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const Train
     --left;
   }
   add(stack.head(model, shape), virtual_stages - 1);
+  // Megatron's block method: each chunk's first recompute_block_layers layers recompute.
+  if (cfg.recompute == Recompute::full && cfg.recompute_block_layers > 0) {
+    std::map<std::pair<int, int64_t>, int64_t> seen; // (stage, chunk) -> its layers so far
+    for (StepBlock& b : step_.blocks)
+      if (b.plan.layer)
+        b.plan.keeps_all = seen[{b.stage, b.chunk}]++ >= cfg.recompute_block_layers;
+  }
 }
 
 OpDag TrainingStepGenerator::generate(bool chains)

@@ -85,6 +85,7 @@ struct KernelPlan {
 struct BlockPlan {
   std::string name;                // "embed", "L0", ..., "head"
   bool layer           = false;    // a transformer layer: what recompute applies to
+  bool keeps_all       = false;    // a layer full recompute leaves alone (Megatron's block method past N)
   double params        = 0;        // trainable parameters held by one tp rank
   double frozen_params = 0;        // frozen (LoRA base) parameters held by one tp rank
   double expert_params = 0;        // part of params in this rank's routed experts: reduced over the edp group

@@ -60,15 +60,18 @@ struct TrainingConfig {
   // Megatron-Core's account_for_embedding_in_pipeline_split / account_for_loss_in_
   // pipeline_split: the embedding (the loss) counts as a layer in the even split, so the
   // first (last) virtual stage builds one layer fewer.
-  bool embedding_in_split   = false;
-  bool loss_in_split        = false;
-  Recompute recompute       = Recompute::none;
-  Dtype precision           = Dtype::bf16; // compute dtype; anything but fp32 keeps fp32 master weights
-  Optimizer optimizer       = Optimizer::adam;
-  bool flash_attention      = true;
-  double bucket_bytes       = 25.0 * 1024 * 1024; // gradient bucket (PyTorch DDP default 25 MiB)
-  bool overlap_grad_reduce  = true;
-  int64_t buckets_in_flight = 2; // ZeRO-2/3: gradient buckets reducing while backward goes on
+  bool embedding_in_split = false;
+  bool loss_in_split      = false;
+  Recompute recompute     = Recompute::none;
+  // Full recompute as Megatron-Core's --recompute-method block --recompute-num-layers N:
+  // only the first N layers of each model chunk recompute (0: every layer, uniformly).
+  int64_t recompute_block_layers = 0;
+  Dtype precision                = Dtype::bf16; // compute dtype; anything but fp32 keeps fp32 master weights
+  Optimizer optimizer            = Optimizer::adam;
+  bool flash_attention           = true;
+  double bucket_bytes            = 25.0 * 1024 * 1024; // gradient bucket (PyTorch DDP default 25 MiB)
+  bool overlap_grad_reduce       = true;
+  int64_t buckets_in_flight      = 2; // ZeRO-2/3: gradient buckets reducing while backward goes on
   LoraConfig lora;
   OffloadTarget offload_optimizer = OffloadTarget::none;
   OffloadTarget offload_params    = OffloadTarget::none;
