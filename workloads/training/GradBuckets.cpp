@@ -1,5 +1,7 @@
 #include "workloads/training/GradBuckets.hpp"
 
+#include "workloads/training/StepBuild.hpp"
+
 #include <array>
 
 namespace memwall {

@@ -7,12 +7,14 @@
 // buckets_gradients: Megatron-Core's other than pipeline rank 0's first) is one bucket.
 // Dense gradients and routed experts' are bucketed apart (StepStage::reduce_groups).
 // The same buckets carry the updated weights back under Megatron's overlap_param_gather.
-#include "workloads/training/StepBuild.hpp"
-
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace memwall {
+
+struct StepBuild;
 
 struct GradBucket {
   size_t lane   = 0; // 0: dense gradients, 1: routed experts'
@@ -23,7 +25,7 @@ struct GradBucket {
 };
 
 // Stage `stage`'s buckets in the order the last micro-batch's backward closes them
-// (the last chunk first).
+// (the last chunk first); planned once a step, kept as StepStage::buckets.
 std::vector<GradBucket> grad_buckets(const StepBuild& step, int stage);
 
 // "stage2.zero1.expert_bucket3": the bucket's name, its collectives' prefix.

@@ -8,13 +8,9 @@ namespace memwall {
 GradientSync::GradientSync(StepBuild& step, TensorCollectives& calls)
     : step_(step), calls_(calls), stages_(step.stages.size()), closes_(step.blocks.size())
 {
-  if (step.cfg.zero > 1)
-    return;
-  for (size_t p = 0; p < stages_.size(); ++p) {
-    stages_[p].plan = grad_buckets(step, static_cast<int>(p));
-    for (size_t k = 0; k < stages_[p].plan.size(); ++k)
-      closes_[static_cast<size_t>(stages_[p].plan[k].blocks.back())].push_back(k);
-  }
+  for (const StepStage& s : step.stages) // none under ZeRO-2/3
+    for (size_t k = 0; k < s.buckets.size(); ++k)
+      closes_[static_cast<size_t>(s.buckets[k].blocks.back())].push_back(k);
 }
 
 bool GradientSync::ddp_bucket_copies() const
@@ -76,7 +72,7 @@ void GradientSync::reduce_gradients(int b, int64_t mb)
     // The buckets this block's gradient completes: reduced now, or once backward ends.
     for (size_t k : closes_[static_cast<size_t>(b)]) {
       if (cfg.overlap_grad_reduce)
-        emit_bucket(blk.stage, buckets.plan[k], last);
+        emit_bucket(blk.stage, s.buckets[k], last);
       else
         buckets.deferred.push_back(k);
     }
@@ -188,9 +184,9 @@ void GradientSync::flush_buckets()
     // Without overlap every bucket waits for the end of backward; sizes stay the same.
     OpId end = dag.stream_tail(s.gpu, StreamKind::compute);
     std::stable_sort(buckets.deferred.begin(), buckets.deferred.end(),
-                     [&](size_t a, size_t b) { return buckets.plan[a].lane < buckets.plan[b].lane; });
+                     [&](size_t a, size_t b) { return s.buckets[a].lane < s.buckets[b].lane; });
     for (size_t k : buckets.deferred)
-      emit_bucket(static_cast<int>(p), buckets.plan[k], end);
+      emit_bucket(static_cast<int>(p), s.buckets[k], end);
     buckets.deferred.clear();
     // DDP's finalize_backward: each bucket copied back into the gradients once reduced.
     int index = 0;

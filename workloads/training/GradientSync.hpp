@@ -10,7 +10,6 @@
 // With the optimizer offloaded the reduced shard goes D2H into fp32 host gradients.
 // Under expert parallelism the routed experts' gradients are reduced apart, among the
 // dp / ep ranks that hold the same experts (Megatron-Core's expert-data-parallel group).
-#include "workloads/training/GradBuckets.hpp"
 #include "workloads/training/StepBuild.hpp"
 #include "workloads/training/TensorCollectives.hpp"
 
@@ -36,8 +35,7 @@ public:
 
 private:
   struct StageBuckets {
-    std::vector<GradBucket> plan; // DDP / ZeRO-1 buckets (grad_buckets)
-    std::vector<size_t> deferred; // buckets waiting for the end of backward (overlap_grad_reduce off)
+    std::vector<size_t> deferred; // StepStage::buckets waiting for the end of backward (overlap_grad_reduce off)
     std::deque<OpId> in_flight;   // ZeRO-2/3: frees of the buckets still reducing
     // DDP's copies back from its buckets, made when backward ends: (all-reduce, bytes, blocks).
     std::vector<std::tuple<OpId, double, std::vector<int>>> copy_back;

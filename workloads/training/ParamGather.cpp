@@ -1,7 +1,5 @@
 #include "workloads/training/ParamGather.hpp"
 
-#include "workloads/training/GradBuckets.hpp"
-
 #include "workloads/training/SavedActivations.hpp"
 #include "workloads/training/schedule/PipelineSchedule.hpp"
 
@@ -56,12 +54,10 @@ void ParamGather::plan_updated_weights()
 {
   chains_.assign(step_.stages.size(), {});
   in_chain_.assign(step_.blocks.size(), {Chain::none, Chain::none});
-  buckets_.reserve(step_.stages.size()); // the chains point into them
   for (size_t p = 0; p < step_.stages.size(); ++p) {
-    const StepStage& s = step_.stages[p];
-    auto& chains       = chains_[p];
-    buckets_.push_back(grad_buckets(step_, static_cast<int>(p)));
-    const std::vector<GradBucket>& plan = buckets_.back();
+    const StepStage& s                  = step_.stages[p];
+    auto& chains                        = chains_[p];
+    const std::vector<GradBucket>& plan = s.buckets;
     // Megatron's order (DistributedOptimizer._get_model_param_buffer_dp_views): model
     // chunk by chunk, a buffer's buckets reversed (bucket 0 holds the last layers). The
     // routed experts' buffers are another optimizer's (get_megatron_optimizer chains

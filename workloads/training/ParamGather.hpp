@@ -15,7 +15,6 @@
 // the forward reaches the bucket before it (its pre-hook waits for that bucket's and
 // issues the next, behind the compute issued so far), and a block's first forward waits
 // for its bucket's. Dense and routed experts' buckets are two chains. In place: no buffer.
-#include "workloads/training/GradBuckets.hpp"
 #include "workloads/training/StepBuild.hpp"
 #include "workloads/training/TensorCollectives.hpp"
 
@@ -68,11 +67,10 @@ private:
   // forward order and the all-gathers issued so far.
   struct Chain {
     static constexpr size_t none = static_cast<size_t>(-1);
-    std::vector<const GradBucket*> buckets;
+    std::vector<const GradBucket*> buckets; // into StepStage::buckets
     std::vector<OpId> issued;
     std::vector<uint64_t> sequence; // when each was issued, over both chains
   };
-  std::vector<std::vector<GradBucket>> buckets_; // per stage (chains point into them)
   std::vector<std::array<Chain, 2>> chains_;
   std::vector<std::array<size_t, 2>> in_chain_; // per block and lane: its bucket's index, none once it waited
   uint64_t issued_updates_ = 0;

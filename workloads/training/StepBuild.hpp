@@ -6,6 +6,7 @@
 // into another's; the parts that need another part are handed it when made.
 #include "hwmodels/ClusterSpec.hpp"
 #include "workloads/dag/OpDag.hpp"
+#include "workloads/training/GradBuckets.hpp"
 #include "workloads/training/ParallelLayout.hpp"
 #include "workloads/training/blocks/BlockKernels.hpp"
 #include "workloads/training/config/TrainingConfig.hpp"
@@ -46,6 +47,7 @@ struct StepStage {
   // Where gradients are reduced and updated weights gathered: [0] the dense ones over
   // the dp group, [1] routed experts' over the edp group (-1: none to reduce with).
   std::array<int32_t, 2> reduce_groups{-1, -1};
+  std::vector<GradBucket> buckets; // DDP / ZeRO-1: the gradient buckets (grad_buckets)
 };
 
 // (block or virtual stage, micro-batch) packed into one key: looked up a few times per

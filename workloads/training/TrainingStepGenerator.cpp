@@ -9,8 +9,6 @@
 #include "workloads/training/TensorCollectives.hpp"
 #include "workloads/training/TensorTouches.hpp"
 
-#include <map>
-
 namespace memwall {
 
 TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const TrainingConfig& cfg,
@@ -38,17 +36,13 @@ TrainingStepGenerator::TrainingStepGenerator(const ModelSpec& model, const Train
   for (int64_t l = 0; l < model.layers; ++l) {
     while (left == 0 && vs + 1 < virtual_stages)
       left = split[static_cast<size_t>(++vs)];
+    // Megatron's block method: only a chunk's first recompute_block_layers layers recompute.
+    int64_t before = (split.empty() ? model.layers : split[static_cast<size_t>(vs)]) - left; // in its chunk
     add(stack.layer(model, shape, l), vs);
+    step_.blocks.back().plan.keeps_all = cfg.recompute_block_layers > 0 && before >= cfg.recompute_block_layers;
     --left;
   }
   add(stack.head(model, shape), virtual_stages - 1);
-  // Megatron's block method: each chunk's first recompute_block_layers layers recompute.
-  if (cfg.recompute == Recompute::full && cfg.recompute_block_layers > 0) {
-    std::map<std::pair<int, int64_t>, int64_t> seen; // (stage, chunk) -> its layers so far
-    for (StepBlock& b : step_.blocks)
-      if (b.plan.layer)
-        b.plan.keeps_all = seen[{b.stage, b.chunk}]++ >= cfg.recompute_block_layers;
-  }
 }
 
 OpDag TrainingStepGenerator::generate(bool chains)
@@ -114,6 +108,9 @@ void TrainingStepGenerator::build_stages()
   }
   for (size_t b = 0; b < step_.blocks.size(); ++b)
     step_.stages[step_.blocks[b].stage].chunks[step_.blocks[b].chunk].push_back(static_cast<int>(b));
+  if (cfg.zero <= 1) // the gradients' buckets, and the updated weights' under overlap_param_gather
+    for (size_t p = 0; p < step_.stages.size(); ++p)
+      step_.stages[p].buckets = grad_buckets(step_, static_cast<int>(p));
 }
 
 void TrainingStepGenerator::emit_setup(const ParamGather& gathers, const GradientSync& grads)

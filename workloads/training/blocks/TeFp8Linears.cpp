@@ -42,6 +42,8 @@ void te_fp8_linears(BlockPlan& b, const StepShape& s)
   auto& ks       = b.kernels;
   const double e = s.act_bytes; // the BF16 activations' bytes
   for (size_t i = ks.size(); i-- > 0;) {
+    if (starts_with(ks[i].name, "moe.router"))
+      ks[i].dtype = Dtype::bf16;
     if (!fp8_linear(ks[i]))
       continue;
     KernelPlan& k  = ks[i];

@@ -146,12 +146,8 @@ public:
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
     BlockPlan b = transformer_layer_block(m, s, l);
-    if (s.gemm_dtype == Dtype::fp8) { // Transformer Engine's Linear modules; the router in BF16
+    if (s.gemm_dtype == Dtype::fp8) // Transformer Engine's Linear modules
       te_fp8_linears(b, s);
-      for (KernelPlan& k : b.kernels)
-        if (k.name == "moe.router")
-          k.dtype = Dtype::bf16;
-    }
     if (k_.tp_comm_overlap && s.tp > 1 && s.sp) // NeMo and TE run it only with sequence parallelism
       overlap_tp_comms(b);
     return b;
