@@ -90,11 +90,14 @@ TEST_CASE("sequence_parallelism_without_tensor_parallelism_is_refused", "[errors
   CHECK_THAT(refused_training("sp_tp1", "sp: true, global_batch: 8"), Catch::Contains("needs tp > 1"));
 }
 
-TEST_CASE("zero_stages_beyond_3_and_zero3_with_pipelines_are_refused", "[errors][zero]")
+TEST_CASE("zero_stages_beyond_3_and_zero3_with_pipelines_outside_fsdp_are_refused", "[errors][zero]")
 {
   CHECK_THAT(refused_training("zero4", "zero: 4, global_batch: 8"), Catch::Contains("zero: must lie in [0, 3]"));
+  // Megatron's stack (the default) and DeepSpeed's engine do not shard across stages.
   CHECK_THAT(refused_training("zero3_pp", "zero: 3, pp: 2, global_batch: 8"),
-             Catch::Contains("cannot be combined with pipeline parallelism"));
+             Catch::Contains("training stack megatron does not shard parameters across pipeline stages"));
+  CHECK_THAT(refused_training("zero3_pp_ds", "stack: deepspeed, zero: 3, pp: 2, global_batch: 8"),
+             Catch::Contains("training stack deepspeed does not shard"));
 }
 
 TEST_CASE("offload_options_that_zero_cannot_honour_are_refused", "[errors][offload]")

@@ -46,19 +46,32 @@ void repeat_kv(EagerOps& ops, const std::string& name, double T, double kv, doub
 
 } // namespace
 
-BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t l, bool per_op_checkpoint)
+BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t l, bool per_op_checkpoint,
+                double tp)
 {
-  const double T = t.T(), h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
-  const double q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
-  const double heads = static_cast<double>(m.heads), c = p.compute;
+  // T: the tokens of a micro-batch (gathered, between a column- and a row-parallel
+  // linear); Ts = T / tp: the sequence shard norms and residuals run on. q, kv, f and
+  // the heads: this rank's columns.
+  const double T = t.T(), Ts = T / tp, h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden) / tp;
+  const double q = static_cast<double>(m.q_dim()) / tp, kv = static_cast<double>(m.kv_dim()) / tp;
+  const double heads = static_cast<double>(m.heads) / tp, c = p.compute;
   const Dtype dt = p.compute_dtype;
-  BlockPlan b    = hf::layer_plan(m, l, T * h * c);
+  BlockPlan b    = hf::layer_plan(m, l, Ts * h * c);
+  b.params       = (b.params - m.layer_norm_params()) / tp + m.layer_norm_params(); // norms replicated
   EagerOps ops(b.kernels);
+  // The sequence-parallel input of a column-parallel block all-gathered (PrepareModuleInput
+  // Shard(1) -> Replicate), its gradient reduce-scattered back; a row-parallel output
+  // reduce-scattered (output_layouts Shard(1)), its gradient all-gathered.
+  const TpComm gather{CollectiveKind::all_gather, tp > 1 ? T * h * c : 0.0};
+  const TpComm scatter{CollectiveKind::reduce_scatter, tp > 1 ? T * h * c : 0.0};
   // h = x + attention(attention_norm(x)): x's gradient from both users summed.
-  hf::grad_accumulate(ops, "attn.grad_sum", T * h, c);
-  fused_rms_norm(ops, "attention_norm", T, h, c);
-  // wq, wk and wv read the same normed x (kept once, by wq); their input gradients summed.
+  hf::grad_accumulate(ops, "attn.grad_sum", Ts * h, c);
+  fused_rms_norm(ops, "attention_norm", Ts, h, c);
+  b.kernels.back().fwd_after = gather;
+  // wq, wk and wv read the same normed x (kept once, by wq: the gathered one, as DTensor's
+  // autograd saves it); their input gradients summed, then reduce-scattered.
   ops.op({}, {{"attn.bwd.input_grad_sum", 4 * T * h * c, 2 * T * h, binary}});
+  b.kernels.back().bwd_after = scatter;
   ops.gemm("attention.wq", T, h, q, dt, true, T * h * c);
   ops.gemm("attention.wk", T, h, kv, dt);
   ops.gemm("attention.wv", T, h, kv, dt);
@@ -68,17 +81,21 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   repeat_kv(ops, "attention.repeat_v", T, kv, q, c);
   // SDPA (flash): q and the repeated k and v, the output and the fp32 log-sum-exp kept;
   // backward dO.O first, dq's fp32 accumulator converted after.
-  double flops      = 2 * t.b * t.s * t.s * (q + static_cast<double>(m.attn_out_dim()));
+  double flops      = 2 * t.b * t.s * t.s * (q + static_cast<double>(m.attn_out_dim()) / tp);
   double sdpa_saved = 4 * T * q * c + T * heads * 4;
   size_t sdpa_at    = b.kernels.size();
   ops.attention("attention.sdpa", flops, 4 * T * q * c, sdpa_saved, dt,
                 {{"attention.sdpa.bwd.dot_do_o", 2 * T * q * c + T * heads * 4, T * q, generic}},
                 {{"attention.sdpa.bwd.convert_dq", T * q * (4 + c), 0, generic}});
   ops.gemm("attention.wo", T, q, h, dt);
-  hf::residual_add(ops, "attn.residual", T, h, p);
-  hf::grad_accumulate(ops, "ffn.grad_sum", T * h, c);
-  fused_rms_norm(ops, "ffn_norm", T, h, c);
+  b.kernels.back().fwd_after  = scatter;
+  b.kernels.back().bwd_before = gather;
+  hf::residual_add(ops, "attn.residual", Ts, h, p);
+  hf::grad_accumulate(ops, "ffn.grad_sum", Ts * h, c);
+  fused_rms_norm(ops, "ffn_norm", Ts, h, c);
+  b.kernels.back().fwd_after = gather;
   ops.op({}, {{"ffn.bwd.input_grad_sum", 3 * T * h * c, T * h, binary}});
+  b.kernels.back().bwd_after = scatter;
   ops.gemm("feed_forward.w1", T, h, f, dt, true, T * h * c);
   ops.gemm("feed_forward.w3", T, h, f, dt);
   ops.op({{"feed_forward.silu", 2 * T * f * c, 4 * T * f, activate}},
@@ -88,7 +105,9 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
           {"feed_forward.bwd.mul_silu", 3 * T * f * c, T * f, binary}},
          2 * T * f * c);
   ops.gemm("feed_forward.w2", T, f, h, dt, true, T * f * c);
-  hf::residual_add(ops, "ffn.residual", T, h, p);
+  b.kernels.back().fwd_after  = scatter;
+  b.kernels.back().bwd_before = gather;
+  hf::residual_add(ops, "ffn.residual", Ts, h, p);
   // Gradients alive at once in backward beyond what is kept: the MLP's (three T x f),
   // or the attention's (dq's fp32 accumulator, dk and dv per query head, the stream's).
   b.backward_workspace = std::max(3 * T * f * c + 2 * T * h * c, T * q * 4 + 2 * T * q * c + 2 * T * h * c);
@@ -124,34 +143,55 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   return b;
 }
 
-BlockPlan embedding(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p)
+BlockPlan embedding(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, double tp)
 {
-  const double T = t.T(), h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab), c = p.compute;
+  // Under tp, RowwiseParallel(input Replicate, output Shard(1)): this rank's V / tp rows
+  // looked up (ids outside them masked to zero), the partial sums reduce-scattered to the
+  // sequence shard; backward gathers the gradient back.
+  const double T = t.T(), h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab) / tp, c = p.compute;
   BlockPlan b;
   b.name   = "embed";
-  b.params = m.embedding_params();
+  b.params = m.embedding_params() / tp;
   EagerOps ops(b.kernels);
   // tok_embeddings in bf16: a gather (keeps the ids, and the first layer's input).
   ops.op({{"tok_embeddings", 8 * T + 2 * T * h * c, 0, generic}},
-         hf::embedding_backward("tok_embeddings", T, V, h, c, m.tied_embeddings), 8 * T + T * h * c);
+         hf::embedding_backward("tok_embeddings", T, V, h, c, m.tied_embeddings), 8 * T + T * h * c / tp);
+  if (tp > 1) {
+    b.kernels.back().fwd_after  = {CollectiveKind::reduce_scatter, T * h * c};
+    b.kernels.back().bwd_before = {CollectiveKind::all_gather, T * h * c}; // the first of its backward
+  }
   // freqs_cis: a buffer computed at init, sliced per forward.
   return b;
 }
 
-BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p)
+BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, double tp)
 {
-  const double T = t.T(), h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab), c = p.compute;
+  // Under tp: the final norm sequence-parallel, the output ColwiseParallel (its input
+  // all-gathered, the logits left sharded over the vocabulary: loss_parallel, torchtitan's
+  // default), the loss over this rank's V / tp columns with its row maximum, sum of
+  // exponentials and target logit all-reduced (T fp32 values each).
+  const double T = t.T(), Ts = T / tp, h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab) / tp;
+  const double c = p.compute;
   BlockPlan b;
   b.name        = "head";
-  b.params      = (m.final_norm ? m.norm_params() : 0.0) + m.head_params();
-  b.input_bytes = T * h * c;
+  b.params      = (m.final_norm ? m.norm_params() : 0.0) + m.head_params() / tp;
+  b.input_bytes = Ts * h * c;
   EagerOps ops(b.kernels);
   if (m.final_norm)
-    fused_rms_norm(ops, "norm", T, h, c);
+    fused_rms_norm(ops, "norm", Ts, h, c);
+  const TpComm gather{CollectiveKind::all_gather, tp > 1 ? T * h * c : 0.0};
+  if (!b.kernels.empty())
+    b.kernels.back().fwd_after = gather;
   ops.gemm("output", T, h, V, p.compute_dtype, true, T * h * c);
+  b.kernels.back().bwd_after = {CollectiveKind::reduce_scatter, gather.bytes};
   // cross_entropy(pred.flatten(0, 1).float(), labels): the logits cast to fp32, then
   // log_softmax (kept) and nll_loss.
+  const size_t loss_at = b.kernels.size();
   hf::causal_lm_loss(ops, t, V, p);
+  if (tp > 1)
+    for (size_t i = loss_at; i < b.kernels.size(); ++i)
+      if (b.kernels[i].name == "loss.log_softmax" || b.kernels[i].name == "loss.nll")
+        b.kernels[i].fwd_after = {CollectiveKind::all_reduce, (b.kernels[i].name == "loss.nll" ? 1.0 : 2.0) * T * 4};
   b.backward_workspace = 8 * T * V;
   return b;
 }

@@ -14,8 +14,15 @@
 
 namespace memwall::titan {
 
-BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t layer, bool per_op_checkpoint);
-BlockPlan embedding(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p);
-BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p);
+// Each block as one rank of a tensor-parallel group of `tp` runs it under torchtitan's
+// plan (parallelize.py apply_tp; tp 1: whole): the norms and residuals
+// sequence-parallel (SequenceParallel), wq, wk, wv, w1 and w3 column-parallel after
+// their input's all-gather, wo and w2 row-parallel with their outputs reduce-scattered,
+// the embedding row-parallel over the vocabulary, the output column-parallel with the
+// loss parallel over it (loss_parallel).
+BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t layer, bool per_op_checkpoint,
+                double tp = 1);
+BlockPlan embedding(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, double tp = 1);
+BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, double tp = 1);
 
 } // namespace memwall::titan

@@ -109,7 +109,7 @@ void BlockPasses::forward(int b, int64_t mb)
       tp_collective(b, i, Role::fwd_tp, k.fwd_after);
   }
   blk.forwards++;
-  gathers_.release();
+  gathers_.release(b);
 }
 
 void BlockPasses::recompute(int b, int64_t mb)
@@ -177,7 +177,7 @@ void BlockPasses::backward(int b, int64_t mb)
   if (Tensor c = saved_.checkpoint(b, mb); c.id != 0)
     dag.free(c, s.gpu, StreamKind::compute, prefix + "free_checkpoint");
   saved_.forget(b, mb);
-  gathers_.release();
+  gathers_.release(b);
   blk.backwards++;
   grads_.reduce_gradients(b, mb);
 }

@@ -26,9 +26,13 @@ void GradientSync::alloc_gradients(int b)
   const StepStage& s        = step_.stage_of(b);
   if (blk.plan.params <= 0)
     return;
-  double full  = blk.plan.params * step_.state_bytes.gradients;
-  bool offload = cfg.offload_optimizer != OffloadTarget::none;
+  double full     = blk.plan.params * step_.state_bytes.gradients;
+  bool offload    = cfg.offload_optimizer != OffloadTarget::none;
+  const bool once = accumulates_unsharded();
   if (blk.backwards == 0) {
+    if (once) // FSDP2's unsharded_accumulated_grad, in the reduce dtype
+      blk.accumulated = dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::gradients, full,
+                                  blk.plan.name + ".grads_unsharded");
     if (cfg.zero <= 1)
       blk.grads = dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::gradients, full, blk.plan.name + ".grads");
     else if (!offload)
@@ -38,6 +42,14 @@ void GradientSync::alloc_gradients(int b)
       blk.host_grads =
           dag.alloc(s.gpu, StreamKind::compute, s.host, MemCategory::gradients,
                     4.0 * step_.shard(b, blk.plan.params) * step_.host_share(s, false), blk.plan.name + ".host_grads");
+  }
+  // Accumulating unsharded: autograd writes the micro-batch's gradient in the parameters'
+  // dtype (the gathered bf16), summed into the buffer after the block's backward.
+  if (once) {
+    blk.bucket = dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::workspace,
+                           blk.plan.params * step_.gathered_bytes_per_param(),
+                           OpName(blk.plan.name + ".mb", static_cast<uint64_t>(blk.backwards), ".grad"));
+    return;
   }
   // ZeRO-2/3: the block's full gradient of this micro-batch is built in a bucket; with
   // `buckets_in_flight` buckets still reducing, backward waits for the oldest.
@@ -82,10 +94,14 @@ void GradientSync::reduce_gradients(int b, int64_t mb)
   // "L3.mb17.reduce_scatter": numbered names, so that micro-batches add none to the table.
   const std::string prefix = blk.plan.name + ".mb";
   auto name                = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(mb), what); };
-  StreamKind free_on       = step_.zero_stream(StreamKind::comm);
-  auto [dense, experts]    = step_.dense_and_experts(b, full);
-  const double parts[2]    = {dense, experts}; // per lane: dense gradients, routed experts'
-  if (!blk.plan.tensors.empty())               // DeepSpeed: per parameter or per reduce_bucket_size bucket
+  if (accumulates_unsharded()) {
+    accumulate_and_reduce(b, name);
+    return;
+  }
+  StreamKind free_on    = step_.zero_stream(StreamKind::comm);
+  auto [dense, experts] = step_.dense_and_experts(b, full);
+  const double parts[2] = {dense, experts}; // per lane: dense gradients, routed experts'
+  if (!blk.plan.tensors.empty())            // DeepSpeed: per parameter or per reduce_bucket_size bucket
     last = reduce_tensors(b, mb, last);
   else
     for (size_t l = 0; l < s.reduce_groups.size(); ++l)
@@ -100,6 +116,36 @@ void GradientSync::reduce_gradients(int b, int64_t mb)
     free_on = StreamKind::d2h;
   }
   buckets.in_flight.push_back(dag.free(blk.bucket, s.gpu, free_on, name(".free_grad_bucket"), {last}));
+  blk.grads_ready = last;
+}
+
+bool GradientSync::accumulates_unsharded() const
+{
+  return step_.cfg.zero == 3 && step_.stack->accumulates_unsharded(step_.cfg);
+}
+
+// FSDP2 (_fsdp_param.py): the first micro-batch's gradient converted to the reduce dtype
+// (to_accumulated_grad_if_needed), each later one added in
+// (accumulate_unsharded_grad_if_needed); after the step's last backward of the block the
+// sum is reduce-scattered into this rank's shard and the unsharded buffer freed.
+void GradientSync::accumulate_and_reduce(int b, const std::function<OpName(const char*)>& name)
+{
+  OpDag& dag         = step_.dag;
+  StepBlock& blk     = step_.blocks[b];
+  const StepStage& s = step_.stage_of(b);
+  const double n = blk.plan.params, g = step_.state_bytes.gradients, w = step_.gathered_bytes_per_param();
+  const bool first = blk.backwards == 1;
+  dag.add(kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, first ? 0.0 : n, n * (w + g + (first ? 0.0 : g)), 0,
+                    name(first ? ".grad_to_fp32" : ".accumulate_grad")));
+  dag.free(blk.bucket, s.gpu, StreamKind::compute, name(".free_grad"));
+  if (blk.backwards < step_.cfg.micro_batches())
+    return;
+  OpId last = dag.stream_tail(s.gpu, StreamKind::compute);
+  if (s.dp_group >= 0)
+    last = dag.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::reduce_scatter, s.dp_group, n * g,
+                                 name(".reduce_scatter")),
+                   {last});
+  dag.free(blk.accumulated, s.gpu, StreamKind::comm, name(".free_grads_unsharded"), {last});
   blk.grads_ready = last;
 }
 

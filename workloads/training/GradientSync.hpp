@@ -6,7 +6,9 @@
 //   ZeRO-2/3 only this rank's shard is kept: each micro-batch's block gradient is built
 //           in a workspace bucket, reduce-scattered into the shard and freed (DeepSpeed's
 //           ipg buckets), here one bucket per block; a stack whose blocks list their
-//           tensors reduces them as it issues them (TensorCollectives).
+//           tensors reduces them as it issues them (TensorCollectives). A stack that
+//           accumulates unsharded (FSDP2 under a pipeline) sums each micro-batch's
+//           gradient into a full buffer and reduce-scatters it once, after the last.
 // With the optimizer offloaded the reduced shard goes D2H into fp32 host gradients.
 // Under expert parallelism the routed experts' gradients are reduced apart, among the
 // dp / ep ranks that hold the same experts (Megatron-Core's expert-data-parallel group).
@@ -14,6 +16,7 @@
 #include "workloads/training/TensorCollectives.hpp"
 
 #include <deque>
+#include <functional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -42,6 +45,8 @@ private:
   };
   void emit_bucket(int stage, const GradBucket& bucket, OpId after);
   OpId reduce_tensors(int b, int64_t mb, OpId after); // per-parameter or per-bucket reduce-scatters; returns the last
+  bool accumulates_unsharded() const;                 // ZeRO-3, the stack's FSDP2 under a pipeline
+  void accumulate_and_reduce(int b, const std::function<OpName(const char*)>& name);
 
   StepBuild& step_;
   TensorCollectives& calls_;

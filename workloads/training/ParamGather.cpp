@@ -13,11 +13,6 @@ double ParamGather::persistent_params(int b) const
   return step_.cfg.zero == 3 ? step_.stack->persistent_elements(step_.blocks[b].plan.tensors) : 0.0;
 }
 
-double ParamGather::gathered_bytes_per_param() const
-{
-  return step_.state_bytes.gathered > 0 ? step_.state_bytes.gathered : step_.state_bytes.weights;
-}
-
 void ParamGather::plan()
 {
   const TrainingConfig& cfg = step_.cfg;
@@ -25,29 +20,35 @@ void ParamGather::plan()
     plan_updated_weights();
   if (cfg.zero != 3)
     return;
-  // ZeRO-3 runs without pipeline parallelism (checked when the spec is read): one stage.
-  const auto& chunk = step_.stages.at(0).chunks.at(0);
   const SavedActivations policy(cfg.recompute);
-  for (const PipelineSlot& s : cfg.pipeline_schedule->order(0, 1, 1, cfg.micro_batches())) {
-    auto add = [&](int b) {
-      const BlockPlan& p = step_.blocks[b].plan;
-      uses_.push_back({&p.tensors, b, s.forward, !s.forward && policy.checkpoints(p), p.params - persistent_params(b)});
-    };
-    if (s.forward)
-      for (int b : chunk)
-        add(b);
-    else
-      for (auto it = chunk.rbegin(); it != chunk.rend(); ++it)
-        add(*it);
-  }
-  plan_ = step_.stack->plan_gathers(uses_, cfg);
-  check_plan();
-  buffers_.resize(uses_.size());
+  bool by_tensor = false;
   for (const StepBlock& b : step_.blocks)
-    if (!b.plan.tensors.empty()) { // gathered tensor by tensor, as the stack plans it
-      fetches_ = step_.stack->plan_fetches(uses_);
-      break;
+    by_tensor = by_tensor || !b.plan.tensors.empty(); // gathered tensor by tensor, as the stack plans it
+  stage_uses_.assign(step_.stages.size(), {});
+  for (size_t p = 0; p < step_.stages.size(); ++p) {
+    StageUses& u = stage_uses_[p];
+    const auto order =
+        cfg.pipeline_schedule->order(static_cast<int64_t>(p), cfg.pp, cfg.virtual_stages, cfg.micro_batches());
+    for (const PipelineSlot& s : order) {
+      const auto& chunk = step_.stages[p].chunks.at(static_cast<size_t>(s.chunk));
+      auto add          = [&](int b) {
+        const BlockPlan& pl = step_.blocks[b].plan;
+        u.uses.push_back(
+                     {&pl.tensors, b, s.forward, !s.forward && policy.checkpoints(pl), pl.params - persistent_params(b)});
+      };
+      if (s.forward)
+        for (int b : chunk)
+          add(b);
+      else
+        for (auto it = chunk.rbegin(); it != chunk.rend(); ++it)
+          add(*it);
     }
+    u.plan = step_.stack->plan_gathers(u.uses, cfg);
+    check_plan(u);
+    u.buffers.resize(u.uses.size());
+    if (by_tensor)
+      u.fetches = step_.stack->plan_fetches(u.uses);
+  }
 }
 
 void ParamGather::plan_updated_weights()
@@ -118,9 +119,11 @@ OpId ParamGather::updated_weights(int b)
   return wait;
 }
 
-void ParamGather::check_plan() const
+void ParamGather::check_plan(const StageUses& u) const
 {
-  auto refuse = [&](const std::string& why) {
+  const GatherPlan& plan_            = u.plan;
+  const std::vector<ParamUse>& uses_ = u.uses;
+  auto refuse                        = [&](const std::string& why) {
     throw std::logic_error("training stack " + step_.stack->name() + "'s ZeRO-3 gather plan: " + why);
   };
   if (plan_.size() != uses_.size())
@@ -155,29 +158,30 @@ OpId ParamGather::gathered(int b)
     return updated_weights(b);
   if (step_.cfg.zero != 3)
     return OpDag::none;
-  for (; issued_ < plan_.size(); ++issued_)
-    if (plan_[issued_].buffer == issued_) {
-      if (plan_[issued_].issued_at > next_use_)
+  StageUses& u = stage_uses_[static_cast<size_t>(step_.blocks[b].stage)];
+  for (; u.issued < u.plan.size(); ++u.issued)
+    if (u.plan[u.issued].buffer == u.issued) {
+      if (u.plan[u.issued].issued_at > u.next_use)
         break;
-      emit(issued_);
+      emit(u, u.issued);
     }
-  if (uses_.at(next_use_).block != b)
+  if (u.uses.at(u.next_use).block != b)
     throw std::logic_error("ZeRO-3 gather order does not follow the schedule");
-  const size_t from = plan_[next_use_].buffer;
-  return from == UseGather::none ? OpDag::none : buffers_[from].ready;
+  const size_t from = u.plan[u.next_use].buffer;
+  return from == UseGather::none ? OpDag::none : u.buffers[from].ready;
 }
 
-void ParamGather::emit(size_t j)
+void ParamGather::emit(StageUses& u, size_t j)
 {
   const TrainingConfig& cfg = step_.cfg;
   OpDag& dag                = step_.dag;
-  const int b               = static_cast<int>(uses_[j].block);
+  const int b               = static_cast<int>(u.uses[j].block);
   const StepBlock& blk      = step_.blocks[b];
   const StepStage& s        = step_.stage_of(b);
-  const size_t w            = plan_[j].waits_for;
-  Buffer& g                 = buffers_[j];
-  OpId after                = w == UseGather::none ? OpDag::none : buffers_[w].freed;
-  double full               = uses_[j].elements * gathered_bytes_per_param();
+  const size_t w            = u.plan[j].waits_for;
+  Buffer& g                 = u.buffers[j];
+  OpId after                = w == UseGather::none ? OpDag::none : u.buffers[w].freed;
+  double full               = u.uses[j].elements * step_.gathered_bytes_per_param();
   // "L3.use41.all_gather": numbered names, so that uses add none to the table.
   const std::string prefix = blk.plan.name + ".use";
   auto name                = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(j), what); };
@@ -190,51 +194,53 @@ void ParamGather::emit(size_t j)
   if (cfg.offload_params != OffloadTarget::none)
     last = dag.add(host_copy_op(s.gpu, stream, s.host, s.gpu, shard_bytes, name(".shard_h2d"), cfg.offload_pinned),
                    {last});
-  if (s.dp_group >= 0 && !fetches_.empty())
-    last = gather_tensors(s, j, last);
+  if (s.dp_group >= 0 && !u.fetches.empty())
+    last = gather_tensors(u, s, j, last);
   else if (s.dp_group >= 0)
     last = dag.add(
         collective_op(s.gpu, StreamKind::gather, CollectiveKind::all_gather, s.dp_group, full, name(".all_gather")),
         {last});
   g.ready = last;
-  held_.push_back(j);
+  u.held.push_back(j);
 }
 
-OpId ParamGather::gather_tensors(const StepStage& s, size_t use, OpId after)
+OpId ParamGather::gather_tensors(const StageUses& u, const StepStage& s, size_t use, OpId after)
 {
-  const StepBlock& blk = step_.blocks[static_cast<size_t>(uses_[use].block)];
-  const double gb      = gathered_bytes_per_param();
+  const StepBlock& blk = step_.blocks[static_cast<size_t>(u.uses[use].block)];
+  const double gb      = step_.gathered_bytes_per_param();
   StreamKind stream    = step_.zero_stream(StreamKind::gather);
   OpId last            = after;
-  for (const auto& [t, elements] : fetches_[use])
+  for (const auto& [t, elements] : u.fetches[use])
     last = calls_.issue(s, stream, CollectiveKind::all_gather, elements * gb,
                         {blk.plan.name + ".use", static_cast<uint64_t>(use), ".t" + std::to_string(t) + ".all_gather"},
                         last);
   return last;
 }
 
-void ParamGather::release()
+void ParamGather::release(int b)
 {
   if (step_.cfg.zero != 3)
     return;
-  const size_t use = next_use_++;
-  for (size_t k = 0; k < held_.size();) {
-    const size_t j = held_[k];
-    if (plan_[j].freed_after != use) {
+  StageUses& u     = stage_uses_[static_cast<size_t>(step_.blocks[b].stage)];
+  const size_t use = u.next_use++;
+  for (size_t k = 0; k < u.held.size();) {
+    const size_t j = u.held[k];
+    if (u.plan[j].freed_after != use) {
       ++k;
       continue;
     }
-    const StepBlock& blk = step_.blocks[static_cast<size_t>(uses_[j].block)];
-    buffers_[j].freed    = step_.dag.free(buffers_[j].buffer, step_.stages[blk.stage].gpu, StreamKind::compute,
+    const StepBlock& blk = step_.blocks[static_cast<size_t>(u.uses[j].block)];
+    u.buffers[j].freed   = step_.dag.free(u.buffers[j].buffer, step_.stages[blk.stage].gpu, StreamKind::compute,
                                           blk.plan.name + ".free_gathered_params");
-    held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(k));
+    u.held.erase(u.held.begin() + static_cast<std::ptrdiff_t>(k));
   }
 }
 
-Tensor ParamGather::in_use() const
+Tensor ParamGather::in_use(int b) const
 {
-  const size_t from = plan_.at(next_use_).buffer;
-  return from == UseGather::none ? Tensor{} : buffers_[from].buffer;
+  const StageUses& u = stage_uses_.at(static_cast<size_t>(step_.blocks[b].stage));
+  const size_t from  = u.plan.at(u.next_use).buffer;
+  return from == UseGather::none ? Tensor{} : u.buffers[from].buffer;
 }
 
 } // namespace memwall

@@ -34,10 +34,10 @@ public:
   // Block b's next use begins: issues the gathers planned for it and returns the op its
   // kernels wait for (none: nothing gathered).
   OpId gathered(int b);
-  // The use ends: frees the buffers planned to be freed after it.
-  void release();
-  // The gathered copy the current use reads (unified memory's touches).
-  Tensor in_use() const;
+  // Block b's use ends: frees the buffers planned to be freed after it.
+  void release(int b);
+  // The gathered copy block b's current use reads (unified memory's touches).
+  Tensor in_use(int b) const;
 
 private:
   struct Buffer {
@@ -49,20 +49,25 @@ private:
   void plan_updated_weights();
   void issue_updated(int stage, size_t lane); // the chain's next all-gather
   OpId updated_weights(int b);                // block b's first forward: what it waits for
-  void check_plan() const; // a plan the emission order can follow, else a logic error naming the stack
-  void emit(size_t use);   // use's all-gather into a buffer of its own
-  OpId gather_tensors(const StepStage& s, size_t use, OpId after);
-  double gathered_bytes_per_param() const;
+  // ZeRO-3: one pipeline stage's uses (the blocks of its chunks in the order its
+  // schedule runs them over the whole step) and the stack's plan for them; stages are
+  // emitted interleaved (PipelineSlots), each follows its own.
+  struct StageUses {
+    std::vector<ParamUse> uses;
+    GatherPlan plan;   // per use, the stack's
+    FetchPlan fetches; // per use, the tensors it gathers (blocks that list them)
+    std::vector<Buffer> buffers;
+    std::vector<size_t> held; // uses whose buffers are alive, in the order gathered
+    size_t next_use = 0;      // the use running (between gathered and release)
+    size_t issued   = 0;      // uses whose gathers have been issued
+  };
+  void check_plan(const StageUses& u) const; // a plan the emission order can follow, else a logic error
+  void emit(StageUses& u, size_t use);       // use's all-gather into a buffer of its own
+  OpId gather_tensors(const StageUses& u, const StepStage& s, size_t use, OpId after);
 
   StepBuild& step_;
   TensorCollectives& calls_;
-  std::vector<ParamUse> uses_; // blocks in order of use over the whole step
-  GatherPlan plan_;            // per use, the stack's
-  FetchPlan fetches_;          // per use, the tensors it gathers (blocks that list them)
-  std::vector<Buffer> buffers_;
-  std::vector<size_t> held_; // uses whose buffers are alive, in the order gathered
-  size_t next_use_ = 0;      // the use running (between gathered and release)
-  size_t issued_   = 0;      // uses whose gathers have been issued
+  std::vector<StageUses> stage_uses_; // per pipeline stage (ZeRO-3)
   // ZeRO-1, overlap_param_gather: per stage and lane (dense, experts), the buckets in
   // forward order and the all-gathers issued so far.
   struct Chain {

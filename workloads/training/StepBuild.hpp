@@ -29,6 +29,7 @@ struct StepBlock {
   Tensor grads;                    // on the GPU: full (ZeRO-0/1) or this rank's shard (ZeRO-2/3)
   Tensor host_grads;               // ZeRO-Offload: fp32 gradient shard in host DRAM
   Tensor bucket;                   // ZeRO-2/3: this micro-batch's full gradient before reduce-scatter
+  Tensor accumulated;              // ZeRO-3 accumulating unsharded: the full gradient summed over micro-batches
   int64_t forwards  = 0;           // forward passes emitted so far
   int64_t backwards = 0;           // backward passes emitted so far
   OpId grads_ready  = OpDag::none; // last op before the optimizer may read the gradients
@@ -83,6 +84,11 @@ struct StepBuild {
   // Ranks whose share of a host (or NVMe) pool the stage's representative allocates.
   double host_share(const StepStage& s, bool nvme) const;
   DeviceRef state_pool(const StepStage& s, OffloadTarget t) const;
+  // ZeRO-3: bytes of a gathered (unsharded) parameter (ModelStateBytes::gathered).
+  double gathered_bytes_per_param() const
+  {
+    return state_bytes.gathered > 0 ? state_bytes.gathered : state_bytes.weights;
+  }
   StreamKind zero_stream(StreamKind own) const; // the compute stream when the stack runs ZeRO's collectives serially
   // ZeRO-1 under Megatron's overlap_param_gather: updated weights all-gathered ahead of
   // the next step's first forward (ParamGather), not after the optimizer step.

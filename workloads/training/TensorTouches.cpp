@@ -20,7 +20,7 @@ std::pair<double, double> TensorTouches::weight_slice(const BlockPlan& plan, siz
 
 Tensor TensorTouches::weights_in_use(int b) const
 {
-  return step_.cfg.zero == 3 ? gathers_.in_use() : step_.blocks[b].weights;
+  return step_.cfg.zero == 3 ? gathers_.in_use(b) : step_.blocks[b].weights;
 }
 
 void TensorTouches::touch_kernel(OpId k, int b, size_t i, bool forward, const Tensor& saved)

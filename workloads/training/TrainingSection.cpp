@@ -190,12 +190,12 @@ void check_experts(ParamReader& r, const TrainingConfig& t, const ModelSpec& m)
         "ZeRO-3 with expert parallelism is not supported; use zero <= 2 (Megatron's distributed optimizer is ZeRO-1)");
 }
 
-void check_memory_options(ParamReader& r, const TrainingConfig& t)
+void check_memory_options(ParamReader& r, const TrainingConfig& t, const TrainingStack& stack)
 {
-  if (t.zero == 3 && t.pp > 1)
-    r.fail(
-        "zero",
-        "ZeRO-3 shards parameters per layer and cannot be combined with pipeline parallelism (pp > 1); use zero <= 1");
+  if (t.zero == 3 && t.pp > 1 && !stack.shards_with_pipeline())
+    r.fail("zero", "training stack " + stack.name() +
+                       " does not shard parameters across pipeline stages (zero 3 with pp > 1); use zero <= 1, or "
+                       "stack fsdp (FSDP2 on each stage)");
   if (t.offload_params != OffloadTarget::none && t.zero != 3)
     r.fail("offload", "offload.params needs zero: 3 (ZeRO-Infinity offloads parameter shards)");
   if (t.offload_params != OffloadTarget::none && t.offload_optimizer == OffloadTarget::none)
@@ -318,7 +318,7 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   if (!dp_given)
     t.dp = std::max<int64_t>(1, gpus / (t.tp * t.pp * t.cp));
   check_layout(r, t, gpus, model, dp_given);
-  check_memory_options(r, t);
+  check_memory_options(r, t, *stack);
   check_experts(r, t, model);
   stack->adjust(r, t);
   stack->check(r, t, model);

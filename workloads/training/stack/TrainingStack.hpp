@@ -104,6 +104,14 @@ public:
   // ZeRO's gathers and reductions run on the compute stream, one after another
   // (DeepSpeed without overlap_comm); else on streams of their own.
   virtual bool serial_collectives(const TrainingConfig&) const { return false; }
+  // ZeRO-3 across pipeline stages: each stage shards its own blocks over the dp ranks
+  // (FSDP2 applied to each stage's model chunks under torch.distributed.pipelining).
+  virtual bool shards_with_pipeline() const { return false; }
+  // ZeRO-3: each micro-batch's gradient summed into an unsharded buffer of the gradient
+  // dtype and reduce-scattered once, after the block's last backward of the step (FSDP2
+  // under a pipeline schedule: gradient sync off until the last backward); else
+  // reduce-scattered every micro-batch.
+  virtual bool accumulates_unsharded(const TrainingConfig&) const { return false; }
   // The ZeRO stage a spec that names none runs (FSDP shards everything: 3).
   virtual int default_zero() const { return 0; }
   // The ZeRO stages the stack runs as its own (what `memwall optimize` tries), and whether

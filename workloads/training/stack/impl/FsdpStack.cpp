@@ -1,16 +1,24 @@
 // `fsdp`: PyTorch FSDP2 (fully_shard) as torchtitan runs it (torchtitan/models/llama3:
-// parallelize.py apply_fsdp, model.py), on its own Llama (TitanLlama.hpp).
+// parallelize.py apply_fsdp, model.py), on its own Llama (TitanLlama.hpp), with its
+// tensor parallelism (apply_tp: sequence-parallel norms, column- and row-parallel linears,
+// TitanLlama.hpp) and pipeline stages (pipeline_llama: fully_shard on each stage's chunks).
 //
 // Every transformer block, the token embedding, and the final norm with the output layer
 // are FSDP units: each rank holds 1/dp of their fp32 parameters, gradients and AdamW
 // moments (16 B per parameter over dp: ZeRO-3's sharding); MixedPrecisionPolicy(param_dtype
 // bf16, reduce_dtype fp32) all-gathers a unit's parameters in bf16 before its forward and
 // again before its backward (resharded after forward), one unit ahead (FSDP2 prefetches
-// the next all-gather: plan_gathers), and reduce-scatters its gradients in fp32 after its backward.
-// torch.optim.AdamW(fused=True) steps the shards. Activation checkpointing: `full` keeps
-// each layer's input, `selective` is torchtitan's per-op policy (TitanLlama.hpp).
+// the next all-gather: plan_gathers), and reduce-scatters its gradients in fp32 after its
+// backward. Under pipeline stages a unit is gathered once a step and its gradients summed
+// unsharded in fp32 and reduce-scattered after its last backward (plan_gathers,
+// accumulates_unsharded). torch.optim.AdamW(fused=True) steps the shards. Activation
+// checkpointing: `full` keeps each layer's input, `selective` is torchtitan's per-op
+// policy (TitanLlama.hpp).
 #include "workloads/modelcode/TitanLlama.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
+
+#include <algorithm>
+#include <map>
 
 namespace memwall {
 namespace {
@@ -28,13 +36,15 @@ public:
   void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec& m) const override
   {
     auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "training.stack fsdp: " + why); };
-    if (cfg.tp > 1 || cfg.pp > 1 || cfg.cp > 1 || cfg.sp || cfg.ep > 1)
-      refuse(cfg.tp > 1   ? "tp"
-             : cfg.pp > 1 ? "pp"
-             : cfg.cp > 1 ? "cp"
-             : cfg.sp     ? "sp"
-                          : "ep",
-             "FSDP over the data-parallel ranks only so far (torchtitan's 2-D and 3-D layouts are not modelled yet)");
+    if (cfg.cp > 1 || cfg.ep > 1)
+      refuse(cfg.cp > 1 ? "cp" : "ep", "FSDP with tensor parallelism and pipeline stages so far (torchtitan's "
+                                       "context and expert parallelism are not modelled yet)");
+    // parallelize.py apply_tp: the norms are always SequenceParallel.
+    if (cfg.tp > 1 && !cfg.sp)
+      refuse("sp", "torchtitan's tensor parallelism runs the norms SequenceParallel: set sp: true");
+    if (cfg.tp > 1 && (m.heads % cfg.tp != 0 || m.kv_heads % cfg.tp != 0))
+      refuse("tp", "torchtitan splits attention by heads: tp = " + std::to_string(cfg.tp) + " must divide the " +
+                       std::to_string(m.heads) + " query and " + std::to_string(m.kv_heads) + " key/value heads");
     if (cfg.zero != 3)
       refuse("zero", "FSDP2's fully_shard shards parameters, gradients and optimizer states: zero 3 (the default)");
     if (cfg.offload_optimizer != OffloadTarget::none || cfg.offload_params != OffloadTarget::none)
@@ -57,15 +67,15 @@ public:
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
   {
-    return titan::embedding(m, hf::tokens(s), bf16_params());
+    return titan::embedding(m, hf::tokens(s), bf16_params(), static_cast<double>(s.tp));
   }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
-    return titan::layer(m, hf::tokens(s), bf16_params(), l, true);
+    return titan::layer(m, hf::tokens(s), bf16_params(), l, true, static_cast<double>(s.tp));
   }
   BlockPlan head(const ModelSpec& m, const StepShape& s) const override
   {
-    return titan::head(m, hf::tokens(s), bf16_params());
+    return titan::head(m, hf::tokens(s), bf16_params(), static_cast<double>(s.tp));
   }
 
   ModelStateBytes state_bytes(const TrainingConfig&, const ModelSpec&) const override
@@ -77,6 +87,14 @@ public:
     b.gathered  = 2; // param_dtype bf16
     return b;
   }
+
+  // torchtitan applies fully_shard to each pipeline stage's model chunk (parallelize.py
+  // after pipeline_llama), and torch.distributed.pipelining's schedules turn gradient
+  // sync off and keep the parameters unsharded until a chunk's last backward of the step
+  // (stage.py backward_maybe_with_nosync: set_requires_gradient_sync and
+  // set_reshard_after_backward only for the last micro-batch).
+  bool shards_with_pipeline() const override { return true; }
+  bool accumulates_unsharded(const TrainingConfig& cfg) const override { return cfg.pp > 1; }
 
   int default_zero() const override { return 3; }
   std::vector<int> zero_stages() const override { return {3}; } // fully_shard
@@ -99,9 +117,37 @@ public:
   // explicit prefetch (set_modules_to_forward_prefetch / set_modules_to_backward_prefetch
   // with the next k units), which torchtitan's Llama leaves unset; 0 waits for the unit
   // before to finish, as FSDP2 itself never does.
+  //
+  // With pipeline stages torchtitan does not reshard after forward
+  // (get_fsdp_reshard_after_forward_policy "default": "for PP, by default do not reshard
+  // after forward to avoid per-microbatch all-gathers") and the schedule does not reshard
+  // after backward until the last micro-batch: a unit is all-gathered once a step, at its
+  // first forward (prefetched as above), and held until its last backward.
   GatherPlan plan_gathers(const std::vector<ParamUse>& uses, const TrainingConfig& cfg) const override
   {
-    return prefetched_gathers(uses, static_cast<size_t>(cfg.zero_prefetch));
+    const size_t depth = static_cast<size_t>(cfg.zero_prefetch);
+    if (cfg.pp == 1)
+      return prefetched_gathers(uses, depth);
+    GatherPlan plan(uses.size());
+    std::map<int64_t, size_t> first, last; // per block: its uses' first and last
+    for (size_t j = 0; j < uses.size(); ++j)
+      if (uses[j].elements > 0) {
+        first.try_emplace(uses[j].block, j);
+        last[uses[j].block] = j;
+      }
+    size_t issued = 0;
+    for (size_t j = 0; j < uses.size(); ++j) {
+      if (uses[j].elements <= 0)
+        continue;
+      UseGather& g = plan[j];
+      g.buffer     = first.at(uses[j].block);
+      if (g.buffer != j)
+        continue;
+      g.issued_at   = std::max(issued, j > depth ? j - depth : 0);
+      g.freed_after = last.at(uses[j].block);
+      issued        = g.issued_at;
+    }
+    return plan;
   }
 };
 
@@ -109,7 +155,9 @@ const bool registered = training_stack_registry().add(
     "fsdp",
     "PyTorch FSDP2 as torchtitan runs its Llama: fp32 shards of weights, gradients and AdamW states (16 B per "
     "parameter over dp), each block all-gathered in bf16 one ahead and resharded after forward, gradients "
-    "reduce-scattered in fp32, per-op selective activation checkpointing",
+    "reduce-scattered in fp32, per-op selective activation checkpointing; with torchtitan's tensor parallelism "
+    "(sp) and pipeline stages (each unit gathered once a step, fp32 gradients summed unsharded and "
+    "reduce-scattered after the last micro-batch)",
     [](ParamReader&) { return std::make_unique<FsdpStack>(); });
 
 } // namespace

@@ -1,0 +1,127 @@
+// torchtitan's tensor parallelism (parallelize.py apply_tp) under the `fsdp` stack, counted
+// by hand from its plan: SequenceParallel norms, an all-gather before the column-parallel
+// wq/wk/wv and w1/w3 (PrepareModuleInput Shard(1) -> Replicate) whose output DTensor's
+// autograd keeps gathered, a reduce-scatter after the row-parallel wo and w2
+// (output_layouts Shard(1)), and their mirrors in backward.
+#include "tests/TestHelpers.hpp"
+#include "workloads/model/ModelPresets.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace memwall;
+using namespace memwall::test;
+
+namespace {
+
+// Llama 3 8B at one sequence of 8,192 tokens, tp 8.
+constexpr double T = 8192, h = 4096, q = 4096, f = 14336, heads = 32, c = 2, t = 8, Ts = T / t;
+
+BlockPlan block(const char* which, int64_t tp)
+{
+  TrainingConfig cfg;
+  cfg.stack = default_training_stack("fsdp"), cfg.seq_len = 8192, cfg.micro_batch = 1, cfg.global_batch = 8;
+  cfg.zero = 3, cfg.tp = tp, cfg.sp = tp > 1;
+  auto stack          = default_training_stack("fsdp");
+  const ModelSpec& m  = model_preset("llama-3-8b");
+  const StepShape s   = step_shape(cfg);
+  const std::string w = which;
+  return w == "layer" ? stack->layer(m, s, 3) : w == "embed" ? stack->embedding(m, s) : stack->head(m, s);
+}
+
+struct Comms {
+  double gathered = 0, scattered = 0, reduced = 0;
+  int count = 0;
+};
+
+Comms tp_comms(const BlockPlan& b, bool forward)
+{
+  Comms x;
+  auto add = [&](const TpComm& k) {
+    if (k.bytes <= 0)
+      return;
+    ++x.count;
+    (k.kind == CollectiveKind::all_gather       ? x.gathered
+     : k.kind == CollectiveKind::reduce_scatter ? x.scattered
+                                                : x.reduced) += k.bytes;
+  };
+  for (const KernelPlan& k : b.kernels)
+    if (forward)
+      add(k.fwd_after);
+    else
+      add(k.bwd_before), add(k.bwd_after);
+  return x;
+}
+
+} // namespace
+
+TEST_CASE("a_titan_layer_under_tp_gathers_twice_and_reduce_scatters_twice_each_way", "[stack][fsdp][tp]")
+{
+  // Forward: the normed stream gathered before attention and before the MLP, wo's and
+  // w2's partial outputs reduce-scattered: T x h x 2 B each. Backward the mirrors: wo's
+  // and w2's output gradients gathered, the summed input gradients of wq/wk/wv and
+  // w1/w3 reduce-scattered.
+  const BlockPlan layer = block("layer", 8);
+  for (bool forward : {true, false}) {
+    Comms x = tp_comms(layer, forward);
+    CHECK(x.count == 4);
+    CHECK(x.gathered == Approx(2 * T * h * c));
+    CHECK(x.scattered == Approx(2 * T * h * c));
+    CHECK(x.reduced == 0);
+  }
+  CHECK(tp_comms(block("layer", 1), true).count == 0);
+}
+
+TEST_CASE("a_titan_layer_under_tp_keeps_its_gathered_inputs_and_a_tp_share_of_the_rest", "[stack][fsdp][tp]")
+{
+  // As a_titan_llama_layer_keeps_what_autograd_saves_by_hand at tp 1, per rank: the
+  // norms' fp32 rstd and the residual sums on the sequence shard (2 x 4 Ts, 2 x Ts h c);
+  // the two gathered inputs whole (2 x T h c: DTensor's autograd keeps the replicated
+  // input of wq and of w1); SDPA's q, repeated k and v, output and log-sum-exp over this
+  // rank's 4 of 32 heads; the MLP's four T x f/t tensors.
+  double expected =
+      2 * 4 * Ts + 2 * Ts * h * c + 2 * T * h * c + 4 * T * (q / t) * c + 4 * T * (heads / t) + 4 * T * (f / t) * c;
+  double kept = 0;
+  for (const KernelPlan& k : block("layer", 8).kernels)
+    kept += k.saved_bytes;
+  CHECK(kept == Approx(expected).epsilon(1e-12));
+}
+
+TEST_CASE("a_titan_layer_under_tp_holds_a_tp_share_of_its_matrices_and_whole_norms", "[stack][fsdp][tp]")
+{
+  // wq, wo h x h, wk, wv h x 1024, w1, w2, w3 h x 14,336, split 8 ways; the two RMSNorm
+  // weights replicated (Meta's Llama 3 8B shape).
+  const double matrices = 2 * h * h + 2 * h * 1024 + 3 * h * f;
+  CHECK(block("layer", 8).params == Approx(matrices / 8 + 2 * h).epsilon(1e-12));
+  // The embedding and the output split over the vocabulary (128,256 / 8 rows); the
+  // final norm whole.
+  CHECK(block("embed", 8).params == Approx(128256 * h / 8).epsilon(1e-12));
+  CHECK(block("head", 8).params == Approx(128256 * h / 8 + h).epsilon(1e-12));
+}
+
+TEST_CASE("titans_vocabulary_parallel_edges_move_the_stream_and_a_few_values_per_token", "[stack][fsdp][tp]")
+{
+  // The embedding's partial lookups reduce-scattered to the sequence shard, the
+  // gradient gathered back; the output's input gathered, its gradient reduce-scattered;
+  // loss_parallel all-reduces each token's row maximum and sum of exponentials, then
+  // its target logit (fp32): 3 x 4 B a token.
+  Comms e = tp_comms(block("embed", 8), true), eb = tp_comms(block("embed", 8), false);
+  CHECK(e.scattered == Approx(T * h * c));
+  CHECK(eb.gathered == Approx(T * h * c));
+  Comms o = tp_comms(block("head", 8), true), ob = tp_comms(block("head", 8), false);
+  CHECK(o.gathered == Approx(T * h * c));
+  CHECK(o.reduced == Approx(3 * 4 * T));
+  CHECK(ob.scattered == Approx(T * h * c));
+}
+
+TEST_CASE("the_fsdp_stack_refuses_tp_without_sp_or_across_kv_heads", "[stack][fsdp][tp][errors]")
+{
+  const std::string base = "hardware: {node: dgx-h100}\nmodel: {preset: llama-3-8b}\n"
+                           "training: {stack: fsdp, seq_len: 2048, global_batch: 8, ";
+  CHECK_THAT(refused("fsdp_tp_nosp", base + "tp: 2}\n"),
+             Catch::Contains("training.sp") && Catch::Contains("SequenceParallel"));
+  // Llama 3 8B has 8 key/value heads: tp 16 would split one.
+  CHECK_THAT(refused("fsdp_tp16", "hardware: {node: dgx-h100, nodes: 2}\nmodel: {preset: llama-3-8b}\n"
+                                  "training: {stack: fsdp, seq_len: 2048, global_batch: 8, tp: 16, sp: true}\n"),
+             Catch::Contains("training.tp") && Catch::Contains("8 key/value heads"));
+}
