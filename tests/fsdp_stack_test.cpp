@@ -137,7 +137,6 @@ TEST_CASE("llama_2_70b_with_per_op_checkpointing_fits_at_batch_1_and_not_at_2_as
 TEST_CASE("the_fsdp_stack_refuses_what_torchtitans_fsdp_path_does_not_run", "[stack][fsdp][errors]")
 {
   const std::string t = "training: {stack: fsdp, seq_len: 2048, global_batch: 8, ";
-  CHECK_THAT(refused("fsdp_cp", h100x8 + t + "cp: 2}\n"), Catch::Contains("training.cp") && Catch::Contains("fsdp"));
   CHECK_THAT(refused("fsdp_zero", h100x8 + t + "zero: 1}\n"),
              Catch::Contains("training.zero") && Catch::Contains("zero 3"));
   CHECK_THAT(refused("fsdp_fp16", h100x8 + t + "precision: fp16}\n"), Catch::Contains("training.precision"));

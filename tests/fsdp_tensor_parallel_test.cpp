@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 using namespace memwall;
 using namespace memwall::test;
 
@@ -124,4 +126,72 @@ TEST_CASE("the_fsdp_stack_refuses_tp_without_sp_or_across_kv_heads", "[stack][fs
   CHECK_THAT(refused("fsdp_tp16", "hardware: {node: dgx-h100, nodes: 2}\nmodel: {preset: llama-3-8b}\n"
                                   "training: {stack: fsdp, seq_len: 2048, global_batch: 8, tp: 16, sp: true}\n"),
              Catch::Contains("training.tp") && Catch::Contains("8 key/value heads"));
+}
+
+namespace {
+
+// Llama 3 405B's 128K layout: tp 8, cp 16; a rank holds 131,072 / 16 = 8,192 tokens.
+BlockPlan cp_layer()
+{
+  TrainingConfig cfg;
+  cfg.stack = default_training_stack("fsdp"), cfg.seq_len = 131072, cfg.micro_batch = 1, cfg.global_batch = 8;
+  cfg.zero = 3, cfg.tp = 8, cfg.sp = true, cfg.cp = 16;
+  auto stack = default_training_stack("fsdp");
+  return stack->layer(model_preset("llama-3-405b"), step_shape(cfg), 3);
+}
+
+} // namespace
+
+TEST_CASE("a_titan_layer_under_cp_gathers_k_and_v_at_their_gqa_width_and_scatters_their_gradients", "[stack][fsdp][cp]")
+{
+  // Llama 3 section 3.3.2: K and V all-gathered over the cp group before attention. One
+  // key/value head a tp rank (8 over tp 8), 128 wide: K and V of 131,072 tokens, 2 B,
+  // gathered in forward and again in backward, their gradients reduce-scattered.
+  const double S = 131072, kv = 128, c = 2;
+  double gathered = 0, scattered = 0;
+  int collectives       = 0;
+  const BlockPlan layer = cp_layer();
+  for (const KernelPlan& k : layer.kernels)
+    for (const TpComm* x : {&k.fwd_after, &k.bwd_before, &k.bwd_after})
+      if (x->group == CommGroup::cp && x->bytes > 0) {
+        ++collectives;
+        (x->kind == CollectiveKind::all_gather ? gathered : scattered) += x->bytes;
+      }
+  CHECK(collectives == 3);
+  CHECK(gathered == Approx(2 * S * 2 * kv * c));
+  CHECK(scattered == Approx(S * 2 * kv * c));
+  // Attention: this rank's 8,192 queries over all 131,072 keys, 16 of 128 heads a tp rank
+  // (2 x 8,192 x 131,072 x 2,048 for QK^T and again for AV): 1/cp of the sequence's.
+  for (const KernelPlan& k : layer.kernels)
+    if (k.name == "attention.sdpa")
+      CHECK(k.fwd_flops == Approx(2 * 2 * 8192 * S * 2048));
+}
+
+TEST_CASE("a_titan_layer_under_cp_gathers_before_it_repeats_and_sums_heads_before_it_scatters", "[stack][fsdp][cp]")
+{
+  // Backward walks the entries from the last: the re-gather must come before K and V
+  // are repeated again for the kernel, and the gradients' reduce-scatter after the sums
+  // over each key/value head's 16 query heads.
+  std::vector<std::string> order;
+  const BlockPlan layer = cp_layer();
+  for (size_t i = layer.kernels.size(); i-- > 0;) {
+    const KernelPlan& k = layer.kernels[i];
+    if (k.bwd_before.group == CommGroup::cp && k.bwd_before.bytes > 0)
+      order.push_back("cp.all_gather");
+    if (k.runs(false))
+      order.push_back(k.name);
+    if (k.bwd_after.group == CommGroup::cp && k.bwd_after.bytes > 0)
+      order.push_back("cp.reduce_scatter");
+  }
+  auto at = [&](const std::string& n) {
+    auto it = std::find(order.begin(), order.end(), n);
+    INFO(n);
+    REQUIRE(it != order.end());
+    return it - order.begin();
+  };
+  CHECK(at("cp.all_gather") < at("attention.sdpa.bwd.repeat_kv"));
+  CHECK(at("attention.sdpa.bwd.repeat_kv") < at("attention.sdpa"));
+  CHECK(at("attention.repeat_v.bwd.sum_heads") < at("cp.reduce_scatter"));
+  CHECK(at("attention.repeat_k.bwd.sum_heads") < at("cp.reduce_scatter"));
+  CHECK(at("cp.reduce_scatter") < at("attention.rotary_k.bwd.type_as"));
 }

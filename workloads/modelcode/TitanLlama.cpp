@@ -47,12 +47,15 @@ void repeat_kv(EagerOps& ops, const std::string& name, double T, double kv, doub
 } // namespace
 
 BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t l, bool per_op_checkpoint,
-                double tp)
+                Split split)
 {
-  // T: the tokens of a micro-batch (gathered, between a column- and a row-parallel
-  // linear); Ts = T / tp: the sequence shard norms and residuals run on. q, kv, f and
-  // the heads: this rank's columns.
-  const double T = t.T(), Ts = T / tp, h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden) / tp;
+  // T: the tokens of a micro-batch on this rank (gathered, between a column- and a
+  // row-parallel linear); Ts = T / tp: the sequence shard norms and residuals run on;
+  // Tk: the keys its queries attend over (the whole sequence under cp). q, kv, f and the
+  // heads: this rank's columns.
+  const double tp = split.tp, cp = split.cp;
+  const double T = t.T(), Ts = T / tp, Tk = T * cp, h = static_cast<double>(m.hidden);
+  const double f = static_cast<double>(m.ffn_hidden) / tp;
   const double q = static_cast<double>(m.q_dim()) / tp, kv = static_cast<double>(m.kv_dim()) / tp;
   const double heads = static_cast<double>(m.heads) / tp, c = p.compute;
   const Dtype dt = p.compute_dtype;
@@ -77,16 +80,37 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   ops.gemm("attention.wv", T, h, kv, dt);
   complex_rotary(ops, "attention.rotary_q", T, q, c);
   complex_rotary(ops, "attention.rotary_k", T, kv, c);
-  repeat_kv(ops, "attention.repeat_k", T, kv, q, c);
-  repeat_kv(ops, "attention.repeat_v", T, kv, q, c);
-  // SDPA (flash): q and the repeated k and v, the output and the fp32 log-sum-exp kept;
-  // backward dO.O first, dq's fp32 accumulator converted after.
-  double flops      = 2 * t.b * t.s * t.s * (q + static_cast<double>(m.attn_out_dim()) / tp);
-  double sdpa_saved = 4 * T * q * c + T * heads * 4;
+  // Context parallelism as the Llama 3 paper runs it (section 3.3.2: K and V all-gathered
+  // from the cp group before attention, exposed, Q local; torch's context_parallel with
+  // its allgather rotate method moves the same): the rotated K and V gathered at their
+  // GQA width, gathered again before attention's backward (not kept) and their
+  // gradients, summed over the repeated heads, reduce-scattered back. Each rank holds
+  // the head and the tail chunk of the sequence (the paper's, torchtitan's headtail
+  // balancer): its queries meet 1/cp of the causal pairs, as 2 T Tk of the full count.
+  const double kv_bytes = cp > 1 ? Tk * 2 * kv * c : 0.0;
+  if (cp > 1)
+    b.kernels.back().fwd_after = {CollectiveKind::all_gather, kv_bytes, CommGroup::cp};
+  const size_t repeat_at = b.kernels.size(); // repeat_k's backward: the sum over its heads
+  repeat_kv(ops, "attention.repeat_k", Tk, kv, q, c);
+  repeat_kv(ops, "attention.repeat_v", Tk, kv, q, c);
+  // SDPA (flash): q and the repeated k and v, the output and the fp32 log-sum-exp kept
+  // (under cp the local k and v, gathered and repeated again in backward); backward dO.O
+  // first, dq's fp32 accumulator converted after.
+  double flops      = 2 * t.b * t.s * (t.s * cp) * (q + static_cast<double>(m.attn_out_dim()) / tp);
+  double sdpa_saved = cp > 1 ? 2 * T * q * c + 2 * T * kv * c + T * heads * 4 : 4 * T * q * c + T * heads * 4;
   size_t sdpa_at    = b.kernels.size();
-  ops.attention("attention.sdpa", flops, 4 * T * q * c, sdpa_saved, dt,
-                {{"attention.sdpa.bwd.dot_do_o", 2 * T * q * c + T * heads * 4, T * q, generic}},
+  std::vector<EagerKernel> before{{"attention.sdpa.bwd.dot_do_o", 2 * T * q * c + T * heads * 4, T * q, generic}};
+  if (cp > 1 && q > kv)
+    before.push_back({"attention.sdpa.bwd.repeat_kv", 2 * Tk * (kv + q) * c, 0, generic});
+  ops.attention("attention.sdpa", flops, 2 * T * q * c + 2 * Tk * q * c, sdpa_saved, dt, before,
                 {{"attention.sdpa.bwd.convert_dq", T * q * (4 + c), 0, generic}});
+  if (cp > 1) {
+    // The entries from sdpa_at: convert_dq, the kernel, then the helpers that run before
+    // it in reverse (repeat_kv again, dot_do_o): K and V come back before they are repeated.
+    b.kernels[sdpa_at + (q > kv ? 2 : 1)].bwd_before = {CollectiveKind::all_gather, kv_bytes, CommGroup::cp};
+    KernelPlan& sum                                  = q > kv ? b.kernels[repeat_at] : b.kernels[sdpa_at];
+    sum.bwd_after                                    = {CollectiveKind::reduce_scatter, kv_bytes, CommGroup::cp};
+  }
   ops.gemm("attention.wo", T, q, h, dt);
   b.kernels.back().fwd_after  = scatter;
   b.kernels.back().bwd_before = gather;
@@ -110,7 +134,9 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   hf::residual_add(ops, "ffn.residual", Ts, h, p);
   // Gradients alive at once in backward beyond what is kept: the MLP's (three T x f),
   // or the attention's (dq's fp32 accumulator, dk and dv per query head, the stream's).
-  b.backward_workspace = std::max(3 * T * f * c + 2 * T * h * c, T * q * 4 + 2 * T * q * c + 2 * T * h * c);
+  // Under cp the gathered, repeated k and v are alive beside their gradients.
+  b.backward_workspace =
+      std::max(3 * T * f * c + 2 * T * h * c, T * q * 4 + (cp > 1 ? 4 : 2) * Tk * q * c + 2 * T * h * c);
 
   if (per_op_checkpoint) {
     // torchtitan's policy: save the outputs of mm (every other one: the 1st, 3rd, 5th and
@@ -143,8 +169,9 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   return b;
 }
 
-BlockPlan embedding(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, double tp)
+BlockPlan embedding(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, Split split)
 {
+  const double tp = split.tp;
   // Under tp, RowwiseParallel(input Replicate, output Shard(1)): this rank's V / tp rows
   // looked up (ids outside them masked to zero), the partial sums reduce-scattered to the
   // sequence shard; backward gathers the gradient back.
@@ -164,8 +191,9 @@ BlockPlan embedding(const ModelSpec& m, const hf::Tokens& t, const hf::Precision
   return b;
 }
 
-BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, double tp)
+BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, Split split)
 {
+  const double tp = split.tp;
   // Under tp: the final norm sequence-parallel, the output ColwiseParallel (its input
   // all-gathered, the logits left sharded over the vocabulary: loss_parallel, torchtitan's
   // default), the loss over this rank's V / tp columns with its row maximum, sum of

@@ -19,10 +19,15 @@ namespace memwall::titan {
 // sequence-parallel (SequenceParallel), wq, wk, wv, w1 and w3 column-parallel after
 // their input's all-gather, wo and w2 row-parallel with their outputs reduce-scattered,
 // the embedding row-parallel over the vocabulary, the output column-parallel with the
-// loss parallel over it (loss_parallel).
+// loss parallel over it (loss_parallel); and as one rank of a context-parallel group of
+// `cp`, holding T of the sequence's T x cp tokens (hf::Tokens: this rank's), attending
+// over all of them with K and V all-gathered (TitanLlama.cpp).
+struct Split {
+  double tp = 1, cp = 1;
+};
 BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t layer, bool per_op_checkpoint,
-                double tp = 1);
-BlockPlan embedding(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, double tp = 1);
-BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, double tp = 1);
+                Split split = {});
+BlockPlan embedding(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, Split split = {});
+BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, Split split = {});
 
 } // namespace memwall::titan

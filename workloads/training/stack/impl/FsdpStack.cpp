@@ -1,7 +1,9 @@
 // `fsdp`: PyTorch FSDP2 (fully_shard) as torchtitan runs it (torchtitan/models/llama3:
 // parallelize.py apply_fsdp, model.py), on its own Llama (TitanLlama.hpp), with its
 // tensor parallelism (apply_tp: sequence-parallel norms, column- and row-parallel linears,
-// TitanLlama.hpp) and pipeline stages (pipeline_llama: fully_shard on each stage's chunks).
+// TitanLlama.hpp), context parallelism (K and V all-gathered, as the Llama 3 paper and
+// torch's allgather rotate method run it; FSDP over dp x cp) and pipeline stages
+// (pipeline_llama: fully_shard on each stage's chunks).
 //
 // Every transformer block, the token embedding, and the final norm with the output layer
 // are FSDP units: each rank holds 1/dp of their fp32 parameters, gradients and AdamW
@@ -23,6 +25,8 @@
 namespace memwall {
 namespace {
 
+titan::Split split(const StepShape& s) { return {static_cast<double>(s.tp), static_cast<double>(s.cp)}; }
+
 hf::Precision bf16_params()
 {
   hf::Precision p;
@@ -36,9 +40,6 @@ public:
   void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec& m) const override
   {
     auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "training.stack fsdp: " + why); };
-    if (cfg.cp > 1 || cfg.ep > 1)
-      refuse(cfg.cp > 1 ? "cp" : "ep", "FSDP with tensor parallelism and pipeline stages so far (torchtitan's "
-                                       "context and expert parallelism are not modelled yet)");
     // parallelize.py apply_tp: the norms are always SequenceParallel.
     if (cfg.tp > 1 && !cfg.sp)
       refuse("sp", "torchtitan's tensor parallelism runs the norms SequenceParallel: set sp: true");
@@ -67,15 +68,15 @@ public:
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
   {
-    return titan::embedding(m, hf::tokens(s), bf16_params(), static_cast<double>(s.tp));
+    return titan::embedding(m, hf::tokens(s), bf16_params(), split(s));
   }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
-    return titan::layer(m, hf::tokens(s), bf16_params(), l, true, static_cast<double>(s.tp));
+    return titan::layer(m, hf::tokens(s), bf16_params(), l, true, split(s));
   }
   BlockPlan head(const ModelSpec& m, const StepShape& s) const override
   {
-    return titan::head(m, hf::tokens(s), bf16_params(), static_cast<double>(s.tp));
+    return titan::head(m, hf::tokens(s), bf16_params(), split(s));
   }
 
   ModelStateBytes state_bytes(const TrainingConfig&, const ModelSpec&) const override
@@ -156,8 +157,8 @@ const bool registered = training_stack_registry().add(
     "PyTorch FSDP2 as torchtitan runs its Llama: fp32 shards of weights, gradients and AdamW states (16 B per "
     "parameter over dp), each block all-gathered in bf16 one ahead and resharded after forward, gradients "
     "reduce-scattered in fp32, per-op selective activation checkpointing; with torchtitan's tensor parallelism "
-    "(sp) and pipeline stages (each unit gathered once a step, fp32 gradients summed unsharded and "
-    "reduce-scattered after the last micro-batch)",
+    "(sp), all-gather context parallelism and pipeline stages (each unit gathered once a step, fp32 gradients "
+    "summed unsharded and reduce-scattered after the last micro-batch)",
     [](ParamReader&) { return std::make_unique<FsdpStack>(); });
 
 } // namespace
