@@ -5,6 +5,7 @@
 // (output_layouts Shard(1)), and their mirrors in backward.
 #include "tests/TestHelpers.hpp"
 #include "workloads/model/ModelPresets.hpp"
+#include "workloads/training/SavedActivations.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
 #include <catch2/catch.hpp>
@@ -114,6 +115,50 @@ TEST_CASE("titans_vocabulary_parallel_edges_move_the_stream_and_a_few_values_per
   CHECK(o.gathered == Approx(T * h * c));
   CHECK(o.reduced == Approx(3 * 4 * T));
   CHECK(ob.scattered == Approx(T * h * c));
+}
+
+TEST_CASE("torchtitans_per_op_checkpointing_under_tp_keeps_the_shards_and_the_scattered_outputs", "[stack][fsdp][tp]")
+{
+  // The save list (mm, SDPA, reduce_scatter_tensor; every second mm recomputed) at tp 8:
+  // the layer's input on the sequence shard; wq's, wv's, w1's and w2's outputs (this
+  // rank's columns; w2's the partial T x h before its reduce-scatter); wo's and w2's
+  // reduce-scattered outputs (Ts x h); SDPA's output and log-sum-exp.
+  const double kv = 1024 / t;
+  double expected = Ts * h * c + T * (q / t) * c + T * kv * c + T * (f / t) * c + T * h * c + 2 * Ts * h * c +
+                    T * (q / t) * c + 4 * T * (heads / t);
+  double kept           = 0;
+  const BlockPlan layer = block("layer", 8);
+  for (const KernelPlan& k : layer.kernels)
+    kept += SavedActivations(Recompute::selective).kept(layer, k);
+  CHECK(kept == Approx(expected).epsilon(1e-12));
+}
+
+TEST_CASE("torchtitans_per_op_checkpointing_under_tp_gathers_the_normed_stream_again", "[stack][fsdp][tp]")
+{
+  // all_gather_into_tensor is not in the save list: recomputing the norms gathers their
+  // output again for wq/wk/wv and w1/w3's weight gradients, twice a layer a micro-batch.
+  OpDag dag = spec_workload("hardware: {node: dgx-h100}\nmodel: {preset: llama-3-8b, layers: 2}\n"
+                            "training: {stack: fsdp, seq_len: 2048, global_batch: 8, micro_batch: 1, tp: 2, sp: true, "
+                            "recompute: selective}\n");
+  int again = 0;
+  for (OpId id = dag.first_id(); id < dag.size(); ++id) {
+    const Op& op = dag.op(id);
+    if (op.kind == OpKind::collective && op.collective == CollectiveKind::all_gather &&
+        op.name.str().rfind("L0.recompute.", 0) == 0)
+      ++again;
+  }
+  CHECK(again == 2 * 2); // 2 micro-batches a rank (8 over dp 4)
+}
+
+TEST_CASE("a_titan_head_without_a_final_norm_still_gathers_its_input_under_tp", "[stack][fsdp][tp]")
+{
+  ModelSpec m  = model_preset("llama-3-8b");
+  m.final_norm = false;
+  TrainingConfig cfg;
+  cfg.stack = default_training_stack("fsdp"), cfg.seq_len = 8192, cfg.micro_batch = 1, cfg.global_batch = 8;
+  cfg.zero = 3, cfg.tp = 8, cfg.sp = true;
+  auto stack = default_training_stack("fsdp");
+  CHECK(tp_comms(stack->head(m, step_shape(cfg)), true).gathered == Approx(T * h * c));
 }
 
 TEST_CASE("the_fsdp_stack_refuses_tp_without_sp_or_across_kv_heads", "[stack][fsdp][tp][errors]")

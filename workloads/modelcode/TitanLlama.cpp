@@ -158,11 +158,15 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
         k.selective      = false; // its output kept; its input comes back with the norm or the product
         k.selective_kept = T * static_cast<double>(k.shape.n) * c;
       }
+      // The save list holds reduce_scatter_tensor: under tp wo's and w2's reduce-scattered
+      // outputs are kept too (the sequence shard).
+      if (k.fwd_after.kind == CollectiveKind::reduce_scatter && k.fwd_after.bytes > 0)
+        k.selective_kept += Ts * h * c;
     }
-    KernelPlan input;
+    KernelPlan input; // the layer's input: the sequence shard under tp
     input.name                  = "checkpoint.input";
     input.kclass                = KernelClass::elementwise;
-    input.selective_kept        = T * h * c;
+    input.selective_kept        = Ts * h * c;
     input.selective_regenerated = 0;
     b.kernels.insert(b.kernels.begin(), input);
   }
@@ -208,8 +212,13 @@ BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, 
   if (m.final_norm)
     fused_rms_norm(ops, "norm", Ts, h, c);
   const TpComm gather{CollectiveKind::all_gather, tp > 1 ? T * h * c : 0.0};
-  if (!b.kernels.empty())
-    b.kernels.back().fwd_after = gather;
+  if (b.kernels.empty()) { // no final norm: the gather on an entry of its own
+    KernelPlan input;
+    input.name   = "output.input";
+    input.kclass = KernelClass::elementwise;
+    b.kernels.push_back(input);
+  }
+  b.kernels.back().fwd_after = gather;
   ops.gemm("output", T, h, V, p.compute_dtype, true, T * h * c);
   b.kernels.back().bwd_after = {CollectiveKind::reduce_scatter, gather.bytes};
   // cross_entropy(pred.flatten(0, 1).float(), labels): the logits cast to fp32, then
@@ -218,8 +227,9 @@ BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, 
   hf::causal_lm_loss(ops, t, V, p);
   if (tp > 1)
     for (size_t i = loss_at; i < b.kernels.size(); ++i)
-      if (b.kernels[i].name == "loss.log_softmax" || b.kernels[i].name == "loss.nll")
-        b.kernels[i].fwd_after = {CollectiveKind::all_reduce, (b.kernels[i].name == "loss.nll" ? 1.0 : 2.0) * T * 4};
+      if (b.kernels[i].name == "loss.upcast" || b.kernels[i].name == "loss.log_softmax" ||
+          b.kernels[i].name == "loss.nll") // the row maximum, the sum of exponentials, the target logit
+        b.kernels[i].fwd_after = {CollectiveKind::all_reduce, T * 4};
   b.backward_workspace = 8 * T * V;
   return b;
 }

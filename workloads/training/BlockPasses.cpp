@@ -69,6 +69,7 @@ void BlockPasses::tp_collective(int b, size_t i, Role role, const TpComm& c)
 
 void BlockPasses::forward(int b, int64_t mb)
 {
+  grads_.settle(step_.blocks[b].stage);
   OpDag& dag         = step_.dag;
   StepBlock& blk     = step_.blocks[b];
   const StepStage& s = step_.stage_of(b);
@@ -133,13 +134,17 @@ void BlockPasses::recompute(int b, int64_t mb)
       continue;
     if (k.runs(true))
       touches_.touch_kernel(kernel(s.gpu, name(b, i, Role::rc), k, true, true), b, i, true, saved[i]);
-    if (policy.checkpoints(blk.plan)) // a whole forward again, its collectives with it
+    // A whole forward again, its collectives with it; a per-op policy keeps the outputs of
+    // reduce-scatters but not of all-gathers (torchtitan's save list), so a rerun kernel's
+    // all-gather runs again.
+    if (policy.checkpoints(blk.plan) || k.fwd_after.kind == CollectiveKind::all_gather)
       tp_collective(b, i, Role::rc_tp, k.fwd_after);
   }
 }
 
 void BlockPasses::backward(int b, int64_t mb)
 {
+  grads_.settle(step_.blocks[b].stage);
   OpDag& dag         = step_.dag;
   StepBlock& blk     = step_.blocks[b];
   const StepStage& s = step_.stage_of(b);

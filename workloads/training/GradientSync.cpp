@@ -35,7 +35,7 @@ void GradientSync::alloc_gradients(int b)
                                   blk.plan.name + ".grads_unsharded");
     if (cfg.zero <= 1)
       blk.grads = dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::gradients, full, blk.plan.name + ".grads");
-    else if (!offload)
+    else if (!offload && !once) // accumulating unsharded, the shard is made by the reduce-scatter
       blk.grads = dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::gradients, step_.shard(b, full),
                             blk.plan.name + ".grad_shard");
     if (offload) // fp32 gradient shard in host DRAM, for every rank on the socket
@@ -71,6 +71,13 @@ void GradientSync::reduce_gradients(int b, int64_t mb)
   StepBlock& blk            = step_.blocks[b];
   const StepStage& s        = step_.stage_of(b);
   StageBuckets& buckets     = stages_[blk.stage];
+  if (accumulates_unsharded()) { // FSDP2 under a pipeline: summed now, reduced as the chunk ends
+    if (blk.plan.params > 0)
+      accumulate_and_reduce(
+          b, [&](const char* what) { return OpName(blk.plan.name + ".mb", static_cast<uint64_t>(mb), what); });
+    reduce_chunk(b);
+    return;
+  }
   if (blk.plan.params <= 0)
     return;
   double full = blk.plan.params * step_.state_bytes.gradients;
@@ -94,14 +101,10 @@ void GradientSync::reduce_gradients(int b, int64_t mb)
   // "L3.mb17.reduce_scatter": numbered names, so that micro-batches add none to the table.
   const std::string prefix = blk.plan.name + ".mb";
   auto name                = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(mb), what); };
-  if (accumulates_unsharded()) {
-    accumulate_and_reduce(b, name);
-    return;
-  }
-  StreamKind free_on    = step_.zero_stream(StreamKind::comm);
-  auto [dense, experts] = step_.dense_and_experts(b, full);
-  const double parts[2] = {dense, experts}; // per lane: dense gradients, routed experts'
-  if (!blk.plan.tensors.empty())            // DeepSpeed: per parameter or per reduce_bucket_size bucket
+  StreamKind free_on       = step_.zero_stream(StreamKind::comm);
+  auto [dense, experts]    = step_.dense_and_experts(b, full);
+  const double parts[2]    = {dense, experts}; // per lane: dense gradients, routed experts'
+  if (!blk.plan.tensors.empty())               // DeepSpeed: per parameter or per reduce_bucket_size bucket
     last = reduce_tensors(b, mb, last);
   else
     for (size_t l = 0; l < s.reduce_groups.size(); ++l)
@@ -126,8 +129,13 @@ bool GradientSync::accumulates_unsharded() const
 
 // FSDP2 (_fsdp_param.py): the first micro-batch's gradient converted to the reduce dtype
 // (to_accumulated_grad_if_needed), each later one added in
-// (accumulate_unsharded_grad_if_needed); after the step's last backward of the block the
-// sum is reduce-scattered into this rank's shard and the unsharded buffer freed.
+// (accumulate_unsharded_grad_if_needed). Once the last backward of the step has run
+// through a block's whole model chunk, every block of the chunk is reduce-scattered
+// (torch.distributed.pipelining's REDUCE_GRAD action, scheduled right after a stage's
+// last backward, after its gradient's send: post_backward of each unit of the chunk,
+// its shard made by foreach_reduce) and the compute stream waits for them
+// (_root_post_backward_final_callback) from the stage's next pass on (settle), where
+// the unsharded sums are freed.
 void GradientSync::accumulate_and_reduce(int b, const std::function<OpName(const char*)>& name)
 {
   OpDag& dag         = step_.dag;
@@ -138,15 +146,43 @@ void GradientSync::accumulate_and_reduce(int b, const std::function<OpName(const
   dag.add(kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, first ? 0.0 : n, n * (w + g + (first ? 0.0 : g)), 0,
                     name(first ? ".grad_to_fp32" : ".accumulate_grad")));
   dag.free(blk.bucket, s.gpu, StreamKind::compute, name(".free_grad"));
-  if (blk.backwards < step_.cfg.micro_batches())
-    return;
-  OpId last = dag.stream_tail(s.gpu, StreamKind::compute);
-  if (s.dp_group >= 0)
-    last = dag.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::reduce_scatter, s.dp_group, n * g,
-                                 name(".reduce_scatter")),
-                   {last});
-  dag.free(blk.accumulated, s.gpu, StreamKind::comm, name(".free_grads_unsharded"), {last});
-  blk.grads_ready = last;
+}
+
+void GradientSync::reduce_chunk(int b)
+{
+  OpDag& dag                    = step_.dag;
+  const StepStage& s            = step_.stage_of(b);
+  const std::vector<int>& chunk = s.chunks[static_cast<size_t>(step_.blocks[b].chunk)];
+  if (chunk.front() != b || step_.blocks[b].backwards < step_.cfg.micro_batches())
+    return; // the chunk's backward goes on
+  const OpId end = dag.stream_tail(s.gpu, StreamKind::compute);
+  std::vector<std::pair<int, OpId>> reduced;
+  for (int c : chunk) {
+    StepBlock& blk = step_.blocks[c];
+    if (blk.plan.params <= 0)
+      continue;
+    const double full = blk.plan.params * step_.state_bytes.gradients;
+    blk.grads         = dag.alloc(s.gpu, StreamKind::comm, s.gpu, MemCategory::gradients, step_.shard(c, full),
+                                  blk.plan.name + ".grad_shard", {end});
+    OpId last         = dag.last_alloc_or_free();
+    if (s.dp_group >= 0)
+      last = dag.add(collective_op(s.gpu, StreamKind::comm, CollectiveKind::reduce_scatter, s.dp_group, full,
+                                   blk.plan.name + ".reduce_scatter"),
+                     {last});
+    blk.grads_ready = last;
+    reduced.emplace_back(c, last);
+  }
+  auto& awaited = stages_[static_cast<size_t>(step_.blocks[b].stage)].awaited;
+  awaited.insert(awaited.end(), reduced.begin(), reduced.end());
+}
+
+void GradientSync::settle(int stage)
+{
+  auto& awaited = stages_[static_cast<size_t>(stage)].awaited;
+  for (const auto& [c, last] : awaited)
+    step_.dag.free(step_.blocks[c].accumulated, step_.stages[static_cast<size_t>(stage)].gpu, StreamKind::compute,
+                   step_.blocks[c].plan.name + ".free_grads_unsharded", {last});
+  awaited.clear();
 }
 
 OpId GradientSync::reduce_tensors(int b, int64_t mb, OpId after)
@@ -221,6 +257,8 @@ void GradientSync::emit_bucket(int stage, const GradBucket& bucket, OpId after)
 
 void GradientSync::flush_buckets()
 {
+  for (size_t p = 0; p < stages_.size(); ++p)
+    settle(static_cast<int>(p));
   if (step_.cfg.zero > 1)
     return;
   OpDag& dag = step_.dag;

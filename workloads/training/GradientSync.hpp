@@ -35,18 +35,24 @@ public:
   void reduce_gradients(int b, int64_t mb);
   // When backward ends: the buckets that waited for it, DDP's copies back.
   void flush_buckets();
+  // Before a pass of `stage`: the compute stream waits for the reduce-scatters it must.
+  void settle(int stage);
 
 private:
   struct StageBuckets {
     std::vector<size_t> deferred; // StepStage::buckets waiting for the end of backward (overlap_grad_reduce off)
     std::deque<OpId> in_flight;   // ZeRO-2/3: frees of the buckets still reducing
+    // FSDP2 under a pipeline: the reduce-scatters of a chunk the compute stream waits for
+    // from this stage's next pass (block, its reduce-scatter).
+    std::vector<std::pair<int, OpId>> awaited;
     // DDP's copies back from its buckets, made when backward ends: (all-reduce, bytes, blocks).
     std::vector<std::tuple<OpId, double, std::vector<int>>> copy_back;
   };
   void emit_bucket(int stage, const GradBucket& bucket, OpId after);
   OpId reduce_tensors(int b, int64_t mb, OpId after); // per-parameter or per-bucket reduce-scatters; returns the last
   bool accumulates_unsharded() const;                 // ZeRO-3, the stack's FSDP2 under a pipeline
-  void accumulate_and_reduce(int b, const std::function<OpName(const char*)>& name);
+  void accumulate_and_reduce(int b, const std::function<OpName(const char*)>& name); // this micro-batch's sum
+  void reduce_chunk(int b); // after block b's backward: its chunk's reduce-scatters, once its last is done
 
   StepBuild& step_;
   TensorCollectives& calls_;

@@ -29,12 +29,13 @@ void ParamGather::plan()
     StageUses& u = stage_uses_[p];
     const auto order =
         cfg.pipeline_schedule->order(static_cast<int64_t>(p), cfg.pp, cfg.virtual_stages, cfg.micro_batches());
-    for (const PipelineSlot& s : order) {
-      const auto& chunk = step_.stages[p].chunks.at(static_cast<size_t>(s.chunk));
-      auto add          = [&](int b) {
+    for (size_t slot = 0; slot < order.size(); ++slot) {
+      const PipelineSlot& s = order[slot];
+      const auto& chunk     = step_.stages[p].chunks.at(static_cast<size_t>(s.chunk));
+      auto add              = [&](int b) {
         const BlockPlan& pl = step_.blocks[b].plan;
         u.uses.push_back(
-                     {&pl.tensors, b, s.forward, !s.forward && policy.checkpoints(pl), pl.params - persistent_params(b)});
+                         {&pl.tensors, b, s.forward, !s.forward && policy.checkpoints(pl), pl.params - persistent_params(b), slot});
       };
       if (s.forward)
         for (int b : chunk)
@@ -181,13 +182,14 @@ void ParamGather::emit(StageUses& u, size_t j)
   const size_t w            = u.plan[j].waits_for;
   Buffer& g                 = u.buffers[j];
   OpId after                = w == UseGather::none ? OpDag::none : u.buffers[w].freed;
+  OpId compute              = u.plan[j].after_compute ? dag.stream_tail(s.gpu, StreamKind::compute) : OpDag::none;
   double full               = u.uses[j].elements * step_.gathered_bytes_per_param();
   // "L3.use41.all_gather": numbered names, so that uses add none to the table.
   const std::string prefix = blk.plan.name + ".use";
   auto name                = [&](const char* what) { return OpName(prefix, static_cast<uint64_t>(j), what); };
   StreamKind stream        = step_.zero_stream(StreamKind::gather);
-  g.buffer           = dag.alloc(s.gpu, stream, s.gpu, MemCategory::workspace, full, name(".gathered_params"), {after});
-  OpId last          = dag.last_alloc_or_free();
+  g.buffer  = dag.alloc(s.gpu, stream, s.gpu, MemCategory::workspace, full, name(".gathered_params"), {after, compute});
+  OpId last = dag.last_alloc_or_free();
   double shard_bytes = full / static_cast<double>(cfg.replicas());
   if (cfg.offload_params == OffloadTarget::nvme)
     last = dag.add(copy_op(s.gpu, stream, s.nvme, s.host, shard_bytes, name(".shard_from_nvme")), {last});

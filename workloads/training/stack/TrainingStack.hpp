@@ -43,6 +43,7 @@ struct ParamUse {
   bool forward                       = true;
   bool recomputed                    = false; // a backward that first recomputes the layer whole
   double elements                    = 0;     // parameter elements it needs gathered: the block's, less persistent ones
+  size_t slot = 0; // the schedule slot (a chunk's forward or backward of a micro-batch) it runs in
 };
 // How one use's parameters are gathered (TrainingStack::plan_gathers), in indices of
 // uses; the step generator emits it as told (ParamGather).
@@ -58,6 +59,10 @@ struct UseGather {
   size_t issued_at   = 0;
   size_t waits_for   = none;
   size_t freed_after = none;
+  // The all-gather also waits for the compute issued before use issued_at begins (FSDP2:
+  // a copy-in waits for the compute stream to have consumed the all-gather before it),
+  // where no free bounds it.
+  bool after_compute = false;
 };
 using GatherPlan = std::vector<UseGather>;
 // Per use: (tensor index, elements) it all-gathers.

@@ -40,6 +40,11 @@ public:
   void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec& m) const override
   {
     auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "training.stack fsdp: " + why); };
+    // parallelize.py applies fully_shard only where dp_shard or cp > 1; else the model
+    // trains in fp32 under autocast, which this stack does not model.
+    if (cfg.pp > 1 && cfg.replicas() == 1)
+      refuse("dp", "with pipeline stages and dp x cp = 1 torchtitan applies no FSDP (fp32 parameters under "
+                   "autocast, not modelled): dp x cp must be more than 1");
     // parallelize.py apply_tp: the norms are always SequenceParallel.
     if (cfg.tp > 1 && !cfg.sp)
       refuse("sp", "torchtitan's tensor parallelism runs the norms SequenceParallel: set sp: true");
@@ -123,7 +128,10 @@ public:
   // (get_fsdp_reshard_after_forward_policy "default": "for PP, by default do not reshard
   // after forward to avoid per-microbatch all-gathers") and the schedule does not reshard
   // after backward until the last micro-batch: a unit is all-gathered once a step, at its
-  // first forward (prefetched as above), and held until its last backward.
+  // first forward, issued `zero_prefetch` uses ahead once the compute before that use is
+  // done (nothing is freed to bound it: FSDP2's copy-in waits for the compute stream to
+  // have taken the all-gather before it), and held until its chunk's last backward ends
+  // (stage.py: post_backward of every unit of the chunk once its last backward has run).
   GatherPlan plan_gathers(const std::vector<ParamUse>& uses, const TrainingConfig& cfg) const override
   {
     const size_t depth = static_cast<size_t>(cfg.zero_prefetch);
@@ -131,11 +139,14 @@ public:
       return prefetched_gathers(uses, depth);
     GatherPlan plan(uses.size());
     std::map<int64_t, size_t> first, last; // per block: its uses' first and last
-    for (size_t j = 0; j < uses.size(); ++j)
+    std::map<size_t, size_t> slot_end;     // per slot: its last use
+    for (size_t j = 0; j < uses.size(); ++j) {
+      slot_end[uses[j].slot] = j;
       if (uses[j].elements > 0) {
         first.try_emplace(uses[j].block, j);
         last[uses[j].block] = j;
       }
+    }
     size_t issued = 0;
     for (size_t j = 0; j < uses.size(); ++j) {
       if (uses[j].elements <= 0)
@@ -144,9 +155,10 @@ public:
       g.buffer     = first.at(uses[j].block);
       if (g.buffer != j)
         continue;
-      g.issued_at   = std::max(issued, j > depth ? j - depth : 0);
-      g.freed_after = last.at(uses[j].block);
-      issued        = g.issued_at;
+      g.issued_at     = std::max(issued, j > depth ? j - depth : 0);
+      g.freed_after   = slot_end.at(uses[last.at(uses[j].block)].slot);
+      g.after_compute = true;
+      issued          = g.issued_at;
     }
     return plan;
   }
