@@ -67,9 +67,10 @@ const std::vector<std::string>& measurement_columns()
 const std::vector<std::string>& benchmark_names()
 {
   static const std::vector<std::string> b = [] {
-    std::vector<std::string> v{"gemm",           "elementwise",  "h2d_pinned",    "d2h_pinned",      "h2d_pageable",
-                               "d2h_pageable",   "bidir_pinned", "peer",          "all_reduce",      "all_gather",
-                               "reduce_scatter", "send_recv",    "managed_fault", "managed_prefetch"};
+    std::vector<std::string> v{"gemm",           "gemm_burst", "gemm_sustained", "elementwise",
+                               "h2d_pinned",     "d2h_pinned", "h2d_pageable",   "d2h_pageable",
+                               "bidir_pinned",   "peer",       "all_reduce",     "all_gather",
+                               "reduce_scatter", "send_recv",  "managed_fault",  "managed_prefetch"};
     for (KernelFamily f : fitted_kernel_families())
       v.push_back(elementwise_benchmark(f));
     return v;
@@ -86,6 +87,9 @@ std::optional<KernelFamily> elementwise_family(const std::string& benchmark)
       return f;
   return std::nullopt;
 }
+
+bool is_gemm(const std::string& b) { return b == "gemm" || is_sustained_gemm(b); }
+bool is_sustained_gemm(const std::string& b) { return b == "gemm_burst" || b == "gemm_sustained"; }
 
 bool is_collective(const std::string& b)
 {
@@ -187,8 +191,10 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
       throw InputError(where + ": column time_s must be seconds in [1e-12, 1e4], got " + format(m.time_s));
     if (!(m.bytes >= 0 && m.bytes <= 1e18))
       throw InputError(where + ": column bytes must lie in [0, 1e18], got " + format(m.bytes));
-    if (m.benchmark == "gemm" && (m.m <= 0 || m.n <= 0 || m.k <= 0 || m.dtype.empty()))
-      throw InputError(where + ": a gemm row needs dtype, m, n and k");
+    if (is_gemm(m.benchmark) && (m.m <= 0 || m.n <= 0 || m.k <= 0 || m.dtype.empty()))
+      throw InputError(where + ": a " + m.benchmark + " row needs dtype, m, n and k");
+    if (is_sustained_gemm(m.benchmark) && m.flops <= 0)
+      throw InputError(where + ": a " + m.benchmark + " row needs flops (its GEMMs' together)");
     if (is_collective(m.benchmark) && (m.ranks < 2 || m.ranks_per_node < 1 || m.bytes <= 0))
       throw InputError(where + ": a " + m.benchmark + " row needs ranks >= 2, ranks_per_node >= 1 and bytes > 0");
     rows.push_back(m);

@@ -44,6 +44,11 @@ struct Measurement {
 const std::vector<std::string>& measurement_columns();
 const std::vector<std::string>& benchmark_names();
 bool is_collective(const std::string& benchmark);
+// gemm, or one of the pair gemm_burst / gemm_sustained: the same GEMM cold and after a
+// run of back-to-back load (memwall-gpubench), whose ratio is the compute rate a GPU's
+// power limit lets it sustain; recorded, not fitted yet.
+bool is_gemm(const std::string& benchmark);
+bool is_sustained_gemm(const std::string& benchmark);
 // The kernel family of a memory-bound benchmark: generic for "elementwise", the family
 // for "elementwise.norm" and the like; nullopt for any other benchmark.
 std::optional<KernelFamily> elementwise_family(const std::string& benchmark);

@@ -293,6 +293,8 @@ TEST_CASE("bad_calibration_input_is_one_line_and_exit_code_2", "[calibration][er
       {"empty.csv", "", "empty file"},
       {"negative.csv", header + "a100-sxm4-80gb,elementwise,,,,,,,1024,,-1e-6,,\n", "is negative"},
       {"unknown_benchmark.csv", header + "a100-sxm4-80gb,gemv,,,,,,,1024,,1e-6,,\n", "unknown benchmark 'gemv'"},
+      {"sustained_no_flops.csv", header + "a100-sxm4-80gb,gemm_sustained,bf16,8192,8192,8192,,,,,1.5,1000,\n",
+       "a gemm_sustained row needs flops"},
   };
   for (const Case& c : cases) {
     INFO(c.name);
@@ -332,4 +334,28 @@ TEST_CASE("bad_calibration_input_is_one_line_and_exit_code_2", "[calibration][er
   CliResult m = run_cli("calibrate measure -o " + temp_path("m.csv"));
   CHECK(m.exit_code == 2);
   CHECK_FALSE(std::ifstream(temp_path("m.csv")).good());
+}
+
+TEST_CASE("a_gemms_burst_and_sustained_rates_are_read_and_left_out_of_the_fit", "[calibration][csv]")
+{
+  // memwall-gpubench's pair (the rate the power limit lets a GPU hold): read as
+  // measurements, fitted into nothing yet, so a profile is the same with or without them.
+  std::string header = "gpu,benchmark,dtype,m,n,k,ranks,ranks_per_node,bytes,flops,time_s,samples,source\n";
+  std::string copies = "a40,elementwise,,,,,,,1024,,3e-6,,\na40,elementwise,,,,,,,1048576,,1e-5,,\n"
+                       "a40,elementwise,,,,,,,1073741824,,2e-3,,\n";
+  // 8192^3 bf16: 1.0995e12 FLOPs a GEMM; 5 cold in 6.94 ms (792 TFLOP/s), 20,000 loaded.
+  std::string pair = "a40,gemm_burst,bf16,8192,8192,8192,,,,5.4976e12,6.94e-3,5,\n"
+                     "a40,gemm_sustained,bf16,8192,8192,8192,,,,2.19902e16,32.5,20000,\n";
+  std::string with = temp_path("with_pair.csv"), without = temp_path("without_pair.csv");
+  write_file(with, header + copies + pair);
+  write_file(without, header + copies);
+  auto rows = read_measurements(with);
+  REQUIRE(rows.size() == 5);
+  CHECK(rows[4].benchmark == "gemm_sustained");
+  CHECK(rows[4].flops / rows[4].time_s == Approx(676.6e12).epsilon(1e-3));
+  std::string a = temp_path("with_pair.yaml"), b = temp_path("without_pair.yaml");
+  REQUIRE(run_cli("calibrate fit " + with + " -o " + a).exit_code == 0);
+  REQUIRE(run_cli("calibrate fit " + without + " -o " + b).exit_code == 0);
+  std::string pa = read_file(a), pb = read_file(b);
+  CHECK(pa.substr(pa.find("elementwise")) == pb.substr(pb.find("elementwise")));
 }

@@ -259,6 +259,8 @@ GpuProfile fit_profile(const std::vector<Measurement>& rows, const GpuSpec& gpu,
         families[*f].push_back(m);
     } else if (is_collective(m.benchmark)) {
       collectives[{m.benchmark, m.ranks, m.ranks_per_node}].push_back(m);
+    } else if (is_sustained_gemm(m.benchmark)) {
+      continue; // recorded for the power limit's rate, which no model takes yet
     } else {
       copies[m.benchmark].push_back(m);
     }
@@ -327,6 +329,8 @@ double predict(const GpuProfile& p, const Measurement& m, const GpuSpec* gpu)
     const CollectiveCurve* c = p.collective(m.benchmark, m.ranks, m.ranks_per_node);
     return c ? c->curve.time(m.bytes) : -1;
   }
+  if (is_sustained_gemm(m.benchmark))
+    return -1;
   auto it = p.copies.find(m.benchmark);
   return it == p.copies.end() ? -1 : it->second.time(m.bytes);
 }

@@ -10,6 +10,9 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <chrono>
+#include <thread>
+
 namespace gpubench {
 namespace {
 
@@ -214,6 +217,78 @@ void bench_gemm_fp8(const cudaDeviceProp& prop, bool quick)
   CHECK(cudaFree(out));
   CHECK(cudaFree(buf));
   cublasLtDestroy(lt);
+}
+
+} // namespace gpubench
+
+namespace gpubench {
+
+// The same bf16 GEMM timed cold and under sustained load: what a training step's
+// back-to-back GEMMs run at once the GPU has held its power limit for a while, against
+// the short runs the grid above (and every published GEMM table) measures. Hopper and
+// Blackwell lower their SM clocks within milliseconds of full load (DeepGEMM issue #120:
+// 1,980 -> 1,575 MHz; flashinfer PR #2899: B200 -15 % TFLOP/s after ~5 ms). Two rows:
+// gemm_burst, 5 GEMMs after 2 s idle; gemm_sustained, the GEMMs of the second half of a
+// `seconds`-long run with no gaps (batches of events, no L2 flush).
+void bench_gemm_sustained(bool quick)
+{
+  const int n           = quick ? 4096 : 8192;
+  const double seconds  = quick ? 5.0 : 60.0;
+  const size_t elements = size_t(n) * n;
+  cublasHandle_t h;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "memwall-gpubench: cublasCreate failed; sustained GEMMs skipped\n");
+    return;
+  }
+  void *ab = nullptr, *c = nullptr;
+  CHECK(cudaMalloc(&ab, 2 * elements * sizeof(__nv_bfloat16)));
+  CHECK(cudaMalloc(&c, elements * sizeof(__nv_bfloat16)));
+  fill_random<__nv_bfloat16>(ab, 2 * elements * sizeof(__nv_bfloat16), 7);
+  const char* A = static_cast<char*>(ab);
+  const char* B = A + elements * sizeof(__nv_bfloat16);
+  float alpha = 1, beta = 0;
+  auto gemms = [&](int count) {
+    for (int i = 0; i < count; ++i)
+      if (cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, B, CUDA_R_16BF, n, A, CUDA_R_16BF, n, &beta, c,
+                       CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS) {
+        std::fprintf(stderr, "memwall-gpubench: cublasGemmEx failed (sustained)\n");
+        std::exit(3);
+      }
+  };
+  gemms(3); // cuBLAS's heuristics and the kernel's first load
+  CHECK(cudaDeviceSynchronize());
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const double flops = 2.0 * n * n * double(n);
+  Row burst;
+  burst.benchmark = "gemm_burst";
+  burst.dtype     = "bf16";
+  burst.m = burst.n = burst.k = n;
+  burst.samples               = 5;
+  burst.flops                 = flops * burst.samples;
+  burst.time_s                = event_time([&] { gemms(burst.samples); });
+  // Batches of about 50 ms, back to back, until `seconds` have passed.
+  const int batch = std::max(1, int(0.05 / (burst.time_s / burst.samples)));
+  std::vector<double> times;
+  for (double elapsed = 0; elapsed < seconds;) {
+    times.push_back(event_time([&] { gemms(batch); }));
+    elapsed += times.back();
+  }
+  Row sustained       = burst;
+  sustained.benchmark = "gemm_sustained";
+  sustained.samples   = 0;
+  sustained.time_s    = 0;
+  for (size_t i = times.size() / 2; i < times.size(); ++i) {
+    sustained.samples += batch;
+    sustained.time_s += times[i];
+  }
+  sustained.flops = flops * sustained.samples;
+  rows.push_back(burst);
+  rows.push_back(sustained);
+  std::fprintf(stderr, "memwall-gpubench: bf16 %d^3 GEMMs: %.0f TFLOP/s cold, %.0f TFLOP/s after %.0f s of load\n", n,
+               burst.flops / burst.time_s / 1e12, sustained.flops / sustained.time_s / 1e12, seconds / 2);
+  CHECK(cudaFree(c));
+  CHECK(cudaFree(ab));
+  cublasDestroy(h);
 }
 
 } // namespace gpubench

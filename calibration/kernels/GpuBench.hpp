@@ -79,6 +79,7 @@ std::vector<size_t> sizes(size_t from, size_t to);
 // Each appends its rows; `quick` is a small grid (a smoke run).
 void bench_gemm(bool quick);
 void bench_gemm_fp8(const cudaDeviceProp& prop, bool quick);
+void bench_gemm_sustained(bool quick); // a bf16 GEMM cold and after a run of back-to-back load
 void bench_elementwise(bool quick);
 void bench_host_copies(bool quick);
 void bench_peer(int devices, bool quick);

@@ -3,6 +3,9 @@
 //
 //   gemm          cuBLAS GemmEx over a grid of (m, n, k) per dtype (fp32, tf32, fp16, bf16);
 //                 fp8 (e4m3 in, bf16 out) through cuBLASLt on GPUs that have it (sm_89+)
+//   gemm_burst, gemm_sustained
+//                 one bf16 GEMM cold and after a minute of back-to-back load (the clocks
+//                 the power limit holds)
 //   elementwise   a copy kernel from 1 KiB to 1 GiB (launch overhead, L2 and HBM bandwidth)
 //   h2d/d2h       cudaMemcpyAsync pinned and pageable, both directions and both at once
 //   peer          cudaMemcpyPeerAsync between every pair of GPUs that can reach each other
@@ -99,6 +102,7 @@ int main(int argc, char** argv)
 #endif
   bench_gemm(quick);
   bench_gemm_fp8(prop, quick);
+  bench_gemm_sustained(quick);
   bench_elementwise(quick);
   bench_host_copies(quick);
   bench_peer(devices, quick);
