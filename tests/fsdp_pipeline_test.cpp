@@ -140,12 +140,16 @@ TEST_CASE("fsdp_without_stages_still_reduce_scatters_every_micro_batch", "[stack
   CHECK(by[0].scattered == Approx(2 * 4 * P).epsilon(1e-9));
 }
 
-TEST_CASE("fsdp_on_pipeline_stages_without_data_parallel_ranks_is_refused", "[stack][fsdp][pp][errors]")
+TEST_CASE("fsdp_without_data_parallel_ranks_is_refused", "[stack][fsdp][pp][errors]")
 {
   // torchtitan applies fully_shard only with dp_shard or cp > 1.
   const std::string yaml = "hardware: {node: dgx-h100, gpus_per_node: 2}\nmodel: {preset: llama-3-8b, layers: 4}\n"
                            "training: {stack: fsdp, pp: 2, seq_len: 256, global_batch: 4}\n";
   CHECK_THAT(refused("fsdp_pp_dp1", yaml), Catch::Contains("training.dp") && Catch::Contains("no FSDP"));
+  // Nor without stages: tp 8 on 8 GPUs leaves one rank to shard over.
+  CHECK_THAT(refused("fsdp_tp_dp1", "hardware: {node: dgx-h100}\nmodel: {preset: llama-3-8b, layers: 4}\n"
+                                    "training: {stack: fsdp, tp: 8, sp: true, seq_len: 256, global_batch: 4}\n"),
+             Catch::Contains("training.dp") && Catch::Contains("no FSDP"));
 }
 
 TEST_CASE("fsdp_runs_torchtitans_interleaved_schedule_with_the_loss_counted_in_the_split", "[stack][fsdp][pp]")

@@ -168,7 +168,7 @@ TEST_CASE("the_fsdp_stack_refuses_tp_without_sp_or_across_kv_heads", "[stack][fs
   CHECK_THAT(refused("fsdp_tp_nosp", base + "tp: 2}\n"),
              Catch::Contains("training.sp") && Catch::Contains("SequenceParallel"));
   // Llama 3 8B has 8 key/value heads: tp 16 would split one.
-  CHECK_THAT(refused("fsdp_tp16", "hardware: {node: dgx-h100, nodes: 2}\nmodel: {preset: llama-3-8b}\n"
+  CHECK_THAT(refused("fsdp_tp16", "hardware: {node: dgx-h100, nodes: 4}\nmodel: {preset: llama-3-8b}\n"
                                   "training: {stack: fsdp, seq_len: 2048, global_batch: 8, tp: 16, sp: true}\n"),
              Catch::Contains("training.tp") && Catch::Contains("8 key/value heads"));
 }
@@ -239,4 +239,24 @@ TEST_CASE("a_titan_layer_under_cp_gathers_before_it_repeats_and_sums_heads_befor
   CHECK(at("attention.repeat_v.bwd.sum_heads") < at("cp.reduce_scatter"));
   CHECK(at("attention.repeat_k.bwd.sum_heads") < at("cp.reduce_scatter"));
   CHECK(at("cp.reduce_scatter") < at("attention.rotary_k.bwd.type_as"));
+}
+
+TEST_CASE("per_op_checkpointing_under_cp_leaves_k_and_v_to_attentions_backward", "[stack][fsdp][cp]")
+{
+  // Attention's backward gathers K and V again itself (the cp ring's and the Llama 3
+  // paper's are not kept): the recompute before it gathers no K and V of its own.
+  OpDag dag     = spec_workload("hardware: {node: dgx-h100}\nmodel: {preset: llama-3-8b, layers: 2}\n"
+                                    "training: {stack: fsdp, seq_len: 4096, global_batch: 8, micro_batch: 1, cp: 2, "
+                                    "recompute: selective}\n");
+  int recompute = 0, backward = 0;
+  for (OpId id = dag.first_id(); id < dag.size(); ++id) {
+    const Op& op = dag.op(id);
+    if (op.kind != OpKind::collective || op.collective != CollectiveKind::all_gather)
+      continue;
+    const std::string n = op.name.str();
+    recompute += n.rfind("L0.recompute.", 0) == 0;
+    backward += n.rfind("L0.bwd.", 0) == 0;
+  }
+  CHECK(recompute == 0);
+  CHECK(backward == 2); // 8 sequences over dp 4 (8 GPUs / cp 2): 2 micro-batches a rank
 }

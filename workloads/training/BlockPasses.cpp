@@ -134,10 +134,12 @@ void BlockPasses::recompute(int b, int64_t mb)
       continue;
     if (k.runs(true))
       touches_.touch_kernel(kernel(s.gpu, name(b, i, Role::rc), k, true, true), b, i, true, saved[i]);
-    // A whole forward again, its collectives with it; a per-op policy keeps the outputs of
-    // reduce-scatters but not of all-gathers (torchtitan's save list), so a rerun kernel's
-    // all-gather runs again.
-    if (policy.checkpoints(blk.plan) || k.fwd_after.kind == CollectiveKind::all_gather)
+    // A whole forward again, its collectives with it. A per-op policy keeps the outputs of
+    // reduce-scatters but not of tp all-gathers (torchtitan's save list), so a rerun
+    // kernel's tp all-gather runs again; context parallelism's K and V are gathered again
+    // by attention's backward itself (TpComm bwd_before), not here.
+    const bool regather = k.fwd_after.kind == CollectiveKind::all_gather && k.fwd_after.group == CommGroup::tp;
+    if (policy.checkpoints(blk.plan) || regather)
       tp_collective(b, i, Role::rc_tp, k.fwd_after);
   }
 }

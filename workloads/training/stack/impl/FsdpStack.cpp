@@ -42,9 +42,9 @@ public:
     auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "training.stack fsdp: " + why); };
     // parallelize.py applies fully_shard only where dp_shard or cp > 1; else the model
     // trains in fp32 under autocast, which this stack does not model.
-    if (cfg.pp > 1 && cfg.replicas() == 1)
-      refuse("dp", "with pipeline stages and dp x cp = 1 torchtitan applies no FSDP (fp32 parameters under "
-                   "autocast, not modelled): dp x cp must be more than 1");
+    if (cfg.replicas() == 1)
+      refuse("dp", "with dp x cp = 1 torchtitan applies no FSDP (fp32 parameters under autocast: stack pytorch "
+                   "models that): dp x cp must be more than 1");
     // parallelize.py apply_tp: the norms are always SequenceParallel.
     if (cfg.tp > 1 && !cfg.sp)
       refuse("sp", "torchtitan's tensor parallelism runs the norms SequenceParallel: set sp: true");
