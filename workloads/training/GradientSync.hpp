@@ -8,7 +8,8 @@
 //           ipg buckets), here one bucket per block; a stack whose blocks list their
 //           tensors reduces them as it issues them (TensorCollectives). A stack that
 //           accumulates unsharded (FSDP2 under a pipeline) sums each micro-batch's
-//           gradient into a full buffer and reduce-scatters it once, after the last.
+//           gradient into a full buffer and reduce-scatters it once, as its model
+//           chunk's last backward ends.
 // With the optimizer offloaded the reduced shard goes D2H into fp32 host gradients.
 // Under expert parallelism the routed experts' gradients are reduced apart, among the
 // dp / ep ranks that hold the same experts (Megatron-Core's expert-data-parallel group).

@@ -113,8 +113,9 @@ public:
   // (FSDP2 applied to each stage's model chunks under torch.distributed.pipelining).
   virtual bool shards_with_pipeline() const { return false; }
   // ZeRO-3: each micro-batch's gradient summed into an unsharded buffer of the gradient
-  // dtype and reduce-scattered once, after the block's last backward of the step (FSDP2
-  // under a pipeline schedule: gradient sync off until the last backward); else
+  // dtype and reduce-scattered once, with its model chunk's others after the chunk's last
+  // backward of the step (FSDP2 under a pipeline schedule: gradient sync off until then,
+  // the compute stream waiting for the reduce-scatters from the stage's next pass); else
   // reduce-scattered every micro-batch.
   virtual bool accumulates_unsharded(const TrainingConfig&) const { return false; }
   // The ZeRO stage a spec that names none runs (FSDP shards everything: 3).
