@@ -73,8 +73,7 @@ void GradientSync::reduce_gradients(int b, int64_t mb)
   StageBuckets& buckets     = stages_[blk.stage];
   if (accumulates_unsharded()) { // FSDP2 under a pipeline: summed now, reduced as the chunk ends
     if (blk.plan.params > 0)
-      accumulate_and_reduce(
-          b, [&](const char* what) { return OpName(blk.plan.name + ".mb", static_cast<uint64_t>(mb), what); });
+      accumulate(b, mb);
     reduce_chunk(b);
     return;
   }
@@ -136,11 +135,12 @@ bool GradientSync::accumulates_unsharded() const
 // its shard made by foreach_reduce) and the compute stream waits for them
 // (_root_post_backward_final_callback) from the stage's next pass on (settle), where
 // the unsharded sums are freed.
-void GradientSync::accumulate_and_reduce(int b, const std::function<OpName(const char*)>& name)
+void GradientSync::accumulate(int b, int64_t mb)
 {
   OpDag& dag         = step_.dag;
   StepBlock& blk     = step_.blocks[b];
   const StepStage& s = step_.stage_of(b);
+  auto name          = [&](const char* what) { return OpName(blk.plan.name + ".mb", static_cast<uint64_t>(mb), what); };
   const double n = blk.plan.params, g = step_.state_bytes.gradients, w = step_.gathered_bytes_per_param();
   const bool first = blk.backwards == 1;
   dag.add(kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, first ? 0.0 : n, n * (w + g + (first ? 0.0 : g)), 0,
@@ -156,7 +156,7 @@ void GradientSync::reduce_chunk(int b)
   if (chunk.front() != b || step_.blocks[b].backwards < step_.cfg.micro_batches())
     return; // the chunk's backward goes on
   const OpId end = dag.stream_tail(s.gpu, StreamKind::compute);
-  std::vector<std::pair<int, OpId>> reduced;
+  auto& awaited  = stages_[static_cast<size_t>(step_.blocks[b].stage)].awaited;
   for (int c : chunk) {
     StepBlock& blk = step_.blocks[c];
     if (blk.plan.params <= 0)
@@ -170,10 +170,8 @@ void GradientSync::reduce_chunk(int b)
                                    blk.plan.name + ".reduce_scatter"),
                      {last});
     blk.grads_ready = last;
-    reduced.emplace_back(c, last);
+    awaited.emplace_back(c, last);
   }
-  auto& awaited = stages_[static_cast<size_t>(step_.blocks[b].stage)].awaited;
-  awaited.insert(awaited.end(), reduced.begin(), reduced.end());
 }
 
 void GradientSync::settle(int stage)

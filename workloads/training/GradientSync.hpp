@@ -17,7 +17,6 @@
 #include "workloads/training/TensorCollectives.hpp"
 
 #include <deque>
-#include <functional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -52,7 +51,7 @@ private:
   void emit_bucket(int stage, const GradBucket& bucket, OpId after);
   OpId reduce_tensors(int b, int64_t mb, OpId after); // per-parameter or per-bucket reduce-scatters; returns the last
   bool accumulates_unsharded() const;                 // ZeRO-3, the stack's FSDP2 under a pipeline
-  void accumulate_and_reduce(int b, const std::function<OpName(const char*)>& name); // this micro-batch's sum
+  void accumulate(int b, int64_t mb);                 // FSDP2 under a pipeline: micro-batch mb's gradient summed in
   void reduce_chunk(int b); // after block b's backward: its chunk's reduce-scatters, once its last is done
 
   StepBuild& step_;

@@ -122,32 +122,32 @@ OpId ParamGather::updated_weights(int b)
 
 void ParamGather::check_plan(const StageUses& u) const
 {
-  const GatherPlan& plan_            = u.plan;
-  const std::vector<ParamUse>& uses_ = u.uses;
-  auto refuse                        = [&](const std::string& why) {
+  const GatherPlan& plan            = u.plan;
+  const std::vector<ParamUse>& uses = u.uses;
+  auto refuse                       = [&](const std::string& why) {
     throw std::logic_error("training stack " + step_.stack->name() + "'s ZeRO-3 gather plan: " + why);
   };
-  if (plan_.size() != uses_.size())
-    refuse(std::to_string(plan_.size()) + " entries for " + std::to_string(uses_.size()) + " uses");
+  if (plan.size() != uses.size())
+    refuse(std::to_string(plan.size()) + " entries for " + std::to_string(uses.size()) + " uses");
   size_t issued = 0;
-  for (size_t j = 0; j < plan_.size(); ++j) {
-    const UseGather& g = plan_[j];
+  for (size_t j = 0; j < plan.size(); ++j) {
+    const UseGather& g = plan[j];
     const size_t from  = g.buffer;
     auto at            = [&](const char* why) { refuse("use " + std::to_string(j) + why); };
     if (from == UseGather::none)
       continue;
     if (from != j) { // reads the buffer an earlier use of its block keeps
-      if (from > j || plan_[from].buffer != from || plan_[from].freed_after < j || uses_[from].block != uses_[j].block)
+      if (from > j || plan[from].buffer != from || plan[from].freed_after < j || uses[from].block != uses[j].block)
         at(" reads no buffer of its block alive");
       continue;
     }
     // Gathers are issued in the order of uses, each by its own use at the latest, after
     // the free it waits for, and freed once it has run.
-    if (uses_[j].elements <= 0 || g.issued_at > j || g.issued_at < issued || g.freed_after < j ||
-        g.freed_after >= plan_.size())
+    if (uses[j].elements <= 0 || g.issued_at > j || g.issued_at < issued || g.freed_after < j ||
+        g.freed_after >= plan.size())
       at(" gathers out of order, nothing, or into a buffer freed before it runs");
     const size_t w = g.waits_for;
-    if (w != UseGather::none && (w >= j || plan_[w].buffer != w || plan_[w].freed_after >= g.issued_at))
+    if (w != UseGather::none && (w >= j || plan[w].buffer != w || plan[w].freed_after >= g.issued_at))
       at(" waits for a free not issued before its gather");
     issued = g.issued_at;
   }

@@ -13,9 +13,9 @@
 // the next all-gather: plan_gathers), and reduce-scatters its gradients in fp32 after its
 // backward. Under pipeline stages a unit is gathered once a step and its gradients summed
 // unsharded in fp32 and reduce-scattered with its chunk's others right after the chunk's
-// last backward (plan_gathers, accumulates_unsharded). torch.optim.AdamW(fused=True) steps the shards. Activation
-// checkpointing: `full` keeps each layer's input, `selective` is torchtitan's per-op
-// policy (TitanLlama.hpp).
+// last backward (plan_gathers, accumulates_unsharded). torch.optim.AdamW(fused=True)
+// steps the shards. Activation checkpointing: `full` keeps each layer's input,
+// `selective` is torchtitan's per-op policy (TitanLlama.hpp).
 #include "workloads/modelcode/TitanLlama.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
