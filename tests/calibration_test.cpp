@@ -334,6 +334,12 @@ TEST_CASE("bad_calibration_input_is_one_line_and_exit_code_2", "[calibration][er
   CliResult m = run_cli("calibrate measure -o " + temp_path("m.csv"));
   CHECK(m.exit_code == 2);
   CHECK_FALSE(std::ifstream(temp_path("m.csv")).good());
+  // A group measure does not know: named with the groups allowed, before any GPU is looked for.
+  CliResult g = run_cli("calibrate measure --only gemm,gemm_fp9 -o " + temp_path("m.csv"));
+  CHECK(g.exit_code == 2);
+  CHECK_THAT(g.err, Catch::Contains("--only") && Catch::Contains("'gemm_fp9'") && Catch::Contains("gemm_sustained"));
+  CHECK(std::count(g.err.begin(), g.err.end(), '\n') == 1);
+  CHECK_FALSE(std::ifstream(temp_path("m.csv")).good());
 }
 
 TEST_CASE("a_gemms_burst_and_sustained_rates_are_read_and_left_out_of_the_fit", "[calibration][csv]")

@@ -11,6 +11,7 @@
 #include "calibration/Measurement.hpp"
 #include "calibration/fit/ProfileFit.hpp"
 #include "calibration/importers/Importer.hpp"
+#include "calibration/kernels/BenchGroups.hpp"
 #include "hwmodels/Catalog.hpp"
 
 #include <boost/program_options.hpp>
@@ -47,10 +48,19 @@ int measure(const std::vector<std::string>& args)
   opts.add_options()("help,h", "this help")("output,o", po::value<std::string>()->required(),
                                             "measurement CSV to write")(
       "gpu", po::value<std::string>(), "catalog id of the GPU (default: recognised from the device name)")(
-      "quick", "a smaller grid (a minute instead of several)");
+      "quick", "a smaller grid (a minute instead of several)")(
+      "only", po::value<std::string>(),
+      ("run only these groups, comma-separated (" + gpubench::bench_groups_joined() + ")").c_str());
   po::variables_map vm;
   if (!parse_options(args, opts, "output", vm))
     return 0;
+  if (vm.count("only")) {
+    std::string bad;
+    auto groups = gpubench::parse_bench_groups(vm["only"].as<std::string>(), bad);
+    if (!groups || groups->empty())
+      throw InputError("calibrate measure --only: '" + bad +
+                       "' is not a benchmark group (groups: " + gpubench::bench_groups_joined() + ")");
+  }
   std::string bench = gpubench_path();
   if (bench.empty() || !std::filesystem::exists(bench))
     throw InputError("calibrate measure: this build has no GPU microbenchmarks (nvcc was not found when it was "
@@ -62,6 +72,8 @@ int measure(const std::vector<std::string>& args)
     argv.insert(argv.end(), {"--gpu", vm["gpu"].as<std::string>()});
   if (vm.count("quick"))
     argv.push_back("--quick");
+  if (vm.count("only"))
+    argv.insert(argv.end(), {"--only", vm["only"].as<std::string>()});
   pid_t pid = ::fork();
   if (pid == 0) {
     std::vector<char*> cargs;

@@ -268,10 +268,21 @@ void bench_gemm_sustained(bool quick)
   burst.time_s                = event_time([&] { gemms(burst.samples); });
   // Batches of about 50 ms, back to back, until `seconds` have passed.
   const int batch = std::max(1, int(0.05 / (burst.time_s / burst.samples)));
+  // A line every 5 s of load: how soon and how far the rate falls (the clocks' path).
   std::vector<double> times;
+  double window_s  = 0;
+  int window_gemms = 0;
   for (double elapsed = 0; elapsed < seconds;) {
     times.push_back(event_time([&] { gemms(batch); }));
     elapsed += times.back();
+    window_s += times.back();
+    window_gemms += batch;
+    if (window_s >= 5.0 || elapsed >= seconds) {
+      std::fprintf(stderr, "memwall-gpubench: sustained bf16 %d^3: %.1f s, %.0f TFLOP/s over the last %.1f s\n", n,
+                   elapsed, flops * window_gemms / window_s / 1e12, window_s);
+      window_s     = 0;
+      window_gemms = 0;
+    }
   }
   Row sustained       = burst;
   sustained.benchmark = "gemm_sustained";

@@ -16,7 +16,9 @@
 //
 // Every timed kernel: warm-up, an L2 flush (a write of twice the L2 size) before each
 // run, the median of the runs; collectives: the median of timed batches. The pieces are
-// GemmBench.cu, MemoryBench.cu and NcclBench.cu. Exit 2 when there is no CUDA device.
+// GemmBench.cu, MemoryBench.cu and NcclBench.cu. `--only gemm_fp8,gemm_sustained` runs the
+// groups named (BenchGroups.hpp). Exit 2 when there is no CUDA device or the arguments are wrong.
+#include "calibration/kernels/BenchGroups.hpp"
 #include "calibration/kernels/GpuBench.hpp"
 #include "hwmodels/GpuNames.hpp"
 
@@ -56,6 +58,8 @@ int main(int argc, char** argv)
 {
   std::string out;
   bool quick = false;
+  std::set<std::string> only(bench_groups().begin(), bench_groups().end());
+  const char* usage = "usage: memwall-gpubench -o MEAS.csv [--gpu ID] [--quick] [--only GROUP,...]\n";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-o" && i + 1 < argc)
@@ -64,13 +68,22 @@ int main(int argc, char** argv)
       gpu_id = argv[++i];
     else if (a == "--quick")
       quick = true;
-    else {
-      std::fprintf(stderr, "usage: memwall-gpubench -o MEAS.csv [--gpu ID] [--quick]\n");
+    else if (a == "--only" && i + 1 < argc) {
+      std::string bad;
+      auto groups = parse_bench_groups(argv[++i], bad);
+      if (!groups || groups->empty()) {
+        std::fprintf(stderr, "memwall-gpubench: --only: '%s' is not a group (groups: %s)\n", bad.c_str(),
+                     bench_groups_joined().c_str());
+        return 2;
+      }
+      only = *groups;
+    } else {
+      std::fprintf(stderr, "%s", usage);
       return 2;
     }
   }
   if (out.empty()) {
-    std::fprintf(stderr, "usage: memwall-gpubench -o MEAS.csv [--gpu ID] [--quick]\n");
+    std::fprintf(stderr, "%s", usage);
     return 2;
   }
   int devices   = 0;
@@ -100,15 +113,27 @@ int main(int argc, char** argv)
                "memwall calibrate import nccl-tests)\n",
                prop.name, devices);
 #endif
-  bench_gemm(quick);
-  bench_gemm_fp8(prop, quick);
-  bench_gemm_sustained(quick);
-  bench_elementwise(quick);
-  bench_host_copies(quick);
-  bench_peer(devices, quick);
-  bench_managed(quick);
+  auto wanted = [&](const char* group) { return only.count(group) > 0; };
+  if (wanted("gemm"))
+    bench_gemm(quick);
+  if (wanted("gemm_fp8"))
+    bench_gemm_fp8(prop, quick);
+  if (wanted("gemm_sustained"))
+    bench_gemm_sustained(quick);
+  if (wanted("elementwise"))
+    bench_elementwise(quick);
+  if (wanted("host_copies"))
+    bench_host_copies(quick);
+  if (wanted("peer"))
+    bench_peer(devices, quick);
+  if (wanted("managed"))
+    bench_managed(quick);
 #ifdef MEMWALL_HAVE_NCCL
-  bench_nccl(devices, quick);
+  if (wanted("nccl"))
+    bench_nccl(devices, quick);
+#else
+  if (wanted("nccl") && only.size() < bench_groups().size())
+    std::fprintf(stderr, "memwall-gpubench: built without NCCL; --only nccl measures nothing\n");
 #endif
   FILE* f = std::fopen(out.c_str(), "w");
   if (!f) {
