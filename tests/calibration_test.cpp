@@ -5,6 +5,7 @@
 #include "calibration/Measurement.hpp"
 #include "calibration/fit/ProfileFit.hpp"
 #include "calibration/importers/Importer.hpp"
+#include "calibration/kernels/BenchGroups.hpp"
 #include "hwmodels/Catalog.hpp"
 #include "hwmodels/profile/GemmModel.hpp"
 #include "tests/TestHelpers.hpp"
@@ -364,4 +365,22 @@ TEST_CASE("a_gemms_burst_and_sustained_rates_are_read_and_left_out_of_the_fit", 
   REQUIRE(run_cli("calibrate fit " + without + " -o " + b).exit_code == 0);
   std::string pa = read_file(a), pb = read_file(b);
   CHECK(pa.substr(pa.find("elementwise")) == pb.substr(pb.find("elementwise")));
+}
+
+TEST_CASE("a_benchmark_group_list_names_known_groups_and_no_empty_one", "[calibration][gpubench]")
+{
+  // What gpubench --only and calibrate measure --only take: known names, comma-separated, a
+  // name twice measured once; an unknown or empty name refused with what was wrong.
+  std::string error;
+  auto two = gpubench::parse_bench_groups("gemm_sustained,gemm_fp8,gemm_sustained", error);
+  REQUIRE(two);
+  CHECK(*two == std::set<std::string>{"gemm_fp8", "gemm_sustained"});
+  for (const char* empty : {"", ",gemm", "gemm,", "gemm,,nccl"}) {
+    INFO(empty);
+    CHECK_FALSE(gpubench::parse_bench_groups(empty, error));
+    CHECK_THAT(error, Catch::Contains("empty group name"));
+  }
+  CHECK_FALSE(gpubench::parse_bench_groups("gemm,GEMM", error));
+  CHECK(error == "'GEMM' is not a group");
+  CHECK(gpubench::bench_groups().size() == 8);
 }

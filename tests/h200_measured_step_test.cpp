@@ -50,9 +50,9 @@ TEST_CASE("an_hf_llama8b_shaped_step_on_an_h200_takes_the_time_it_took_at_the_po
   REQUIRE(steps.size() > 100);
   std::nth_element(steps.begin(), steps.begin() + steps.size() / 2, steps.end());
   double measured = steps[steps.size() / 2];
-  CHECK(measured == Approx(0.3326).epsilon(0.01)); // the file is the one the note quotes
+  CHECK(measured == Approx(0.332129).margin(1e-6)); // the file is the one the notes quote
   nlohmann::json j = replayed_step();
-  CHECK(j["step_time_s"].get<double>() == Approx(measured).epsilon(0.05));
+  CHECK(j["step_time_s"].get<double>() == Approx(measured).epsilon(0.02)); // 336.1 ms on 2026-11-28: +1.2 %
 }
 
 TEST_CASE("an_hf_llama8b_shaped_step_on_an_h200_peaks_where_torch_counted_its_peak", "[stack][pytorch][measured]")
@@ -60,7 +60,7 @@ TEST_CASE("an_hf_llama8b_shaped_step_on_an_h200_peaks_where_torch_counted_its_pe
   // torch.cuda.max_memory_allocated over the run: weights and AdamW states of 1.92B
   // fp32 parameters (30.8 GB), the 4 layers' kept tensors and the loss's fp32 tensors over
   // the 128,256-word vocabulary. The replay's peak less the CUDA context (which the
-  // allocator does not count) within 5 %.
+  // allocator does not count) within 4 % (+3.0 % on 2026-11-28).
   nlohmann::json m = measured_step();
   CHECK(m["params"].get<double>() == 1923125248.0);
   double measured      = m["peak_allocated_bytes"].get<double>();
@@ -68,7 +68,7 @@ TEST_CASE("an_hf_llama8b_shaped_step_on_an_h200_peaks_where_torch_counted_its_pe
   const auto& gpu      = j["devices"][0];
   double context       = gpu["peak_by_category"]["context"].get<double>();
   double replayed_peak = gpu["peak_bytes"].get<double>() - context;
-  CHECK(replayed_peak == Approx(measured).epsilon(0.05));
+  CHECK(replayed_peak == Approx(measured).epsilon(0.04));
 }
 
 TEST_CASE("gpubench_output_from_the_h200_reads_back_with_its_sustained_pair_and_random_fp8_grid",

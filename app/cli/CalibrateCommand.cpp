@@ -55,11 +55,9 @@ int measure(const std::vector<std::string>& args)
   if (!parse_options(args, opts, "output", vm))
     return 0;
   if (vm.count("only")) {
-    std::string bad;
-    auto groups = gpubench::parse_bench_groups(vm["only"].as<std::string>(), bad);
-    if (!groups || groups->empty())
-      throw InputError("calibrate measure --only: '" + bad +
-                       "' is not a benchmark group (groups: " + gpubench::bench_groups_joined() + ")");
+    std::string error;
+    if (!gpubench::parse_bench_groups(vm["only"].as<std::string>(), error))
+      throw InputError("calibrate measure --only: " + error + " (groups: " + gpubench::bench_groups_joined() + ")");
   }
   std::string bench = gpubench_path();
   if (bench.empty() || !std::filesystem::exists(bench))
@@ -89,7 +87,8 @@ int measure(const std::vector<std::string>& args)
   if (code != 0) {
     std::filesystem::remove(temp);
     if (code == 2)
-      throw InputError("calibrate measure: no CUDA GPU on this machine (see the line above)");
+      throw InputError("calibrate measure: memwall-gpubench measured nothing: no CUDA GPU here, or nothing the "
+                       "groups asked for (its line above says which)");
     throw std::runtime_error("calibrate measure: the microbenchmarks failed (exit " + std::to_string(code) + ")");
   }
   read_measurements(temp); // what it wrote must read back

@@ -18,19 +18,24 @@ inline const std::vector<std::string>& bench_groups()
   return names;
 }
 
-// The groups a comma-separated list names, or nullopt (with the offending name in `bad`)
-// where one is not a group. An empty list names none.
-inline std::optional<std::set<std::string>> parse_bench_groups(const std::string& list, std::string& bad)
+// The groups a comma-separated list names, or nullopt with why in `error` (a name that is
+// not a group, or an empty one: "", ",gemm", "gemm,", "gemm,,nccl"). A group named twice
+// is measured once.
+inline std::optional<std::set<std::string>> parse_bench_groups(const std::string& list, std::string& error)
 {
   std::set<std::string> out;
-  std::stringstream in(list);
+  std::stringstream in(list + ","); // the final empty name after a trailing comma is read too
   std::string name;
   while (std::getline(in, name, ',')) {
+    if (name.empty()) {
+      error = "an empty group name in '" + list + "'";
+      return std::nullopt;
+    }
     bool known = false;
     for (const std::string& g : bench_groups())
       known = known || g == name;
     if (!known) {
-      bad = name;
+      error = "'" + name + "' is not a group";
       return std::nullopt;
     }
     out.insert(name);

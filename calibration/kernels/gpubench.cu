@@ -69,13 +69,20 @@ int main(int argc, char** argv)
     else if (a == "--quick")
       quick = true;
     else if (a == "--only" && i + 1 < argc) {
-      std::string bad;
-      auto groups = parse_bench_groups(argv[++i], bad);
-      if (!groups || groups->empty()) {
-        std::fprintf(stderr, "memwall-gpubench: --only: '%s' is not a group (groups: %s)\n", bad.c_str(),
+      std::string error;
+      auto groups = parse_bench_groups(argv[++i], error);
+      if (!groups) {
+        std::fprintf(stderr, "memwall-gpubench: --only: %s (groups: %s)\n", error.c_str(),
                      bench_groups_joined().c_str());
         return 2;
       }
+#ifndef MEMWALL_HAVE_NCCL
+      if (groups->count("nccl")) {
+        std::fprintf(stderr, "memwall-gpubench: --only nccl: built without NCCL (measure collectives with nccl-tests "
+                             "and memwall calibrate import nccl-tests)\n");
+        return 2;
+      }
+#endif
       only = *groups;
     } else {
       std::fprintf(stderr, "%s", usage);
@@ -131,10 +138,11 @@ int main(int argc, char** argv)
 #ifdef MEMWALL_HAVE_NCCL
   if (wanted("nccl"))
     bench_nccl(devices, quick);
-#else
-  if (wanted("nccl") && only.size() < bench_groups().size())
-    std::fprintf(stderr, "memwall-gpubench: built without NCCL; --only nccl measures nothing\n");
 #endif
+  if (rows.empty()) { // e.g. --only peer on a machine of one GPU
+    std::fprintf(stderr, "memwall-gpubench: the groups asked for measured nothing on this machine; nothing written\n");
+    return 2;
+  }
   FILE* f = std::fopen(out.c_str(), "w");
   if (!f) {
     std::fprintf(stderr, "memwall-gpubench: cannot write %s\n", out.c_str());

@@ -1,9 +1,10 @@
-"""One training step of each model family transformers ships, as the Trainer runs it (issue 54).
+"""One training step of each model family transformers ships, as a plain PyTorch loop runs it (issue 54).
 
 Each family is built from its published config (random init; where the whole model would not
 fit with fp32 parameters and AdamW on one GPU, fewer layers or experts, said in the row),
 fp32 parameters under bf16 autocast, sdpa attention where the family takes it, fused AdamW,
-the loss from `labels`. Per family: step time (median of 5 after 3 warm-ups, CUDA-synchronised
+the loss from `labels` (no gradient clipping: the Trainer's max_grad_norm adds a norm and a
+scale over the gradients). Per family: step time (median of 5 after 3 warm-ups, CUDA-synchronised
 wall clock), memory after the model is built, after the first step (optimizer states made),
 the peak over the timed steps (allocated and reserved), and per kernel name the count and
 microseconds of one profiled step. `--trace NAME=PATH` gzips that family's chrome trace
@@ -17,6 +18,7 @@ import statistics
 import time
 
 import torch
+import transformers
 from trace_kernels import kernel_summary
 from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -147,8 +149,9 @@ def main():
     a = ap.parse_args()
     traces = dict(t.split("=", 1) for t in a.trace)
     free, total = torch.cuda.mem_get_info()
-    print("family_steps: %s, mem_get_info free %d total %d bytes (%.2f GiB), torch %s"
-          % (torch.cuda.get_device_name(0), free, total, total / GiB, torch.__version__), flush=True)
+    print("family_steps: %s, mem_get_info free %d total %d bytes (%.2f GiB), torch %s, transformers %s"
+          % (torch.cuda.get_device_name(0), free, total, total / GiB, torch.__version__, transformers.__version__),
+          flush=True)
     t0 = time.time()
     runs = [(n, t, k, note, False) for n, t, k, note in FAMILIES]
     runs.append(("llama-3.2-1b+compile", "llama", FAMILIES[5][2], "torch.compile(model)", True))

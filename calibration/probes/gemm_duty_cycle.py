@@ -6,7 +6,9 @@ tensor cores are busy. For each duty (the GEMMs' share of the time) this runs a 
 followed by a filler sized to fill the rest, back to back for `--seconds`, and times every
 GEMM with CUDA events; the median of the second half is the sustained rate at that duty.
 Fillers: a device copy (memory-bound, HBM at full rate) and torch.cuda._sleep (an idle
-SM spinning: the gap a step has waiting for communication). Run nvidia-smi beside it.
+SM spinning: the gap a step has waiting for communication). The gaps are sized from the
+filler's rate on a GPU just woken, so the share reached differs from the one asked for: each
+row records the measured share (`gemm_share`). Run nvidia-smi beside it.
 """
 import argparse
 import csv
@@ -50,8 +52,11 @@ def main():
     print("gemm_duty_cycle: bf16 %d^3 cold %.0f TFLOP/s; copy %.0f GB/s (1 GiB, one way); sleep %.3g cycles/s"
           % (n, flops / gemm_cold_s / 1e12, copy_bps / 1e9, cycles_per_s), flush=True)
     rows = [["filler", "duty", "n", "gemms", "gemm_median_s", "tflops_median", "filler_s", "wall_s", "gemm_cold_s", "gemm_share"]]
+    duties = [float(d) for d in a.duties.split(",")]
+    if any(not 0 < d <= 1 for d in duties):
+        ap.error("--duties: each in (0, 1]")
     for filler in ("copy", "sleep"):
-        for duty in [float(d) for d in a.duties.split(",")]:
+        for duty in duties:
             if filler == "sleep" and duty == 1.0:
                 continue
             gap_s = gemm_cold_s * (1 - duty) / duty
@@ -66,8 +71,12 @@ def main():
                     s.record(); torch.mm(x, w, out=y); e.record()
                     batch.append((s, e))
                     if duty < 1.0:
-                        if filler == "copy":
-                            dst[:copy_bytes].copy_(src[:copy_bytes])
+                        if filler == "copy":  # as many 1-GiB copies as the gap holds, then the rest
+                            left = copy_bytes
+                            while left > 0:
+                                step = min(left, src.numel())
+                                dst[:step].copy_(src[:step])
+                                left -= step
                         else:
                             torch.cuda._sleep(cycles)
                 torch.cuda.synchronize()

@@ -5,8 +5,10 @@ plain PyTorch / Hugging Face stack runs it (fp32 parameters under bf16 autocast,
 attention, fused AdamW), one step profiled after a few seconds idle and one after `--seconds`
 of steps with no gap. Every kernel's time is summed by name for both, so the GEMMs' rate in
 a step the GPU has held at its power limit can be set against the same GEMMs cold (the
-rate every GEMM table, and memwall's fitted profile, measures). Run nvidia-smi beside it
-for the clocks and power over the same minute.
+rate every GEMM table, and memwall's fitted profile, measures). Note the "cold" step lasts
+~0.3 s, far past the few ms the clocks take to fall: cold against warm compares a GPU at the
+limit for 0.3 s with one at it for a minute (its temperature), not burst against throttled. Run
+nvidia-smi beside it for the clocks and power over the same minute.
 
 Writes JSON: the device, the step times over the run, and per kernel name the count and
 microseconds in the cold and the warm step. Needs a CUDA GPU, torch and transformers.
@@ -19,6 +21,7 @@ import shutil
 import time
 
 import torch
+import transformers
 from trace_kernels import kernel_summary
 from transformers import AutoModelForCausalLM, LlamaConfig
 
@@ -78,6 +81,7 @@ def main():
         "device": torch.cuda.get_device_name(0),
         "mem_get_info_bytes": [free, total],
         "torch": torch.__version__,
+        "transformers": transformers.__version__,
         "params": sum(p.numel() for p in model.parameters()),
         "peak_allocated_bytes": torch.cuda.max_memory_allocated(),
         "steps_start_and_seconds": steps,
