@@ -29,7 +29,13 @@
   X(matmul_efficiency, 0.7, 0, 1, "achieved fraction of peak in GEMMs")                                                \
   X(attention_efficiency, 0.5, 0, 1, "achieved fraction of peak in attention kernels")                                 \
   X(price_usd, 0, 0, 1e9, "indicative price per GPU in USD")                                                           \
-  X(tdp_w, 0, 0, 1e5, "board power (TDP) in watts, from the datasheet: a run's power and energy; 0 = unknown")
+  X(tdp_w, 0, 0, 1e5, "board power (TDP) in watts, from the datasheet: a run's power and energy; 0 = unknown")         \
+  X(power_limit_w, 0, 0, 1e5, "power limit the clocks are held under (nvidia-smi -pl), in watts; 0 = the TDP")         \
+  X(tensor_core_w, 0, 0, 1e5,                                                                                          \
+    "board power of back-to-back bf16 GEMMs at full clock, in watts (fitted: calibration/research/power-limits.md); "  \
+    "above the limit tensor-core kernels slow until the average is at it; 0 = not modelled")                           \
+  X(idle_w, 0, 0, 1e5, "board power with the SMs idle at full clock, in watts (the power limit's model)")              \
+  X(hbm_stream_w, 0, 0, 1e5, "board power of a device copy at hbm_achievable_bw, in watts (the power limit's model)")
 // X(key, default, least, most, description): counts
 #define MEMWALL_GPU_COUNTS(X)                                                                                          \
   X(sms, 0, 0, 100'000, "streaming multiprocessors (compute units); 0 = unknown")                                      \
@@ -61,6 +67,10 @@ struct GpuSpec {
   // the two parts' nvlink_bw); empty: none taken (CollectivesFrom.hpp).
   std::string collectives_from;
 
+  // The power the clocks are held under, and whether the tensor cores exceed it at full
+  // clock (then sim/timing/PowerGovernor slows them).
+  double power_limit() const { return power_limit_w > 0 ? power_limit_w : tdp_w; }
+  bool power_limited() const { return tensor_core_w > 0 && power_limit() > 0 && tensor_core_w > power_limit(); }
   bool supports(Dtype d) const { return peak_flops.count(d) != 0; }
   double peak(Dtype d) const { return supports(d) ? peak_flops.at(d) : 0.0; }
 };

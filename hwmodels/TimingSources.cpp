@@ -1,6 +1,7 @@
 #include "hwmodels/TimingSources.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace memwall {
 
@@ -31,7 +32,10 @@ std::vector<std::pair<std::string, std::string>> timing_sources(const GpuSpec& g
     return (compute ? peak || hbm : hbm) ? source + " (scaled: " + p->scaled + ")" : source;
   };
   const std::vector<std::string>& part = timing_parts();
-  return {{part[0], scaled(gemm, true)},
+  // The power limit holds the tensor cores back (sim/timing/PowerGovernor): said with them.
+  char limit[64];
+  std::snprintf(limit, sizeof limit, " (held under a %.0f W limit)", g.power_limit());
+  return {{part[0], scaled(gemm, true) + (g.power_limited() ? limit : "")},
           {part[1], scaled(kernel, false)},
           {part[2], fitted(copies)},
           {part[3], collectives}};

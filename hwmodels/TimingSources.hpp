@@ -10,7 +10,8 @@
 // Each is "measured" (the GPU's own fitted profile, or the user's), "derived from ID"
 // (another catalog GPU's measurements scaled by the two parts' ratios: a sibling part's
 // whole profile, or a GPU of the same NVLink generation's collectives), "estimated" (the
-// catalog's efficiencies and line rates) or "none" (a GPU without NVLink). The scale-out
+// catalog's efficiencies and line rates) or "none" (a GPU without NVLink); GEMMs add
+// "(held under a 700 W limit)" where the power limit's model slows them. The scale-out
 // network is timed from the catalog's NIC figures for every machine alike, so it is no part.
 #include "hwmodels/GpuSpec.hpp"
 

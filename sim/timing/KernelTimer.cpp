@@ -20,6 +20,17 @@ size_t KernelTimer::KeyHash::operator()(const Key& k) const
 
 KernelTiming KernelTimer::operator()(const Op& op)
 {
+  KernelTiming t = full_clock(op);
+  if (power_.on() && op.seconds <= 0) { // a recorded kernel ran as recorded
+    double x = power_.note(op, t);
+    if (x < 1)
+      t.compute_s /= x;
+  }
+  return t;
+}
+
+KernelTiming KernelTimer::full_clock(const Op& op)
+{
   Key key{op.flops, op.bytes, op.seconds, op.shape, op.kclass, op.family, op.dtype, op.pass, op.host_paced};
   auto it = known_.find(key);
   if (it != known_.end())

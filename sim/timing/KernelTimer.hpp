@@ -3,6 +3,7 @@
 // of millions of kernels holds a few hundred distinct ones (the same GEMMs in every
 // micro-batch), and a fitted GEMM model costs a table walk and a pow per call.
 #include "sim/timing/KernelTiming.hpp"
+#include "sim/timing/PowerGovernor.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -13,16 +14,21 @@ namespace memwall {
 
 class KernelTimer {
 public:
-  explicit KernelTimer(GpuSpec gpu) : gpu_(std::move(gpu)) {}
+  explicit KernelTimer(GpuSpec gpu) : gpu_(std::move(gpu)), power_(gpu_) {}
   // Kernels with a recorded time (Op::seconds) were recorded on `recorded_on`: moved to
   // `gpu` by recorded_kernel_timing. Without it they run as recorded.
   KernelTimer(GpuSpec gpu, const GpuSpec* recorded_on)
-      : gpu_(std::move(gpu)), recorded_on_(recorded_on ? std::make_unique<GpuSpec>(*recorded_on) : nullptr)
+      : gpu_(std::move(gpu)), recorded_on_(recorded_on ? std::make_unique<GpuSpec>(*recorded_on) : nullptr),
+        power_(gpu_)
   {}
-  // By value: the table may be cleared by the next call.
+  // By value: the table may be cleared by the next call. A tensor-core kernel's compute
+  // time is its full-clock time held back by the GPU's power limit (PowerGovernor), from
+  // the kernels timed on its device before it: call once per kernel, in replay order.
   KernelTiming operator()(const Op& op);
+  const PowerGovernor& power() const { return power_; }
 
 private:
+  KernelTiming full_clock(const Op& op); // the table's, at full clock
   // What kernel_timing reads of an op.
   struct Key {
     double flops = 0, bytes = 0, seconds = 0;
@@ -44,6 +50,7 @@ private:
   };
   GpuSpec gpu_; // a copy: the timer may outlive the spec it was made from
   std::unique_ptr<GpuSpec> recorded_on_;
+  PowerGovernor power_;
   std::unordered_map<Key, KernelTiming, KeyHash> known_;
   static constexpr size_t max_known = 1 << 16;
 };

@@ -1,0 +1,123 @@
+// A GPU's power limit as the rate its tensor cores hold (sim/timing/PowerGovernor):
+// the balance it solves, by hand, and what it gives against what an H200 did at its 700 W
+// limit (calibration/data/measured/h200/power-*, research/power-limits.md section 6).
+#include "hwmodels/Catalog.hpp"
+#include "sim/timing/KernelTimer.hpp"
+#include "tests/TestHelpers.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace memwall;
+using namespace memwall::test;
+
+namespace {
+
+Op kernel(KernelClass kclass, double flops, double bytes, GemmShape shape = {})
+{
+  Op op    = kernel_op(DeviceRef{}, kclass, Dtype::bf16, flops, bytes, flops, "k");
+  op.shape = shape;
+  return op;
+}
+
+Op gemm_8192()
+{
+  return kernel(KernelClass::gemm, 2.0 * 8192 * 8192 * 8192, 3 * 2.0 * 8192 * 8192, {8192, 8192, 8192});
+}
+
+// The H200 with the fitted draw of its tensor cores (off in the catalog: see gpus.yaml).
+GpuSpec h200(double limit_w = 0)
+{
+  GpuSpec g       = gpu_preset("h200-sxm-141gb");
+  g.tensor_core_w = 1000;
+  g.power_limit_w = limit_w;
+  return g;
+}
+
+// The rate of the n-th of `count` back-to-back 8192^3 GEMMs, FLOP/s.
+double rate_after(KernelTimer& timer, int count)
+{
+  Op op = gemm_8192();
+  KernelTiming t;
+  for (int i = 0; i < count; ++i)
+    t = timer(op);
+  return op.flops / t.total_s(op.bytes);
+}
+
+} // namespace
+
+TEST_CASE("the_held_rate_balances_the_time_averaged_draw_at_the_limit", "[power]")
+{
+  // GEMMs alone at 1,000 W under 700 W: 1000 x^2 = 700, x = sqrt(0.7).
+  CHECK(held_rate(1.0, 0, 0, 1000, 700) == Approx(std::sqrt(0.7)).epsilon(1e-12));
+  // 0.8 s of GEMMs and 0.2 s of copies at 490 W: 800 x + 98 = 700 (0.8 / x + 0.2), so
+  // 800 x^2 - 42 x - 560 = 0, x = (42 + sqrt(42^2 + 4 x 800 x 560)) / 1600 = 0.86333.
+  CHECK(held_rate(0.8, 0.2, 0.2 * 490, 1000, 700) == Approx((42 + std::sqrt(42.0 * 42 + 4 * 800 * 560)) / 1600));
+  // Half the time idle-drawing kernels at 135 W: under the limit at full rate.
+  CHECK(held_rate(0.5, 0.5, 0.5 * 135, 1000, 700) == 1.0);
+  CHECK(held_rate(0, 1, 500, 1000, 700) == 1.0); // no tensor-core work: nothing to hold
+}
+
+TEST_CASE("back_to_back_gemms_on_an_h200_run_at_the_held_rate_from_the_first", "[power][measured]")
+{
+  // A replayed step is one of a run's many: its GPU is already at the limit, so GEMMs alone
+  // run at sqrt(700 / 1000) of their full-clock rate from the first (the launch's part is
+  // not slowed). Measured on an H200 (power-gpubench.csv): 668 TFLOP/s over a minute of
+  // 8192^3 bf16 GEMMs, against 806-819 in the first tens of ms from idle
+  // (power-gemm-onset.csv), a burst the replay of a step does not model.
+  GpuSpec g = h200();
+  KernelTimer timer(g);
+  Op op       = gemm_8192();
+  double full = op.flops / kernel_timing(g, op).total_s(op.bytes);
+  CHECK(rate_after(timer, 1) / full == Approx(std::sqrt(0.7)).epsilon(0.002));
+  CHECK(rate_after(timer, 400) / full == Approx(std::sqrt(0.7)).epsilon(0.002));
+  // Why the catalog keeps the model off: the shipped table and model time this GEMM at
+  // full clock below the 806-819 it ran at from idle (their long rows were timed in
+  // back-to-back series that had already throttled), so holding them back again counts
+  // the limit twice (~620 against the 668 measured).
+  CHECK(full < 0.95 * 806e12);
+  CHECK(rate_after(timer, 1) < 668e12);
+}
+
+TEST_CASE("a_lower_power_limit_holds_the_tensor_cores_lower", "[power]")
+{
+  // torchtitan's H100s run at 500 W: GEMMs alone at sqrt(500 / 1000) of their full rate.
+  KernelTimer at700(h200()), at500(h200(500));
+  double r700 = rate_after(at700, 200), r500 = rate_after(at500, 200);
+  CHECK(r500 / r700 == Approx(std::sqrt(500.0 / 700.0)).epsilon(0.002)); // the launch's part is not slowed
+}
+
+TEST_CASE("memory_bound_kernels_and_gpus_without_a_fitted_draw_run_at_full_clock", "[power]")
+{
+  // A copy-like kernel between GEMMs is never slowed (its rate is the HBM's, not the clocks').
+  GpuSpec g = h200();
+  KernelTimer timer(g);
+  Op copy      = kernel(KernelClass::elementwise, 0, 2.0 * (1 << 30));
+  double alone = kernel_timing(g, copy).total_s(copy.bytes);
+  for (int i = 0; i < 50; ++i)
+    timer(gemm_8192());
+  CHECK(timer(copy).total_s(copy.bytes) == alone);
+  // The catalog's H200 (tensor_core_w 0) and an A100 (no power figures): GEMMs as timed.
+  for (const char* id : {"h200-sxm-141gb", "a100-sxm4-80gb"}) {
+    INFO(id);
+    GpuSpec plain = gpu_preset(id);
+    KernelTimer t(plain);
+    Op op = gemm_8192();
+    CHECK(rate_after(t, 200) == Approx(op.flops / kernel_timing(plain, op).total_s(op.bytes)));
+  }
+}
+
+TEST_CASE("a_power_limited_gpu_says_so_in_its_timing_and_a_bad_limit_is_refused", "[power][errors]")
+{
+  std::string base = "hardware: {node: hgx-h200, gpus_per_node: 1, gpu: {preset: h200-sxm-141gb, tensor_core_w: 1000"
+                     "POWER}}\nmodel: {preset: llama-3-8b}\ntraining: {seq_len: 2048, global_batch: 8, "
+                     "micro_batch: 1}\n";
+  std::string spec = base;
+  spec.replace(spec.find("POWER"), 5, ", power_limit_w: 500");
+  nlohmann::json j = run_json("power_500", spec);
+  CHECK_THAT(j["hardware_profile"]["timing"]["gemm"].get<std::string>(), Catch::Contains("held under a 500 W limit"));
+  std::string bad = base;
+  bad.replace(bad.find("POWER"), 5, ", power_limit_w: -5");
+  CHECK(refused("power_bad", bad).find("power_limit_w") != std::string::npos);
+}
