@@ -54,5 +54,9 @@ $B calibrate fit $D/measured/h100/gemm.csv $D/measured/h100/gpubench.csv $T/h100
   $D/measured/h100/fused-adamw.csv \
   --exclude gemm:fp16 --exclude bidir_pinned $held_out $kernel_timing $h100_zeros -o $P/h100-sxm-80gb.yaml
 grep -v ',gemm,fp8,' $D/measured/h200/gpubench.csv >$T/h200-gpubench-without-fp8.csv
-$B calibrate fit $D/measured/h200/gemm.csv $T/h200-gpubench-without-fp8.csv $D/measured/h200/power-gpubench.csv \
+# The H200's bf16 table with its rows of 8,192 tokens and more at full clock (timed again
+# after idle, power-gemm-table-cool.csv; gemm-full-clock.csv is made by
+# calibration/probes/full_clock_table.py): the sweep ran them throttled, and the replay
+# applies the 700 W limit itself (tensor_core_w in the catalog; sim/timing/PowerGovernor).
+$B calibrate fit $D/measured/h200/gemm-full-clock.csv $T/h200-gpubench-without-fp8.csv $D/measured/h200/power-gpubench.csv \
   $T/h200-kernels.csv --exclude gemm:fp16 --exclude bidir_pinned $held_out $kernel_timing -o $P/h200-sxm-141gb.yaml

@@ -170,6 +170,20 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
   // sustains the same fraction of it as its base.
   if (b && b->hbm_peak_bw > 0 && g.hbm_peak_bw != b->hbm_peak_bw && !r.given("hbm_achievable_bw"))
     g.hbm_achievable_bw = b->hbm_achievable_bw * g.hbm_peak_bw / b->hbm_peak_bw;
+  // The power limit's model (sim/timing/PowerGovernor) needs what the rest of the GPU draws,
+  // and a limit the tensor cores alone can be slowed to meet.
+  if (g.tensor_core_w > 0) {
+    if (g.power_limit() <= 0)
+      r.fail("tensor_core_w", "needs a power limit: give power_limit_w or tdp_w");
+    if (g.idle_w <= 0)
+      r.fail("idle_w", "must be above 0 W where tensor_core_w is given (the board's draw with the SMs idle)");
+    if (g.hbm_stream_w < g.idle_w)
+      r.fail("hbm_stream_w", "must be at least idle_w (" + std::to_string(int(g.idle_w)) + " W)");
+    if (g.power_limit() <= g.hbm_stream_w)
+      r.fail(g.power_limit_w > 0 ? "power_limit_w" : "tdp_w", "the limit must be above hbm_stream_w (" +
+                                                                  std::to_string(int(g.hbm_stream_w)) +
+                                                                  " W): only the tensor cores are slowed to meet it");
+  }
   require_positive(r, "memory_bytes", g.memory_bytes);
   require_positive(r, "hbm_achievable_bw", g.hbm_achievable_bw);
   require_positive(r, "h2d_bw", g.h2d_bw);

@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 // N identical nodes on an InfiniBand fabric: non-blocking by default, or with an
 // oversubscription factor that divides each node's share of the core bandwidth.
 #include "hwmodels/NodeSpec.hpp"
@@ -23,9 +24,15 @@ struct ClusterSpec {
   // The GPUs used and their share of each node (part of a DGX is priced as that part,
   // as a cloud or a shared node bills it; whole nodes as bought).
   double price_usd() const { return node.price_usd * nodes * gpus_per_node / node.gpus; }
-  // The facility power `gpus` of the node's GPUs draw at their board power (TDP) times
-  // the PUE; 0 when the GPU's TDP is unknown. CPUs, NICs and switches are not counted.
-  double gpu_facility_power_w(double gpus) const { return node.gpu.tdp_w * gpus * pue; }
+  // The facility power `gpus` of the node's GPUs draw at their board power (TDP, or the
+  // power limit a spec sets below it) times the PUE; 0 when the GPU's TDP is unknown.
+  // CPUs, NICs and switches are not counted.
+  double gpu_facility_power_w(double gpus) const
+  {
+    double board = node.gpu.power_limit_w > 0 && node.gpu.tdp_w > 0 ? std::min(node.gpu.tdp_w, node.gpu.power_limit_w)
+                                                                    : node.gpu.tdp_w;
+    return board * gpus * pue;
+  }
   // The facility power of `gpus` GPUs' share of their nodes: the node's system power
   // (the vendor's figure for the whole server: a DGX H100 10.2 kW where its eight GPUs'
   // TDP is 5.6 kW) per GPU times the PUE; the GPUs' alone where the node's is unknown.

@@ -24,8 +24,10 @@
 // A run walks its members: ops, and the members of chain ops (OpDag::end_capture), whose
 // privacy, kernel timings and collective plans are derived once per stored chain.
 #include "sim/replay/Coalescer.hpp"
+
 #include "sim/replay/RouteOpSet.hpp"
 #include "sim/timing/KernelTiming.hpp"
+#include <optional>
 
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
@@ -114,8 +116,8 @@ MemberFacts Coalescer::facts_of(const Op& op, bool priv)
 {
   MemberFacts f;
   f.priv = priv;
-  if (priv && op.kind == OpKind::kernel) {
-    KernelTiming t = p_.launcher.kernel_timer()(op);
+  if (priv && op.kind == OpKind::kernel) { // at full clock: the power limit applies as the member runs
+    KernelTiming t = p_.launcher.kernel_timer().full_clock(op);
     f.seconds      = t.total_s(op.bytes);
     f.hbm_busy     = ActivityLauncher::hbm_busy_s(op, t);
   }
@@ -160,8 +162,10 @@ bool Coalescer::start_run(OpId head)
     bool recorded                 = false; // its interval is kept (record_span)
     bool last                     = false; // of its op (a chain's last member, or an op)
   };
-  double now = sg4::Engine::get_clock();
-  double t   = now;
+  double now         = sg4::Engine::get_clock();
+  double t           = now;
+  KernelTimer& timer = p_.launcher.kernel_timer();
+  std::optional<PowerGovernor::Snapshot> head_window; // the head's device before it was noted
   // The member being built and the pending one take turns in two slots: nothing is
   // copied from one to the other (a copy of a Member just written stalls on its stores).
   Member slots[2];
@@ -216,6 +220,11 @@ bool Coalescer::start_run(OpId head)
                                          : member_duration(op, facts_of(op, private_ops_[id - p_.index.base]), d, m.hbm_busy, m.plan);
       if (!timed)
         break;
+      if (op.kind == OpKind::kernel && timer.power().on()) { // held by the power limit, in run order
+        if (count == 0 && !head_window)
+          head_window = timer.power().snapshot(op.device);
+        d = timer.held(op, timer.full_clock(op)).total_s(op.bytes);
+      }
       // Allocs and frees at this very instant go op by op, interleaved with other
       // streams' in order of readiness, as without coalescing: at one instant their
       // order decides the peak.
@@ -253,8 +262,11 @@ bool Coalescer::start_run(OpId head)
       break;
     id = next;
   }
-  if (count < 2)
+  if (count < 2) {
+    if (head_window) // the head runs on its own, noted there
+      timer.power().restore(pending ? pending->op->device : p_.dag.op(head).device, *head_window);
     return false;
+  }
   // The last one ends with the run's activity (finish_run).
   p_.records.open(pending->unit.id, *pending->op, pending->begin);
   account(*pending);

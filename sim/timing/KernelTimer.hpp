@@ -24,11 +24,14 @@ public:
   // By value: the table may be cleared by the next call. A tensor-core kernel's compute
   // time is its full-clock time held back by the GPU's power limit (PowerGovernor), from
   // the kernels timed on its device before it: call once per kernel, in replay order.
-  KernelTiming operator()(const Op& op);
-  const PowerGovernor& power() const { return power_; }
+  KernelTiming operator()(const Op& op) { return held(op, full_clock(op)); }
+  // The two halves: the table's timing at full clock (no state), and `full` held back by
+  // the power limit, noting the kernel in its device's window (once per kernel run).
+  KernelTiming full_clock(const Op& op);
+  KernelTiming held(const Op& op, KernelTiming full);
+  PowerGovernor& power() { return power_; }
 
 private:
-  KernelTiming full_clock(const Op& op); // the table's, at full clock
   // What kernel_timing reads of an op.
   struct Key {
     double flops = 0, bytes = 0, seconds = 0;

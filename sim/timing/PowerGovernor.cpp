@@ -9,9 +9,11 @@ double held_rate(double tensor_s, double memory_s, double memory_j, double tenso
 {
   if (tensor_s <= 0)
     return 1.0;
-  // a P x + E = L (a / x + m), times x: a P x^2 + (E - L m) x - L a = 0, the positive root.
+  // a P x + E = L (a / x + m), times x: a P x^2 + (E - L m) x - L a = 0, the positive root,
+  // in the form that keeps its precision whichever sign b has.
   double a = tensor_s * tensor_w, b = memory_j - limit_w * memory_s, c = -limit_w * tensor_s;
-  double x = (-b + std::sqrt(b * b - 4 * a * c)) / (2 * a);
+  double root = std::sqrt(b * b - 4 * a * c);
+  double x    = b > 0 ? -2 * c / (b + root) : (-b + root) / (2 * a);
   return std::min(1.0, x);
 }
 
@@ -37,10 +39,25 @@ double PowerGovernor::note(const Op& op, const KernelTiming& t)
   w.memory_j    = w.memory_j * keep + (tensor ? 0 : d * draw_w);
   if (!tensor)
     return 1.0;
-  double x = held_rate(w.tensor_s, w.memory_s, w.memory_j, tensor_w_, limit_w_);
-  full_s_ += d;
-  held_s_ += d / x;
-  return x;
+  return held_rate(w.tensor_s, w.memory_s, w.memory_j, tensor_w_, limit_w_);
+}
+
+} // namespace memwall
+
+namespace memwall {
+
+PowerGovernor::Snapshot PowerGovernor::snapshot(const DeviceRef& device) const
+{
+  auto it = windows_.find(device);
+  return it == windows_.end() ? Snapshot{} : Snapshot{true, it->second};
+}
+
+void PowerGovernor::restore(const DeviceRef& device, const Snapshot& s)
+{
+  if (s.held)
+    windows_[device] = s.window;
+  else
+    windows_.erase(device);
 }
 
 } // namespace memwall

@@ -29,18 +29,26 @@ public:
   // Notes `t` (the kernel at full clock) in `op.device`'s window and returns the fraction
   // of its full rate a tensor-core kernel runs at now (1 for any other kernel).
   double note(const Op& op, const KernelTiming& t);
-  // Over every tensor-core kernel noted: its time at full clock over its time held.
-  double mean_rate() const { return held_s_ > 0 ? full_s_ / held_s_ : 1.0; }
-  double limit_w() const { return limit_w_; }
 
 private:
   struct Window {
     double tensor_s = 0, memory_s = 0, memory_j = 0;
   };
+
+public:
+  // A device's window, to be put back where a kernel noted was not run after all (a
+  // coalesced run that did not form: its head is launched, and noted, on its own).
+  struct Snapshot {
+    bool held = false;
+    Window window;
+  };
+  Snapshot snapshot(const DeviceRef& device) const;
+  void restore(const DeviceRef& device, const Snapshot& s);
+
+private:
   std::unordered_map<DeviceRef, Window, DeviceRefHash> windows_;
   bool on_;
   double limit_w_, tensor_w_, idle_w_, hbm_w_, hbm_peak_;
-  double full_s_ = 0, held_s_ = 0;
 };
 
 // The fraction x of full rate at which tensor-core work of `tensor_s` seconds (at full
