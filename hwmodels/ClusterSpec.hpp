@@ -1,8 +1,9 @@
 #pragma once
-#include <algorithm>
 // N identical nodes on an InfiniBand fabric: non-blocking by default, or with an
 // oversubscription factor that divides each node's share of the core bandwidth.
 #include "hwmodels/NodeSpec.hpp"
+
+#include <algorithm>
 
 namespace memwall {
 

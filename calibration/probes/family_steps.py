@@ -19,7 +19,7 @@ import time
 
 import torch
 import transformers
-from trace_kernels import kernel_summary
+from torch_steps import kernel_summary, train_step
 from transformers import AutoConfig, AutoModelForCausalLM
 
 GiB = 1 << 30
@@ -101,11 +101,7 @@ def run_family(name, model_type, keys, batch, seq, compile_model, trace_to):
     fwd = torch.compile(model) if compile_model else model
 
     def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = fwd(input_ids=ids, labels=ids).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        train_step(fwd, opt, ids)
 
     step()
     torch.cuda.synchronize()

@@ -22,7 +22,7 @@ import time
 
 import torch
 import transformers
-from trace_kernels import kernel_summary
+from torch_steps import kernel_summary, train_step
 from transformers import AutoModelForCausalLM, LlamaConfig
 
 
@@ -45,11 +45,7 @@ def main():
     ids = torch.randint(0, cfg.vocab_size, (a.batch, a.seq), device="cuda")
 
     def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        train_step(model, opt, ids)
 
     def profiled(path):
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as p:

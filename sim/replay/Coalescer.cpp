@@ -24,9 +24,9 @@
 // A run walks its members: ops, and the members of chain ops (OpDag::end_capture), whose
 // privacy, kernel timings and collective plans are derived once per stored chain.
 #include "sim/replay/Coalescer.hpp"
-
 #include "sim/replay/RouteOpSet.hpp"
 #include "sim/timing/KernelTiming.hpp"
+
 #include <optional>
 
 #include <simgrid/kernel/Timer.hpp>
@@ -221,9 +221,9 @@ bool Coalescer::start_run(OpId head)
       if (!timed)
         break;
       if (op.kind == OpKind::kernel && timer.power().on()) { // held by the power limit, in run order
-        if (count == 0 && !head_window)
+        if (count == 0)                                      // the head
           head_window = timer.power().snapshot(op.device);
-        d = timer.held(op, timer.full_clock(op)).total_s(op.bytes);
+        d = timer(op).total_s(op.bytes);
       }
       // Allocs and frees at this very instant go op by op, interleaved with other
       // streams' in order of readiness, as without coalescing: at one instant their

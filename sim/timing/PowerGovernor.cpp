@@ -42,10 +42,6 @@ double PowerGovernor::note(const Op& op, const KernelTiming& t)
   return held_rate(w.tensor_s, w.memory_s, w.memory_j, tensor_w_, limit_w_);
 }
 
-} // namespace memwall
-
-namespace memwall {
-
 PowerGovernor::Snapshot PowerGovernor::snapshot(const DeviceRef& device) const
 {
   auto it = windows_.find(device);

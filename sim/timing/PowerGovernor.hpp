@@ -3,14 +3,15 @@
 // section 6, measured on an H200 at 700 W). Board power is the time-average of what each
 // kernel draws: tensor-core kernels (GEMMs, attention) draw tensor_core_w at full clock and
 // tensor_core_w x^2 at a fraction x of their rate; memory-bound kernels draw idle_w plus
-// (hbm_stream_w - idle_w) times their share of the sustained HBM bandwidth. The governor holds the average
-// over the GPU's last window of kernel time at power_limit_w (the TDP unless a spec lowers
-// it) by slowing the tensor-core kernels: x solves a P x + E = L (a / x + m), a the window's
+// (hbm_stream_w - idle_w) times their share of the sustained HBM bandwidth. The governor
+// holds the average over the GPU's last window of kernel time at power_limit_w (the TDP
+// unless a spec lowers it) by slowing the tensor-core kernels: x solves a P x + E = L (a / x + m), a the window's
 // tensor-core time at full clock, m its memory-bound time, E their energy, each summed with
 // weights that fall by e per window_s. The window is the time the H200's clocks took to
 // fall under back-to-back GEMMs (tens of ms; a step of hundreds of ms runs at its own mix).
-// The window starts empty (a step of a run in its steady state); idle and waits are not credited: the average of a busy phase (conservative where a
-// GPU waits longer than the window). A GPU without tensor_core_w (0) runs at full rate.
+// The window starts empty (a step of a run in its steady state); idle and waits are not
+// credited: the average of a busy phase (conservative where a GPU waits longer than the
+// window). A GPU without tensor_core_w (0) runs at full rate.
 #include "hwmodels/DeviceRef.hpp"
 #include "hwmodels/GpuSpec.hpp"
 #include "sim/timing/KernelTiming.hpp"
@@ -30,12 +31,10 @@ public:
   // of its full rate a tensor-core kernel runs at now (1 for any other kernel).
   double note(const Op& op, const KernelTiming& t);
 
-private:
+  // What a device's window holds, its weights already applied.
   struct Window {
     double tensor_s = 0, memory_s = 0, memory_j = 0;
   };
-
-public:
   // A device's window, to be put back where a kernel noted was not run after all (a
   // coalesced run that did not form: its head is launched, and noted, on its own).
   struct Snapshot {
