@@ -127,10 +127,10 @@ void ActivityLauncher::for_each_route(const Op& op,
 void ActivityLauncher::start_kernel(OpId id, const Op& op)
 {
   if (op.seconds > 0) { // recorded (an imported trace): its time there, moved to this GPU; shares nothing
-    start_delay(id, kernel_timer_(op).total_s(0));
+    start_delay(id, kernel_timer_(op, sg4::Engine::get_clock()).total_s(0));
     return;
   }
-  KernelTiming t  = kernel_timer_(op);
+  KernelTiming t  = kernel_timer_(op, sg4::Engine::get_clock());
   sg4::Host* host = platform_.host(op.device);
   if (!streams_.shared_hbm.count(op.device)) {
     // Alone on its HBM: overhead + max(F/P, B/W) in one activity, the HBM link's bytes

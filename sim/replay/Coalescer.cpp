@@ -223,7 +223,7 @@ bool Coalescer::start_run(OpId head)
       if (op.kind == OpKind::kernel && timer.power().on()) { // held by the power limit, in run order
         if (count == 0)                                      // the head
           head_window = timer.power().snapshot(op.device);
-        d = timer(op).total_s(op.bytes);
+        d = timer(op, t).total_s(op.bytes);
       }
       // Allocs and frees at this very instant go op by op, interleaved with other
       // streams' in order of readiness, as without coalescing: at one instant their

@@ -18,10 +18,10 @@ size_t KernelTimer::KeyHash::operator()(const Key& k) const
   return h;
 }
 
-KernelTiming KernelTimer::held(const Op& op, KernelTiming t)
+KernelTiming KernelTimer::held(const Op& op, KernelTiming t, double start_s)
 {
-  if (power_.on() && op.seconds <= 0) { // a recorded kernel ran as recorded
-    double x = power_.note(op, t);
+  if (power_.on()) {
+    double x = power_.note(op, t, start_s, op.seconds <= 0); // a recorded kernel ran as recorded
     if (x < 1)
       t.compute_s /= x;
   }

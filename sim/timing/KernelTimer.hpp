@@ -23,12 +23,17 @@ public:
   {}
   // By value: the table may be cleared by the next call. A tensor-core kernel's compute
   // time is its full-clock time held back by the GPU's power limit (PowerGovernor), from
-  // the kernels timed on its device before it: call once per kernel, in replay order.
-  KernelTiming operator()(const Op& op) { return held(op, full_clock(op)); }
+  // the kernels timed on its device before it and its idle time between them: call once
+  // per kernel, in replay order, with the simulated time it starts at (without: right
+  // after its device's last kernel).
+  KernelTiming operator()(const Op& op, double start_s = PowerGovernor::back_to_back)
+  {
+    return held(op, full_clock(op), start_s);
+  }
   // The two halves: the table's timing at full clock (no state), and `full` held back by
   // the power limit, noting the kernel in its device's window (once per kernel run).
   KernelTiming full_clock(const Op& op);
-  KernelTiming held(const Op& op, KernelTiming full);
+  KernelTiming held(const Op& op, KernelTiming full, double start_s = PowerGovernor::back_to_back);
   PowerGovernor& power() { return power_; }
 
 private:

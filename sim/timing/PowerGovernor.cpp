@@ -22,24 +22,52 @@ PowerGovernor::PowerGovernor(const GpuSpec& g)
       hbm_w_(g.hbm_stream_w), hbm_peak_(g.hbm_achievable_bw)
 {}
 
-double PowerGovernor::note(const Op& op, const KernelTiming& t)
+double PowerGovernor::note(const Op& op, const KernelTiming& t, double start_s, bool held)
 {
-  double d = t.total_s(op.bytes);
+  double d = t.total_s(held ? op.bytes : 0); // a recorded kernel's bytes moved where it was recorded
   if (d <= 0)
     return 1.0;
   // The window starts empty: the replayed step is one of a run's many, its GPU already at
   // the limit (from idle, the clocks held full rate for tens of ms first: a burst the
   // replay of a step does not see).
-  Window& w     = windows_[op.device];
-  double keep   = std::exp(-d / window_s);
-  bool tensor   = op.kclass == KernelClass::gemm || op.kclass == KernelClass::attention;
-  w.tensor_s    = w.tensor_s * keep + (tensor ? d : 0);
-  w.memory_s    = w.memory_s * keep + (tensor ? 0 : d);
-  double draw_w = idle_w_ + (hbm_w_ - idle_w_) * std::min(1.0, hbm_peak_ > 0 ? op.bytes / d / hbm_peak_ : 0.0);
-  w.memory_j    = w.memory_j * keep + (tensor ? 0 : d * draw_w);
-  if (!tensor)
+  Window& w  = windows_[op.device];
+  bool first = w.busy_until == -std::numeric_limits<double>::infinity();
+  if (start_s == back_to_back)
+    start_s = first ? 0 : w.busy_until;
+  // Each interval of `s` seconds ending now enters an exponential average over window_s:
+  // what came before is kept by e^(-s / window_s), the interval weighs window_s (1 - that).
+  auto add = [&w](double s, bool tensor, double draw_w) {
+    double keep = std::exp(-s / window_s), weight = window_s * (1 - keep);
+    w.tensor_s = w.tensor_s * keep + (tensor ? weight : 0);
+    w.memory_s = w.memory_s * keep + (tensor ? 0 : weight);
+    w.memory_j = w.memory_j * keep + (tensor ? 0 : weight * draw_w);
+  };
+  if (!first && start_s > w.busy_until) // idle since the last kernel ended
+    add(start_s - w.busy_until, false, idle_w_);
+  if (!held) { // ran as recorded: busy, its draw unknown
+    w.busy_until = std::max(w.busy_until, start_s + d);
     return 1.0;
-  return held_rate(w.tensor_s, w.memory_s, w.memory_j, tensor_w_, limit_w_);
+  }
+  bool tensor = op.kclass == KernelClass::gemm || op.kclass == KernelClass::attention;
+  double x    = 1.0;
+  if (tensor) {
+    add(d, true, 0);
+    x = held_rate(w.tensor_s, w.memory_s, w.memory_j, tensor_w_, limit_w_);
+  } else {
+    double draw_w = idle_w_ + (hbm_w_ - idle_w_) * std::min(1.0, hbm_peak_ > 0 ? op.bytes / d / hbm_peak_ : 0.0);
+    add(d, false, draw_w);
+  }
+  KernelTiming ran = t;
+  ran.compute_s /= x;
+  w.busy_until = std::max(w.busy_until, start_s + ran.total_s(op.bytes));
+  return x;
+}
+
+void PowerGovernor::ended(const DeviceRef& device, double end_s)
+{
+  auto it = windows_.find(device);
+  if (it != windows_.end())
+    it->second.busy_until = std::max(it->second.busy_until, end_s);
 }
 
 PowerGovernor::Snapshot PowerGovernor::snapshot(const DeviceRef& device) const
