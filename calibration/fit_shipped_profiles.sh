@@ -50,7 +50,11 @@ done
 $B calibrate import vidur-network $D/vidur/network/h100_dgx/all_reduce.csv $D/vidur/network/h100_dgx/send_recv.csv \
   --gpu h100-sxm-80gb -o $T/h100-net.csv >/dev/null
 
-$B calibrate fit $D/measured/h100/gemm.csv $D/measured/h100/gpubench.csv $T/h100-kernels.csv $T/h100-net.csv \
+# The H100's bf16 table with its rows of 8,192 tokens and more at full clock: swept back to
+# back like the H200's and throttled alike, taken back by the H200's factor for each row
+# (gemm-full-clock.csv, made by calibration/probes/full_clock_table.py --sibling, whose
+# comment gives the evidence) until an H100 is timed after idle.
+$B calibrate fit $D/measured/h100/gemm-full-clock.csv $D/measured/h100/gpubench.csv $T/h100-kernels.csv $T/h100-net.csv \
   $D/measured/h100/fused-adamw.csv \
   --exclude gemm:fp16 --exclude bidir_pinned $held_out $kernel_timing $h100_zeros -o $P/h100-sxm-80gb.yaml
 grep -v ',gemm,fp8,' $D/measured/h200/gpubench.csv >$T/h200-gpubench-without-fp8.csv

@@ -22,12 +22,12 @@ using namespace memwall::test;
 
 namespace {
 
-// The table each shipped profile is fitted on: the H200's with its large rows at full
-// clock (calibration/probes/full_clock_table.py), the H100's as swept.
+// The table each shipped profile is fitted on: its large rows at full clock
+// (calibration/probes/full_clock_table.py: the H200's timed after idle, the H100's by the
+// H200's factor for each row).
 std::vector<Measurement> measured_gemms(const std::string& gpu_dir)
 {
-  std::string table = gpu_dir == "h200" ? "/gemm-full-clock.csv" : "/gemm.csv";
-  return read_measurements(source_path("calibration/data/measured/" + gpu_dir + table));
+  return read_measurements(source_path("calibration/data/measured/" + gpu_dir + "/gemm-full-clock.csv"));
 }
 
 // The layers calibration/fit_shipped_profiles.sh leaves out of the shipped fit.

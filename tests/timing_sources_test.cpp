@@ -77,9 +77,11 @@ TEST_CASE("an_h800_takes_the_h100s_curves_scaled_by_its_nvlink_and_meets_deepsee
 
 TEST_CASE("timing_sources_name_measured_derived_estimated_and_none_per_part", "[timing]")
 {
+  // The H100's GEMMs are held back by its 700 W limit (PowerGovernor), the B200's are not
+  // (no fitted draw): the summary says which.
   GpuSpec h100 = gpu_preset("h100-sxm-80gb");
   for (const auto& [part, source] : timing_sources(h100))
-    CHECK(source == "measured");
+    CHECK(source == (part == "gemm" ? "measured (held under a 700 W limit)" : "measured"));
   for (const auto& [part, source] : timing_sources(gpu_preset("b200")))
     CHECK(source == "estimated");
   // The A100 40GB profile scales the 80GB's fit whole (STREAM ratio).
@@ -90,12 +92,12 @@ TEST_CASE("timing_sources_name_measured_derived_estimated_and_none_per_part", "[
   // A run names them in its results; `hardware.profile: none` makes every part estimated.
   nlohmann::json fitted = run_json("timing-h100", "hardware: {node: dgx-h100, gpus_per_node: 2}\nmodel: {preset: "
                                                   "gpt2}\ntraining: {seq_len: 256, global_batch: 4, dp: 2}\n");
-  CHECK(fitted["hardware_profile"]["timing"]["gemm"] == "measured");
+  CHECK(fitted["hardware_profile"]["timing"]["gemm"] == "measured (held under a 700 W limit)");
   CHECK(fitted["hardware_profile"]["timing"]["nvlink_collectives"] == "measured");
   nlohmann::json none = run_json("timing-none", "hardware: {node: dgx-h100, gpus_per_node: 2, profile: none}\nmodel: "
                                                 "{preset: gpt2}\ntraining: {seq_len: 256, global_batch: 4, dp: 2}\n");
   for (const auto& [part, source] : none["hardware_profile"]["timing"].items())
-    CHECK(source == "estimated");
+    CHECK(source == (part == "gemm" ? "estimated (held under a 700 W limit)" : "estimated"));
 }
 
 TEST_CASE("an_inline_gpu_takes_collectives_from_a_measured_one_and_bad_sources_are_refused", "[timing][errors]")

@@ -115,8 +115,12 @@ TEST_CASE("overlapped_tp_collectives_of_one_stage_never_hold_back_another_stage"
   // The step's passes interleave the stages' blocks (here an interleaved schedule of 2
   // stages x 2 model chunks): what one GPU's compute stream waits for (its userbuffers
   // transfers) is its own. With overlap the step is shorter and the bubble no longer.
+  // The power limit is off: with it, the overlapped step has fewer waits to credit and the
+  // two stages' GEMMs are held back by different amounts, which moves the bubble (+3.1 ms
+  // of 68.8 on 2026-11-28): the power model's doing (power_*_test), not the schedule's.
   auto step = [](bool overlap) {
-    std::string yaml = "hardware: {node: dgx-h100}\nmodel: {layers: 4, hidden: 4096, heads: 32, vocab: 32768, "
+    std::string yaml = "hardware: {node: dgx-h100, gpu: {preset: h100-sxm-80gb, tensor_core_w: 0}}\nmodel: {layers: 4, "
+                       "hidden: 4096, heads: 32, vocab: 32768, "
                        "max_seq_len: 4096}\ntraining: {stack: megatron, seq_len: 4096, global_batch: 8, micro_batch: "
                        "1, tp: 4, sp: true, pp: 2, pipeline_schedule: interleaved, virtual_stages: 2, megatron: "
                        "{tp_comm_overlap: " +

@@ -1,14 +1,22 @@
 #!/usr/bin/python3
-"""The H200 GEMM table with its large rows at full clock: what fit_shipped_profiles.sh fits.
+"""A GEMM table with its large rows at full clock: what fit_shipped_profiles.sh fits.
 
-gemm.csv was swept back to back, so its rows of 8,192 tokens and more ran throttled under the
-700 W limit; power-gemm-table-cool.csv timed them again after idle, paying a fixed wake-up of
-~78 us (the median excess over the table of its 1,024-2,048-token rows, which the sweep did
-not throttle). Rows of >= 8,192 tokens (the token count is m, or k for wgrad) take the cool
-time less the wake-up; every other row stays as measured. The power limit is then the
-replay's (sim/timing/PowerGovernor).
+The H200's gemm.csv was swept back to back, so its rows of 8,192 tokens and more ran
+throttled under the 700 W limit; power-gemm-table-cool.csv timed them again after idle, paying
+a fixed wake-up of ~78 us (the median excess over the table of its 1,024-2,048-token rows,
+which the sweep did not throttle). Rows of >= 8,192 tokens (the token count is m, or k for
+wgrad) take the cool time less the wake-up; every other row stays as measured.
+
+The H100's table was swept the same way on the same GH100 compute die (132 SMs, 1,980 MHz,
+700 W) and reads as throttled alike: its rows of 8,192 tokens and more take 0.993 of the H200
+table's times (median of 216; 10th-90th percentile 0.950-1.025), as its compute-bound rows of
+1,024-8,191 tokens that no sweep throttled do (0.999; 0.954-1.027; 432 rows). Until an H100
+is timed after idle (calibration/probes/gemm_table_cool.py), `--sibling` takes its rows of
+8,192 tokens and more back to full clock by the H200's own factor for the same row
+(full-clock time / table time). The power limit is then the replay's (sim/timing/PowerGovernor).
 
   /usr/bin/python3 calibration/probes/full_clock_table.py TABLE COOL OUT
+  /usr/bin/python3 calibration/probes/full_clock_table.py --sibling TABLE SIBLING_TABLE SIBLING_FULL OUT
 """
 import csv
 import sys
@@ -17,23 +25,49 @@ WAKE_UP_S = 78e-6
 MIN_TOKENS = 8192
 
 
+def key(r):
+    return (r["layer"], r["pass"], r["m"], r["n"], r["k"])
+
+
+def read(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def tokens(r):
+    return int(r["k"] if r["pass"] == "wgrad" else r["m"])
+
+
 def main():
-    if len(sys.argv) != 4:
+    args = sys.argv[1:]
+    sibling = args[:1] == ["--sibling"]
+    if len(args) != (5 if sibling else 3):
         sys.exit(__doc__.split("\n\n")[-1])
-    table, cool_path, out_path = sys.argv[1:]
-    with open(cool_path) as f:
-        cool = {(r["layer"], r["pass"], r["m"], r["n"], r["k"]): r for r in csv.DictReader(f)}
-    with open(table) as f:
-        rows = list(csv.DictReader(f))
+    rows = read(args[1] if sibling else args[0])
+    if sibling:
+        table = {key(r): float(r["time_s"]) for r in read(args[2])}
+        full = {key(r): (float(r["time_s"]), r["gpu"]) for r in read(args[3])}
+    else:
+        cool = {key(r): r for r in read(args[1])}
     replaced = 0
     for r in rows:
-        c = cool.get((r["layer"], r["pass"], r["m"], r["n"], r["k"]))
-        tokens = int(r["k"] if r["pass"] == "wgrad" else r["m"])
-        if c and tokens >= MIN_TOKENS:
+        if tokens(r) < MIN_TOKENS:
+            continue
+        if sibling:
+            k = key(r)
+            if k not in table or k not in full:
+                continue
+            factor = full[k][0] / table[k]
+            r["time_s"] = "%.6e" % (float(r["time_s"]) * factor)
+            r["source"] += ", at full clock by the %s's factor for this row (%.4f)" % (full[k][1], factor)
+        else:
+            c = cool.get(key(r))
+            if not c:
+                continue
             r["time_s"] = "%.6e" % (float(c["time_s"]) - WAKE_UP_S)
             r["source"] = c["source"] + ", less a 78 us wake-up"
-            replaced += 1
-    with open(out_path, "w", newline="") as f:
+        replaced += 1
+    with open(args[-1], "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
         w.writeheader()
         w.writerows(rows)

@@ -23,7 +23,7 @@ KernelTiming KernelTimer::held(const Op& op, KernelTiming t, double start_s)
   if (power_.on()) {
     double x = power_.note(op, t, start_s, op.seconds <= 0); // a recorded kernel ran as recorded
     if (x < 1)
-      t.compute_s /= x;
+      t.slow_clock(x);
   }
   return t;
 }

@@ -75,23 +75,34 @@ double KernelTiming::total_s(double bytes) const { return overhead_s + std::max(
 // forward's shape) timed by its pass's model and table. The op's FLOPs beyond those
 // GEMMs (LoRA adapters) run at the same rate.
 // Returns the GEMMs timed.
+// The share of a fitted GEMM's time its tiles' compute takes (the rest it waits on its
+// operands in HBM): its model's compute time over its model's time, launch aside.
+static double clocked_share(const GemmModel& model, double m, double n, double k, double groups)
+{
+  double whole = model.time(m, n, k, groups) - model.launch_s;
+  return whole > 0 ? std::min(1.0, model.compute_time(m, n, k, groups) / whole) : 1.0;
+}
+
 static size_t time_by_pass(const GpuProfile& p, double peak, const Op& op, KernelTiming& t)
 {
   std::vector<GemmPass> runs{op.pass};
   if (op.pass == GemmPass::backward)
     runs = {GemmPass::input_grad, GemmPass::weight_grad};
   double tokens = op.shape.m, out = op.shape.n, in = op.shape.k, groups = op.shape.groups();
-  double launch = 0, body = 0;
+  double launch = 0, body = 0, clocked = 0;
   for (GemmPass pass : runs) {
     double m, n, k;
     pass_dims(pass, tokens, out, in, m, n, k);
-    double own_launch = p.gemm_model(op.dtype, peak, pass)->launch_s;
-    launch += own_launch;
-    body += p.gemm_time(op.dtype, peak, pass, m, n, k, groups) - own_launch;
+    const GemmModel* model = p.gemm_model(op.dtype, peak, pass);
+    launch += model->launch_s;
+    double own = p.gemm_time(op.dtype, peak, pass, m, n, k, groups) - model->launch_s;
+    body += own;
+    clocked += own * clocked_share(*model, m, n, k, groups);
   }
   double flops = 2.0 * tokens * out * in * groups * static_cast<double>(runs.size());
   t.overhead_s = launch;
   t.compute_s  = body > 0 ? body * op.flops / flops : 0.0;
+  t.clocked_s  = body > 0 ? clocked * op.flops / flops : 0.0;
   return runs.size();
 }
 
@@ -134,6 +145,7 @@ KernelTiming kernel_timing(const GpuSpec& g, const Op& op)
       double body  = m->time(op.shape.m, op.shape.n, op.shape.k, groups) - m->launch_s;
       t.overhead_s = launches * m->launch_s;
       t.compute_s  = body > 0 ? op.flops / (one / body) : 0.0;
+      t.clocked_s  = t.compute_s * clocked_share(*m, op.shape.m, op.shape.n, op.shape.k, groups);
     }
   }
   // Measured one kernel at a time between events: each launch held the stream that much

@@ -11,12 +11,25 @@
 #include "hwmodels/GpuSpec.hpp"
 #include "workloads/dag/Op.hpp"
 
+#include <algorithm>
+
 namespace memwall {
 
 struct KernelTiming {
   double overhead_s = 0;
   double compute_s  = 0;
-  double memory_bw  = 0; // bytes/s the op's bytes move at when alone
+  // Of compute_s, the part the clock paces (a fitted GEMM's wave-quantised tile time; the
+  // rest of a measured GEMM's time it waits on its operands in HBM); < 0: all of it.
+  double clocked_s = -1;
+  double clocked() const { return clocked_s < 0 ? compute_s : std::min(clocked_s, compute_s); }
+  // At a fraction x of full clock: the clocked part takes 1 / x as long.
+  void slow_clock(double x)
+  {
+    double c = clocked();
+    compute_s += c * (1 / x - 1);
+    clocked_s = c / x;
+  }
+  double memory_bw = 0; // bytes/s the op's bytes move at when alone
   double memory_s(double bytes) const { return memory_bw > 0 ? bytes / memory_bw : 0.0; }
   // Alone on its GPU.
   double total_s(double bytes) const;

@@ -48,17 +48,22 @@ double PowerGovernor::note(const Op& op, const KernelTiming& t, double start_s, 
     w.busy_until = std::max(w.busy_until, start_s + d);
     return 1.0;
   }
-  bool tensor = op.kclass == KernelClass::gemm || op.kclass == KernelClass::attention;
-  double x    = 1.0;
-  if (tensor) {
-    add(d, true, 0);
+  // A tensor-core kernel draws as one for the part of its time the clock paces and as a
+  // memory-bound kernel for the rest (its launch, its wait on HBM: a decode GEMM of a few
+  // tokens streams its weights at the HBM's rate and barely uses its tensor cores); only
+  // that part is slowed.
+  bool tensor   = op.kclass == KernelClass::gemm || op.kclass == KernelClass::attention;
+  double busy_s = tensor ? std::min(t.clocked(), d) : 0;
+  double draw_w = idle_w_ + (hbm_w_ - idle_w_) * std::min(1.0, hbm_peak_ > 0 ? op.bytes / d / hbm_peak_ : 0.0);
+  if (d > busy_s)
+    add(d - busy_s, false, draw_w);
+  double x = 1.0;
+  if (busy_s > 0) {
+    add(busy_s, true, 0);
     x = held_rate(w.tensor_s, w.memory_s, w.memory_j, tensor_w_, limit_w_);
-  } else {
-    double draw_w = idle_w_ + (hbm_w_ - idle_w_) * std::min(1.0, hbm_peak_ > 0 ? op.bytes / d / hbm_peak_ : 0.0);
-    add(d, false, draw_w);
   }
   KernelTiming ran = t;
-  ran.compute_s /= x;
+  ran.slow_clock(x);
   w.busy_until = std::max(w.busy_until, start_s + ran.total_s(op.bytes));
   return x;
 }
