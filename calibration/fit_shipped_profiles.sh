@@ -50,8 +50,8 @@ done
 $B calibrate import vidur-network $D/vidur/network/h100_dgx/all_reduce.csv $D/vidur/network/h100_dgx/send_recv.csv \
   --gpu h100-sxm-80gb -o $T/h100-net.csv >/dev/null
 
-# The H100's bf16 table with its rows of 8,192 tokens and more at full clock: swept back to
-# back like the H200's and throttled alike, taken back by the H200's factor for each row
+# The H100's bf16 table with its long rows of 8,192 tokens and more at full clock: swept back
+# to back like the H200's and throttled alike, they take the H200's full-clock times
 # (gemm-full-clock.csv, made by calibration/probes/full_clock_table.py --sibling, whose
 # comment gives the evidence) until an H100 is timed after idle.
 $B calibrate fit $D/measured/h100/gemm-full-clock.csv $D/measured/h100/gpubench.csv $T/h100-kernels.csv $T/h100-net.csv \

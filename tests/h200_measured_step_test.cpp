@@ -53,7 +53,7 @@ TEST_CASE("an_hf_llama8b_shaped_step_on_an_h200_takes_the_time_it_took_at_the_po
   CHECK(measured == Approx(0.332129).margin(1e-6)); // the file is the one the notes quote
   nlohmann::json j = replayed_step();
   // The shipped H200 profile (its table's large rows at full clock) with the 700 W limit
-  // applied by the replay: 341.0 ms, +2.7 % (336.1, +1.2 %, with the table as swept and no
+  // applied by the replay: 340.4 ms, +2.5 % (336.1, +1.2 %, with the table as swept and no
   // limit; 309.7, -6.8 %, at full clock without one).
   CHECK(j["step_time_s"].get<double>() == Approx(measured).epsilon(0.04));
 }

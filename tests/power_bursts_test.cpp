@@ -130,7 +130,8 @@ TEST_CASE("gemm_bursts_after_idle_start_at_full_clock_and_fall_to_the_held_rate_
     double head = median(p.first);
     for (const auto& [bin, rates] : p.by_bin) {
       INFO("on " << key.first << " off " << key.second << " ms, from " << bin << " ms");
-      REQUIRE(model.count(bin));
+      if (!model.count(bin)) // the replayed burst ends before this span of the measured one
+        continue;
       double measured = median(rates) / head, replayed = median(model[bin]);
       if (bin < 20) { // after the idle: full clock in both
         CHECK(measured > 0.985);
@@ -144,6 +145,7 @@ TEST_CASE("gemm_bursts_after_idle_start_at_full_clock_and_fall_to_the_held_rate_
   }
   // Fitted with window_s (40 ms: the least-squares fit over these bins gave rms 1.5 %,
   // 4.3 % at worst); the held rate itself is the duty series' (power_limit_test).
+  CHECK(count >= 45); // of the 47 spans measured
   CHECK(std::sqrt(sum2 / count) < 0.02);
   CHECK(worst < 0.045);
 }
@@ -204,4 +206,31 @@ TEST_CASE("a_gpu_idle_past_the_window_in_a_replay_starts_its_next_gemm_at_full_c
   CHECK(last.end - last.start == Approx(5e-6 + 2e-3 / std::sqrt(0.7)).epsilon(1e-3));
   CHECK(record(r, "after").start == Approx(0.5 + 5e-6).epsilon(1e-6));
   CHECK(record(r, "after").end - record(r, "after").start == Approx(full).epsilon(1e-9));
+}
+
+TEST_CASE("a_kernel_that_ends_later_than_timed_keeps_its_gpu_busy_until_it_ends", "[power]")
+{
+  // Held GEMMs, then a copy started by the launcher (its end known only when it ends: it
+  // may share the HBM), then a GEMM 100 ms after the copy's timed end. Until the copy has
+  // ended the GPU is not idle, so the GEMM is held as the window's GEMMs were; once it has
+  // ended at its timed end, the 100 ms count as idle (> 2 windows) and the GEMM runs at
+  // full clock.
+  GpuSpec g      = gpu_preset("h200-sxm-141gb");
+  Op gemm        = square(KernelClass::gemm, Dtype::bf16, 8192);
+  Op copy        = kernel_op(DeviceRef{}, KernelClass::elementwise, Dtype::bf16, 0, 2e9, 0, "copy");
+  auto next_gemm = [&](bool copy_ended) {
+    PowerGovernor gov(g);
+    for (int i = 0; i < 100; ++i)
+      gov.note(gemm, kernel_timing(g, gemm), PowerGovernor::back_to_back);
+    double start = gov.snapshot(DeviceRef{}).window.busy_until;
+    gov.note(copy, kernel_timing(g, copy), start);
+    gov.started(DeviceRef{});
+    double end = gov.snapshot(DeviceRef{}).window.busy_until;
+    if (copy_ended)
+      gov.ended(DeviceRef{}, end);
+    return gov.note(gemm, kernel_timing(g, gemm), end + 0.1);
+  };
+  double held = next_gemm(false);
+  CHECK(held < 0.86);
+  CHECK(next_gemm(true) == 1.0);
 }

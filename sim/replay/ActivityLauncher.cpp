@@ -126,11 +126,13 @@ void ActivityLauncher::for_each_route(const Op& op,
 
 void ActivityLauncher::start_kernel(OpId id, const Op& op)
 {
+  KernelTiming t = kernel_timer_(op, sg4::Engine::get_clock());
+  if (kernel_timer_.power().on()) // its device is busy until the Replayer says it ended
+    kernel_timer_.power().started(op.device);
   if (op.seconds > 0) { // recorded (an imported trace): its time there, moved to this GPU; shares nothing
-    start_delay(id, kernel_timer_(op, sg4::Engine::get_clock()).total_s(0));
+    start_delay(id, t.total_s(0));
     return;
   }
-  KernelTiming t  = kernel_timer_(op, sg4::Engine::get_clock());
   sg4::Host* host = platform_.host(op.device);
   if (!streams_.shared_hbm.count(op.device)) {
     // Alone on its HBM: overhead + max(F/P, B/W) in one activity, the HBM link's bytes

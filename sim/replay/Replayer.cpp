@@ -258,17 +258,16 @@ void Replayer::on_activity_done(size_t index)
     return;
   if (paging_.kernels_paging() && paging_.start_step(op))
     return;
+  if (const Op& member = chains_.current_op(op); member.kind == OpKind::kernel && launcher_.kernel_timer().power().on())
+    launcher_.kernel_timer().power().ended(member.device, now); // started by the launcher
   complete(op);
   drain_ready();
 }
 
 void Replayer::complete(OpId id, double end)
 {
-  double now       = sg4::Engine::get_clock();
-  const Op& member = chains_.current_op(id);
-  records_.close(id, member, end < 0 ? now : end);
-  if (member.kind == OpKind::kernel && launcher_.kernel_timer().power().on())
-    launcher_.kernel_timer().power().ended(member.device, end < 0 ? now : end);
+  double now = sg4::Engine::get_clock();
+  records_.close(id, chains_.current_op(id), end < 0 ? now : end);
   if (paging_.kernels_paging())
     paging_.finish_kernel(id, records_.record(id)); // every op has a record under unified memory
   ++drive_.ops_done;

@@ -97,7 +97,7 @@ static size_t time_by_pass(const GpuProfile& p, double peak, const Op& op, Kerne
     launch += model->launch_s;
     double own = p.gemm_time(op.dtype, peak, pass, m, n, k, groups) - model->launch_s;
     body += own;
-    clocked += own * clocked_share(*model, m, n, k, groups);
+    clocked += std::max(0.0, own) * clocked_share(*model, m, n, k, groups);
   }
   double flops = 2.0 * tokens * out * in * groups * static_cast<double>(runs.size());
   t.overhead_s = launch;

@@ -42,7 +42,7 @@ double PowerGovernor::note(const Op& op, const KernelTiming& t, double start_s, 
     w.memory_s = w.memory_s * keep + (tensor ? 0 : weight);
     w.memory_j = w.memory_j * keep + (tensor ? 0 : weight * draw_w);
   };
-  if (!first && start_s > w.busy_until) // idle since the last kernel ended
+  if (!first && w.running == 0 && start_s > w.busy_until) // idle since the last kernel ended
     add(start_s - w.busy_until, false, idle_w_);
   if (!held) { // ran as recorded: busy, its draw unknown
     w.busy_until = std::max(w.busy_until, start_s + d);
@@ -68,11 +68,15 @@ double PowerGovernor::note(const Op& op, const KernelTiming& t, double start_s, 
   return x;
 }
 
+void PowerGovernor::started(const DeviceRef& device) { ++windows_[device].running; }
+
 void PowerGovernor::ended(const DeviceRef& device, double end_s)
 {
   auto it = windows_.find(device);
-  if (it != windows_.end())
-    it->second.busy_until = std::max(it->second.busy_until, end_s);
+  if (it == windows_.end() || it->second.running == 0)
+    return;
+  --it->second.running;
+  it->second.busy_until = std::max(it->second.busy_until, end_s);
 }
 
 PowerGovernor::Snapshot PowerGovernor::snapshot(const DeviceRef& device) const

@@ -39,8 +39,10 @@ public:
   // kernel). A kernel that ran as recorded (`held` false: its draw unknown) only keeps the
   // time it ran from being taken for idle.
   double note(const Op& op, const KernelTiming& t, double start_s, bool held = true);
-  // A kernel of `device` ended at `end_s`, later than noted where it shared its HBM or
-  // waited on paging: the time until then is not idle.
+  // A kernel just noted runs as SimGrid activities whose end is known only when they end
+  // (sharing its HBM, waiting on paging: later than noted): its device is not idle until
+  // `ended`, whatever other kernels start meanwhile.
+  void started(const DeviceRef& device);
   void ended(const DeviceRef& device, double end_s);
 
   // What a device's window holds, its weights already applied, and when its last kernel
@@ -48,6 +50,7 @@ public:
   struct Window {
     double tensor_s = 0, memory_s = 0, memory_j = 0;
     double busy_until = -std::numeric_limits<double>::infinity();
+    int running       = 0; // started and not yet ended
   };
   // A device's window, to be put back where a kernel noted was not run after all (a
   // coalesced run that did not form: its head is launched, and noted, on its own).
