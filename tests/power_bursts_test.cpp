@@ -51,7 +51,7 @@ std::vector<std::map<std::string, std::string>> read_rows(const std::string& rel
 Op square(KernelClass kclass, Dtype dtype, double n)
 {
   Op op    = kernel_op(DeviceRef{}, kclass, dtype, 2 * n * n * n, 3 * 2 * n * n, 2 * n * n * n, "k");
-  op.shape = {static_cast<int64_t>(n), static_cast<int64_t>(n), static_cast<int64_t>(n)};
+  op.shape = {static_cast<uint32_t>(n), static_cast<uint32_t>(n), static_cast<uint32_t>(n)};
   return op;
 }
 
@@ -249,7 +249,7 @@ TEST_CASE("gemms_waiting_on_hbm_are_held_as_an_h200_held_them_beside_and_between
   auto linear = [](double tokens) {
     Op op    = kernel_op(DeviceRef{}, KernelClass::gemm, Dtype::bf16, 2 * tokens * 8192 * 8192,
                          2 * (2 * tokens * 8192 + 8192.0 * 8192), 2 * tokens * 8192 * 8192, "linear");
-    op.shape = {static_cast<int64_t>(tokens), 8192, 8192};
+    op.shape = {static_cast<uint32_t>(tokens), 8192, 8192};
     return op;
   };
   Op decode = linear(8), medium = linear(256), big = square(KernelClass::gemm, Dtype::bf16, 8192);
