@@ -126,11 +126,12 @@ TEST_CASE("memory_bound_kernels_and_gpus_without_a_fitted_draw_run_at_full_clock
 
 TEST_CASE("the_h100_at_full_clock_runs_a_large_gemm_as_measured_from_idle_and_is_held_at_700_w", "[power][measured]")
 {
-  // The H100's table, its large rows taken to full clock by the H200's factor per row
+  // The H100's table, its long rows of 8,192 tokens and more at the H200's full-clock times
   // (probes/full_clock_table.py --sibling), gives 8192^3 within 3 % of the 792 TFLOP/s the
   // H100 itself ran on random data in a short series (median of 10 after a warm-up, ~14 ms:
   // under the ~30 ms the clocks hold after idle; data/measured/README.md), and the
-  // catalog's H100 holds it at about sqrt(700 / 1000) back to back.
+  // catalog's H100 holds it at about sqrt(700 / 1000) back to back (808 at full clock,
+  // +2.0 %, on 2026-11-28).
   GpuSpec h100 = gpu_preset("h100-sxm-80gb");
   REQUIRE(h100.power_limited());
   Op op       = gemm_8192();
