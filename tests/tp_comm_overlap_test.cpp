@@ -117,7 +117,7 @@ TEST_CASE("overlapped_tp_collectives_of_one_stage_never_hold_back_another_stage"
   // transfers) is its own. With overlap the step is shorter and the bubble no longer.
   // The bubble is compared with the power limit off: with it, the overlapped step has fewer
   // waits to credit and the two stages' GEMMs are held back by different amounts, which
-  // moves the bubble (+3.1 ms of 68.8 on 2026-11-28): the power model's doing
+  // moves the bubble (+1.7 ms, the step 67.3 ms, on 2026-11-28): the power model's doing
   // (power_*_test), not the schedule's. The overlapped step is shorter either way.
   auto step = [](bool overlap, bool power) {
     std::string yaml =

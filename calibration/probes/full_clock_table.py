@@ -4,7 +4,7 @@
 The H200's gemm.csv was swept back to back, so its rows of 8,192 tokens and more ran
 throttled under the 700 W limit; power-gemm-table-cool.csv timed them again after idle, paying
 a fixed wake-up of ~78 us (the median excess over the table of its 1,024-2,048-token rows,
-which the sweep did not throttle; 10th-90th percentile 8-119 us). Rows of >= 8,192 tokens
+which the sweep did not throttle; 10th-90th percentile 39-115 us). Rows of >= 8,192 tokens
 (the token count is m, or k for wgrad) that took 1 ms or more in the table take the cool time
 less the wake-up, never more than the table's: cool less wake-up over table was 0.79-0.94 for
 each of those 112 rows (median 0.87), and 0.68-1.31 for the 104 shorter ones (median 1.00:
