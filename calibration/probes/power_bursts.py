@@ -32,8 +32,9 @@ def write(path, rows):
         csv.writer(f, lineterminator="\n").writerows(rows)
 
 
-def timed_runs(fn, seconds, batch=20):
-    """fn back to back for `seconds`; each call's (start_s from the first, seconds)."""
+def timed_runs(fn, seconds, batch=20, after=None):
+    """fn back to back for `seconds` (each followed by `after`, untimed, where given); each
+    call's (start_s from the first, seconds)."""
     first = ev()
     first.record()
     out = []
@@ -43,6 +44,8 @@ def timed_runs(fn, seconds, batch=20):
         for _ in range(batch):
             s, e = ev(), ev()
             s.record(); fn(); e.record()
+            if after:
+                after()
             b.append((s, e))
         torch.cuda.synchronize()
         out += [(first.elapsed_time(s) * 1e-3, s.elapsed_time(e) * 1e-3) for s, e in b]
@@ -124,17 +127,8 @@ def fp8(path, seconds):
     for duty in (0.8, 0.6, 0.45, 0.3):
         time.sleep(2)
         cycles = int(c * (1 - duty) / duty * cps)
-        got = []
         t0 = time.time()
-        first = ev(); first.record()
-        while time.time() - t0 < seconds / 4:
-            b = []
-            for _ in range(20):
-                s, e = ev(), ev()
-                s.record(); mm(); e.record(); torch.cuda._sleep(cycles)
-                b.append((s, e))
-            torch.cuda.synchronize()
-            got += [(first.elapsed_time(s) * 1e-3, s.elapsed_time(e) * 1e-3) for s, e in b]
+        got = timed_runs(mm, seconds / 4, after=lambda: torch.cuda._sleep(cycles))
         wall = time.time() - t0
         share = sum(t for _, t in got) / wall
         for start, t in got:

@@ -127,8 +127,7 @@ void ActivityLauncher::for_each_route(const Op& op,
 void ActivityLauncher::start_kernel(OpId id, const Op& op)
 {
   KernelTiming t = kernel_timer_(op, sg4::Engine::get_clock());
-  if (kernel_timer_.power().on()) // its device is busy until the Replayer says it ended
-    kernel_timer_.power().started(op.device);
+  kernel_timer_.power().started(op.device); // its device is busy until the Replayer says it ended
   if (op.seconds > 0) { // recorded (an imported trace): its time there, moved to this GPU; shares nothing
     start_delay(id, t.total_s(0));
     return;

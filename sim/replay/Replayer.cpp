@@ -258,7 +258,7 @@ void Replayer::on_activity_done(size_t index)
     return;
   if (paging_.kernels_paging() && paging_.start_step(op))
     return;
-  if (const Op& member = chains_.current_op(op); member.kind == OpKind::kernel && launcher_.kernel_timer().power().on())
+  if (const Op& member = chains_.current_op(op); member.kind == OpKind::kernel)
     launcher_.kernel_timer().power().ended(member.device, now); // started by the launcher
   complete(op);
   drain_ready();

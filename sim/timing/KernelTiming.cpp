@@ -70,11 +70,6 @@ KernelTiming recorded_kernel_timing(const GpuSpec& from, const GpuSpec& to, cons
 
 double KernelTiming::total_s(double bytes) const { return overhead_s + std::max(compute_s, memory_s(bytes)); }
 
-// A GEMM op on a profile that measured its dtype pass by pass: each GEMM the op runs
-// (forward; or the input and the weight gradient, each in its own layout, of the
-// forward's shape) timed by its pass's model and table. The op's FLOPs beyond those
-// GEMMs (LoRA adapters) run at the same rate.
-// Returns the GEMMs timed.
 // The share of a fitted GEMM's time its tiles' compute takes (the rest it waits on its
 // operands in HBM): its model's compute time over its model's time, launch aside.
 static double clocked_share(const GemmModel& model, double m, double n, double k, double groups)
@@ -83,6 +78,11 @@ static double clocked_share(const GemmModel& model, double m, double n, double k
   return whole > 0 ? std::min(1.0, model.compute_time(m, n, k, groups) / whole) : 1.0;
 }
 
+// A GEMM op on a profile that measured its dtype pass by pass: each GEMM the op runs
+// (forward; or the input and the weight gradient, each in its own layout, of the
+// forward's shape) timed by its pass's model and table. The op's FLOPs beyond those
+// GEMMs (LoRA adapters) run at the same rate.
+// Returns the GEMMs timed.
 static size_t time_by_pass(const GpuProfile& p, double peak, const Op& op, KernelTiming& t)
 {
   std::vector<GemmPass> runs{op.pass};

@@ -68,10 +68,16 @@ double PowerGovernor::note(const Op& op, const KernelTiming& t, double start_s, 
   return x;
 }
 
-void PowerGovernor::started(const DeviceRef& device) { ++windows_[device].running; }
+void PowerGovernor::started(const DeviceRef& device)
+{
+  if (on_)
+    ++windows_[device].running;
+}
 
 void PowerGovernor::ended(const DeviceRef& device, double end_s)
 {
+  if (!on_)
+    return;
   auto it = windows_.find(device);
   if (it == windows_.end() || it->second.running == 0)
     return;

@@ -41,7 +41,7 @@ public:
   double note(const Op& op, const KernelTiming& t, double start_s, bool held = true);
   // A kernel just noted runs as SimGrid activities whose end is known only when they end
   // (sharing its HBM, waiting on paging: later than noted): its device is not idle until
-  // `ended`, whatever other kernels start meanwhile.
+  // `ended`, whatever other kernels start meanwhile. Both do nothing where the model is off.
   void started(const DeviceRef& device);
   void ended(const DeviceRef& device, double end_s);
 
