@@ -1,18 +1,26 @@
 #pragma once
-// N identical nodes on an InfiniBand fabric: non-blocking by default, or with an
-// oversubscription factor that divides each node's share of the core bandwidth.
+// N identical nodes on an InfiniBand or RoCE fabric: one non-blocking switch by default,
+// an oversubscription factor that divides each node's share of it, or tiers of a Clos
+// each with its own oversubscription (NetworkTier).
+#include "hwmodels/NetworkTier.hpp"
 #include "hwmodels/NodeSpec.hpp"
 
 #include <algorithm>
+#include <vector>
 
 namespace memwall {
 
 struct ClusterSpec {
   NodeSpec node;
   int nodes               = 1;
-  int gpus_per_node       = 1;   // GPUs used in each node (may be fewer than node.gpus)
-  double oversubscription = 1.0; // 1 = non-blocking
-  double switch_latency_s = 1e-6;
+  int gpus_per_node       = 1;    // GPUs used in each node (may be fewer than node.gpus)
+  double oversubscription = 1.0;  // 1 = non-blocking
+  double switch_latency_s = 1e-6; // the switch every node's NICs reach (a leaf, a ToR)
+  // Tiers above it, from the bottom; empty: that switch joins every node.
+  std::vector<NetworkTier> tiers;
+  // Rail-optimised: the leaf switches of the first tier's groups are one per NIC (rail),
+  // so NICs of different rails meet only in the tier above (DGX SuperPOD's design).
+  bool rail_optimized = false;
   // NVLink SHARP (NCCL's NVLS): all-reduces reduced in the NVSwitch, where the node's
   // switch and GPUs support it (sm90 and later); off as with NCCL_NVLS_ENABLE=0.
   bool nvls = true;

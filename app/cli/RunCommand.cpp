@@ -24,8 +24,17 @@ namespace memwall {
 std::string hardware_description(const ExperimentSpec& s)
 {
   const ClusterSpec& c = s.cluster;
+  std::string fabric;
+  for (const NetworkTier& t : c.tiers) {
+    char ratio[32] = "";
+    if (t.oversubscription != 1)
+      std::snprintf(ratio, sizeof ratio, ", 1:%g up", t.oversubscription);
+    fabric += (fabric.empty() ? "\n  fabric: " : ", ") + t.name + "s of " + std::to_string(t.nodes) + " nodes" + ratio;
+  }
+  if (c.rail_optimized)
+    fabric += ", rail-optimised";
   return std::to_string(c.nodes) + " x " + c.node.id + " (" + std::to_string(c.gpus_per_node) + " of " +
-         std::to_string(c.node.gpus) + " x " + c.node.gpu.id + " per node)";
+         std::to_string(c.node.gpus) + " x " + c.node.gpu.id + " per node)" + fabric;
 }
 
 std::string experiment_title(const ExperimentSpec& s)

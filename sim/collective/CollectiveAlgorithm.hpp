@@ -39,6 +39,10 @@ struct CollectiveRequest {
   // The links of the route between two devices, and a link's bandwidth (bytes/s).
   std::function<const std::vector<int>&(const DeviceRef&, const DeviceRef&)> links;
   std::function<double(int)> link_bandwidth;
+  // Whether a link belongs to the scale-out fabric beyond the NICs (a node's share of its
+  // switch, a Clos tier's group links): where an oversubscribed fabric is narrower than
+  // the NICs. Unset: none does.
+  std::function<bool(int)> fabric_link;
   // The hardware the group runs on (the GPU, its node's links and NICs).
   const ClusterSpec* cluster = nullptr;
   // GPUs of a node reach each other through a switch (NVSwitch): every intra-node route

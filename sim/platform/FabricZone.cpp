@@ -4,6 +4,7 @@
 #include <simgrid/s4u/NetZone.hpp>
 #include <xbt/config.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace memwall {
@@ -30,6 +31,35 @@ void FabricZone::set_fabric(int gateway, const simgrid::s4u::Link* up, const sim
   gateway_   = gateway;
   up_slot_   = slot_of(up);
   down_slot_ = slot_of(down);
+}
+
+void FabricZone::add_tier(int nodes_per_group, const std::vector<simgrid::s4u::Link*>& ups,
+                          const std::vector<simgrid::s4u::Link*>& downs)
+{
+  if (nodes_per_group < 1 || ups.size() != downs.size() ||
+      (!tiers_.empty() && nodes_per_group % tiers_.back().nodes != 0))
+    throw std::logic_error("FabricZone::add_tier: groups must nest, one up and one down link each");
+  Tier& t = tiers_.emplace_back();
+  t.nodes = nodes_per_group;
+  for (size_t g = 0; g < ups.size(); ++g) {
+    t.up.push_back(ref(ups[g]));
+    t.down.push_back(ref(downs[g]));
+  }
+}
+
+void FabricZone::set_rails(const std::vector<int>& rail_of_place) { rails_ = rail_of_place; }
+
+int FabricZone::tiers_climbed(int node_a, int place_a, int node_b, int place_b) const
+{
+  size_t t = 0;
+  if (!rails_.empty()) {
+    int ra = rails_[static_cast<size_t>(place_a)], rb = rails_[static_cast<size_t>(place_b)];
+    if (ra >= 0 && rb >= 0 && ra != rb)
+      t = 1; // one leaf a rail: different rails meet in the layer above the first tier
+  }
+  while (t < tiers_.size() && node_a / tiers_[t].nodes != node_b / tiers_[t].nodes)
+    ++t;
+  return static_cast<int>(std::min(t, tiers_.size()));
 }
 
 int FabricZone::slot_of(const simgrid::s4u::Link* first_node_link) const
@@ -110,12 +140,26 @@ void FabricZone::get_local_route(const simgrid::kernel::routing::NetPoint* src,
   // the source node's route to its gateway; the links in route order.
   const LinkRef& up   = node_links_[static_cast<size_t>(a.node)][static_cast<size_t>(up_slot_)];
   const LinkRef& down = node_links_[static_cast<size_t>(b.node)][static_cast<size_t>(down_slot_)];
+  int climbed         = tiers_.empty() ? 0 : tiers_climbed(a.node, a.place, b.node, b.place);
   if (latency) {
     *latency += up.latency;
+    for (int t = 0; t < climbed; ++t) {
+      const Tier& tier = tiers_[static_cast<size_t>(t)];
+      *latency += tier.up[static_cast<size_t>(a.node / tier.nodes)].latency;
+      *latency += tier.down[static_cast<size_t>(b.node / tier.nodes)].latency;
+    }
     *latency += down.latency;
   }
   append(a.node, a.place, gateway_, links, latency);
   links.push_back(up.impl);
+  for (int t = 0; t < climbed; ++t) {
+    const Tier& tier = tiers_[static_cast<size_t>(t)];
+    links.push_back(tier.up[static_cast<size_t>(a.node / tier.nodes)].impl);
+  }
+  for (int t = climbed - 1; t >= 0; --t) {
+    const Tier& tier = tiers_[static_cast<size_t>(t)];
+    links.push_back(tier.down[static_cast<size_t>(b.node / tier.nodes)].impl);
+  }
   links.push_back(down.impl);
   append(b.node, gateway_, b.place, links, latency);
 }

@@ -10,6 +10,12 @@
 //     node a                                   node b
 //   gpu ─pcie.up─nic.up─► gw ─ib.up─► [switch] ─ib.down─► gw ─nic.down─pcie.down─► gpu
 //
+// With tiers of a Clos above the nodes' switch (NetworkTier), a route between nodes of
+// different groups also climbs the source's group links up to the lowest layer that
+// joins both and comes down the destination's:
+//
+//   ... ib.up ─► rack3.up ─► pod0.up ─► [top] ─► pod1.down ─► rack9.down ─► ib.down ...
+//
 // Why not SimGrid's own zones (a star of full zones, one per node, which gave the same
 // routes): they store a route per pair of hosts and, across zones, find a flow's route
 // by walking the zone tree at every communication (NetZoneImpl::
@@ -49,6 +55,16 @@ public:
   // Where the fabric leaves and enters a node: its gateway place and the first node's
   // up and down links. Without it, nodes are not connected.
   void set_fabric(int gateway, const simgrid::s4u::Link* up, const simgrid::s4u::Link* down);
+  // A tier of the Clos above the nodes' switch, from the bottom: groups of
+  // `nodes_per_group` consecutive nodes, group g leaving by ups[g] and entering by downs[g].
+  void add_tier(int nodes_per_group, const std::vector<simgrid::s4u::Link*>& ups,
+                const std::vector<simgrid::s4u::Link*>& downs);
+  // The rail (the NIC's place among the node's NICs) each place reaches the fabric by,
+  // -1 for none. Given, the first tier's leaves are one per rail: places of different
+  // rails meet no lower than the layer above the first tier.
+  void set_rails(const std::vector<int>& rail_of_place);
+  // How many tiers a route from `node_a`'s place `place_a` to `node_b`'s climbs.
+  int tiers_climbed(int node_a, int place_a, int node_b, int place_b) const;
   // What a place without a route to itself crosses: a link made as SimGrid makes its
   // loopback (network/loopback-bw and -lat, fat pipe), as a full zone gave it. Before
   // the zone is sealed.
@@ -78,12 +94,19 @@ private:
   void append(int node, int from, int to, std::vector<simgrid::kernel::resource::StandardLinkImpl*>& links,
               double* latency) const;
 
+  struct Tier {
+    int nodes = 1;
+    std::vector<LinkRef> up, down; // by group
+  };
+
   int places_ = 0;
   std::vector<Shape> shapes_; // [from * places_ + to]
   int gateway_ = -1, up_slot_ = -1, down_slot_ = -1;
   std::vector<std::vector<LinkRef>> node_links_;
   std::vector<Where> where_; // by NetPoint id
   LinkRef loopback_;
+  std::vector<Tier> tiers_;
+  std::vector<int> rails_; // by place; empty: no rails
 };
 
 } // namespace memwall

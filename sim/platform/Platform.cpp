@@ -6,6 +6,8 @@
 
 #include <simgrid/s4u.hpp>
 
+#include <algorithm>
+
 namespace sg4 = simgrid::s4u;
 
 namespace memwall {
@@ -25,9 +27,9 @@ Links cat(std::initializer_list<Links> parts)
 
 Platform::Platform(const ClusterSpec& cluster) : cluster_(cluster)
 {
-  //            [ib switch]
-  //           /     |     \        one up/down link per node
-  //      node0    node1 ... nodeN-1
+  //            [ib switch]             (or the tiers of a Clos above the nodes' switches:
+  //           /     |     \        one     each group of a tier one up and one down link)
+  //      node0    node1 ... nodeN-1     up/down link per node
   // All in one FabricZone: one table of routes inside a node serves every node.
   if (cluster_.nodes > 1 && cluster_.node.nics <= 0)
     throw InputError("hardware.node: a cluster of several nodes needs nics > 0 and nic_bw > 0");
@@ -40,6 +42,7 @@ Platform::Platform(const ClusterSpec& cluster) : cluster_(cluster)
   nodes_.resize(cluster_.nodes);
   for (int n = 0; n < cluster_.nodes; ++n)
     create_node_links(n, zone);
+  add_tiers(zone);
   fabric_->create_loopback();
   for (int n = 0; n < cluster_.nodes; ++n)
     add_hosts(n);
@@ -82,6 +85,39 @@ void Platform::create_node_links(int n, sg4::NetZone* z)
     const NodeSpec& node = cluster_.node;
     double share         = node.nics * node.nic_bw / cluster_.oversubscription;
     p.ib = make_duplex(z, "node" + std::to_string(n) + ".ib", share, share, cluster_.switch_latency_s / 2);
+    fabric_links_.insert(p.ib.up);
+    fabric_links_.insert(p.ib.down);
+  }
+}
+
+void Platform::add_tiers(sg4::NetZone* z)
+{
+  //   group g of tier t ──(t.g.up: its nodes' NICs / oversubscription)──► [layer t+1]
+  // A group link carries half the latency of the layer it leaves and half of the one it
+  // reaches (NetworkTier.hpp).
+  if (cluster_.nodes <= 1 || cluster_.tiers.empty())
+    return;
+  const NodeSpec& node = cluster_.node;
+  double below         = cluster_.switch_latency_s;
+  for (const NetworkTier& tier : cluster_.tiers) {
+    Links ups, downs;
+    for (int first = 0, g = 0; first < cluster_.nodes; first += tier.nodes, ++g) {
+      int members = std::min(tier.nodes, cluster_.nodes - first);
+      double bw   = members * node.nics * node.nic_bw / tier.oversubscription;
+      Duplex d    = make_duplex(z, tier.name + std::to_string(g), bw, bw, (below + tier.switch_latency_s) / 2);
+      ups.push_back(d.up);
+      downs.push_back(d.down);
+      fabric_links_.insert(d.up);
+      fabric_links_.insert(d.down);
+    }
+    fabric_->add_tier(tier.nodes, ups, downs);
+    below = tier.switch_latency_s;
+  }
+  if (cluster_.rail_optimized) {
+    std::vector<int> rails(static_cast<size_t>(gateway_place() + 1), -1);
+    for (int i = 0; i < cluster_.gpus_per_node; ++i)
+      rails[static_cast<size_t>(gpu_place(i))] = node.nic_of_gpu(i);
+    fabric_->set_rails(rails);
   }
 }
 

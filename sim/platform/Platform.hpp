@@ -11,6 +11,7 @@
 #include <simgrid/forward.h>
 
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace memwall {
@@ -35,6 +36,10 @@ public:
   // sharing. SimGrid updates every action of a host's CPU whenever one starts or ends
   // there, so delays are spread over several (`slot`: the caller's stream, say).
   simgrid::s4u::Host* timer(size_t slot) const { return timers_[slot % timers_.size()]; }
+  // A link of the scale-out fabric beyond the NICs: a node's share of its switch, a
+  // tier's group links. NCCL's tuning model prices a non-blocking fabric; these are
+  // where a real one is narrower.
+  bool is_fabric_link(const simgrid::s4u::Link* link) const { return fabric_links_.count(link) > 0; }
 
 private:
   struct Duplex {
@@ -57,6 +62,7 @@ private:
   void add_host_links(NodeParts& p, const std::string& prefix, simgrid::s4u::NetZone* z);
   void add_gpu_fabric(NodeParts& p, const std::string& prefix, simgrid::s4u::NetZone* z);
   void add_nic_links(NodeParts& p, const std::string& prefix, simgrid::s4u::NetZone* z);
+  void add_tiers(simgrid::s4u::NetZone* z);
   std::vector<simgrid::s4u::Link*> node_links(const NodeParts& p) const;
   int gpu_place(int i) const { return i; }
   int cpu_place(int s) const { return cluster_.gpus_per_node + s; }
@@ -73,6 +79,7 @@ private:
   FabricZone* fabric_ = nullptr;
   std::vector<NodeParts> nodes_;
   std::vector<simgrid::s4u::Host*> timers_;
+  std::unordered_set<const simgrid::s4u::Link*> fabric_links_;
 };
 
 } // namespace memwall

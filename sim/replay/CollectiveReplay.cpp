@@ -139,6 +139,7 @@ std::vector<CollectivePhase> CollectiveReplay::plan(const Op& op)
     return launcher_.routes().route(launcher_.route_of(a, b)).links;
   };
   req.link_bandwidth                  = [this](int l) { return launcher_.routes().link(l)->get_bandwidth(); };
+  req.fabric_link                     = [this](int l) { return platform_.is_fabric_link(launcher_.routes().link(l)); };
   req.cluster                         = &platform_.cluster();
   const std::vector<DeviceRef>& group = dag_.group(op.group);
   req.group                           = &group;

@@ -63,6 +63,60 @@ void scale_profile_to_gpu(GpuSpec& gpu)
     gpu.profile = std::make_shared<GpuProfile>(scaled_profile(*gpu.profile, s));
 }
 
+// hardware.network.tiers and rail_optimized: a Clos fabric's layers (NetworkTier.hpp).
+void read_tiers(ParamReader& net, ClusterSpec& c)
+{
+  const std::string item_keys = "{name, nodes, oversubscription, switch_latency_s}";
+  YAML::Node list =
+      net.take("tiers", "list of " + item_keys,
+               "a Clos fabric's tiers from the bottom: each tier's groups of `nodes` nodes (the leaves' reach, a pod), "
+               "the oversubscription of the links from a group to the layer above and that layer's switch latency",
+               "[]: one switch joins every node");
+  c.rail_optimized = net.flag("rail_optimized", false,
+                              "one leaf switch a NIC rail in each group of the first tier (DGX SuperPOD): different "
+                              "rails meet in the layer above");
+  if (list.IsDefined() && !list.IsNull()) {
+    if (!list.IsSequence())
+      net.fail("tiers", "expected a list of tiers from the bottom, each " + item_keys);
+    double below = c.switch_latency_s;
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string key = "tiers[" + std::to_string(i) + "]";
+      if (!list[i].IsMap())
+        net.fail(key, "expected a mapping " + item_keys);
+      ParamReader t = net.nested(list[i], key);
+      NetworkTier tier;
+      tier.name = t.required_text("name", "how links and messages name the tier's groups (rack, pod)");
+      bool word = !tier.name.empty() &&
+                  tier.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string::npos;
+      if (!word)
+        t.fail("name", "'" + tier.name + "' is not a name of lower-case letters, digits, '-' or '_'");
+      for (const NetworkTier& other : c.tiers)
+        if (other.name == tier.name)
+          t.fail("name", "'" + tier.name + "' names two tiers");
+      tier.nodes = static_cast<int>(t.required_integer("nodes", "nodes in one group of the tier", 1, 10'000'000));
+      if (!c.tiers.empty() && (tier.nodes <= c.tiers.back().nodes || tier.nodes % c.tiers.back().nodes != 0))
+        t.fail("nodes", std::to_string(tier.nodes) + " does not hold whole groups of the tier below (" +
+                            std::to_string(c.tiers.back().nodes) + " nodes): groups nest, each a larger multiple");
+      tier.oversubscription =
+          t.number("oversubscription", 1.0,
+                   "its NICs' bandwidth over that of the links from a group to the layer above; 1 = "
+                   "non-blocking",
+                   1.0, 1000);
+      tier.switch_latency_s =
+          t.quantity("switch_latency_s", QuantityKind::seconds, below, "latency of a switch of the layer above");
+      below = tier.switch_latency_s;
+      t.finish();
+      c.tiers.push_back(tier);
+    }
+  }
+  if (!c.tiers.empty() && c.oversubscription != 1.0)
+    net.fail("oversubscription", "a fabric with tiers is oversubscribed per tier (tiers[i].oversubscription), not "
+                                 "as a whole: give one or the other");
+  if (c.rail_optimized && c.tiers.empty())
+    net.fail("rail_optimized", "rails need tiers: the first tier's groups are the leaves' reach, the layer above "
+                               "joins the rails");
+}
+
 } // namespace
 
 void refuse_unused_estimates(const ParamReader& hw, const GpuSpec& gpu, bool generated_step)
@@ -112,8 +166,13 @@ ClusterSpec read_hardware_section(ParamReader& r, std::string& collective_algori
                "price of electricity in USD per MWh (default: the 2024 US industrial average, EIA)", 0.0, 1e6);
 
   ParamReader net    = r.section("network", "scale-out network and collectives");
-  c.oversubscription = net.number("oversubscription", 1.0, "core oversubscription; 1 = non-blocking fabric", 1.0, 1000);
-  c.switch_latency_s = net.quantity("switch_latency_s", QuantityKind::seconds, c.switch_latency_s, "IB switch latency");
+  c.oversubscription = net.number("oversubscription", 1.0,
+                                  "each node's share of one switch joining every node; 1 = non-blocking (with tiers: "
+                                  "per tier instead)",
+                                  1.0, 1000);
+  c.switch_latency_s = net.quantity("switch_latency_s", QuantityKind::seconds, c.switch_latency_s,
+                                    "latency of the switch the nodes' NICs reach (leaf, top of rack)");
+  read_tiers(net, c);
   c.node.nics   = static_cast<int>(net.integer("nics", c.node.nics, "NICs per node for compute traffic", 0, "", 1024));
   c.node.nic_bw = net.quantity("nic_bw", QuantityKind::rate, c.node.nic_bw, "bandwidth per NIC per direction");
   c.node.nic_latency_s = net.quantity("nic_latency_s", QuantityKind::seconds, c.node.nic_latency_s, "NIC latency");

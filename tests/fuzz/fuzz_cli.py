@@ -51,6 +51,10 @@ SPEC_SEEDS = {
     # bandwidth) is refused, not run with MFU or a link past 100 %
     "train_h100.yaml": "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
                        "training: {seq_len: 256, global_batch: 4, micro_batch: 2}\n",
+    # a Clos of racks and pods over four nodes, rail-optimised, its pods' up-links at 1:4
+    "clos.yaml": "hardware:\n  node: dgx-h100\n  nodes: 4\n  network:\n    rail_optimized: true\n"
+                 "    tiers: [{name: rack, nodes: 2}, {name: pod, nodes: 4, oversubscription: 4}]\n"
+                 "model: {preset: gpt2}\ntraining: {seq_len: 256, global_batch: 32, micro_batch: 1}\n",
     "serve.yaml": "hardware: {node: dgx-a100, gpus_per_node: 1}\nmodel: {preset: gpt2}\n"
                   "inference:\n  poisson: {rate: 20, requests: 8, prompt_len: 64, output_len: 16}\n"
                   "  max_num_seqs: 4\n",
@@ -176,7 +180,8 @@ KEYS = ["hardware", "model", "training", "inference", "node", "gpu", "preset", "
         "hidden", "heads", "vocab", "memory_bytes", "hbm_achievable_bw", "peak_flops.bf16", "trace", "poisson", "requests",
         "max_num_seqs", "offload", "grid", "zip", "metrics", "filter", "record", "memory", "mode", "managed",
         "prefetch", "eviction", "accessed_by", "start", "chunk_bytes", "percent", "activations", "engine",
-        "trace_speedup", "attention", "block_size", "unknown_key"]
+        "trace_speedup", "attention", "block_size", "tiers", "oversubscription", "rail_optimized",
+        "unknown_key"]
 
 
 def mutate_text(rng, text):

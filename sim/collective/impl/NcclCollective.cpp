@@ -59,12 +59,15 @@ public:
       return fallback_->plan(r);
     CollectivePhase traffic = bus_traffic(*r.group, r.kind, r.bytes);
     // The flows' time alone: the most any link carries of them over its bandwidth
-    // (GPUs sharing a NIC or a PCIe switch queue on it).
+    // (GPUs sharing a NIC or a PCIe switch queue on it). NCCL's model prices a
+    // non-blocking fabric, so the fabric's links beyond the NICs are left out: where
+    // they are narrower (oversubscribed), the scaled flows run longer on them.
     std::unordered_map<int, double> load;
     double alone = 0, hop = 0;
     for (const Flow& f : traffic.flows) {
       for (int l : r.links(f.src, f.dst))
-        load[l] += f.bytes;
+        if (!r.fabric_link || !r.fabric_link(l))
+          load[l] += f.bytes;
       hop = std::max(hop, r.latency(f.src, f.dst));
     }
     for (const auto& [l, bytes] : load)
