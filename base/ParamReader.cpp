@@ -96,7 +96,8 @@ std::string ParamReader::set_location(const std::string& full_key) const
 {
   if (overridden_)
     for (const std::string& o : *overridden_)
-      if (full_key == o || full_key.compare(0, o.size() + 1, o + ".") == 0)
+      if (full_key == o || full_key.compare(0, o.size() + 1, o + ".") == 0 ||
+          full_key.compare(0, o.size() + 1, o + "[") == 0) // an item of a list given with --set
         return file_ + ": --set " + full_key;
   return "";
 }

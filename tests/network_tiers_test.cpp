@@ -78,8 +78,8 @@ TEST_CASE("a_route_climbs_only_to_the_lowest_layer_that_joins_its_two_nodes", "[
   std::string pod  = fabric_route(c, 0, 0, 2, 0);
   std::string far  = fabric_route(c, 0, 0, 5, 0);
   CHECK(rack.rfind("node0.ib.up node1.ib.down ", 0) == 0);
-  CHECK(pod.rfind("node0.ib.up rack0.up rack1.down node2.ib.down ", 0) == 0);
-  CHECK(far.rfind("node0.ib.up rack0.up pod0.up pod1.down rack2.down node5.ib.down ", 0) == 0);
+  CHECK(pod.rfind("node0.ib.up rack.0.up rack.1.down node2.ib.down ", 0) == 0);
+  CHECK(far.rfind("node0.ib.up rack.0.up pod.0.up pod.1.down rack.2.down node5.ib.down ", 0) == 0);
   auto ns = [](const std::string& route) { return std::stod(route.substr(route.rfind("down ") + 5)); };
   CHECK(ns(pod) - ns(rack) == Approx(2000).margin(1));
   CHECK(ns(far) - ns(rack) == Approx(4000).margin(1));
@@ -98,8 +98,8 @@ TEST_CASE("rails_meet_only_above_the_first_tier_where_the_fabric_is_rail_optimis
   // node in its unit through rail 0's leaf; GPU 3 of that node only through the spine.
   ClusterSpec c = dgx_h100s(8, "tiers: [{name: su, nodes: 4}], rail_optimized: true").cluster;
   CHECK(fabric_route(c, 0, 0, 1, 0).rfind("node0.ib.up node1.ib.down ", 0) == 0);
-  CHECK(fabric_route(c, 0, 0, 1, 3).rfind("node0.ib.up su0.up su0.down node1.ib.down ", 0) == 0);
-  CHECK(fabric_route(c, 0, 0, 5, 0).rfind("node0.ib.up su0.up su1.down node5.ib.down ", 0) == 0);
+  CHECK(fabric_route(c, 0, 0, 1, 3).rfind("node0.ib.up su.0.up su.0.down node1.ib.down ", 0) == 0);
+  CHECK(fabric_route(c, 0, 0, 5, 0).rfind("node0.ib.up su.0.up su.1.down node5.ib.down ", 0) == 0);
 }
 
 TEST_CASE("an_oversubscribed_switch_slows_a_lone_nccl_all_reduce_by_its_ratio", "[network]")
@@ -150,10 +150,37 @@ TEST_CASE("a_fabrics_tiers_are_refused_where_they_do_not_nest_or_name_a_key_wron
              Catch::Contains("tiers[1].name") && Catch::Contains("names two tiers"));
   CHECK_THAT(refused("tiers_name", spec("tiers: [{name: 'Pod A', nodes: 2}]")),
              Catch::Contains("tiers[0].name") && Catch::Contains("lower-case"));
+  CHECK_THAT(refused("tiers_digits", spec("tiers: [{name: '1', nodes: 2}]")),
+             Catch::Contains("tiers[0].name") && Catch::Contains("lower-case letter, then"));
   CHECK_THAT(refused("tiers_ratio", spec("tiers: [{name: pod, nodes: 2, oversubscription: 0.5}]")),
              Catch::Contains("tiers[0].oversubscription"));
   CHECK_THAT(refused("tiers_and_flat", spec("oversubscription: 2, tiers: [{name: pod, nodes: 2}]")),
              Catch::Contains("hardware.network.oversubscription") && Catch::Contains("per tier"));
+  CHECK_THAT(refused("tiers_and_flat_1", spec("oversubscription: 1, tiers: [{name: pod, nodes: 2}]")),
+             Catch::Contains("hardware.network.oversubscription") && Catch::Contains("one or the other"));
+  // An item of a list given with --set is named as the --set argument, not a line of the file.
+  CHECK_THAT(refused("tiers_set", spec(""), "--set 'hardware.network.tiers=[{name: pod}]'"),
+             Catch::Contains("--set hardware.network.tiers[0].nodes"));
   CHECK_THAT(refused("rails_alone", spec("rail_optimized: true")),
              Catch::Contains("hardware.network.rail_optimized") && Catch::Contains("tiers"));
+}
+
+TEST_CASE("tiers_whose_names_differ_by_a_digit_keep_their_links_apart", "[network]")
+{
+  // `rack` group 10 and `rack1` group 0 were both rack10.up to SimGrid, which aborted.
+  nlohmann::json run = run_json("clash", "hardware:\n  node: dgx-h100\n  nodes: 12\n  network:\n    tiers: [{name: "
+                                         "rack, nodes: 1}, {name: rack1, nodes: 12}]\nmodel: {preset: gpt2}\n"
+                                         "training: {seq_len: 128, global_batch: 96}\n");
+  CHECK(run["step_time_s"].get<double>() > 0);
+}
+
+TEST_CASE("the_summary_names_the_fabrics_tiers", "[network]")
+{
+  std::string spec = temp_path("clos_title.yaml");
+  write_file(spec, "hardware:\n  node: dgx-h100\n  nodes: 4\n  network:\n    rail_optimized: true\n    tiers: [{name: "
+                   "rack, nodes: 2}, {name: pod, nodes: 4, oversubscription: 4}]\nmodel: {preset: gpt2}\n"
+                   "training: {seq_len: 128, global_batch: 32}\n");
+  CliResult r = run_cli("run " + spec);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("\n  fabric tiers: rack (2 nodes); pod (4 nodes, 1:4 up), rail-optimised\n"));
 }

@@ -24,18 +24,30 @@ namespace memwall {
 std::string hardware_description(const ExperimentSpec& s)
 {
   const ClusterSpec& c = s.cluster;
-  std::string fabric;
-  for (const NetworkTier& t : c.tiers) {
-    char ratio[32] = "";
+  return std::to_string(c.nodes) + " x " + c.node.id + " (" + std::to_string(c.gpus_per_node) + " of " +
+         std::to_string(c.node.gpus) + " x " + c.node.gpu.id + " per node)";
+}
+
+namespace {
+
+// The Clos a multi-node spec describes, a line of the title ("" without tiers).
+std::string fabric_description(const ClusterSpec& c)
+{
+  if (c.nodes <= 1 || c.tiers.empty())
+    return "";
+  std::string out = "\n  fabric tiers: ";
+  for (size_t i = 0; i < c.tiers.size(); ++i) {
+    const NetworkTier& t = c.tiers[i];
+    char ratio[48]       = "";
     if (t.oversubscription != 1)
       std::snprintf(ratio, sizeof ratio, ", 1:%g up", t.oversubscription);
-    fabric += (fabric.empty() ? "\n  fabric: " : ", ") + t.name + "s of " + std::to_string(t.nodes) + " nodes" + ratio;
+    out +=
+        (i ? "; " : "") + t.name + " (" + std::to_string(t.nodes) + (t.nodes == 1 ? " node" : " nodes") + ratio + ")";
   }
-  if (c.rail_optimized)
-    fabric += ", rail-optimised";
-  return std::to_string(c.nodes) + " x " + c.node.id + " (" + std::to_string(c.gpus_per_node) + " of " +
-         std::to_string(c.node.gpus) + " x " + c.node.gpu.id + " per node)" + fabric;
+  return out + (c.rail_optimized ? ", rail-optimised" : "");
 }
+
+} // namespace
 
 std::string experiment_title(const ExperimentSpec& s)
 {
@@ -50,16 +62,16 @@ std::string experiment_title(const ExperimentSpec& s)
     std::string src          = c.source == "trace"   ? "trace " + c.trace_path
                                : c.source == "batch" ? "fixed batch"
                                                      : "Poisson arrivals";
-    return "memwall: serving " + s.model.name + " on " + hardware_description(s) + "\n  " +
-           std::to_string(c.requests.size()) + " requests (" + src + "): " + describe_request_lengths(c) + "\n  " +
-           describe_inference(c) +
+    return "memwall: serving " + s.model.name + " on " + hardware_description(s) + fabric_description(s.cluster) +
+           "\n  " + std::to_string(c.requests.size()) + " requests (" + src + "): " + describe_request_lengths(c) +
+           "\n  " + describe_inference(c) +
            (s.model.moe.enabled() ? "\n  " + describe_expert_load(s.model.moe, c.ep, true) : std::string());
   }
   const TrainingConfig& t = s.training;
-  return "memwall: training " + s.model.name + " on " + hardware_description(s) + "\n  seq " +
-         std::to_string(t.seq_len) + ", global batch " + std::to_string(t.global_batch) + ", micro batch " +
-         std::to_string(t.micro_batch) + " (" + std::to_string(t.micro_batches()) + " per step)\n  " +
-         describe_training(t) +
+  return "memwall: training " + s.model.name + " on " + hardware_description(s) + fabric_description(s.cluster) +
+         "\n  seq " + std::to_string(t.seq_len) + ", global batch " + std::to_string(t.global_batch) +
+         ", micro batch " + std::to_string(t.micro_batch) + " (" + std::to_string(t.micro_batches()) +
+         " per step)\n  " + describe_training(t) +
          (s.model.moe.enabled() ? "\n  " + describe_expert_load(s.model.moe, t.ep) : std::string());
 }
 

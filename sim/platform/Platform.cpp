@@ -104,7 +104,7 @@ void Platform::add_tiers(sg4::NetZone* z)
     for (int first = 0, g = 0; first < cluster_.nodes; first += tier.nodes, ++g) {
       int members = std::min(tier.nodes, cluster_.nodes - first);
       double bw   = members * node.nics * node.nic_bw / tier.oversubscription;
-      Duplex d    = make_duplex(z, tier.name + std::to_string(g), bw, bw, (below + tier.switch_latency_s) / 2);
+      Duplex d    = make_duplex(z, tier.name + "." + std::to_string(g), bw, bw, (below + tier.switch_latency_s) / 2);
       ups.push_back(d.up);
       downs.push_back(d.down);
       fabric_links_.insert(d.up);

@@ -86,10 +86,10 @@ void read_tiers(ParamReader& net, ClusterSpec& c)
       ParamReader t = net.nested(list[i], key);
       NetworkTier tier;
       tier.name = t.required_text("name", "how links and messages name the tier's groups (rack, pod)");
-      bool word = !tier.name.empty() &&
+      bool word = !tier.name.empty() && tier.name[0] >= 'a' && tier.name[0] <= 'z' &&
                   tier.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string::npos;
       if (!word)
-        t.fail("name", "'" + tier.name + "' is not a name of lower-case letters, digits, '-' or '_'");
+        t.fail("name", "'" + tier.name + "' is not a name: a lower-case letter, then letters, digits, '-' or '_'");
       for (const NetworkTier& other : c.tiers)
         if (other.name == tier.name)
           t.fail("name", "'" + tier.name + "' names two tiers");
@@ -109,7 +109,7 @@ void read_tiers(ParamReader& net, ClusterSpec& c)
       c.tiers.push_back(tier);
     }
   }
-  if (!c.tiers.empty() && c.oversubscription != 1.0)
+  if (!c.tiers.empty() && net.given("oversubscription"))
     net.fail("oversubscription", "a fabric with tiers is oversubscribed per tier (tiers[i].oversubscription), not "
                                  "as a whole: give one or the other");
   if (c.rail_optimized && c.tiers.empty())
