@@ -184,3 +184,23 @@ TEST_CASE("the_summary_names_the_fabrics_tiers", "[network]")
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("\n  fabric tiers: rack (2 nodes); pod (4 nodes, 1:4 up), rail-optimised\n"));
 }
+
+TEST_CASE("a_hierarchical_rings_steps_wait_for_its_hop_between_pods", "[network]")
+{
+  // 4 nodes in pods of 2 whose layer above has 10 us switches: a hop between pods climbs
+  // to it, (1 + 10) / 2 us up and down, 11 us more than a hop inside a pod. An all-reduce
+  // of 8 bytes over the 4 nodes (the `hierarchical` plan: 2 (4 - 1) = 6 steps across
+  // nodes) pays 5 step latencies at the slowest hop and its flows' own route once: 6 x 11
+  // = 66 us more than on one switch (it paid 11, the first pair's hop being in a pod).
+  auto time = [](const std::string& network) {
+    ExperimentSpec spec = dgx_h100s(4, network);
+    OpDag dag;
+    int32_t group = dag.add_group(gpu_grid(4, 8));
+    dag.add(collective_op({DeviceKind::gpu, 0, 0}, StreamKind::comm, CollectiveKind::all_reduce, group, 8, "ar"));
+    RunResult r = replay_in_child(spec.cluster, dag, {.collective_algorithm = "hierarchical"});
+    return record(r, "ar").end;
+  };
+  double flat  = time("");
+  double tiers = time("tiers: [{name: pod, nodes: 2, switch_latency_s: 10 us}]");
+  CHECK((tiers - flat) * 1e6 == Approx(66).margin(0.5));
+}

@@ -7,6 +7,7 @@
 // Groups that are not N x g rectangles fall back to a bulk ring over all members.
 #include "sim/collective/RingSteps.hpp"
 
+#include <algorithm>
 #include <map>
 
 namespace memwall {
@@ -48,7 +49,11 @@ public:
     size_t nodes = by_node.size();
     int steps    = ring_steps(r.kind, nodes);
     phases.push_back(ring_step(rails, steps * shard / static_cast<double>(nodes)));
-    double hop = r.latency(rails[0][0], rails[0][1 % nodes]);
+    // A ring's step ends when its slowest hop does: the latency of the route that climbs
+    // highest (a Clos's tiers: the hops between pods, not the first pair's in one rack).
+    double hop = 0;
+    for (size_t m = 0; m < nodes; ++m)
+      hop = std::max(hop, r.latency(rails[0][m], rails[0][(m + 1) % nodes]));
     if (steps > 1 && hop > 0)
       phases.push_back({{}, (steps - 1) * hop});
     if (gather)
@@ -73,9 +78,8 @@ public:
   }
 };
 
-const bool registered_auto =
-    collective_registry().add("auto", "bulk ring within a node, hierarchical across nodes",
-                              [] { return std::make_unique<AutoCollective>(); });
+const bool registered_auto = collective_registry().add("auto", "bulk ring within a node, hierarchical across nodes",
+                                                       [] { return std::make_unique<AutoCollective>(); });
 
 } // namespace
 } // namespace memwall
