@@ -71,6 +71,25 @@ const OpRecord& record(const RunResult& r, const std::string& name)
   throw std::logic_error("unreachable");
 }
 
+ExperimentSpec dgx_h100_spec(int nodes, const std::string& network)
+{
+  return parse_spec(
+      "hardware: {node: dgx-h100, nodes: " + std::to_string(nodes) + ", network: {" + network +
+          "}}\nmodel: {preset: gpt2}\ntraining: {seq_len: 128, global_batch: " + std::to_string(8 * nodes) + "}\n",
+      "test.yaml", "");
+}
+
+double dgx_h100_collective_end_s(CollectiveKind kind, int nodes, double bytes, const std::string& network,
+                                 const std::string& algorithm)
+{
+  ExperimentSpec spec = dgx_h100_spec(nodes, network);
+  OpDag dag;
+  int32_t group = dag.add_group(gpu_grid(nodes, 8));
+  dag.add(collective_op({DeviceKind::gpu, 0, 0}, StreamKind::comm, kind, group, bytes, "coll"));
+  RunResult r = replay_in_child(spec.cluster, dag, {.collective_algorithm = algorithm});
+  return record(r, "coll").end;
+}
+
 nlohmann::json run_json(const std::string& name, const std::string& yaml, const std::string& extra)
 {
   std::string spec = temp_path(name + ".yaml");

@@ -3,6 +3,7 @@
 // so the expected times can be written out by hand, and a way to run the CLI.
 #include "hwmodels/ClusterSpec.hpp"
 #include "sim/result/RunResult.hpp"
+#include "sim/spec/ExperimentSpec.hpp"
 #include "workloads/dag/OpDag.hpp"
 
 #include <nlohmann/json.hpp>
@@ -29,6 +30,14 @@ Op kernel_op(const DeviceRef& gpu, double flops, double bytes, const std::string
 std::vector<DeviceRef> gpu_grid(int nodes, int per_node);
 
 const OpRecord& record(const RunResult& r, const std::string& name);
+
+// `nodes` DGX H100s (a GPT-2 spec around them, for tests of their network); `network`:
+// keys of hardware.network ("nvls: false").
+ExperimentSpec dgx_h100_spec(int nodes, const std::string& network = "");
+// When one collective of `bytes` over every GPU of `nodes` DGX H100s ends, replayed alone
+// with `algorithm`.
+double dgx_h100_collective_end_s(CollectiveKind kind, int nodes, double bytes, const std::string& network = "",
+                                 const std::string& algorithm = "nccl");
 
 struct CliResult {
   int exit_code = -1;

@@ -15,17 +15,9 @@ namespace {
 constexpr double MiB = 1024.0 * 1024;
 constexpr double GiB = 1024.0 * MiB;
 
-ExperimentSpec dgx_h100s(int nodes, const std::string& network = "")
-{
-  return parse_spec(
-      "hardware: {node: dgx-h100, nodes: " + std::to_string(nodes) + network +
-          "}\nmodel: {preset: gpt2}\ntraining: {seq_len: 128, global_batch: " + std::to_string(8 * nodes) + "}\n",
-      "test.yaml", "");
-}
-
 NcclComm dgx_h100_comm(int nodes, int per_node = 8)
 {
-  return nccl_comm(dgx_h100s(nodes).cluster, gpu_grid(nodes, per_node));
+  return nccl_comm(dgx_h100_spec(nodes).cluster, gpu_grid(nodes, per_node));
 }
 
 double cost_bandwidth(const NcclComm& c, CollectiveKind k, NcclAlgo a, NcclProto p, double bytes)
@@ -43,12 +35,7 @@ double cost_latency_us(const NcclComm& c, NcclAlgo a, NcclProto p)
 // replayed with the shipped H100 profile and the `nccl` algorithm.
 double replayed_bus_bw(CollectiveKind kind, int nodes, double bytes, const std::string& network = "")
 {
-  ExperimentSpec spec = dgx_h100s(nodes, network);
-  OpDag dag;
-  int32_t group = dag.add_group(gpu_grid(nodes, 8));
-  dag.add(collective_op({DeviceKind::gpu, 0, 0}, StreamKind::comm, kind, group, bytes, "coll"));
-  RunResult r = replay_in_child(spec.cluster, dag, {.collective_algorithm = "nccl"});
-  return nccl_bus_bandwidth(kind, nodes * 8, bytes, record(r, "coll").end) / 1e9;
+  return nccl_bus_bandwidth(kind, nodes * 8, bytes, dgx_h100_collective_end_s(kind, nodes, bytes, network)) / 1e9;
 }
 
 } // namespace
@@ -123,7 +110,7 @@ TEST_CASE("ncclss_choice_takes_nvls_on_one_h100_node_from_2_mib_and_ring_below",
   CHECK(nccl_choice(dgx_h100_comm(64), CollectiveKind::all_reduce, GiB).algo == NcclAlgo::nvls_tree);
   CHECK(nccl_choice(dgx_h100_comm(64), CollectiveKind::all_gather, GiB).algo == NcclAlgo::ring);
   // Without NVLink SHARP the single node stays on its measured ring.
-  ExperimentSpec off = dgx_h100s(1, ", network: {nvls: false}");
+  ExperimentSpec off = dgx_h100_spec(1, "nvls: false");
   CHECK(nccl_choice(nccl_comm(off.cluster, gpu_grid(1, 8)), CollectiveKind::all_reduce, GiB).algo == NcclAlgo::ring);
 }
 
@@ -136,7 +123,7 @@ TEST_CASE("replayed_h100_all_reduces_stay_near_published_nccl_tests_bus_bandwidt
   CHECK(replayed_bus_bw(AR, 1, MiB) == Approx(67.04).epsilon(0.20));
   CHECK(replayed_bus_bw(AR, 1, GiB) == Approx(466.33).epsilon(0.10));
   // Without NVLS the measured ring, as together-nccl-tests' all_reduce_ring.out (360.78).
-  CHECK(replayed_bus_bw(AR, 1, GiB, ", network: {nvls: false}") == Approx(360.78).epsilon(0.10));
+  CHECK(replayed_bus_bw(AR, 1, GiB, "nvls: false") == Approx(360.78).epsilon(0.10));
   // 64 GPUs: 17.64 GB/s at 1 MiB (NVIDIA/nccl-tests #309, 8 nodes, IB 400G);
   // 365.90 at 1 GiB (coreweave/nccl-tests README, 8 nodes).
   CHECK(replayed_bus_bw(AR, 8, MiB) == Approx(17.64).epsilon(0.20));
@@ -165,7 +152,7 @@ TEST_CASE("gpus_sharing_a_nic_run_a_collective_at_ncclss_model_not_slower", "[nc
   // GPUs with Simple: 8.4 + 56 x 3.4 + 7 x 14 = 296.8 us of latency, then 1 GiB at
   // 192 x 64/63 GB/s: 5.80 ms, a bus bandwidth of 182.1 GB/s, below the NICs' 4 x 50.
   const double S = GiB;
-  double bus     = replayed_bus_bw(CollectiveKind::all_gather, 8, S, ", network: {nics: 4}");
+  double bus     = replayed_bus_bw(CollectiveKind::all_gather, 8, S, "nics: 4");
   double by_hand = S * 63 / 64 / (296.8e-6 + S / (192e9 * 64 / 63)) / 1e9;
   CHECK(by_hand == Approx(182.1).epsilon(1e-3));
   CHECK(bus == Approx(by_hand).epsilon(0.02));

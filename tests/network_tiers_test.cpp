@@ -23,14 +23,6 @@ namespace {
 
 constexpr double GiB = 1024.0 * 1024 * 1024;
 
-ExperimentSpec dgx_h100s(int nodes, const std::string& network)
-{
-  return parse_spec(
-      "hardware: {node: dgx-h100, nodes: " + std::to_string(nodes) + ", network: {" + network +
-          "}}\nmodel: {preset: gpt2}\ntraining: {seq_len: 128, global_batch: " + std::to_string(8 * nodes) + "}\n",
-      "test.yaml", "");
-}
-
 // The links of the route from GPU `ga` of node `a` to GPU `gb` of node `b` that leave the
 // nodes (their names), then the route's latency in ns.
 std::string fabric_route(const ClusterSpec& c, int a, int ga, int b, int gb)
@@ -55,14 +47,9 @@ std::string fabric_route(const ClusterSpec& c, int a, int ga, int b, int gb)
 }
 
 // The replayed time of one all-reduce of `bytes` over every GPU of `nodes` DGX H100s.
-double all_reduce_s(int nodes, const std::string& network, double bytes)
+double all_reduce_s(int nodes, const std::string& network, double bytes, const std::string& algorithm = "nccl")
 {
-  ExperimentSpec spec = dgx_h100s(nodes, network);
-  OpDag dag;
-  int32_t group = dag.add_group(gpu_grid(nodes, 8));
-  dag.add(collective_op({DeviceKind::gpu, 0, 0}, StreamKind::comm, CollectiveKind::all_reduce, group, bytes, "ar"));
-  RunResult r = replay_in_child(spec.cluster, dag, {.collective_algorithm = "nccl"});
-  return record(r, "ar").end;
+  return dgx_h100_collective_end_s(CollectiveKind::all_reduce, nodes, bytes, network, algorithm);
 }
 
 } // namespace
@@ -73,7 +60,7 @@ TEST_CASE("a_route_climbs_only_to_the_lowest_layer_that_joins_its_two_nodes", "[
   // node pair inside one rack no tier link; across racks of one pod the racks' links
   // and two more switches (its leaves twice, the pod layer once: +2 us); across pods the
   // pods' links too (+4 us: two leaves, two pod switches, the top).
-  ClusterSpec c    = dgx_h100s(8, "tiers: [{name: rack, nodes: 2}, {name: pod, nodes: 4}]").cluster;
+  ClusterSpec c    = dgx_h100_spec(8, "tiers: [{name: rack, nodes: 2}, {name: pod, nodes: 4}]").cluster;
   std::string rack = fabric_route(c, 0, 0, 1, 0);
   std::string pod  = fabric_route(c, 0, 0, 2, 0);
   std::string far  = fabric_route(c, 0, 0, 5, 0);
@@ -87,7 +74,7 @@ TEST_CASE("a_route_climbs_only_to_the_lowest_layer_that_joins_its_two_nodes", "[
   // racks crosses it once (+2 us against 1 us); the pods' tier, unset, takes the same 3 us
   // for the top, so the route across pods crosses 1 + 3 + 3 + 3 + 1 us of switches.
   ClusterSpec slow =
-      dgx_h100s(8, "tiers: [{name: rack, nodes: 2, switch_latency_s: 3 us}, {name: pod, nodes: 4}]").cluster;
+      dgx_h100_spec(8, "tiers: [{name: rack, nodes: 2, switch_latency_s: 3 us}, {name: pod, nodes: 4}]").cluster;
   CHECK(ns(fabric_route(slow, 0, 0, 2, 0)) - ns(pod) == Approx(2000).margin(1));
   CHECK(ns(fabric_route(slow, 0, 0, 5, 0)) - ns(rack) == Approx(10000).margin(1));
 }
@@ -96,7 +83,7 @@ TEST_CASE("rails_meet_only_above_the_first_tier_where_the_fabric_is_rail_optimis
 {
   // A DGX SuperPOD's scalable unit: one leaf a rail for 4 nodes. GPU 0 reaches GPU 0 of a
   // node in its unit through rail 0's leaf; GPU 3 of that node only through the spine.
-  ClusterSpec c = dgx_h100s(8, "tiers: [{name: su, nodes: 4}], rail_optimized: true").cluster;
+  ClusterSpec c = dgx_h100_spec(8, "tiers: [{name: su, nodes: 4}], rail_optimized: true").cluster;
   CHECK(fabric_route(c, 0, 0, 1, 0).rfind("node0.ib.up node1.ib.down ", 0) == 0);
   CHECK(fabric_route(c, 0, 0, 1, 3).rfind("node0.ib.up su.0.up su.0.down node1.ib.down ", 0) == 0);
   CHECK(fabric_route(c, 0, 0, 5, 0).rfind("node0.ib.up su.0.up su.1.down node5.ib.down ", 0) == 0);
@@ -108,10 +95,10 @@ TEST_CASE("an_oversubscribed_switch_slows_a_lone_nccl_all_reduce_by_its_ratio", 
   // bus share 2(n-1)/n S through 8 NICs of 50 GB/s but its switch link carries 200 GB/s,
   // so the bandwidth term doubles. NCCL's own cost (its model prices a non-blocking
   // fabric) is latency + S / bw: oversubscribed, latency + 2 S / bw.
-  const double S   = GiB;
-  NcclCost cost    = nccl_choice(nccl_comm(dgx_h100s(2, "").cluster, gpu_grid(2, 8)), CollectiveKind::all_reduce, S);
-  double flat      = all_reduce_s(2, "", S);
-  double halved    = all_reduce_s(2, "oversubscription: 2", S);
+  const double S = GiB;
+  NcclCost cost  = nccl_choice(nccl_comm(dgx_h100_spec(2, "").cluster, gpu_grid(2, 8)), CollectiveKind::all_reduce, S);
+  double flat    = all_reduce_s(2, "", S);
+  double halved  = all_reduce_s(2, "oversubscription: 2", S);
   double bandwidth = S / cost.bandwidth;
   CHECK(flat == Approx(cost.time_s).epsilon(0.02));
   CHECK(halved == Approx(cost.latency_s + 2 * bandwidth).epsilon(0.02));
@@ -124,7 +111,7 @@ TEST_CASE("a_ring_crossing_a_1_to_4_pod_boundary_runs_at_the_pod_links_share", "
   // pod's up-link carrying the whole node's bus share, 2x its NICs' time: the bandwidth
   // term doubles. Pods of 4 nodes (the whole ring inside one) cost nothing.
   const double S  = GiB;
-  NcclCost cost   = nccl_choice(nccl_comm(dgx_h100s(4, "").cluster, gpu_grid(4, 8)), CollectiveKind::all_reduce, S);
+  NcclCost cost   = nccl_choice(nccl_comm(dgx_h100_spec(4, "").cluster, gpu_grid(4, 8)), CollectiveKind::all_reduce, S);
   double flat     = all_reduce_s(4, "", S);
   double one_pod  = all_reduce_s(4, "tiers: [{name: pod, nodes: 4, oversubscription: 4}]", S);
   double two_pods = all_reduce_s(4, "tiers: [{name: pod, nodes: 2, oversubscription: 4}]", S);
@@ -192,14 +179,7 @@ TEST_CASE("a_hierarchical_rings_steps_wait_for_its_hop_between_pods", "[network]
   // of 8 bytes over the 4 nodes (the `hierarchical` plan: 2 (4 - 1) = 6 steps across
   // nodes) pays 5 step latencies at the slowest hop and its flows' own route once: 6 x 11
   // = 66 us more than on one switch (it paid 11, the first pair's hop being in a pod).
-  auto time = [](const std::string& network) {
-    ExperimentSpec spec = dgx_h100s(4, network);
-    OpDag dag;
-    int32_t group = dag.add_group(gpu_grid(4, 8));
-    dag.add(collective_op({DeviceKind::gpu, 0, 0}, StreamKind::comm, CollectiveKind::all_reduce, group, 8, "ar"));
-    RunResult r = replay_in_child(spec.cluster, dag, {.collective_algorithm = "hierarchical"});
-    return record(r, "ar").end;
-  };
+  auto time    = [](const std::string& network) { return all_reduce_s(4, network, 8, "hierarchical"); };
   double flat  = time("");
   double tiers = time("tiers: [{name: pod, nodes: 2, switch_latency_s: 10 us}]");
   CHECK((tiers - flat) * 1e6 == Approx(66).margin(0.5));

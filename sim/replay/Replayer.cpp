@@ -254,11 +254,12 @@ void Replayer::on_activity_done(size_t index)
   paging_.activity_ended(op, paging, now);
   if (--index_.running_acts[op - index_.base] > 0)
     return;
-  if (chains_.current_op(op).kind == OpKind::collective && collectives_.start_phase(op))
+  const Op& member = chains_.current_op(op);
+  if (member.kind == OpKind::collective && collectives_.start_phase(op))
     return;
   if (paging_.kernels_paging() && paging_.start_step(op))
     return;
-  if (const Op& member = chains_.current_op(op); member.kind == OpKind::kernel)
+  if (member.kind == OpKind::kernel)
     launcher_.kernel_timer().power().ended(member.device, now); // started by the launcher
   complete(op);
   drain_ready();
