@@ -57,23 +57,31 @@ void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const 
   // memset), MulBackward (x * rsqrt: grad * rsqrt, grad * x summed over the hidden
   // dimension), the two gradients of x added, RsqrtBackward (3 small), MeanBackward
   // (expand / h), PowBackward (pow(x, 1) copied, times 2, times the gradient), added.
+  // With the casts, ToCopyBackward casts the gradient up to fp32 after the weight's
+  // MulBackward and back down at the end; between them every gradient is fp32 (f).
+  const double f = casts ? 4 : e;
   std::vector<EagerKernel> bwd{{name + ".bwd.mul_weight", (2 * E + h) * e, E, binary},
                                {name + ".bwd.mul_normed", 3 * E * e, E, binary},
                                {name + ".bwd.memset", h * e, 0, generic},
                                {name + ".bwd.sum_weight", (E + h) * e, E, generic},
-                               accumulate_grad(name + ".bwd.accumulate_weight_grad", h, e),
-                               {name + ".bwd.mul_rsqrt", (2 * E + T) * e, E, binary},
-                               {name + ".bwd.mul_x", 3 * E * e, E, binary},
-                               {name + ".bwd.sum_hidden", (E + T) * e, E, generic},
-                               {name + ".bwd.add", 3 * E * e, E, binary},
-                               {name + ".bwd.rsqrt_pow", 2 * T * e, T, generic},
-                               {name + ".bwd.rsqrt_mul", 2 * T * e, T, generic},
-                               {name + ".bwd.rsqrt_mul2", 3 * T * e, T, generic},
-                               {name + ".bwd.mean_div", (E + T) * e, E, generic},
-                               {name + ".bwd.pow_copy", 2 * E * e, 0, generic},
-                               {name + ".bwd.pow_mul2", 2 * E * e, E, generic},
-                               {name + ".bwd.pow_mul", 3 * E * e, E, binary},
-                               {name + ".bwd.add_x", 3 * E * e, E, binary}};
+                               accumulate_grad(name + ".bwd.accumulate_weight_grad", h, e)};
+  if (casts)
+    bwd.push_back(cast(name + ".bwd.to_fp32", E, e, 4));
+  for (const EagerKernel& k : std::vector<EagerKernel>{{name + ".bwd.mul_rsqrt", (2 * E + T) * f, E, binary},
+                                                       {name + ".bwd.mul_x", 3 * E * f, E, binary},
+                                                       {name + ".bwd.sum_hidden", (E + T) * f, E, generic},
+                                                       {name + ".bwd.add", 3 * E * f, E, binary},
+                                                       {name + ".bwd.rsqrt_pow", 2 * T * f, T, generic},
+                                                       {name + ".bwd.rsqrt_mul", 2 * T * f, T, generic},
+                                                       {name + ".bwd.rsqrt_mul2", 3 * T * f, T, generic},
+                                                       {name + ".bwd.mean_div", (E + T) * f, E, generic},
+                                                       {name + ".bwd.pow_copy", 2 * E * f, 0, generic},
+                                                       {name + ".bwd.pow_mul2", 2 * E * f, E, generic},
+                                                       {name + ".bwd.pow_mul", 3 * E * f, E, binary},
+                                                       {name + ".bwd.add_x", 3 * E * f, E, binary}})
+    bwd.push_back(k);
+  if (casts)
+    bwd.push_back(cast(name + ".bwd.to_input_dtype", E, 4, e));
   // x * rsqrt and rsqrt in fp32; with the casts also the fp32 x and the cast-back output
   // (mul_weight's input) instead of x * rsqrt.
   ops.op(fwd, bwd, casts ? E * 4 + T * 4 + E * e : E * 4 + T * 4);

@@ -44,11 +44,29 @@ void repeat_kv(EagerOps& ops, const std::string& name, double T, double kv, doub
   ops.op({{name, T * (kv + q) * c, 0, generic}}, {{name + ".bwd.sum_heads", T * (q + kv) * c, T * q, generic}});
 }
 
+// Inductor's kernel for a region that ends in an RMSNorm (Lowering::inductor): with
+// `residual`, the add of the attention's output to the stream before it (h = x + branch,
+// written for the next residual and kept for backward) fused in. Backward, one kernel
+// sums the normed output's `grads` gradients (the column-parallel linears' input
+// gradients; 1 under tp, where they are summed and reduce-scattered before it), runs the
+// norm's backward and adds the residual stream's gradient (eager's grad_sum); a second
+// reduces the weight's gradient over the tokens from the same inputs (another reduction
+// axis, another kernel).
+void inductor_rms_norm(EagerOps& ops, const std::string& name, double T, double h, double c, bool residual,
+                       double grads)
+{
+  const double E = T * h, in = residual ? 2 : 1;
+  ops.op({{name, 2 * in * E * c + h * c + T * 4, (in + 3) * E, KernelFamily::norm}},
+         {{name + ".bwd", (grads + 3) * E * c + h * c, (grads + 6) * E, KernelFamily::norm},
+          {name + ".bwd.grad_weight", (grads + 1) * E * c + h * 4, (grads + 2) * E, KernelFamily::norm}},
+         (residual ? E * c : 0.0) + T * 4);
+}
 } // namespace
 
 BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t l, bool per_op_checkpoint,
-                Split split)
+                Split split, Lowering lowering)
 {
+  const bool inductor = lowering.inductor;
   // T: the tokens of a micro-batch on this rank (gathered, between a column- and a
   // row-parallel linear); Ts = T / tp: the sequence shard norms and residuals run on;
   // Tk: the keys its queries attend over (the whole sequence under cp). q, kv, f and the
@@ -62,24 +80,45 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   BlockPlan b    = hf::layer_plan(m, l, Ts * h * c);
   b.params       = (b.params - m.layer_norm_params()) / tp + m.layer_norm_params(); // norms replicated
   EagerOps ops(b.kernels);
+  auto eager_norm = [&](const std::string& name) {
+    if (lowering.fused_rms_norm)
+      fused_rms_norm(ops, name, Ts, h, c);
+    else
+      hf::rms_norm(ops, name, Ts, h, p);
+  };
   // The sequence-parallel input of a column-parallel block all-gathered (PrepareModuleInput
   // Shard(1) -> Replicate), its gradient reduce-scattered back; a row-parallel output
   // reduce-scattered (output_layouts Shard(1)), its gradient all-gathered.
   const TpComm gather{CollectiveKind::all_gather, tp > 1 ? T * h * c : 0.0};
   const TpComm scatter{CollectiveKind::reduce_scatter, tp > 1 ? T * h * c : 0.0};
   // h = x + attention(attention_norm(x)): x's gradient from both users summed.
-  hf::grad_accumulate(ops, "attn.grad_sum", Ts * h, c);
-  fused_rms_norm(ops, "attention_norm", Ts, h, c);
+  if (inductor) {
+    inductor_rms_norm(ops, "attention_norm", Ts, h, c, false, tp > 1 ? 1 : 3);
+  } else {
+    hf::grad_accumulate(ops, "attn.grad_sum", Ts * h, c);
+    eager_norm("attention_norm");
+  }
   b.kernels.back().fwd_after = gather;
   // wq, wk and wv read the same normed x (kept once, by wq: the gathered one, as DTensor's
   // autograd saves it); their input gradients summed, then reduce-scattered.
-  ops.op({}, {{"attn.bwd.input_grad_sum", 4 * T * h * c, 2 * T * h, binary}});
-  b.kernels.back().bwd_after = scatter;
+  if (!inductor || tp > 1) {
+    ops.op({}, {{"attn.bwd.input_grad_sum", 4 * T * h * c, 2 * T * h, binary}});
+    b.kernels.back().bwd_after = scatter;
+  }
   ops.gemm("attention.wq", T, h, q, dt, true, T * h * c);
   ops.gemm("attention.wk", T, h, kv, dt);
   ops.gemm("attention.wv", T, h, kv, dt);
-  complex_rotary(ops, "attention.rotary_q", T, q, c);
-  complex_rotary(ops, "attention.rotary_k", T, kv, c);
+  // Inductor: q and k rotated in one kernel in bf16 (no fp32 copies), k written repeated
+  // to every query head where GQA repeats it (under cp it is gathered first, then repeated).
+  const bool repeat_k_fused = inductor && cp == 1 && q > kv;
+  if (inductor) {
+    const double k_out = repeat_k_fused ? q : kv;
+    ops.op({{"attention.rotary_qk", T * (q + kv) * c + T * (q + k_out) * c, 6 * T * (q + kv), binary}},
+           {{"attention.rotary_qk.bwd", T * (q + k_out) * c + T * (q + kv) * c, 6 * T * (q + kv), binary}});
+  } else {
+    complex_rotary(ops, "attention.rotary_q", T, q, c);
+    complex_rotary(ops, "attention.rotary_k", T, kv, c);
+  }
   // Context parallelism as the Llama 3 paper runs it (section 3.3.2: K and V all-gathered
   // from the cp group before attention, exposed, Q local; torch's context_parallel with
   // its allgather rotate method moves the same): the rotated K and V gathered at their
@@ -91,7 +130,8 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   if (cp > 1)
     b.kernels.back().fwd_after = {CollectiveKind::all_gather, kv_bytes, CommGroup::cp};
   const size_t repeat_at = b.kernels.size(); // repeat_k's backward: the sum over its heads
-  repeat_kv(ops, "attention.repeat_k", Tk, kv, q, c);
+  if (!repeat_k_fused)
+    repeat_kv(ops, "attention.repeat_k", Tk, kv, q, c);
   repeat_kv(ops, "attention.repeat_v", Tk, kv, q, c);
   // SDPA (flash): q and the repeated k and v, the output and the fp32 log-sum-exp kept
   // (under cp the local k and v, gathered and repeated again in backward); backward dO.O
@@ -114,20 +154,32 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   ops.gemm("attention.wo", T, q, h, dt);
   b.kernels.back().fwd_after  = scatter;
   b.kernels.back().bwd_before = gather;
-  hf::residual_add(ops, "attn.residual", Ts, h, p);
-  hf::grad_accumulate(ops, "ffn.grad_sum", Ts * h, c);
-  fused_rms_norm(ops, "ffn_norm", Ts, h, c);
+  if (inductor) {
+    inductor_rms_norm(ops, "attn.residual_ffn_norm", Ts, h, c, true, tp > 1 ? 1 : 2);
+  } else {
+    hf::residual_add(ops, "attn.residual", Ts, h, p);
+    hf::grad_accumulate(ops, "ffn.grad_sum", Ts * h, c);
+    eager_norm("ffn_norm");
+  }
   b.kernels.back().fwd_after = gather;
-  ops.op({}, {{"ffn.bwd.input_grad_sum", 3 * T * h * c, T * h, binary}});
-  b.kernels.back().bwd_after = scatter;
+  if (!inductor || tp > 1) {
+    ops.op({}, {{"ffn.bwd.input_grad_sum", 3 * T * h * c, T * h, binary}});
+    b.kernels.back().bwd_after = scatter;
+  }
   ops.gemm("feed_forward.w1", T, h, f, dt, true, T * h * c);
   ops.gemm("feed_forward.w3", T, h, f, dt);
-  ops.op({{"feed_forward.silu", 2 * T * f * c, 4 * T * f, activate}},
-         {{"feed_forward.bwd.silu", 3 * T * f * c, 6 * T * f, activate}}, T * f * c);
-  ops.op({{"feed_forward.mul", 3 * T * f * c, T * f, binary}},
-         {{"feed_forward.bwd.mul_w3", 3 * T * f * c, T * f, binary},
-          {"feed_forward.bwd.mul_silu", 3 * T * f * c, T * f, binary}},
-         2 * T * f * c);
+  if (inductor) {
+    // silu(w1 x) * w3 x in one kernel, keeping both inputs; backward both gradients in one.
+    ops.op({{"feed_forward.silu_mul", 3 * T * f * c, 5 * T * f, activate}},
+           {{"feed_forward.silu_mul.bwd", 5 * T * f * c, 8 * T * f, activate}}, 2 * T * f * c);
+  } else {
+    ops.op({{"feed_forward.silu", 2 * T * f * c, 4 * T * f, activate}},
+           {{"feed_forward.bwd.silu", 3 * T * f * c, 6 * T * f, activate}}, T * f * c);
+    ops.op({{"feed_forward.mul", 3 * T * f * c, T * f, binary}},
+           {{"feed_forward.bwd.mul_w3", 3 * T * f * c, T * f, binary},
+            {"feed_forward.bwd.mul_silu", 3 * T * f * c, T * f, binary}},
+           2 * T * f * c);
+  }
   ops.gemm("feed_forward.w2", T, f, h, dt, true, T * f * c);
   b.kernels.back().fwd_after  = scatter;
   b.kernels.back().bwd_before = gather;
@@ -195,7 +247,7 @@ BlockPlan embedding(const ModelSpec& m, const hf::Tokens& t, const hf::Precision
   return b;
 }
 
-BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, Split split)
+BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, Split split, Lowering lowering)
 {
   const double tp = split.tp;
   // Under tp: the final norm sequence-parallel, the output ColwiseParallel (its input
@@ -209,8 +261,10 @@ BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, 
   b.params      = (m.final_norm ? m.norm_params() : 0.0) + m.head_params() / tp;
   b.input_bytes = Ts * h * c;
   EagerOps ops(b.kernels);
-  if (m.final_norm)
+  if (m.final_norm && lowering.fused_rms_norm) // the output and loss are not compiled
     fused_rms_norm(ops, "norm", Ts, h, c);
+  else if (m.final_norm)
+    hf::rms_norm(ops, "norm", Ts, h, p);
   const TpComm gather{CollectiveKind::all_gather, tp > 1 ? T * h * c : 0.0};
   if (b.kernels.empty()) { // no final norm: the gather on an entry of its own
     KernelPlan input;

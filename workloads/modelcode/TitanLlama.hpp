@@ -25,9 +25,27 @@ namespace memwall::titan {
 struct Split {
   double tp = 1, cp = 1;
 };
+// How a block's ops become kernels: eager PyTorch, op by op, or torch.compile's Inductor
+// (torchtitan's apply_compile: each transformer block compiled on its own, the
+// embedding, the output and the loss left eager). Inductor leaves the matmuls and SDPA
+// to cuBLAS and the flash kernel (extern kernels; the default mode fuses no epilogues)
+// and fuses the pointwise ops and reductions between them into one kernel per region,
+// which reads the region's inputs once and writes only what leaves it: the residual add
+// with the norm after it, rotary embeddings with GQA's repeat of k, SiLU with the
+// product, and in backward the gradient sums with the norms' backward.
+//
+// Eager RMSNorm is ATen's fused kernel from torch 2.9 (aten::_fused_rms_norm: one kernel
+// forward, two backward); before, torchtitan's RMSNorm (norms.py, 2024: _norm(x.float())
+// .type_as(x) * weight) and torch's composite nn.RMSNorm launch LlamaRMSNorm's op
+// sequence (hf::rms_norm: the stream cast to fp32, eight kernels forward, nineteen back).
+struct Lowering {
+  bool inductor       = false;
+  bool fused_rms_norm = true;
+};
 BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t layer, bool per_op_checkpoint,
-                Split split = {});
+                Split split = {}, Lowering lowering = {});
 BlockPlan embedding(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, Split split = {});
-BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, Split split = {});
+BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, Split split = {},
+               Lowering lowering = {});
 
 } // namespace memwall::titan

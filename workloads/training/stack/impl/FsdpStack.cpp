@@ -35,8 +35,36 @@ hf::Precision bf16_params()
   return p;
 }
 
+// torchtitan's own knobs, by its names (the `fsdp` section).
+struct TitanKnobs {
+  titan::Lowering lowering;
+};
+
+TitanKnobs read_knobs(ParamReader& training)
+{
+  TitanKnobs k;
+  ParamReader r = training.section("fsdp", "torchtitan's settings, by its names (training.stack fsdp)");
+  if (r.flag("compile", false,
+             "torchtitan's compile.enable (--training.compile): each transformer block through torch.compile, "
+             "Inductor fusing the pointwise ops between its matmuls and SDPA into one kernel a region (the residual "
+             "add with the next norm, rotary with GQA's repeat of k, SiLU with the product, the gradient sums with "
+             "the norms' backward); the embedding, output and loss stay eager (apply_compile, as of the "
+             "performance tables of December 2024)"))
+    k.lowering.inductor = true;
+  // The PyTorch release it runs on, for what differs between releases in its eager ops.
+  const std::string torch   = r.choice("torch", "2.11", {"2.6", "2.7", "2.8", "2.9", "2.10", "2.11"},
+                                       "the PyTorch release torchtitan runs on: before 2.9 eager RMSNorm is composite "
+                                         "(the stream cast to fp32, eight kernels forward, nineteen backward: torchtitan's "
+                                         "own RMSNorm of 2024 and nn.RMSNorm alike); from 2.9 ATen's fused kernel");
+  k.lowering.fused_rms_norm = torch == "2.9" || torch == "2.10" || torch == "2.11";
+  r.finish();
+  return k;
+}
+
 class FsdpStack : public TrainingStack {
 public:
+  explicit FsdpStack(ParamReader& training) : k_(read_knobs(training)) {}
+
   void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec& m) const override
   {
     auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "training.stack fsdp: " + why); };
@@ -77,11 +105,11 @@ public:
   }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
-    return titan::layer(m, hf::tokens(s), bf16_params(), l, true, split(s));
+    return titan::layer(m, hf::tokens(s), bf16_params(), l, true, split(s), k_.lowering);
   }
   BlockPlan head(const ModelSpec& m, const StepShape& s) const override
   {
-    return titan::head(m, hf::tokens(s), bf16_params(), split(s));
+    return titan::head(m, hf::tokens(s), bf16_params(), split(s), k_.lowering);
   }
 
   ModelStateBytes state_bytes(const TrainingConfig&, const ModelSpec&) const override
@@ -162,6 +190,9 @@ public:
     }
     return plan;
   }
+
+private:
+  TitanKnobs k_;
 };
 
 const bool registered = training_stack_registry().add(
@@ -170,8 +201,9 @@ const bool registered = training_stack_registry().add(
     "parameter over dp), each block all-gathered in bf16 one ahead and resharded after forward, gradients "
     "reduce-scattered in fp32, per-op selective activation checkpointing; with torchtitan's tensor parallelism "
     "(sp), all-gather context parallelism and pipeline stages (each unit gathered once a step, fp32 gradients "
-    "summed unsharded and reduce-scattered after the last micro-batch)",
-    [](ParamReader&) { return std::make_unique<FsdpStack>(); });
+    "summed unsharded and reduce-scattered after the last micro-batch); torch.compile's fusions (the `fsdp` "
+    "section, torchtitan's knobs)",
+    [](ParamReader& training) { return std::make_unique<FsdpStack>(training); });
 
 } // namespace
 } // namespace memwall
