@@ -61,6 +61,35 @@ void inductor_rms_norm(EagerOps& ops, const std::string& name, double T, double 
           {name + ".bwd.grad_weight", (grads + 1) * E * c + h * 4, (grads + 2) * E, KernelFamily::norm}},
          (residual ? E * c : 0.0) + T * 4);
 }
+
+// Float8Linear's casts (Lowering::float8), each an op of its own before or after its
+// GEMM. An input of T x in cast to e4m3 (its amax read again unless the kernel that
+// wrote it reduced it), kept in FP8 for backward, where the weight gradient reads it
+// transposed (one copy, read and written in FP8).
+void float8_cast_input(EagerOps& ops, const std::string& name, double T, double in, double c, bool amax_fused)
+{
+  const double E = T * in;
+  ops.op({{name + ".to_float8", (amax_fused ? 0 : E * c) + E * c + E, 2 * E, KernelFamily::generic}},
+         {{name + ".float8_transpose", 2 * E, 0, KernelFamily::generic}}, E);
+}
+
+// The gathered bf16 weight (in x out) cast to e4m3 each forward (its amax, then the
+// cast), kept in FP8 for backward (the autograd function saves it; per-op checkpointing
+// casts it again instead), where it is transposed for the input gradient.
+void float8_cast_weight(EagerOps& ops, const std::string& name, double in, double out, double c)
+{
+  const double W = in * out;
+  ops.op({{name + ".weight.to_float8", 2 * W * c + W, 2 * W, KernelFamily::generic}},
+         {{name + ".weight.float8_transpose", 2 * W, 0, KernelFamily::generic}}, W);
+}
+
+// The output gradient (T x out) cast to e5m2 in both layouts (its amax read again unless
+// fused into the kernel that wrote it), before the GEMM's backward.
+void float8_cast_grad(EagerOps& ops, const std::string& name, double T, double out, double c, bool amax_fused)
+{
+  const double E = T * out;
+  ops.op({}, {{name + ".grad.to_float8", (amax_fused ? 0 : E * c) + E * c + 2 * E, 2 * E, KernelFamily::generic}});
+}
 } // namespace
 
 BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t l, bool per_op_checkpoint,
@@ -105,9 +134,24 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
     ops.op({}, {{"attn.bwd.input_grad_sum", 4 * T * h * c, 2 * T * h, binary}});
     b.kernels.back().bwd_after = scatter;
   }
-  ops.gemm("attention.wq", T, h, q, dt, true, T * h * c);
-  ops.gemm("attention.wk", T, h, kv, dt);
-  ops.gemm("attention.wv", T, h, kv, dt);
+  // A block Linear: under Float8 its weight cast before its GEMM and its output
+  // gradient's cast after it (met first in backward); the index of its GEMM.
+  const bool float8      = lowering.float8;
+  const Dtype gemm_dtype = float8 ? Dtype::fp8 : dt;
+  auto linear            = [&](const std::string& name, double in, double out, double saved, bool grad_amax_fused) {
+    if (float8)
+      float8_cast_weight(ops, name, in, out, c);
+    ops.gemm(name, T, in, out, gemm_dtype, true, float8 ? 0.0 : saved); // Float8 keeps its FP8 input instead
+    const size_t at = b.kernels.size() - 1;
+    if (float8)
+      float8_cast_grad(ops, name, T, out, c, grad_amax_fused);
+    return at;
+  };
+  if (float8) // one cast of the normed x for wq, wk and wv (Inductor's CSE), its amax in the norm's kernel
+    float8_cast_input(ops, "attention.input", T, h, c, true);
+  linear("attention.wq", h, q, T * h * c, true);
+  linear("attention.wk", h, kv, 0, true);
+  linear("attention.wv", h, kv, 0, q > kv); // v's gradient from repeat_v's backward kernel, or SDPA's own
   // Inductor: q and k rotated in one kernel in bf16 (no fp32 copies), k written repeated
   // to every query head where GQA repeats it (under cp it is gathered first, then repeated).
   const bool repeat_k_fused = inductor && cp == 1 && q > kv;
@@ -151,9 +195,11 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
     KernelPlan& sum                                  = q > kv ? b.kernels[repeat_at] : b.kernels[sdpa_at];
     sum.bwd_after                                    = {CollectiveKind::reduce_scatter, kv_bytes, CommGroup::cp};
   }
-  ops.gemm("attention.wo", T, q, h, dt);
-  b.kernels.back().fwd_after  = scatter;
-  b.kernels.back().bwd_before = gather;
+  if (float8) // SDPA's output: its amax read again
+    float8_cast_input(ops, "attention.wo", T, q, c, false);
+  const size_t wo          = linear("attention.wo", q, h, 0, true);
+  b.kernels[wo].fwd_after  = scatter;
+  b.kernels[wo].bwd_before = gather;
   if (inductor) {
     inductor_rms_norm(ops, "attn.residual_ffn_norm", Ts, h, c, true, tp > 1 ? 1 : 2);
   } else {
@@ -166,8 +212,10 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
     ops.op({}, {{"ffn.bwd.input_grad_sum", 3 * T * h * c, T * h, binary}});
     b.kernels.back().bwd_after = scatter;
   }
-  ops.gemm("feed_forward.w1", T, h, f, dt, true, T * h * c);
-  ops.gemm("feed_forward.w3", T, h, f, dt);
+  if (float8)
+    float8_cast_input(ops, "feed_forward.input", T, h, c, true);
+  linear("feed_forward.w1", h, f, T * h * c, true);
+  linear("feed_forward.w3", h, f, 0, true);
   if (inductor) {
     // silu(w1 x) * w3 x in one kernel, keeping both inputs; backward both gradients in one.
     ops.op({{"feed_forward.silu_mul", 3 * T * f * c, 5 * T * f, activate}},
@@ -180,9 +228,12 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
             {"feed_forward.bwd.mul_silu", 3 * T * f * c, T * f, binary}},
            2 * T * f * c);
   }
-  ops.gemm("feed_forward.w2", T, f, h, dt, true, T * f * c);
-  b.kernels.back().fwd_after  = scatter;
-  b.kernels.back().bwd_before = gather;
+  if (float8) // the product from SiLU-times-w3's kernel, its amax reduced there
+    float8_cast_input(ops, "feed_forward.w2", T, f, c, true);
+  // w2's output gradient comes from the next block's graph: its amax read again.
+  const size_t w2          = linear("feed_forward.w2", f, h, T * f * c, false);
+  b.kernels[w2].fwd_after  = scatter;
+  b.kernels[w2].bwd_before = gather;
   hf::residual_add(ops, "ffn.residual", Ts, h, p);
   // Gradients alive at once in backward beyond what is kept: the MLP's (three T x f),
   // or the attention's (dq's fp32 accumulator, dk and dv per query head, the stream's).

@@ -38,9 +38,20 @@ struct Split {
 // forward, two backward); before, torchtitan's RMSNorm (norms.py, 2024: _norm(x.float())
 // .type_as(x) * weight) and torch's composite nn.RMSNorm launch LlamaRMSNorm's op
 // sequence (hf::rms_norm: the stream cast to fp32, eight kernels forward, nineteen back).
+//
+// With `float8` (torchao's Float8Linear, tensorwise dynamic scaling, as torchtitan's float8
+// converter swaps every block Linear; the output layer stays bf16; under Inductor only)
+// each GEMM reads FP8 operands at the FP8 rate: its input and weight cast to e4m3 after
+// an absolute-maximum reduction (fused into the kernel that wrote the input where Inductor
+// wrote it; one cast for the inputs wq, wk and wv share, one for w1 and w3), the output
+// gradient cast to e5m2 in both layouts the two backward GEMMs read, the input and
+// weight transposed for the weight and input gradients (_scaled_mm wants the second
+// operand column-major). The amaxes are a few bytes; torchtitan's per-op checkpointing
+// saves them and the matmuls' bf16 outputs as without Float8.
 struct Lowering {
   bool inductor       = false;
   bool fused_rms_norm = true;
+  bool float8         = false;
 };
 BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t layer, bool per_op_checkpoint,
                 Split split = {}, Lowering lowering = {});

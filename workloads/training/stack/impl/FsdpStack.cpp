@@ -51,6 +51,12 @@ TitanKnobs read_knobs(ParamReader& training)
              "the norms' backward); the embedding, output and loss stay eager (apply_compile, as of the "
              "performance tables of December 2024)"))
     k.lowering.inductor = true;
+  k.lowering.float8 =
+      r.choice("float8", "none", {"none", "tensorwise"},
+               "torchtitan's Float8 training (enable_float8_linear; later converters [\"float8\"] "
+               "with recipe_name tensorwise): torchao's Float8Linear in every block Linear, "
+               "dynamic tensorwise scaling, FP8 GEMMs with the casts and transposes around "
+               "them; needs compile (rowwise recipes and Float8 all-gathers not modelled)") == "tensorwise";
   // The PyTorch release it runs on, for what differs between releases in its eager ops.
   const std::string torch   = r.choice("torch", "2.11", {"2.6", "2.7", "2.8", "2.9", "2.10", "2.11"},
                                        "the PyTorch release torchtitan runs on: before 2.9 eager RMSNorm is composite "
@@ -85,6 +91,12 @@ public:
       refuse("offload", "FSDP2's CPUOffloadPolicy is not modelled yet");
     if (cfg.lora.enabled)
       refuse("lora", "torchtitan's LoRA is not modelled yet");
+    if (k_.lowering.float8 && !k_.lowering.inductor)
+      r.fail("fsdp", "training.fsdp.float8 is modelled under torch.compile only (eager, each cast is a dozen "
+                     "kernels, which torchtitan does not recommend): set compile: true");
+    if (k_.lowering.float8 && cfg.tp > 1)
+      r.fail("fsdp", "training.fsdp.float8 with tp > 1 (torchtitan's Float8 tensor-parallel styles, FP8 "
+                     "all-gathers) is not modelled yet");
     if (cfg.precision != Dtype::bf16)
       refuse("precision", "torchtitan's mixed precision runs bf16 parameters (param_dtype bf16, reduce_dtype fp32)");
     if (!cfg.flash_attention)
