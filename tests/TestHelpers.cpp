@@ -102,6 +102,11 @@ nlohmann::json run_json(const std::string& name, const std::string& yaml, const 
 
 std::string source_path(const std::string& relative) { return std::string(MEMWALL_SOURCE_DIR) + "/" + relative; }
 
+RunResult simulate_validation(const std::string& name)
+{
+  return simulate(load_spec(source_path("calibration/validation/" + name + ".yaml")), true);
+}
+
 std::string temp_path(const std::string& name)
 {
   auto dir = std::filesystem::temp_directory_path() / ("memwall-test-" + std::to_string(::getpid()));

@@ -72,6 +72,10 @@ inline const std::string sweep_base = "spec:\n  hardware: {node: desktop-4070}\n
 // A whole file's bytes ("" when it cannot be read).
 std::string read_file(const std::string& path);
 std::string source_path(const std::string& relative);
+// calibration/validation/NAME.yaml replayed (fits or not, a run that did not fit timed as if it fit).
+RunResult simulate_validation(const std::string& name);
+// A run's tokens per second, all GPUs together.
+inline double tokens_per_s(const RunResult& r) { return r.tokens_per_step / r.makespan_s; }
 std::string temp_path(const std::string& name);
 void write_file(const std::string& path, const std::string& text);
 // A `workload: {trace: ...}` spec of tests/data/traces/TRACE on `hardware` (a YAML value),

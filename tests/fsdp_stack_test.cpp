@@ -107,10 +107,9 @@ TEST_CASE("torchtitans_published_64_a100_runs_come_within_8_percent_on_average",
   for (const Run& run : {Run{"torchtitan-llama3-8b-op", 2973}, Run{"torchtitan-llama3-70b-full", 331},
                          Run{"torchtitan-llama2-13b-none", 2162}, Run{"torchtitan-llama2-13b-op", 1904},
                          Run{"torchtitan-llama2-70b-op", 355}, Run{"torchtitan-llama2-70b-full", 353}}) {
-    ExperimentSpec spec = load_spec(source_path(std::string("calibration/validation/") + run.spec + ".yaml"));
-    RunResult r         = simulate(spec, true);
-    double per_gpu      = r.tokens_per_step / r.makespan_s / r.gpus;
-    double error        = per_gpu / run.published - 1;
+    RunResult r    = simulate_validation(run.spec);
+    double per_gpu = r.tokens_per_step / r.makespan_s / r.gpus;
+    double error   = per_gpu / run.published - 1;
     INFO(run.spec << ": " << per_gpu << " tokens/s per GPU, published " << run.published);
     CHECK(std::fabs(error) <= 0.20);
     sum += std::fabs(error);
@@ -124,7 +123,7 @@ TEST_CASE("llama_2_70b_with_per_op_checkpointing_fits_at_batch_1_and_not_at_2_as
   // torchtitan docs/performance.md, footnote 1: at local batch 2 with selective AC the
   // 70B run is out of memory on 64 A100 80GB; at local batch 1 it runs.
   auto fits = [](const char* spec) {
-    RunResult r = simulate(load_spec(source_path(std::string("calibration/validation/") + spec + ".yaml")), true);
+    RunResult r = simulate_validation(spec);
     for (const PoolResult& p : r.pools)
       if (p.oom_count > 0)
         return false;

@@ -90,11 +90,8 @@ TEST_CASE("float8_speeds_torchtitans_compiled_8b_step_as_table_1_measured_within
   // torchtitan docs/performance.md Table 1 (Llama 3.1 8B, 8 H100 at 500 W, FSDP 8, local
   // batch 2, per-op AC, torch.compile): 6,667 tokens/s per GPU, 8,532 with Float8:
   // x1.280. memwall: x1.232 (2026-11-29).
-  auto rate = [](const char* spec) {
-    RunResult r = simulate(load_spec(source_path(std::string("calibration/validation/") + spec + ".yaml")), true);
-    return r.tokens_per_step / r.makespan_s;
-  };
-  const double speedup = rate("torchtitan-llama3-8b-h100-float8") / rate("torchtitan-llama3-8b-h100-compile");
+  const double speedup = tokens_per_s(simulate_validation("torchtitan-llama3-8b-h100-float8")) /
+                         tokens_per_s(simulate_validation("torchtitan-llama3-8b-h100-compile"));
   INFO("speedup x" << speedup);
   CHECK(speedup > 1.15);
   CHECK(speedup == Approx(8532.0 / 6667.0).epsilon(0.05));
