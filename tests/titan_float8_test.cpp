@@ -89,7 +89,7 @@ TEST_CASE("float8_speeds_torchtitans_compiled_8b_step_as_table_1_measured_within
 {
   // torchtitan docs/performance.md Table 1 (Llama 3.1 8B, 8 H100 at 500 W, FSDP 8, local
   // batch 2, per-op AC, torch.compile): 6,667 tokens/s per GPU, 8,532 with Float8:
-  // x1.280. memwall: x1.232 (2026-11-29).
+  // x1.280. memwall: x1.224 (2026-11-29).
   const double speedup = tokens_per_s(simulate_validation("torchtitan-llama3-8b-h100-float8")) /
                          tokens_per_s(simulate_validation("torchtitan-llama3-8b-h100-compile"));
   INFO("speedup x" << speedup);

@@ -26,7 +26,7 @@ BlockPlan gpt2_layer(const ModelSpec& m, const Tokens& t, const Precision& p, in
   conv1d(ops, "attn.c_proj", T, h, h, false, p);
   if (drop > 0)
     dropout(ops, "attn.resid_dropout", T * h, c);
-  residual_add(ops, "attn.residual", T, h, p);
+  residual_add(ops, "attn.residual", T, h, p, true); // ln_2 reads it
   grad_accumulate(ops, "ln2.grad_sum", T * h, e);
   layer_norm(ops, "ln2", T, h, p);
   conv1d(ops, "mlp.c_fc", T, h, f, true, p);
@@ -34,7 +34,7 @@ BlockPlan gpt2_layer(const ModelSpec& m, const Tokens& t, const Precision& p, in
   conv1d(ops, "mlp.c_proj", T, f, h, false, p);
   if (drop > 0)
     dropout(ops, "mlp.dropout", T * h, c);
-  residual_add(ops, "mlp.residual", T, h, p);
+  residual_add(ops, "mlp.residual", T, h, p, true); // the next ln_1 (or ln_f) reads it
   // Gradients alive at once in backward beyond what is kept: gelu_new's (several T x f
   // in c) and the stream's (fp32).
   b.backward_workspace = std::max(3 * T * f * c + 2 * T * h * e, 4 * T * 3 * h * c + 2 * T * h * e);

@@ -28,7 +28,7 @@ BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   rotary(ops, "attn.rope_k", T, kv, p);
   sdpa(ops, "attn.sdpa", t, m, p, true);
   linear(ops, "attn.o", T, o, h, false, p); // reads the attention's output, already in c
-  residual_add(ops, "attn.residual", T, h, p);
+  residual_add(ops, "attn.residual", T, h, p, rms_norm_reads_its_input(p));
   // residual = x; x = post_attention_layernorm(x); x = mlp(x); x = residual + x
   rms_norm(ops, "ln2", T, h, p);
   grad_accumulate(ops, "mlp.grad_sum", T * h, e);
@@ -42,7 +42,7 @@ BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
           {"mlp.bwd.mul_act", 3 * T * f * c, T * f, KernelFamily::residual}},
          3 * T * f * c);
   linear(ops, "mlp.down", T, f, h, false, p);
-  residual_add(ops, "mlp.residual", T, h, p);
+  residual_add(ops, "mlp.residual", T, h, p, rms_norm_reads_its_input(p));
   // Gradients alive at once in backward beyond what is kept: the MLP's (the product's,
   // the activation's and up's in c, the stream's in fp32), or the attention's (cuDNN's
   // fp32 dq accumulator, dk and dv per query head, the stream's).

@@ -55,10 +55,12 @@ void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const 
   fwd.push_back({name + ".mul_weight", (2 * E + h) * e, E, binary});
   // MulBackward (weight: grad * weight, grad * normed summed over tokens, after a
   // memset), MulBackward (x * rsqrt: grad * rsqrt, grad * x summed over the hidden
-  // dimension), the two gradients of x added, RsqrtBackward (3 small), MeanBackward
-  // (expand / h), PowBackward (pow(x, 1) copied, times 2, times the gradient), added.
-  // With the casts, ToCopyBackward casts the gradient up to fp32 after the weight's
-  // MulBackward and back down at the end; between them every gradient is fp32 (f).
+  // dimension), added to the residual stream's gradient of x, RsqrtBackward (3 small),
+  // MeanBackward (expand / h), PowBackward (pow(x, 1) copied, times 2, times the
+  // gradient), added. With the casts, ToCopyBackward casts the gradient up to fp32 after
+  // the weight's MulBackward and back down at the end; between them every gradient is
+  // fp32 (f) and belongs to the fp32 copy of x, whose two users' gradients are added
+  // there; the residual stream's is added to x's after the cast back, in x's dtype.
   const double f = casts ? 4 : e;
   std::vector<EagerKernel> bwd{{name + ".bwd.mul_weight", (2 * E + h) * e, E, binary},
                                {name + ".bwd.mul_normed", 3 * E * e, E, binary},
@@ -70,7 +72,6 @@ void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const 
   for (const EagerKernel& k : std::vector<EagerKernel>{{name + ".bwd.mul_rsqrt", (2 * E + T) * f, E, binary},
                                                        {name + ".bwd.mul_x", 3 * E * f, E, binary},
                                                        {name + ".bwd.sum_hidden", (E + T) * f, E, generic},
-                                                       {name + ".bwd.add", 3 * E * f, E, binary},
                                                        {name + ".bwd.rsqrt_pow", 2 * T * f, T, generic},
                                                        {name + ".bwd.rsqrt_mul", 2 * T * f, T, generic},
                                                        {name + ".bwd.rsqrt_mul2", 3 * T * f, T, generic},
@@ -80,8 +81,13 @@ void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const 
                                                        {name + ".bwd.pow_mul", 3 * E * f, E, binary},
                                                        {name + ".bwd.add_x", 3 * E * f, E, binary}})
     bwd.push_back(k);
-  if (casts)
+  EagerKernel residual{name + ".bwd.add", 3 * E * e, E, binary};
+  if (casts) {
     bwd.push_back(cast(name + ".bwd.to_input_dtype", E, 4, e));
+    bwd.push_back(residual);
+  } else { // x's own gradients: the residual stream's first, then the product's (the order recorded)
+    bwd.insert(bwd.begin() + 8, residual);
+  }
   // x * rsqrt and rsqrt in fp32; with the casts also the fp32 x and the cast-back output
   // (mul_weight's input) instead of x * rsqrt.
   ops.op(fwd, bwd, casts ? E * 4 + T * 4 + E * e : E * 4 + T * 4);
@@ -162,13 +168,13 @@ void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSp
                 {{name + ".bwd.dot_do_o", 2 * Eq * c + T * heads * 4, Eq, generic}}, after);
 }
 
-void residual_add(EagerOps& ops, const std::string& name, double T, double h, const Precision& p)
+void residual_add(EagerOps& ops, const std::string& name, double T, double h, const Precision& p, bool kept)
 {
   const double E = T * h;
   std::vector<EagerKernel> bwd;
   if (p.autocast())
     bwd.push_back(cast(name + ".bwd.cast_branch_grad", E, p.param, p.compute));
-  ops.op({{name, E * (2 * p.param + p.compute), E, binary}}, bwd, E * p.param);
+  ops.op({{name, E * (2 * p.param + p.compute), E, binary}}, bwd, kept ? E * p.param : 0.0);
 }
 
 void grad_accumulate(EagerOps& ops, const std::string& name, double elems, double element_bytes)

@@ -41,6 +41,9 @@ BlockPlan layer_plan(const ModelSpec& m, int64_t layer, double input_bytes);
 // LlamaRMSNorm over T x h elements of the stream: pow, mean, + eps, rsqrt, x * rsqrt,
 // weight * x; backward 16 kernels. Keeps x * rsqrt and rsqrt (x is its producer's).
 void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p);
+// Whether rms_norm's backward reads the stream tensor it was given (an fp32 stream; on a
+// bf16 or fp16 one it keeps its own fp32 copy instead).
+inline bool rms_norm_reads_its_input(const Precision& p) { return p.param == 4; }
 // A linear layer under autocast: cast the weight (kept for backward: autocast's cache),
 // cast the input unless it is in the compute dtype already (kept for the weight
 // gradient), the GEMM; backward the GEMM's two gradients, the input gradient cast back,
@@ -56,8 +59,9 @@ void rotary(EagerOps& ops, const std::string& name, double T, double width, cons
 void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSpec& m, const Precision& p,
           bool rotated);
 // residual + branch: the stream's dtype plus the branch's, promoted; backward casts the
-// gradient for the branch. Keeps the sum (the next norm reads it in backward).
-void residual_add(EagerOps& ops, const std::string& name, double T, double h, const Precision& p);
+// gradient for the branch. Keeps the sum where `kept`: where the next norm reads it in
+// backward (LayerNorm, a fused RMSNorm, rms_norm on an fp32 stream).
+void residual_add(EagerOps& ops, const std::string& name, double T, double h, const Precision& p, bool kept);
 // The sum of two gradients of one tensor (autograd's accumulation where it has two users).
 void grad_accumulate(EagerOps& ops, const std::string& name, double elems, double element_bytes);
 // nn.LayerNorm over T x h of the stream: ATen's fused kernel (keeps mean and rstd);

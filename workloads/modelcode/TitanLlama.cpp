@@ -23,14 +23,17 @@ void fused_rms_norm(EagerOps& ops, const std::string& name, double T, double h, 
 
 // apply_rotary_emb on q or k (T x width): .float(), view_as_complex times freqs_cis
 // (complex64), view_as_real, .type_as; backward the three in reverse. Keeps nothing of
-// size (the product keeps freqs_cis, a buffer).
-void complex_rotary(EagerOps& ops, const std::string& name, double T, double width, double c)
+// size (the product keeps freqs_cis, a buffer). Inductor generates no code for complex
+// tensors (it falls back to ATen's complex multiply), so compiled the three stay three
+// kernels; only GQA's repeat of k fuses into the cast back, which then writes `out` of
+// width (the query heads') and whose backward sums the copies' gradients as it casts up.
+void complex_rotary(EagerOps& ops, const std::string& name, double T, double width, double c, double out = 0)
 {
-  const double E = T * width;
+  const double E = T * width, O = T * (out > 0 ? out : width);
   ops.op({{name + ".float", E * (c + 4), 0, generic},
           {name + ".mul_freqs", 2 * E * 4, 3 * E, binary},
-          {name + ".type_as", E * (4 + c), 0, generic}},
-         {{name + ".bwd.float", E * (c + 4), 0, generic},
+          {name + ".type_as", E * 4 + O * c, 0, generic}},
+         {{name + ".bwd.float", O * c + E * 4, O - E, generic},
           {name + ".bwd.mul_conj_freqs", 2 * E * 4, 3 * E, binary},
           {name + ".bwd.type_as", E * (4 + c), 0, generic}});
 }
@@ -120,11 +123,13 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   // reduce-scattered (output_layouts Shard(1)), its gradient all-gathered.
   const TpComm gather{CollectiveKind::all_gather, tp > 1 ? T * h * c : 0.0};
   const TpComm scatter{CollectiveKind::reduce_scatter, tp > 1 ? T * h * c : 0.0};
-  // h = x + attention(attention_norm(x)): x's gradient from both users summed.
+  // h = x + attention(attention_norm(x)): x's gradient from both users summed (in the
+  // composite norm's backward, after its cast back: hf::rms_norm).
   if (inductor) {
     inductor_rms_norm(ops, "attention_norm", Ts, h, c, false, tp > 1 ? 1 : 3);
   } else {
-    hf::grad_accumulate(ops, "attn.grad_sum", Ts * h, c);
+    if (lowering.fused_rms_norm)
+      hf::grad_accumulate(ops, "attn.grad_sum", Ts * h, c);
     eager_norm("attention_norm");
   }
   b.kernels.back().fwd_after = gather;
@@ -152,17 +157,11 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   linear("attention.wq", h, q, T * h * c, true);
   linear("attention.wk", h, kv, 0, true);
   linear("attention.wv", h, kv, 0, q > kv); // v's gradient from repeat_v's backward kernel, or SDPA's own
-  // Inductor: q and k rotated in one kernel in bf16 (no fp32 copies), k written repeated
-  // to every query head where GQA repeats it (under cp it is gathered first, then repeated).
+  // Inductor writes k repeated to every query head in rotary's cast back where GQA repeats
+  // it (under cp k is gathered first, then repeated).
   const bool repeat_k_fused = inductor && cp == 1 && q > kv;
-  if (inductor) {
-    const double k_out = repeat_k_fused ? q : kv;
-    ops.op({{"attention.rotary_qk", T * (q + kv) * c + T * (q + k_out) * c, 6 * T * (q + kv), binary}},
-           {{"attention.rotary_qk.bwd", T * (q + k_out) * c + T * (q + kv) * c, 6 * T * (q + kv), binary}});
-  } else {
-    complex_rotary(ops, "attention.rotary_q", T, q, c);
-    complex_rotary(ops, "attention.rotary_k", T, kv, c);
-  }
+  complex_rotary(ops, "attention.rotary_q", T, q, c);
+  complex_rotary(ops, "attention.rotary_k", T, kv, c, repeat_k_fused ? q : kv);
   // Context parallelism as the Llama 3 paper runs it (section 3.3.2: K and V all-gathered
   // from the cp group before attention, exposed, Q local; torch's context_parallel with
   // its allgather rotate method moves the same): the rotated K and V gathered at their
@@ -173,7 +172,7 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   const double kv_bytes = cp > 1 ? Tk * 2 * kv * c : 0.0;
   if (cp > 1)
     b.kernels.back().fwd_after = {CollectiveKind::all_gather, kv_bytes, CommGroup::cp};
-  const size_t repeat_at = b.kernels.size(); // repeat_k's backward: the sum over its heads
+  const size_t repeat_at = b.kernels.size(); // under cp, repeat_k's backward: the sum over its heads
   if (!repeat_k_fused)
     repeat_kv(ops, "attention.repeat_k", Tk, kv, q, c);
   repeat_kv(ops, "attention.repeat_v", Tk, kv, q, c);
@@ -203,8 +202,11 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   if (inductor) {
     inductor_rms_norm(ops, "attn.residual_ffn_norm", Ts, h, c, true, tp > 1 ? 1 : 2);
   } else {
-    hf::residual_add(ops, "attn.residual", Ts, h, p);
-    hf::grad_accumulate(ops, "ffn.grad_sum", Ts * h, c);
+    // The sum kept where the norm after it reads it in backward: the fused norm, not the
+    // composite one (which keeps an fp32 copy of its own).
+    hf::residual_add(ops, "attn.residual", Ts, h, p, lowering.fused_rms_norm);
+    if (lowering.fused_rms_norm)
+      hf::grad_accumulate(ops, "ffn.grad_sum", Ts * h, c);
     eager_norm("ffn_norm");
   }
   b.kernels.back().fwd_after = gather;
@@ -234,7 +236,7 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   const size_t w2          = linear("feed_forward.w2", f, h, T * f * c, false);
   b.kernels[w2].fwd_after  = scatter;
   b.kernels[w2].bwd_before = gather;
-  hf::residual_add(ops, "ffn.residual", Ts, h, p);
+  hf::residual_add(ops, "ffn.residual", Ts, h, p, inductor || lowering.fused_rms_norm);
   // Gradients alive at once in backward beyond what is kept: the MLP's (three T x f),
   // or the attention's (dq's fp32 accumulator, dk and dv per query head, the stream's).
   // Under cp the gathered, repeated k and v are alive beside their gradients.

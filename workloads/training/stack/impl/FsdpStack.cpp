@@ -58,7 +58,7 @@ TitanKnobs read_knobs(ParamReader& training)
                "dynamic tensorwise scaling, FP8 GEMMs with the casts and transposes around "
                "them; needs compile (rowwise recipes and Float8 all-gathers not modelled)") == "tensorwise";
   // The PyTorch release it runs on, for what differs between releases in its eager ops.
-  const std::string torch   = r.choice("torch", "2.11", {"2.6", "2.7", "2.8", "2.9", "2.10", "2.11"},
+  const std::string torch   = r.choice("torch", "2.11", {"2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "2.11"},
                                        "the PyTorch release torchtitan runs on: before 2.9 eager RMSNorm is composite "
                                          "(the stream cast to fp32, eight kernels forward, nineteen backward: torchtitan's "
                                          "own RMSNorm of 2024 and nn.RMSNorm alike); from 2.9 ATen's fused kernel");
