@@ -107,6 +107,11 @@ RunResult simulate_validation(const std::string& name)
   return simulate(load_spec(source_path("calibration/validation/" + name + ".yaml")), true);
 }
 
+double validation_speedup(const std::string& faster, const std::string& slower)
+{
+  return tokens_per_s(simulate_validation(faster)) / tokens_per_s(simulate_validation(slower));
+}
+
 std::string temp_path(const std::string& name)
 {
   auto dir = std::filesystem::temp_directory_path() / ("memwall-test-" + std::to_string(::getpid()));

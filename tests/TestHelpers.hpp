@@ -76,6 +76,8 @@ std::string source_path(const std::string& relative);
 RunResult simulate_validation(const std::string& name);
 // A run's tokens per second, all GPUs together.
 inline double tokens_per_s(const RunResult& r) { return r.tokens_per_step / r.makespan_s; }
+// How much faster calibration/validation/FASTER.yaml runs than SLOWER.yaml, in tokens per second.
+double validation_speedup(const std::string& faster, const std::string& slower);
 std::string temp_path(const std::string& name);
 void write_file(const std::string& path, const std::string& text);
 // A `workload: {trace: ...}` spec of tests/data/traces/TRACE on `hardware` (a YAML value),

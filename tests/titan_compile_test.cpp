@@ -148,8 +148,7 @@ TEST_CASE("torch_compile_speeds_torchtitans_8b_step_as_table_1_measured_within_5
   // torchtitan docs/performance.md Table 1 (Llama 3.1 8B, 8 H100 at 500 W, FSDP 8, local
   // batch 2, per-op AC; torch of 2024-12-23): 5,762 tokens/s per GPU eager, 6,667 with
   // torch.compile: x1.157. memwall: x1.163 (2026-11-29).
-  const double speedup = tokens_per_s(simulate_validation("torchtitan-llama3-8b-h100-compile")) /
-                         tokens_per_s(simulate_validation("torchtitan-llama3-8b-h100"));
+  const double speedup = validation_speedup("torchtitan-llama3-8b-h100-compile", "torchtitan-llama3-8b-h100");
   INFO("speedup x" << speedup);
   CHECK(speedup > 1.10);
   CHECK(speedup == Approx(6667.0 / 5762.0).epsilon(0.05));

@@ -90,21 +90,23 @@ TEST_CASE("float8_speeds_torchtitans_compiled_8b_step_as_table_1_measured_within
   // torchtitan docs/performance.md Table 1 (Llama 3.1 8B, 8 H100 at 500 W, FSDP 8, local
   // batch 2, per-op AC, torch.compile): 6,667 tokens/s per GPU, 8,532 with Float8:
   // x1.280. memwall: x1.224 (2026-11-29).
-  const double speedup = tokens_per_s(simulate_validation("torchtitan-llama3-8b-h100-float8")) /
-                         tokens_per_s(simulate_validation("torchtitan-llama3-8b-h100-compile"));
+  const double speedup = validation_speedup("torchtitan-llama3-8b-h100-float8", "torchtitan-llama3-8b-h100-compile");
   INFO("speedup x" << speedup);
   CHECK(speedup > 1.15);
   CHECK(speedup == Approx(8532.0 / 6667.0).epsilon(0.05));
 }
 
-TEST_CASE("float8_is_refused_where_it_is_not_modelled", "[stack][fsdp][float8][errors]")
+TEST_CASE("float8_and_async_tp_are_refused_where_torchtitan_or_memwall_does_not_run_them",
+          "[stack][fsdp][float8][errors]")
 {
   const std::string spec = "hardware: {node: dgx-h100}\nmodel: {preset: llama-3-8b}\n"
                            "training: {stack: fsdp, seq_len: 2048, global_batch: 8, ";
   CHECK_THAT(refused("float8_eager", spec + "fsdp: {float8: tensorwise}}\n"),
              Catch::Contains("training.fsdp") && Catch::Contains("compile: true"));
-  CHECK_THAT(refused("float8_tp", spec + "tp: 2, sp: true, fsdp: {compile: true, float8: tensorwise}}\n"),
-             Catch::Contains("tp > 1"));
   CHECK_THAT(refused("float8_rowwise", spec + "fsdp: {compile: true, float8: rowwise}}\n"),
              Catch::Contains("training.fsdp.float8") && Catch::Contains("tensorwise"));
+  CHECK_THAT(refused("async_tp_eager", spec + "tp: 2, sp: true, fsdp: {async_tp: true}}\n"),
+             Catch::Contains("async_tp") && Catch::Contains("compile: true"));
+  CHECK_THAT(refused("async_tp_no_tp", spec + "fsdp: {compile: true, async_tp: true}}\n"),
+             Catch::Contains("async_tp") && Catch::Contains("tp > 1"));
 }

@@ -15,14 +15,13 @@ namespace {
 
 // One layer of hidden 7168 (56 heads) on a DGX H100, tp 8 with sequence parallelism,
 // 4,096 tokens; `nodes` x 8 GPUs (data parallel across nodes).
-RunResult layer_step(bool overlap, int nodes = 1)
+RunResult layer_step(bool overlap, int nodes = 1, const std::string& recompute = "none")
 {
   std::string yaml = "hardware: {node: dgx-h100, nodes: " + std::to_string(nodes) +
                      "}\nmodel: {layers: 1, hidden: 7168, heads: 56, vocab: 32768, max_seq_len: 4096}\n"
                      "training: {stack: megatron, seq_len: 4096, global_batch: " +
-                     std::to_string(nodes) +
-                     ", micro_batch: 1, tp: 8, sp: true, megatron: {tp_comm_overlap: " + (overlap ? "true" : "false") +
-                     "}}\n";
+                     std::to_string(nodes) + ", micro_batch: 1, tp: 8, sp: true, recompute: " + recompute +
+                     ", megatron: {tp_comm_overlap: " + (overlap ? "true" : "false") + "}}\n";
   return simulate(parse_spec(yaml, "test.yaml", ""), true);
 }
 
@@ -48,6 +47,25 @@ TEST_CASE("a_ring_exchanged_gemm_chunk_waits_for_its_chunk_and_the_first_runs_on
   }
   CHECK(sends == 7);
   CHECK(chunks == 8);
+}
+
+TEST_CASE("full_recompute_runs_the_forward_again_with_its_tp_collectives_overlapped_as_before", "[tp][overlap]")
+{
+  // The recomputed forward is the same TE modules with the same userbuffers: the
+  // column-parallel GEMM ring-exchanged again (8 more chunks, 7 more transfers), the
+  // row-parallel one pipelined again; no plain tp collective in the recompute.
+  RunResult r = layer_step(true, 1, "full");
+  int sends = 0, chunks = 0, plain = 0;
+  for (const OpRecord& o : r.ops) {
+    sends += o.name.rfind("L0.qkv.fwd.ub_send", 0) == 0;
+    chunks += o.name.rfind("L0.qkv.fwd.ub_gemm", 0) == 0;
+    plain += o.name.find(".recompute.") != std::string::npos && o.name.size() > 3 &&
+             o.name.compare(o.name.size() - 3, 3, ".tp") == 0;
+  }
+  CHECK(sends == 14);
+  CHECK(chunks == 16);
+  CHECK(plain == 0);
+  CHECK(layer_step(true, 1, "full").makespan_s < layer_step(false, 1, "full").makespan_s);
 }
 
 TEST_CASE("a_pipelined_reduce_scatter_runs_beside_the_next_chunk_on_the_sms_it_leaves", "[tp][overlap]")

@@ -66,14 +66,17 @@ void inductor_rms_norm(EagerOps& ops, const std::string& name, double T, double 
 }
 
 // Float8Linear's casts (Lowering::float8), each an op of its own before or after its
-// GEMM. An input of T x in cast to e4m3 (its amax read again unless the kernel that
-// wrote it reduced it), kept in FP8 for backward, where the weight gradient reads it
-// transposed (one copy, read and written in FP8).
-void float8_cast_input(EagerOps& ops, const std::string& name, double T, double in, double c, bool amax_fused)
+// GEMM. An input of Tc x in cast to e4m3 (its amax read again unless the kernel that
+// wrote it reduced it); under tp a column-parallel block's input is cast on its sequence
+// shard and all-gathered in FP8 to T tokens (PrepareFloat8ModuleInput), else Tc = T. The
+// T x in FP8 input is kept for backward, where the weight gradient reads it transposed
+// (one copy, read and written in FP8).
+void float8_cast_input(EagerOps& ops, const std::string& name, double Tc, double T, double in, double c,
+                       bool amax_fused)
 {
-  const double E = T * in;
+  const double E = Tc * in;
   ops.op({{name + ".to_float8", (amax_fused ? 0 : E * c) + E * c + E, 2 * E, KernelFamily::generic}},
-         {{name + ".float8_transpose", 2 * E, 0, KernelFamily::generic}}, E);
+         {{name + ".float8_transpose", 2 * T * in, 0, KernelFamily::generic}}, T * in);
 }
 
 // The gathered bf16 weight (in x out) cast to e4m3 each forward (its amax, then the
@@ -86,12 +89,15 @@ void float8_cast_weight(EagerOps& ops, const std::string& name, double in, doubl
          {{name + ".weight.float8_transpose", 2 * W, 0, KernelFamily::generic}}, W);
 }
 
-// The output gradient (T x out) cast to e5m2 in both layouts (its amax read again unless
-// fused into the kernel that wrote it), before the GEMM's backward.
-void float8_cast_grad(EagerOps& ops, const std::string& name, double T, double out, double c, bool amax_fused)
+// The output gradient (Tc x out) cast to e5m2 (its amax read again unless fused into the
+// kernel that wrote it), before the GEMM's backward, in both layouts the two backward
+// GEMMs read; a row-parallel output's gradient under tp is cast on its sequence shard,
+// all-gathered in FP8 to T tokens (Float8RowwiseParallel) and transposed there.
+void float8_cast_grad(EagerOps& ops, const std::string& name, double Tc, double T, double out, double c,
+                      bool amax_fused)
 {
-  const double E = T * out;
-  ops.op({}, {{name + ".grad.to_float8", (amax_fused ? 0 : E * c) + E * c + 2 * E, 2 * E, KernelFamily::generic}});
+  const double E = Tc * out, layouts = Tc < T ? E + 2 * T * out : 2 * E;
+  ops.op({}, {{name + ".grad.to_float8", (amax_fused ? 0 : E * c) + E * c + layouts, 2 * E, KernelFamily::generic}});
 }
 } // namespace
 
@@ -120,9 +126,21 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   };
   // The sequence-parallel input of a column-parallel block all-gathered (PrepareModuleInput
   // Shard(1) -> Replicate), its gradient reduce-scattered back; a row-parallel output
-  // reduce-scattered (output_layouts Shard(1)), its gradient all-gathered.
-  const TpComm gather{CollectiveKind::all_gather, tp > 1 ? T * h * c : 0.0};
-  const TpComm scatter{CollectiveKind::reduce_scatter, tp > 1 ? T * h * c : 0.0};
+  // reduce-scattered (output_layouts Shard(1)), its gradient all-gathered. Under Float8
+  // both gathers move FP8 (1 byte), the reduce-scatters bf16. Async TP (torch's
+  // micro-pipeline TP: symmetric memory, copy engines) runs a gather beside the GEMM it
+  // feeds, chunk by chunk as each arrives, and a row-parallel GEMM in tp chunks, each
+  // chunk's reduce-scatter beside the next; the summed input gradients of wq, wk and wv
+  // (of w1 and w3) reach their reduce-scatter through an add, which the pass does not fuse.
+  const bool float8 = lowering.float8;
+  TpComm gather{CollectiveKind::all_gather, tp > 1 ? T * h * (float8 ? 1 : c) : 0.0};
+  TpComm scatter{CollectiveKind::reduce_scatter, tp > 1 ? T * h * c : 0.0};
+  const TpComm grad_scatter = scatter;
+  if (lowering.async_tp) {
+    gather.overlap  = TpOverlap::ring_exchange;
+    scatter.overlap = TpOverlap::pipeline;
+    scatter.splits  = static_cast<int>(tp);
+  }
   // h = x + attention(attention_norm(x)): x's gradient from both users summed (in the
   // composite norm's backward, after its cast back: hf::rms_norm).
   if (inductor) {
@@ -132,31 +150,34 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
       hf::grad_accumulate(ops, "attn.grad_sum", Ts * h, c);
     eager_norm("attention_norm");
   }
-  b.kernels.back().fwd_after = gather;
+  if (!float8)
+    b.kernels.back().fwd_after = gather;
   // wq, wk and wv read the same normed x (kept once, by wq: the gathered one, as DTensor's
   // autograd saves it); their input gradients summed, then reduce-scattered.
   if (!inductor || tp > 1) {
     ops.op({}, {{"attn.bwd.input_grad_sum", 4 * T * h * c, 2 * T * h, binary}});
-    b.kernels.back().bwd_after = scatter;
+    b.kernels.back().bwd_after = grad_scatter;
   }
   // A block Linear: under Float8 its weight cast before its GEMM and its output
-  // gradient's cast after it (met first in backward); the index of its GEMM.
-  const bool float8      = lowering.float8;
+  // gradient's cast after it (met first in backward, before a row-parallel GEMM's
+  // gradient gather: `shard` tokens); the index of its GEMM.
   const Dtype gemm_dtype = float8 ? Dtype::fp8 : dt;
-  auto linear            = [&](const std::string& name, double in, double out, double saved, bool grad_amax_fused) {
+  auto linear = [&](const std::string& name, double in, double out, double saved, bool grad_amax_fused, double shard) {
     if (float8)
       float8_cast_weight(ops, name, in, out, c);
     ops.gemm(name, T, in, out, gemm_dtype, true, float8 ? 0.0 : saved); // Float8 keeps its FP8 input instead
     const size_t at = b.kernels.size() - 1;
     if (float8)
-      float8_cast_grad(ops, name, T, out, c, grad_amax_fused);
+      float8_cast_grad(ops, name, shard, T, out, c, grad_amax_fused);
     return at;
   };
-  if (float8) // one cast of the normed x for wq, wk and wv (Inductor's CSE), its amax in the norm's kernel
-    float8_cast_input(ops, "attention.input", T, h, c, true);
-  linear("attention.wq", h, q, T * h * c, true);
-  linear("attention.wk", h, kv, 0, true);
-  linear("attention.wv", h, kv, 0, q > kv); // v's gradient from repeat_v's backward kernel, or SDPA's own
+  if (float8) { // one cast of the normed x for wq, wk and wv (Inductor's CSE), its amax in the norm's kernel
+    float8_cast_input(ops, "attention.input", Ts, T, h, c, true);
+    b.kernels.back().fwd_after = gather;
+  }
+  linear("attention.wq", h, q, T * h * c, true, T);
+  linear("attention.wk", h, kv, 0, true, T);
+  linear("attention.wv", h, kv, 0, q > kv, T); // v's gradient from repeat_v's backward kernel, or SDPA's own
   // Inductor writes k repeated to every query head in rotary's cast back where GQA repeats
   // it (under cp k is gathered first, then repeated).
   const bool repeat_k_fused = inductor && cp == 1 && q > kv;
@@ -195,8 +216,8 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
     sum.bwd_after                                    = {CollectiveKind::reduce_scatter, kv_bytes, CommGroup::cp};
   }
   if (float8) // SDPA's output: its amax read again
-    float8_cast_input(ops, "attention.wo", T, q, c, false);
-  const size_t wo          = linear("attention.wo", q, h, 0, true);
+    float8_cast_input(ops, "attention.wo", T, T, q, c, false);
+  const size_t wo          = linear("attention.wo", q, h, 0, true, Ts);
   b.kernels[wo].fwd_after  = scatter;
   b.kernels[wo].bwd_before = gather;
   if (inductor) {
@@ -209,15 +230,18 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
       hf::grad_accumulate(ops, "ffn.grad_sum", Ts * h, c);
     eager_norm("ffn_norm");
   }
-  b.kernels.back().fwd_after = gather;
+  if (!float8)
+    b.kernels.back().fwd_after = gather;
   if (!inductor || tp > 1) {
     ops.op({}, {{"ffn.bwd.input_grad_sum", 3 * T * h * c, T * h, binary}});
-    b.kernels.back().bwd_after = scatter;
+    b.kernels.back().bwd_after = grad_scatter;
   }
-  if (float8)
-    float8_cast_input(ops, "feed_forward.input", T, h, c, true);
-  linear("feed_forward.w1", h, f, T * h * c, true);
-  linear("feed_forward.w3", h, f, 0, true);
+  if (float8) {
+    float8_cast_input(ops, "feed_forward.input", Ts, T, h, c, true);
+    b.kernels.back().fwd_after = gather;
+  }
+  linear("feed_forward.w1", h, f, T * h * c, true, T);
+  linear("feed_forward.w3", h, f, 0, true, T);
   if (inductor) {
     // silu(w1 x) * w3 x in one kernel, keeping both inputs; backward both gradients in one.
     ops.op({{"feed_forward.silu_mul", 3 * T * f * c, 5 * T * f, activate}},
@@ -231,9 +255,9 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
            2 * T * f * c);
   }
   if (float8) // the product from SiLU-times-w3's kernel, its amax reduced there
-    float8_cast_input(ops, "feed_forward.w2", T, f, c, true);
+    float8_cast_input(ops, "feed_forward.w2", T, T, f, c, true);
   // w2's output gradient comes from the next block's graph: its amax read again.
-  const size_t w2          = linear("feed_forward.w2", f, h, T * f * c, false);
+  const size_t w2          = linear("feed_forward.w2", f, h, T * f * c, false, Ts);
   b.kernels[w2].fwd_after  = scatter;
   b.kernels[w2].bwd_before = gather;
   hf::residual_add(ops, "ffn.residual", Ts, h, p, inductor || lowering.fused_rms_norm);

@@ -48,10 +48,15 @@ struct Split {
 // weight transposed for the weight and input gradients (_scaled_mm wants the second
 // operand column-major). The amaxes are a few bytes; torchtitan's per-op checkpointing
 // saves them and the matmuls' bf16 outputs as without Float8.
+//
+// With `async_tp` (torchtitan's enable_async_tensor_parallel: torch's micro-pipeline TP,
+// under Inductor only) the tp all-gathers run beside the GEMMs they feed and the
+// row-parallel reduce-scatters beside their GEMM's chunks (TitanLlama.cpp says which).
 struct Lowering {
   bool inductor       = false;
   bool fused_rms_norm = true;
   bool float8         = false;
+  bool async_tp       = false;
 };
 BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, int64_t layer, bool per_op_checkpoint,
                 Split split = {}, Lowering lowering = {});

@@ -113,11 +113,12 @@ void BlockPasses::forward(int b, int64_t mb)
   gathers_.release(b);
 }
 
-void BlockPasses::recompute(int b, int64_t mb)
+void BlockPasses::recompute(int b, int64_t mb, OpId params)
 {
   const StepBlock& blk = step_.blocks[b];
   const StepStage& s   = step_.stage_of(b);
   auto& saved          = saved_.of(b, mb);
+  ComputeTail& tail    = tails_[s.gpu];
   const SavedActivations policy(step_.cfg.recompute);
   for (size_t i = 0; i < blk.plan.kernels.size(); ++i) {
     const KernelPlan& k = blk.plan.kernels[i];
@@ -132,14 +133,29 @@ void BlockPasses::recompute(int b, int64_t mb)
     }
     if (!policy.reruns(blk.plan, k) || k.first_micro_batch_only)
       continue;
-    if (k.runs(true))
-      touches_.touch_kernel(kernel(s.gpu, name(b, i, Role::rc), k, true, true), b, i, true, saved[i]);
-    // A whole forward again, its collectives with it. A per-op policy keeps the outputs of
-    // reduce-scatters but not of tp all-gathers (torchtitan's save list), so a rerun
-    // kernel's tp all-gather runs again; context parallelism's K and V are gathered again
-    // by attention's backward itself (TpComm bwd_before), not here.
-    const bool regather = k.fwd_after.kind == CollectiveKind::all_gather && k.fwd_after.group == CommGroup::tp;
-    if (policy.checkpoints(blk.plan) || regather)
+    // A whole forward again, its collectives with it, overlapped as in forward. A per-op
+    // policy keeps the outputs of reduce-scatters but not of tp all-gathers (torchtitan's
+    // save list), so a rerun kernel's tp all-gather runs again; context parallelism's K
+    // and V are gathered again by attention's backward itself (TpComm bwd_before), not here.
+    const bool regather    = k.fwd_after.kind == CollectiveKind::all_gather && k.fwd_after.group == CommGroup::tp;
+    const bool collectives = policy.checkpoints(blk.plan) || regather;
+    if (k.runs(true)) {
+      OpId id = 0;
+      if (collectives && tail.ring_ahead && k.kclass == KernelClass::gemm) {
+        id              = ring_exchange_forward(b, i, *tail.ring_ahead, params);
+        tail.ring_ahead = nullptr;
+      } else if (collectives && k.fwd_after.overlap == TpOverlap::pipeline) {
+        id = pipelined_forward(b, i, params);
+      } else {
+        id = kernel(s.gpu, name(b, i, Role::rc), k, true, true);
+      }
+      touches_.touch_kernel(id, b, i, true, saved[i]);
+    }
+    if (!collectives)
+      continue;
+    if (k.fwd_after.overlap == TpOverlap::ring_exchange)
+      tail.ring_ahead = &k.fwd_after;
+    else if (k.fwd_after.overlap == TpOverlap::none || !k.runs(true))
       tp_collective(b, i, Role::rc_tp, k.fwd_after);
   }
 }
@@ -158,7 +174,7 @@ void BlockPasses::backward(int b, int64_t mb)
     ws = dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::workspace, blk.plan.backward_workspace,
                    prefix + "activation_grads", {params});
   if (SavedActivations(step_.cfg.recompute).recomputes(blk.plan))
-    recompute(b, mb);
+    recompute(b, mb, params);
   auto& saved                      = saved_.of(b, mb);
   const std::vector<Tensor>* again = saved_.regenerated_of(b, mb);
   for (size_t i = blk.plan.kernels.size(); i-- > 0;) {

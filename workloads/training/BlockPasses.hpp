@@ -41,7 +41,7 @@ private:
     bwd_free_saved,
     bwd_free_regenerated
   };
-  void recompute(int b, int64_t mb); // what SavedActivations says the backward brings back
+  void recompute(int b, int64_t mb, OpId params); // what SavedActivations says the backward brings back
   OpId kernel(const DeviceRef& gpu, const OpName& name, const KernelPlan& k, bool forward, bool recompute);
   // A compute-stream op, after the overlapped collectives the stream must wait for.
   OpId compute(Op op);

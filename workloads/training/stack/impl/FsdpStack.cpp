@@ -57,6 +57,10 @@ TitanKnobs read_knobs(ParamReader& training)
                "with recipe_name tensorwise): torchao's Float8Linear in every block Linear, "
                "dynamic tensorwise scaling, FP8 GEMMs with the casts and transposes around "
                "them; needs compile (rowwise recipes and Float8 all-gathers not modelled)") == "tensorwise";
+  k.lowering.async_tp = r.flag("async_tp", false,
+                               "torchtitan's enable_async_tensor_parallel: torch's micro-pipeline TP (symmetric "
+                               "memory, copy engines) runs each tp all-gather beside the GEMM it feeds and each "
+                               "row-parallel GEMM in tp chunks beside their reduce-scatters; needs compile and tp > 1");
   // The PyTorch release it runs on, for what differs between releases in its eager ops.
   const std::string torch   = r.choice("torch", "2.11", {"2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "2.11"},
                                        "the PyTorch release torchtitan runs on: before 2.9 eager RMSNorm is composite "
@@ -94,9 +98,9 @@ public:
     if (k_.lowering.float8 && !k_.lowering.inductor)
       r.fail("fsdp", "training.fsdp.float8 is modelled under torch.compile only (eager, each cast is a dozen "
                      "kernels, which torchtitan does not recommend): set compile: true");
-    if (k_.lowering.float8 && cfg.tp > 1)
-      r.fail("fsdp", "training.fsdp.float8 with tp > 1 (torchtitan's Float8 tensor-parallel styles, FP8 "
-                     "all-gathers) is not modelled yet");
+    if (k_.lowering.async_tp && (!k_.lowering.inductor || cfg.tp == 1))
+      r.fail("fsdp", "training.fsdp.async_tp is torch's micro-pipeline TP, an Inductor pass over tp's collectives: "
+                     "it needs compile: true and tp > 1, as torchtitan asserts");
     if (cfg.precision != Dtype::bf16)
       refuse("precision", "torchtitan's mixed precision runs bf16 parameters (param_dtype bf16, reduce_dtype fp32)");
     if (!cfg.flash_attention)
