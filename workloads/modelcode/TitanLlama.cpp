@@ -220,6 +220,16 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   const size_t wo          = linear("attention.wo", q, h, 0, true, Ts);
   b.kernels[wo].fwd_after  = scatter;
   b.kernels[wo].bwd_before = gather;
+  // torch's fused matmul-reduce-scatter leaves each rank the tp partial sums of its shard
+  // in a symmetric buffer, then adds them (reduce_fn): T h read, T h / tp written.
+  std::vector<size_t> partial_sums;
+  auto reduce_partials = [&](const std::string& name) {
+    if (!lowering.async_tp || tp == 1)
+      return;
+    ops.op({{name + ".reduce_partials", T * h * c + Ts * h * c, T * h, binary}}, {});
+    partial_sums.push_back(b.kernels.size() - 1);
+  };
+  reduce_partials("attention.wo");
   if (inductor) {
     inductor_rms_norm(ops, "attn.residual_ffn_norm", Ts, h, c, true, tp > 1 ? 1 : 2);
   } else {
@@ -260,6 +270,7 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
   const size_t w2          = linear("feed_forward.w2", f, h, T * f * c, false, Ts);
   b.kernels[w2].fwd_after  = scatter;
   b.kernels[w2].bwd_before = gather;
+  reduce_partials("feed_forward.w2");
   hf::residual_add(ops, "ffn.residual", Ts, h, p, inductor || lowering.fused_rms_norm);
   // Gradients alive at once in backward beyond what is kept: the MLP's (three T x f),
   // or the attention's (dq's fp32 accumulator, dk and dv per query head, the stream's).
@@ -292,6 +303,9 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
       if (k.fwd_after.kind == CollectiveKind::reduce_scatter && k.fwd_after.bytes > 0)
         k.selective_kept += Ts * h * c;
     }
+    // The partial sums' reduction makes the reduce-scatter's output, which the save list keeps.
+    for (size_t at : partial_sums)
+      b.kernels[at].selective = false;
     KernelPlan input; // the layer's input: the sequence shard under tp
     input.name                  = "checkpoint.input";
     input.kclass                = KernelClass::elementwise;

@@ -133,31 +133,32 @@ void BlockPasses::recompute(int b, int64_t mb, OpId params)
     }
     if (!policy.reruns(blk.plan, k) || k.first_micro_batch_only)
       continue;
-    // A whole forward again, its collectives with it, overlapped as in forward. A per-op
-    // policy keeps the outputs of reduce-scatters but not of tp all-gathers (torchtitan's
-    // save list), so a rerun kernel's tp all-gather runs again; context parallelism's K
-    // and V are gathered again by attention's backward itself (TpComm bwd_before), not here.
-    const bool regather    = k.fwd_after.kind == CollectiveKind::all_gather && k.fwd_after.group == CommGroup::tp;
-    const bool collectives = policy.checkpoints(blk.plan) || regather;
+    // A whole forward again, its collectives with it, overlapped as in forward (every
+    // GEMM reruns, the one a ring exchange feeds among them). A per-op policy keeps the
+    // outputs of reduce-scatters but not of tp all-gathers (torchtitan's save list), so a
+    // rerun kernel's tp all-gather runs again, whole: the GEMM it fed may be one whose
+    // output was kept. Context parallelism's K and V are gathered again by attention's
+    // backward itself (TpComm bwd_before), not here.
+    const bool whole    = policy.checkpoints(blk.plan);
+    const bool regather = k.fwd_after.kind == CollectiveKind::all_gather && k.fwd_after.group == CommGroup::tp;
     if (k.runs(true)) {
       OpId id = 0;
-      if (collectives && tail.ring_ahead && k.kclass == KernelClass::gemm) {
-        id              = ring_exchange_forward(b, i, *tail.ring_ahead, params);
+      if (whole && tail.ring_ahead && k.kclass == KernelClass::gemm) {
+        id              = ring_exchange_forward(b, i, *tail.ring_ahead, params, true);
         tail.ring_ahead = nullptr;
-      } else if (collectives && k.fwd_after.overlap == TpOverlap::pipeline) {
-        id = pipelined_forward(b, i, params);
+      } else if (whole && k.fwd_after.overlap == TpOverlap::pipeline) {
+        id = pipelined_forward(b, i, params, true);
       } else {
         id = kernel(s.gpu, name(b, i, Role::rc), k, true, true);
       }
       touches_.touch_kernel(id, b, i, true, saved[i]);
     }
-    if (!collectives)
-      continue;
-    if (k.fwd_after.overlap == TpOverlap::ring_exchange)
+    if (whole && k.fwd_after.overlap == TpOverlap::ring_exchange)
       tail.ring_ahead = &k.fwd_after;
-    else if (k.fwd_after.overlap == TpOverlap::none || !k.runs(true))
+    else if (whole ? k.fwd_after.overlap == TpOverlap::none || !k.runs(true) : regather)
       tp_collective(b, i, Role::rc_tp, k.fwd_after);
   }
+  tail.ring_ahead = nullptr; // no ring outlives the recompute that started it
 }
 
 void BlockPasses::backward(int b, int64_t mb)

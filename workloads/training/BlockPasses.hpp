@@ -48,21 +48,23 @@ private:
 
   // Overlapped tp collectives (TpOverlap; TpOverlapPasses.cpp). A part of a GEMM kernel:
   // `pass`'s share of its work, split into `chunks` along the tokens.
+  // A recomputed forward's part counts no model FLOPs.
   Op gemm_part(const DeviceRef& gpu, const KernelPlan& k, bool forward, GemmPass pass, int chunks, OpName name,
-               int comm_sms = 0);
+               int comm_sms = 0, bool recompute = false);
   // The GPU's next rank in its tp group: where userbuffers sends a chunk.
   DeviceRef tp_neighbour(const StepStage& s);
   OpId send(const StepStage& s, double bytes, const OpName& name);
   // Forward of block b's kernel i (a GEMM) with the all-gather `c` before it by ring
   // exchange, or with the reduce-scatter after it pipelined.
-  // Both return the first compute op (the one the kernel's memory touches go to).
-  OpId ring_exchange_forward(int b, size_t i, const TpComm& c, OpId params);
-  OpId pipelined_forward(int b, size_t i, OpId params);
+  // Both return the first compute op (the one the kernel's memory touches go to); with
+  // `recompute`, the forward again in backward (its parts named and counted as such).
+  OpId ring_exchange_forward(int b, size_t i, const TpComm& c, OpId params, bool recompute = false);
+  OpId pipelined_forward(int b, size_t i, OpId params, bool recompute = false);
   // Backward of block b's kernel i with its overlapped collectives.
   OpId overlapped_backward(int b, size_t i, OpId params);
   // TE's ring exchange of `bytes` (the gathered tensor) beside the tp chunks of kernel i's
   // forward GEMM or its backward's `pass`; returns the first chunk.
-  OpId ring_exchange(int b, size_t i, double bytes, bool forward, GemmPass pass, OpId params);
+  OpId ring_exchange(int b, size_t i, double bytes, bool forward, GemmPass pass, OpId params, bool recompute = false);
   // The parts of a kernel's overlapped work, named "<block>.<kernel>.<part><chunk>".
   enum class UbPart : uint8_t {
     fwd_send,
@@ -73,7 +75,10 @@ private:
     bwd_wgrad,
     bwd_all_gather,
     bwd_dgrad,
-    bwd_reduce_scatter
+    bwd_reduce_scatter,
+    rc_send,
+    rc_gemm,
+    rc_reduce_scatter
   };
   // The name of `part` (chunk `chunk`, -1: none) of kernel i's overlapped work, made once:
   // looked up per micro-batch by a packed key, no string built.

@@ -25,9 +25,10 @@ const OpName& BlockPasses::part_name(int b, size_t i, UbPart part, int chunk)
                        (static_cast<uint64_t>(part) << 12) | static_cast<uint64_t>(chunk + 1);
   auto [it, fresh] = part_names_.try_emplace(key);
   if (fresh) {
-    static const char* parts[] = {"fwd.ub_send",       "fwd.ub_gemm",  "fwd.ub_reduce_scatter",
-                                  "bwd.ub_send",       "bwd.ub_dgrad", "bwd.wgrad",
-                                  "bwd.ub_all_gather", "bwd.dgrad",    "bwd.ub_reduce_scatter"};
+    static const char* parts[] = {"fwd.ub_send",       "fwd.ub_gemm",       "fwd.ub_reduce_scatter",
+                                  "bwd.ub_send",       "bwd.ub_dgrad",      "bwd.wgrad",
+                                  "bwd.ub_all_gather", "bwd.dgrad",         "bwd.ub_reduce_scatter",
+                                  "recompute.ub_send", "recompute.ub_gemm", "recompute.ub_reduce_scatter"};
     it->second                 = OpName(step_.blocks[b].plan.name + "." + step_.blocks[b].plan.kernels[i].name + "." +
                                         parts[static_cast<size_t>(part)] + (chunk >= 0 ? std::to_string(chunk) : ""));
   }
@@ -35,9 +36,9 @@ const OpName& BlockPasses::part_name(int b, size_t i, UbPart part, int chunk)
 }
 
 Op BlockPasses::gemm_part(const DeviceRef& gpu, const KernelPlan& k, bool forward, GemmPass pass, int chunks,
-                          OpName name, int comm_sms)
+                          OpName name, int comm_sms, bool recompute)
 {
-  double flops = k.fwd_flops, bytes = k.fwd_bytes, model = k.fwd_flops;
+  double flops = k.fwd_flops, bytes = k.fwd_bytes, model = recompute ? 0.0 : k.fwd_flops;
   if (!forward) { // one of the backward's GEMMs (both: its input and weight gradient), each half of the work
     double share = k.bwd_pass == GemmPass::backward && pass != GemmPass::backward ? 0.5 : 1.0;
     flops        = k.bwd_flops * share;
@@ -69,7 +70,7 @@ OpId BlockPasses::send(const StepStage& s, double bytes, const OpName& name)
   return step_.dag.add(std::move(op));
 }
 
-OpId BlockPasses::ring_exchange(int b, size_t i, double bytes, bool forward, GemmPass pass, OpId params)
+OpId BlockPasses::ring_exchange(int b, size_t i, double bytes, bool forward, GemmPass pass, OpId params, bool recompute)
 {
   // TE's split_overlap_ag: t steps; at step j the GEMM runs on chunk j (its own at j = 0)
   // while chunk j + 1 comes from the neighbour.
@@ -80,14 +81,24 @@ OpId BlockPasses::ring_exchange(int b, size_t i, double bytes, bool forward, Gem
   for (int j = 0; j < t; ++j) {
     OpId sent = 0;
     if (j + 1 < t) {
-      sent = send(s, bytes / t, part_name(b, i, forward ? UbPart::fwd_send : UbPart::bwd_send, j));
+      sent = send(s, bytes / t,
+                  part_name(b, i,
+                            recompute ? UbPart::rc_send
+                            : forward ? UbPart::fwd_send
+                                      : UbPart::bwd_send,
+                            j));
       if (j == 0) // this GPU's own share, once the compute stream has it (after whatever the
                   // stream waited for: a pipeline stage's incoming gradient included); later
                   // steps forward what the last one received (the userbuffers stream's order)
         step_.dag.depend(sent, step_.dag.stream_tail(s.gpu, StreamKind::compute));
     }
     OpId id = compute(gemm_part(s.gpu, k, forward, pass, t,
-                                part_name(b, i, forward ? UbPart::fwd_gemm : UbPart::bwd_dgrad_chunk, j)));
+                                part_name(b, i,
+                                          recompute ? UbPart::rc_gemm
+                                          : forward ? UbPart::fwd_gemm
+                                                    : UbPart::bwd_dgrad_chunk,
+                                          j),
+                                0, recompute));
     step_.dag.depend(id, params);
     if (arrived)
       step_.dag.depend(id, arrived);
@@ -98,12 +109,12 @@ OpId BlockPasses::ring_exchange(int b, size_t i, double bytes, bool forward, Gem
   return first;
 }
 
-OpId BlockPasses::ring_exchange_forward(int b, size_t i, const TpComm& c, OpId params)
+OpId BlockPasses::ring_exchange_forward(int b, size_t i, const TpComm& c, OpId params, bool recompute)
 {
-  return ring_exchange(b, i, c.bytes, true, GemmPass::forward, params);
+  return ring_exchange(b, i, c.bytes, true, GemmPass::forward, params, recompute);
 }
 
-OpId BlockPasses::pipelined_forward(int b, size_t i, OpId params)
+OpId BlockPasses::pipelined_forward(int b, size_t i, OpId params, bool recompute)
 {
   // TE's split_overlap_rs (pipeline): the GEMM in `splits` chunks, each chunk's
   // reduce-scatter on the userbuffers stream as soon as the chunk is done; the stream
@@ -114,10 +125,12 @@ OpId BlockPasses::pipelined_forward(int b, size_t i, OpId params)
   const double t      = static_cast<double>(step_.dag.group(s.tp_group).size());
   OpId first = OpDag::none, rs = 0;
   for (int j = 0; j < c.splits; ++j) {
-    OpId id = compute(
-        gemm_part(s.gpu, k, true, GemmPass::forward, c.splits, part_name(b, i, UbPart::fwd_gemm, j), c.comm_sms));
+    OpId id =
+        compute(gemm_part(s.gpu, k, true, GemmPass::forward, c.splits,
+                          part_name(b, i, recompute ? UbPart::rc_gemm : UbPart::fwd_gemm, j), c.comm_sms, recompute));
     step_.dag.depend(id, params);
-    rs = send(s, (t - 1) / t * c.bytes / c.splits, part_name(b, i, UbPart::fwd_reduce_scatter, j));
+    rs = send(s, (t - 1) / t * c.bytes / c.splits,
+              part_name(b, i, recompute ? UbPart::rc_reduce_scatter : UbPart::fwd_reduce_scatter, j));
     step_.dag.depend(rs, id);
     if (j == 0)
       first = id;

@@ -137,7 +137,11 @@ void check_layout(ParamReader& r, const TrainingConfig& t, int64_t gpus, const M
            "the model's " + str(m.layers) +
                " layers less the first and last stages' do not split evenly over the other " +
                str(t.pp - (t.first_stage_layers > 0) - (t.last_stage_layers > 0)) + " stages");
-  if (!uneven && !counted && m.layers % (t.pp * t.virtual_stages) != 0)
+  if (!uneven && !counted && t.torchtitan_split && split.empty())
+    r.fail(t.virtual_stages > 1 ? "virtual_stages" : "pp",
+           "pp x virtual_stages = " + str(t.pp * t.virtual_stages) + " stages exceed the model's " + str(m.layers) +
+               " layers (torchtitan: \"Total stages cannot be greater than the number of layers\")");
+  if (!uneven && !counted && !t.torchtitan_split && m.layers % (t.pp * t.virtual_stages) != 0)
     r.fail(t.virtual_stages > 1 ? "virtual_stages" : "pp",
            "pp x virtual_stages = " + str(t.pp * t.virtual_stages) + " does not divide the model's " + str(m.layers) +
                " layers (an uneven pipeline: first_stage_layers, last_stage_layers)");
@@ -317,6 +321,7 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
                str(t.seq_len) + ")");
   if (!dp_given)
     t.dp = std::max<int64_t>(1, gpus / (t.tp * t.pp * t.cp));
+  t.torchtitan_split = stack->splits_stages_as_torchtitan();
   check_layout(r, t, gpus, model, dp_given);
   check_memory_options(r, t, *stack);
   check_experts(r, t, model);

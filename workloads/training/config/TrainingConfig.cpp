@@ -23,6 +23,22 @@ std::vector<int64_t> TrainingConfig::stage_layers(int64_t layers) const
       return {};
     return v;
   }
+  if (first_stage_layers == 0 && last_stage_layers == 0 && torchtitan_split) {
+    // torchtitan's generate_split_points (pipeline.py, 2024): base = layers / stages to
+    // the first virtual stage, one more to each middle one while the remainder lasts,
+    // what is left to the last.
+    if (stages > layers)
+      return {};
+    int64_t base = layers / stages, extra = layers % stages, given = 0;
+    std::vector<int64_t> v(static_cast<size_t>(stages), base);
+    for (size_t i = 1; i + 1 < v.size(); ++i)
+      if (extra > 0)
+        ++v[i], --extra;
+    for (size_t i = 0; i + 1 < v.size(); ++i)
+      given += v[i];
+    v.back() = layers - given;
+    return v;
+  }
   if (first_stage_layers == 0 && last_stage_layers == 0)
     return layers % stages == 0 ? std::vector<int64_t>(static_cast<size_t>(stages), layers / stages)
                                 : std::vector<int64_t>{};

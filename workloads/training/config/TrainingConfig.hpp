@@ -62,7 +62,10 @@ struct TrainingConfig {
   // first (last) virtual stage builds one layer fewer.
   bool embedding_in_split = false;
   bool loss_in_split      = false;
-  Recompute recompute     = Recompute::none;
+  // With no split asked for, the stack's own: torchtitan's generate_split_points (the
+  // `fsdp` stack: TrainingStack::splits_stages_as_torchtitan) where true, else even.
+  bool torchtitan_split = false;
+  Recompute recompute   = Recompute::none;
   // Full recompute as Megatron-Core's --recompute-method block --recompute-num-layers N:
   // only the first N layers of each model chunk recompute (0: every layer, uniformly).
   int64_t recompute_block_layers = 0;

@@ -112,6 +112,9 @@ public:
   // ZeRO-3 across pipeline stages: each stage shards its own blocks over the dp ranks
   // (FSDP2 applied to each stage's model chunks under torch.distributed.pipelining).
   virtual bool shards_with_pipeline() const { return false; }
+  // With no pipeline split asked for, layers go to stages as torchtitan's
+  // generate_split_points puts them (uneven where they do not divide) instead of evenly.
+  virtual bool splits_stages_as_torchtitan() const { return false; }
   // ZeRO-3: each micro-batch's gradient summed into an unsharded buffer of the gradient
   // dtype and reduce-scattered once, with its model chunk's others after the chunk's last
   // backward of the step (FSDP2 under a pipeline schedule: gradient sync off until then,

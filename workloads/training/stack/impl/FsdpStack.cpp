@@ -51,12 +51,12 @@ TitanKnobs read_knobs(ParamReader& training)
              "the norms' backward); the embedding, output and loss stay eager (apply_compile, as of the "
              "performance tables of December 2024)"))
     k.lowering.inductor = true;
-  k.lowering.float8 =
-      r.choice("float8", "none", {"none", "tensorwise"},
-               "torchtitan's Float8 training (enable_float8_linear; later converters [\"float8\"] "
-               "with recipe_name tensorwise): torchao's Float8Linear in every block Linear, "
-               "dynamic tensorwise scaling, FP8 GEMMs with the casts and transposes around "
-               "them; needs compile (rowwise recipes and Float8 all-gathers not modelled)") == "tensorwise";
+  k.lowering.float8   = r.choice("float8", "none", {"none", "tensorwise"},
+                                 "torchtitan's Float8 training (enable_float8_linear; later converters [\"float8\"] "
+                                   "with recipe_name tensorwise): torchao's Float8Linear in every block Linear, "
+                                   "dynamic tensorwise scaling, FP8 GEMMs with the casts and transposes around "
+                                   "them, under tp its gathers in FP8; needs compile (rowwise recipes and FSDP's FP8 "
+                                   "weight all-gathers not modelled)") == "tensorwise";
   k.lowering.async_tp = r.flag("async_tp", false,
                                "torchtitan's enable_async_tensor_parallel: torch's micro-pipeline TP (symmetric "
                                "memory, copy engines) runs each tp all-gather beside the GEMM it feeds and each "
@@ -144,6 +144,8 @@ public:
   // (stage.py backward_maybe_with_nosync: set_requires_gradient_sync and
   // set_reshard_after_backward only for the last micro-batch).
   bool shards_with_pipeline() const override { return true; }
+  // pipeline_llama's generate_split_points when no pipeline_parallel_split_points are given.
+  bool splits_stages_as_torchtitan() const override { return true; }
   bool accumulates_unsharded(const TrainingConfig& cfg) const override { return cfg.pp > 1; }
 
   int default_zero() const override { return 3; }
