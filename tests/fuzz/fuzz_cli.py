@@ -108,6 +108,11 @@ SPEC_SEEDS = {
                           "training: {stack: fsdp, seq_len: 256, global_batch: 8, micro_batch: 1, tp: 2, sp: true, "
                           "pp: 2, pipeline_schedule: interleaved, virtual_stages: 2, "
                           "account_for_embedding_in_pipeline_split: true, account_for_loss_in_pipeline_split: true}\n",
+    "train_fsdp_2d_float8.yaml": "hardware: {node: dgx-h100, gpus_per_node: 4, nodes: 2}\n"
+                                 "model: {preset: llama-3-8b, layers: 3}\n"
+                                 "training: {stack: fsdp, seq_len: 256, global_batch: 8, micro_batch: 1, tp: 2, "
+                                 "sp: true, pp: 2, recompute: full, fsdp: {torch: '2.6', compile: true, "
+                                 "float8: tensorwise, async_tp: true}}\n",
     "moe_serve_dp.yaml": "hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: qwen3-30b-a3b, layers: 2}\n"
                          "inference: {tp: 1, ep: 4, weight_dtype: fp8, max_num_seqs: 4, "
                          "poisson: {rate: 20, requests: 8, prompt_len: 64, output_len: 8}}\n",
@@ -181,6 +186,7 @@ KEYS = ["hardware", "model", "training", "inference", "node", "gpu", "preset", "
         "max_num_seqs", "offload", "grid", "zip", "metrics", "filter", "record", "memory", "mode", "managed",
         "prefetch", "eviction", "accessed_by", "start", "chunk_bytes", "percent", "activations", "engine",
         "trace_speedup", "attention", "block_size", "tiers", "oversubscription", "rail_optimized",
+        "fsdp", "compile", "float8", "async_tp", "torch", "virtual_stages",
         "unknown_key"]
 
 
