@@ -31,7 +31,8 @@ struct Split {
 // to cuBLAS and the flash kernel (extern kernels; the default mode fuses no epilogues)
 // and fuses the pointwise ops and reductions between them into one kernel per region,
 // which reads the region's inputs once and writes only what leaves it: the residual add
-// with the norm after it, rotary embeddings with GQA's repeat of k, SiLU with the
+// with the norm after it, GQA's repeat of k with rotary's cast back (rotary's complex
+// product stays ATen's: Inductor generates no code for complex tensors), SiLU with the
 // product, and in backward the gradient sums with the norms' backward.
 //
 // Eager RMSNorm is ATen's fused kernel from torch 2.9 (aten::_fused_rms_norm: one kernel

@@ -47,7 +47,8 @@ TitanKnobs read_knobs(ParamReader& training)
   if (r.flag("compile", false,
              "torchtitan's compile.enable (--training.compile): each transformer block through torch.compile, "
              "Inductor fusing the pointwise ops between its matmuls and SDPA into one kernel a region (the residual "
-             "add with the next norm, rotary with GQA's repeat of k, SiLU with the product, the gradient sums with "
+             "add with the next norm, GQA's repeat of k with rotary's cast back, SiLU with the product, the gradient "
+             "sums with "
              "the norms' backward); the embedding, output and loss stay eager (apply_compile, as of the "
              "performance tables of December 2024)"))
     k.lowering.inductor = true;
