@@ -150,14 +150,25 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
       hf::grad_accumulate(ops, "attn.grad_sum", Ts * h, c);
     eager_norm("attention_norm");
   }
-  if (!float8)
-    b.kernels.back().fwd_after = gather;
+  // The normed input of `grads` column-parallel linears: gathered over tp (in FP8 under
+  // Float8, cast on the shard first: one cast for them all, Inductor's CSE, its amax in
+  // the norm's kernel); backward their input gradients summed, then reduce-scattered
+  // (under Inductor at tp 1 the sum is in the norm's backward kernel).
+  auto column_input = [&](const std::string& block, const std::string& cast, double grads) {
+    if (!float8)
+      b.kernels.back().fwd_after = gather;
+    if (!inductor || tp > 1) {
+      ops.op({}, {{block + ".bwd.input_grad_sum", (grads + 1) * T * h * c, (grads - 1) * T * h, binary}});
+      b.kernels.back().bwd_after = grad_scatter;
+    }
+    if (float8) {
+      float8_cast_input(ops, cast, Ts, T, h, c, true);
+      b.kernels.back().fwd_after = gather;
+    }
+  };
   // wq, wk and wv read the same normed x (kept once, by wq: the gathered one, as DTensor's
-  // autograd saves it); their input gradients summed, then reduce-scattered.
-  if (!inductor || tp > 1) {
-    ops.op({}, {{"attn.bwd.input_grad_sum", 4 * T * h * c, 2 * T * h, binary}});
-    b.kernels.back().bwd_after = grad_scatter;
-  }
+  // autograd saves it).
+  column_input("attn", "attention.input", 3);
   // A block Linear: under Float8 its weight cast before its GEMM and its output
   // gradient's cast after it (met first in backward, before a row-parallel GEMM's
   // gradient gather: `shard` tokens); the index of its GEMM.
@@ -171,10 +182,6 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
       float8_cast_grad(ops, name, shard, T, out, c, grad_amax_fused);
     return at;
   };
-  if (float8) { // one cast of the normed x for wq, wk and wv (Inductor's CSE), its amax in the norm's kernel
-    float8_cast_input(ops, "attention.input", Ts, T, h, c, true);
-    b.kernels.back().fwd_after = gather;
-  }
   linear("attention.wq", h, q, T * h * c, true, T);
   linear("attention.wk", h, kv, 0, true, T);
   linear("attention.wv", h, kv, 0, q > kv, T); // v's gradient from repeat_v's backward kernel, or SDPA's own
@@ -240,16 +247,7 @@ BlockPlan layer(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p,
       hf::grad_accumulate(ops, "ffn.grad_sum", Ts * h, c);
     eager_norm("ffn_norm");
   }
-  if (!float8)
-    b.kernels.back().fwd_after = gather;
-  if (!inductor || tp > 1) {
-    ops.op({}, {{"ffn.bwd.input_grad_sum", 3 * T * h * c, T * h, binary}});
-    b.kernels.back().bwd_after = grad_scatter;
-  }
-  if (float8) {
-    float8_cast_input(ops, "feed_forward.input", Ts, T, h, c, true);
-    b.kernels.back().fwd_after = gather;
-  }
+  column_input("ffn", "feed_forward.input", 2);
   linear("feed_forward.w1", h, f, T * h * c, true, T);
   linear("feed_forward.w3", h, f, 0, true, T);
   if (inductor) {

@@ -75,10 +75,9 @@ void BlockPasses::forward(int b, int64_t mb)
   const StepStage& s = step_.stage_of(b);
   const auto& ks     = blk.plan.kernels;
   const SavedActivations policy(step_.cfg.recompute);
-  bool full         = policy.checkpoints(blk.plan);
-  OpId params       = gathers_.gathered(b);
-  auto& saved       = saved_.start(b, mb, ks.size());
-  ComputeTail& tail = tails_[s.gpu];
+  bool full   = policy.checkpoints(blk.plan);
+  OpId params = gathers_.gathered(b);
+  auto& saved = saved_.start(b, mb, ks.size());
   Tensor checkpoint;
   if (full) {
     checkpoint = dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations, blk.plan.input_bytes,
@@ -91,26 +90,39 @@ void BlockPasses::forward(int b, int64_t mb)
     if (keep > 0)
       saved[i] =
           dag.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, keep, name(b, i, Role::fwd_saved), {params});
-    if (k.runs(true) && !(k.first_micro_batch_only && blk.forwards > 0)) {
-      OpId id = 0;
-      if (tail.ring_ahead && k.kclass == KernelClass::gemm) {
-        id              = ring_exchange_forward(b, i, *tail.ring_ahead, params);
-        tail.ring_ahead = nullptr;
-      } else if (k.fwd_after.overlap == TpOverlap::pipeline) {
-        id = pipelined_forward(b, i, params);
-      } else {
-        id = kernel(s.gpu, name(b, i, Role::fwd), k, true, false);
-        dag.depend(id, params);
-      }
-      touches_.touch_kernel(id, b, i, true, i == 0 && full ? checkpoint : saved[i]);
-    }
-    if (k.fwd_after.overlap == TpOverlap::ring_exchange)
-      tail.ring_ahead = &k.fwd_after; // gathered chunk by chunk beside the next GEMM
-    else if (k.fwd_after.overlap == TpOverlap::none || !k.runs(true))
-      tp_collective(b, i, Role::fwd_tp, k.fwd_after);
+    if (k.runs(true) && !(k.first_micro_batch_only && blk.forwards > 0))
+      touches_.touch_kernel(forward_kernel(b, i, params, false), b, i, true, i == 0 && full ? checkpoint : saved[i]);
+    forward_collective(b, i, false);
   }
   blk.forwards++;
   gathers_.release(b);
+}
+
+OpId BlockPasses::forward_kernel(int b, size_t i, OpId params, bool recompute)
+{
+  const StepStage& s  = step_.stage_of(b);
+  const KernelPlan& k = step_.blocks[b].plan.kernels[i];
+  ComputeTail& tail   = tails_[s.gpu];
+  if (tail.ring_ahead && k.kclass == KernelClass::gemm) {
+    OpId id         = ring_exchange_forward(b, i, *tail.ring_ahead, params, recompute);
+    tail.ring_ahead = nullptr;
+    return id;
+  }
+  if (k.fwd_after.overlap == TpOverlap::pipeline)
+    return pipelined_forward(b, i, params, recompute);
+  OpId id = kernel(s.gpu, name(b, i, recompute ? Role::rc : Role::fwd), k, true, recompute);
+  if (!recompute) // a rerun follows backward's own wait for the parameters on the stream
+    step_.dag.depend(id, params);
+  return id;
+}
+
+void BlockPasses::forward_collective(int b, size_t i, bool recompute)
+{
+  const KernelPlan& k = step_.blocks[b].plan.kernels[i];
+  if (k.fwd_after.overlap == TpOverlap::ring_exchange)
+    tails_[step_.stage_of(b).gpu].ring_ahead = &k.fwd_after; // gathered chunk by chunk beside the next GEMM
+  else if (k.fwd_after.overlap == TpOverlap::none || !k.runs(true))
+    tp_collective(b, i, recompute ? Role::rc_tp : Role::fwd_tp, k.fwd_after);
 }
 
 void BlockPasses::recompute(int b, int64_t mb, OpId params)
@@ -141,21 +153,13 @@ void BlockPasses::recompute(int b, int64_t mb, OpId params)
     // backward itself (TpComm bwd_before), not here.
     const bool whole    = policy.checkpoints(blk.plan);
     const bool regather = k.fwd_after.kind == CollectiveKind::all_gather && k.fwd_after.group == CommGroup::tp;
-    if (k.runs(true)) {
-      OpId id = 0;
-      if (whole && tail.ring_ahead && k.kclass == KernelClass::gemm) {
-        id              = ring_exchange_forward(b, i, *tail.ring_ahead, params, true);
-        tail.ring_ahead = nullptr;
-      } else if (whole && k.fwd_after.overlap == TpOverlap::pipeline) {
-        id = pipelined_forward(b, i, params, true);
-      } else {
-        id = kernel(s.gpu, name(b, i, Role::rc), k, true, true);
-      }
-      touches_.touch_kernel(id, b, i, true, saved[i]);
-    }
-    if (whole && k.fwd_after.overlap == TpOverlap::ring_exchange)
-      tail.ring_ahead = &k.fwd_after;
-    else if (whole ? k.fwd_after.overlap == TpOverlap::none || !k.runs(true) : regather)
+    if (k.runs(true))
+      touches_.touch_kernel(whole ? forward_kernel(b, i, params, true)
+                                  : kernel(s.gpu, name(b, i, Role::rc), k, true, true),
+                            b, i, true, saved[i]);
+    if (whole)
+      forward_collective(b, i, true);
+    else if (regather)
       tp_collective(b, i, Role::rc_tp, k.fwd_after);
   }
   tail.ring_ahead = nullptr; // no ring outlives the recompute that started it

@@ -43,6 +43,13 @@ private:
   };
   void recompute(int b, int64_t mb, OpId params); // what SavedActivations says the backward brings back
   OpId kernel(const DeviceRef& gpu, const OpName& name, const KernelPlan& k, bool forward, bool recompute);
+  // Kernel i's forward (with `recompute`, its rerun in backward) beside the tp collectives
+  // overlapped with it: fed chunk by chunk by the ring exchange the GPU's tail holds, or
+  // pipelined into its reduce-scatter; plain otherwise. Returns its first compute op.
+  OpId forward_kernel(int b, size_t i, OpId params, bool recompute);
+  // Kernel i's tp collective after its forward: a ring exchange left for the next GEMM,
+  // else run now unless the kernel's own overlap ran it.
+  void forward_collective(int b, size_t i, bool recompute);
   // A compute-stream op, after the overlapped collectives the stream must wait for.
   OpId compute(Op op);
 
