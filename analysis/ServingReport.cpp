@@ -185,19 +185,21 @@ void add_serving_json(nlohmann::ordered_json& j, const RunResult& r)
     used_time += dt > 0 ? dt * s.kv[i].used_bytes : 0.0;
     total_time += dt > 0 ? dt : 0.0;
   }
-  bool budget             = s.kv_budget_bytes > 0;
-  j["kv_cache"]           = {{"bytes_per_token", s.kv_bytes_per_token},
-                             {"budget_bytes", s.kv_budget_bytes},
-                             {"holds_one_request", !s.kv_no_room},
-                             {"shortfall_bytes", s.kv_shortfall_bytes},
-                             {"offloaded_fraction", s.kv_offloaded_fraction},
-                             {"offload_place", s.kv_offload_place},
-                             {"peak_used_bytes", peak_used},
-                             {"peak_reserved_bytes", peak_reserved},
-                             {"peak_used_share", budget ? nlohmann::ordered_json(peak_used / s.kv_budget_bytes) : nullptr},
-                             {"mean_used_share", budget && total_time > 0
-                                                     ? nlohmann::ordered_json(used_time / total_time / s.kv_budget_bytes)
-                                                     : nullptr}};
+  bool budget   = s.kv_budget_bytes > 0;
+  j["kv_cache"] = {
+      {"bytes_per_token", s.kv_bytes_per_token},
+      {"budget_bytes", s.kv_budget_bytes},
+      {"holds_one_request", !s.kv_no_room},
+      {"shortfall_bytes", s.kv_shortfall_bytes},
+      {"accounting", s.kv_accounting},
+      {"startup_refusal", s.kv_refusal.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s.kv_refusal)},
+      {"offloaded_fraction", s.kv_offloaded_fraction},
+      {"offload_place", s.kv_offload_place},
+      {"peak_used_bytes", peak_used},
+      {"peak_reserved_bytes", peak_reserved},
+      {"peak_used_share", budget ? nlohmann::ordered_json(peak_used / s.kv_budget_bytes) : nullptr},
+      {"mean_used_share",
+       budget && total_time > 0 ? nlohmann::ordered_json(used_time / total_time / s.kv_budget_bytes) : nullptr}};
   j["kv_capacity_tokens"] = s.kv_capacity_tokens;
   j["preemptions"]        = s.preemptions;
   j["swaps"]              = s.swaps;
@@ -275,6 +277,10 @@ std::string serving_text(const nlohmann::ordered_json& j)
                 format_gib(kv["budget_bytes"].get<double>()).c_str(), where.c_str(),
                 100 * j["kv_utilization"].get<double>());
   os += line;
+  // How the engine's start-up came to that budget (a refusal to start is the run's "did
+  // not fit" line).
+  if (std::string how = kv.value("accounting", std::string()); !how.empty())
+    os += "                 " + how + "\n";
   std::string share =
       kv.value("peak_used_share", nlohmann::ordered_json()).is_number()
           ? " (" + std::to_string(static_cast<int>(std::lround(100 * kv["peak_used_share"].get<double>()))) +

@@ -130,10 +130,12 @@ nlohmann::ordered_json did_not_fit(const RunResult& r)
     for (const auto& p : r.pools)
       if (p.device.kind == DeviceKind::gpu)
         return {{"device", p.name},
-                {"what", "weights (" + format_gib(p.max_by_category[static_cast<size_t>(MemCategory::weights)]) +
-                             " per GPU), activations and context leave no room for one KV block in the memory "
-                             "the server may use (gpu_memory_utilization of the GPU; memwall advise suggests "
-                             "remedies)"},
+                {"what", !r.serving.kv_refusal.empty()
+                             ? "the engine would not start, saying \"" + r.serving.kv_refusal + "\""
+                             : "weights (" + format_gib(p.max_by_category[static_cast<size_t>(MemCategory::weights)]) +
+                                   " per GPU), activations and context leave no room for one KV block in the memory "
+                                   "the server may use (gpu_memory_utilization of the GPU; memwall advise suggests "
+                                   "remedies)"},
                 {"time_s", 0.0},
                 {"overflow_bytes", r.serving.kv_shortfall_bytes}};
   return nullptr;

@@ -41,6 +41,8 @@ const NameRule rules[] = {
     {{"a100"}, 60, any, "a100-sxm4-80gb", true}, // board names: A100-PG509-200 (40 GB), A100-SXM-80GB
     {{"a100"}, 0, 60, "a100-sxm4-40gb", true},
     {{"a40"}, 0, any, "a40", false},
+    {{"rtx", "3090", "ti"}, 0, any, "", false},
+    {{"rtx", "3090"}, 0, any, "rtx-3090", false},
     // Ada
     {{"l40s"}, 0, any, "l40s", false},
     {{"rtx", "4090"}, 0, any, "rtx-4090", false},

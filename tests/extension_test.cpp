@@ -58,10 +58,15 @@ public:
   void check(ParamReader&, const InferenceConfig&, const ModelSpec&) const override {}
   void plan(const ModelSpec&, const InferenceConfig&, const std::vector<SeqWork>&, IterationKernels&) const override {}
   std::string summary_prefix() const override { return "reserving, "; }
-  double kv_budget(double memory, double utilization, double used) const override
+  StartupBudget kv_budget(const StartupInputs& in) const override
   {
-    return memory * utilization - used - reserve_;
+    StartupBudget b;
+    b.weights     = in.weights;
+    b.activations = in.iteration_peak;
+    b.kv_bytes    = in.total * in.utilization - b.weights - b.activations - reserve_;
+    return b;
   }
+  std::string refuses_start(const StartupBudget&, int64_t, int64_t, int64_t, double) const override { return ""; }
 
 private:
   double reserve_;

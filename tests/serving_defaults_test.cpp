@@ -38,7 +38,7 @@ TEST_CASE("vllm_batch_defaults_follow_the_gpu_and_whether_it_serves_arrivals_or_
   CHECK(h100.chunked_prefill);
   CHECK(h100.max_num_batched_tokens == 8192);
   CHECK(h100.max_num_seqs == 1024);
-  CHECK(h100.whose == "vLLM's defaults for an API server on a GPU of 70 GiB or more");
+  CHECK(h100.whose == "vLLM 0.11.0's defaults for an API server on a GPU of 70 GiB or more");
   CHECK(limits_of("{node: dgx-h100, gpus_per_node: 1}", offline).max_num_batched_tokens == 16384);
   // An 80 GB A100 is excluded by name (vLLM PR #17885: the larger budget was slower there).
   BatchLimits a100 = limits_of("{node: dgx-a100, gpus_per_node: 1}", arrivals);
@@ -66,6 +66,7 @@ TEST_CASE("a_specs_own_batch_limits_replace_the_engines_and_hf_generate_has_no_c
   CHECK_FALSE(hf.chunked_prefill);
   // The summary says what ran and whose defaults they were.
   std::string line = describe_inference(inference_of("{node: dgx-h100, gpus_per_node: 1}", arrivals));
-  CHECK_THAT(line, Catch::Contains("max 1024 seqs, 8192 tokens per iteration, chunked prefill; vLLM's defaults for an "
-                                   "API server on a GPU of 70 GiB or more"));
+  CHECK_THAT(line,
+             Catch::Contains("max 1024 seqs, 8192 tokens per iteration, chunked prefill; vLLM 0.11.0's defaults for an "
+                             "API server on a GPU of 70 GiB or more"));
 }

@@ -51,7 +51,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RequestRecord, id, arrival_s, first_token_s, 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KvSample, time, used_bytes, reserved_bytes, running, waiting)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServingStats, present, requests, kv, iterations, preemptions, swaps,
                                    max_running_seqs, kv_capacity_tokens, kv_bytes_per_token, kv_budget_bytes,
-                                   kv_no_room, kv_shortfall_bytes, kv_offloaded_fraction, kv_offload_place)
+                                   kv_no_room, kv_shortfall_bytes, kv_accounting, kv_refusal, kv_offloaded_fraction,
+                                   kv_offload_place)
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RecordedClass, kernels, recorded_s, replayed_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MoeRouting, present, experts_per_gpu, busiest_share, dropped_share)

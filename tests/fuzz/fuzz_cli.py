@@ -69,6 +69,9 @@ SPEC_SEEDS = {
     "serve_percent.yaml": "hardware: {node: cloud-t4}\nmodel: {preset: gpt2}\n"
                           "inference: {batch: 4, prompt_len: 64, output_len: 2, gpu_batches: 2, offload: "
                           "{percent: {weights: [20, 50, 30], kv: [0, 100, 0], activations: [50, 0, 50]}}}\n",
+    "serve_vllm_release.yaml": "hardware: {node: desktop-3090}\nmodel: {preset: llama-2-7b, layers: 2}\n"
+                               "inference: {engine_release: '0.2.5', max_model_len: 4096, batch: 2, prompt_len: 64, "
+                               "output_len: 4}\n",
     "serve_hf.yaml": "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: llama-2-7b, layers: 2}\n"
                      "inference: {engine: hf, weight_dtype: bf16, batch: 2, prompt_len: 64, output_len: 4}\n",
     "serve_flexgen.yaml": "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b, layers: 2}\n"
@@ -186,8 +189,8 @@ KEYS = ["hardware", "model", "training", "inference", "node", "gpu", "preset", "
         "max_num_seqs", "offload", "grid", "zip", "metrics", "filter", "record", "memory", "mode", "managed",
         "prefetch", "eviction", "accessed_by", "start", "chunk_bytes", "percent", "activations", "engine",
         "trace_speedup", "attention", "block_size", "tiers", "oversubscription", "rail_optimized",
-        "fsdp", "compile", "float8", "async_tp", "torch", "virtual_stages",
-        "unknown_key"]
+        "fsdp", "compile", "float8", "async_tp", "torch", "virtual_stages", "engine_release",
+        "max_model_len", "gpu_memory_utilization", "unknown_key"]
 
 
 def mutate_text(rng, text):

@@ -73,14 +73,20 @@ double InferenceKernels::weight_bytes() const
   return static_cast<double>(m_.layers) * layer_weight_bytes() + table * (m_.tied_embeddings ? 1 : 2);
 }
 
+double InferenceKernels::mlp_inner_width() const
+{
+  double inner = moe_share_ < 1 ? ffn_ : 0.0;
+  if (m_.moe.enabled())
+    inner = std::max(inner, static_cast<double>(m_.moe.top_k * m_.moe.expert_ffn) / tp_);
+  return inner;
+}
+
 double InferenceKernels::activation_bytes(int64_t tokens, int64_t seqs, int64_t longest_context) const
 {
   double t = static_cast<double>(tokens);
   // Residual stream, qkv output and the MLP's intermediate are alive together at most;
   // logits of the sampled rows in fp32.
-  double inner = moe_share_ < 1 ? ffn_ : 0.0; // the MLP's widest intermediate per token
-  if (m_.moe.enabled())
-    inner = std::max(inner, static_cast<double>(m_.moe.top_k * m_.moe.expert_ffn) / tp_);
+  double inner = mlp_inner_width();
   double bytes =
       t * e_ * (2 * h_ + q_dim_ + kv_elems_ + (mlp_mats_ - 1) * inner) + static_cast<double>(seqs) * vocab_ * 4;
   if (!c_.flash_attention)

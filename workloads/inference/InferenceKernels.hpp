@@ -55,6 +55,8 @@ public:
   double query_width() const { return q_dim_; }     // query heads x head_dim on one rank
   double kv_width() const { return kv_elems_ / 2; } // K (or V) elements per token on one rank
   double activation_element_bytes() const { return e_; }
+  // The MLP's widest intermediate per token on one rank (a MoE layer's: top_k experts').
+  double mlp_inner_width() const;
   double weight_bytes() const; // all of one rank's weights
   // Largest activation workspace an iteration of `tokens` tokens over `seqs` sequences needs.
   double activation_bytes(int64_t tokens, int64_t seqs, int64_t longest_context) const;

@@ -52,10 +52,11 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
       static_cast<int64_t>(cfg_.kv_manager->swap_space_bytes() / std::max(kernels_.kv_bytes_per_token(), 1.0)) * groups;
 
   KvManagerParams p;
-  double per_token     = kernels_.kv_bytes_per_token();
-  double gpu_per_token = per_token * (1.0 - cfg_.kv_off.total());
-  double budget        = kv_budget_bytes();
-  double tokens        = gpu_per_token > 0 ? std::max(budget, 0.0) / gpu_per_token : 1e18;
+  double per_token            = kernels_.kv_bytes_per_token();
+  double gpu_per_token        = per_token * (1.0 - cfg_.kv_off.total());
+  const StartupBudget startup = kv_budget();
+  double budget               = startup.kv_bytes;
+  double tokens               = gpu_per_token > 0 ? std::max(budget, 0.0) / gpu_per_token : 1e18;
   // Each tier holding part of the KV bounds the tokens too, after its part of the weights.
   for (OffloadPlace tier : {OffloadPlace::cpu, OffloadPlace::nvme}) {
     double share = cfg_.kv_off.of(tier);
@@ -82,10 +83,24 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
   // What the engine leaves may be less than nothing (weights and activations over the
   // memory it may use): the budget is then none, and the shortfall says by how much.
   stats_.kv_budget_bytes = std::max(budget, 0.0);
+  stats_.kv_accounting   = startup.how;
   int64_t smallest       = kv_->slots_for(1);
   if (kv_->sequence_capacity() < smallest) {
     stats_.kv_no_room         = true;
     stats_.kv_shortfall_bytes = std::max(static_cast<double>(smallest) * gpu_per_token - budget, 0.0);
+  }
+  // The engine's own start-up checks (vLLM refuses a max_model_len its KV cannot hold);
+  // KV kept off the GPU is FlexGen's placement, which has none.
+  if (!cfg_.kv_off.any()) {
+    std::string refusal =
+        kernels_.engine().refuses_start(startup, kv_->capacity(), smallest, cfg_.max_model_len, per_token);
+    if (!refusal.empty()) {
+      stats_.kv_no_room = true;
+      stats_.kv_refusal = refusal;
+      // What it lacks to hold one request of max_model_len (a block at least).
+      double needed             = static_cast<double>(std::max(smallest, cfg_.max_model_len)) * gpu_per_token;
+      stats_.kv_shortfall_bytes = std::max(stats_.kv_shortfall_bytes, needed - budget);
+    }
   }
   if (cfg_.kv_off.any()) {
     stats_.kv_offloaded_fraction = cfg_.kv_off.total();
@@ -97,25 +112,42 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
 
 ServingDriver::~ServingDriver() = default;
 
-// What the engine leaves for the KV cache (vLLM: gpu_memory_utilization of the memory)
-// beside the GPU-resident weights, the activation peak of the largest iteration and the
-// staging buffers of offloaded layers.
-double ServingDriver::kv_budget_bytes() const
+// What the engine leaves for the KV cache (vLLM: gpu_memory_utilization of the memory
+// less what its start-up's profile run found taken) beside the GPU-resident weights and
+// the staging buffers of offloaded layers.
+StartupBudget ServingDriver::kv_budget() const
 {
   const GpuSpec& g         = cluster_.node.gpu;
   double layers            = static_cast<double>(model_.layers);
   double w_off             = cfg_.weights_off.total();
-  double weights           = kernels_.weight_bytes() - layers * kernels_.layer_weight_bytes() * w_off;
-  double staging           = 2 * kernels_.layer_weight_bytes() * w_off;
   const BatchLimits& batch = cfg_.scheduler->limits();
-  int64_t seqs             = std::min<int64_t>(batch.max_num_seqs, static_cast<int64_t>(st_.seqs.size()));
-  int64_t tokens           = cfg_.scheduler->largest_iteration_tokens(st_, seqs, batch.max_num_batched_tokens);
-  double activations       = kernels_.activation_bytes(tokens, seqs, cfg_.max_model_len, cfg_.gpu_batches);
+  StartupInputs in;
+  in.total       = g.memory_bytes;
+  in.utilization = cfg_.gpu_memory_utilization;
+  in.weights     = kernels_.weight_bytes() - layers * kernels_.layer_weight_bytes() * w_off +
+               2 * kernels_.layer_weight_bytes() * w_off; // staging: two layers' offloaded part
+  in.context                = g.context_bytes;
+  in.offloaded              = cfg_.weights_off.any() || cfg_.kv_off.any() || cfg_.act_off.any() || cfg_.gpu_batches > 1;
+  int64_t seqs              = std::min<int64_t>(batch.max_num_seqs, static_cast<int64_t>(st_.seqs.size()));
+  int64_t tokens            = cfg_.scheduler->largest_iteration_tokens(st_, seqs, batch.max_num_batched_tokens);
+  in.iteration_peak         = kernels_.activation_bytes(tokens, seqs, cfg_.max_model_len, cfg_.gpu_batches);
+  in.max_num_batched_tokens = batch.max_num_batched_tokens;
+  in.max_num_seqs           = batch.max_num_seqs;
+  in.tp                     = cfg_.tp;
+  in.layers                 = model_.layers;
+  in.hidden                 = static_cast<double>(model_.hidden);
+  in.inner                  = kernels_.mlp_inner_width();
+  in.vocab                  = static_cast<double>(model_.vocab);
+  in.mlp_intermediates      = model_.mlp == MlpKind::swiglu ? 3 : 2;
+  in.act_bytes              = kernels_.activation_element_bytes();
+  if (!model_.learned_positions && !model_.mla.enabled()) // vLLM's rotary cos/sin cache, [positions, head_dim]
+    in.rope_cache = static_cast<double>(model_.max_seq_len * model_.head_dim()) * in.act_bytes;
+  in.compute_capability = g.compute_capability;
   if (cfg_.managed_weights)
-    weights = 0;
+    in.weights = 0;
   if (cfg_.managed_activations)
-    activations = 0;
-  return kernels_.engine().kv_budget(g.memory_bytes, cfg_.gpu_memory_utilization, weights + activations + staging);
+    in.iteration_peak = 0;
+  return kernels_.engine().kv_budget(in);
 }
 
 void ServingDriver::setup()

@@ -23,6 +23,7 @@
 #include "workloads/inference/InferenceKernels.hpp"
 #include "workloads/inference/ServingStats.hpp"
 #include "workloads/inference/config/InferenceConfig.hpp"
+#include "workloads/inference/engine/StartupMemory.hpp"
 #include "workloads/inference/kv/KvManager.hpp"
 #include "workloads/inference/scheduler/BatchScheduler.hpp"
 
@@ -47,7 +48,7 @@ public:
 private:
   // ServingDriver.cpp
   void setup();
-  double kv_budget_bytes() const;
+  StartupBudget kv_budget() const;
   void account_iteration(double now);
   void retire(double now);
   // ServingIteration.cpp

@@ -46,6 +46,10 @@ struct ServingStats {
   // are the bytes per GPU it lacks for that reservation (0 when it fits).
   bool kv_no_room           = false;
   double kv_shortfall_bytes = 0;
+  // How the engine's start-up sized the KV cache (one line; "" for an engine with no
+  // budget), and why it would not start ("" when it starts), in the engine's words.
+  std::string kv_accounting;
+  std::string kv_refusal;
   // Offloaded KV (FlexGen): the part of each token's KV kept on the host or NVMe, and
   // where; the budget above is the GPU's share only.
   double kv_offloaded_fraction = 0;

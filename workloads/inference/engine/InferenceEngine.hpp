@@ -3,8 +3,8 @@
 // it leaves the KV cache. One interface, implementations in impl/ registered by name and
 // chosen by `inference.engine`:
 //   vllm  fused kernels (norms and residual adds inside the GEMMs, attention over paged
-//         KV; InferenceKernels.hpp), continuous batching, a KV budget of
-//         gpu_memory_utilization of the GPU's memory;
+//         KV; InferenceKernels.hpp), continuous batching, a KV budget as each release's
+//         start-up measured it (VllmRelease.hpp);
 //   hf    Hugging Face transformers' generate() in eager PyTorch: each module's kernels
 //         one by one (the inventories the training stacks use), a DynamicCache grown by
 //         torch.cat every step, one static batch, no KV budget.
@@ -13,6 +13,7 @@
 #include "hwmodels/GpuSpec.hpp"
 #include "workloads/inference/config/InferenceConfig.hpp"
 #include "workloads/inference/engine/IterationKernels.hpp"
+#include "workloads/inference/engine/StartupMemory.hpp"
 
 #include <functional>
 #include <memory>
@@ -39,12 +40,15 @@ public:
   // What the run's summary line says of the engine before the precisions ("" for the
   // default one).
   virtual std::string summary_prefix() const = 0;
-  // Bytes the KV cache may take on a GPU of `memory` bytes of which `used` (weights,
-  // activations, staging) are taken.
-  virtual double kv_budget(double memory, double utilization, double used) const = 0;
+  // What the KV cache may take on one GPU, as the engine's start-up measures it.
+  virtual StartupBudget kv_budget(const StartupInputs& in) const = 0;
+  // Why the engine would not start with `kv_tokens` of KV (whole blocks of `block_tokens`)
+  // for a max_model_len of `max_model_len`, in its own words; "" when it starts.
+  virtual std::string refuses_start(const StartupBudget& b, int64_t kv_tokens, int64_t block_tokens,
+                                    int64_t max_model_len, double bytes_per_token) const = 0;
 };
 
-// Reads the engine's own keys from the `inference` section (none so far).
+// Reads the engine's own keys from the `inference` section (vllm: engine_release).
 using InferenceEngineFactory = std::function<std::unique_ptr<InferenceEngine>(ParamReader& inference)>;
 Registry<InferenceEngineFactory>& inference_engine_registry();
 // The engine called `name` (the registry's default when empty) with its defaults.

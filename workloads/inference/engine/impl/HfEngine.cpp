@@ -162,7 +162,15 @@ public:
     it.activation_bytes = std::max(it.activation_bytes, T * (2 * h * e + 2 * h * 4 + 3 * f * e) + b * V * (e + 4));
   }
 
-  double kv_budget(double memory, double, double) const override { return memory; }
+  // No budget: the DynamicCache grows until the GPU's memory runs out (the replay's
+  // allocations find where).
+  StartupBudget kv_budget(const StartupInputs& in) const override
+  {
+    StartupBudget b;
+    b.kv_bytes = in.total;
+    return b;
+  }
+  std::string refuses_start(const StartupBudget&, int64_t, int64_t, int64_t, double) const override { return ""; }
 };
 
 const bool registered = inference_engine_registry().add(

@@ -1,0 +1,178 @@
+#include "workloads/inference/engine/VllmRelease.hpp"
+
+#include <cstdio>
+#include <iterator>
+#include <regex>
+
+namespace memwall {
+
+std::optional<VllmVersion> VllmVersion::parse(const std::string& text)
+{
+  // A release number as vLLM tags it: 0.6.4, with a .postN or rcN suffix at most.
+  static const std::regex form(R"(v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?:\.post\d+|rc\d+)?)");
+  std::smatch m;
+  if (!std::regex_match(text, m, form))
+    return std::nullopt;
+  VllmVersion v;
+  v.major = std::stoi(m[1].str());
+  v.minor = std::stoi(m[2].str());
+  v.patch = m[3].matched ? std::stoi(m[3].str()) : 0;
+  return v;
+}
+
+bool VllmVersion::operator<(const VllmVersion& o) const
+{
+  if (major != o.major)
+    return major < o.major;
+  if (minor != o.minor)
+    return minor < o.minor;
+  return patch < o.patch;
+}
+
+std::string VllmVersion::str() const
+{
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+namespace {
+
+// One row per change, oldest first; a release takes the last row at or before it. Read
+// from vLLM's source at 0.2.4, 0.2.5 (pull request 2031), 0.2.6, 0.2.7, 0.3.0, 0.3.1,
+// 0.4.0, 0.4.3, 0.6.1, 0.6.4, 0.6.5, 0.7.3, 0.8.5, 0.9.2, 0.10.2 and 0.11.0; the releases
+// between are taken to be as the nearest one read before them
+// (calibration/research/vllm-kv-accounting.md says which file and function each comes from).
+VllmAccounting row(const char* first, const char* covers)
+{
+  VllmAccounting a;
+  a.first   = first;
+  a.covers  = covers;
+  a.release = *VllmVersion::parse(first);
+  return a;
+}
+
+// The row after the last: the same rules from release `first` on, until changed.
+VllmAccounting next_row(const std::vector<VllmAccounting>& r, const char* first, const char* covers)
+{
+  VllmAccounting a = r.back();
+  a.first          = first;
+  a.covers         = covers;
+  a.release        = *VllmVersion::parse(first);
+  return a;
+}
+
+std::vector<VllmAccounting> rules()
+{
+  std::vector<VllmAccounting> r;
+  // Worker.profile_num_available_blocks: total = the device's total_memory, taken =
+  // torch.cuda.max_memory_allocated() after reset_peak_memory_stats(): torch alone.
+  // Dummy prompts padded to the longest; LlamaMLP keeps gate_up through down_proj; the
+  // sampler's top-p/top-k in fp16 sorts twice (the argsort of the indices: values,
+  // indices, reverse indices and cub's double buffers, 40 B an element, beside four fp16
+  // [S, V] tensors, the int64 indices and two masks): 4 b + 50 bytes an element.
+  VllmAccounting a = row("0.1.0", "0.1-0.2.4");
+  a.pads_prompts   = true;
+  a.keeps_gate_up  = true;
+  a.sampler_fixed  = 50;
+  a.sampler_per_b  = 4;
+  a.batch          = VllmBatchRule::v0_whole_prompts;
+  r.push_back(a);
+  // Pull request 2031: taken = total - free after the profile run (no empty_cache): the
+  // CUDA context, NCCL's buffers and torch's reserved segments count. Torch 2.1's
+  // ProcessGroupNCCL records each all-reduced tensor on its stream, so with the host far
+  // ahead of the GPU every one stays reserved (pull request 2151 found it).
+  a                        = next_row(r, "0.2.5", "0.2.5");
+  a.counts_context         = true;
+  a.counts_comms           = true;
+  a.pins_all_reduce_inputs = true;
+  r.push_back(a);
+  // 2151: TORCH_NCCL_AVOID_RECORD_STREAMS=1; 1889: one sort and a scatter (3 b + 24).
+  a                        = next_row(r, "0.2.6", "0.2.6");
+  a.pins_all_reduce_inputs = false;
+  a.sampler_fixed          = 24;
+  a.sampler_per_b          = 3;
+  r.push_back(a);
+  // _init_cache refuses a max_model_len the KV cannot hold.
+  a                  = next_row(r, "0.2.7", "0.2.7-0.3.0");
+  a.refuses_short_kv = true;
+  r.push_back(a);
+  // Pull request 2863: taken = the free memory read at init (after the CUDA context,
+  // before NCCL and the weights) - free now.
+  a                = next_row(r, "0.3.1", "0.3.1-0.3.3");
+  a.counts_context = false;
+  r.push_back(a);
+  // Prompts flattened, not padded.
+  a              = next_row(r, "0.4.0", "0.4.0-0.5.x");
+  a.pads_prompts = false;
+  r.push_back(a);
+  // Chunked prefill on by default above 32K tokens (512 a step); LlamaMLP drops gate_up
+  // before down_proj; the sampler casts the logits to fp32 and sorts them with their
+  // int64 iota (b + 4 + 8 + 12 + 12 bytes an element during the sort).
+  a               = next_row(r, "0.6.0", "0.6.0-0.6.3");
+  a.keeps_gate_up = false;
+  a.sampler_fixed = 36;
+  a.sampler_per_b = 1;
+  a.batch         = VllmBatchRule::v0_long_context_512;
+  r.push_back(a);
+  // Pull request 9352: taken = torch's allocated peak (weights included) + what the GPU
+  // holds outside torch after empty_cache (the context among it).
+  a                = next_row(r, "0.6.4", "0.6.4");
+  a.counts_context = true;
+  r.push_back(a);
+  // Pull request 10511: outside torch counted from the start-up baseline (the context
+  // not); 10544: 2048 tokens a step with chunked prefill.
+  a                = next_row(r, "0.6.5", "0.6.5-0.7.x");
+  a.counts_context = false;
+  a.batch          = VllmBatchRule::v0_long_context_2048;
+  r.push_back(a);
+  // The V1 engine: Worker.determine_available_memory with the absolute formula of 0.6.4;
+  // torch's communicator made lazily by the profile's logits all-gather counted too.
+  a                  = next_row(r, "0.8.0", "0.8.x");
+  a.v1               = true;
+  a.counts_context   = true;
+  a.counts_lazy_comm = true;
+  a.batch            = VllmBatchRule::v1;
+  r.push_back(a);
+  // Pull request 17885: an A100 gets the small GPUs' batch defaults.
+  a            = next_row(r, "0.9.0", "0.9.0");
+  a.a100_small = true;
+  r.push_back(a);
+  // MemorySnapshot at init (after the context, before NCCL): the context not counted.
+  a                = next_row(r, "0.9.1", "0.9.1-0.10.x");
+  a.counts_context = false;
+  r.push_back(a);
+  // Pull request 25359: the distributed init moved before the snapshot: pynccl's and the
+  // custom all-reduce's buffers not counted.
+  a              = next_row(r, "0.11.0", "0.11.x");
+  a.counts_comms = false;
+  r.push_back(a);
+  return r;
+}
+
+} // namespace
+
+const char* VllmAccounting::newest() { return "0.11.0"; }
+
+std::string VllmAccounting::releases() { return "0.1.0 to 0.11.x"; }
+
+std::optional<VllmAccounting> VllmAccounting::of(const std::string& text, std::string& why)
+{
+  std::optional<VllmVersion> v = VllmVersion::parse(text);
+  if (!v) {
+    why = "expected a vLLM release number such as 0.2.4, 0.6.4 or 0.11.0";
+    return std::nullopt;
+  }
+  static const std::vector<VllmAccounting> table = rules();
+  const VllmVersion last{0, 12, 0};
+  if (!(*v < last) || *v < table.front().release) {
+    why = v->str() + " is not modelled: the accounting of vLLM " + releases() + " is";
+    return std::nullopt;
+  }
+  VllmAccounting a = table.front();
+  for (const VllmAccounting& r : table)
+    if (!(*v < r.release))
+      a = r;
+  a.release = *v;
+  return a;
+}
+
+} // namespace memwall
