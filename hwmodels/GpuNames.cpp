@@ -31,6 +31,9 @@ const NameRule rules[] = {
     {{"h200"}, 0, any, "h200-sxm-141gb", false},
     {{"gb200"}, 0, any, "gb200", false},
     {{"b200"}, 0, any, "b200", false},
+    {{"gb300"}, 0, any, "gb300", false},
+    {{"b300"}, 0, any, "b300", false}, // "NVIDIA B300 SXM6 AC"
+    {{"h20"}, 0, 120, "h20", false},   // the 96 GB part (a 141 GB H20 is not in the catalog)
     // Ampere
     {{"a100", "pcie", "80gb"}, 0, any, "a100-pcie-80gb", false},
     {{"a100", "pcie", "40gb"}, 0, any, "", false},
@@ -41,10 +44,17 @@ const NameRule rules[] = {
     {{"a100"}, 60, any, "a100-sxm4-80gb", true}, // board names: A100-PG509-200 (40 GB), A100-SXM-80GB
     {{"a100"}, 0, 60, "a100-sxm4-40gb", true},
     {{"a40"}, 0, any, "a40", false},
+    {{"a10g"}, 0, any, "a10g", false},       // AWS G5's GA102 board ("NVIDIA A10" stays unmapped)
+    {{"a6000"}, 0, any, "rtx-a6000", false}, // "NVIDIA RTX A6000"
     {{"rtx", "3090", "ti"}, 0, any, "", false},
     {{"rtx", "3090"}, 0, any, "rtx-3090", false},
     // Ada
     {{"l40s"}, 0, any, "l40s", false},
+    {{"l40"}, 0, any, "l40", false},
+    {{"l4"}, 0, any, "l4", false},
+    {{"rtx", "6000", "ada"}, 0, any, "rtx-6000-ada", false}, // not "Quadro RTX 6000" or "RTX PRO 6000 Blackwell"
+    {{"rtx", "5090", "laptop"}, 0, any, "", false},          // GB203, 24 GB: not the desktop card
+    {{"rtx", "5090"}, 28, any, "rtx-5090", false},
     {{"rtx", "4090"}, 0, any, "rtx-4090", false},
     {{"rtx", "4070", "ti"}, 0, any, "", false},
     {{"rtx", "4070", "super"}, 0, any, "", false},
@@ -57,6 +67,7 @@ const NameRule rules[] = {
     {{"v100", "sxm2"}, 24, any, "v100-sxm2-32gb", true},
     // AMD Instinct
     {{"mi300x"}, 0, any, "mi300x", false},
+    {{"mi325x"}, 0, any, "mi325x", false},
     {{"mi355x"}, 0, any, "mi355x", false},
 };
 

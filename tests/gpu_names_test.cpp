@@ -44,6 +44,23 @@ TEST_CASE("device_names_of_real_gpus_map_to_their_catalog_ids", "[catalog][names
       {"Tesla V100-PCIE-16GB", 16 * GiB, "v100-pcie-16gb"},
       {"AMD Instinct MI300X", 192 * GiB, "mi300x"},
       {"NVIDIA Quadro RTX 8000", 48 * GiB, ""},
+      // The GPUs people serve on (issue 53): the names and totals their readouts print.
+      {"NVIDIA L4", 23570219008, "l4"},
+      {"NVIDIA L40", 47674556416, "l40"},
+      {"NVIDIA A10G", 23684186112, "a10g"},
+      {"NVIDIA A10", 23609475072, ""},
+      {"NVIDIA GeForce RTX 3090", 25318916096, "rtx-3090"},
+      {"NVIDIA GeForce RTX 3090 Ti", 24 * GiB, ""},
+      {"NVIDIA RTX A6000", 51160023040, "rtx-a6000"},
+      {"NVIDIA RTX 6000 Ada Generation", 51002867712, "rtx-6000-ada"},
+      {"Quadro RTX 6000", 0, ""},
+      {"NVIDIA RTX PRO 6000 Blackwell Server Edition", 0, ""},
+      {"NVIDIA GeForce RTX 5090", 33668857856, "rtx-5090"},
+      {"NVIDIA GeForce RTX 5090 Laptop GPU", 0, ""},
+      {"NVIDIA H20", 102010716160, "h20"},
+      {"NVIDIA B300 SXM6 AC", 287430410240, "b300"},
+      {"NVIDIA GB300", 296889614336, "gb300"},
+      {"AMD Instinct MI325X", 274861129728, "mi325x"},
   };
   for (const Case& c : cases) {
     INFO(c.name << " with " << c.memory << " bytes");

@@ -128,6 +128,6 @@ TEST_CASE("hf_engine_refuses_what_generate_does_not_do_with_one_line", "[inferen
   CHECK_THAT(refused("hf_int4", spec("llama-3-8b", ", weight_dtype: int4")), Contains("inference.weight_dtype"));
   CHECK_THAT(refused("hf_block", spec("llama-3-8b", ", block_size: 16")), Contains("inference.block_size"));
   CHECK_THAT(refused("hf_name", "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: llama-3-8b}\n"
-                                "inference: {engine: sglang, batch: 2, prompt_len: 64, output_len: 4}\n"),
-             Contains("inference.engine") && Contains("hf") && Contains("vllm"));
+                                "inference: {engine: tgi, batch: 2, prompt_len: 64, output_len: 4}\n"),
+             Contains("inference.engine") && Contains("hf") && Contains("sglang") && Contains("vllm"));
 }

@@ -27,11 +27,18 @@ struct StartupInputs {
   int nccl_channels      = 16; // NCCL's channels per communicator (its buffers scale with them)
 };
 
+// NCCL's buffers for one communicator on one rank: each channel receives on a ring and a
+// tree connection, each holding the three protocols' buffers (src/include/device.h and
+// comm.h of NCCL 2.18-2.21: Simple 1 << 22 bytes, LL128 120 x 640 x 8 x 8, LL
+// 8 x 512 x 8 x 16).
+inline double nccl_communicator_bytes(int channels) { return channels * 2 * (4194304.0 + 4915200.0 + 524288.0); }
+
 struct StartupBudget {
   double kv_bytes      = 0; // what the KV cache may take (negative: that much short)
   double weights       = 0; // as the engine counts them
   double activations   = 0; // the profile run's peak above the weights
   double outside_torch = 0; // what it counts beside torch's allocations
+  double fraction      = 0; // the share of memory the engine took (SGLang's mem_fraction_static)
   std::string how;          // one line for the summary: the release and the sum ("" if none)
 };
 

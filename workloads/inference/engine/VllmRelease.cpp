@@ -1,38 +1,6 @@
 #include "workloads/inference/engine/VllmRelease.hpp"
 
-#include <cstdio>
-#include <iterator>
-#include <regex>
-
 namespace memwall {
-
-std::optional<VllmVersion> VllmVersion::parse(const std::string& text)
-{
-  // A release number as vLLM tags it: 0.6.4, with a .postN or rcN suffix at most.
-  static const std::regex form(R"(v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?:\.post\d+|rc\d+)?)");
-  std::smatch m;
-  if (!std::regex_match(text, m, form))
-    return std::nullopt;
-  VllmVersion v;
-  v.major = std::stoi(m[1].str());
-  v.minor = std::stoi(m[2].str());
-  v.patch = m[3].matched ? std::stoi(m[3].str()) : 0;
-  return v;
-}
-
-bool VllmVersion::operator<(const VllmVersion& o) const
-{
-  if (major != o.major)
-    return major < o.major;
-  if (minor != o.minor)
-    return minor < o.minor;
-  return patch < o.patch;
-}
-
-std::string VllmVersion::str() const
-{
-  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-}
 
 namespace {
 
@@ -46,7 +14,7 @@ VllmAccounting row(const char* first, const char* covers)
   VllmAccounting a;
   a.first   = first;
   a.covers  = covers;
-  a.release = *VllmVersion::parse(first);
+  a.release = *ReleaseNumber::parse(first);
   return a;
 }
 
@@ -56,7 +24,7 @@ VllmAccounting next_row(const std::vector<VllmAccounting>& r, const char* first,
   VllmAccounting a = r.back();
   a.first          = first;
   a.covers         = covers;
-  a.release        = *VllmVersion::parse(first);
+  a.release        = *ReleaseNumber::parse(first);
   return a;
 }
 
@@ -156,13 +124,13 @@ std::string VllmAccounting::releases() { return "0.1.0 to 0.11.x"; }
 
 std::optional<VllmAccounting> VllmAccounting::of(const std::string& text, std::string& why)
 {
-  std::optional<VllmVersion> v = VllmVersion::parse(text);
+  std::optional<ReleaseNumber> v = ReleaseNumber::parse(text);
   if (!v) {
     why = "expected a vLLM release number such as 0.2.4, 0.6.4 or 0.11.0";
     return std::nullopt;
   }
   static const std::vector<VllmAccounting> table = rules();
-  const VllmVersion last{0, 12, 0};
+  const ReleaseNumber last{0, 12, 0};
   if (!(*v < last) || *v < table.front().release) {
     why = v->str() + " is not modelled: the accounting of vLLM " + releases() + " is";
     return std::nullopt;

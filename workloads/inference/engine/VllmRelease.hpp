@@ -9,19 +9,14 @@
 // What "taken" counts, which dummy batch the defaults give, and which tensors are alive at
 // the profile's peak moved from release to release; each rule below is read from vLLM's
 // source at the releases named (calibration/research/vllm-kv-accounting.md).
+#include "workloads/inference/engine/ReleaseNumber.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace memwall {
-
-struct VllmVersion {
-  int major = 0, minor = 0, patch = 0;
-  static std::optional<VllmVersion> parse(const std::string& text); // "0.6.4", "0.6.4.post1"
-  bool operator<(const VllmVersion& o) const;
-  std::string str() const;
-};
 
 // How the chunked-prefill default and the tokens per iteration follow max_model_len.
 enum class VllmBatchRule {
@@ -32,7 +27,7 @@ enum class VllmBatchRule {
 };
 
 struct VllmAccounting {
-  VllmVersion release;        // as the spec gave it (its rule is that of the row it falls in)
+  ReleaseNumber release;      // as the spec gave it (its rule is that of the row it falls in)
   const char* first  = "";    // the first release the rule covers
   const char* covers = "";    // the releases it covers, as the summary says them
   bool v1            = false; // the V1 engine

@@ -15,16 +15,6 @@ namespace {
 
 constexpr double MiB = 1024.0 * 1024.0;
 
-// NCCL's buffers for one communicator on one rank: each channel receives on a ring and a
-// tree connection, each holding the three protocols' buffers (src/include/device.h and
-// comm.h of NCCL 2.18-2.21: Simple 1 << 22 bytes, LL128 120 x 640 x 8 x 8, LL
-// 8 x 512 x 8 x 16).
-double nccl_comm_bytes(int channels)
-{
-  const double per_connection = 4194304.0 + 4915200.0 + 524288.0;
-  return channels * 2 * per_connection;
-}
-
 // torch's cuBLAS workspace, allocated through the caching allocator at the profile's
 // first GEMM: ":4096:8" (32 MiB) on Hopper, ":4096:2:16:8" elsewhere (CublasHandlePool.cpp).
 double cublas_workspace(int compute_capability)
@@ -109,7 +99,7 @@ public:
     if (a_.counts_context)
       b.outside_torch += in.context;
     if (in.tp > 1) {
-      double comm = nccl_comm_bytes(in.nccl_channels);
+      double comm = nccl_communicator_bytes(in.nccl_channels);
       if (a_.counts_comms)
         b.outside_torch += (a_.v1 ? 1 : 2) * comm; // V0: torch's world and tp groups; V1: pynccl
       if (a_.counts_lazy_comm)
@@ -154,7 +144,7 @@ public:
       return "";
     char line[512];
     std::string estimate;
-    if (!(a_.release < VllmVersion{0, 9, 1})) // 0.8.x printed no estimate (its f-string was a dead statement)
+    if (!(a_.release < ReleaseNumber{0, 9, 1})) // 0.8.x printed no estimate (its f-string was a dead statement)
       estimate = " the estimated maximum model length is " + std::to_string(kv_tokens) + ".";
     std::snprintf(line, sizeof line,
                   "To serve at least one request with the models's max seq len (%lld), (%.2f GiB KV cache is needed, "
