@@ -124,7 +124,7 @@ TEST_CASE("hf_engine_refuses_what_generate_does_not_do_with_one_line", "[inferen
              Contains("inference.scheduler") && Contains("static"));
   CHECK_THAT(refused("hf_util", spec("llama-3-8b", ", gpu_memory_utilization: 0.8")),
              Contains("inference.gpu_memory_utilization") && Contains("no KV budget"));
-  CHECK_THAT(refused("hf_off", spec("llama-3-8b", ", offload: {weights: cpu}")), Contains("inference.offload"));
+  CHECK_THAT(refused("hf_off", spec("llama-3-8b", ", offload: {weights: nvme}")), Contains("inference.offload"));
   CHECK_THAT(refused("hf_int4", spec("llama-3-8b", ", weight_dtype: int4")), Contains("inference.weight_dtype"));
   CHECK_THAT(refused("hf_block", spec("llama-3-8b", ", block_size: 16")), Contains("inference.block_size"));
   CHECK_THAT(refused("hf_name", "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: llama-3-8b}\n"

@@ -75,6 +75,9 @@ SPEC_SEEDS = {
     "serve_sglang.yaml": "hardware: {node: cloud-l4}\nmodel: {preset: llama-2-7b, layers: 2}\n"
                          "inference: {engine: sglang, engine_release: '0.4.7.post1', mem_fraction_static: 0.8, "
                          "poisson: {rate: 20, requests: 6, prompt_len: 64, output_len: 8}}\n",
+    "serve_hf_offload.yaml": "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b, layers: 2}\n"
+                             "inference: {engine: hf, offload_hooks: deepspeed, batch: 2, prompt_len: 64, "
+                             "output_len: 4, offload: {weights: cpu, weights_fraction: 0.5}}\n",
     "serve_hf.yaml": "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: llama-2-7b, layers: 2}\n"
                      "inference: {engine: hf, weight_dtype: bf16, batch: 2, prompt_len: 64, output_len: 4}\n",
     "serve_flexgen.yaml": "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b, layers: 2}\n"
@@ -193,7 +196,7 @@ KEYS = ["hardware", "model", "training", "inference", "node", "gpu", "preset", "
         "prefetch", "eviction", "accessed_by", "start", "chunk_bytes", "percent", "activations", "engine",
         "trace_speedup", "attention", "block_size", "tiers", "oversubscription", "rail_optimized",
         "fsdp", "compile", "float8", "async_tp", "torch", "virtual_stages", "engine_release",
-        "max_model_len", "gpu_memory_utilization", "mem_fraction_static", "unknown_key"]
+        "max_model_len", "gpu_memory_utilization", "mem_fraction_static", "offload_hooks", "unknown_key"]
 
 
 def mutate_text(rng, text):

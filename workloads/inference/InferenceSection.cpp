@@ -305,13 +305,14 @@ InferenceConfig read_inference_section(ParamReader& r, int64_t gpus, const Model
   if (o.has("percent") && tiers)
     o.fail("percent", "give either percent or weights/kv with their fractions, not both");
   read_percent(o, c, model);
-  c.cpu_attention  = o.choice("attention", "gpu", {"gpu", "cpu"},
-                              "where attention over offloaded KV runs: gpu (the KV streams over PCIe) or cpu "
-                               "(FlexGen's cpu_cache_compute: queries down, outputs up; KV on NVMe is read into "
-                               "host memory first)") == "cpu";
-  c.offload_pinned = o.flag("pinned", true,
-                            "offloaded weights and KV in page-locked host memory (FlexGen's pin_weight); false: "
-                            "copies staged through the driver's pinned buffer at hardware.node.pageable_copy_bw");
+  c.cpu_attention        = o.choice("attention", "gpu", {"gpu", "cpu"},
+                                    "where attention over offloaded KV runs: gpu (the KV streams over PCIe) or cpu "
+                                           "(FlexGen's cpu_cache_compute: queries down, outputs up; KV on NVMe is read into "
+                                           "host memory first)") == "cpu";
+  c.offload_pinned_given = o.has("pinned");
+  c.offload_pinned       = o.flag("pinned", true,
+                                  "offloaded weights and KV in page-locked host memory (FlexGen's pin_weight); false: "
+                                        "copies staged through the driver's pinned buffer at hardware.node.pageable_copy_bw");
   o.finish();
   // Every key is read: what is left and another implementation reads is refused naming it.
   engines.refuse_others_keys(name, r);

@@ -1,6 +1,8 @@
 // The ops of one serving iteration (see ServingDriver.hpp).
 #include "workloads/inference/ServingDriver.hpp"
 
+#include "workloads/inference/engine/InferenceEngine.hpp"
+
 namespace memwall {
 namespace {
 
@@ -197,10 +199,34 @@ void ServingDriver::emit_iteration(const Iteration& it)
       act_off.push_back(dag_.alloc(gpu_, StreamKind::compute, offload_pool(tier), MemCategory::activations,
                                    kernels_.residual_bytes(k.tokens) * cfg_.act_off.of(tier) * ranks_sharing(tier),
                                    tag(".offloaded_activations")));
-  if (k.eager_embed.empty())
-    touch_edge(emit_kernel(k.embed, tag(".embed")), k.embed, false);
-  for (const KernelCost& e : k.eager_embed)
-    emit_kernel(e, tag("." + e.name));
+  // Weights fetched as their turn comes (Accelerate's and ZeRO-3's hooks): a staging
+  // buffer and a copy on the compute stream, which the kernels after it wait for.
+  const WeightStreaming streaming = kernels_.engine().weight_streaming(cfg_);
+  auto fetch_now                  = [&](double bytes, const std::string& name) {
+    Tensor staged = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::weights, bytes, name + ".staging");
+    dag_.add(host_copy_op(gpu_, StreamKind::compute, host_, gpu_, bytes, name + ".h2d", streaming.pinned));
+    return staged;
+  };
+  // ZeRO-3 offloads the embedding table too: fetched for the embedding and again for
+  // the head it is tied to (each table once where they are two).
+  const double table_fetch =
+      streaming.tables && cfg_.weights_off.any()
+          ? (kernels_.weight_bytes() - static_cast<double>(model_.layers) * kernels_.layer_weight_bytes()) /
+                (model_.tied_embeddings ? 1.0 : 2.0)
+          : 0.0;
+  auto edge = [&](const std::string& name, auto&& emit) {
+    if (table_fetch <= 0)
+      return emit();
+    Tensor staged = fetch_now(table_fetch, tag("." + name + ".weights"));
+    emit();
+    dag_.free(staged, gpu_, StreamKind::compute, tag("." + name + ".weights.staging"));
+  };
+  edge("embed", [&] {
+    if (k.eager_embed.empty())
+      touch_edge(emit_kernel(k.embed, tag(".embed")), k.embed, false);
+    for (const KernelCost& e : k.eager_embed)
+      emit_kernel(e, tag("." + e.name));
+  });
 
   double w_off = cfg_.weights_off.total();
   std::vector<OpId> freed_w, freed_kv; // staging buffers as they are freed
@@ -212,7 +238,7 @@ void ServingDriver::emit_iteration(const Iteration& it)
   OpId next_ready = OpDag::none;
   Tensor next_stage;
   auto fetch_weights = [&](int64_t l) {
-    if (w_off > 0 && l < model_.layers)
+    if (w_off > 0 && l < model_.layers && streaming.ahead)
       next_ready = emit_fetch(cfg_.weights_off, kernels_.layer_weight_bytes(), "L" + std::to_string(l) + ".weights",
                               freed_w.empty() ? OpDag::none : freed_w.back(), next_stage, MemCategory::weights);
   };
@@ -222,6 +248,8 @@ void ServingDriver::emit_iteration(const Iteration& it)
     OpId w_ready   = next_ready;
     Tensor w_stage = next_stage;
     fetch_weights(l + 1);
+    if (w_off > 0 && !streaming.ahead)
+      w_stage = fetch_now(kernels_.layer_weight_bytes() * w_off, L + ".weights");
     OpId mark = static_cast<OpId>(dag_.size());
     for (const KernelCost& e : k.layer.eager) // an eager engine's kernels, one by one
       emit_kernel(e, L + "." + e.name);
@@ -238,10 +266,12 @@ void ServingDriver::emit_iteration(const Iteration& it)
     if (w_off > 0)
       freed_w.push_back(dag_.free(w_stage, gpu_, StreamKind::compute, L + ".weights.staging"));
   }
-  if (k.eager_head.empty())
-    touch_edge(emit_kernel(k.head, tag(".head")), k.head, true);
-  for (const KernelCost& e : k.eager_head)
-    emit_kernel(e, tag("." + e.name));
+  edge("head", [&] {
+    if (k.eager_head.empty())
+      touch_edge(emit_kernel(k.head, tag(".head")), k.head, true);
+    for (const KernelCost& e : k.eager_head)
+      emit_kernel(e, tag("." + e.name));
+  });
   if (tp_group_ >= 0 && k.logits_gather_bytes > 0)
     dag_.add(collective_op(gpu_, StreamKind::compute, CollectiveKind::all_gather, tp_group_, k.logits_gather_bytes,
                            tag(".logits")));

@@ -41,7 +41,9 @@ BlockPlan gpt2_layer(const ModelSpec& m, const Tokens& t, const Precision& p, in
   return b;
 }
 
-BlockPlan gpt2_embedding(const ModelSpec& m, const Tokens& t, const Precision& p)
+BlockPlan learned_positions_embedding(const ModelSpec& m, const Tokens& t, const Precision& p,
+                                      const std::string& tokens, const std::string& positions,
+                                      const std::vector<EagerKernel>& position_ids)
 {
   const double T = t.T(), h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab), e = p.param;
   const double P = static_cast<double>(m.max_seq_len + m.position_offset);
@@ -49,18 +51,24 @@ BlockPlan gpt2_embedding(const ModelSpec& m, const Tokens& t, const Precision& p
   b.name   = "embed";
   b.params = m.embedding_params();
   EagerOps ops(b.kernels);
-  // wte(ids) + wpe(positions): two gathers and an add in fp32; both tables' dense
-  // gradients in backward, the token table's summed with the tied head's.
-  std::vector<EagerKernel> wte = embedding_backward("embed.wte", T, V, h, e, m.tied_embeddings);
-  ops.op({{"embed.wte", 8 * T + 2 * T * h * e, 0, KernelFamily::generic}}, wte, 8 * T);
-  ops.op({{"embed.wpe", 8 * T + 2 * T * h * e, 0, KernelFamily::generic}},
-         embedding_backward("embed.wpe", T, P, h, e, false), 8 * T);
+  // tokens(ids) + positions(ids): two gathers and an add in the stream's dtype; both
+  // tables' dense gradients in backward, the token table's summed with the tied head's.
+  ops.op({{tokens, 8 * T + 2 * T * h * e, 0, KernelFamily::generic}},
+         embedding_backward(tokens, T, V, h, e, m.tied_embeddings), 8 * T);
+  std::vector<EagerKernel> gather = position_ids;
+  gather.push_back({positions, 8 * T + 2 * T * h * e, 0, KernelFamily::generic});
+  ops.op(gather, embedding_backward(positions, T, P, h, e, false), 8 * T);
   ops.op({{"embed.add", 3 * T * h * e, T * h, KernelFamily::residual}}, {});
   if (m.dropout)
     dropout(ops, "embed.dropout", T * h, e);
   // The first block's input (its norm and its residual add read it in backward).
   ops.op({}, {}, T * h * e);
   return b;
+}
+
+BlockPlan gpt2_embedding(const ModelSpec& m, const Tokens& t, const Precision& p)
+{
+  return learned_positions_embedding(m, t, p, "embed.wte", "embed.wpe", {});
 }
 
 } // namespace memwall::hf

@@ -10,22 +10,32 @@ Arch architecture(const ModelSpec& m)
     return Arch::llama;
   if (m.family == "gpt2" && m.norm == NormKind::layernorm && m.mlp == MlpKind::gelu && m.learned_positions)
     return Arch::gpt2;
+  if (m.family == "opt" && m.norm == NormKind::layernorm && m.learned_positions)
+    return Arch::opt;
   return Arch::none;
 }
 
 BlockPlan model_embedding(const ModelSpec& m, const Tokens& t, const Precision& p)
 {
-  return architecture(m) == Arch::gpt2 ? gpt2_embedding(m, t, p) : llama_embedding(m, t, p);
+  switch (architecture(m)) {
+    case Arch::gpt2: return gpt2_embedding(m, t, p);
+    case Arch::opt: return opt_embedding(m, t, p);
+    default: return llama_embedding(m, t, p);
+  }
 }
 
 BlockPlan model_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer)
 {
-  return architecture(m) == Arch::gpt2 ? gpt2_layer(m, t, p, layer) : llama_layer(m, t, p, layer);
+  switch (architecture(m)) {
+    case Arch::gpt2: return gpt2_layer(m, t, p, layer);
+    case Arch::opt: return opt_layer(m, t, p, layer);
+    default: return llama_layer(m, t, p, layer);
+  }
 }
 
 BlockPlan model_head(const ModelSpec& m, const Tokens& t, const Precision& p)
 {
-  return lm_head(m, t, p, architecture(m) == Arch::gpt2 ? layer_norm : rms_norm);
+  return lm_head(m, t, p, architecture(m) == Arch::llama ? rms_norm : layer_norm);
 }
 
 std::vector<double> embedding_tensors(const ModelSpec& m)
@@ -44,6 +54,8 @@ std::vector<double> layer_tensors(const ModelSpec& m)
   double o = static_cast<double>(m.attn_out_dim());
   if (architecture(m) == Arch::gpt2) // ln_1, c_attn, c_proj, ln_2, mlp.c_fc, mlp.c_proj: weight, bias each
     return {h, h, h * 3 * h, 3 * h, h * h, h, h, h, h * f, f, f * h, h};
+  if (architecture(m) == Arch::opt) // self_attn_layer_norm, q, k, v, out_proj, final_layer_norm, fc1, fc2
+    return {h, h, h * q, q, h * kv, kv, h * kv, kv, q * h, h, h, h, h * f, f, f * h, h};
   // input_layernorm, q_proj, k_proj, v_proj (with Qwen2's biases), o_proj,
   // post_attention_layernorm, gate_proj, up_proj, down_proj.
   std::vector<double> v{h};

@@ -9,7 +9,7 @@ namespace memwall::hf {
 
 // modeling_llama.py's decoders (and those that copy it: Mistral, Qwen2) or
 // modeling_gpt2.py's; none for anything else (MoE, latent attention, extra norms).
-enum class Arch { none, llama, gpt2 };
+enum class Arch { none, llama, gpt2, opt };
 Arch architecture(const ModelSpec& m);
 
 BlockPlan model_embedding(const ModelSpec& m, const Tokens& t, const Precision& p);

@@ -83,6 +83,12 @@ void gelu_new(EagerOps& ops, const std::string& name, double T, double f, const 
 // dropout, the head tied to the token embedding).
 BlockPlan gpt2_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
 BlockPlan gpt2_embedding(const ModelSpec& m, const Tokens& t, const Precision& p);
+// A learned-positions embedding (GPT-2's, OPT's): the token table's gather, the positions'
+// (after `position_ids`, the kernels that compute them), their sum, dropout; keeps the
+// first layer's input.
+BlockPlan learned_positions_embedding(const ModelSpec& m, const Tokens& t, const Precision& p,
+                                      const std::string& tokens, const std::string& positions,
+                                      const std::vector<EagerKernel>& position_ids);
 // The embedding table's backward: its dense gradient zeroed, the ids sorted (CUB) and
 // the rows' gradients summed per id and scattered in (embedding_dense_backward), then
 // added to the head's gradient of a tied table, or to .grad from the second micro-batch on.
@@ -96,6 +102,11 @@ BlockPlan lm_head(const ModelSpec& m, const Tokens& t, const Precision& p, NormF
 // The language-model loss (ForCausalLMLoss) over T x V logits in the compute dtype,
 // upcast to fp32: log_softmax (kept) and nll_loss, and their backward.
 void causal_lm_loss(EagerOps& ops, const Tokens& t, double V, const Precision& p);
+
+// The blocks of OPT (OPTForCausalLM: learned positions with an offset of 2, LayerNorm,
+// nn.Linear with biases, ReLU, the head tied to the token embedding).
+BlockPlan opt_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
+BlockPlan opt_embedding(const ModelSpec& m, const Tokens& t, const Precision& p);
 
 // The blocks of a Llama-family decoder (RMSNorm, rotary, gated MLP).
 BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);

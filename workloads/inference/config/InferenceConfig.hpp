@@ -81,7 +81,8 @@ struct InferenceConfig {
   // another, sharing the layer's weights (FlexGen's num_gpu_batches, zig-zag block).
   int64_t gpu_batches = 1;
   // Offloaded weights and KV in page-locked host memory (FlexGen's pin_weight, on by default).
-  bool offload_pinned = true;
+  bool offload_pinned       = true;
+  bool offload_pinned_given = false; // the spec said offload.pinned
   // Unified memory is on (spec `memory`): kernels record the tensors they touch.
   bool record_tensor_accesses = false;
   // Managed weights and activations hold no fixed room: the KV budget leaves them out

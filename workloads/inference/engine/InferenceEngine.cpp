@@ -1,6 +1,15 @@
 #include "workloads/inference/engine/InferenceEngine.hpp"
 
+#include "workloads/inference/config/InferenceConfig.hpp"
+
 namespace memwall {
+
+WeightStreaming InferenceEngine::weight_streaming(const InferenceConfig& c) const
+{
+  WeightStreaming w;
+  w.pinned = c.offload_pinned;
+  return w;
+}
 
 Registry<InferenceEngineFactory>& inference_engine_registry()
 {

@@ -22,6 +22,17 @@
 
 namespace memwall {
 
+// How offloaded weights reach the GPU: a layer ahead on the copy streams, into two staging
+// buffers (FlexGen), or each layer's just before it runs, on the compute stream (Accelerate's
+// hooks and ZeRO-3's blocking fetch); from pinned or pageable host memory; the embedding
+// table too, before the embedding and again before the tied head (ZeRO-3 offloads every
+// parameter).
+struct WeightStreaming {
+  bool ahead  = true;
+  bool pinned = true;
+  bool tables = false;
+};
+
 class InferenceEngine : public Implementation {
 public:
   // The batch scheduler a spec gets when it names none (`source`: batch, trace, poisson).
@@ -40,6 +51,8 @@ public:
   // What the run's summary line says of the engine before the precisions ("" for the
   // default one).
   virtual std::string summary_prefix() const = 0;
+  // How the spec's offloaded weights reach the GPU (FlexGen's way unless the engine says).
+  virtual WeightStreaming weight_streaming(const InferenceConfig& c) const;
   // What the KV cache may take on one GPU, as the engine's start-up measures it.
   virtual StartupBudget kv_budget(const StartupInputs& in) const = 0;
   // Why the engine would not start with `kv_tokens` of KV (whole blocks of `block_tokens`)

@@ -1,6 +1,6 @@
 // Hugging Face transformers' generate() in eager PyTorch, as its source runs it
 // (generation/utils.py GenerationMixin._sample with greedy decoding, cache_utils.py
-// DynamicCache, the Llama and GPT-2 modelling files with attn_implementation "sdpa"):
+// DynamicCache, the Llama, GPT-2 and OPT modelling files with attn_implementation "sdpa"):
 //   - the model in its torch_dtype (bf16 or fp16, no autocast): every module's kernels one
 //     by one, from the same inventories the training stacks use (HfModules.hpp);
 //   - DynamicCache.update: torch.cat of each layer's K (and V) cache with the new tokens'
@@ -47,6 +47,22 @@ void append_forward(const std::vector<KernelPlan>& kernels, std::vector<KernelCo
 
 class HfEngine : public InferenceEngine {
 public:
+  explicit HfEngine(bool deepspeed) : deepspeed_(deepspeed) {}
+  // Offloaded layers reach the GPU as the hooks that run them fetch them: Accelerate's
+  // AlignDevicesHook copies each module's weights with a synchronous .to() from the
+  // pageable CPU state dict before its forward (accelerate/hooks.py); ZeRO-3's
+  // parameter offload (DeepSpeed ZeRO-Inference) fetches each module's from pinned
+  // buffers and the host waits for it before launching the module (its prefetch bucket of
+  // about one h x h matrix hides little), the embedding table included. Both fetch a
+  // layer's weights as its turn comes, every forward.
+  WeightStreaming weight_streaming(const InferenceConfig&) const override
+  {
+    WeightStreaming w;
+    w.ahead  = false;
+    w.pinned = deepspeed_;
+    w.tables = deepspeed_;
+    return w;
+  }
   std::string default_scheduler(const std::string&) const override { return "static"; }
   int64_t default_block_size() const override { return 1; }
   // generate() prefills whole prompts in one static batch: no chunks, no token budget.
@@ -60,8 +76,8 @@ public:
   {
     auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "engine hf: " + why); };
     if (hf::architecture(m) == hf::Arch::none)
-      refuse("engine", "runs transformers' Llama-family and GPT-2 modules; " + m.name +
-                           " is neither (mixture of experts, latent attention or extra norms)");
+      refuse("engine", "runs transformers' Llama-family, GPT-2 and OPT modules; " + m.name +
+                           " is none of them (mixture of experts, latent attention or extra norms)");
     if (c.tp > 1 || c.ep > 1)
       refuse(c.tp > 1 ? "tp" : "ep", "generate() on one GPU (device_map's layers spread over GPUs are not modelled)");
     if (c.scheduler->iteration_level())
@@ -69,8 +85,14 @@ public:
                               " (request-level batching)");
     if (c.scheduler->limits().chunked_prefill)
       refuse("chunked_prefill", "generate() prefills whole prompts");
-    if (c.weights_off.any() || c.kv_off.any() || c.act_off.any() || c.gpu_batches > 1)
-      refuse("offload", "offload here is FlexGen's (engine vllm); Accelerate's offload hooks are not modelled");
+    if (c.kv_off.any() || c.act_off.any() || c.gpu_batches > 1 || c.cpu_attention)
+      refuse("offload", "generate() keeps the KV cache and activations on the GPU: only weights are offloaded "
+                        "(offload.weights: cpu), as Accelerate's and ZeRO-3's hooks do");
+    if (c.weights_off.nvme > 0)
+      refuse("offload", "weights on NVMe are not modelled for generate() (offload.weights: cpu)");
+    if (c.offload_pinned_given)
+      refuse("offload", "offload.pinned is set by offload_hooks (accelerate: the pageable CPU state dict; deepspeed: "
+                        "ZeRO-3's pinned buffers)");
     if (r.has("gpu_memory_utilization"))
       refuse("gpu_memory_utilization", "there is no KV budget: the DynamicCache grows until the GPU's memory runs out");
     if (c.weight_dtype != Dtype::fp16 && c.weight_dtype != Dtype::bf16)
@@ -132,7 +154,7 @@ public:
     std::vector<KernelPlan> head;
     EagerOps ops(head);
     if (m.final_norm)
-      (hf::architecture(m) == hf::Arch::gpt2 ? hf::layer_norm : hf::rms_norm)(ops, "final_norm", T, h, p);
+      (hf::architecture(m) == hf::Arch::llama ? hf::rms_norm : hf::layer_norm)(ops, "final_norm", T, h, p);
     hf::linear(ops, "lm_head", b, h, V, false, p); // logits_to_keep = 1
     // _sample's step, greedy: next_token_logits = logits[:, -1, :].to(float32); argmax;
     // next * unfinished + pad * (1 - unfinished); input_ids and attention_mask grown by
@@ -171,15 +193,28 @@ public:
     return b;
   }
   std::string refuses_start(const StartupBudget&, int64_t, int64_t, int64_t, double) const override { return ""; }
+
+private:
+  bool deepspeed_ = false;
 };
 
 const bool registered = inference_engine_registry().add(
     "hf",
     "Hugging Face transformers' generate() in eager PyTorch: every module's kernels one by one (sdpa attention), a "
     "DynamicCache grown by torch.cat each step, one static batch, no KV budget (the cache grows until memory runs "
-    "out); host work not modelled. Where a spec does not say: scheduler static, KV grown token by token "
-    "(block_size 1), whole prompts in one batch (no chunked prefill, max(max_model_len, 2048) tokens)",
-    [](ParamReader&) { return std::make_unique<HfEngine>(); });
+    "out); host work not modelled. Llama-family, GPT-2 and OPT modules. Offloaded layers (offload.weights: cpu) come "
+    "in as Accelerate's hooks (from pageable memory) or ZeRO-3's (ZeRO-Inference: pinned, the embedding too) move "
+    "them, each layer's just before it runs, every forward (offload_hooks). Where a spec does not say: scheduler "
+    "static, KV grown token by token (block_size 1), whole prompts in one batch (no chunked prefill, "
+    "max(max_model_len, 2048) tokens)",
+    [](ParamReader& r) {
+      std::string hooks = r.choice("offload_hooks", "accelerate", {"accelerate", "deepspeed"},
+                                   "engine hf, offload.weights: cpu: whose hooks move the offloaded layers in, every "
+                                   "forward, each as its turn comes: accelerate (device_map's AlignDevicesHook, from "
+                                   "pageable memory) or deepspeed (ZeRO-3 parameter offload, ZeRO-Inference: pinned "
+                                   "buffers, the embedding table too)");
+      return std::make_unique<HfEngine>(hooks != "accelerate"); // deepspeed: ZeRO-3's
+    });
 
 } // namespace
 } // namespace memwall
