@@ -94,3 +94,24 @@ TEST_CASE("accelerate_copies_from_pageable_memory_and_zero3_from_pinned_buffers"
                                   "inference: {engine: hf, batch: 1, offload: {kv: cpu}}\n"),
              Catch::Contains("inference.offload") && Catch::Contains("only weights"));
 }
+
+TEST_CASE("zero3_keeps_the_embedding_table_in_host_memory_and_stages_it_on_the_gpu", "[inference][hf][offload]")
+{
+  // ZeRO-Inference offloads every parameter: OPT-6.7B's 13.32 GB (memwall's serving
+  // weights leave out the biases, norms and position table: 13.30) live in host memory, the
+  // GPU holds one layer's staged weights (201,379,840 x 2 B = 0.40 GB) or the staged token
+  // and position tables (0.42 GB), never both, and no resident copy of the tables.
+  RunResult r = simulate_validation("flexgen-baseline-zero-inference-opt-6.7b-t4");
+  double gpu = 0, host = 0;
+  for (const PoolResult& p : r.pools) {
+    double w                                        = p.max_by_category[static_cast<size_t>(MemCategory::weights)];
+    (p.device.kind == DeviceKind::gpu ? gpu : host) = std::max(p.device.kind == DeviceKind::gpu ? gpu : host, w);
+  }
+  CHECK(gpu < 0.45e9);
+  CHECK(host == Approx(6658473984.0 * 2).epsilon(0.005));
+  // ZeRO-3 has no partial offload.
+  CHECK_THAT(refused("zi_part",
+                     "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b}\ninference: {engine: hf, "
+                     "offload_hooks: deepspeed, batch: 1, offload: {weights: cpu, weights_fraction: 0.5}}\n"),
+             Catch::Contains("inference.offload") && Catch::Contains("weights_fraction"));
+}

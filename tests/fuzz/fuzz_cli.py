@@ -77,7 +77,7 @@ SPEC_SEEDS = {
                          "poisson: {rate: 20, requests: 6, prompt_len: 64, output_len: 8}}\n",
     "serve_hf_offload.yaml": "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b, layers: 2}\n"
                              "inference: {engine: hf, offload_hooks: deepspeed, batch: 2, prompt_len: 64, "
-                             "output_len: 4, offload: {weights: cpu, weights_fraction: 0.5}}\n",
+                             "output_len: 4, offload: {weights: cpu}}\n",
     "serve_hf.yaml": "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: llama-2-7b, layers: 2}\n"
                      "inference: {engine: hf, weight_dtype: bf16, batch: 2, prompt_len: 64, output_len: 4}\n",
     "serve_flexgen.yaml": "hardware: {node: cloud-t4}\nmodel: {preset: opt-6.7b, layers: 2}\n"

@@ -124,7 +124,7 @@ StartupBudget ServingDriver::kv_budget() const
   StartupInputs in;
   in.total       = g.memory_bytes;
   in.utilization = cfg_.gpu_memory_utilization;
-  in.weights     = kernels_.weight_bytes() - layers * kernels_.layer_weight_bytes() * w_off +
+  in.weights     = kernels_.weight_bytes() - layers * kernels_.layer_weight_bytes() * w_off - offloaded_tables() +
                2 * kernels_.layer_weight_bytes() * w_off; // staging: two layers' offloaded part
   in.context                = g.context_bytes;
   in.offloaded              = cfg_.weights_off.any() || cfg_.kv_off.any() || cfg_.act_off.any() || cfg_.gpu_batches > 1;
@@ -150,6 +150,15 @@ StartupBudget ServingDriver::kv_budget() const
   return kernels_.engine().kv_budget(in);
 }
 
+// The embedding and head tables where the engine offloads them with the layers (ZeRO-3
+// offloads every parameter): in host memory, staged on the GPU as they are used.
+double ServingDriver::offloaded_tables() const
+{
+  if (!cfg_.weights_off.any() || !kernels_.engine().weight_streaming(cfg_).tables)
+    return 0.0;
+  return kernels_.weight_bytes() - static_cast<double>(model_.layers) * kernels_.layer_weight_bytes();
+}
+
 void ServingDriver::setup()
 {
   dag_.track_accesses(cfg_.record_tensor_accesses);
@@ -165,11 +174,13 @@ void ServingDriver::setup()
   double layer_w = kernels_.layer_weight_bytes() * static_cast<double>(model_.layers);
   double w_off   = cfg_.weights_off.total();
   weights_       = dag_.alloc(gpu_, StreamKind::compute, gpu_, MemCategory::weights,
-                              kernels_.weight_bytes() - layer_w * w_off, "weights");
+                              kernels_.weight_bytes() - layer_w * w_off - offloaded_tables(), "weights");
   for (OffloadPlace tier : {OffloadPlace::cpu, OffloadPlace::nvme}) // every rank's share sits in the same DRAM / NVMe
     if (cfg_.weights_off.of(tier) > 0)
       dag_.alloc(gpu_, StreamKind::compute, offload_pool(tier), MemCategory::weights,
-                 layer_w * cfg_.weights_off.of(tier) * ranks_sharing(tier), "offloaded_weights");
+                 (layer_w * cfg_.weights_off.of(tier) + (tier == OffloadPlace::cpu ? offloaded_tables() : 0.0)) *
+                     ranks_sharing(tier),
+                 "offloaded_weights");
   dag_.set_phase(StepPhase::serving); // every later op belongs to an iteration
 }
 

@@ -49,6 +49,7 @@ private:
   // ServingDriver.cpp
   void setup();
   StartupBudget kv_budget() const;
+  double offloaded_tables() const;
   void account_iteration(double now);
   void retire(double now);
   // ServingIteration.cpp

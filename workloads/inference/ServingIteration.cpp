@@ -209,12 +209,8 @@ void ServingDriver::emit_iteration(const Iteration& it)
   };
   // ZeRO-3 offloads the embedding table too: fetched for the embedding and again for
   // the head it is tied to (each table once where they are two).
-  const double table_fetch =
-      streaming.tables && cfg_.weights_off.any()
-          ? (kernels_.weight_bytes() - static_cast<double>(model_.layers) * kernels_.layer_weight_bytes()) /
-                (model_.tied_embeddings ? 1.0 : 2.0)
-          : 0.0;
-  auto edge = [&](const std::string& name, auto&& emit) {
+  const double table_fetch = offloaded_tables() / (model_.tied_embeddings ? 1.0 : 2.0);
+  auto edge                = [&](const std::string& name, auto&& emit) {
     if (table_fetch <= 0)
       return emit();
     Tensor staged = fetch_now(table_fetch, tag("." + name + ".weights"));

@@ -88,6 +88,8 @@ public:
     if (c.kv_off.any() || c.act_off.any() || c.gpu_batches > 1 || c.cpu_attention)
       refuse("offload", "generate() keeps the KV cache and activations on the GPU: only weights are offloaded "
                         "(offload.weights: cpu), as Accelerate's and ZeRO-3's hooks do");
+    if (deepspeed_ && c.weights_off.any() && c.weights_off.total() < 1)
+      refuse("offload", "offload_hooks deepspeed: ZeRO-3 offloads every parameter (weights_fraction 1)");
     if (c.weights_off.nvme > 0)
       refuse("offload", "weights on NVMe are not modelled for generate() (offload.weights: cpu)");
     if (c.offload_pinned_given)
