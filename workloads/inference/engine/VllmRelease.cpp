@@ -9,23 +9,12 @@ namespace {
 // 0.4.0, 0.4.3, 0.6.1, 0.6.4, 0.6.5, 0.7.3, 0.8.5, 0.9.2, 0.10.2 and 0.11.0; the releases
 // between are taken to be as the nearest one read before them
 // (calibration/research/vllm-kv-accounting.md says which file and function each comes from).
-VllmAccounting row(const char* first, const char* covers)
+// The rules of `base` (the row before, or none) from release `first` on, until changed.
+VllmAccounting starting(VllmAccounting base, const char* first, const char* covers)
 {
-  VllmAccounting a;
-  a.first   = first;
-  a.covers  = covers;
-  a.release = *ReleaseNumber::parse(first);
-  return a;
-}
-
-// The row after the last: the same rules from release `first` on, until changed.
-VllmAccounting next_row(const std::vector<VllmAccounting>& r, const char* first, const char* covers)
-{
-  VllmAccounting a = r.back();
-  a.first          = first;
-  a.covers         = covers;
-  a.release        = *ReleaseNumber::parse(first);
-  return a;
+  base.covers  = covers;
+  base.release = *ReleaseNumber::parse(first);
+  return base;
 }
 
 std::vector<VllmAccounting> rules()
@@ -37,7 +26,7 @@ std::vector<VllmAccounting> rules()
   // sampler's top-p/top-k in fp16 sorts twice (the argsort of the indices: values,
   // indices, reverse indices and cub's double buffers, 40 B an element, beside four fp16
   // [S, V] tensors, the int64 indices and two masks): 4 b + 50 bytes an element.
-  VllmAccounting a = row("0.1.0", "0.1-0.2.4");
+  VllmAccounting a = starting({}, "0.1.0", "0.1-0.2.4");
   a.pads_prompts   = true;
   a.keeps_gate_up  = true;
   a.sampler_fixed  = 50;
@@ -48,34 +37,34 @@ std::vector<VllmAccounting> rules()
   // CUDA context, NCCL's buffers and torch's reserved segments count. Torch 2.1's
   // ProcessGroupNCCL records each all-reduced tensor on its stream, so with the host far
   // ahead of the GPU every one stays reserved (pull request 2151 found it).
-  a                        = next_row(r, "0.2.5", "0.2.5");
+  a                        = starting(r.back(), "0.2.5", "0.2.5");
   a.counts_context         = true;
   a.counts_comms           = true;
   a.pins_all_reduce_inputs = true;
   r.push_back(a);
   // 2151: TORCH_NCCL_AVOID_RECORD_STREAMS=1; 1889: one sort and a scatter (3 b + 24).
-  a                        = next_row(r, "0.2.6", "0.2.6");
+  a                        = starting(r.back(), "0.2.6", "0.2.6");
   a.pins_all_reduce_inputs = false;
   a.sampler_fixed          = 24;
   a.sampler_per_b          = 3;
   r.push_back(a);
   // _init_cache refuses a max_model_len the KV cannot hold.
-  a                  = next_row(r, "0.2.7", "0.2.7-0.3.0");
+  a                  = starting(r.back(), "0.2.7", "0.2.7-0.3.0");
   a.refuses_short_kv = true;
   r.push_back(a);
   // Pull request 2863: taken = the free memory read at init (after the CUDA context,
   // before NCCL and the weights) - free now.
-  a                = next_row(r, "0.3.1", "0.3.1-0.3.3");
+  a                = starting(r.back(), "0.3.1", "0.3.1-0.3.3");
   a.counts_context = false;
   r.push_back(a);
   // Prompts flattened, not padded.
-  a              = next_row(r, "0.4.0", "0.4.0-0.5.x");
+  a              = starting(r.back(), "0.4.0", "0.4.0-0.5.x");
   a.pads_prompts = false;
   r.push_back(a);
   // Chunked prefill on by default above 32K tokens (512 a step); LlamaMLP drops gate_up
   // before down_proj; the sampler casts the logits to fp32 and sorts them with their
   // int64 iota (b + 4 + 8 + 12 + 12 bytes an element during the sort).
-  a               = next_row(r, "0.6.0", "0.6.0-0.6.3");
+  a               = starting(r.back(), "0.6.0", "0.6.0-0.6.3");
   a.keeps_gate_up = false;
   a.sampler_fixed = 36;
   a.sampler_per_b = 1;
@@ -83,34 +72,34 @@ std::vector<VllmAccounting> rules()
   r.push_back(a);
   // Pull request 9352: taken = torch's allocated peak (weights included) + what the GPU
   // holds outside torch after empty_cache (the context among it).
-  a                = next_row(r, "0.6.4", "0.6.4");
+  a                = starting(r.back(), "0.6.4", "0.6.4");
   a.counts_context = true;
   r.push_back(a);
   // Pull request 10511: outside torch counted from the start-up baseline (the context
   // not); 10544: 2048 tokens a step with chunked prefill.
-  a                = next_row(r, "0.6.5", "0.6.5-0.7.x");
+  a                = starting(r.back(), "0.6.5", "0.6.5-0.7.x");
   a.counts_context = false;
   a.batch          = VllmBatchRule::v0_long_context_2048;
   r.push_back(a);
   // The V1 engine: Worker.determine_available_memory with the absolute formula of 0.6.4;
   // torch's communicator made lazily by the profile's logits all-gather counted too.
-  a                  = next_row(r, "0.8.0", "0.8.x");
+  a                  = starting(r.back(), "0.8.0", "0.8.x");
   a.v1               = true;
   a.counts_context   = true;
   a.counts_lazy_comm = true;
   a.batch            = VllmBatchRule::v1;
   r.push_back(a);
   // Pull request 17885: an A100 gets the small GPUs' batch defaults.
-  a            = next_row(r, "0.9.0", "0.9.0");
+  a            = starting(r.back(), "0.9.0", "0.9.0");
   a.a100_small = true;
   r.push_back(a);
   // MemorySnapshot at init (after the context, before NCCL): the context not counted.
-  a                = next_row(r, "0.9.1", "0.9.1-0.10.x");
+  a                = starting(r.back(), "0.9.1", "0.9.1-0.10.x");
   a.counts_context = false;
   r.push_back(a);
   // Pull request 25359: the distributed init moved before the snapshot: pynccl's and the
   // custom all-reduce's buffers not counted.
-  a              = next_row(r, "0.11.0", "0.11.x");
+  a              = starting(r.back(), "0.11.0", "0.11.x");
   a.counts_comms = false;
   r.push_back(a);
   return r;

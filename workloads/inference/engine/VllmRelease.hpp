@@ -27,8 +27,9 @@ enum class VllmBatchRule {
 };
 
 struct VllmAccounting {
-  ReleaseNumber release;      // as the spec gave it (its rule is that of the row it falls in)
-  const char* first  = "";    // the first release the rule covers
+  // As the spec gave it (the rules are those of the row it falls in); in the table, the
+  // first release the row covers.
+  ReleaseNumber release;
   const char* covers = "";    // the releases it covers, as the summary says them
   bool v1            = false; // the V1 engine
   // Outside torch: what the profile's measurement subtracts besides torch's allocations.
