@@ -157,7 +157,91 @@ TEST_CASE("an_engine_release_vllm_never_had_or_does_not_model_is_refused", "[inf
   CHECK_THAT(refused("rel_text", base + "engine_release: latest}\n"),
              Catch::Contains("inference.engine_release") && Catch::Contains("such as 0.2.4"));
   CHECK_THAT(refused("rel_new", base + "engine_release: '0.12.0'}\n"),
-             Catch::Contains("0.12.0 is not modelled") && Catch::Contains("0.11.x"));
+             Catch::Contains("0.12.0 is not modelled") && Catch::Contains("0.11.2"));
   CHECK_THAT(refused("rel_hf", base + "engine: hf, engine_release: '0.6.4'}\n"),
              Catch::Contains("inference.engine_release"));
+}
+
+TEST_CASE("vllm_checks_max_model_len_against_one_attention_data_parallel_groups_blocks", "[inference][vllm][kv]")
+{
+  // Mixtral-8x7B on 4 H100s, tp 1, ep 4: four attention data-parallel groups, each a worker
+  // with its own cache. At gpu_memory_utilization 0.4 each GPU keeps ~1.08 GiB of KV under
+  // 0.6.4 at 128 KiB a token (32 layers x 8 KV heads x 128 x 2 x 2 bytes): ~8,900 tokens,
+  // under the 32,768 of max_model_len, though the four groups together hold ~35,000 (V1,
+  // counting less outside torch, at 0.35: ~0.7 GiB). vLLM checks one worker's blocks
+  // (0.6.4's raise_if_cache_size_invalid, V1's estimate_max_model_len over one worker's
+  // available memory), so both refuse, naming one group's tokens.
+  auto spec = [](const std::string& release, const std::string& utilization) {
+    return "hardware: {node: dgx-h100, gpus_per_node: 4}\nmodel: {preset: mixtral-8x7b}\n"
+           "inference: {engine_release: '" +
+           release + "', tp: 1, ep: 4, gpu_memory_utilization: " + utilization +
+           ", max_model_len: 32768, batch: 8, prompt_len: 16, output_len: 2}\n";
+  };
+  Startup v0                 = start(spec("0.6.4", "0.4"));
+  const int64_t group_tokens = v0.blocks * 16 / 4;
+  CHECK(group_tokens < 32768);
+  CHECK(v0.blocks * 16 > 32768);
+  CHECK(v0.refusal.find("The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+                        "stored in KV cache (" +
+                        std::to_string(group_tokens) + ")") != std::string::npos);
+  Startup v1 = start(spec("0.11.0", "0.35"));
+  CHECK(v1.blocks * 16 > 4 * 4096);
+  CHECK(v1.refusal.find("the estimated maximum model length is " + std::to_string(v1.blocks * 16 / 4) + ".") !=
+        std::string::npos);
+}
+
+TEST_CASE("vllm_v1_says_no_available_memory_only_when_nothing_is_left", "[inference][vllm][kv]")
+{
+  // V1's check_enough_kv_cache_memory raises "No available memory for the cache blocks"
+  // when the available memory is <= 0; a budget above nothing but under one block is a
+  // request that does not fit ("To serve at least one request ..."). V0 counted whole
+  // blocks (num_gpu_blocks <= 0). The budget is u x total - the rest, so two runs give the
+  // total and the rest, and u is set to leave 1 MiB, half a block of 16 x 128 KiB.
+  auto spec = [](const std::string& release, double u) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.12f", u);
+    return "hardware: {node: desktop-3090}\nmodel: {preset: llama-3-8b}\ninference: {engine_release: '" + release +
+           "', weight_dtype: bf16, max_model_len: 4096, batch: 1, prompt_len: 16, output_len: 4, "
+           "gpu_memory_utilization: " +
+           text + "}\n";
+  };
+  auto budget = [&](const std::string& release, double u) {
+    return simulate(parse_spec(spec(release, u), "test.yaml", ""), true).serving.kv_budget_bytes;
+  };
+  for (const std::string release : {"0.11.0", "0.6.4"}) {
+    const double total = (budget(release, 0.9) - budget(release, 0.8)) / 0.1;
+    const double rest  = 0.9 * total - budget(release, 0.9);
+    const double u     = (rest + 1024.0 * 1024) / total;
+    RunResult r        = simulate(parse_spec(spec(release, u), "test.yaml", ""), true);
+    CHECK(r.serving.kv_budget_bytes == Approx(1024.0 * 1024).epsilon(0.01));
+    const bool says_none = r.serving.kv_refusal.find("No available memory") == 0;
+    CHECK(says_none == (release == "0.6.4"));
+    if (release == "0.11.0")
+      CHECK(r.serving.kv_refusal.find("To serve at least one request") == 0);
+  }
+}
+
+TEST_CASE("a_contiguous_kv_cache_short_of_max_model_len_is_vllms_max_seq_len_refusal", "[inference][vllm][kv]")
+{
+  // Under a contiguous manager a request reserves max_model_len slots; a budget that holds
+  // blocks but not 29,000 tokens (0.6.4 on an RTX 3090 holds ~23,650 at 29,000, as issue
+  // 10517 logged) is V0's "max seq len ... larger than" the tokens the KV holds, not "no
+  // available memory".
+  Startup s = start(rtx3090(29000, ", kv_manager: contiguous"));
+  CHECK(s.blocks > 0);
+  CHECK(s.refusal.find("The model's max seq len (29000) is larger than") == 0);
+}
+
+TEST_CASE("vllm_release_numbers_are_read_as_vllm_tags_them", "[inference][vllm][kv]")
+{
+  // 0.10.1.1 is a release (a hotfix of 0.10.1); 0.8.0rc1 was cut from 0.8.0's branch and
+  // has its rules (V1 by default); 0.11.2 is the last 0.11 release, so 0.11.5 is refused.
+  auto spec = [](const std::string& release) {
+    return "hardware: {node: desktop-3090}\nmodel: {preset: llama-3-8b}\ninference: {engine_release: '" + release +
+           "', weight_dtype: bf16, max_model_len: 4096, batch: 1, prompt_len: 16, output_len: 4}\n";
+  };
+  CHECK(start(spec("0.10.1.1")).accounting.find("vLLM 0.10.1.1 (V1, the 0.9.1-0.10.x rules)") == 0);
+  CHECK(start(spec("0.8.0rc1")).accounting.find("vLLM 0.8.0rc1 (V1, the 0.8.x rules)") == 0);
+  CHECK(start(spec("0.11.2")).accounting.find("vLLM 0.11.2 (V1") == 0);
+  CHECK_THAT(refused("rel_future_patch", spec("0.11.5")), Catch::Contains("0.11.5 is not modelled"));
 }

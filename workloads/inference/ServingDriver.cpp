@@ -89,11 +89,13 @@ ServingDriver::ServingDriver(const ModelSpec& model, const InferenceConfig& cfg,
     stats_.kv_no_room         = true;
     stats_.kv_shortfall_bytes = std::max(static_cast<double>(smallest) * gpu_per_token - budget, 0.0);
   }
-  // The engine's own start-up checks (vLLM refuses a max_model_len its KV cannot hold);
-  // KV kept off the GPU is FlexGen's placement, which has none.
+  // The engine's own start-up checks (vLLM refuses a max_model_len its KV cannot hold), on
+  // one worker's cache (an attention data-parallel group's); KV kept off the GPU is
+  // FlexGen's placement, which has none.
   if (!cfg_.kv_off.any()) {
+    const int64_t block = kv_->reserves_whole_context() ? 1 : smallest;
     std::string refusal =
-        kernels_.engine().refuses_start(startup, kv_->capacity(), smallest, cfg_.max_model_len, per_token);
+        kernels_.engine().refuses_start(startup, kv_->sequence_capacity(), block, cfg_.max_model_len, per_token);
     if (!refusal.empty()) {
       stats_.kv_no_room = true;
       stats_.kv_refusal = refusal;

@@ -55,8 +55,9 @@ public:
   virtual WeightStreaming weight_streaming(const InferenceConfig& c) const;
   // What the KV cache may take on one GPU, as the engine's start-up measures it.
   virtual StartupBudget kv_budget(const StartupInputs& in) const = 0;
-  // Why the engine would not start with `kv_tokens` of KV (whole blocks of `block_tokens`)
-  // for a max_model_len of `max_model_len`, in its own words; "" when it starts.
+  // Why the engine would not start with `kv_tokens` of KV in one worker's cache (whole
+  // blocks of `block_tokens`; 1 where nothing is paged) for a max_model_len of
+  // `max_model_len`, in its own words; "" when it starts.
   virtual std::string refuses_start(const StartupBudget& b, int64_t kv_tokens, int64_t block_tokens,
                                     int64_t max_model_len, double bytes_per_token) const = 0;
 };

@@ -1,5 +1,6 @@
 #include "workloads/inference/engine/ReleaseNumber.hpp"
 
+#include <climits>
 #include <regex>
 #include <tuple>
 
@@ -7,27 +8,49 @@ namespace memwall {
 
 std::optional<ReleaseNumber> ReleaseNumber::parse(const std::string& text)
 {
-  static const std::regex form(R"(v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?:\.post(\d{1,3})|rc\d{1,3})?)");
+  static const std::regex form(
+      R"(v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?:\.(\d{1,3}))?(?:\.post(\d{1,3})|rc(\d{1,3}))?)");
   std::smatch m;
   if (!std::regex_match(text, m, form))
     return std::nullopt;
+  auto number = [&](size_t i) { return m[i].matched ? std::stoi(m[i].str()) : 0; };
   ReleaseNumber v;
-  v.major = std::stoi(m[1].str());
-  v.minor = std::stoi(m[2].str());
-  v.patch = m[3].matched ? std::stoi(m[3].str()) : 0;
-  v.post  = m[4].matched ? std::stoi(m[4].str()) : 0;
+  v.major  = number(1);
+  v.minor  = number(2);
+  v.patch  = number(3);
+  v.hotfix = number(4);
+  v.post   = number(5);
+  v.rc     = number(6);
+  if (m[6].matched && v.rc == 0)
+    return std::nullopt; // rc0 is no tag
   return v;
 }
 
 bool ReleaseNumber::operator<(const ReleaseNumber& o) const
 {
-  return std::tie(major, minor, patch, post) < std::tie(o.major, o.minor, o.patch, o.post);
+  // A release candidate comes before its release: the release itself sorts as rc "infinity".
+  const int rc_order = rc > 0 ? rc : INT_MAX, o_rc_order = o.rc > 0 ? o.rc : INT_MAX;
+  return std::tie(major, minor, patch, hotfix, post, rc_order) <
+         std::tie(o.major, o.minor, o.patch, o.hotfix, o.post, o_rc_order);
+}
+
+ReleaseNumber ReleaseNumber::final() const
+{
+  ReleaseNumber f = *this;
+  f.rc            = 0;
+  return f;
 }
 
 std::string ReleaseNumber::str() const
 {
   std::string s = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-  return post > 0 ? s + ".post" + std::to_string(post) : s;
+  if (hotfix > 0)
+    s += "." + std::to_string(hotfix);
+  if (post > 0)
+    s += ".post" + std::to_string(post);
+  if (rc > 0)
+    s += "rc" + std::to_string(rc);
+  return s;
 }
 
 } // namespace memwall

@@ -1,16 +1,22 @@
 #pragma once
-// A serving engine's release number as its project tags it: 0.6.4, 0.4.7.post1, v0.5.3,
-// 0.6.0rc1. Ordered, so an engine finds the rule a release falls under.
+// A serving engine's release number as its project tags it: 0.6.4, 0.10.1.1 (a hotfix),
+// 0.4.7.post1, v0.5.3, 0.8.0rc1. Ordered as the releases came out (an rc before its
+// release), so an engine finds the rule a release falls under.
 #include <optional>
 #include <string>
 
 namespace memwall {
 
 struct ReleaseNumber {
-  int major = 0, minor = 0, patch = 0, post = 0; // post: the N of .postN (an rc counts as 0)
+  int major = 0, minor = 0, patch = 0;
+  int hotfix = 0; // the fourth number: vLLM's 0.10.1.1
+  int post   = 0; // the N of .postN
+  int rc     = 0; // the N of rcN; 0 for the release itself
   static std::optional<ReleaseNumber> parse(const std::string& text);
   bool operator<(const ReleaseNumber& o) const;
-  std::string str() const; // "0.4.7.post1", "0.6.4"
+  // The release an rc was cut for (its branch holds that release's rules); itself otherwise.
+  ReleaseNumber final() const;
+  std::string str() const; // "0.4.7.post1", "0.10.1.1", "0.8.0rc1"
 };
 
 } // namespace memwall

@@ -109,7 +109,7 @@ std::vector<VllmAccounting> rules()
 
 const char* VllmAccounting::newest() { return "0.11.0"; }
 
-std::string VllmAccounting::releases() { return "0.1.0 to 0.11.x"; }
+std::string VllmAccounting::releases() { return "0.1.0 to 0.11.2"; }
 
 std::optional<VllmAccounting> VllmAccounting::of(const std::string& text, std::string& why)
 {
@@ -119,14 +119,15 @@ std::optional<VllmAccounting> VllmAccounting::of(const std::string& text, std::s
     return std::nullopt;
   }
   static const std::vector<VllmAccounting> table = rules();
-  const ReleaseNumber last{0, 12, 0};
-  if (!(*v < last) || *v < table.front().release) {
+  const ReleaseNumber last{0, 11, 2}; // the last release of the newest line modelled
+  const ReleaseNumber f = v->final(); // an rc was cut from its release's branch: its rules
+  if (last < f || f < table.front().release) {
     why = v->str() + " is not modelled: the accounting of vLLM " + releases() + " is";
     return std::nullopt;
   }
   VllmAccounting a = table.front();
   for (const VllmAccounting& r : table)
-    if (!(*v < r.release))
+    if (!(f < r.release))
       a = r;
   a.release = *v;
   return a;

@@ -183,18 +183,21 @@ std::optional<SglangRelease> release_of(const std::string& text, std::string& wh
     SglangRule rule;
     int rows;
   };
-  static const Row rows[] = {
-      {{0, 4, 0, 0}, SglangRule::by_tp, 2049},         {{0, 4, 5, 3}, SglangRule::over_80gb, 2049},
-      {{0, 4, 6, 2}, SglangRule::h200, 2049},          {{0, 4, 7, 0}, SglangRule::h200, 2048},
-      {{0, 4, 7, 1}, SglangRule::reserved_v047, 2048}, {{0, 5, 3, 0}, SglangRule::reserved_v053, 2048}};
-  if (*v < rows[0].first || !(*v < ReleaseNumber{0, 5, 7})) {
+  static const Row rows[] = {{{0, 4, 0}, SglangRule::by_tp, 2049},
+                             {{0, 4, 5, 0, 3}, SglangRule::over_80gb, 2049}, // 0.4.5.post3
+                             {{0, 4, 6, 0, 2}, SglangRule::h200, 2049},
+                             {{0, 4, 7}, SglangRule::h200, 2048},
+                             {{0, 4, 7, 0, 1}, SglangRule::reserved_v047, 2048},
+                             {{0, 5, 3}, SglangRule::reserved_v053, 2048}};
+  const ReleaseNumber f   = v->final(); // an rc has its release's rules
+  if (f < rows[0].first || !(f < ReleaseNumber{0, 5, 7})) {
     why = v->str() + " is not modelled: the accounting of SGLang 0.4.0 to 0.5.6 is";
     return std::nullopt;
   }
   SglangRelease s;
   s.release = *v;
   for (const Row& r : rows)
-    if (!(*v < r.first))
+    if (!(f < r.first))
       s.rule = r.rule, s.pool_rows = r.rows;
   return s;
 }

@@ -123,7 +123,10 @@ public:
   std::string refuses_start(const StartupBudget& b, int64_t kv_tokens, int64_t block_tokens, int64_t max_model_len,
                             double bytes_per_token) const override
   {
-    if (b.kv_bytes <= 0 || kv_tokens < block_tokens)
+    // V0 counted whole blocks (num_gpu_blocks <= 0); V1's check_enough_kv_cache_memory
+    // the available bytes (<= 0), a positive budget under a block being a request that
+    // does not fit, below.
+    if (b.kv_bytes <= 0 || (!a_.v1 && kv_tokens < block_tokens))
       return "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
              "the engine.";
     if (!a_.refuses_short_kv)
