@@ -23,11 +23,25 @@
 #define MEMWALL_GPU_QUANTITIES(X)                                                                                      \
   X(kernel_overhead_s, seconds, 4e-6, "launch and tail time per kernel")                                               \
   X(context_bytes, bytes, 0, "CUDA context and library handles")                                                       \
-  X(nvlink_bw, rate, 0, "GPU-to-GPU bandwidth per direction, 0 if none")
+  X(nvlink_bw, rate, 0, "GPU-to-GPU bandwidth per direction, 0 if none")                                               \
+  X(kv_read_small_bytes, bytes, 64.0 * 1024 * 1024,                                                                    \
+    "decode attention: the KV bytes one launch reads up to which the small-read regime holds (FlashInfer's H100 "      \
+    "batch decode, 2024: calibration/research/decode-attention-bandwidth.md)")                                         \
+  X(kv_read_small_latency_s, seconds, 10e-6, "decode attention reading at most kv_read_small_bytes: fixed time")       \
+  X(kv_read_latency_s, seconds, 21e-6, "decode attention reading more than kv_read_small_bytes: fixed time")
 // X(key, default, least, most, description): plain numbers
 #define MEMWALL_GPU_NUMBERS(X)                                                                                         \
   X(matmul_efficiency, 0.7, 0, 1, "achieved fraction of peak in GEMMs")                                                \
   X(attention_efficiency, 0.5, 0, 1, "achieved fraction of peak in attention kernels")                                 \
+  X(kv_read_small_share, 0.686, 0, 1,                                                                                  \
+    "decode attention reading at most kv_read_small_bytes: its streaming rate as a fraction of hbm_peak_bw "           \
+    "(FlashInfer's H100: 2.30 of 3.35 TB/s)")                                                                          \
+  X(kv_read_share, 0.94, 0, 1,                                                                                         \
+    "decode attention reading more: its streaming rate as a fraction of hbm_peak_bw (FlashInfer's H100: 3.15 of "      \
+    "3.35 TB/s), never above hbm_achievable_bw")                                                                       \
+  X(kv_read_fp8_factor, 0.87, 0, 1,                                                                                    \
+    "decode attention over an fp8 KV cache: its streaming rate against a 16-bit cache's (FlashInfer's H100: 76 % of "  \
+    "peak against 83-89 %; tensor-core GQA kernels measured 0.4-0.6)")                                                 \
   X(price_usd, 0, 0, 1e9, "indicative price per GPU in USD")                                                           \
   X(tdp_w, 0, 0, 1e5, "board power (TDP) in watts, from the datasheet: a run's power and energy; 0 = unknown")         \
   X(power_limit_w, 0, 0, 1e5, "power limit the clocks are held under (nvidia-smi -pl), in watts; 0 = the TDP")         \

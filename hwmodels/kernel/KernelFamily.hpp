@@ -19,7 +19,12 @@ namespace memwall {
 // launches of a few hundred blocks, well below the GPU's streaming rate). The families
 // are those measurements separate (calibration/data: Vidur's per-op kernel times,
 // PyTorch's ops timed one by one).
-enum class KernelFamily : uint8_t { generic, norm, activation, residual, rope, optimizer };
+// Two families are attention kernels, not elementwise ones: kv_read and kv_read_fp8, an
+// iteration's attention over a KV cache with decode queries in it (16-bit or 8-bit KV),
+// whose reads of the cache stream at what decode kernels achieve by the bytes one launch
+// reads (GpuSpec's kv_read_* figures), not at the HBM's sustained rate.
+enum class KernelFamily : uint8_t { generic, norm, activation, residual, rope, optimizer, kv_read, kv_read_fp8 };
+constexpr int kernel_family_count = 8;
 
 inline const std::vector<KernelFamily>& fitted_kernel_families()
 {
@@ -37,6 +42,8 @@ inline const char* kernel_family_name(KernelFamily f)
     case KernelFamily::residual: return "residual";
     case KernelFamily::rope: return "rope";
     case KernelFamily::optimizer: return "optimizer";
+    case KernelFamily::kv_read: return "kv_read";
+    case KernelFamily::kv_read_fp8: return "kv_read_fp8";
   }
   return "?";
 }

@@ -140,7 +140,11 @@ void ActivityLauncher::start_kernel(OpId id, const Op& op)
     account_hbm_alone(op, t);
     return;
   }
-  start_exec(id, host, (t.compute_s + t.overhead_s) * Platform::gpu_host_speed);
+  // A kernel that streams below the HBM's rate on its own (decode attention's cache reads)
+  // takes that long beside other streams too: its exec holds the time, the flow the
+  // link's share.
+  double own_s = t.kernel_paced ? std::max(t.compute_s, t.memory_s(op.bytes)) : t.compute_s;
+  start_exec(id, host, (own_s + t.overhead_s) * Platform::gpu_host_speed);
   start_flow(id, op.device, op.device, op.bytes);
 }
 

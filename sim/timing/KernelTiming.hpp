@@ -30,6 +30,9 @@ struct KernelTiming {
     clocked_s = c / x;
   }
   double memory_bw = 0; // bytes/s the op's bytes move at when alone
+  // The kernel, not the HBM, sets memory_bw (decode attention's cache reads, below the
+  // HBM's rate): beside other streams its bytes take at least that long too.
+  bool kernel_paced = false;
   double memory_s(double bytes) const { return memory_bw > 0 ? bytes / memory_bw : 0.0; }
   // Alone on its GPU.
   double total_s(double bytes) const;

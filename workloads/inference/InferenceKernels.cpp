@@ -152,8 +152,10 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   // Sliding-window layers: the query at position p sees min(p, window) keys.
   const double window = static_cast<double>(m_.sliding_window);
   double pairs_w = 0, kv_tokens_w = 0;
+  bool decodes = false; // a sequence's one new token over its cache: a decode kernel's reads
   for (const SeqWork& w : batch) {
     double q = static_cast<double>(w.tokens), c = static_cast<double>(w.context);
+    decodes = decodes || (w.tokens == 1 && w.context > 0);
     if (window > 0) {
       double p0 = c + 1, p1 = c + q; // positions of the first and last query
       if (p1 <= window)
@@ -187,6 +189,8 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   L.attn.name   = "attn";
   L.attn.kclass = KernelClass::attention;
   L.attn.dtype  = c_.act_dtype;
+  if (decodes) // its cache reads stream at what decode kernels achieve (KernelTiming)
+    L.attn.family = kvb_ < 2 ? KernelFamily::kv_read_fp8 : KernelFamily::kv_read;
   // QK^T and AV: 2 FLOPs per multiply-add, head_dim per query-key pair and head.
   // The mean layer: windowed layers in proportion.
   L.attn.flops      = pair_flops_ * ((1 - windowed_share_) * pairs + windowed_share_ * pairs_w);

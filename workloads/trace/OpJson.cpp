@@ -151,7 +151,7 @@ Op op_from_json(const nlohmann::json& j, const std::string& where)
     case OpKind::host_compute:
       op.kclass = by_name(j, "kclass", 4, kclass_name, where);
       if (j.contains("family"))
-        op.family = by_name(j, "family", 6, kernel_family_name, where);
+        op.family = by_name(j, "family", kernel_family_count, kernel_family_name, where);
       op.dtype = by_name(j, "dtype", static_cast<int>(all_dtypes().size()), dtype_text, where);
       if (j.contains("shape")) {
         const auto& s = j["shape"];
