@@ -166,6 +166,13 @@ GpuSpec read_gpu(ParamReader& r, const GpuSpec* base)
     r.fail("matmul_efficiency", "an efficiency lies in (0, 1]");
   if (g.attention_efficiency <= 0)
     r.fail("attention_efficiency", "an efficiency lies in (0, 1]");
+  // A decode kernel streaming at none of the bandwidth would never end.
+  if (g.kv_read_small_share <= 0)
+    r.fail("kv_read_small_share", "a share of hbm_peak_bw lies in (0, 1]");
+  if (g.kv_read_share <= 0)
+    r.fail("kv_read_share", "a share of hbm_peak_bw lies in (0, 1]");
+  if (g.kv_read_fp8_factor <= 0)
+    r.fail("kv_read_fp8_factor", "a factor on the 16-bit rate lies in (0, 1]");
   // A GPU derived with another datasheet bandwidth and no sustained one of its own
   // sustains the same fraction of it as its base.
   if (b && b->hbm_peak_bw > 0 && g.hbm_peak_bw != b->hbm_peak_bw && !r.given("hbm_achievable_bw"))

@@ -105,6 +105,27 @@ TEST_CASE("two_concurrent_memory_bound_kernels_share_hbm_bandwidth", "[kernels]"
   CHECK(record(r, "b").end == Approx(5e-6 + 8 * GB / 2e12).epsilon(1e-12));
 }
 
+TEST_CASE("a_decode_attention_beside_another_stream_takes_its_own_kernels_time", "[kernels][attention]")
+{
+  // A decode kernel reading 32 MB of KV streams on its own curve, not at the HBM's rate:
+  // 10 us + 32 MB / (0.686 x 2 TB/s) = 33.3 us (the GPU's kv_read_* defaults), of which
+  // 5 us is the launch. Beside a 1 MB kernel on another stream (the HBM then shared by
+  // flows) it still takes that long, plus the other's 5 us launch, which runs on the same
+  // GPU at half speed each for its first 10 us (concurrent kernels share the SMs): 38.3 us.
+  // Its bytes at 2 TB/s would have ended it by ~21.5 us.
+  ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);
+  OpDag dag;
+  Op attn      = kernel_op(gpu0, 0, 32e6, "attn");
+  attn.kclass  = KernelClass::attention;
+  attn.family  = KernelFamily::kv_read;
+  Op other     = kernel_op(gpu0, 0, 1e6, "other");
+  other.stream = StreamKind::comm;
+  dag.add(attn);
+  dag.add(other);
+  RunResult r = replay_in_child(c, dag, {});
+  CHECK(record(r, "attn").end == Approx(10e-6 + 32e6 / (0.686 * 2e12) + 5e-6).epsilon(0.01));
+}
+
 TEST_CASE("ops_on_one_stream_run_in_issue_order", "[dag]")
 {
   ClusterSpec c = hand_cluster(1, GpuFabric::pcie, 1);

@@ -80,3 +80,20 @@ TEST_CASE("sglangs_keys_are_its_own_and_vllms_its_own", "[inference][sglang][err
   CHECK_THAT(refused("sg_rel", base + "engine: sglang, engine_release: '0.11.0', batch: 1}\n"),
              Catch::Contains("0.11.0 is not modelled") && Catch::Contains("SGLang 0.4.0 to 0.5.6"));
 }
+
+TEST_CASE("an_sglang_release_candidate_has_its_releases_rules_and_rc0_is_a_tag", "[inference][sglang][kv]")
+{
+  // SGLang tags rc0 (v0.5.0rc0, v0.5.3rc0: pull request 10468). An rc is cut from its
+  // release's branch: 0.5.6rc1 on an RTX 3090 keeps 0.5.6's CUDA-graph batch (24, where
+  // 0.5.5 had 16) and so its mem_fraction_static.
+  auto on_3090 = [](const std::string& release) {
+    return serve("hardware: {node: desktop-3090}\nmodel: {preset: llama-3-8b}\n"
+                 "inference: {engine: sglang, engine_release: '" +
+                 release + "', weight_dtype: bf16, max_model_len: 4096, batch: 1, prompt_len: 16, output_len: 4}\n")
+        .serving.kv_accounting;
+  };
+  auto fraction = [](const std::string& how) { return how.substr(how.find("mem_fraction_static"), 25); };
+  CHECK(on_3090("0.5.0rc0").find("SGLang 0.5.0rc0") != std::string::npos);
+  CHECK(fraction(on_3090("0.5.6rc1")) == fraction(on_3090("0.5.6")));
+  CHECK(fraction(on_3090("0.5.5")) != fraction(on_3090("0.5.6")));
+}

@@ -57,6 +57,11 @@ TEST_CASE("an_efficiency_above_one_is_refused_naming_its_own_key", "[robustness]
   CHECK_THAT(with_set("attn_eff_0", "hardware.gpu.attention_efficiency=0"),
              Catch::Contains("hardware.gpu.attention_efficiency") && Catch::Contains("(0, 1]"));
   CHECK_THAT(run_cli("list params").out, Catch::Contains("number in [0, 1]"));
+  // A decode kernel's share of the bandwidth at 0 would stream nothing (it silently fell
+  // back to the HBM's full rate).
+  for (const char* key : {"kv_read_small_share", "kv_read_share", "kv_read_fp8_factor"})
+    CHECK_THAT(with_set(std::string("kv_read_0_") + key, std::string("hardware.gpu.") + key + "=0"),
+               Catch::Contains(std::string("hardware.gpu.") + key) && Catch::Contains("(0, 1]"));
 }
 
 TEST_CASE("a_step_too_large_to_hold_in_memory_is_refused_before_it_is_built", "[robustness][limits]")

@@ -235,13 +235,20 @@ TEST_CASE("a_contiguous_kv_cache_short_of_max_model_len_is_vllms_max_seq_len_ref
 TEST_CASE("vllm_release_numbers_are_read_as_vllm_tags_them", "[inference][vllm][kv]")
 {
   // 0.10.1.1 is a release (a hotfix of 0.10.1); 0.8.0rc1 was cut from 0.8.0's branch and
-  // has its rules (V1 by default); 0.11.2 is the last 0.11 release, so 0.11.5 is refused.
+  // has its rules (V1 by default); 0.11.2 is the last 0.11 release modelled, so 0.11.5 is
+  // refused.
   auto spec = [](const std::string& release) {
     return "hardware: {node: desktop-3090}\nmodel: {preset: llama-3-8b}\ninference: {engine_release: '" + release +
            "', weight_dtype: bf16, max_model_len: 4096, batch: 1, prompt_len: 16, output_len: 4}\n";
   };
   CHECK(start(spec("0.10.1.1")).accounting.find("vLLM 0.10.1.1 (V1, the 0.9.1-0.10.x rules)") == 0);
   CHECK(start(spec("0.8.0rc1")).accounting.find("vLLM 0.8.0rc1 (V1, the 0.8.x rules)") == 0);
+  // ... and prints what its release prints: 0.9.1's estimate of the longest model length.
+  const std::string too_long = "hardware: {node: desktop-3090}\nmodel: {preset: llama-3-8b, max_seq_len: 131072}\n"
+                               "inference: {engine_release: '0.9.1rc1', weight_dtype: bf16, max_model_len: 131072, "
+                               "batch: 1, prompt_len: 16, output_len: 4}\n";
+  CHECK(start(too_long).refusal.find("the estimated maximum model length is") != std::string::npos);
+  CHECK(start(spec("0.11.2.post1")).accounting.find("vLLM 0.11.2.post1 (V1") == 0);
   CHECK(start(spec("0.11.2")).accounting.find("vLLM 0.11.2 (V1") == 0);
   CHECK_THAT(refused("rel_future_patch", spec("0.11.5")), Catch::Contains("0.11.5 is not modelled"));
 }

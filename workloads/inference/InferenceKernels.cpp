@@ -189,7 +189,10 @@ IterationKernels InferenceKernels::plan(const std::vector<SeqWork>& batch) const
   L.attn.name   = "attn";
   L.attn.kclass = KernelClass::attention;
   L.attn.dtype  = c_.act_dtype;
-  if (decodes) // its cache reads stream at what decode kernels achieve (KernelTiming)
+  // A fused decode kernel (FlashAttention's, FlashInfer's) reading the cache in GPU memory:
+  // its reads stream at what such kernels achieve (KernelTiming). Not unfused attention
+  // (its scores' traffic) nor FlexGen's over KV fetched or left on the host.
+  if (decodes && c_.flash_attention && !c_.kv_off.any())
     L.attn.family = kvb_ < 2 ? KernelFamily::kv_read_fp8 : KernelFamily::kv_read;
   // QK^T and AV: 2 FLOPs per multiply-add, head_dim per query-key pair and head.
   // The mean layer: windowed layers in proportion.

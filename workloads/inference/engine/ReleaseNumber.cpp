@@ -20,16 +20,14 @@ std::optional<ReleaseNumber> ReleaseNumber::parse(const std::string& text)
   v.patch  = number(3);
   v.hotfix = number(4);
   v.post   = number(5);
-  v.rc     = number(6);
-  if (m[6].matched && v.rc == 0)
-    return std::nullopt; // rc0 is no tag
+  v.rc     = m[6].matched ? number(6) : -1;
   return v;
 }
 
 bool ReleaseNumber::operator<(const ReleaseNumber& o) const
 {
   // A release candidate comes before its release: the release itself sorts as rc "infinity".
-  const int rc_order = rc > 0 ? rc : INT_MAX, o_rc_order = o.rc > 0 ? o.rc : INT_MAX;
+  const int rc_order = rc >= 0 ? rc : INT_MAX, o_rc_order = o.rc >= 0 ? o.rc : INT_MAX;
   return std::tie(major, minor, patch, hotfix, post, rc_order) <
          std::tie(o.major, o.minor, o.patch, o.hotfix, o.post, o_rc_order);
 }
@@ -37,7 +35,7 @@ bool ReleaseNumber::operator<(const ReleaseNumber& o) const
 ReleaseNumber ReleaseNumber::final() const
 {
   ReleaseNumber f = *this;
-  f.rc            = 0;
+  f.rc            = -1;
   return f;
 }
 
@@ -48,7 +46,7 @@ std::string ReleaseNumber::str() const
     s += "." + std::to_string(hotfix);
   if (post > 0)
     s += ".post" + std::to_string(post);
-  if (rc > 0)
+  if (rc >= 0)
     s += "rc" + std::to_string(rc);
   return s;
 }

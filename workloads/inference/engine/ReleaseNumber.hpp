@@ -9,9 +9,9 @@ namespace memwall {
 
 struct ReleaseNumber {
   int major = 0, minor = 0, patch = 0;
-  int hotfix = 0; // the fourth number: vLLM's 0.10.1.1
-  int post   = 0; // the N of .postN
-  int rc     = 0; // the N of rcN; 0 for the release itself
+  int hotfix = 0;  // the fourth number: vLLM's 0.10.1.1
+  int post   = 0;  // the N of .postN
+  int rc     = -1; // the N of rcN (SGLang tags rc0); -1 for the release itself
   static std::optional<ReleaseNumber> parse(const std::string& text);
   bool operator<(const ReleaseNumber& o) const;
   // The release an rc was cut for (its branch holds that release's rules); itself otherwise.

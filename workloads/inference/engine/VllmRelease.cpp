@@ -119,9 +119,9 @@ std::optional<VllmAccounting> VllmAccounting::of(const std::string& text, std::s
     return std::nullopt;
   }
   static const std::vector<VllmAccounting> table = rules();
-  const ReleaseNumber last{0, 11, 2}; // the last release of the newest line modelled
-  const ReleaseNumber f = v->final(); // an rc was cut from its release's branch: its rules
-  if (last < f || f < table.front().release) {
+  const ReleaseNumber after{0, 11, 3}; // 0.11.2 is the last release of the newest line modelled
+  const ReleaseNumber f = v->final();  // an rc was cut from its release's branch: its rules
+  if (!(f < after) || f < table.front().release) {
     why = v->str() + " is not modelled: the accounting of vLLM " + releases() + " is";
     return std::nullopt;
   }
