@@ -1,14 +1,16 @@
 // The `pytorch` stack's GPT-2 (transformers' modeling_gpt2.py in eager PyTorch under
-// bf16 autocast): what one GPT2Block launches and keeps, counted by hand from autograd.
-// No recorded GPT-2 step exists to compare against; the Llama blocks, built from the
-// same modules, are checked against a real H100 trace in pytorch_stack_test.cpp.
+// bf16 autocast): what one GPT2Block launches and keeps, counted by hand from autograd,
+// and against the GPT-2 step measured on an H200 (torch 2.11, transformers 5.17:
+// calibration/data/measured/h200/hf-family-kernels.csv; research/hf-gpt2-inventory.md).
 #include "sim/Simulation.hpp"
+#include "tests/TestHelpers.hpp"
 #include "workloads/model/ModelPresets.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <sstream>
 
 using namespace memwall;
 
@@ -31,15 +33,18 @@ TEST_CASE("a_gpt2_block_launches_the_kernels_autograd_runs_for_it", "[stack][pyt
   // Forward by hand: ln_1 (one fused kernel); c_attn = addmm under autocast: bias, weight
   // and input cast, one GEMM; SDPA on q, k, v (views of c_attn's bf16 output, no casts;
   // the output already in [b, s, h, d] layout, so no copy); c_proj: bias and weight
-  // cast, GEMM; dropout; the residual add; ln_2; c_fc (3 casts, GEMM); gelu_new's 8
-  // (pow, *0.044715, +x, *sqrt(2/pi), tanh, +1, 0.5*x, the product); c_proj (2 casts,
-  // GEMM); dropout; the add: 24 memory-bound kernels, 4 GEMMs, 1 attention.
+  // cast, GEMM; dropout; the residual add; ln_2; c_fc (3 casts, GEMM); gelu_new's 9
+  // (0.5*x, x cast to fp32 for pow, which autocast runs in fp32, pow, *0.044715, +x,
+  // *sqrt(2/pi), tanh, +1, the product, fp32); c_proj (3 casts: its input is fp32, GEMM);
+  // dropout; the add; the DynamicCache's cats of k and v (2): 28 memory-bound kernels, 4
+  // GEMMs, 1 attention.
   // Backward: each residual add's gradient cast to bf16 (2), dropout (2), each Conv1D's
   // weight-gradient cast, bias-gradient sum and its cast (4 x 3) and the input-gradient
-  // casts of c_fc and c_attn (2); gelu_new's 11 (two product rules, tanh, two scalings,
-  // pow's three, 0.5 x, two sums of x's gradients); each LayerNorm's input and
-  // weight/bias kernels (2 x 2); the two sums of the stream's gradient (2); SDPA's dO.O
-  // and dq conversion (2); q, k and v's gradients catted (1): 38, with 4 x 2 GEMMs.
+  // casts of c_fc, c_attn and c_proj (3); gelu_new's 14 (two product rules and one cast
+  // back, tanh, two scalings, the add's cast back, pow's three and its cast back, 0.5 x,
+  // two sums of x's gradients); each LayerNorm's input and weight/bias kernels (2 x 2);
+  // the two sums of the stream's gradient (2); SDPA's dO.O and dq conversion (2); dk and
+  // dv cloned back (2); q, k and v's gradients catted (1): 44, with 4 x 2 GEMMs.
   std::map<KernelClass, int> fwd, bwd;
   for (const KernelPlan& k : gpt2_block().kernels) {
     if (k.runs(true))
@@ -49,24 +54,25 @@ TEST_CASE("a_gpt2_block_launches_the_kernels_autograd_runs_for_it", "[stack][pyt
   }
   CHECK(fwd[KernelClass::gemm] == 4);
   CHECK(fwd[KernelClass::attention] == 1);
-  CHECK(fwd[KernelClass::elementwise] == 24);
+  CHECK(fwd[KernelClass::elementwise] == 28);
   CHECK(bwd[KernelClass::gemm] == 8);
   CHECK(bwd[KernelClass::attention] == 1);
-  CHECK(bwd[KernelClass::elementwise] == 38);
+  CHECK(bwd[KernelClass::elementwise] == 44);
 }
 
 TEST_CASE("a_gpt2_block_keeps_what_autograd_saves_by_hand", "[stack][pytorch][gpt2]")
 {
   // T = 8192 tokens, h = 768, f = 3072, 12 heads. Autograd keeps: each LayerNorm's fp32
   // mean and rstd (2 x 8T); c_attn's bf16 input (2Th); its output, which holds q, k and
-  // v (6Th); SDPA's output (2Th, c_proj's input too) and fp32 log-sum-exp (4T x heads);
-  // two dropout masks (2 x Th, one byte); the two fp32 residual sums (2 x 4Th, the next
-  // LayerNorms' inputs); c_fc's bf16 input (2Th); gelu_new's x, tanh, 0.5 x, 1 + tanh
-  // and output (5 x 2Tf, the last c_proj's input); autocast's bf16 weights
-  // (2 (3h^2 + h^2 + 2hf)).
+  // v (6Th); the DynamicCache's copies of k and v that SDPA reads (2 x 2Th); SDPA's
+  // output (2Th, c_proj's input too) and fp32 log-sum-exp (4T x heads); two dropout masks
+  // (2 x Th, one byte); the two fp32 residual sums (2 x 4Th, the next LayerNorms'
+  // inputs); c_fc's bf16 input (2Th); gelu_new's fp32 x (pow's input), tanh and 1 + tanh
+  // (3 x 4Tf) and bf16 0.5 x (2Tf); c_proj's bf16 copy of gelu_new's fp32 output (2Tf);
+  // autocast's bf16 weights (2 (3h^2 + h^2 + 2hf)).
   const double T = 8192, h = 768, f = 3072, heads = 12;
-  const double activations =
-      16 * T + 2 * T * h + 6 * T * h + 2 * T * h + 4 * T * heads + 2 * T * h + 8 * T * h + 2 * T * h + 10 * T * f;
+  const double activations = 16 * T + 2 * T * h + 6 * T * h + 4 * T * h + 2 * T * h + 4 * T * heads + 2 * T * h +
+                             8 * T * h + 2 * T * h + 14 * T * f + 2 * T * f;
   const double weights = 2 * (4 * h * h + 2 * h * f);
   double kept = 0, kept_weights = 0;
   for (const KernelPlan& k : gpt2_block().kernels) {
@@ -118,4 +124,63 @@ TEST_CASE("ddp_holds_its_buckets_beside_the_gradients_and_copies_each_gradient_i
   }
   CHECK(buckets == Approx(4.0 * 124439808).epsilon(1e-6));
   CHECK(copies == Approx(16.0 * 124439808).epsilon(1e-6));
+}
+
+TEST_CASE("a_gpt2_step_cats_and_clones_the_dynamic_caches_k_and_v_as_the_measured_h200_step_did",
+          "[stack][pytorch][gpt2]")
+{
+  // The measured step (12 layers): CatArrayBatchedCopy<OpaqueType<2>, unsigned, 4, 64, 64>
+  // (the cache's cat of a [4, 12, 1024, 64] k or v onto an empty tensor) 24 times, and
+  // 24 bf16 direct copies (CatBackward's dk and dv back into c_attn's layout).
+  std::map<std::string, int> measured;
+  std::istringstream csv(
+      memwall::test::read_file(memwall::test::source_path("calibration/data/measured/h200/hf-family-kernels.csv")));
+  std::string line;
+  while (std::getline(csv, line)) {
+    if (line.rfind("gpt2,", 0) != 0)
+      continue;
+    const int count = std::stoi(line.substr(line.rfind(',', line.rfind(',') - 1) + 1));
+    if (line.find("CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<2u>, unsigned int, 4, 64, 64>") !=
+        std::string::npos)
+      measured["cat"] += count;
+    if (line.find("direct_copy_kernel_cuda") != std::string::npos && line.find("c10::BFloat16") != std::string::npos)
+      measured["clone"] += count;
+  }
+  int cats = 0, clones = 0;
+  for (const KernelPlan& k : gpt2_block().kernels) {
+    cats += k.name.find("cache_cat") != std::string::npos ? 1 : 0;
+    clones += k.name.find("bwd.clone_d") != std::string::npos ? 1 : 0;
+  }
+  CHECK(12 * cats == measured["cat"]);
+  CHECK(12 * clones == measured["clone"]);
+  CHECK(measured["cat"] == 24);
+}
+
+TEST_CASE("gpt2_small_medium_and_xl_peak_within_5_percent_of_the_measured_h200_steps", "[stack][pytorch][gpt2]")
+{
+  // calibration/data/measured/h200/hf-families.csv: one training step of each on an H200,
+  // micro-batch 4 x 1,024, fp32 parameters under bf16 autocast, sdpa, fused AdamW; torch's
+  // max_memory_allocated (no CUDA context, which memwall's peak holds apart).
+  std::istringstream csv(
+      memwall::test::read_file(memwall::test::source_path("calibration/data/measured/h200/hf-families.csv")));
+  std::string line;
+  std::map<std::string, double> measured;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> f;
+    std::istringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');)
+      f.push_back(cell);
+    if (f.size() > 10 && (f[0] == "gpt2" || f[0] == "gpt2-medium" || f[0] == "gpt2-xl"))
+      measured[f[0]] = std::stod(f[10]); // peak_allocated_bytes
+  }
+  REQUIRE(measured.size() == 3);
+  for (const auto& [preset, peak] : measured) {
+    nlohmann::json j = memwall::test::run_json(
+        "gpt2_peak_" + preset, "hardware: {node: hgx-h200, gpus_per_node: 1}\nmodel: {preset: " + preset +
+                                   "}\ntraining: {stack: pytorch, seq_len: 1024, micro_batch: 4, global_batch: 4, "
+                                   "optimizer: adamw}\n");
+    const auto& d = j["devices"][0];
+    INFO(preset);
+    CHECK(d["peak_bytes"].get<double>() - d["peak_by_category"]["context"].get<double>() == Approx(peak).epsilon(0.05));
+  }
 }

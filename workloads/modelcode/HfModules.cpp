@@ -218,19 +218,49 @@ void dropout(EagerOps& ops, const std::string& name, double elems, double bytes)
 void gelu_new(EagerOps& ops, const std::string& name, double T, double f, const Precision& p)
 {
   const double E = T * f, c = p.compute;
-  std::vector<EagerKernel> fwd{
-      {name + ".pow3", 2 * E * c, 2 * E, activate},  {name + ".mul_coef", 2 * E * c, E, activate},
-      {name + ".add_x", 3 * E * c, E, activate},     {name + ".mul_sqrt", 2 * E * c, E, activate},
-      {name + ".tanh", 2 * E * c, 10 * E, activate}, {name + ".add_one", 2 * E * c, E, activate},
-      {name + ".mul_half", 2 * E * c, E, activate},  {name + ".mul", 3 * E * c, E, activate}};
-  std::vector<EagerKernel> bwd{
-      {name + ".bwd.mul_b", 3 * E * c, E, activate},     {name + ".bwd.mul_a", 3 * E * c, E, activate},
-      {name + ".bwd.mul_half", 2 * E * c, E, activate},  {name + ".bwd.tanh", 3 * E * c, 3 * E, activate},
-      {name + ".bwd.mul_sqrt", 2 * E * c, E, activate},  {name + ".bwd.mul_coef", 2 * E * c, E, activate},
-      {name + ".bwd.pow2", 2 * E * c, E, activate},      {name + ".bwd.mul3", 2 * E * c, E, activate},
-      {name + ".bwd.mul_grad", 3 * E * c, E, activate},  {name + ".bwd.add_grads", 3 * E * c, E, activate},
-      {name + ".bwd.add_grads2", 3 * E * c, E, activate}};
-  ops.op(fwd, bwd, 5 * E * c);
+  // NewGELUActivation: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * pow(x, 3)))).
+  if (!p.autocast()) { // every op in the model's own dtype
+    std::vector<EagerKernel> fwd{
+        {name + ".pow3", 2 * E * c, 2 * E, activate},  {name + ".mul_coef", 2 * E * c, E, activate},
+        {name + ".add_x", 3 * E * c, E, activate},     {name + ".mul_sqrt", 2 * E * c, E, activate},
+        {name + ".tanh", 2 * E * c, 10 * E, activate}, {name + ".add_one", 2 * E * c, E, activate},
+        {name + ".mul_half", 2 * E * c, E, activate},  {name + ".mul", 3 * E * c, E, activate}};
+    std::vector<EagerKernel> bwd{
+        {name + ".bwd.mul_b", 3 * E * c, E, activate},     {name + ".bwd.mul_a", 3 * E * c, E, activate},
+        {name + ".bwd.mul_half", 2 * E * c, E, activate},  {name + ".bwd.tanh", 3 * E * c, 3 * E, activate},
+        {name + ".bwd.mul_sqrt", 2 * E * c, E, activate},  {name + ".bwd.mul_coef", 2 * E * c, E, activate},
+        {name + ".bwd.pow2", 2 * E * c, E, activate},      {name + ".bwd.mul3", 2 * E * c, E, activate},
+        {name + ".bwd.mul_grad", 3 * E * c, E, activate},  {name + ".bwd.add_grads", 3 * E * c, E, activate},
+        {name + ".bwd.add_grads2", 3 * E * c, E, activate}};
+    ops.op(fwd, bwd, 5 * E * c);
+    return;
+  }
+  // Under autocast torch.pow is on the fp32 list: x is cast up for it, and everything
+  // after mixes a bf16 and an fp32 operand into fp32, so the output is fp32 (c_proj casts
+  // it back). Autograd keeps pow's fp32 input, tanh's output, 1 + tanh and 0.5 x.
+  std::vector<EagerKernel> fwd{{name + ".mul_half", 2 * E * c, E, activate}, cast(name + ".to_fp32", E, c, 4),
+                               {name + ".pow3", 8 * E, 2 * E, activate},     {name + ".mul_coef", 8 * E, E, activate},
+                               {name + ".add_x", E * (c + 8), E, activate},  {name + ".mul_sqrt", 8 * E, E, activate},
+                               {name + ".tanh", 8 * E, 10 * E, activate},    {name + ".add_one", 8 * E, E, activate},
+                               {name + ".mul", E * (c + 8), E, activate}};
+  // Backward from the fp32 output gradient: the product rule (0.5 x's gradient cast back
+  // to bf16), tanh's, the two scalings, the gradient to x through the add cast back, pow's
+  // three (x^2, x 3, x grad) and its cast back, 0.5's, and x's three gradients summed.
+  std::vector<EagerKernel> bwd{{name + ".bwd.mul_b", 12 * E, E, activate},
+                               cast(name + ".bwd.cast_a", E, 4, c),
+                               {name + ".bwd.mul_a", E * (8 + c), E, activate},
+                               {name + ".bwd.tanh", 12 * E, 3 * E, activate},
+                               {name + ".bwd.mul_sqrt", 8 * E, E, activate},
+                               cast(name + ".bwd.cast_add", E, 4, c),
+                               {name + ".bwd.mul_coef", 8 * E, E, activate},
+                               {name + ".bwd.pow2", 8 * E, E, activate},
+                               {name + ".bwd.mul3", 8 * E, E, activate},
+                               {name + ".bwd.mul_grad", 12 * E, E, activate},
+                               cast(name + ".bwd.cast_pow", E, 4, c),
+                               {name + ".bwd.mul_half", 2 * E * c, E, activate},
+                               {name + ".bwd.add_grads", 3 * E * c, E, activate},
+                               {name + ".bwd.add_grads2", 3 * E * c, E, activate}};
+  ops.op(fwd, bwd, 12 * E + E * c);
 }
 
 std::vector<EagerKernel> embedding_backward(const std::string& name, double T, double rows, double h, double e,

@@ -21,6 +21,9 @@ struct Precision {
   double param        = 4;
   double compute      = 2;
   Dtype compute_dtype = Dtype::bf16;
+  // A training step (the model in train mode, autograd on); false: generate()'s forward,
+  // whose KV cache the engine models itself.
+  bool training = true;
   bool autocast() const { return param != compute; }
 };
 
