@@ -156,7 +156,7 @@ TEST_CASE("a_gpt2_step_cats_and_clones_the_dynamic_caches_k_and_v_as_the_measure
   CHECK(measured["cat"] == 24);
 }
 
-TEST_CASE("gpt2_small_medium_and_xl_peak_within_5_percent_of_the_measured_h200_steps", "[stack][pytorch][gpt2]")
+TEST_CASE("gpt2_small_medium_and_xl_peak_within_2_percent_of_the_measured_h200_steps", "[stack][pytorch][gpt2]")
 {
   // calibration/data/measured/h200/hf-families.csv: one training step of each on an H200,
   // micro-batch 4 x 1,024, fp32 parameters under bf16 autocast, sdpa, fused AdamW; torch's
@@ -181,6 +181,31 @@ TEST_CASE("gpt2_small_medium_and_xl_peak_within_5_percent_of_the_measured_h200_s
                                    "optimizer: adamw}\n");
     const auto& d = j["devices"][0];
     INFO(preset);
-    CHECK(d["peak_bytes"].get<double>() - d["peak_by_category"]["context"].get<double>() == Approx(peak).epsilon(0.05));
+    CHECK(d["peak_bytes"].get<double>() - d["peak_by_category"]["context"].get<double>() == Approx(peak).epsilon(0.02));
   }
+}
+
+TEST_CASE("gpt2_under_gradient_checkpointing_builds_no_dynamic_cache", "[stack][pytorch][gpt2]")
+{
+  // GPT2Model.forward: with gradient checkpointing in training, use_cache is set to False
+  // ("`use_cache=True` is incompatible with gradient checkpointing"): no cache cats, no
+  // clones of dk and dv, and SDPA keeps views of c_attn's output only.
+  TrainingConfig cfg;
+  cfg.stack = default_training_stack("pytorch"), cfg.seq_len = 1024, cfg.micro_batch = 8, cfg.global_batch = 8,
+  cfg.precision = Dtype::bf16, cfg.recompute = Recompute::full;
+  BlockPlan b   = default_training_stack("pytorch")->layer(model_preset("gpt2"), step_shape(cfg), 3);
+  int cache_ops = 0;
+  for (const KernelPlan& k : b.kernels)
+    cache_ops += k.name.find("cache_cat") != std::string::npos || k.name.find("clone_d") != std::string::npos;
+  CHECK(cache_ops == 0);
+}
+
+TEST_CASE("gpt2s_backward_under_autocast_holds_gelu_new_s_fp32_gradients", "[stack][pytorch][gpt2]")
+{
+  // gelu_new's backward under autocast, at its product rule: the fp32 output gradient, the
+  // fp32 gradients of 0.5 x (before its cast back) and of 1 + tanh, and that cast in bf16
+  // (3 x 4Tf + 2Tf), beside the residual stream's two fp32 gradients (2 x 4Th).
+  // T = 8192, f = 3072, h = 768.
+  const double T = 8192, h = 768, f = 3072;
+  CHECK(gpt2_block().backward_workspace == Approx(14 * T * f + 2 * T * h * 4).epsilon(1e-12));
 }

@@ -22,7 +22,7 @@ BlockPlan gpt2_layer(const ModelSpec& m, const Tokens& t, const Precision& p, in
   conv1d(ops, "attn.c_attn", T, h, 3 * h, true, p);
   // q, k and v are views of c_attn's output; their three gradients are copied back into one.
   ops.op({}, {{"attn.bwd.grad_cat", 2 * 3 * T * h * c, 0, KernelFamily::generic}});
-  if (p.training) {
+  if (p.builds_cache) {
     // GPT2Model builds a DynamicCache whenever use_cache (the config's default, also in
     // training): each layer's update cats k and v onto its empty cache, so SDPA reads
     // (and keeps) copies, and backward clones their gradients back into c_attn's layout
@@ -47,9 +47,11 @@ BlockPlan gpt2_layer(const ModelSpec& m, const Tokens& t, const Precision& p, in
   if (drop > 0)
     dropout(ops, "mlp.dropout", T * h, c);
   residual_add(ops, "mlp.residual", T, h, p, true); // the next ln_1 (or ln_f) reads it
-  // Gradients alive at once in backward beyond what is kept: gelu_new's (several T x f
-  // in c) and the stream's (fp32).
-  b.backward_workspace = std::max(3 * T * f * c + 2 * T * h * e, 4 * T * 3 * h * c + 2 * T * h * e);
+  // Gradients alive at once in backward beyond what is kept: gelu_new's at its product
+  // rule (three T x f in c; under autocast the output's, 0.5 x's before its cast back and
+  // 1 + tanh's in fp32 beside that cast) and the stream's two.
+  const double gelu    = p.autocast() ? 3 * T * f * 4 + T * f * c : 3 * T * f * c;
+  b.backward_workspace = std::max(gelu + 2 * T * h * e, 4 * T * 3 * h * c + 2 * T * h * e);
   return b;
 }
 

@@ -21,9 +21,10 @@ struct Precision {
   double param        = 4;
   double compute      = 2;
   Dtype compute_dtype = Dtype::bf16;
-  // A training step (the model in train mode, autograd on); false: generate()'s forward,
-  // whose KV cache the engine models itself.
-  bool training = true;
+  // The model builds a DynamicCache as it runs (GPT2Model's use_cache, its config's
+  // default, in training too unless gradient checkpointing turns it off); false also for
+  // generate()'s forward, whose cache the serving engine models itself.
+  bool builds_cache = false;
   bool autocast() const { return param != compute; }
 };
 

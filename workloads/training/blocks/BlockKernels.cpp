@@ -137,6 +137,7 @@ StepShape step_shape(const TrainingConfig& cfg)
   s.gemm_dtype          = cfg.precision;
   s.attn_dtype          = cfg.precision == Dtype::fp8 ? Dtype::bf16 : cfg.precision;
   s.flash               = cfg.flash_attention;
+  s.recompute_layers    = cfg.recompute == Recompute::full;
   s.lora                = cfg.lora;
   return s;
 }

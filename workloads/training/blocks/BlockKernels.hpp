@@ -115,6 +115,9 @@ struct StepShape {
   Dtype gemm_dtype           = Dtype::bf16;
   Dtype attn_dtype           = Dtype::bf16;
   bool flash                 = true;
+  // Whole layers recomputed in backward (Megatron's full recompute, Hugging Face's
+  // gradient checkpointing).
+  bool recompute_layers = false;
   LoraConfig lora;
 };
 

@@ -119,7 +119,6 @@ public:
       L = std::max(L, static_cast<double>(w.context));
     }
     hf::Precision p;
-    p.training      = false;
     p.compute_dtype = c.act_dtype;
     p.param = p.compute = dtype_bytes(c.act_dtype);
     const hf::Tokens t{b, s};

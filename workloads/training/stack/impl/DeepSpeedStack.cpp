@@ -323,6 +323,7 @@ private:
     hf::Precision p;
     p.compute_dtype = s.gemm_dtype;
     p.param = p.compute = dtype_bytes(s.gemm_dtype);
+    p.builds_cache      = !s.recompute_layers; // use_cache, off under gradient checkpointing
     return p;
   }
   DeepSpeedKnobs d_;

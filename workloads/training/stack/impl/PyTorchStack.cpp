@@ -21,6 +21,7 @@ hf::Precision precision_of(const StepShape& s)
   p.param         = 4;
   p.compute_dtype = s.gemm_dtype;
   p.compute       = dtype_bytes(s.gemm_dtype);
+  p.builds_cache  = !s.recompute_layers; // transformers turns use_cache off under gradient checkpointing
   return p;
 }
 
