@@ -22,18 +22,11 @@ BlockPlan gpt2_layer(const ModelSpec& m, const Tokens& t, const Precision& p, in
   conv1d(ops, "attn.c_attn", T, h, 3 * h, true, p);
   // q, k and v are views of c_attn's output; their three gradients are copied back into one.
   ops.op({}, {{"attn.bwd.grad_cat", 2 * 3 * T * h * c, 0, KernelFamily::generic}});
-  if (p.builds_cache) {
-    // GPT2Model builds a DynamicCache whenever use_cache (the config's default, also in
-    // training): each layer's update cats k and v onto its empty cache, so SDPA reads
-    // (and keeps) copies, and backward clones their gradients back into c_attn's layout
-    // (the measured H200 step: 24 cats and 24 clones over 12 layers).
-    const double kv = T * h * c;
-    ops.op({{"attn.cache_cat_k", 2 * kv, 0, KernelFamily::generic},
-            {"attn.cache_cat_v", 2 * kv, 0, KernelFamily::generic}},
-           {{"attn.bwd.clone_dv", 2 * kv, 0, KernelFamily::generic},
-            {"attn.bwd.clone_dk", 2 * kv, 0, KernelFamily::generic}},
-           2 * kv);
-  }
+  // GPT2Model builds a DynamicCache whenever use_cache (the config's default, in training
+  // too): the measured H200 step cats 24 and clones 24 over 12 layers. q's view keeps
+  // c_attn's whole output alive beside the copies.
+  if (p.builds_cache)
+    dynamic_cache_update(ops, "attn", T, h, p, 2 * T * h * c);
   sdpa(ops, "attn.sdpa", t, m, p, false); // q and k come from c_attn in the compute dtype
   conv1d(ops, "attn.c_proj", T, h, h, false, p);
   if (drop > 0)

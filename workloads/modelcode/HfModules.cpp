@@ -182,6 +182,14 @@ void grad_accumulate(EagerOps& ops, const std::string& name, double elems, doubl
   ops.op({}, {{name, 3 * elems * element_bytes, elems, binary}});
 }
 
+void dynamic_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, const Precision& p,
+                          double kept_beside)
+{
+  const double kv = T * kv_width * p.compute;
+  ops.op({{name + ".cache_cat_k", 2 * kv, 0, generic}, {name + ".cache_cat_v", 2 * kv, 0, generic}},
+         {{name + ".bwd.clone_dv", 2 * kv, 0, generic}, {name + ".bwd.clone_dk", 2 * kv, 0, generic}}, kept_beside);
+}
+
 void layer_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p)
 {
   const double E = T * h, e = p.param;

@@ -68,6 +68,12 @@ void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSp
 void residual_add(EagerOps& ops, const std::string& name, double T, double h, const Precision& p, bool kept);
 // The sum of two gradients of one tensor (autograd's accumulation where it has two users).
 void grad_accumulate(EagerOps& ops, const std::string& name, double elems, double element_bytes);
+// A DynamicCache's update in a training forward (Precision::builds_cache): k and v, T x
+// `kv_width` each, catted onto the layer's empty cache, SDPA reading the copies; backward
+// clones their gradients back into the projections' layout. The copies are kept for SDPA
+// in place of the originals unless something else holds those (`kept_beside`: bytes).
+void dynamic_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, const Precision& p,
+                          double kept_beside);
 // nn.LayerNorm over T x h of the stream: ATen's fused kernel (keeps mean and rstd);
 // backward the input gradient and the weight and bias gradients.
 void layer_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p);
