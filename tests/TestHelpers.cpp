@@ -210,4 +210,32 @@ std::string md1_serving_spec(double rate, int requests)
          ", seed: 5, prompt_len: 64, output_len: 8}}\n";
 }
 
+CacheKernels measured_cache_kernels(const std::string& family)
+{
+  CacheKernels n;
+  std::istringstream csv(read_file(source_path("calibration/data/measured/h200/hf-family-kernels.csv")));
+  for (std::string line; std::getline(csv, line);) {
+    if (line.rfind(family + ",", 0) != 0)
+      continue;
+    // family,"kernel, with commas",count,total_us: the count is the next-to-last field.
+    const int count = std::stoi(line.substr(line.rfind(',', line.rfind(',') - 1) + 1));
+    if (line.find("CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<2u>, unsigned int, 4, 64, 64>") !=
+        std::string::npos)
+      n.cats += count;
+    if (line.find("direct_copy_kernel_cuda") != std::string::npos && line.find("c10::BFloat16") != std::string::npos)
+      n.clones += count;
+  }
+  return n;
+}
+
+CacheKernels planned_cache_kernels(const BlockPlan& b)
+{
+  CacheKernels n;
+  for (const KernelPlan& k : b.kernels) {
+    n.cats += k.name.find("cache_cat") != std::string::npos ? 1 : 0;
+    n.clones += k.name.find("bwd.clone_d") != std::string::npos ? 1 : 0;
+  }
+  return n;
+}
+
 } // namespace memwall::test

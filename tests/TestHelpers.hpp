@@ -5,6 +5,7 @@
 #include "sim/result/RunResult.hpp"
 #include "sim/spec/ExperimentSpec.hpp"
 #include "workloads/dag/OpDag.hpp"
+#include "workloads/training/blocks/BlockKernels.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -109,5 +110,17 @@ inline const std::string gpt2_oom_sweep =
     "grid:\n"
     "  training.micro_batch: [2, 8, 32]\n"
     "  training.recompute: [none, full]\n";
+
+// A DynamicCache's kernels in a training step: its cats of k and v onto the empty cache
+// and the copies of their gradients back.
+struct CacheKernels {
+  int cats = 0, clones = 0;
+};
+// In one family's step measured on an H200 (calibration/data/measured/h200/
+// hf-family-kernels.csv): CatArrayBatchedCopy<OpaqueType<2>, unsigned, 4, 64, 64> and the
+// bf16 direct copies.
+CacheKernels measured_cache_kernels(const std::string& family);
+// In a block memwall plans (hf::dynamic_cache_update's cache_cat_* and bwd.clone_d*).
+CacheKernels planned_cache_kernels(const BlockPlan& b);
 
 } // namespace memwall::test

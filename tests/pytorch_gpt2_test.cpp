@@ -132,28 +132,11 @@ TEST_CASE("a_gpt2_step_cats_and_clones_the_dynamic_caches_k_and_v_as_the_measure
   // The measured step (12 layers): CatArrayBatchedCopy<OpaqueType<2>, unsigned, 4, 64, 64>
   // (the cache's cat of a [4, 12, 1024, 64] k or v onto an empty tensor) 24 times, and
   // 24 bf16 direct copies (CatBackward's dk and dv back into c_attn's layout).
-  std::map<std::string, int> measured;
-  std::istringstream csv(
-      memwall::test::read_file(memwall::test::source_path("calibration/data/measured/h200/hf-family-kernels.csv")));
-  std::string line;
-  while (std::getline(csv, line)) {
-    if (line.rfind("gpt2,", 0) != 0)
-      continue;
-    const int count = std::stoi(line.substr(line.rfind(',', line.rfind(',') - 1) + 1));
-    if (line.find("CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<2u>, unsigned int, 4, 64, 64>") !=
-        std::string::npos)
-      measured["cat"] += count;
-    if (line.find("direct_copy_kernel_cuda") != std::string::npos && line.find("c10::BFloat16") != std::string::npos)
-      measured["clone"] += count;
-  }
-  int cats = 0, clones = 0;
-  for (const KernelPlan& k : gpt2_block().kernels) {
-    cats += k.name.find("cache_cat") != std::string::npos ? 1 : 0;
-    clones += k.name.find("bwd.clone_d") != std::string::npos ? 1 : 0;
-  }
-  CHECK(12 * cats == measured["cat"]);
-  CHECK(12 * clones == measured["clone"]);
-  CHECK(measured["cat"] == 24);
+  const memwall::test::CacheKernels measured = memwall::test::measured_cache_kernels("gpt2");
+  const memwall::test::CacheKernels planned  = memwall::test::planned_cache_kernels(gpt2_block());
+  CHECK(12 * planned.cats == measured.cats);
+  CHECK(12 * planned.clones == measured.clones);
+  CHECK(measured.cats == 24);
 }
 
 TEST_CASE("gpt2_small_medium_and_xl_peak_within_2_percent_of_the_measured_h200_steps", "[stack][pytorch][gpt2]")

@@ -32,11 +32,11 @@ bool ReleaseNumber::operator<(const ReleaseNumber& o) const
          std::tie(o.major, o.minor, o.patch, o.hotfix, o.post, o_rc_order);
 }
 
-ReleaseNumber ReleaseNumber::final() const
+bool ReleaseNumber::from(const ReleaseNumber& first) const
 {
-  ReleaseNumber f = *this;
-  f.rc            = -1;
-  return f;
+  ReleaseNumber release = *this;
+  release.rc            = -1;
+  return !(release < first);
 }
 
 std::string ReleaseNumber::str() const

@@ -14,8 +14,9 @@ struct ReleaseNumber {
   int rc     = -1; // the N of rcN (SGLang tags rc0); -1 for the release itself
   static std::optional<ReleaseNumber> parse(const std::string& text);
   bool operator<(const ReleaseNumber& o) const;
-  // The release an rc was cut for (its branch holds that release's rules); itself otherwise.
-  ReleaseNumber final() const;
+  // Whether this release has the rules of the releases from `first` on: an rc has its
+  // release's (cut from that release's branch), though it sorts before it.
+  bool from(const ReleaseNumber& first) const;
   std::string str() const; // "0.4.7.post1", "0.10.1.1", "0.8.0rc1"
 };
 

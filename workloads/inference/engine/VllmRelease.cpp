@@ -120,14 +120,13 @@ std::optional<VllmAccounting> VllmAccounting::of(const std::string& text, std::s
   }
   static const std::vector<VllmAccounting> table = rules();
   const ReleaseNumber after{0, 11, 3}; // 0.11.2 is the last release of the newest line modelled
-  const ReleaseNumber f = v->final();  // an rc was cut from its release's branch: its rules
-  if (!(f < after) || f < table.front().release) {
+  if (v->from(after) || !v->from(table.front().release)) {
     why = v->str() + " is not modelled: the accounting of vLLM " + releases() + " is";
     return std::nullopt;
   }
   VllmAccounting a = table.front();
   for (const VllmAccounting& r : table)
-    if (!(f < r.release))
+    if (v->from(r.release))
       a = r;
   a.release = *v;
   return a;

@@ -82,7 +82,7 @@ Defaults server_args(const SglangRelease& s, double memory_bytes, int64_t tp)
       if (gib < 20)
         d.chunk = 2048, d.graph_batch = 8;
       else if (gib < 35)
-        d.chunk = 2048, d.graph_batch = small_tp ? (s.release.final() < ReleaseNumber{0, 5, 6} ? 16 : 24) : 80;
+        d.chunk = 2048, d.graph_batch = small_tp ? (s.release.from({0, 5, 6}) ? 24 : 16) : 80;
       else if (gib < 60)
         d.chunk = 4096, d.graph_batch = small_tp ? 32 : 160;
       else if (gib < 160)
@@ -157,7 +157,7 @@ public:
     if (b.kv_bytes > 0 && kv_tokens > 0)
       return ""; // a request longer than the pool is refused when it comes (max_req_len)
     std::string text = "Not enough memory. Please try to increase --mem-fraction-static.";
-    if (!(r_.release.final() < ReleaseNumber{0, 5, 6})) {
+    if (r_.release.from({0, 5, 6})) {
       char value[96];
       std::snprintf(value, sizeof value, " Current value: self.server_args.mem_fraction_static=%g", b.fraction);
       text += value;
@@ -189,15 +189,14 @@ std::optional<SglangRelease> release_of(const std::string& text, std::string& wh
                              {{0, 4, 7}, SglangRule::h200, 2048},
                              {{0, 4, 7, 0, 1}, SglangRule::reserved_v047, 2048},
                              {{0, 5, 3}, SglangRule::reserved_v053, 2048}};
-  const ReleaseNumber f   = v->final(); // an rc has its release's rules
-  if (f < rows[0].first || !(f < ReleaseNumber{0, 5, 7})) {
+  if (!v->from(rows[0].first) || v->from({0, 5, 7})) {
     why = v->str() + " is not modelled: the accounting of SGLang 0.4.0 to 0.5.6 is";
     return std::nullopt;
   }
   SglangRelease s;
   s.release = *v;
   for (const Row& r : rows)
-    if (!(f < r.first))
+    if (v->from(r.first))
       s.rule = r.rule, s.pool_rows = r.rows;
   return s;
 }

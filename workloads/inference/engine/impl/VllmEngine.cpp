@@ -147,7 +147,7 @@ public:
       return "";
     char line[512];
     std::string estimate;
-    if (!(a_.release.final() < ReleaseNumber{0, 9, 1})) // 0.8.x printed no estimate (its f-string was a dead statement)
+    if (a_.release.from({0, 9, 1})) // 0.8.x printed no estimate (its f-string was a dead statement)
       estimate = " the estimated maximum model length is " + std::to_string(kv_tokens) + ".";
     std::snprintf(line, sizeof line,
                   "To serve at least one request with the models's max seq len (%lld), (%.2f GiB KV cache is needed, "
