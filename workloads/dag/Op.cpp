@@ -90,6 +90,17 @@ Op host_copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src
   return op;
 }
 
+Op host_delay_op(const DeviceRef& device, double seconds, OpName name)
+{
+  Op op;
+  op.kind    = OpKind::host_compute;
+  op.stream  = StreamKind::host;
+  op.device  = device;
+  op.seconds = seconds;
+  op.name    = name;
+  return op;
+}
+
 Op kernel_op(const DeviceRef& gpu, KernelClass kclass, Dtype dtype, double flops, double bytes, double model_flops,
              OpName name)
 {

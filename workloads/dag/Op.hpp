@@ -117,6 +117,9 @@ struct TensorAccess {
   bool write      = false;
 };
 
+// A stretch of host time on the host stream of `device` (a delay: no DRAM traffic).
+Op host_delay_op(const DeviceRef& device, double seconds, OpName name);
+
 // A copy of `bytes` from one memory to another, issued on `stream` of `issuer`.
 Op copy_op(const DeviceRef& issuer, StreamKind stream, const DeviceRef& src, const DeviceRef& dst, double bytes,
            OpName name);

@@ -39,7 +39,25 @@ OpId BlockPasses::kernel(const DeviceRef& gpu, const OpName& name, const KernelP
   op.family = k.family;
   if (!forward)
     op.pass = k.bwd_pass;
-  return compute(std::move(op));
+  OpId launched = launch(gpu, forward);
+  OpId id       = compute(std::move(op));
+  if (launched != OpDag::none)
+    step_.dag.depend(id, launched);
+  return id;
+}
+
+OpId BlockPasses::launch(const DeviceRef& gpu, bool forward)
+{
+  double seconds = forward ? host_.forward_s_per_kernel : host_.backward_s_per_kernel;
+  if (seconds <= 0)
+    return OpDag::none;
+  static const OpName name("host.launch");
+  OpId& last = tails_[gpu].launched;
+  OpId id    = step_.dag.add(host_delay_op(gpu, seconds, name));
+  if (last != OpDag::none)
+    step_.dag.depend(id, last);
+  last = id;
+  return id;
 }
 
 OpId BlockPasses::compute(Op op)

@@ -20,7 +20,8 @@ namespace memwall {
 class BlockPasses {
 public:
   BlockPasses(StepBuild& step, ParamGather& gathers, GradientSync& grads, TensorTouches& touches, SavedTensors& saved)
-      : step_(step), gathers_(gathers), grads_(grads), touches_(touches), saved_(saved), names_(step.blocks.size())
+      : step_(step), gathers_(gathers), grads_(grads), touches_(touches), saved_(saved), names_(step.blocks.size()),
+        host_(step.stack ? step.stack->eager_host() : EagerHost{})
   {}
 
   void forward(int b, int64_t mb);
@@ -52,6 +53,10 @@ private:
   void forward_collective(int b, size_t i, bool recompute);
   // A compute-stream op, after the overlapped collectives the stream must wait for.
   OpId compute(Op op);
+  // An eager host's launch of the GPU's next kernel (forward: a Python forward, a
+  // recomputed one too; else autograd's): its time after the host's previous launch;
+  // OpDag::none where the stack's host keeps ahead.
+  OpId launch(const DeviceRef& gpu, bool forward);
 
   // Overlapped tp collectives (TpOverlap; TpOverlapPasses.cpp). A part of a GEMM kernel:
   // `pass`'s share of its work, split into `chunks` along the tokens.
@@ -109,9 +114,11 @@ private:
   struct ComputeTail {
     std::vector<OpId> joins;
     OpId last                = OpDag::none;
+    OpId launched            = OpDag::none; // the eager host's last launch
     const TpComm* ring_ahead = nullptr;
   };
   std::map<DeviceRef, ComputeTail> tails_;
+  EagerHost host_;
 };
 
 } // namespace memwall

@@ -14,13 +14,7 @@ OpId TensorCollectives::issue(const StepStage& s, StreamKind stream, CollectiveK
   }
   const double ranks = static_cast<double>(step_.cfg.replicas());
   auto host          = [&](double seconds, const char* what, std::initializer_list<OpId> deps) {
-    Op h;
-    h.kind    = OpKind::host_compute;
-    h.stream  = StreamKind::host;
-    h.device  = s.gpu;
-    h.seconds = seconds;
-    h.name    = named(what);
-    return dag.add(std::move(h), deps);
+    return dag.add(host_delay_op(s.gpu, seconds, named(what)), deps);
   };
   auto device = [&](double traffic, const char* what, std::initializer_list<OpId> deps) {
     Op k     = kernel_op(s.gpu, KernelClass::elementwise, step_.shape.gemm_dtype, 0, traffic, 0, named(what));

@@ -76,6 +76,17 @@ struct TensorCalls {
   double reduce_bucket_numel = 5e8; // gradient elements reduced in one collective
 };
 
+// The host of an eager stack: the CPU time its Python modules, the dispatcher and
+// autocast spend per kernel they launch in forward (and in a recomputed forward), and
+// autograd's engine per kernel in backward. The GPU cannot run a kernel before the host
+// has launched it: a small model's step is the host's. 0: the host keeps ahead (a
+// compiled or fused stack).
+struct EagerHost {
+  double forward_s_per_kernel  = 0;
+  double backward_s_per_kernel = 0;
+  bool any() const { return forward_s_per_kernel > 0 || backward_s_per_kernel > 0; }
+};
+
 // Another stack that runs the same model code where this one cannot shard or offload
 // model states: `change` says it in words ("" when none is needed), `overrides` make it.
 struct StackSwitch {
@@ -141,6 +152,8 @@ public:
   virtual double persistent_elements(const std::vector<double>& tensors) const;
   virtual FetchPlan plan_fetches(const std::vector<ParamUse>& uses) const;
   virtual TensorCalls tensor_calls() const { return {}; }
+  // Host time per launched kernel of the block passes (none: the host keeps ahead).
+  virtual EagerHost eager_host() const { return {}; }
   // ZeRO-3: which use all-gathers, how far ahead, within what window, and when its buffer
   // is freed. By default ZeRO-3's generic prefetch, training.zero_prefetch uses ahead.
   virtual GatherPlan plan_gathers(const std::vector<ParamUse>& uses, const TrainingConfig& cfg) const;
