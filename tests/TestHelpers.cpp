@@ -210,6 +210,41 @@ std::string md1_serving_spec(double rate, int requests)
          ", seed: 5, prompt_len: 64, output_len: 8}}\n";
 }
 
+std::map<std::string, MeasuredStep> measured_family_steps()
+{
+  std::map<std::string, MeasuredStep> out;
+  std::istringstream csv(read_file(source_path("calibration/data/measured/h200/hf-families.csv")));
+  for (std::string line; std::getline(csv, line);) {
+    std::vector<std::string> f(1);
+    bool quoted = false;
+    for (char ch : line) { // the note is quoted where it holds commas
+      if (ch == '"')
+        quoted = !quoted;
+      else if (ch == ',' && !quoted)
+        f.emplace_back();
+      else
+        f.back() += ch;
+    }
+    if (f.size() > 12 && f[0] != "family") // peak_allocated_bytes, step_s_median
+      out[f[0]] = {std::atof(f[10].c_str()), std::atof(f[12].c_str())};
+  }
+  return out;
+}
+
+std::string measured_family_spec(const std::string& family, const std::string& more)
+{
+  return "hardware: {node: hgx-h200, gpus_per_node: 1}\nmodel: {hf_config: " +
+         source_path("tests/data/hf_families/" + family + "/config.json") +
+         "}\ntraining: {stack: pytorch, seq_len: 1024, micro_batch: 4, global_batch: 4, optimizer: adamw" +
+         (more.empty() ? "" : ", " + more) + "}\n";
+}
+
+double peak_without_context(const nlohmann::json& run)
+{
+  const auto& d = run["devices"][0];
+  return d["peak_bytes"].get<double>() - d["peak_by_category"]["context"].get<double>();
+}
+
 CacheKernels measured_cache_kernels(const std::string& family)
 {
   CacheKernels n;

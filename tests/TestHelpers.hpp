@@ -111,6 +111,19 @@ inline const std::string gpt2_oom_sweep =
     "  training.micro_batch: [2, 8, 32]\n"
     "  training.recompute: [none, full]\n";
 
+// One training step of a model family measured on an H200 (calibration/data/measured/h200/
+// hf-families.csv: micro-batch 4 x 1,024, fp32 parameters under bf16 autocast, sdpa, fused
+// AdamW): torch's max_memory_allocated and the median step time, by the CSV's family name.
+struct MeasuredStep {
+  double peak_allocated_bytes = 0, step_s = 0;
+};
+std::map<std::string, MeasuredStep> measured_family_steps();
+// The spec of that step for memwall: the family's config (tests/data/hf_families/FAMILY),
+// one H200, the pytorch stack (`more`: further keys of the training section, "k: v, ...").
+std::string measured_family_spec(const std::string& family, const std::string& more = "");
+// memwall's peak without the CUDA context (what max_memory_allocated counts) of a run's JSON.
+double peak_without_context(const nlohmann::json& run);
+
 // A DynamicCache's kernels in a training step: its cats of k and v onto the empty cache
 // and the copies of their gradients back.
 struct CacheKernels {

@@ -8,7 +8,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <map>
 #include <sstream>
 
 using namespace memwall;
@@ -79,25 +78,12 @@ TEST_CASE("eager_steps_the_host_defaults_were_not_taken_from_land_within_10_perc
   // hf-families.csv: micro-batch 4 x 1,024, fp32 parameters under bf16 autocast, sdpa,
   // fused AdamW, the median of five steps. The host's defaults came from GPT-2 small's
   // trace and step; these five are held out (their configs: tests/data/hf_families).
-  std::istringstream csv(
-      memwall::test::read_file(memwall::test::source_path("calibration/data/measured/h200/hf-families.csv")));
-  std::map<std::string, double> measured;
-  for (std::string line; std::getline(csv, line);) {
-    std::vector<std::string> f;
-    std::istringstream row(line);
-    for (std::string cell; std::getline(row, cell, ',');)
-      f.push_back(cell);
-    if (f.size() > 12)
-      measured[f[0]] = std::atof(f[12].c_str()); // step_s_median
-  }
+  const auto measured = memwall::test::measured_family_steps();
   for (const char* family : {"gpt2-medium", "gpt2-xl", "llama-3.2-1b", "mistral-7b-8l", "opt-1.3b"}) {
     INFO(family);
     REQUIRE(measured.count(family) == 1);
-    nlohmann::json j = memwall::test::run_json(
-        std::string("eager_host_") + family,
-        "hardware: {node: hgx-h200, gpus_per_node: 1}\nmodel: {hf_config: " +
-            memwall::test::source_path(std::string("tests/data/hf_families/") + family + "/config.json") +
-            "}\ntraining: {stack: pytorch, seq_len: 1024, micro_batch: 4, global_batch: 4, optimizer: adamw}\n");
-    CHECK(j["step_time_s"].get<double>() == Approx(measured[family]).epsilon(0.10));
+    nlohmann::json j =
+        memwall::test::run_json(std::string("eager_host_") + family, memwall::test::measured_family_spec(family));
+    CHECK(j["step_time_s"].get<double>() == Approx(measured.at(family).step_s).epsilon(0.10));
   }
 }

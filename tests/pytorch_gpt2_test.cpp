@@ -144,27 +144,15 @@ TEST_CASE("gpt2_small_medium_and_xl_peak_within_2_percent_of_the_measured_h200_s
   // calibration/data/measured/h200/hf-families.csv: one training step of each on an H200,
   // micro-batch 4 x 1,024, fp32 parameters under bf16 autocast, sdpa, fused AdamW; torch's
   // max_memory_allocated (no CUDA context, which memwall's peak holds apart).
-  std::istringstream csv(
-      memwall::test::read_file(memwall::test::source_path("calibration/data/measured/h200/hf-families.csv")));
-  std::string line;
-  std::map<std::string, double> measured;
-  while (std::getline(csv, line)) {
-    std::vector<std::string> f;
-    std::istringstream row(line);
-    for (std::string cell; std::getline(row, cell, ',');)
-      f.push_back(cell);
-    if (f.size() > 10 && (f[0] == "gpt2" || f[0] == "gpt2-medium" || f[0] == "gpt2-xl"))
-      measured[f[0]] = std::stod(f[10]); // peak_allocated_bytes
-  }
-  REQUIRE(measured.size() == 3);
-  for (const auto& [preset, peak] : measured) {
+  const auto measured = memwall::test::measured_family_steps();
+  for (const char* preset : {"gpt2", "gpt2-medium", "gpt2-xl"}) {
+    REQUIRE(measured.count(preset) == 1);
     nlohmann::json j = memwall::test::run_json(
-        "gpt2_peak_" + preset, "hardware: {node: hgx-h200, gpus_per_node: 1}\nmodel: {preset: " + preset +
-                                   "}\ntraining: {stack: pytorch, seq_len: 1024, micro_batch: 4, global_batch: 4, "
-                                   "optimizer: adamw}\n");
-    const auto& d = j["devices"][0];
+        std::string("gpt2_peak_") + preset,
+        std::string("hardware: {node: hgx-h200, gpus_per_node: 1}\nmodel: {preset: ") + preset +
+            "}\ntraining: {stack: pytorch, seq_len: 1024, micro_batch: 4, global_batch: 4, optimizer: adamw}\n");
     INFO(preset);
-    CHECK(d["peak_bytes"].get<double>() - d["peak_by_category"]["context"].get<double>() == Approx(peak).epsilon(0.02));
+    CHECK(memwall::test::peak_without_context(j) == Approx(measured.at(preset).peak_allocated_bytes).epsilon(0.02));
   }
 }
 

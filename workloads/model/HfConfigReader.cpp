@@ -189,6 +189,7 @@ void read_gemma3_text(const HfConfig& c, ModelSpec& m)
 void read_phi3(const HfConfig& c, ModelSpec& m)
 {
   llama_base(c, m);
+  m.fused_projections = true;
   sliding_window(c, m, 0);
 }
 

@@ -72,6 +72,7 @@ struct ModelSpec {
   bool proj_bias            = true;  // the attention output projection does
   bool mlp_bias             = true;  // the dense MLP's layers do
   bool qk_norm              = false; // a norm over each head's queries and keys (Qwen3, Gemma 3)
+  bool fused_projections    = false; // one qkv_proj and one gate_up_proj matrix, sliced (Phi-3)
   int64_t norms_per_layer   = 2;     // 4 with Gemma 2/3's post-attention and post-MLP norms
   bool attention_sinks      = false; // a learned sink logit per head (gpt-oss)
   // Sliding-window attention: window in tokens (0: none); every global_every-th layer

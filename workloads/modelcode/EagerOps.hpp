@@ -36,6 +36,9 @@ public:
   // backward kernels in the order they run.
   void op(const std::vector<EagerKernel>& forward, const std::vector<EagerKernel>& backward, double saved = 0,
           MemCategory category = MemCategory::activations);
+  // The last forward kernel also allocates `bytes` that live until the model's forward
+  // returns (KernelPlan::forward_held_bytes).
+  void hold_until_forward_returns(double bytes) { out_.back().forward_held_bytes += bytes; }
   // A GEMM (mm under autocast) of tokens x in -> tokens x out in `dtype`, keeping nothing
   // of its own (its inputs are other ops' saved tensors); backward its input and weight
   // gradients (GemmPass::backward), or the input gradient alone for a weight without grad.

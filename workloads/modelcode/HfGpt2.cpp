@@ -19,7 +19,7 @@ BlockPlan gpt2_layer(const ModelSpec& m, const Tokens& t, const Precision& p, in
   // residual = x; x = ln_1(x); the residual's two gradients (norm and add) summed.
   grad_accumulate(ops, "ln1.grad_sum", T * h, e);
   layer_norm(ops, "ln1", T, h, p);
-  conv1d(ops, "attn.c_attn", T, h, 3 * h, true, p);
+  addmm_linear(ops, "attn.c_attn", T, h, 3 * h, true, p);
   // q, k and v are views of c_attn's output; their three gradients are copied back into one.
   ops.op({}, {{"attn.bwd.grad_cat", 2 * 3 * T * h * c, 0, KernelFamily::generic}});
   // GPT2Model builds a DynamicCache whenever use_cache (the config's default, in training
@@ -28,15 +28,15 @@ BlockPlan gpt2_layer(const ModelSpec& m, const Tokens& t, const Precision& p, in
   if (p.builds_cache)
     dynamic_cache_update(ops, "attn", T, h, p, 2 * T * h * c);
   sdpa(ops, "attn.sdpa", t, m, p, false); // q and k come from c_attn in the compute dtype
-  conv1d(ops, "attn.c_proj", T, h, h, false, p);
+  addmm_linear(ops, "attn.c_proj", T, h, h, false, p);
   if (drop > 0)
     dropout(ops, "attn.resid_dropout", T * h, c);
   residual_add(ops, "attn.residual", T, h, p, true); // ln_2 reads it
   grad_accumulate(ops, "ln2.grad_sum", T * h, e);
   layer_norm(ops, "ln2", T, h, p);
-  conv1d(ops, "mlp.c_fc", T, h, f, true, p);
+  addmm_linear(ops, "mlp.c_fc", T, h, f, true, p);
   gelu_new(ops, "mlp.act", T, f, p);
-  conv1d(ops, "mlp.c_proj", T, f, h, p.autocast(), p); // under autocast gelu_new's output is fp32
+  addmm_linear(ops, "mlp.c_proj", T, f, h, p.autocast(), p); // under autocast gelu_new's output is fp32
   if (drop > 0)
     dropout(ops, "mlp.dropout", T * h, c);
   residual_add(ops, "mlp.residual", T, h, p, true); // the next ln_1 (or ln_f) reads it

@@ -4,15 +4,21 @@ namespace memwall::hf {
 
 Arch architecture(const ModelSpec& m)
 {
-  if (m.moe.enabled() || m.mla.enabled() || m.qk_norm || m.norms_per_layer != 2)
+  if (m.moe.enabled() || m.mla.enabled() || m.norms_per_layer != 2)
     return Arch::none;
   if (m.norm == NormKind::rmsnorm && m.mlp == MlpKind::swiglu && !m.learned_positions)
-    return Arch::llama;
+    return m.fused_projections ? Arch::phi3 : Arch::llama;
   if (m.family == "gpt2" && m.norm == NormKind::layernorm && m.mlp == MlpKind::gelu && m.learned_positions)
     return Arch::gpt2;
   if (m.family == "opt" && m.norm == NormKind::layernorm && m.learned_positions)
     return Arch::opt;
   return Arch::none;
+}
+
+const char* modelled_architectures()
+{
+  return "Llama-family decoders without experts (Llama, Mistral, Qwen2, Qwen3, Phi-3: RMSNorm, rotary positions, a "
+         "gated MLP), GPT-2 and OPT";
 }
 
 BlockPlan model_embedding(const ModelSpec& m, const Tokens& t, const Precision& p)
@@ -29,13 +35,14 @@ BlockPlan model_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   switch (architecture(m)) {
     case Arch::gpt2: return gpt2_layer(m, t, p, layer);
     case Arch::opt: return opt_layer(m, t, p, layer);
+    case Arch::phi3: return phi3_layer(m, t, p, layer);
     default: return llama_layer(m, t, p, layer);
   }
 }
 
 BlockPlan model_head(const ModelSpec& m, const Tokens& t, const Precision& p)
 {
-  return lm_head(m, t, p, architecture(m) == Arch::llama ? rms_norm : layer_norm);
+  return lm_head(m, t, p, m.norm == NormKind::rmsnorm ? rms_norm : layer_norm);
 }
 
 std::vector<double> embedding_tensors(const ModelSpec& m)
@@ -56,15 +63,29 @@ std::vector<double> layer_tensors(const ModelSpec& m)
     return {h, h, h * 3 * h, 3 * h, h * h, h, h, h, h * f, f, f * h, h};
   if (architecture(m) == Arch::opt) // self_attn_layer_norm, q, k, v, out_proj, final_layer_norm, fc1, fc2
     return {h, h, h * q, q, h * kv, kv, h * kv, kv, q * h, h, h, h, h * f, f, f * h, h};
-  // input_layernorm, q_proj, k_proj, v_proj (with Qwen2's biases), o_proj,
-  // post_attention_layernorm, gate_proj, up_proj, down_proj.
+  if (architecture(m) == Arch::phi3) // input_layernorm, qkv_proj, o_proj, post_attention_layernorm, gate_up, down
+    return {h, h * (q + 2 * kv), o * h, h, h * 2 * f, f * h};
+  // input_layernorm, q_proj (and Qwen3's q_norm), k_proj (k_norm), v_proj, o_proj,
+  // post_attention_layernorm, gate_proj, up_proj, down_proj; biases where the config has them.
+  const double d = static_cast<double>(m.head_dim());
   std::vector<double> v{h};
-  for (double width : {q, kv, kv}) {
-    v.push_back(h * width);
-    if (m.qkv_bias)
-      v.push_back(width);
-  }
-  v.insert(v.end(), {o * h, h, h * f, h * f, f * h});
+  auto linear = [&](double in, double out, bool bias) {
+    v.push_back(in * out);
+    if (bias)
+      v.push_back(out);
+  };
+  linear(h, q, m.qkv_bias);
+  if (m.qk_norm)
+    v.push_back(d);
+  linear(h, kv, m.qkv_bias);
+  if (m.qk_norm)
+    v.push_back(d);
+  linear(h, kv, m.qkv_bias);
+  linear(o, h, m.proj_bias);
+  v.push_back(h);
+  linear(h, f, m.mlp_bias);
+  linear(h, f, m.mlp_bias);
+  linear(f, h, m.mlp_bias);
   return v;
 }
 

@@ -36,7 +36,17 @@ BlockPlan layer_plan(const ModelSpec& m, int64_t layer, double input_bytes)
 
 void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p)
 {
-  const double E = T * h, e = p.param;
+  rms_norm_of(ops, name, T, h, p.param, true);
+}
+
+void head_rms_norm(EagerOps& ops, const std::string& name, double T, double heads, double D, const Precision& p)
+{
+  rms_norm_of(ops, name, T * heads, D, p.compute, false);
+}
+
+void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, double e, bool other_users)
+{
+  const double E = T * h;
   // LlamaRMSNorm: hidden.to(float32) ; pow(2).mean(-1, keepdim) ; + eps ; rsqrt ;
   // hidden * rsqrt ; .to(input_dtype) ; weight * hidden. The casts launch only for a
   // stream that is not fp32 already (a model in bf16 or fp16, no autocast).
@@ -84,8 +94,9 @@ void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const 
   EagerKernel residual{name + ".bwd.add", 3 * E * e, E, binary};
   if (casts) {
     bwd.push_back(cast(name + ".bwd.to_input_dtype", E, 4, e));
-    bwd.push_back(residual);
-  } else { // x's own gradients: the residual stream's first, then the product's (the order recorded)
+    if (other_users)
+      bwd.push_back(residual);
+  } else if (other_users) { // x's own gradients: the residual stream's first, then the product's (the order recorded)
     bwd.insert(bwd.begin() + 8, residual);
   }
   // x * rsqrt and rsqrt in fp32; with the casts also the fp32 x and the cast-back output
@@ -190,6 +201,24 @@ void dynamic_cache_update(EagerOps& ops, const std::string& name, double T, doub
          {{name + ".bwd.clone_dv", 2 * kv, 0, generic}, {name + ".bwd.clone_dk", 2 * kv, 0, generic}}, kept_beside);
 }
 
+void fp32_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width)
+{
+  const double E = T * kv_width;
+  ops.op({{name + ".cache_cat_k", 8 * E, 0, generic}, {name + ".cache_v_to_fp32", 6 * E, 0, generic}},
+         {{name + ".bwd.clone_dv", 4 * E, 0, generic}});
+  ops.hold_until_forward_returns(8 * E);
+  ops.op({{name + ".cast_v", 6 * E, 0, generic}},
+         {{name + ".bwd.cast_v_grad", 6 * E, 0, generic}, {name + ".bwd.cache_dv_to_input_dtype", 6 * E, 0, generic}});
+}
+
+void rotated_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, const Precision& p)
+{
+  if (p.builds_cache && p.autocast() && p.param == 4)
+    fp32_cache_update(ops, name, T, kv_width);
+  else if (p.builds_cache)
+    dynamic_cache_update(ops, name, T, kv_width, p, 0);
+}
+
 void layer_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p)
 {
   const double E = T * h, e = p.param;
@@ -201,8 +230,8 @@ void layer_norm(EagerOps& ops, const std::string& name, double T, double h, cons
          2 * T * 4); // mean and rstd
 }
 
-void conv1d(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
-            const Precision& p)
+void addmm_linear(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
+                  const Precision& p)
 {
   // addmm's bias: cast with the weight; backward its gradient is the output gradient
   // summed over the tokens, then cast back (AccumulateGrad).

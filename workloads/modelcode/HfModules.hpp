@@ -45,6 +45,13 @@ BlockPlan layer_plan(const ModelSpec& m, int64_t layer, double input_bytes);
 // LlamaRMSNorm over T x h elements of the stream: pow, mean, + eps, rsqrt, x * rsqrt,
 // weight * x; backward 16 kernels. Keeps x * rsqrt and rsqrt (x is its producer's).
 void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p);
+// Qwen3's q_norm and k_norm: LlamaRMSNorm over each head's D elements of a projection's
+// output in the compute dtype (cast up, normalised, cast back, times the fp32 weight: an
+// fp32 output under autocast); the norm is its input's only user.
+void head_rms_norm(EagerOps& ops, const std::string& name, double T, double heads, double D, const Precision& p);
+// Either: rows x h elements of `e` bytes each; `other_users`: the input's gradient from
+// elsewhere is added to the norm's (the residual stream's).
+void rms_norm_of(EagerOps& ops, const std::string& name, double rows, double h, double e, bool other_users);
 // Whether rms_norm's backward reads the stream tensor it was given (an fp32 stream; on a
 // bf16 or fp16 one it keeps its own fp32 copy instead).
 inline bool rms_norm_reads_its_input(const Precision& p) { return p.param == 4; }
@@ -74,13 +81,25 @@ void grad_accumulate(EagerOps& ops, const std::string& name, double elems, doubl
 // in place of the originals unless something else holds those (`kept_beside`: bytes).
 void dynamic_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, const Precision& p,
                           double kept_beside);
+// The same update where k leaves rotary embeddings in fp32 (an fp32 stream under
+// autocast): the cache takes k's dtype, so k is catted in fp32 and v cast up into it, and
+// SDPA's autocast casts v back down; backward casts dv up and down again and clones it
+// for v's view. The fp32 k and v (8 T kv_width bytes) live until the model's forward
+// returns; SDPA keeps its own casts.
+void fp32_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width);
+// A rotary family's DynamicCache (LlamaModel's and those like it: use_cache, in training
+// too unless gradient checkpointing turns it off): fp32_cache_update where rotary leaves k in
+// fp32 (an fp32 stream under autocast), else dynamic_cache_update; none without a cache.
+void rotated_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, const Precision& p);
 // nn.LayerNorm over T x h of the stream: ATen's fused kernel (keeps mean and rstd);
 // backward the input gradient and the weight and bias gradients.
 void layer_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p);
-// transformers' Conv1D (addmm with a bias) under autocast: `linear` plus the bias cast
-// forward and, backward, its gradient summed over the tokens and cast back.
-void conv1d(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
-            const Precision& p);
+// A linear layer with a bias, which ATen runs as addmm (transformers' Conv1D; nn.Linear
+// with bias on a contiguous input) under autocast: `linear` plus the bias cast forward (the
+// bias rides the GEMM's epilogue) and, backward, its gradient summed over the tokens and
+// cast back.
+void addmm_linear(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
+                  const Precision& p);
 // nn.Dropout over `elems` elements of `bytes` each: ATen's fused dropout writes the
 // output and a one-byte mask (kept); backward scales the gradient by the mask.
 void dropout(EagerOps& ops, const std::string& name, double elems, double bytes);
@@ -117,6 +136,9 @@ void causal_lm_loss(EagerOps& ops, const Tokens& t, double V, const Precision& p
 // nn.Linear with biases, ReLU, the head tied to the token embedding).
 BlockPlan opt_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
 BlockPlan opt_embedding(const ModelSpec& m, const Tokens& t, const Precision& p);
+
+// A Phi-3 decoder layer: Llama's with one qkv_proj and one gate_up_proj (HfPhi3.cpp).
+BlockPlan phi3_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
 
 // The blocks of a Llama-family decoder (RMSNorm, rotary, gated MLP).
 BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);

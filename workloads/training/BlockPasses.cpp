@@ -12,7 +12,7 @@ const OpName& BlockPasses::name(int b, size_t i, Role role)
     names.resize(plan.kernels.size());
   OpName& n = names[i][static_cast<size_t>(role)];
   if (n == OpName()) {
-    static const std::array<std::pair<const char*, const char*>, 11> parts{{{".fwd.", ""},
+    static const std::array<std::pair<const char*, const char*>, 13> parts{{{".fwd.", ""},
                                                                             {".fwd.", ".saved"},
                                                                             {".fwd.", ".tp"},
                                                                             {".recompute.", ""},
@@ -22,7 +22,9 @@ const OpName& BlockPasses::name(int b, size_t i, Role role)
                                                                             {".bwd.", ".tp_in"},
                                                                             {".bwd.", ".tp"},
                                                                             {".bwd.", ".free_saved"},
-                                                                            {".bwd.", ".free_regenerated"}}};
+                                                                            {".bwd.", ".free_regenerated"},
+                                                                            {".fwd.", ".held"},
+                                                                            {".fwd.", ".free_held"}}};
     const auto& [infix, suffix] = parts[static_cast<size_t>(role)];
     n                           = OpName(plan.name + infix + plan.kernels[i].name + suffix);
   }
@@ -108,9 +110,22 @@ void BlockPasses::forward(int b, int64_t mb)
     if (keep > 0)
       saved[i] =
           dag.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, keep, name(b, i, Role::fwd_saved), {params});
+    if (k.forward_held_bytes > 0 && k.runs(true))
+      held_[{s.gpu, mb}].push_back({dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations,
+                                              k.forward_held_bytes, name(b, i, Role::fwd_held), {params}),
+                                    b, i});
     if (k.runs(true) && !(k.first_micro_batch_only && blk.forwards > 0))
       touches_.touch_kernel(forward_kernel(b, i, params, false), b, i, true, i == 0 && full ? checkpoint : saved[i]);
     forward_collective(b, i, false);
+  }
+  // The model's forward returns after its last block (this GPU's last, where the layers
+  // are split over GPUs): what it held goes, inside the same pass, so that a repeated
+  // forward repeats both.
+  const bool last = static_cast<size_t>(b) + 1 == step_.blocks.size() || step_.stage_of(b + 1).gpu != s.gpu;
+  if (auto h = held_.find({s.gpu, mb}); last && h != held_.end()) {
+    for (const Held& t : h->second)
+      dag.free(t.tensor, s.gpu, StreamKind::compute, name(t.block, t.kernel, Role::free_held));
+    held_.erase(h);
   }
   blk.forwards++;
   gathers_.release(b);
@@ -192,6 +207,7 @@ void BlockPasses::backward(int b, int64_t mb)
   grads_.alloc_gradients(b);
   OpId params              = gathers_.gathered(b);
   const std::string prefix = blk.plan.name + ".bwd.";
+
   Tensor ws;
   if (blk.plan.backward_workspace > 0)
     ws = dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::workspace, blk.plan.backward_workspace,

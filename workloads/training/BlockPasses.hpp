@@ -40,7 +40,9 @@ private:
     bwd_tp_in,
     bwd_tp,
     bwd_free_saved,
-    bwd_free_regenerated
+    bwd_free_regenerated,
+    fwd_held,
+    free_held
   };
   void recompute(int b, int64_t mb, OpId params); // what SavedActivations says the backward brings back
   OpId kernel(const DeviceRef& gpu, const OpName& name, const KernelPlan& k, bool forward, bool recompute);
@@ -106,7 +108,7 @@ private:
   SavedTensors& saved_;
   // Per block, its kernels' op names by role, made on first use: every micro-batch
   // reuses them instead of building and interning the same strings again.
-  std::vector<std::vector<std::array<OpName, 11>>> names_;
+  std::vector<std::vector<std::array<OpName, 13>>> names_;
   std::unordered_map<uint64_t, OpName> part_names_;
   // Per GPU (the stages' blocks interleave under pipeline schedules): the overlapped
   // collectives its next compute op waits for, its compute stream's last op (what a
@@ -119,6 +121,14 @@ private:
   };
   std::map<DeviceRef, ComputeTail> tails_;
   EagerHost host_;
+  // Per GPU and micro-batch: what its forward holds until the model's forward returns
+  // (KernelPlan::forward_held_bytes), with the (block, kernel) that allocated it.
+  struct Held {
+    Tensor tensor;
+    int block;
+    size_t kernel;
+  };
+  std::map<std::pair<DeviceRef, int64_t>, std::vector<Held>> held_;
 };
 
 } // namespace memwall

@@ -75,6 +75,10 @@ struct KernelPlan {
   // Runs forward only in the step's first micro-batch, and not when recomputed
   // (Transformer Engine's FP8 weight casts, cached for the step's other micro-batches).
   bool first_micro_batch_only = false;
+  // Bytes its forward allocates that live until the model's forward returns, held by
+  // nothing autograd keeps (transformers' DynamicCache in training: fp32 copies of k and v):
+  // freed when the model's forward (the GPU's part of it) has run its last block.
+  double forward_held_bytes = 0;
   TpComm fwd_after; // after the forward kernel
   TpComm bwd_before, bwd_after;
   // Whether the kernel has work in forward (backward); a gradient sum runs only in

@@ -76,7 +76,7 @@ public:
   {
     auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "engine hf: " + why); };
     if (hf::architecture(m) == hf::Arch::none)
-      refuse("engine", "runs transformers' Llama-family, GPT-2 and OPT modules; " + m.name +
+      refuse("engine", std::string("runs transformers' modules of ") + hf::modelled_architectures() + "; " + m.name +
                            " is none of them (mixture of experts, latent attention or extra norms)");
     if (c.tp > 1 || c.ep > 1)
       refuse(c.tp > 1 ? "tp" : "ep", "generate() on one GPU (device_map's layers spread over GPUs are not modelled)");
@@ -156,7 +156,7 @@ public:
     std::vector<KernelPlan> head;
     EagerOps ops(head);
     if (m.final_norm)
-      (hf::architecture(m) == hf::Arch::llama ? hf::rms_norm : hf::layer_norm)(ops, "final_norm", T, h, p);
+      (m.norm == NormKind::rmsnorm ? hf::rms_norm : hf::layer_norm)(ops, "final_norm", T, h, p);
     hf::linear(ops, "lm_head", b, h, V, false, p); // logits_to_keep = 1
     // _sample's step, greedy: next_token_logits = logits[:, -1, :].to(float32); argmax;
     // next * unfinished + pad * (1 - unfinished); input_ids and attention_mask grown by

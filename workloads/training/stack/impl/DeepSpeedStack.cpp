@@ -198,9 +198,8 @@ public:
     if (!cfg.flash_attention)
       refuse("flash_attention", "the eager attention implementation is not modelled yet (SDPA: flash_attention true)");
     if (hf::architecture(m) == hf::Arch::none)
-      r.fail("stack", "training.deepspeed.modules transformers models transformers' Llama-family decoders and "
-                      "GPT-2 so far: " +
-                          m.name + " is neither");
+      r.fail("stack", std::string("training.deepspeed.modules transformers models transformers' ") +
+                          hf::modelled_architectures() + " so far: " + m.name + " is none of them");
   }
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override

@@ -14,27 +14,27 @@
 namespace memwall {
 namespace {
 
-// fp32 parameters (4 B) whatever autocast computes in: the step's GEMM dtype.
-hf::Precision precision_of(const StepShape& s)
-{
-  hf::Precision p;
-  p.param         = 4;
-  p.compute_dtype = s.gemm_dtype;
-  p.compute       = dtype_bytes(s.gemm_dtype);
-  p.builds_cache  = !s.recompute_layers; // transformers turns use_cache off under gradient checkpointing
-  return p;
-}
-
 // The eager host's time per kernel, from the `pytorch` section. Defaults: the GPT-2
 // step profiled on the H200 machine (tests/data/traces/h200-gpt2-hf-train.json.gz, torch
 // 2.11, transformers 5.17): 449 launches by the forward thread over 30.7 ms, 755 by
 // autograd's over 26.1 ms, the whole host span 62.0 ms against 43.1 ms for the same step
 // unprofiled (hf-families.csv; the GPU busy 30.4 ms of it, so the host's time both
 // ways): the profiler's share taken out in proportion.
-EagerHost read_host(ParamReader& training)
+struct EagerKnobs {
+  EagerHost host;
+  bool use_cache = true;
+};
+
+EagerKnobs read_knobs(ParamReader& training)
 {
-  ParamReader r = training.section("pytorch", "the eager host's pace (training.stack pytorch)");
-  EagerHost h;
+  ParamReader r = training.section("pytorch", "the eager host's pace and the model's use_cache (training.stack "
+                                              "pytorch)");
+  EagerKnobs knobs;
+  knobs.use_cache         = r.flag("use_cache", true,
+                                   "the model config's use_cache: transformers builds a DynamicCache in training too (k and v "
+                                           "copied each layer, in fp32 after rotary embeddings under autocast) unless gradient "
+                                           "checkpointing turns it off; false as a script sets model.config.use_cache = False");
+  EagerHost& h            = knobs.host;
   const double unprofiled = 43.1 / 62.0;
   h.forward_s_per_kernel =
       r.quantity("host_seconds_per_forward_kernel", QuantityKind::seconds, 30.7e-3 / 449 * unprofiled,
@@ -44,13 +44,13 @@ EagerHost read_host(ParamReader& training)
       r.quantity("host_seconds_per_backward_kernel", QuantityKind::seconds, 26.1e-3 / 755 * unprofiled,
                  "host time per kernel autograd's engine launches in backward (same source)");
   r.finish();
-  return h;
+  return knobs;
 }
 
 class PyTorchStack : public TrainingStack {
 public:
-  explicit PyTorchStack(ParamReader& training) : host_(read_host(training)) {}
-  EagerHost eager_host() const override { return host_; }
+  explicit PyTorchStack(ParamReader& training) : knobs_(read_knobs(training)) {}
+  EagerHost eager_host() const override { return knobs_.host; }
 
   // Plain DDP has no ZeRO and no offload: the Trainer's `deepspeed=` runs the same
   // modules under DeepSpeed.
@@ -85,9 +85,8 @@ public:
     if (cfg.optimizer != Optimizer::adam && cfg.optimizer != Optimizer::adamw)
       refuse("optimizer", "the stack runs torch.optim.AdamW(fused=True): optimizer adam or adamw");
     if (hf::architecture(m) == hf::Arch::none)
-      r.fail("stack", "training.stack pytorch models transformers' Llama-family decoders (RMSNorm, rotary positions, "
-                      "a gated MLP, no MoE) and GPT-2 so far: " +
-                          m.name + " is neither");
+      r.fail("stack", std::string("training.stack pytorch models transformers' ") + hf::modelled_architectures() +
+                          " so far: " + m.name + " is none of them");
   }
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
@@ -121,12 +120,23 @@ public:
   }
 
 private:
-  EagerHost host_;
+  // fp32 parameters (4 B) whatever autocast computes in: the step's GEMM dtype.
+  hf::Precision precision_of(const StepShape& s) const
+  {
+    hf::Precision p;
+    p.param         = 4;
+    p.compute_dtype = s.gemm_dtype;
+    p.compute       = dtype_bytes(s.gemm_dtype);
+    p.builds_cache  = knobs_.use_cache && !s.recompute_layers; // gradient checkpointing turns use_cache off
+    return p;
+  }
+
+  EagerKnobs knobs_;
 };
 
 const bool registered = training_stack_registry().add(
     "pytorch",
-    "eager PyTorch with a Hugging Face Llama-family or GPT-2 model (transformers' modules op by op): fp32 "
+    "eager PyTorch with a Hugging Face model (transformers' modules op by op; Llama-family, GPT-2, OPT): fp32 "
     "parameters under torch.autocast, 16 B per parameter and bf16 weight casts, DDP, fused AdamW",
     [](ParamReader& training) { return std::make_unique<PyTorchStack>(training); });
 
