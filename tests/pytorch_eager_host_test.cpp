@@ -26,7 +26,8 @@ std::string tiny_gpt2(double fwd_s, double bwd_s)
   return s.str();
 }
 
-// Kernels one micro-batch launches forward and backward (no gradient to add to yet).
+// Kernels one micro-batch launches forward and backward (no gradient to add to yet; a
+// GEMM's backward launches two, its input and its weight gradient).
 std::pair<int, int> launches(const ModelSpec& m, const StepShape& s)
 {
   auto stack = default_training_stack("pytorch");
@@ -38,7 +39,9 @@ std::pair<int, int> launches(const ModelSpec& m, const StepShape& s)
   for (const BlockPlan& b : blocks)
     for (const KernelPlan& k : b.kernels) {
       fwd += k.runs(true) ? 1 : 0;
-      bwd += k.runs(false) && !k.accumulates ? 1 : 0;
+      bwd += k.runs(false) && !k.accumulates
+                 ? (k.kclass == KernelClass::gemm && k.bwd_pass == GemmPass::backward ? 2 : 1)
+                 : 0;
     }
   return {fwd, bwd};
 }
@@ -77,13 +80,30 @@ TEST_CASE("eager_steps_the_host_defaults_were_not_taken_from_land_within_10_perc
 {
   // hf-families.csv: micro-batch 4 x 1,024, fp32 parameters under bf16 autocast, sdpa,
   // fused AdamW, the median of five steps. The host's defaults came from GPT-2 small's
-  // trace and step; these five are held out (their configs: tests/data/hf_families).
+  // trace and step; these six are held out (their configs: tests/data/hf_families).
   const auto measured = memwall::test::measured_family_steps();
-  for (const char* family : {"gpt2-medium", "gpt2-xl", "llama-3.2-1b", "mistral-7b-8l", "opt-1.3b"}) {
+  for (const char* family : {"gpt2-medium", "gpt2-xl", "llama-3.2-1b", "mistral-7b-8l", "opt-1.3b", "pythia-1.4b"}) {
     INFO(family);
     REQUIRE(measured.count(family) == 1);
     nlohmann::json j =
         memwall::test::run_json(std::string("eager_host_") + family, memwall::test::measured_family_spec(family));
     CHECK(j["step_time_s"].get<double>() == Approx(measured.at(family).step_s).epsilon(0.10));
   }
+}
+
+TEST_CASE("advise_drops_the_pytorch_section_where_it_switches_to_deepspeed", "[stack][pytorch][advise]")
+{
+  // DeepSpeed runs the same modules but reads no `pytorch` section: a spec that set one
+  // still gets DeepSpeed's remedies (its null section is absent), not "read by training
+  // stack pytorch".
+  const std::string spec =
+      memwall::test::read_file(memwall::test::source_path("examples/llama3-8b-hf-finetune-1xh100.yaml"));
+  std::string with = spec;
+  with.replace(with.find("training:"), 9, "training:\n  pytorch: {use_cache: false}");
+  const std::string path = memwall::test::temp_path("advise_pytorch_section.yaml");
+  memwall::test::write_file(path, with);
+  memwall::test::CliResult r = memwall::test::run_cli("advise '" + path + "'");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("read by training stack pytorch") == std::string::npos);
+  CHECK(r.out.find("--set training.pytorch=null") != std::string::npos);
 }

@@ -33,7 +33,8 @@ ModelSpec llama_1b()
   return m;
 }
 
-// The trace launched no DynamicCache kernels: its script ran with use_cache off.
+// The trace launched no DynamicCache kernels (its script's use_cache is not recorded):
+// use_cache off reproduces it.
 std::shared_ptr<const TrainingStack> traced_stack()
 {
   ParamReader training(YAML::Load("pytorch: {use_cache: false}"), "test", "training");

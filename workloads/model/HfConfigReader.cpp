@@ -190,6 +190,11 @@ void read_phi3(const HfConfig& c, ModelSpec& m)
 {
   llama_base(c, m);
   m.fused_projections = true;
+  m.qkv_bias = m.proj_bias = m.mlp_bias = false; // Phi3's Linears never carry biases
+  if (c.has("partial_rotary_factor") &&
+      (!c.raw("partial_rotary_factor").is_number() || c.raw("partial_rotary_factor").get<double>() != 1.0))
+    throw InputError(c.path() + ": key 'partial_rotary_factor' other than 1 (Phi-4-mini's) is not modelled for phi3; "
+                                "allowed: 1");
   sliding_window(c, m, 0);
 }
 
@@ -249,6 +254,14 @@ void read_gpt_neox(const HfConfig& c, ModelSpec& m)
   decoder_sizes(c, m, "intermediate_size", 2048, false);
   m.learned_positions = false;
   m.tied_embeddings   = c.flag_or("tie_word_embeddings", false);
+  m.parallel_residual = c.flag_or("use_parallel_residual", true);
+  m.dropout           = false; // attention_dropout and hidden_dropout default to 0
+  if (c.has("rotary_pct")) {
+    if (!c.raw("rotary_pct").is_number() || c.raw("rotary_pct").get<double>() <= 0 ||
+        c.raw("rotary_pct").get<double>() > 1)
+      throw InputError(c.path() + ": key 'rotary_pct' must be a number in (0, 1], got " + c.raw("rotary_pct").dump());
+    m.rotary_fraction = c.raw("rotary_pct").get<double>();
+  }
 }
 
 using Reader = std::function<void(const HfConfig&, ModelSpec&)>;

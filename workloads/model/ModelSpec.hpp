@@ -73,6 +73,8 @@ struct ModelSpec {
   bool mlp_bias             = true;  // the dense MLP's layers do
   bool qk_norm              = false; // a norm over each head's queries and keys (Qwen3, Gemma 3)
   bool fused_projections    = false; // one qkv_proj and one gate_up_proj matrix, sliced (Phi-3)
+  double rotary_fraction    = 1;     // of each head's dims rotated (GPT-NeoX's rotary_pct)
+  bool parallel_residual    = false; // x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX, GPT-J)
   int64_t norms_per_layer   = 2;     // 4 with Gemma 2/3's post-attention and post-MLP norms
   bool attention_sinks      = false; // a learned sink logit per head (gpt-oss)
   // Sliding-window attention: window in tokens (0: none); every global_every-th layer

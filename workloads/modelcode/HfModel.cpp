@@ -12,13 +12,15 @@ Arch architecture(const ModelSpec& m)
     return Arch::gpt2;
   if (m.family == "opt" && m.norm == NormKind::layernorm && m.learned_positions)
     return Arch::opt;
+  if (m.norm == NormKind::layernorm && m.mlp == MlpKind::gelu && !m.learned_positions && m.kv_heads == m.heads)
+    return Arch::neox;
   return Arch::none;
 }
 
 const char* modelled_architectures()
 {
   return "Llama-family decoders without experts (Llama, Mistral, Qwen2, Qwen3, Phi-3: RMSNorm, rotary positions, a "
-         "gated MLP), GPT-2 and OPT";
+         "gated MLP), GPT-NeoX, GPT-2 and OPT";
 }
 
 BlockPlan model_embedding(const ModelSpec& m, const Tokens& t, const Precision& p)
@@ -36,6 +38,7 @@ BlockPlan model_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
     case Arch::gpt2: return gpt2_layer(m, t, p, layer);
     case Arch::opt: return opt_layer(m, t, p, layer);
     case Arch::phi3: return phi3_layer(m, t, p, layer);
+    case Arch::neox: return neox_layer(m, t, p, layer);
     default: return llama_layer(m, t, p, layer);
   }
 }
@@ -63,6 +66,8 @@ std::vector<double> layer_tensors(const ModelSpec& m)
     return {h, h, h * 3 * h, 3 * h, h * h, h, h, h, h * f, f, f * h, h};
   if (architecture(m) == Arch::opt) // self_attn_layer_norm, q, k, v, out_proj, final_layer_norm, fc1, fc2
     return {h, h, h * q, q, h * kv, kv, h * kv, kv, q * h, h, h, h, h * f, f, f * h, h};
+  if (architecture(m) == Arch::neox) // input_layernorm, query_key_value, dense, post_attention_layernorm, mlp
+    return {h, h, h * 3 * h, 3 * h, h * h, h, h, h, h * f, f, f * h, h};
   if (architecture(m) == Arch::phi3) // input_layernorm, qkv_proj, o_proj, post_attention_layernorm, gate_up, down
     return {h, h * (q + 2 * kv), o * h, h, h * 2 * f, f * h};
   // input_layernorm, q_proj (and Qwen3's q_norm), k_proj (k_norm), v_proj, o_proj,

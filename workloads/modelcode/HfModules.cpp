@@ -36,15 +36,15 @@ BlockPlan layer_plan(const ModelSpec& m, int64_t layer, double input_bytes)
 
 void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p)
 {
-  rms_norm_of(ops, name, T, h, p.param, true);
+  rms_norm_of(ops, name, T, h, p.param, p.param, true);
 }
 
 void head_rms_norm(EagerOps& ops, const std::string& name, double T, double heads, double D, const Precision& p)
 {
-  rms_norm_of(ops, name, T * heads, D, p.compute, false);
+  rms_norm_of(ops, name, T * heads, D, p.compute, p.param, false);
 }
 
-void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, double e, bool other_users)
+void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, double e, double w, bool other_users)
 {
   const double E = T * h;
   // LlamaRMSNorm: hidden.to(float32) ; pow(2).mean(-1, keepdim) ; + eps ; rsqrt ;
@@ -62,7 +62,7 @@ void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, dou
     fwd.push_back(k);
   if (casts)
     fwd.push_back(cast(name + ".to_input_dtype", E, 4, e));
-  fwd.push_back({name + ".mul_weight", (2 * E + h) * e, E, binary});
+  fwd.push_back({name + ".mul_weight", E * e + (E + h) * w, E, binary}); // the weight's dtype promotes
   // MulBackward (weight: grad * weight, grad * normed summed over tokens, after a
   // memset), MulBackward (x * rsqrt: grad * rsqrt, grad * x summed over the hidden
   // dimension), added to the residual stream's gradient of x, RsqrtBackward (3 small),
@@ -72,11 +72,11 @@ void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, dou
   // fp32 (f) and belongs to the fp32 copy of x, whose two users' gradients are added
   // there; the residual stream's is added to x's after the cast back, in x's dtype.
   const double f = casts ? 4 : e;
-  std::vector<EagerKernel> bwd{{name + ".bwd.mul_weight", (2 * E + h) * e, E, binary},
-                               {name + ".bwd.mul_normed", 3 * E * e, E, binary},
+  std::vector<EagerKernel> bwd{{name + ".bwd.mul_weight", (2 * E + h) * w, E, binary},
+                               {name + ".bwd.mul_normed", E * (2 * w + e), E, binary},
                                {name + ".bwd.memset", h * e, 0, generic},
-                               {name + ".bwd.sum_weight", (E + h) * e, E, generic},
-                               accumulate_grad(name + ".bwd.accumulate_weight_grad", h, e)};
+                               {name + ".bwd.sum_weight", (E + h) * w, E, generic},
+                               accumulate_grad(name + ".bwd.accumulate_weight_grad", h, w)};
   if (casts)
     bwd.push_back(cast(name + ".bwd.to_fp32", E, e, 4));
   for (const EagerKernel& k : std::vector<EagerKernel>{{name + ".bwd.mul_rsqrt", (2 * E + T) * f, E, binary},
@@ -201,20 +201,24 @@ void dynamic_cache_update(EagerOps& ops, const std::string& name, double T, doub
          {{name + ".bwd.clone_dv", 2 * kv, 0, generic}, {name + ".bwd.clone_dk", 2 * kv, 0, generic}}, kept_beside);
 }
 
-void fp32_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width)
+void fp32_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, bool clone_dv)
 {
   const double E = T * kv_width;
-  ops.op({{name + ".cache_cat_k", 8 * E, 0, generic}, {name + ".cache_v_to_fp32", 6 * E, 0, generic}},
-         {{name + ".bwd.clone_dv", 4 * E, 0, generic}});
-  ops.hold_until_forward_returns(8 * E);
+  std::vector<EagerKernel> bwd;
+  if (clone_dv)
+    bwd.push_back({name + ".bwd.clone_dv", 4 * E, 0, generic});
+  ops.op({{name + ".cache_cat_k", 8 * E, 0, generic}}, bwd);
+  ops.hold_until_forward_returns(8 * E); // the cache's k and v, made as k is catted in
+  ops.op({{name + ".cache_v_to_fp32", 6 * E, 0, generic}}, {});
   ops.op({{name + ".cast_v", 6 * E, 0, generic}},
          {{name + ".bwd.cast_v_grad", 6 * E, 0, generic}, {name + ".bwd.cache_dv_to_input_dtype", 6 * E, 0, generic}});
 }
 
-void rotated_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, const Precision& p)
+void rotated_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, const Precision& p,
+                          bool clone_dv)
 {
   if (p.builds_cache && p.autocast() && p.param == 4)
-    fp32_cache_update(ops, name, T, kv_width);
+    fp32_cache_update(ops, name, T, kv_width, clone_dv);
   else if (p.builds_cache)
     dynamic_cache_update(ops, name, T, kv_width, p, 0);
 }

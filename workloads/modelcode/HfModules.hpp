@@ -49,9 +49,10 @@ void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const 
 // output in the compute dtype (cast up, normalised, cast back, times the fp32 weight: an
 // fp32 output under autocast); the norm is its input's only user.
 void head_rms_norm(EagerOps& ops, const std::string& name, double T, double heads, double D, const Precision& p);
-// Either: rows x h elements of `e` bytes each; `other_users`: the input's gradient from
-// elsewhere is added to the norm's (the residual stream's).
-void rms_norm_of(EagerOps& ops, const std::string& name, double rows, double h, double e, bool other_users);
+// Either: rows x h elements of `e` bytes each, the weight (and so the output and its
+// gradient) of `w`; `other_users`: the input's gradient from elsewhere is added to the
+// norm's (the residual stream's).
+void rms_norm_of(EagerOps& ops, const std::string& name, double rows, double h, double e, double w, bool other_users);
 // Whether rms_norm's backward reads the stream tensor it was given (an fp32 stream; on a
 // bf16 or fp16 one it keeps its own fp32 copy instead).
 inline bool rms_norm_reads_its_input(const Precision& p) { return p.param == 4; }
@@ -85,12 +86,14 @@ void dynamic_cache_update(EagerOps& ops, const std::string& name, double T, doub
 // autocast): the cache takes k's dtype, so k is catted in fp32 and v cast up into it, and
 // SDPA's autocast casts v back down; backward casts dv up and down again and clones it
 // for v's view. The fp32 k and v (8 T kv_width bytes) live until the model's forward
-// returns; SDPA keeps its own casts.
-void fp32_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width);
+// returns; SDPA keeps its own casts. `clone_dv`: v is a strided view of its projection
+// (Llama's transpose; not GPT-NeoX's chunk of a fused projection, whose gradient is cloned whole).
+void fp32_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, bool clone_dv = true);
 // A rotary family's DynamicCache (LlamaModel's and those like it: use_cache, in training
 // too unless gradient checkpointing turns it off): fp32_cache_update where rotary leaves k in
 // fp32 (an fp32 stream under autocast), else dynamic_cache_update; none without a cache.
-void rotated_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, const Precision& p);
+void rotated_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, const Precision& p,
+                          bool clone_dv = true);
 // nn.LayerNorm over T x h of the stream: ATen's fused kernel (keeps mean and rstd);
 // backward the input gradient and the weight and bias gradients.
 void layer_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p);
@@ -136,6 +139,10 @@ void causal_lm_loss(EagerOps& ops, const Tokens& t, double V, const Precision& p
 // nn.Linear with biases, ReLU, the head tied to the token embedding).
 BlockPlan opt_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
 BlockPlan opt_embedding(const ModelSpec& m, const Tokens& t, const Precision& p);
+
+// A GPT-NeoX decoder layer (Pythia): LayerNorm, one fused query_key_value with biases,
+// partial rotary, exact GELU, a parallel residual (HfNeox.cpp).
+BlockPlan neox_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
 
 // A Phi-3 decoder layer: Llama's with one qkv_proj and one gate_up_proj (HfPhi3.cpp).
 BlockPlan phi3_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);

@@ -43,14 +43,14 @@ BlockPlan phi3_layer(const ModelSpec& m, const Tokens& t, const Precision& p, in
   rms_norm(ops, "input_layernorm", T, h, p);
   linear(ops, "self_attn.qkv_proj", T, h, W, true, p);
   // The three slices' gradients: each into a zeroed T x W buffer, the three summed.
-  ops.op({}, {{"self_attn.qkv.bwd.add_slices", 3 * T * W * c, T * W, binary},
-              {"self_attn.qkv.bwd.add_slices2", 3 * T * W * c, T * W, binary},
-              {"self_attn.qkv.bwd.zeros_v", T * W * c, 0, generic},
+  ops.op({}, {{"self_attn.qkv.bwd.zeros_v", T * W * c, 0, generic},
               {"self_attn.qkv.bwd.copy_v", 2 * T * kv * c, 0, generic},
               {"self_attn.qkv.bwd.zeros_k", T * W * c, 0, generic},
               {"self_attn.qkv.bwd.copy_k", 2 * T * kv * c, 0, generic},
+              {"self_attn.qkv.bwd.add_slices", 3 * T * W * c, T * W, binary},
               {"self_attn.qkv.bwd.zeros_q", T * W * c, 0, generic},
-              {"self_attn.qkv.bwd.copy_q", 2 * T * q * c, 0, generic}});
+              {"self_attn.qkv.bwd.copy_q", 2 * T * q * c, 0, generic},
+              {"self_attn.qkv.bwd.add_slices2", 3 * T * W * c, T * W, binary}});
   // The views' gradients made contiguous for the slices (dv's: the cache's clone).
   ops.op({}, {{"self_attn.k.bwd.grad_clone", 2 * T * kv * c, 0, generic},
               {"self_attn.q.bwd.grad_clone", 2 * T * q * c, 0, generic}});

@@ -41,25 +41,23 @@ OpId BlockPasses::kernel(const DeviceRef& gpu, const OpName& name, const KernelP
   op.family = k.family;
   if (!forward)
     op.pass = k.bwd_pass;
-  OpId launched = launch(gpu, forward);
-  OpId id       = compute(std::move(op));
+  // A GEMM's backward launches its input and its weight gradient: two kernels.
+  OpId launched =
+      launch(gpu, forward, !forward && k.kclass == KernelClass::gemm && k.bwd_pass == GemmPass::backward ? 2 : 1);
+  OpId id = compute(std::move(op));
   if (launched != OpDag::none)
     step_.dag.depend(id, launched);
   return id;
 }
 
-OpId BlockPasses::launch(const DeviceRef& gpu, bool forward)
+OpId BlockPasses::launch(const DeviceRef& gpu, bool forward, int kernels)
 {
-  double seconds = forward ? host_.forward_s_per_kernel : host_.backward_s_per_kernel;
+  double seconds = kernels * (forward ? host_.forward_s_per_kernel : host_.backward_s_per_kernel);
   if (seconds <= 0)
     return OpDag::none;
   static const OpName name("host.launch");
-  OpId& last = tails_[gpu].launched;
-  OpId id    = step_.dag.add(host_delay_op(gpu, seconds, name));
-  if (last != OpDag::none)
-    step_.dag.depend(id, last);
-  last = id;
-  return id;
+  // The host stream's order chains the launches (OpDag::add): each after the one before.
+  return step_.dag.add(host_delay_op(gpu, seconds, name));
 }
 
 OpId BlockPasses::compute(Op op)

@@ -84,7 +84,6 @@ struct TensorCalls {
 struct EagerHost {
   double forward_s_per_kernel  = 0;
   double backward_s_per_kernel = 0;
-  bool any() const { return forward_s_per_kernel > 0 || backward_s_per_kernel > 0; }
 };
 
 // Another stack that runs the same model code where this one cannot shard or offload

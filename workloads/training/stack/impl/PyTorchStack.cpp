@@ -23,6 +23,7 @@ namespace {
 struct EagerKnobs {
   EagerHost host;
   bool use_cache = true;
+  bool given     = false; // the spec has a `pytorch` section
 };
 
 EagerKnobs read_knobs(ParamReader& training)
@@ -30,6 +31,7 @@ EagerKnobs read_knobs(ParamReader& training)
   ParamReader r = training.section("pytorch", "the eager host's pace and the model's use_cache (training.stack "
                                               "pytorch)");
   EagerKnobs knobs;
+  knobs.given             = training.has("pytorch");
   knobs.use_cache         = r.flag("use_cache", true,
                                    "the model config's use_cache: transformers builds a DynamicCache in training too (k and v "
                                            "copied each layer, in fp32 after rotary embeddings under autocast) unless gradient "
@@ -56,7 +58,11 @@ public:
   // modules under DeepSpeed.
   StackSwitch sharding_switch() const override
   {
-    return {"DeepSpeed (same HF modules): ", {"training.stack=deepspeed", "training.deepspeed.modules=transformers"}};
+    StackSwitch s{"DeepSpeed (same HF modules): ",
+                  {"training.stack=deepspeed", "training.deepspeed.modules=transformers"}};
+    if (knobs_.given) // DeepSpeed reads no `pytorch` section: a null one is absent
+      s.overrides.push_back("training.pytorch=null");
+    return s;
   }
 
   void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec& m) const override
