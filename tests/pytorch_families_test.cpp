@@ -150,3 +150,31 @@ TEST_CASE("a_phi3_config_with_partial_rotary_is_refused_naming_the_key", "[hf][l
   memwall::test::write_file(path, cfg);
   CHECK_THROWS_WITH(read_hf_config(path), Catch::Contains("partial_rotary_factor") && Catch::Contains(path));
 }
+
+TEST_CASE("a_gemma2_layer_normalises_four_times_in_fp32_with_one_plus_the_weight", "[stack][pytorch][hf]")
+{
+  // Gemma2DecoderLayer (gemma2-2b: h 2,304, f 9,216, 8 heads of 256, 4 kv heads):
+  // Gemma2RMSNorm on the stream 7 kernels (pow, mean, + eps, rsqrt, x * rsqrt, 1 + w,
+  // * (1 + w)), on a bf16 branch output 9 (cast up first, type_as last); forward 7 + 9 (q,
+  // k, v) + 10 (rotary) + 6 (cache and SDPA) + 2 (o) + 9 + 1 + 7 + 10 (GeGLU) + 9 + 1 = 71
+  // (research note, section 1). Kept: Llama's 26 T h + 8 T f + 4 T q + 4 T kv + 4 T heads
+  // and the two post-norms' fp32 copy and x * rsqrt, 16 T h: 42 T h in all; the four norms'
+  // rsqrt 4 T each.
+  LayerCount n = layer_of("gemma2-2b");
+  CHECK(n.fwd == 71);
+  CHECK(n.kept ==
+        Approx(42 * T * 2304 + 8 * T * 9216 + 4 * T * 2048 + 4 * T * 1024 + 4 * T * 8 + 16 * T).epsilon(1e-3));
+}
+
+TEST_CASE("gemma2s_final_softcap_keeps_its_tanh_and_gemma_steps_peak_near_the_measured", "[stack][pytorch][hf]")
+{
+  // Gemma2ForCausalLM: logits / 30, tanh, * 30 over T x V in bf16 (3 + 3 kernels), tanh's
+  // output kept (2 T V bytes). Peaks against the measured H200 steps within 3 %.
+  const auto measured = memwall::test::measured_family_steps();
+  for (const char* family : {"gemma2-2b", "gemma3-1b"}) {
+    INFO(family);
+    nlohmann::json j =
+        memwall::test::run_json(std::string("family_peak_") + family, memwall::test::measured_family_spec(family));
+    CHECK(memwall::test::peak_without_context(j) == Approx(measured.at(family).peak_allocated_bytes).epsilon(0.03));
+  }
+}

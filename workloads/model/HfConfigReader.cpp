@@ -173,8 +173,15 @@ void read_qwen3_moe(const HfConfig& c, ModelSpec& m)
 void read_gemma2(const HfConfig& c, ModelSpec& m)
 {
   llama_base(c, m);
-  m.tied_embeddings = c.flag_or("tie_word_embeddings", true);
-  m.norms_per_layer = 4;
+  m.tied_embeddings  = c.flag_or("tie_word_embeddings", true);
+  m.norms_per_layer  = 4;
+  m.scaled_embedding = true;
+  if (c.has("final_logit_softcapping")) {
+    if (!c.raw("final_logit_softcapping").is_number() || c.raw("final_logit_softcapping").get<double>() <= 0)
+      throw InputError(c.path() + ": key 'final_logit_softcapping' must be a positive number or null, got " +
+                       c.raw("final_logit_softcapping").dump());
+    m.final_logit_softcap = c.raw("final_logit_softcapping").get<double>();
+  }
   sliding_window(c, m, 2);
 }
 

@@ -55,28 +55,30 @@ struct MlaSpec {
 struct ModelSpec {
   std::string name;   // preset id or "custom"
   std::string family; // gpt2, gpt3, llama, mistral, mixtral, qwen3_moe, deepseek_v3, ...
-  int64_t layers            = 0;
-  int64_t hidden            = 0;
-  int64_t heads             = 0;
-  int64_t kv_heads          = 0; // < heads for GQA, 1 for MQA
-  int64_t head_dim_override = 0; // a head size other than hidden / heads (Gemma, Qwen3, gpt-oss)
-  int64_t ffn_hidden        = 0; // dense MLP inner size
-  int64_t vocab             = 0;
-  int64_t max_seq_len       = 0;
-  MlpKind mlp               = MlpKind::gelu;
-  NormKind norm             = NormKind::layernorm;
-  bool learned_positions    = true;  // learned position table (GPT, OPT, BERT) vs rotary
-  int64_t position_offset   = 0;     // OPT reserves 2 extra position rows
-  bool tied_embeddings      = true;  // LM head shares the token embedding
-  bool qkv_bias             = true;  // the QKV projection carries a bias (GPT; Qwen2 alone of the Llama-likes)
-  bool proj_bias            = true;  // the attention output projection does
-  bool mlp_bias             = true;  // the dense MLP's layers do
-  bool qk_norm              = false; // a norm over each head's queries and keys (Qwen3, Gemma 3)
-  bool fused_projections    = false; // one qkv_proj and one gate_up_proj matrix, sliced (Phi-3)
-  double rotary_fraction    = 1;     // of each head's dims rotated (GPT-NeoX's rotary_pct)
-  bool parallel_residual    = false; // x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX, GPT-J)
-  int64_t norms_per_layer   = 2;     // 4 with Gemma 2/3's post-attention and post-MLP norms
-  bool attention_sinks      = false; // a learned sink logit per head (gpt-oss)
+  int64_t layers             = 0;
+  int64_t hidden             = 0;
+  int64_t heads              = 0;
+  int64_t kv_heads           = 0; // < heads for GQA, 1 for MQA
+  int64_t head_dim_override  = 0; // a head size other than hidden / heads (Gemma, Qwen3, gpt-oss)
+  int64_t ffn_hidden         = 0; // dense MLP inner size
+  int64_t vocab              = 0;
+  int64_t max_seq_len        = 0;
+  MlpKind mlp                = MlpKind::gelu;
+  NormKind norm              = NormKind::layernorm;
+  bool learned_positions     = true;  // learned position table (GPT, OPT, BERT) vs rotary
+  int64_t position_offset    = 0;     // OPT reserves 2 extra position rows
+  bool tied_embeddings       = true;  // LM head shares the token embedding
+  bool qkv_bias              = true;  // the QKV projection carries a bias (GPT; Qwen2 alone of the Llama-likes)
+  bool proj_bias             = true;  // the attention output projection does
+  bool mlp_bias              = true;  // the dense MLP's layers do
+  bool qk_norm               = false; // a norm over each head's queries and keys (Qwen3, Gemma 3)
+  bool fused_projections     = false; // one qkv_proj and one gate_up_proj matrix, sliced (Phi-3)
+  double rotary_fraction     = 1;     // of each head's dims rotated (GPT-NeoX's rotary_pct)
+  bool parallel_residual     = false; // x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX, GPT-J)
+  bool scaled_embedding      = false; // the token embedding times sqrt(hidden) (Gemma)
+  double final_logit_softcap = 0;     // logits = cap tanh(logits / cap) before the loss (Gemma 2); 0: none
+  int64_t norms_per_layer    = 2;     // 4 with Gemma 2/3's post-attention and post-MLP norms
+  bool attention_sinks       = false; // a learned sink logit per head (gpt-oss)
   // Sliding-window attention: window in tokens (0: none); every global_every-th layer
   // attends to the whole context (gpt-oss, Gemma 2: 2; Gemma 3: 6; Mistral 7B v0.1: 0 = all windowed).
   int64_t sliding_window = 0;

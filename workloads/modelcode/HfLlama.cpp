@@ -80,6 +80,9 @@ BlockPlan llama_embedding(const ModelSpec& m, const Tokens& t, const Precision& 
   // gradient of the same table where the two are tied (AccumulateGrad).
   std::vector<EagerKernel> bwd = embedding_backward("embed", T, V, h, e, m.tied_embeddings);
   ops.op({{"embed.lookup", 8 * T + 2 * T * h * e, 0, KernelFamily::generic}}, bwd, 8 * T + T * h * e);
+  if (m.scaled_embedding) // Gemma: times sqrt(h) in the table's dtype, each way
+    ops.op({{"embed.scale", 2 * T * h * e, T * h, KernelFamily::residual}},
+           {{"embed.bwd.scale", 2 * T * h * e, T * h, KernelFamily::residual}});
   // LlamaRotaryEmbedding, once a forward: inv_freq x positions (fp32, autocast off), cat,
   // cos, sin, each times the attention scaling; tiny.
   std::vector<EagerKernel> rope;

@@ -4,7 +4,12 @@ namespace memwall::hf {
 
 Arch architecture(const ModelSpec& m)
 {
-  if (m.moe.enabled() || m.mla.enabled() || m.norms_per_layer != 2)
+  if (m.moe.enabled() || m.mla.enabled() || m.attention_sinks)
+    return Arch::none;
+  if (m.norms_per_layer == 4 && m.norm == NormKind::rmsnorm && m.mlp == MlpKind::swiglu && !m.learned_positions &&
+      !m.fused_projections)
+    return Arch::gemma;
+  if (m.norms_per_layer != 2)
     return Arch::none;
   if (m.norm == NormKind::rmsnorm && m.mlp == MlpKind::swiglu && !m.learned_positions)
     return m.fused_projections ? Arch::phi3 : Arch::llama;
@@ -17,10 +22,17 @@ Arch architecture(const ModelSpec& m)
   return Arch::none;
 }
 
+NormFn final_norm_of(const ModelSpec& m)
+{
+  if (architecture(m) == Arch::gemma)
+    return gemma_final_norm;
+  return m.norm == NormKind::rmsnorm ? rms_norm : layer_norm;
+}
+
 const char* modelled_architectures()
 {
   return "Llama-family decoders without experts (Llama, Mistral, Qwen2, Qwen3, Phi-3: RMSNorm, rotary positions, a "
-         "gated MLP), GPT-NeoX, GPT-2 and OPT";
+         "gated MLP), Gemma 2 and 3, GPT-NeoX, GPT-2 and OPT";
 }
 
 BlockPlan model_embedding(const ModelSpec& m, const Tokens& t, const Precision& p)
@@ -39,13 +51,14 @@ BlockPlan model_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
     case Arch::opt: return opt_layer(m, t, p, layer);
     case Arch::phi3: return phi3_layer(m, t, p, layer);
     case Arch::neox: return neox_layer(m, t, p, layer);
+    case Arch::gemma: return gemma_layer(m, t, p, layer);
     default: return llama_layer(m, t, p, layer);
   }
 }
 
 BlockPlan model_head(const ModelSpec& m, const Tokens& t, const Precision& p)
 {
-  return lm_head(m, t, p, m.norm == NormKind::rmsnorm ? rms_norm : layer_norm);
+  return lm_head(m, t, p, final_norm_of(m));
 }
 
 std::vector<double> embedding_tensors(const ModelSpec& m)
@@ -66,6 +79,17 @@ std::vector<double> layer_tensors(const ModelSpec& m)
     return {h, h, h * 3 * h, 3 * h, h * h, h, h, h, h * f, f, f * h, h};
   if (architecture(m) == Arch::opt) // self_attn_layer_norm, q, k, v, out_proj, final_layer_norm, fc1, fc2
     return {h, h, h * q, q, h * kv, kv, h * kv, kv, q * h, h, h, h, h * f, f, f * h, h};
+  if (architecture(m) == Arch::gemma) { // input_layernorm, q (q_norm), k (k_norm), v, o, the other three norms
+    const double d = static_cast<double>(m.head_dim());
+    std::vector<double> v{h, h * q};
+    if (m.qk_norm)
+      v.push_back(d);
+    v.push_back(h * kv);
+    if (m.qk_norm)
+      v.push_back(d);
+    v.insert(v.end(), {h * kv, o * h, h, h, h * f, h * f, f * h, h});
+    return v;
+  }
   if (architecture(m) == Arch::neox) // input_layernorm, query_key_value, dense, post_attention_layernorm, mlp
     return {h, h, h * 3 * h, 3 * h, h * h, h, h, h, h * f, f, f * h, h};
   if (architecture(m) == Arch::phi3) // input_layernorm, qkv_proj, o_proj, post_attention_layernorm, gate_up, down

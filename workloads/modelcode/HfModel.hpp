@@ -10,8 +10,10 @@ namespace memwall::hf {
 // modeling_llama.py's decoders (and those that copy it: Mistral, Qwen2, Qwen3), Phi-3's
 // fused version of it, modeling_gpt2.py's or modeling_opt.py's; none for anything else (MoE,
 // latent attention, extra norms).
-enum class Arch { none, llama, phi3, neox, gpt2, opt };
+enum class Arch { none, llama, phi3, gemma, neox, gpt2, opt };
 Arch architecture(const ModelSpec& m);
+// The model's final norm (Gemma's, an RMSNorm or a LayerNorm).
+NormFn final_norm_of(const ModelSpec& m);
 // What `architecture` recognises, in words (for refusals).
 const char* modelled_architectures();
 

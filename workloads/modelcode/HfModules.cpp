@@ -351,6 +351,16 @@ BlockPlan lm_head(const ModelSpec& m, const Tokens& t, const Precision& p, NormF
   if (m.final_norm)
     final_norm(ops, "final_norm", T, h, p);
   linear(ops, "lm_head", T, h, V, true, p);
+  if (m.final_logit_softcap > 0) { // Gemma 2: logits / cap, tanh, * cap in the compute dtype; keeps tanh's output
+    const double N = T * V, c = p.compute;
+    ops.op({{"softcap.div", 2 * N * c, N, KernelFamily::generic},
+            {"softcap.tanh", 2 * N * c, 10 * N, KernelFamily::generic},
+            {"softcap.mul", 2 * N * c, N, KernelFamily::generic}},
+           {{"softcap.bwd.mul", 2 * N * c, N, KernelFamily::generic},
+            {"softcap.bwd.tanh", 3 * N * c, 3 * N, KernelFamily::generic},
+            {"softcap.bwd.div", 2 * N * c, N, KernelFamily::generic}},
+           N * c);
+  }
   causal_lm_loss(ops, t, V, p);
   // In the loss's backward its fp32 gradient and log_softmax's are alive at once.
   b.backward_workspace = 8 * T * V;

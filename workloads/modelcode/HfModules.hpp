@@ -140,6 +140,15 @@ void causal_lm_loss(EagerOps& ops, const Tokens& t, double V, const Precision& p
 BlockPlan opt_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
 BlockPlan opt_embedding(const ModelSpec& m, const Tokens& t, const Precision& p);
 
+// Gemma's RMSNorm over rows x h of elements of `e` bytes: in fp32 (a bf16 input cast up
+// first, the result cast back last), the weight applied as 1 + w; keeps x * rsqrt, rsqrt
+// and a bf16 input's fp32 copy. `other_users` as rms_norm_of's.
+void gemma_rms_norm(EagerOps& ops, const std::string& name, double rows, double h, double e, bool other_users);
+// The final norm of a Gemma model (NormFn): gemma_rms_norm on the stream.
+void gemma_final_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p);
+// A Gemma 2 or 3 decoder layer (HfGemma.cpp).
+BlockPlan gemma_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
+
 // A GPT-NeoX decoder layer (Pythia): LayerNorm, one fused query_key_value with biases,
 // partial rotary, exact GELU, a parallel residual (HfNeox.cpp).
 BlockPlan neox_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);

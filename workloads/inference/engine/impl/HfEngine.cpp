@@ -156,7 +156,7 @@ public:
     std::vector<KernelPlan> head;
     EagerOps ops(head);
     if (m.final_norm)
-      (m.norm == NormKind::rmsnorm ? hf::rms_norm : hf::layer_norm)(ops, "final_norm", T, h, p);
+      hf::final_norm_of(m)(ops, "final_norm", T, h, p);
     hf::linear(ops, "lm_head", b, h, V, false, p); // logits_to_keep = 1
     // _sample's step, greedy: next_token_logits = logits[:, -1, :].to(float32); argmax;
     // next * unfinished + pad * (1 - unfinished); input_ids and attention_mask grown by
