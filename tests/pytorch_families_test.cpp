@@ -178,3 +178,25 @@ TEST_CASE("gemma2s_final_softcap_keeps_its_tanh_and_gemma_steps_peak_near_the_me
     CHECK(memwall::test::peak_without_context(j) == Approx(measured.at(family).peak_allocated_bytes).epsilon(0.03));
   }
 }
+
+TEST_CASE("gemma2s_head_softcaps_the_logits_keeping_tanhs_output", "[stack][pytorch][hf]")
+{
+  // Gemma2ForCausalLM: logits / 30, tanh, * 30 over T x V in bf16 (3 kernels each way),
+  // tanh's bf16 output kept for backward: 2 T V bytes (V 256,000).
+  ModelSpec m = read_hf_config(memwall::test::source_path("tests/data/hf_families/gemma2-2b/config.json"));
+  REQUIRE(m.final_logit_softcap == 30);
+  TrainingConfig cfg;
+  cfg.stack = default_training_stack("pytorch"), cfg.seq_len = 1024, cfg.micro_batch = 4, cfg.global_batch = 4,
+  cfg.precision = Dtype::bf16;
+  int fwd = 0, bwd = 0;
+  double kept = 0;
+  for (const KernelPlan& k : cfg.stack->head(m, step_shape(cfg)).kernels)
+    if (k.name.rfind("softcap.", 0) == 0) {
+      fwd += k.runs(true) ? 1 : 0;
+      bwd += k.runs(false) ? 1 : 0;
+      kept += k.saved_bytes;
+    }
+  CHECK(fwd == 3);
+  CHECK(bwd == 3);
+  CHECK(kept == 2 * T * 256000);
+}

@@ -176,6 +176,7 @@ void read_gemma2(const HfConfig& c, ModelSpec& m)
   m.tied_embeddings  = c.flag_or("tie_word_embeddings", true);
   m.norms_per_layer  = 4;
   m.scaled_embedding = true;
+  m.mlp_bias         = false; // Gemma's MLP never has biases, whatever mlp_bias says
   if (c.has("final_logit_softcapping")) {
     if (!c.raw("final_logit_softcapping").is_number() || c.raw("final_logit_softcapping").get<double>() <= 0)
       throw InputError(c.path() + ": key 'final_logit_softcapping' must be a positive number or null, got " +

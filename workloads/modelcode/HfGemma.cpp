@@ -85,10 +85,14 @@ BlockPlan gemma_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   gemma_rms_norm(ops, "input_layernorm", T, h, e, true);
   grad_accumulate(ops, "qkv.grad_sum_v", T * h, e);
   grad_accumulate(ops, "qkv.grad_sum_k", T * h, e);
-  linear(ops, "self_attn.q_proj", T, h, q, true, p);
+  // attention_bias: q, k, v and o with biases (addmm).
+  auto projection = [&](const std::string& name, double in, double out, bool cast_input) {
+    (m.qkv_bias ? addmm_linear : linear)(ops, name, T, in, out, cast_input, p);
+  };
+  projection("self_attn.q_proj", h, q, true);
   ops.op({}, {{"self_attn.q.bwd.grad_clone", 2 * T * q * c, 0, generic}});
-  linear(ops, "self_attn.k_proj", T, h, kv, true, p);
-  linear(ops, "self_attn.v_proj", T, h, kv, true, p);
+  projection("self_attn.k_proj", h, kv, true);
+  projection("self_attn.v_proj", h, kv, true);
   ops.op({}, {{"self_attn.v.bwd.grad_clone", 2 * T * kv * c, 0, generic}});
   if (m.qk_norm) { // Gemma 3: each head's q and k normalised, cast back to the projection's dtype
     gemma_rms_norm(ops, "self_attn.q_norm", T * static_cast<double>(m.heads), d, c, false);
@@ -97,7 +101,7 @@ BlockPlan gemma_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   rotary(ops, "self_attn.rope_q", T, q, p);
   rotary(ops, "self_attn.rope_k", T, kv, p);
   rotated_cache_update(ops, "self_attn", T, kv, p);
-  if (m.windowed_layer(layer) && static_cast<double>(m.sliding_window) < t.s) {
+  if (m.windowed_layer(layer) && static_cast<double>(m.sliding_window) <= t.s) { // a mask unless S < window
     // The sliding-window mask as cuDNN's bias: where(mask, 0, -inf) into a bf16 (B, 1, S, S)
     // tensor, kept for the backward. (The kernel then runs without is_causal over all S^2
     // and with k and v expanded to every head: not modelled beyond the bias.)
@@ -105,7 +109,7 @@ BlockPlan gemma_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
     ops.op({{"self_attn.mask_bias", bias + t.b * t.s * t.s, 0, generic}}, {}, bias);
   }
   sdpa(ops, "self_attn.sdpa", t, m, p, true);
-  linear(ops, "self_attn.o_proj", T, o, h, false, p);
+  projection("self_attn.o_proj", o, h, false);
   gemma_rms_norm(ops, "post_attention_layernorm", T, h, c, false);
   residual_add(ops, "attn.residual", T, h, p, rms_norm_reads_its_input(p));
   gemma_rms_norm(ops, "pre_feedforward_layernorm", T, h, e, true);

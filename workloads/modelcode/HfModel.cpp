@@ -81,13 +81,21 @@ std::vector<double> layer_tensors(const ModelSpec& m)
     return {h, h, h * q, q, h * kv, kv, h * kv, kv, q * h, h, h, h, h * f, f, f * h, h};
   if (architecture(m) == Arch::gemma) { // input_layernorm, q (q_norm), k (k_norm), v, o, the other three norms
     const double d = static_cast<double>(m.head_dim());
-    std::vector<double> v{h, h * q};
+    std::vector<double> v{h};
+    auto projection = [&](double in, double out) {
+      v.push_back(in * out);
+      if (m.qkv_bias) // attention_bias
+        v.push_back(out);
+    };
+    projection(h, q);
     if (m.qk_norm)
       v.push_back(d);
-    v.push_back(h * kv);
+    projection(h, kv);
     if (m.qk_norm)
       v.push_back(d);
-    v.insert(v.end(), {h * kv, o * h, h, h, h * f, h * f, f * h, h});
+    projection(h, kv);
+    projection(o, h);
+    v.insert(v.end(), {h, h, h * f, h * f, f * h, h});
     return v;
   }
   if (architecture(m) == Arch::neox) // input_layernorm, query_key_value, dense, post_attention_layernorm, mlp
