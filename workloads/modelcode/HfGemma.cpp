@@ -86,13 +86,10 @@ BlockPlan gemma_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   grad_accumulate(ops, "qkv.grad_sum_v", T * h, e);
   grad_accumulate(ops, "qkv.grad_sum_k", T * h, e);
   // attention_bias: q, k, v and o with biases (addmm).
-  auto projection = [&](const std::string& name, double in, double out, bool cast_input) {
-    (m.qkv_bias ? addmm_linear : linear)(ops, name, T, in, out, cast_input, p);
-  };
-  projection("self_attn.q_proj", h, q, true);
+  projection(ops, "self_attn.q_proj", T, h, q, true, m.qkv_bias, p);
   ops.op({}, {{"self_attn.q.bwd.grad_clone", 2 * T * q * c, 0, generic}});
-  projection("self_attn.k_proj", h, kv, true);
-  projection("self_attn.v_proj", h, kv, true);
+  projection(ops, "self_attn.k_proj", T, h, kv, true, m.qkv_bias, p);
+  projection(ops, "self_attn.v_proj", T, h, kv, true, m.qkv_bias, p);
   ops.op({}, {{"self_attn.v.bwd.grad_clone", 2 * T * kv * c, 0, generic}});
   if (m.qk_norm) { // Gemma 3: each head's q and k normalised, cast back to the projection's dtype
     gemma_rms_norm(ops, "self_attn.q_norm", T * static_cast<double>(m.heads), d, c, false);
@@ -109,7 +106,7 @@ BlockPlan gemma_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
     ops.op({{"self_attn.mask_bias", bias + t.b * t.s * t.s, 0, generic}}, {}, bias);
   }
   sdpa(ops, "self_attn.sdpa", t, m, p, true);
-  projection("self_attn.o_proj", o, h, false);
+  projection(ops, "self_attn.o_proj", T, o, h, false, m.proj_bias, p);
   gemma_rms_norm(ops, "post_attention_layernorm", T, h, c, false);
   residual_add(ops, "attn.residual", T, h, p, rms_norm_reads_its_input(p));
   gemma_rms_norm(ops, "pre_feedforward_layernorm", T, h, e, true);

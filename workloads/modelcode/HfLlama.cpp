@@ -20,13 +20,10 @@ BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   grad_accumulate(ops, "qkv.grad_sum_v", T * h, e);
   grad_accumulate(ops, "qkv.grad_sum_k", T * h, e);
   // Qwen2's q, k and v (attention_bias: every projection) carry biases: addmm.
-  auto projection = [&](const std::string& name, double in, double out, bool cast_input, bool bias) {
-    (bias ? addmm_linear : linear)(ops, name, T, in, out, cast_input, p);
-  };
-  projection("attn.q", h, q, true, m.qkv_bias);
+  projection(ops, "attn.q", T, h, q, true, m.qkv_bias, p);
   ops.op({}, {{"attn.q.bwd.grad_clone", 2 * T * q * c, 0, KernelFamily::generic}}); // dq [b,s,heads,d] contiguous
-  projection("attn.k", h, kv, true, m.qkv_bias);
-  projection("attn.v", h, kv, true, m.qkv_bias);
+  projection(ops, "attn.k", T, h, kv, true, m.qkv_bias, p);
+  projection(ops, "attn.v", T, h, kv, true, m.qkv_bias, p);
   ops.op({}, {{"attn.v.bwd.grad_clone", 2 * T * kv * c, 0, KernelFamily::generic}});
   // Qwen3's q_norm and k_norm per head: their fp32 weights promote q and k to fp32, so
   // rotary runs in fp32 throughout (no casts around it).
@@ -42,21 +39,21 @@ BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   rotary(ops, "attn.rope_k", T, kv, rope);
   rotated_cache_update(ops, "attn", T, kv, p);
   sdpa(ops, "attn.sdpa", t, m, p, true);
-  projection("attn.o", o, h, false, m.proj_bias); // reads the attention's output, already in c
+  projection(ops, "attn.o", T, o, h, false, m.proj_bias, p); // reads the attention's output, already in c
   residual_add(ops, "attn.residual", T, h, p, rms_norm_reads_its_input(p));
   // residual = x; x = post_attention_layernorm(x); x = mlp(x); x = residual + x
   rms_norm(ops, "ln2", T, h, p);
   grad_accumulate(ops, "mlp.grad_sum", T * h, e);
-  projection("mlp.gate", h, f, true, m.mlp_bias);
+  projection(ops, "mlp.gate", T, h, f, true, m.mlp_bias, p);
   // act_fn(gate) keeps its input; act * up keeps both and its product (down's input).
   ops.op({{"mlp.silu", 2 * T * f * c, 4 * T * f, KernelFamily::activation}},
          {{"mlp.bwd.silu", 3 * T * f * c, 8 * T * f, KernelFamily::activation}}, T * f * c);
-  projection("mlp.up", h, f, true, m.mlp_bias);
+  projection(ops, "mlp.up", T, h, f, true, m.mlp_bias, p);
   ops.op({{"mlp.mul", 3 * T * f * c, T * f, KernelFamily::residual}},
          {{"mlp.bwd.mul_up", 3 * T * f * c, T * f, KernelFamily::residual},
           {"mlp.bwd.mul_act", 3 * T * f * c, T * f, KernelFamily::residual}},
          3 * T * f * c);
-  projection("mlp.down", f, h, false, m.mlp_bias);
+  projection(ops, "mlp.down", T, f, h, false, m.mlp_bias, p);
   residual_add(ops, "mlp.residual", T, h, p, rms_norm_reads_its_input(p));
   // Gradients alive at once in backward beyond what is kept: the MLP's (the product's,
   // the activation's and up's in c, the stream's in fp32), or the attention's (cuDNN's

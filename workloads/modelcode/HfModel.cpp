@@ -79,50 +79,37 @@ std::vector<double> layer_tensors(const ModelSpec& m)
     return {h, h, h * 3 * h, 3 * h, h * h, h, h, h, h * f, f, f * h, h};
   if (architecture(m) == Arch::opt) // self_attn_layer_norm, q, k, v, out_proj, final_layer_norm, fc1, fc2
     return {h, h, h * q, q, h * kv, kv, h * kv, kv, q * h, h, h, h, h * f, f, f * h, h};
-  if (architecture(m) == Arch::gemma) { // input_layernorm, q (q_norm), k (k_norm), v, o, the other three norms
-    const double d = static_cast<double>(m.head_dim());
-    std::vector<double> v{h};
-    auto projection = [&](double in, double out) {
-      v.push_back(in * out);
-      if (m.qkv_bias) // attention_bias
-        v.push_back(out);
-    };
-    projection(h, q);
-    if (m.qk_norm)
-      v.push_back(d);
-    projection(h, kv);
-    if (m.qk_norm)
-      v.push_back(d);
-    projection(h, kv);
-    projection(o, h);
-    v.insert(v.end(), {h, h, h * f, h * f, f * h, h});
-    return v;
-  }
   if (architecture(m) == Arch::neox) // input_layernorm, query_key_value, dense, post_attention_layernorm, mlp
     return {h, h, h * 3 * h, 3 * h, h * h, h, h, h, h * f, f, f * h, h};
   if (architecture(m) == Arch::phi3) // input_layernorm, qkv_proj, o_proj, post_attention_layernorm, gate_up, down
     return {h, h * (q + 2 * kv), o * h, h, h * 2 * f, f * h};
-  // input_layernorm, q_proj (and Qwen3's q_norm), k_proj (k_norm), v_proj, o_proj,
-  // post_attention_layernorm, gate_proj, up_proj, down_proj; biases where the config has them.
-  const double d = static_cast<double>(m.head_dim());
+  // input_layernorm, q_proj (and Qwen3's and Gemma 3's q_norm), k_proj (k_norm), v_proj,
+  // o_proj, post_attention_layernorm, (Gemma's pre_feedforward_layernorm,) gate_proj,
+  // up_proj, down_proj (, Gemma's post_feedforward_layernorm); biases where the config has them.
+  const double d        = static_cast<double>(m.head_dim());
+  const bool four_norms = architecture(m) == Arch::gemma;
   std::vector<double> v{h};
-  auto linear = [&](double in, double out, bool bias) {
+  auto weights = [&](double in, double out, bool bias) {
     v.push_back(in * out);
     if (bias)
       v.push_back(out);
   };
-  linear(h, q, m.qkv_bias);
+  weights(h, q, m.qkv_bias);
   if (m.qk_norm)
     v.push_back(d);
-  linear(h, kv, m.qkv_bias);
+  weights(h, kv, m.qkv_bias);
   if (m.qk_norm)
     v.push_back(d);
-  linear(h, kv, m.qkv_bias);
-  linear(o, h, m.proj_bias);
+  weights(h, kv, m.qkv_bias);
+  weights(o, h, m.proj_bias);
   v.push_back(h);
-  linear(h, f, m.mlp_bias);
-  linear(h, f, m.mlp_bias);
-  linear(f, h, m.mlp_bias);
+  if (four_norms)
+    v.push_back(h);
+  weights(h, f, m.mlp_bias);
+  weights(h, f, m.mlp_bias);
+  weights(f, h, m.mlp_bias);
+  if (four_norms)
+    v.push_back(h);
   return v;
 }
 

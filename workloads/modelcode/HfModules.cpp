@@ -250,6 +250,12 @@ void addmm_linear(EagerOps& ops, const std::string& name, double T, double in, d
   linear(ops, name, T, in, out, cast_input, p);
 }
 
+void projection(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input, bool bias,
+                const Precision& p)
+{
+  (bias ? addmm_linear : linear)(ops, name, T, in, out, cast_input, p);
+}
+
 void dropout(EagerOps& ops, const std::string& name, double elems, double bytes)
 {
   ops.op({{name, elems * (2 * bytes + 1), elems, generic}}, {{name + ".bwd", elems * (2 * bytes + 1), elems, generic}},

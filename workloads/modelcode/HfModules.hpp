@@ -103,6 +103,9 @@ void layer_norm(EagerOps& ops, const std::string& name, double T, double h, cons
 // cast back.
 void addmm_linear(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
                   const Precision& p);
+// A projection with a bias where the config gives it one (addmm_linear), else `linear`.
+void projection(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input, bool bias,
+                const Precision& p);
 // nn.Dropout over `elems` elements of `bytes` each: ATen's fused dropout writes the
 // output and a one-byte mask (kept); backward scales the gradient by the mask.
 void dropout(EagerOps& ops, const std::string& name, double elems, double bytes);
