@@ -62,5 +62,7 @@ grep -v ',gemm,fp8,' $D/measured/h200/gpubench.csv >$T/h200-gpubench-without-fp8
 # after idle, power-gemm-table-cool.csv; gemm-full-clock.csv is made by
 # calibration/probes/full_clock_table.py): the sweep ran them throttled, and the replay
 # applies the 700 W limit itself (tensor_core_w in the catalog; sim/timing/PowerGovernor).
+# Its fused AdamW: the launches of the 18 measured HF steps (fused-adamw.csv: calibration/
+# fused_adamw_from_family_kernels.py over hf-families.csv and hf-family-kernels.csv).
 $B calibrate fit $D/measured/h200/gemm-full-clock.csv $T/h200-gpubench-without-fp8.csv $D/measured/h200/power-gpubench.csv \
-  $T/h200-kernels.csv --exclude gemm:fp16 --exclude bidir_pinned $held_out $kernel_timing -o $P/h200-sxm-141gb.yaml
+  $T/h200-kernels.csv $D/measured/h200/fused-adamw.csv --exclude gemm:fp16 --exclude bidir_pinned $held_out $kernel_timing -o $P/h200-sxm-141gb.yaml

@@ -3,6 +3,8 @@
 // generation/utils.py) on Llama-3-8B (h 4096, 32 heads, 8 KV heads of 128, FFN 14336).
 #include "analysis/Hdf5Table.hpp"
 #include "tests/TestHelpers.hpp"
+#include "workloads/model/HfConfigReader.hpp"
+#include "workloads/modelcode/HfModel.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -118,7 +120,7 @@ TEST_CASE("hf_engine_refuses_what_generate_does_not_do_with_one_line", "[inferen
     return "hardware: {node: dgx-h100, gpus_per_node: " + gpus + "}\nmodel: {preset: " + model +
            "}\ninference: {engine: hf, batch: 2, prompt_len: 64, output_len: 4" + extra + "}\n";
   };
-  CHECK_THAT(refused("hf_moe", spec("mixtral-8x7b", "")), Contains("inference.engine") && Contains("Llama-family"));
+  CHECK_THAT(refused("hf_sinks", spec("gpt-oss-120b", "")), Contains("inference.engine") && Contains("Llama-family"));
   CHECK_THAT(refused("hf_tp", spec("llama-3-8b", ", tp: 2")), Contains("inference.tp") && Contains("one GPU"));
   CHECK_THAT(refused("hf_cont", spec("llama-3-8b", ", scheduler: continuous")),
              Contains("inference.scheduler") && Contains("static"));
@@ -130,4 +132,26 @@ TEST_CASE("hf_engine_refuses_what_generate_does_not_do_with_one_line", "[inferen
   CHECK_THAT(refused("hf_name", "hardware: {node: dgx-h100, gpus_per_node: 1}\nmodel: {preset: llama-3-8b}\n"
                                 "inference: {engine: tgi, batch: 2, prompt_len: 64, output_len: 4}\n"),
              Contains("inference.engine") && Contains("hf") && Contains("sglang") && Contains("vllm"));
+}
+
+TEST_CASE("an_hf_moe_decode_reads_only_the_experts_its_tokens_hit_in_one_bf16_grouped_gemm", "[inference][hf]")
+{
+  // bf16 weights take CUTLASS's grouped GEMM (no fp32 fallback, no host sync). One
+  // token's decode of Mixtral (8 experts, top 2): S = 2 pairs hit 8 (1 - (7/8)^2) = 1.875,
+  // so 2 experts, whose gate_up weights (2 x 4096 x 2 x 14336 bf16) it reads with the
+  // pairs' rows in and out.
+  memwall::ModelSpec m = memwall::read_hf_config(source_path("tests/data/hf_configs/Mixtral-8x7B-v0.1/config.json"));
+  memwall::hf::Precision p;
+  p.param = p.compute = 2;
+  const double h = 4096, F = 14336, S = 2;
+  int grouped = 0;
+  for (const memwall::KernelPlan& k : memwall::hf::model_layer(m, {1, 1}, p, 0).kernels) {
+    CHECK_FALSE(k.host_sync_forward);
+    if (k.name == "moe.experts.gate_up") {
+      ++grouped;
+      CHECK(k.dtype == memwall::Dtype::bf16);
+      CHECK(k.fwd_bytes == Approx((2 * h * 2 * F + S * (h + 2 * F)) * 2).epsilon(1e-12));
+    }
+  }
+  CHECK(grouped == 1);
 }

@@ -124,6 +124,7 @@ void read_mixtral(const HfConfig& c, ModelSpec& m)
 {
   read_llama(c, m);
   routed_experts(c, m, "num_local_experts", "intermediate_size");
+  m.moe.normalized_top_k = true; // MixtralSparseMoeBlock divides the top-k weights by their sum
 }
 
 void read_qwen2(const HfConfig& c, ModelSpec& m)
@@ -137,7 +138,8 @@ void read_qwen2(const HfConfig& c, ModelSpec& m)
 void qwen_moe(const HfConfig& c, ModelSpec& m)
 {
   routed_experts(c, m, "num_experts", "moe_intermediate_size");
-  m.moe.layer_freq = c.integer_or("decoder_sparse_step", 1);
+  m.moe.layer_freq       = c.integer_or("decoder_sparse_step", 1);
+  m.moe.normalized_top_k = c.flag_or("norm_topk_prob", false); // the configuration classes' default
   if (c.has("mlp_only_layers") && !c.raw("mlp_only_layers").empty())
     throw InputError(c.path() + ": key 'mlp_only_layers' (dense layers at chosen places) is not supported; "
                                 "describe the model with first_k_dense and moe_layer_freq instead");

@@ -51,6 +51,9 @@ ModelSpec moe_like(const std::string& name, const std::string& family, Shape s, 
   m.moe.top_k        = top_k;
   m.moe.expert_ffn   = s.ffn;
   m.published_active = active;
+  // MixtralSparseMoeBlock always divides the top-k weights by their sum; the released
+  // Qwen3-MoE configs set norm_topk_prob, DeepSeek-V3's too.
+  m.moe.normalized_top_k = family == "mixtral" || family == "qwen3_moe" || family == "deepseek_v3";
   return m;
 }
 

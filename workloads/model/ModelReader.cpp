@@ -45,6 +45,11 @@ void read_moe(ParamReader& r, ModelSpec& m)
   e.groups_per_token =
       key("groups_per_token", e.groups_per_token,
           "group-limited routing: groups a token's experts may come from (DeepSeek's topk_group)", 0, limits::experts);
+  e.normalized_top_k = r.flag("norm_topk_prob", e.normalized_top_k,
+                              "a token's top-k routing weights divided by their sum (transformers' norm_topk_prob; "
+                              "Mixtral always)");
+  if (!moe && r.has("norm_topk_prob"))
+    r.fail("norm_topk_prob", "norm_topk_prob is a mixture-of-experts key; the model has no experts (set num_experts)");
   for (const char* k : {"capacity_factor", "hot_expert_tokens"})
     if (!moe && r.has(k))
       r.fail(k, std::string(k) + " is a mixture-of-experts key; the model has no experts (set num_experts)");

@@ -24,6 +24,7 @@ struct MoeSpec {
   bool expert_biases      = false; // expert linear layers carry biases (gpt-oss)
   bool router_bias        = false; // a learned bias per expert on the router (gpt-oss; DeepSeek's correction bias)
   bool shared_expert_gate = false; // a sigmoid gate on the shared expert (Qwen2-MoE)
+  bool normalized_top_k   = false; // a token's top_k weights divided by their sum (Mixtral; Qwen's norm_topk_prob)
   // Routing as it runs: an expert takes at most capacity_factor x an even share of the
   // tokens and drops the rest (0: dropless, Megatron's default); hot_expert_tokens is
   // the share of all tokens the busiest expert is sent (0: an even top_k / experts).

@@ -62,6 +62,23 @@ void EagerOps::gemm(const std::string& name, double tokens, double in, double ou
   out_.push_back(k);
 }
 
+void EagerOps::gemm_pass(const std::string& name, double tokens, double in, double out, Dtype dtype, GemmPass pass)
+{
+  gemm(name, tokens, in, out, dtype, pass != GemmPass::input_grad);
+  KernelPlan& k  = out_.back();
+  const double e = dtype_bytes(dtype);
+  if (pass == GemmPass::forward) {
+    k.bwd_flops = k.bwd_model_flops = k.bwd_bytes = 0;
+    return;
+  }
+  k.fwd_flops = k.fwd_bytes = 0;
+  k.bwd_pass                = pass;
+  k.bwd_flops = k.bwd_model_flops = 2 * tokens * in * out;
+  // dgrad: the output gradient and the weights in, the input gradient out; wgrad: the
+  // output gradient and the saved input in, the weight gradient out.
+  k.bwd_bytes = (tokens * out + in * out + tokens * in) * e;
+}
+
 void EagerOps::attention(const std::string& name, double flops, double bytes, double saved, Dtype dtype,
                          const std::vector<EagerKernel>& backward_before,
                          const std::vector<EagerKernel>& backward_after)

@@ -44,6 +44,11 @@ public:
   // gradients (GemmPass::backward), or the input gradient alone for a weight without grad.
   void gemm(const std::string& name, double tokens, double in, double out, Dtype dtype, bool weight_grad = true,
             double saved = 0);
+  // One pass of such a GEMM alone: its forward (no backward), or its input or weight
+  // gradient (no forward): where an op launches its GEMMs' passes in loops of their own.
+  void gemm_pass(const std::string& name, double tokens, double in, double out, Dtype dtype, GemmPass pass);
+  // The entry added last (to mark how an eager host launches it).
+  KernelPlan& back() { return out_.back(); }
   // An attention kernel of `flops` forward (the backward's by flash attention's count:
   // 2.5x, of which 2x are model FLOPs) reading and writing `bytes`, keeping `saved`; its
   // backward preceded and followed by memory-bound helper kernels (cuDNN's).

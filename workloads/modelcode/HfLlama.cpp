@@ -43,25 +43,36 @@ BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   residual_add(ops, "attn.residual", T, h, p, rms_norm_reads_its_input(p));
   // residual = x; x = post_attention_layernorm(x); x = mlp(x); x = residual + x
   rms_norm(ops, "ln2", T, h, p);
-  grad_accumulate(ops, "mlp.grad_sum", T * h, e);
-  projection(ops, "mlp.gate", T, h, f, true, m.mlp_bias, p);
-  // act_fn(gate) keeps its input; act * up keeps both and its product (down's input).
-  ops.op({{"mlp.silu", 2 * T * f * c, 4 * T * f, KernelFamily::activation}},
-         {{"mlp.bwd.silu", 3 * T * f * c, 8 * T * f, KernelFamily::activation}}, T * f * c);
-  projection(ops, "mlp.up", T, h, f, true, m.mlp_bias, p);
-  ops.op({{"mlp.mul", 3 * T * f * c, T * f, KernelFamily::residual}},
-         {{"mlp.bwd.mul_up", 3 * T * f * c, T * f, KernelFamily::residual},
-          {"mlp.bwd.mul_act", 3 * T * f * c, T * f, KernelFamily::residual}},
-         3 * T * f * c);
-  projection(ops, "mlp.down", T, f, h, false, m.mlp_bias, p);
-  residual_add(ops, "mlp.residual", T, h, p, rms_norm_reads_its_input(p));
   // Gradients alive at once in backward beyond what is kept: the MLP's (the product's,
   // the activation's and up's in c, the stream's in fp32), or the attention's (cuDNN's
   // fp32 dq accumulator, dk and dv per query head, the stream's).
-  double heads_per_kv = static_cast<double>(m.heads) / static_cast<double>(m.kv_heads);
-  b.backward_workspace =
-      std::max(3 * T * f * c + 2 * T * h * e, T * q * 4 + 2 * heads_per_kv * T * kv * c + 2 * T * h * e);
+  double heads_per_kv  = static_cast<double>(m.heads) / static_cast<double>(m.kv_heads);
+  double mlp_workspace = 3 * T * f * c + 2 * T * h * e;
+  if (m.moe_layer(layer)) {
+    mlp_workspace = sparse_moe_block(ops, m, t, p) + 2 * T * h * e;
+    residual_add_of(ops, "mlp.residual", T, h, p.param, p.param, rms_norm_reads_its_input(p));
+  } else {
+    grad_accumulate(ops, "mlp.grad_sum", T * h, e);
+    gated_mlp(ops, "mlp", T, h, f, m.mlp_bias, p);
+    residual_add(ops, "mlp.residual", T, h, p, rms_norm_reads_its_input(p));
+  }
+  b.backward_workspace = std::max(mlp_workspace, T * q * 4 + 2 * heads_per_kv * T * kv * c + 2 * T * h * e);
   return b;
+}
+
+void gated_mlp(EagerOps& ops, const std::string& name, double T, double h, double f, bool bias, const Precision& p)
+{
+  const double c = p.compute;
+  projection(ops, name + ".gate", T, h, f, true, bias, p);
+  // act_fn(gate) keeps its input; act * up keeps both and its product (down's input).
+  ops.op({{name + ".silu", 2 * T * f * c, 4 * T * f, KernelFamily::activation}},
+         {{name + ".bwd.silu", 3 * T * f * c, 8 * T * f, KernelFamily::activation}}, T * f * c);
+  projection(ops, name + ".up", T, h, f, true, bias, p);
+  ops.op({{name + ".mul", 3 * T * f * c, T * f, KernelFamily::residual}},
+         {{name + ".bwd.mul_up", 3 * T * f * c, T * f, KernelFamily::residual},
+          {name + ".bwd.mul_act", 3 * T * f * c, T * f, KernelFamily::residual}},
+         3 * T * f * c);
+  projection(ops, name + ".down", T, f, h, false, bias, p);
 }
 
 BlockPlan llama_embedding(const ModelSpec& m, const Tokens& t, const Precision& p)

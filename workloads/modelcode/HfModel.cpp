@@ -4,7 +4,14 @@ namespace memwall::hf {
 
 Arch architecture(const ModelSpec& m)
 {
-  if (m.moe.enabled() || m.mla.enabled() || m.attention_sinks)
+  if (m.mla.enabled() || m.attention_sinks)
+    return Arch::none;
+  // Experts as Mixtral, Qwen2-MoE and Qwen3-MoE run them (HfMoe.cpp) in a Llama layer:
+  // not gpt-oss's biased experts, DeepSeek's group-limited sigmoid router or its dense
+  // first layers.
+  if (m.moe.enabled() && (m.moe.expert_biases || m.moe.router_bias || m.moe.expert_groups > 0 ||
+                          m.moe.first_k_dense > 0 || (m.moe.shared_experts > 0 && !m.moe.shared_expert_gate) ||
+                          m.moe.shared_experts > 1 || m.fused_projections || m.norms_per_layer != 2))
     return Arch::none;
   if (m.norms_per_layer == 4 && m.norm == NormKind::rmsnorm && m.mlp == MlpKind::swiglu && !m.learned_positions &&
       !m.fused_projections)
@@ -31,8 +38,9 @@ NormFn final_norm_of(const ModelSpec& m)
 
 const char* modelled_architectures()
 {
-  return "Llama-family decoders without experts (Llama, Mistral, Qwen2, Qwen3, Phi-3: RMSNorm, rotary positions, a "
-         "gated MLP), Gemma 2 and 3, GPT-NeoX, GPT-2 and OPT";
+  return "Llama-family decoders (Llama, Mistral, Qwen2, Qwen3, Phi-3: RMSNorm, rotary positions, a gated MLP) and "
+         "their mixtures of experts (Mixtral, Qwen2-MoE, Qwen3-MoE: softmax top-k routing, at most one gated shared "
+         "expert), Gemma 2 and 3, GPT-NeoX, GPT-2 and OPT";
 }
 
 BlockPlan model_embedding(const ModelSpec& m, const Tokens& t, const Precision& p)

@@ -181,11 +181,17 @@ void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSp
 
 void residual_add(EagerOps& ops, const std::string& name, double T, double h, const Precision& p, bool kept)
 {
+  residual_add_of(ops, name, T, h, p.param, p.compute, kept);
+}
+
+void residual_add_of(EagerOps& ops, const std::string& name, double T, double h, double stream, double branch,
+                     bool kept)
+{
   const double E = T * h;
   std::vector<EagerKernel> bwd;
-  if (p.autocast())
-    bwd.push_back(cast(name + ".bwd.cast_branch_grad", E, p.param, p.compute));
-  ops.op({{name, E * (2 * p.param + p.compute), E, binary}}, bwd, kept ? E * p.param : 0.0);
+  if (branch != stream)
+    bwd.push_back(cast(name + ".bwd.cast_branch_grad", E, stream, branch));
+  ops.op({{name, E * (2 * stream + branch), E, binary}}, bwd, kept ? E * stream : 0.0);
 }
 
 void grad_accumulate(EagerOps& ops, const std::string& name, double elems, double element_bytes)

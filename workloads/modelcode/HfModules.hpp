@@ -74,6 +74,9 @@ void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSp
 // gradient for the branch. Keeps the sum where `kept`: where the next norm reads it in
 // backward (LayerNorm, a fused RMSNorm, rms_norm on an fp32 stream).
 void residual_add(EagerOps& ops, const std::string& name, double T, double h, const Precision& p, bool kept);
+// The same with the stream's and the branch's element bytes given (an fp32 branch: no cast).
+void residual_add_of(EagerOps& ops, const std::string& name, double T, double h, double stream, double branch,
+                     bool kept);
 // The sum of two gradients of one tensor (autograd's accumulation where it has two users).
 void grad_accumulate(EagerOps& ops, const std::string& name, double elems, double element_bytes);
 // A DynamicCache's update in a training forward (Precision::builds_cache): k and v, T x
@@ -158,6 +161,14 @@ BlockPlan neox_layer(const ModelSpec& m, const Tokens& t, const Precision& p, in
 
 // A Phi-3 decoder layer: Llama's with one qkv_proj and one gate_up_proj (HfPhi3.cpp).
 BlockPlan phi3_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
+
+// LlamaMLP over T tokens of h: down(act(gate(x)) * up(x)), f wide, each projection
+// casting its own copy of x under autocast (the caller sums their input gradients).
+void gated_mlp(EagerOps& ops, const std::string& name, double T, double h, double f, bool bias, const Precision& p);
+// A sparse MoE block in place of the MLP (HfMoe.cpp: Mixtral's, Qwen2-MoE's, Qwen3-MoE's,
+// through transformers' grouped_mm experts), on the normalised stream; returns the
+// gradients it has alive at once in backward beyond what it keeps (bytes).
+double sparse_moe_block(EagerOps& ops, const ModelSpec& m, const Tokens& t, const Precision& p);
 
 // The blocks of a Llama-family decoder (RMSNorm, rotary, gated MLP).
 BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);

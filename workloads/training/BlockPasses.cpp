@@ -43,21 +43,27 @@ OpId BlockPasses::kernel(const DeviceRef& gpu, const OpName& name, const KernelP
     op.pass = k.bwd_pass;
   // A GEMM's backward launches its input and its weight gradient: two kernels.
   OpId launched =
-      launch(gpu, forward, !forward && k.kclass == KernelClass::gemm && k.bwd_pass == GemmPass::backward ? 2 : 1);
+      launch(gpu, forward, !forward && k.kclass == KernelClass::gemm && k.bwd_pass == GemmPass::backward ? 2 : 1, k);
   OpId id = compute(std::move(op));
   if (launched != OpDag::none)
     step_.dag.depend(id, launched);
   return id;
 }
 
-OpId BlockPasses::launch(const DeviceRef& gpu, bool forward, int kernels)
+OpId BlockPasses::launch(const DeviceRef& gpu, bool forward, int kernels, const KernelPlan& k)
 {
-  double seconds = kernels * (forward ? host_.forward_s_per_kernel : host_.backward_s_per_kernel);
-  if (seconds <= 0)
+  const double per = forward ? host_.forward_s_per_kernel : host_.backward_s_per_kernel;
+  if (per <= 0) // the host keeps ahead: no launches and no syncs modelled
     return OpDag::none;
   static const OpName name("host.launch");
   // The host stream's order chains the launches (OpDag::add): each after the one before.
-  return step_.dag.add(host_delay_op(gpu, seconds, name));
+  OpId id = step_.dag.add(host_delay_op(gpu, kernels * (k.host_loop ? host_.loop_s_per_kernel : per), name));
+  // A blocking copy to the host first: the host goes on once the GPU has run everything
+  // launched before (the compute stream's order: its last kernel).
+  if (forward ? k.host_sync_forward : k.host_sync_backward)
+    if (auto t = tails_.find(gpu); t != tails_.end() && t->second.last != OpDag::none)
+      step_.dag.depend(id, t->second.last);
+  return id;
 }
 
 OpId BlockPasses::compute(Op op)

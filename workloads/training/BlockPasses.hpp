@@ -58,7 +58,7 @@ private:
   // An eager host's launch of the GPU's next kernel (forward: a Python forward, a
   // recomputed one too; else autograd's): its time after the host's previous launch;
   // OpDag::none where the stack's host keeps ahead.
-  OpId launch(const DeviceRef& gpu, bool forward, int kernels);
+  OpId launch(const DeviceRef& gpu, bool forward, int kernels, const KernelPlan& k);
 
   // Overlapped tp collectives (TpOverlap; TpOverlapPasses.cpp). A part of a GEMM kernel:
   // `pass`'s share of its work, split into `chunks` along the tokens.

@@ -79,6 +79,14 @@ struct KernelPlan {
   // nothing autograd keeps (transformers' DynamicCache in training: fp32 copies of k and v):
   // freed when the model's forward (the GPU's part of it) has run its last block.
   double forward_held_bytes = 0;
+  // For an eager host (TrainingStack::eager_host): the host waits for the GPU's queue to
+  // drain before launching this kernel forward (backward): a blocking copy to the host
+  // first (ATen's grouped_mm fallback reading its group offsets); and the kernel is
+  // launched from a C++ loop inside an op the host is already in (no Python module or
+  // autograd node between launches: EagerHost::loop_s_per_kernel).
+  bool host_sync_forward  = false;
+  bool host_sync_backward = false;
+  bool host_loop          = false;
   TpComm fwd_after; // after the forward kernel
   TpComm bwd_before, bwd_after;
   // Whether the kernel has work in forward (backward); a gradient sum runs only in

@@ -84,6 +84,7 @@ struct TensorCalls {
 struct EagerHost {
   double forward_s_per_kernel  = 0;
   double backward_s_per_kernel = 0;
+  double loop_s_per_kernel     = 0; // a kernel an op launches from its own C++ loop (KernelPlan::host_loop)
 };
 
 // Another stack that runs the same model code where this one cannot shard or offload

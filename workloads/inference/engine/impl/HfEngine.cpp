@@ -77,7 +77,7 @@ public:
     auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "engine hf: " + why); };
     if (hf::architecture(m) == hf::Arch::none)
       refuse("engine", std::string("runs transformers' modules of ") + hf::modelled_architectures() + "; " + m.name +
-                           " is none of them (mixture of experts, latent attention or extra norms)");
+                           " is none of them (latent attention, attention sinks, biased or group-routed experts)");
     if (c.tp > 1 || c.ep > 1)
       refuse(c.tp > 1 ? "tp" : "ep", "generate() on one GPU (device_map's layers spread over GPUs are not modelled)");
     if (c.scheduler->iteration_level())
