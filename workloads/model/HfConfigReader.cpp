@@ -138,7 +138,9 @@ void read_qwen2(const HfConfig& c, ModelSpec& m)
 void qwen_moe(const HfConfig& c, ModelSpec& m)
 {
   routed_experts(c, m, "num_experts", "moe_intermediate_size");
+  // transformers: layer i is sparse where (i + 1) % decoder_sparse_step == 0.
   m.moe.layer_freq       = c.integer_or("decoder_sparse_step", 1);
+  m.moe.first_k_dense    = m.moe.layer_freq - 1;
   m.moe.normalized_top_k = c.flag_or("norm_topk_prob", false); // the configuration classes' default
   if (c.has("mlp_only_layers") && !c.raw("mlp_only_layers").empty())
     throw InputError(c.path() + ": key 'mlp_only_layers' (dense layers at chosen places) is not supported; "

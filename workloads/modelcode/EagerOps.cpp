@@ -67,6 +67,8 @@ void EagerOps::gemm_pass(const std::string& name, double tokens, double in, doub
   gemm(name, tokens, in, out, dtype, pass != GemmPass::input_grad);
   KernelPlan& k  = out_.back();
   const double e = dtype_bytes(dtype);
+  if (pass == GemmPass::backward) // both gradients: gemm's own entry
+    return;
   if (pass == GemmPass::forward) {
     k.bwd_flops = k.bwd_model_flops = k.bwd_bytes = 0;
     return;

@@ -86,7 +86,9 @@ BlockPlan llama_embedding(const ModelSpec& m, const Tokens& t, const Precision& 
   // nn.Embedding: a gather of T rows (keeps the token ids and, for the first layer's
   // norm, its fp32 output); backward the table's dense gradient, then added to the head's
   // gradient of the same table where the two are tied (AccumulateGrad).
-  std::vector<EagerKernel> bwd = embedding_backward("embed", T, V, h, e, m.tied_embeddings);
+  // A frozen table (PEFT) has no gradient to make.
+  std::vector<EagerKernel> bwd =
+      p.lora.enabled ? std::vector<EagerKernel>{} : embedding_backward("embed", T, V, h, e, m.tied_embeddings);
   ops.op({{"embed.lookup", 8 * T + 2 * T * h * e, 0, KernelFamily::generic}}, bwd, 8 * T + T * h * e);
   if (m.scaled_embedding) // Gemma: times sqrt(h) in the table's dtype, each way
     ops.op({{"embed.scale", 2 * T * h * e, T * h, KernelFamily::residual}},

@@ -6,12 +6,14 @@ Arch architecture(const ModelSpec& m)
 {
   if (m.mla.enabled() || m.attention_sinks)
     return Arch::none;
-  // Experts as Mixtral, Qwen2-MoE and Qwen3-MoE run them (HfMoe.cpp) in a Llama layer:
-  // not gpt-oss's biased experts, DeepSeek's group-limited sigmoid router or its dense
-  // first layers.
-  if (m.moe.enabled() && (m.moe.expert_biases || m.moe.router_bias || m.moe.expert_groups > 0 ||
-                          m.moe.first_k_dense > 0 || (m.moe.shared_experts > 0 && !m.moe.shared_expert_gate) ||
-                          m.moe.shared_experts > 1 || m.fused_projections || m.norms_per_layer != 2))
+  // Experts as Mixtral, Qwen2-MoE and Qwen3-MoE run them (HfMoe.cpp) in a Llama layer,
+  // every layer sparse: not gpt-oss's biased experts, DeepSeek's group-limited sigmoid
+  // router and dense first layers, nor experts on a model transformers builds dense.
+  if (m.moe.enabled() &&
+      ((m.family != "mixtral" && m.family != "qwen2_moe" && m.family != "qwen3_moe") || m.moe.expert_biases ||
+       m.moe.router_bias || m.moe.expert_groups > 0 || m.moe.first_k_dense > 0 || m.moe.layer_freq != 1 ||
+       (m.moe.shared_experts > 0 && !m.moe.shared_expert_gate) || m.moe.shared_experts > 1 || m.fused_projections ||
+       m.norms_per_layer != 2 || m.norm != NormKind::rmsnorm || m.mlp != MlpKind::swiglu || m.learned_positions))
     return Arch::none;
   if (m.norms_per_layer == 4 && m.norm == NormKind::rmsnorm && m.mlp == MlpKind::swiglu && !m.learned_positions &&
       !m.fused_projections)
@@ -39,8 +41,8 @@ NormFn final_norm_of(const ModelSpec& m)
 const char* modelled_architectures()
 {
   return "Llama-family decoders (Llama, Mistral, Qwen2, Qwen3, Phi-3: RMSNorm, rotary positions, a gated MLP) and "
-         "their mixtures of experts (Mixtral, Qwen2-MoE, Qwen3-MoE: softmax top-k routing, at most one gated shared "
-         "expert), Gemma 2 and 3, GPT-NeoX, GPT-2 and OPT";
+         "their mixtures of experts (Mixtral, Qwen2-MoE, Qwen3-MoE: softmax top-k routing, every layer sparse, at most "
+         "one gated shared expert), Gemma 2 and 3, GPT-NeoX, GPT-2 and OPT";
 }
 
 BlockPlan model_embedding(const ModelSpec& m, const Tokens& t, const Precision& p)

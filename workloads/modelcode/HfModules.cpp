@@ -104,9 +104,103 @@ void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, dou
   ops.op(fwd, bwd, casts ? E * 4 + T * 4 + E * e : E * 4 + T * 4);
 }
 
+std::string lora_target(const std::string& projection)
+{
+  static const std::vector<std::pair<const char*, const char*>> groups{
+      {"attn.q", "qkv"},    {"attn.k", "qkv"},         {"attn.v", "qkv"},
+      {"attn.qkv", "qkv"},  {"attn.o", "proj"},        {"mlp.gate", "mlp.up"},
+      {"mlp.up", "mlp.up"}, {"mlp.gate_up", "mlp.up"}, {"mlp.down", "mlp.down"}};
+  for (const auto& [name, group] : groups)
+    if (projection == name)
+      return group;
+  return "";
+}
+
+namespace {
+
+// A frozen projection under PEFT (Precision::lora) and its adapter where it has one
+// (calibration/research/peft-qlora-liger.md sections 1-2). The list runs: x's two gradients
+// summed (after both paths' backward), the base's casts and dequantisation, its GEMM, the
+// dequantisation again for backward (listed after the GEMM: the backward walk meets it
+// first), the output's cast, the adapter.
+void peft_linear(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
+                 const Precision& p)
+{
+  const double W = in * out, c = p.compute;
+  // bitsandbytes quantises every Linear but lm_head (llm_int8_skip_modules).
+  const bool nf4 = p.lora.nf4_base && name != "lm_head", adapted = p.lora.targets_kernel(lora_target(name));
+  if (adapted)
+    grad_accumulate(ops, name + ".lora.grad_sum", T * in, p.param);
+  // bitsandbytes' Linear4bit (<= 0.49): x.to(compute_dtype), dequantize_4bit (the 8-bit
+  // absmax of each 64-weight block dequantised and offset, then the NF4 codes into a bf16
+  // W), F.linear, the output cast back to x's dtype; backward dequantises again for the
+  // input gradient. The bf16 W lives only around its GEMM; nothing is kept. A frozen fp32
+  // weight under autocast (QLoRA's lm_head after prepare_model_for_kbit_training) is cast
+  // at every call, uncached, and mm keeps the copy for the input gradient.
+  auto dequantize = [&](const std::string& at) {
+    return std::vector<EagerKernel>{{at + ".dequantize_absmax", W / 64 * (1 + 4) + W / (64 * 256) * 4, 0, generic},
+                                    {at + ".absmax_offset", W / 64 * 8, W / 64, generic},
+                                    {at + ".dequantize_nf4", W * (0.5 + c) + W / 64 * 4, 0, generic}};
+  };
+  std::vector<EagerKernel> fwd, bwd;
+  if (cast_input && p.autocast()) {
+    fwd.push_back(cast(name + ".cast_input", T * in, p.param, c));
+    bwd.push_back(cast(name + ".bwd.cast_input_grad", T * in, c, p.param));
+  }
+  if (nf4)
+    for (const EagerKernel& k : dequantize(name))
+      fwd.push_back(k);
+  ops.op(fwd, bwd);
+  if (!nf4 && p.autocast())
+    ops.op({cast(name + ".cast_frozen_weight", W, p.param, c)}, {}, W * c, MemCategory::weights);
+  ops.gemm(name, T, in, out, p.compute_dtype, false);
+  const bool cast_back = nf4 && p.autocast(); // out.to(inp_dtype): the fp32 stream's
+  if (nf4)
+    ops.op({}, dequantize(name + ".bwd"));
+  if (cast_back)
+    ops.op({cast(name + ".cast_output", T * out, c, p.param)},
+           {cast(name + ".bwd.cast_output_grad", T * out, p.param, c)});
+  if (!adapted)
+    return;
+  // PEFT: result + lora_B(lora_A(dropout(x))) * scaling, lora_dropout 0 (nn.Identity), the
+  // adapters fp32 parameters cast under autocast. lora.Linear first casts a bf16 x to the
+  // adapters' fp32 (_cast_input_dtype) and autocast casts it back for lora_A, which keeps
+  // that copy: every adapted projection its own. The bitsandbytes wrapper skips the round
+  // trip under autocast and clones the base's result instead; its lora_A keeps autocast's
+  // cast of an fp32 x, or x itself (kept by another op already: the attention's output,
+  // the MLP's product).
+  const double r = static_cast<double>(p.lora.rank), o = cast_back ? p.param : c;
+  Precision adapter    = p;
+  adapter.lora.enabled = false;
+  adapter.param        = 4;
+  bool a_casts         = cast_input && p.autocast();
+  if (nf4) {
+    ops.op({{name + ".lora.clone_result", 2 * T * out * o, 0, generic}}, {});
+  } else if (!a_casts) {
+    const double xb = cast_input ? p.param : c;
+    ops.op({cast(name + ".lora.x_to_fp32", T * in, xb, 4)}, {cast(name + ".lora.bwd.x_grad_from_fp32", T * in, 4, xb)});
+    a_casts = true;
+  }
+  linear(ops, name + ".lora_A", T, in, r, a_casts, adapter);
+  linear(ops, name + ".lora_B", T, r, out, false, adapter);
+  ops.back().saved_bytes += T * r * c; // lora_A's output, for lora_B's weight gradient
+  std::vector<EagerKernel> bwd_add{{name + ".lora.bwd.scale", 2 * T * out * c, T * out, binary}};
+  if (o != c)
+    bwd_add.insert(bwd_add.begin(), cast(name + ".lora.bwd.cast_grad", T * out, o, c));
+  ops.op({{name + ".lora.scale", 2 * T * out * c, T * out, binary},
+          {name + ".lora.add", T * out * (2 * o + c), T * out, binary}},
+         bwd_add);
+}
+
+} // namespace
+
 void linear(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
             const Precision& p)
 {
+  if (p.lora.enabled) {
+    peft_linear(ops, name, T, in, out, cast_input, p);
+    return;
+  }
   const double W = in * out;
   // The weight's gradient: cast back to the parameter's dtype under autocast (the cast
   // weight kept for backward: autocast's cache), added to .grad from the second micro-batch on.
@@ -243,6 +337,10 @@ void layer_norm(EagerOps& ops, const std::string& name, double T, double h, cons
 void addmm_linear(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
                   const Precision& p)
 {
+  if (p.lora.enabled) { // a frozen bias rides the GEMM's epilogue: no gradient
+    linear(ops, name, T, in, out, cast_input, p);
+    return;
+  }
   // addmm's bias: cast with the weight; backward its gradient is the output gradient
   // summed over the tokens, then cast back (AccumulateGrad).
   std::vector<EagerKernel> bias_fwd,

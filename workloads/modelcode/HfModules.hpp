@@ -25,6 +25,12 @@ struct Precision {
   // default, in training too unless gradient checkpointing turns it off); false also for
   // generate()'s forward, whose cache the serving engine models itself.
   bool builds_cache = false;
+  // PEFT (lora.enabled): every projection frozen, stored at base_weight bytes an element
+  // (the model's dtype; bitsandbytes' NF4 under QLoRA, dequantised to the compute dtype at
+  // each use), with rank-r adapters on lora.targets kept in fp32 (get_peft_model's
+  // autocast_adapter_dtype) and cast under autocast like any weight.
+  LoraConfig lora;
+  double base_weight = 0;
   bool autocast() const { return param != compute; }
 };
 
@@ -56,10 +62,16 @@ void rms_norm_of(EagerOps& ops, const std::string& name, double rows, double h, 
 // Whether rms_norm's backward reads the stream tensor it was given (an fp32 stream; on a
 // bf16 or fp16 one it keeps its own fp32 copy instead).
 inline bool rms_norm_reads_its_input(const Precision& p) { return p.param == 4; }
+// The LoRA target group (LoraConfig's qkv, proj, mlp.up, mlp.down) of a projection by its
+// name in these modules ("attn.q", "mlp.gate", ...); "" for one no target names (lm_head).
+std::string lora_target(const std::string& projection);
 // A linear layer under autocast: cast the weight (kept for backward: autocast's cache),
 // cast the input unless it is in the compute dtype already (kept for the weight
 // gradient), the GEMM; backward the GEMM's two gradients, the input gradient cast back,
-// the weight gradient cast to the parameter's dtype (AccumulateGrad).
+// the weight gradient cast to the parameter's dtype (AccumulateGrad). Under PEFT
+// (Precision::lora) the weight is frozen: the GEMM's input gradient alone, nothing kept for
+// it, an NF4 weight dequantised before each use (forward, backward, a recomputed forward);
+// a targeted projection adds its adapter: lora_B(lora_A(x)) * scaling added to the output.
 void linear(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
             const Precision& p);
 // apply_rotary_pos_emb on one of q or k (T x width): x * cos + rotate_half(x) * sin,

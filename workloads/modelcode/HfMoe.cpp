@@ -81,12 +81,14 @@ void grouped_forward(EagerOps& ops, const GroupedGemm& g)
 // The fallback's two backward loops: _grouped_mm_mat1_backward (the input gradient) then
 // _grouped_mm_mat2_backward (the weight gradient), each after its sync. The list is
 // walked backward from its end: the input-gradient loop goes last.
-void grouped_backward(EagerOps& ops, const GroupedGemm& g, double experts)
+void grouped_backward(EagerOps& ops, const GroupedGemm& g, double experts, double input_kept)
 {
   // AccumulateGrad adds the [E, out, in] weight gradient into .grad from the second
-  // micro-batch on, once the weight-gradient loop has written it.
+  // micro-batch on, once the weight-gradient loop has written it. The GEMM's input
+  // (`input_kept` bytes, saved by _grouped_mm) goes with it.
   const double W = experts * g.in * g.out;
-  ops.op({}, {{g.name + ".bwd.accumulate_weight_grad", 3 * W * dtype_bytes(g.dtype), W, KernelFamily::residual, true}});
+  ops.op({}, {{g.name + ".bwd.accumulate_weight_grad", 3 * W * dtype_bytes(g.dtype), W, KernelFamily::residual, true}},
+         input_kept);
   if (!g.fallback)
     return;
   const double rows = g.S / g.hit;
@@ -120,6 +122,10 @@ double sparse_moe_block(EagerOps& ops, const ModelSpec& m, const Tokens& t, cons
   const int users = 2 + (m.moe.shared_experts > 0 ? 3 : 0);
   for (int i = 1; i < users; ++i)
     grad_accumulate(ops, "moe.grad_sum" + std::to_string(i), T * h, x);
+  // Qwen2MoeSparseMoeBlock runs its shared expert (a LlamaMLP on the same input) first;
+  // backward reaches it last.
+  if (m.moe.shared_experts > 0)
+    gated_mlp(ops, "moe.shared", T, h, static_cast<double>(m.moe.shared_ffn), false, p);
 
   // Router: logits = gate(x) in bf16; softmax(logits, dtype=float); topk; renormalise.
   linear(ops, "moe.router", T, h, E, true, p);
@@ -144,8 +150,9 @@ double sparse_moe_block(EagerOps& ops, const ModelSpec& m, const Tokens& t, cons
   ops.op({{"moe.sort.reverse_indices", 8 * S, 0, generic}}, {});
   ops.op({{"moe.token_index", 16 * S, 0, generic}}, {}, 8 * S);
   ops.op({{"moe.gather_tokens", 2 * S * h * x + 8 * S, 0, generic}},
-         index_backward("moe.bwd.gather_tokens", T, S, h, x), S * h * x);
-  ops.op({{"moe.gather_weights", 2 * S * w + 8 * S, 0, generic}}, index_backward("moe.bwd.gather_weights", T, S, k, w));
+         index_backward("moe.bwd.gather_tokens", T, S, h, x)); // the copies: kept by gate_up (below)
+  // sample_weights[perm] over the T k weights: one element a row.
+  ops.op({{"moe.gather_weights", 2 * S * w + 8 * S, 0, generic}}, index_backward("moe.bwd.gather_weights", S, S, 1, w));
   // Group offsets: ids as int32, histc over E bins, cumsum; the sentinel mask (expert
   // parallelism's, run without it too) and the clamp.
   ops.op({{"moe.ids_int", 12 * S, 0, generic},
@@ -160,7 +167,7 @@ double sparse_moe_block(EagerOps& ops, const ModelSpec& m, const Tokens& t, cons
 
   const GroupedGemm gate_up{"moe.experts.gate_up", S, h, 2 * F, hit, xdt, fallback};
   const GroupedGemm down{"moe.experts.down", S, F, h, hit, xdt, fallback};
-  grouped_backward(ops, gate_up, E);
+  grouped_backward(ops, gate_up, E, S * h * x); // the gathered tokens
   // chunk's backward: the gate's and up's gradients catted into gate_up's layout.
   ops.op({}, {{"moe.experts.bwd.chunk_cat", 4 * S * F * x, 0, generic}});
   grouped_forward(ops, gate_up);
@@ -170,14 +177,14 @@ double sparse_moe_block(EagerOps& ops, const ModelSpec& m, const Tokens& t, cons
   ops.op({{"moe.experts.mul", 3 * S * F * x, S * F, binary}},
          {{"moe.experts.bwd.mul_up", 3 * S * F * x, S * F, binary},
           {"moe.experts.bwd.mul_act", 3 * S * F * x, S * F, binary}},
-         2 * S * F * x); // act's output and the product (down's input)
-  grouped_backward(ops, down, E);
+         S * F * x); // act's output (the product: kept by down, below)
+  grouped_backward(ops, down, E, S * F * x);
   grouped_forward(ops, down);
   // proj_out * weights (keeps both for their gradients), the sentinels' fill, back to the
   // tokens' order, summed over each token's k rows.
   ops.op({{"moe.weigh", 2 * S * h * x + S * w, S * h, binary}},
          {{"moe.bwd.weigh_rows", 2 * S * h * x + S * w, S * h, binary},
-          {"moe.bwd.weigh_weights", 2 * S * h * x + S * x, S * h, binary},
+          {"moe.bwd.weigh_weights", 3 * S * h * x, S * h, binary}, // the gradient times the rows, then summed
           {"moe.bwd.weigh_weights_sum", S * h * x + S * w, S * h, generic}},
          S * h * x + S * w);
   ops.op({{"moe.masked_fill_rows", 2 * S * h * x, 0, generic}},
@@ -187,10 +194,8 @@ double sparse_moe_block(EagerOps& ops, const ModelSpec& m, const Tokens& t, cons
   ops.op({{"moe.combine_sum", (S + T) * h * x, S * h, generic}}, {});
 
   if (m.moe.shared_experts > 0) {
-    // Qwen2-MoE's shared expert (a LlamaMLP on the same input) times sigmoid of its own
-    // Linear(h, 1), added to the experts' output.
-    const double f = static_cast<double>(m.moe.shared_ffn);
-    gated_mlp(ops, "moe.shared", T, h, f, false, p);
+    // The shared expert's output times sigmoid of its own Linear(h, 1), added to the
+    // experts' output.
     if (m.moe.shared_expert_gate) {
       linear(ops, "moe.shared_gate", T, h, 1, true, p);
       ops.op({{"moe.shared_gate.sigmoid", 2 * T * c, T, activate}},

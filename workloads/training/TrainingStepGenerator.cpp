@@ -134,7 +134,8 @@ void TrainingStepGenerator::emit_setup(const ParamGather& gathers, const Gradien
     const StepStage& s = step_.stages[b.stage];
     if (b.plan.frozen_params > 0)
       dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::weights,
-                b.plan.frozen_params * step_.shape.frozen_weight_bytes, b.plan.name + ".frozen_weights");
+                b.plan.frozen_bytes > 0 ? b.plan.frozen_bytes : b.plan.frozen_params * step_.shape.frozen_weight_bytes,
+                b.plan.name + ".frozen_weights");
     if (b.plan.cached_weight_bytes > 0)
       dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::weights, b.plan.cached_weight_bytes,
                 b.plan.name + ".cached_weights");

@@ -100,6 +100,7 @@ struct BlockPlan {
   bool keeps_all       = false;    // a layer full recompute leaves alone (Megatron's block method past N)
   double params        = 0;        // trainable parameters held by one tp rank
   double frozen_params = 0;        // frozen (LoRA base) parameters held by one tp rank
+  double frozen_bytes  = 0;        // their bytes where the stack stores them at several widths; 0: x StepShape's
   double expert_params = 0;        // part of params in this rank's routed experts: reduced over the edp group
   std::vector<KernelPlan> kernels; // forward order
   double backward_workspace  = 0;  // activation gradients alive during the block's backward

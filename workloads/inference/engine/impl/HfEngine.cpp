@@ -183,7 +183,15 @@ public:
     // Eager PyTorch frees a tensor when its last reference goes: at the widest point of a
     // layer the stream and its norm's fp32 copies, and the MLP's three intermediates
     // (the activation, up and their product) are alive; then the logits and their fp32 copy.
-    it.activation_bytes = std::max(it.activation_bytes, T * (2 * h * e + 2 * h * 4 + 3 * f * e) + b * V * (e + 4));
+    // An MoE layer's widest point is its experts' path over the T k token-expert rows:
+    // the gathered tokens, gate_up's output, the activation, the product, down's output
+    // and its weighted copy (plus a shared expert's MLP beside them).
+    double mlp = 3 * f * e;
+    if (m.moe.enabled()) {
+      const double k = static_cast<double>(m.moe.top_k), F = static_cast<double>(m.moe.expert_ffn);
+      mlp = k * (4 * F + 3 * h) * e + 3 * static_cast<double>(m.moe.shared_ffn * m.moe.shared_experts) * e;
+    }
+    it.activation_bytes = std::max(it.activation_bytes, T * (2 * h * e + 2 * h * 4 + mlp) + b * V * (e + 4));
   }
 
   // No budget: the DynamicCache grows until the GPU's memory runs out (the replay's

@@ -81,6 +81,13 @@ public:
       refuse("pp", "pipeline parallelism is Megatron's; eager PyTorch with DDP runs pp 1 (use stack: megatron)");
     if (cfg.cp > 1 || cfg.sp)
       refuse(cfg.cp > 1 ? "cp" : "sp", "context and sequence parallelism are Megatron's (use stack: megatron)");
+    if (cfg.ep > 1)
+      refuse("ep", "expert parallelism is Megatron's; DDP replicates every expert (ep 1)");
+    if (m.moe.capacity_factor > 0 || m.moe.hot_expert_tokens > 0)
+      refuse("stack", std::string("transformers' experts take every token and memwall routes them evenly (a trained "
+                                  "router): model.") +
+                          (m.moe.capacity_factor > 0 ? "capacity_factor" : "hot_expert_tokens") +
+                          " is Megatron's (remove it, or use stack: megatron)");
     if (cfg.zero > 0)
       refuse("zero", "ZeRO shards are DeepSpeed's and FSDP's; plain DDP replicates the model states (zero: 0)");
     if (cfg.offload_optimizer != OffloadTarget::none || cfg.offload_params != OffloadTarget::none)
@@ -88,15 +95,18 @@ public:
     if (cfg.recompute == Recompute::selective)
       refuse("recompute", "selective recomputation is Megatron's; Hugging Face's gradient checkpointing recomputes "
                           "whole layers (recompute: full)");
-    if (cfg.lora.enabled)
-      refuse("lora", "LoRA (PEFT) is not modelled for this stack yet");
+    const hf::Arch arch = hf::architecture(m);
+    if (cfg.lora.enabled && arch != hf::Arch::llama && arch != hf::Arch::phi3 && arch != hf::Arch::gemma)
+      refuse("lora",
+             "PEFT's LoRA is modelled for the Llama-family, Phi-3 and Gemma layers so far (" + m.name + " is not one)");
     if (cfg.precision == Dtype::fp8)
       refuse("precision", "fp8 needs Transformer Engine; torch.autocast runs bf16, fp16 or fp32");
     if (!cfg.flash_attention)
       refuse("flash_attention", "the eager attention implementation is not modelled yet; SDPA (flash_attention: "
                                 "true) is transformers' default");
-    if (cfg.optimizer != Optimizer::adam && cfg.optimizer != Optimizer::adamw)
-      refuse("optimizer", "the stack runs torch.optim.AdamW(fused=True): optimizer adam or adamw");
+    if (cfg.optimizer != Optimizer::adam && cfg.optimizer != Optimizer::adamw && cfg.optimizer != Optimizer::adam8bit)
+      refuse("optimizer", "the stack runs torch.optim.AdamW(fused=True) (optimizer adam or adamw) or bitsandbytes' "
+                          "AdamW8bit (adam8bit)");
     if (hf::architecture(m) == hf::Arch::none)
       r.fail("stack", std::string("training.stack pytorch models transformers' ") + hf::modelled_architectures() +
                           " so far: " + m.name + " is none of them");
@@ -104,23 +114,25 @@ public:
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
   {
-    return hf::model_embedding(m, hf::tokens(s), precision_of(s));
+    return frozen(hf::model_embedding(m, hf::tokens(s), precision_of(s)), s, false);
   }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
-    return hf::model_layer(m, hf::tokens(s), precision_of(s), l);
+    return frozen(hf::model_layer(m, hf::tokens(s), precision_of(s), l), s, true);
   }
   BlockPlan head(const ModelSpec& m, const StepShape& s) const override
   {
-    return hf::model_head(m, hf::tokens(s), precision_of(s));
+    return frozen(hf::model_head(m, hf::tokens(s), precision_of(s)), s, false);
   }
 
-  ModelStateBytes state_bytes(const TrainingConfig&, const ModelSpec&) const override
+  ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec&) const override
   {
     ModelStateBytes b;
     b.weights   = 4; // fp32 parameters under autocast
     b.gradients = b.weights;
-    b.optimizer = 8; // exp_avg and exp_avg_sq in the parameters' fp32
+    // exp_avg and exp_avg_sq in the parameters' fp32; bitsandbytes' AdamW8bit keeps each in
+    // 8 bits with an fp32 absmax per 256 (2.03 B).
+    b.optimizer = cfg.optimizer == Optimizer::adam8bit ? 2 * (1 + 4.0 / 256) : 8;
     return b;
   }
 
@@ -141,7 +153,44 @@ private:
     p.compute_dtype = s.gemm_dtype;
     p.compute       = dtype_bytes(s.gemm_dtype);
     p.builds_cache  = knobs_.use_cache && !s.recompute_layers; // gradient checkpointing turns use_cache off
+    if (s.lora.enabled) {
+      // LoRA: the model loaded in the compute dtype, every parameter frozen. QLoRA: the
+      // projections in NF4, and prepare_model_for_kbit_training casts the rest (norms,
+      // embeddings, lm_head) to fp32: an fp32 stream again.
+      p.lora        = s.lora;
+      p.param       = s.lora.nf4_base ? 4 : p.compute;
+      p.base_weight = s.lora.nf4_base ? nf4_bytes : p.compute;
+    }
     return p;
+  }
+
+  // NF4 with double quantisation: 4 bits a weight, an 8-bit absmax per 64 and an fp32
+  // absmax per 256 of those: 4 + 8/64 + 32/(64 x 256) = 4.127 bits (Dettmers et al. 2023, section 3).
+  static constexpr double nf4_bytes = (4 + 8.0 / 64 + 32.0 / (64 * 256)) / 8;
+
+  // Under PEFT a block's own parameters are frozen (stored at the projections' width in a
+  // layer, the stream's elsewhere: QLoRA leaves embeddings and lm_head unquantised) and its
+  // adapters are what trains.
+  BlockPlan frozen(BlockPlan b, const StepShape& s, bool layer) const
+  {
+    if (!s.lora.enabled)
+      return b;
+    const hf::Precision p = precision_of(s);
+    double projections = 0, adapters = 0;
+    for (const KernelPlan& k : b.kernels) {
+      if (k.kclass != KernelClass::gemm || !k.runs(true))
+        continue;
+      const double elems = static_cast<double>(k.shape.k) * static_cast<double>(k.shape.n);
+      if (k.name.find(".lora_") != std::string::npos)
+        adapters += elems;
+      else
+        projections += elems;
+    }
+    b.frozen_params = b.params;
+    b.frozen_bytes  = layer ? projections * p.base_weight + (b.params - projections) * p.param : b.params * p.param;
+    b.params        = adapters;
+    b.tensors.clear();
+    return b;
   }
 
   EagerKnobs knobs_;

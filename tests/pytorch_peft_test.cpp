@@ -1,0 +1,150 @@
+// PEFT in the `pytorch` stack: LoRA on a bf16 model and QLoRA on bitsandbytes' NF4 base,
+// each projection's kernels counted by hand from PEFT's lora.Linear and bnb's Linear4bit
+// (calibration/research/peft-qlora-liger.md sections 1-2), the frozen base's bytes from
+// the model's shapes, and the fits against the longest sequences Hugging Face + FA2
+// trained before running out of memory (Unsloth's README at e3162dc5).
+#include "tests/TestHelpers.hpp"
+#include "workloads/model/ModelPresets.hpp"
+#include "workloads/training/stack/TrainingStack.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace memwall;
+
+namespace {
+
+struct ProjectionCount {
+  int fwd = 0, bwd = 0;
+  double kept = 0, weights_kept = 0;
+};
+
+// The kernels of q_proj (its base and its adapter) in layer 1 of Llama-3-8B, one sequence
+// of 1,024 tokens.
+ProjectionCount q_proj(bool nf4, const std::vector<std::string>& targets)
+{
+  ParamReader training(YAML::Load("{}"), "test", "training");
+  TrainingConfig cfg;
+  cfg.stack = training_stack_registry().make("pytorch", training), cfg.seq_len = 1024, cfg.micro_batch = 1,
+  cfg.global_batch = 1, cfg.precision = Dtype::bf16;
+  cfg.lora.enabled = true, cfg.lora.rank = 16, cfg.lora.nf4_base = nf4, cfg.lora.targets = targets;
+  ProjectionCount n;
+  for (const KernelPlan& k : cfg.stack->layer(model_preset("llama-3-8b"), step_shape(cfg), 1).kernels) {
+    if ((k.name != "attn.q" && k.name.rfind("attn.q.", 0) != 0) || k.name == "attn.q.bwd.grad_clone")
+      continue;
+    n.fwd += k.runs(true) ? 1 : 0;
+    n.bwd += k.runs(false) && !k.accumulates
+                 ? (k.kclass == KernelClass::gemm && k.bwd_pass == GemmPass::backward ? 2 : 1)
+                 : 0;
+    (k.saved_category == MemCategory::weights ? n.weights_kept : n.kept) += k.saved_bytes;
+  }
+  return n;
+}
+
+constexpr double T = 1024, h = 4096, r = 16;
+
+std::string qlora(const std::string& node, const std::string& model, int seq)
+{
+  return "hardware: {node: " + node + ", gpus_per_node: 1}\nmodel: {preset: " + model +
+         "}\ntraining: {stack: pytorch, seq_len: " + std::to_string(seq) +
+         ", micro_batch: 1, global_batch: 1, optimizer: adam8bit, recompute: full,\n"
+         "  lora: {rank: 32, base: nf4, targets: [qkv, proj, mlp.up, mlp.down]}}\n";
+}
+
+} // namespace
+
+TEST_CASE("a_lora_projection_launches_nine_kernels_forward_and_eleven_backward_keeping_its_own_copy_of_x",
+          "[stack][pytorch][lora]")
+{
+  // PEFT's lora.Linear on a bf16 base: the base GEMM; x cast to the adapters' fp32 and
+  // back by autocast for lora_A; A's and B's weight casts, their GEMMs; the scale and the
+  // add: 3 GEMMs + 6 = 9. Backward: the scale, B's two GEMMs and its gradient's cast, A's
+  // two GEMMs, its gradient's cast and x's two casts back, the base's input gradient and
+  // the sum of x's gradients: 5 GEMMs + 6 = 11.
+  ProjectionCount n = q_proj(false, {"qkv"});
+  CHECK(n.fwd == 9);
+  CHECK(n.bwd == 11);
+  // Kept: lora_A's bf16 copy of x (2 T h) and its output (2 T r); the base keeps nothing
+  // (its weight is frozen). The adapters' bf16 weight casts: 2 r (h + h).
+  CHECK(n.kept == Approx(2 * T * h + 2 * T * r).epsilon(1e-12));
+  CHECK(n.weights_kept == Approx(2 * r * (h + h)).epsilon(1e-12));
+  // Without an adapter the frozen bf16 projection is its GEMM alone, input gradient only.
+  ProjectionCount base = q_proj(false, {"proj"});
+  CHECK(base.fwd == 1);
+  CHECK(base.bwd == 1);
+  CHECK(base.kept == 0);
+}
+
+TEST_CASE("a_qlora_projection_dequantises_its_nf4_weight_before_each_use_and_casts_the_fp32_stream",
+          "[stack][pytorch][lora]")
+{
+  // bitsandbytes' Linear4bit after prepare_model_for_kbit_training (an fp32 stream):
+  // x.to(bf16), the absmax's dequantisation and offset, the NF4 dequantisation, the GEMM,
+  // the output cast back to fp32: 6 forward; backward the same 6 in reverse.
+  ProjectionCount base = q_proj(true, {"proj"});
+  CHECK(base.fwd == 6);
+  CHECK(base.bwd == 6);
+  CHECK(base.kept == 0);
+  // With its adapter: PEFT's bnb wrapper clones the result (no fp32 round trip under
+  // autocast), lora_A keeps autocast's bf16 cast of the fp32 x: 6 + 1 + 7 forward.
+  ProjectionCount adapted = q_proj(true, {"qkv"});
+  CHECK(adapted.fwd == 6 + 1 + 7);
+  CHECK(adapted.kept == Approx(2 * T * h + 2 * T * r).epsilon(1e-12));
+}
+
+TEST_CASE("qlora_stores_the_projections_in_nf4_and_the_rest_in_fp32", "[stack][pytorch][lora]")
+{
+  // Llama-3-8B: 32 layers of projections h (q) + 2 x 1,024 (k, v) + h (o) wide and three
+  // 14,336 MLP matrices: 6,979,321,856 weights at 4.127 bits (0.51587 B); the embedding,
+  // lm_head and norms (2 x 128,256 h + 65 h) in fp32 after prepare_model_for_kbit_training;
+  // adapters of rank 32 on all seven: 32 x (3h + 2 x 1,024 + ... ) in fp32 with their
+  // gradients and AdamW8bit's 2.03 B.
+  nlohmann::json j  = memwall::test::run_json("qlora_8b_weights", qlora("dgx-a100", "llama-3-8b", 512));
+  const double proj = 32.0 * (4096.0 * (4096 + 1024 + 1024 + 4096) + 3 * 4096.0 * 14336);
+  const double rest = 2 * 128256.0 * 4096 + 65 * 4096.0;
+  const double adapters =
+      32.0 * 32 * ((4096 + 4096) + 2 * (4096 + 1024) + (4096 + 4096) + 2 * (4096 + 14336) + (14336 + 4096));
+  const double nf4 = (4 + 8.0 / 64 + 32.0 / (64 * 256)) / 8;
+  const auto& by   = j["devices"][0]["peak_by_category"];
+  // The frozen base and the adapters' fp32 copies; at the peak also autocast's bf16 casts of
+  // one layer's adapters and lm_head's uncached bf16 copy (2 x 128,256 h), at most.
+  const double stored = proj * nf4 + rest * 4 + adapters * 4;
+  CHECK(by["weights"].get<double>() >= stored * 0.999);
+  CHECK(by["weights"].get<double>() <= stored + 2 * 128256.0 * 4096 + adapters * 2 / 32 + 1e6);
+  CHECK(by["optimizer"].get<double>() == Approx(adapters * 2 * (1 + 4.0 / 256)).epsilon(1e-6));
+}
+
+TEST_CASE("qlora_fits_the_longest_sequences_hugging_face_trained_before_running_out_of_memory",
+          "[stack][pytorch][lora]")
+{
+  // Unsloth's README (commit e3162dc5): QLoRA of rank 32 on all linear layers, one
+  // sequence, Hugging Face + FA2 trained Llama 3.3 70B up to 6,916 tokens on an 80 GB A100
+  // and Llama 3.1 8B up to 5,789 tokens on 24 GB. memwall fits both, within 15 % of the
+  // card (it models transformers 5's loss, which no longer copies the shifted fp32
+  // logits: 4 B a token and vocabulary word less than the runs of then), and a sequence a
+  // third longer runs out of memory.
+  struct Case {
+    const char *node, *model;
+    int tokens;
+  };
+  for (const Case& c : {Case{"dgx-a100", "llama-3-70b", 6916}, Case{"workstation-4x4090", "llama-3-8b", 5789}}) {
+    INFO(c.model);
+    const std::string model = std::string(c.model) + ", max_seq_len: 16384";
+    nlohmann::json fits = memwall::test::run_json(std::string("qlora_fit_") + c.model, qlora(c.node, model, c.tokens));
+    CHECK(fits["fits"] == true);
+    const auto& gpu       = fits["devices"][0];
+    const double capacity = gpu["capacity_bytes"].get<double>();
+    CHECK(gpu["allocator"]["peak_reserved_bytes"].get<double>() > 0.85 * capacity);
+    nlohmann::json longer =
+        memwall::test::run_json(std::string("qlora_oom_") + c.model, qlora(c.node, model, c.tokens * 4 / 3));
+    CHECK(longer["fits"] == false);
+  }
+}
+
+TEST_CASE("peft_on_a_family_without_adapter_targets_is_refused_naming_the_key", "[stack][pytorch][limits]")
+{
+  std::string err = memwall::test::refused("lora_gpt2", "hardware: {node: dgx-a100, gpus_per_node: 1}\n"
+                                                        "model: {preset: gpt2}\ntraining: {stack: pytorch, seq_len: "
+                                                        "512, global_batch: 1, lora: {rank: 8}}\n");
+  CHECK(err.find("training.lora") != std::string::npos);
+  CHECK(err.find("Llama-family") != std::string::npos);
+}
