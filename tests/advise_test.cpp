@@ -118,7 +118,7 @@ TEST_CASE("the_advisor_quantizes_weights_that_exceed_the_gpu", "[advise][inferen
 }
 
 // Every try of an advice that fits on the given GPU count, from the JSON: alone, two at
-// a time and stacked.
+// a time and stacked (not those that train something else: never an answer).
 std::vector<json> fitting_on(const json& a, double gpus)
 {
   std::vector<json> out;
@@ -127,8 +127,9 @@ std::vector<json> fitting_on(const json& a, double gpus)
       out.push_back(t);
   };
   for (const json& r : a["remedies"])
-    for (const json& t : r["tries"])
-      add(t);
+    if (!r.contains("changes_what_trains"))
+      for (const json& t : r["tries"])
+        add(t);
   for (const char* list : {"combined", "stacked"})
     for (const json& t : a[list])
       add(t);
@@ -162,7 +163,7 @@ TEST_CASE("when_no_remedy_fits_alone_the_advisor_pairs_them_and_names_the_fastes
   json a = advise_json(spec);
   CHECK(a["given"]["fits"] == false);
   for (const json& r : a["remedies"])
-    if (r["name"] != "more-gpus")
+    if (r["name"] != "more-gpus" && !r.contains("changes_what_trains")) // LoRA trains adapters: fits, said apart
       CHECK(r["fits"] == false);
   size_t pairs_fit = 0;
   for (const json& t : a["combined"])
@@ -259,4 +260,30 @@ TEST_CASE("a_replayed_trace_has_no_stack_for_a_remedy_to_switch_from", "[advise]
   memwall::ShardingStack none = memwall::sharding_stack(replayed);
   CHECK(none.change.empty());
   CHECK(none.overrides.empty());
+}
+
+TEST_CASE("a_full_fine_tune_past_one_rtx_4090_is_offered_liger_and_adapters_beside_the_answers", "[advise][lora]")
+{
+  // Llama-3-8B under the HF Trainer on one RTX 4090: 16 B a parameter cannot fit 24 GB.
+  // Liger's kernels keep the same training (an answer if they fit); LoRA trains something
+  // else: listed, with gradient checkpointing as PEFT's recipes run it, never the answer.
+  const std::string path = temp_path("ft_4090.yaml");
+  write_file(path, "hardware: {node: workstation-4x4090, gpus_per_node: 1}\nmodel: {preset: llama-3-8b}\n"
+                   "training: {stack: pytorch, seq_len: 2048, micro_batch: 1, global_batch: 16, optimizer: adamw}\n");
+  json a = advise_json(path);
+  CHECK(a["given"]["fits"] == false);
+  const json& liger = remedy(a, "liger-kernel");
+  REQUIRE(liger["tries"].size() == 1);
+  CHECK(liger["tries"][0]["overrides"][0] == "training.pytorch.liger_kernel=true");
+  CHECK(liger["tries"][0]["peak_bytes"].get<double>() < a["given"]["peak_bytes"].get<double>());
+  const json& peft = remedy(a, "peft-adapters");
+  CHECK(peft["changes_what_trains"] == true);
+  bool lora_fits = false;
+  for (const json& t : peft["tries"])
+    lora_fits = lora_fits || (t["fits"] == true && t["change"].get<std::string>().find("LoRA rank 16") == 0);
+  CHECK(lora_fits);
+  REQUIRE(a["fastest"].is_object());
+  CHECK(a["fastest"]["change"].get<std::string>().find("LoRA") == std::string::npos);
+  CliResult text = run_cli("advise " + path + " -j 2");
+  CHECK_THAT(text.out, Catch::Contains("training adapters instead of the weights: LoRA rank 16"));
 }

@@ -9,6 +9,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstdio>
+
 using namespace memwall;
 
 namespace {
@@ -147,4 +150,64 @@ TEST_CASE("peft_on_a_family_without_adapter_targets_is_refused_naming_the_key", 
                                                         "512, global_batch: 1, lora: {rank: 8}}\n");
   CHECK(err.find("training.lora") != std::string::npos);
   CHECK(err.find("Llama-family") != std::string::npos);
+}
+
+TEST_CASE("lora_adapts_phi3s_fused_and_gemmas_named_projections", "[stack][pytorch][lora]")
+{
+  // Phi-3 (qkv_proj, o_proj, gate_up_proj, down_proj) and Gemma 2 (q/k/v/o_proj,
+  // gate/up/down_proj) by transformers' names: rank 8 on every projection trains
+  // r (in + out) a projection and layer, fp32 gradients of 4 B.
+  struct Family {
+    const char* name;
+    double per_layer; // r (in + out) summed over the layer's projections
+  };
+  const double r = 8;
+  // Phi-3-mini: h 3,072, qkv 9,216 wide, f 8,192 (gate_up 16,384).
+  const double phi3 = r * ((3072 + 9216) + (3072 + 3072) + (3072 + 16384) + (8192 + 3072));
+  // Gemma 2 2B: h 2,304, 8 heads of 256 (q 2,048), 4 kv heads (1,024), f 9,216.
+  const double gemma = r * ((2304 + 2048) + 2 * (2304 + 1024) + (2048 + 2304) + 2 * (2304 + 9216) + (9216 + 2304));
+  for (const Family& f : {Family{"phi3-mini", phi3 * 32}, Family{"gemma2-2b", gemma * 26}}) {
+    INFO(f.name);
+    nlohmann::json j = memwall::test::run_json(
+        std::string("lora_names_") + f.name,
+        memwall::test::measured_family_spec(f.name, "lora: {rank: 8, targets: [qkv, proj, mlp.up, mlp.down]}"));
+    CHECK(j["devices"][0]["max_by_category"]["gradients"].get<double>() == Approx(4 * f.per_layer).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("a_qlora_o_proj_reads_the_bf16_attention_output_and_returns_bf16", "[stack][pytorch][lora]")
+{
+  // Linear4bit returns its input's dtype: o_proj's input is SDPA's bf16 output, so no
+  // cast in or out; the adapter (rank 16) keeps nothing of x (the attention keeps it).
+  ParamReader training(YAML::Load("{}"), "test", "training");
+  TrainingConfig cfg;
+  cfg.stack = training_stack_registry().make("pytorch", training), cfg.seq_len = 1024, cfg.micro_batch = 1,
+  cfg.global_batch = 1, cfg.precision = Dtype::bf16;
+  cfg.lora.enabled = true, cfg.lora.rank = 16, cfg.lora.nf4_base = true, cfg.lora.targets = {"proj"};
+  int casts   = 0;
+  double kept = 0;
+  for (const KernelPlan& k : cfg.stack->layer(model_preset("llama-3-8b"), step_shape(cfg), 1).kernels)
+    if (k.name.rfind("attn.o.", 0) == 0) {
+      casts += k.name.find("cast_output") != std::string::npos || k.name.find("cast_input") != std::string::npos;
+      kept += k.saved_category == MemCategory::activations ? k.saved_bytes : 0;
+    }
+  CHECK(casts == 0);
+  CHECK(kept == Approx(2 * T * r).epsilon(1e-12)); // lora_A's output only
+}
+
+TEST_CASE("the_readmes_qlora_question_on_an_rtx_4090_is_what_memwall_answers", "[stack][pytorch][lora]")
+{
+  // README: examples/qlora-llama3-8b-1xrtx4090.yaml fits at micro-batch 1, not at 2, and
+  // quotes its tokens per second and the hours for 100 M tokens.
+  const std::string spec =
+      memwall::test::read_file(memwall::test::source_path("examples/qlora-llama3-8b-1xrtx4090.yaml"));
+  nlohmann::json one = memwall::test::run_json("readme_qlora_mb1", spec);
+  CHECK(one["fits"] == true);
+  nlohmann::json two = memwall::test::run_json("readme_qlora_mb2", spec, "--set training.micro_batch=2");
+  CHECK(two["fits"] == false);
+  const double tps = one["tokens_per_s"].get<double>();
+  char quoted[96];
+  std::snprintf(quoted, sizeof quoted, "%d,%03d tokens/s: %.1f hours for 100 M tokens", static_cast<int>(tps) / 1000,
+                static_cast<int>(std::lround(tps)) % 1000, 1e8 / tps / 3600);
+  CHECK_THAT(memwall::test::read_file(memwall::test::source_path("README.md")), Catch::Contains(quoted));
 }

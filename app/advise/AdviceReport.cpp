@@ -165,7 +165,9 @@ std::string advice_text(const Advice& a, const std::string& spec_path, const std
       first_row = false;
     }
     // The cheapest remedy that fits on the given GPUs (more GPUs are said apart below).
-    if (const TryOutcome* t = r.answer(); t && t->m.fits && t->m.gpus == g.gpus && !first) {
+    if (const TryOutcome* t = r.answer(); t && t->m.fits && t->m.gpus == g.gpus && !r.changes_what_trains) {
+      if (first)
+        continue;
       first      = t;
       first_name = r.name.c_str();
     }
@@ -200,12 +202,20 @@ std::string advice_text(const Advice& a, const std::string& spec_path, const std
       consider(t);
   for (const TryOutcome& t : a.stacked)
     consider(t);
+  // Training something else instead (adapters on a frozen base): the cheapest that fits.
+  const TryOutcome* instead = nullptr;
+  for (const RemedyOutcome& r : a.remedies)
+    if (const TryOutcome* t = r.answer(); r.changes_what_trains && t && t->m.fits && !instead)
+      instead = t;
   auto more_line = [&] {
     if (more)
       os << "  with more GPUs: " << more->change.change << ", "
          << (a.serving ? format_si(more->m.tokens_per_s, "") + " output tokens/s"
                        : format_duration(more->m.step_time_s))
          << "\n      " << run_line(a, spec_path, *more) << "\n";
+    if (instead)
+      os << "  training adapters instead of the weights: " << instead->change.change << ", "
+         << format_duration(instead->m.step_time_s) << "\n      " << run_line(a, spec_path, *instead) << "\n";
   };
   if (fastest == first && first) {
     os << "\n  first and fastest that fits " << same_gpus << ": " << first_name << ", " << first->change.change
@@ -238,7 +248,9 @@ nlohmann::ordered_json advice_json(const Advice& a)
   j["remedies"] = nlohmann::ordered_json::array();
   for (const RemedyOutcome& r : a.remedies) {
     nlohmann::ordered_json x;
-    x["name"]  = r.name;
+    x["name"] = r.name;
+    if (r.changes_what_trains)
+      x["changes_what_trains"] = true;
     x["tries"] = nlohmann::ordered_json::array();
     for (const TryOutcome& t : r.tries)
       x["tries"].push_back(try_json(t));

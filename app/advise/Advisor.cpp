@@ -87,7 +87,8 @@ std::vector<const TryOutcome*> Advice::fitting_fastest_first() const
   };
   for (const RemedyOutcome& r : remedies)
     for (const TryOutcome& t : r.tries)
-      add(t);
+      if (!r.changes_what_trains)
+        add(t);
   for (const TryOutcome& t : combined)
     add(t);
   for (const TryOutcome& t : stacked)
@@ -120,7 +121,7 @@ Advice advise(const ExperimentSpec& spec, const std::string& spec_path, const st
     return a;
 
   for (NamedRemedy& r : remedies_in_cost_order(spec.serving)) {
-    RemedyOutcome o{r.name, r.description, {}};
+    RemedyOutcome o{r.name, r.description, {}, r.remedy->changes_what_trains()};
     for (RemedyTry& t : r.remedy->tries(spec))
       o.tries.push_back({std::move(t), false, "", {}});
     a.remedies.push_back(std::move(o));
@@ -135,7 +136,9 @@ Advice advise(const ExperimentSpec& spec, const std::string& spec_path, const st
   // costlier one (the stack switch a try names comes with it).
   for (size_t i = 0; i < a.remedies.size(); ++i)
     for (size_t j = i + 1; j < a.remedies.size(); ++j)
-      for (const TryOutcome& x : a.remedies[i].tries)
+      for (const TryOutcome& x : a.remedies[i].changes_what_trains || a.remedies[j].changes_what_trains
+                                     ? std::vector<TryOutcome>{}
+                                     : a.remedies[i].tries)
         for (const TryOutcome& y : a.remedies[j].tries) {
           // A try that fits alone is an answer already: a second remedy on top only adds
           // its cost (and its pairs were half the replays).
@@ -157,6 +160,8 @@ Advice advise(const ExperimentSpec& spec, const std::string& spec_path, const st
   std::string described;
   double stack_fill = fill(a.given);
   for (NamedRemedy& r : remedies_in_cost_order(spec.serving)) {
+    if (r.remedy->changes_what_trains())
+      continue;
     ExperimentSpec now = load_spec(spec_path, stack);
     RemedyOutcome level{r.name, r.description, {}};
     for (RemedyTry& t : r.remedy->tries(now))

@@ -44,6 +44,7 @@ struct TryOutcome {
 struct RemedyOutcome {
   std::string name, description;
   std::vector<TryOutcome> tries;
+  bool changes_what_trains = false; // Remedy::changes_what_trains: listed, not an answer
   // The try to report: the first that fits, else the one that came closest.
   const TryOutcome* answer() const;
 };

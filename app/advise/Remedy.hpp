@@ -29,6 +29,9 @@ public:
   // The changes to simulate, most preferred first (the first that fits is the remedy's
   // answer); empty when it does not apply (e.g. recompute already full).
   virtual std::vector<RemedyTry> tries(const ExperimentSpec& spec) const = 0;
+  // Whether it trains something else (adapters on a frozen base, not the weights): said
+  // beside the answers, never one of them, paired or stacked.
+  virtual bool changes_what_trains() const { return false; }
 };
 
 // The stack a remedy that shards or offloads model states runs on: the spec's own where

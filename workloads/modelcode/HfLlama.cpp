@@ -35,10 +35,16 @@ BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
     if (p.autocast())
       rope.compute = rope.param;
   }
-  rotary(ops, "attn.rope_q", T, q, rope);
-  rotary(ops, "attn.rope_k", T, kv, rope);
-  rotated_cache_update(ops, "attn", T, kv, p);
-  sdpa(ops, "attn.sdpa", t, m, p, true);
+  if (p.liger) { // in place on q and k in the compute dtype: no fp32 copies to cache or cast back
+    liger_rope(ops, "attn.rope", T, q, kv, p);
+    if (p.builds_cache)
+      dynamic_cache_update(ops, "attn", T, kv, p, 0);
+  } else {
+    rotary(ops, "attn.rope_q", T, q, rope);
+    rotary(ops, "attn.rope_k", T, kv, rope);
+    rotated_cache_update(ops, "attn", T, kv, p);
+  }
+  sdpa(ops, "attn.sdpa", t, m, p, !p.liger);
   projection(ops, "attn.o", T, o, h, false, m.proj_bias, p); // reads the attention's output, already in c
   residual_add(ops, "attn.residual", T, h, p, rms_norm_reads_its_input(p));
   // residual = x; x = post_attention_layernorm(x); x = mlp(x); x = residual + x
@@ -63,6 +69,13 @@ BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
 void gated_mlp(EagerOps& ops, const std::string& name, double T, double h, double f, bool bias, const Precision& p)
 {
   const double c = p.compute;
+  if (p.liger) { // LigerSwiGLUMLP: down(LigerSiLUMulFunction(gate(x), up(x)))
+    projection(ops, name + ".gate", T, h, f, true, bias, p);
+    projection(ops, name + ".up", T, h, f, true, bias, p);
+    liger_swiglu(ops, name + ".swiglu", T, f, p);
+    projection(ops, name + ".down", T, f, h, false, bias, p);
+    return;
+  }
   projection(ops, name + ".gate", T, h, f, true, bias, p);
   // act_fn(gate) keeps its input; act * up keeps both and its product (down's input).
   ops.op({{name + ".silu", 2 * T * f * c, 4 * T * f, KernelFamily::activation}},

@@ -38,6 +38,15 @@ NormFn final_norm_of(const ModelSpec& m)
   return m.norm == NormKind::rmsnorm ? rms_norm : layer_norm;
 }
 
+std::string liger_refusal(const ModelSpec& m)
+{
+  if (architecture(m) != Arch::llama || m.moe.enabled() || m.qk_norm)
+    return "Liger's kernels are modelled for Llama-family decoders without experts or head norms (Llama, Mistral, "
+           "Qwen2) so far: " +
+           m.name + " is not one";
+  return "";
+}
+
 const char* modelled_architectures()
 {
   return "Llama-family decoders (Llama, Mistral, Qwen2, Qwen3, Phi-3: RMSNorm, rotary positions, a gated MLP) and "

@@ -14,6 +14,9 @@ enum class Arch { none, llama, phi3, gemma, neox, gpt2, opt };
 Arch architecture(const ModelSpec& m);
 // The model's final norm (Gemma's, an RMSNorm or a LayerNorm).
 NormFn final_norm_of(const ModelSpec& m);
+// Whether Liger's kernels are modelled for the model (Precision::liger): Llama's own
+// modules (Llama, Mistral, Qwen2), no experts, no head norms. "" if so, else why not.
+std::string liger_refusal(const ModelSpec& m);
 // What `architecture` recognises, in words (for refusals).
 const char* modelled_architectures();
 

@@ -36,7 +36,11 @@ BlockPlan layer_plan(const ModelSpec& m, int64_t layer, double input_bytes)
 
 void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p)
 {
-  rms_norm_of(ops, name, T, h, p.param, p.param, true);
+  if (p.liger) {
+    liger_rms_norm(ops, name, T, h, p);
+    return;
+  }
+  rms_norm_of(ops, name, T, h, p.param, p.param, true, p.lora.enabled);
 }
 
 void head_rms_norm(EagerOps& ops, const std::string& name, double T, double heads, double D, const Precision& p)
@@ -44,7 +48,8 @@ void head_rms_norm(EagerOps& ops, const std::string& name, double T, double head
   rms_norm_of(ops, name, T * heads, D, p.compute, p.param, false);
 }
 
-void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, double e, double w, bool other_users)
+void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, double e, double w, bool other_users,
+                 bool frozen)
 {
   const double E = T * h;
   // LlamaRMSNorm: hidden.to(float32) ; pow(2).mean(-1, keepdim) ; + eps ; rsqrt ;
@@ -72,11 +77,15 @@ void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, dou
   // fp32 (f) and belongs to the fp32 copy of x, whose two users' gradients are added
   // there; the residual stream's is added to x's after the cast back, in x's dtype.
   const double f = casts ? 4 : e;
-  std::vector<EagerKernel> bwd{{name + ".bwd.mul_weight", (2 * E + h) * w, E, binary},
-                               {name + ".bwd.mul_normed", E * (2 * w + e), E, binary},
-                               {name + ".bwd.memset", h * e, 0, generic},
-                               {name + ".bwd.sum_weight", (E + h) * w, E, generic},
-                               accumulate_grad(name + ".bwd.accumulate_weight_grad", h, w)};
+  // A frozen weight (PEFT) has no gradient: no product with the normed input, which
+  // autograd then does not keep.
+  std::vector<EagerKernel> bwd{{name + ".bwd.mul_weight", (2 * E + h) * w, E, binary}};
+  if (!frozen)
+    for (const EagerKernel& k : {EagerKernel{name + ".bwd.mul_normed", E * (2 * w + e), E, binary},
+                                 EagerKernel{name + ".bwd.memset", h * e, 0, generic},
+                                 EagerKernel{name + ".bwd.sum_weight", (E + h) * w, E, generic},
+                                 accumulate_grad(name + ".bwd.accumulate_weight_grad", h, w)})
+      bwd.push_back(k);
   if (casts)
     bwd.push_back(cast(name + ".bwd.to_fp32", E, e, 4));
   for (const EagerKernel& k : std::vector<EagerKernel>{{name + ".bwd.mul_rsqrt", (2 * E + T) * f, E, binary},
@@ -97,19 +106,34 @@ void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, dou
     if (other_users)
       bwd.push_back(residual);
   } else if (other_users) { // x's own gradients: the residual stream's first, then the product's (the order recorded)
-    bwd.insert(bwd.begin() + 8, residual);
+    bwd.insert(bwd.begin() + (frozen ? 4 : 8), residual);
   }
   // x * rsqrt and rsqrt in fp32; with the casts also the fp32 x and the cast-back output
-  // (mul_weight's input) instead of x * rsqrt.
-  ops.op(fwd, bwd, casts ? E * 4 + T * 4 + E * e : E * 4 + T * 4);
+  // (mul_weight's input) instead of x * rsqrt. A frozen weight's product keeps neither
+  // normed input (x * rsqrt's own backward reads x and rsqrt).
+  const double normed = frozen ? 0.0 : casts ? E * e : E * 4;
+  ops.op(fwd, bwd, (casts ? E * 4 : 0.0) + T * 4 + normed);
 }
 
 std::string lora_target(const std::string& projection)
 {
-  static const std::vector<std::pair<const char*, const char*>> groups{
-      {"attn.q", "qkv"},    {"attn.k", "qkv"},         {"attn.v", "qkv"},
-      {"attn.qkv", "qkv"},  {"attn.o", "proj"},        {"mlp.gate", "mlp.up"},
-      {"mlp.up", "mlp.up"}, {"mlp.gate_up", "mlp.up"}, {"mlp.down", "mlp.down"}};
+  // HfLlama's names and transformers' own (HfPhi3's, HfGemma's).
+  static const std::vector<std::pair<const char*, const char*>> groups{{"attn.q", "qkv"},
+                                                                       {"attn.k", "qkv"},
+                                                                       {"attn.v", "qkv"},
+                                                                       {"attn.o", "proj"},
+                                                                       {"mlp.gate", "mlp.up"},
+                                                                       {"mlp.up", "mlp.up"},
+                                                                       {"mlp.down", "mlp.down"},
+                                                                       {"self_attn.q_proj", "qkv"},
+                                                                       {"self_attn.k_proj", "qkv"},
+                                                                       {"self_attn.v_proj", "qkv"},
+                                                                       {"self_attn.qkv_proj", "qkv"},
+                                                                       {"self_attn.o_proj", "proj"},
+                                                                       {"mlp.gate_proj", "mlp.up"},
+                                                                       {"mlp.up_proj", "mlp.up"},
+                                                                       {"mlp.gate_up_proj", "mlp.up"},
+                                                                       {"mlp.down_proj", "mlp.down"}};
   for (const auto& [name, group] : groups)
     if (projection == name)
       return group;
@@ -154,7 +178,7 @@ void peft_linear(EagerOps& ops, const std::string& name, double T, double in, do
   if (!nf4 && p.autocast())
     ops.op({cast(name + ".cast_frozen_weight", W, p.param, c)}, {}, W * c, MemCategory::weights);
   ops.gemm(name, T, in, out, p.compute_dtype, false);
-  const bool cast_back = nf4 && p.autocast(); // out.to(inp_dtype): the fp32 stream's
+  const bool cast_back = nf4 && p.autocast() && cast_input; // out.to(inp_dtype): an fp32 input's
   if (nf4)
     ops.op({}, dequantize(name + ".bwd"));
   if (cast_back)
@@ -460,6 +484,10 @@ BlockPlan lm_head(const ModelSpec& m, const Tokens& t, const Precision& p, NormF
   EagerOps ops(b.kernels);
   if (m.final_norm)
     final_norm(ops, "final_norm", T, h, p);
+  if (p.liger) { // the lm_head and the loss fused, in chunks: no T x V logits
+    liger_linear_cross_entropy(ops, T, h, V, !p.lora.enabled, p);
+    return b;
+  }
   linear(ops, "lm_head", T, h, V, true, p);
   if (m.final_logit_softcap > 0) { // Gemma 2: logits / cap, tanh, * cap in the compute dtype; keeps tanh's output
     const double N = T * V, c = p.compute;

@@ -31,6 +31,10 @@ struct Precision {
   // autocast_adapter_dtype) and cast under autocast like any weight.
   LoraConfig lora;
   double base_weight = 0;
+  // Liger's kernels in place of transformers' (the Trainer's use_liger_kernel, a
+  // Llama-family model: HfLiger.cpp): RMSNorm, SwiGLU and RoPE fused, lm_head and the loss
+  // as the fused linear cross entropy that never holds the logits.
+  bool liger = false;
   bool autocast() const { return param != compute; }
 };
 
@@ -58,7 +62,9 @@ void head_rms_norm(EagerOps& ops, const std::string& name, double T, double head
 // Either: rows x h elements of `e` bytes each, the weight (and so the output and its
 // gradient) of `w`; `other_users`: the input's gradient from elsewhere is added to the
 // norm's (the residual stream's).
-void rms_norm_of(EagerOps& ops, const std::string& name, double rows, double h, double e, double w, bool other_users);
+// `frozen`: the weight has no gradient (PEFT).
+void rms_norm_of(EagerOps& ops, const std::string& name, double rows, double h, double e, double w, bool other_users,
+                 bool frozen = false);
 // Whether rms_norm's backward reads the stream tensor it was given (an fp32 stream; on a
 // bf16 or fp16 one it keeps its own fp32 copy instead).
 inline bool rms_norm_reads_its_input(const Precision& p) { return p.param == 4; }
@@ -181,6 +187,22 @@ void gated_mlp(EagerOps& ops, const std::string& name, double T, double h, doubl
 // through transformers' grouped_mm experts), on the normalised stream; returns the
 // gradients it has alive at once in backward beyond what it keeps (bytes).
 double sparse_moe_block(EagerOps& ops, const ModelSpec& m, const Tokens& t, const Precision& p);
+
+// Liger-Kernel's replacements (HfLiger.cpp; calibration/research/peft-qlora-liger.md
+// section 5). LigerRMSNorm over T x h of the stream: one kernel each way (and the weight
+// gradient's sum over its per-SM partials), keeping the fp32 rstd; its input stays alive
+// through the residual stream. The output is in the input's dtype.
+void liger_rms_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p);
+// LigerRopeFunction on q and k together, in place: one kernel each way, nothing kept.
+void liger_rope(EagerOps& ops, const std::string& name, double T, double q_width, double kv_width, const Precision& p);
+// LigerSiLUMulFunction: silu(gate) * up in one kernel, keeping gate and up; backward
+// recomputes silu and writes both gradients into their buffers.
+void liger_swiglu(EagerOps& ops, const std::string& name, double T, double f, const Precision& p);
+// LigerFusedLinearCrossEntropy over T tokens of h and V words: in chunks of
+// next_pow2(T / ceil(V / h)) tokens the logits (bf16), the loss and its gradient in place,
+// the input's gradient and (a trained lm_head) the weight's computed in forward and held
+// to backward, which only scales them.
+void liger_linear_cross_entropy(EagerOps& ops, double T, double h, double V, bool head_trains, const Precision& p);
 
 // The blocks of a Llama-family decoder (RMSNorm, rotary, gated MLP).
 BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);

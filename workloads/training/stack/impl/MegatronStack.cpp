@@ -95,6 +95,9 @@ class MegatronStack : public TrainingStack {
 public:
   explicit MegatronStack(ParamReader& training) : k_(read_knobs(training)) {}
 
+  // Megatron's LoRA (BlockKernels.cpp) on any dense model.
+  bool runs_lora(const ModelSpec& m) const override { return !m.moe.enabled(); }
+
   void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec&) const override
   {
     // arguments.py: "Tensor parallel communication/GEMM overlap can happen only when

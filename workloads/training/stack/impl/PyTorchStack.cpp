@@ -23,6 +23,7 @@ namespace {
 struct EagerKnobs {
   EagerHost host;
   bool use_cache = true;
+  bool liger     = false; // the Trainer's use_liger_kernel
   bool given     = false; // the spec has a `pytorch` section
 };
 
@@ -36,6 +37,9 @@ EagerKnobs read_knobs(ParamReader& training)
                                    "the model config's use_cache: transformers builds a DynamicCache in training too (k and v "
                                            "copied each layer, in fp32 after rotary embeddings under autocast) unless gradient "
                                            "checkpointing turns it off; false as a script sets model.config.use_cache = False");
+  knobs.liger             = r.flag("liger_kernel", false,
+                                   "the Trainer's use_liger_kernel: Liger's fused RMSNorm, SwiGLU, RoPE and linear cross "
+                                               "entropy (no logits held) in place of transformers' modules");
   EagerHost& h            = knobs.host;
   const double unprofiled = 43.1 / 62.0;
   h.forward_s_per_kernel =
@@ -72,6 +76,21 @@ public:
     return s;
   }
 
+  StackSwitch liger_switch(const ModelSpec& m) const override
+  {
+    if (knobs_.liger || !hf::liger_refusal(m).empty())
+      return {};
+    return {"Liger's kernels (use_liger_kernel)", {"training.pytorch.liger_kernel=true"}};
+  }
+
+  // PEFT's adapters on the projections HfModules names (lora_target): the Llama family's,
+  // Phi-3's and Gemma's, not an MoE's experts.
+  bool runs_lora(const ModelSpec& m) const override
+  {
+    const hf::Arch arch = hf::architecture(m);
+    return !m.moe.enabled() && (arch == hf::Arch::llama || arch == hf::Arch::phi3 || arch == hf::Arch::gemma);
+  }
+
   void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec& m) const override
   {
     auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "training.stack pytorch: " + why); };
@@ -95,8 +114,7 @@ public:
     if (cfg.recompute == Recompute::selective)
       refuse("recompute", "selective recomputation is Megatron's; Hugging Face's gradient checkpointing recomputes "
                           "whole layers (recompute: full)");
-    const hf::Arch arch = hf::architecture(m);
-    if (cfg.lora.enabled && arch != hf::Arch::llama && arch != hf::Arch::phi3 && arch != hf::Arch::gemma)
+    if (cfg.lora.enabled && !runs_lora(m))
       refuse("lora",
              "PEFT's LoRA is modelled for the Llama-family, Phi-3 and Gemma layers so far (" + m.name + " is not one)");
     if (cfg.precision == Dtype::fp8)
@@ -107,6 +125,8 @@ public:
     if (cfg.optimizer != Optimizer::adam && cfg.optimizer != Optimizer::adamw && cfg.optimizer != Optimizer::adam8bit)
       refuse("optimizer", "the stack runs torch.optim.AdamW(fused=True) (optimizer adam or adamw) or bitsandbytes' "
                           "AdamW8bit (adam8bit)");
+    if (knobs_.liger && !hf::liger_refusal(m).empty())
+      r.fail("pytorch", "training.pytorch.liger_kernel: " + hf::liger_refusal(m));
     if (hf::architecture(m) == hf::Arch::none)
       r.fail("stack", std::string("training.stack pytorch models transformers' ") + hf::modelled_architectures() +
                           " so far: " + m.name + " is none of them");
@@ -153,6 +173,7 @@ private:
     p.compute_dtype = s.gemm_dtype;
     p.compute       = dtype_bytes(s.gemm_dtype);
     p.builds_cache  = knobs_.use_cache && !s.recompute_layers; // gradient checkpointing turns use_cache off
+    p.liger         = knobs_.liger;
     if (s.lora.enabled) {
       // LoRA: the model loaded in the compute dtype, every parameter frozen. QLoRA: the
       // projections in NF4, and prepare_model_for_kbit_training casts the rest (norms,
