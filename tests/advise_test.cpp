@@ -274,7 +274,7 @@ TEST_CASE("a_full_fine_tune_past_one_rtx_4090_is_offered_liger_and_adapters_besi
   CHECK(a["given"]["fits"] == false);
   const json& liger = remedy(a, "liger-kernel");
   REQUIRE(liger["tries"].size() == 1);
-  CHECK(liger["tries"][0]["overrides"][0] == "training.pytorch.liger_kernel=true");
+  CHECK(liger["tries"][0]["overrides"][0] == "training.liger_kernel=true");
   CHECK(liger["tries"][0]["peak_bytes"].get<double>() < a["given"]["peak_bytes"].get<double>());
   const json& peft = remedy(a, "peft-adapters");
   CHECK(peft["changes_what_trains"] == true);
@@ -284,6 +284,11 @@ TEST_CASE("a_full_fine_tune_past_one_rtx_4090_is_offered_liger_and_adapters_besi
   CHECK(lora_fits);
   REQUIRE(a["fastest"].is_object());
   CHECK(a["fastest"]["change"].get<std::string>().find("LoRA") == std::string::npos);
+  // Liger pairs with the switch to DeepSpeed as with anything: its key is the training
+  // section's, kept by the switch.
+  for (const json& t : a["combined"])
+    CHECK(t["ran"] == true);
   CliResult text = run_cli("advise " + path + " -j 2");
   CHECK_THAT(text.out, Catch::Contains("training adapters instead of the weights: LoRA rank 16"));
+  CHECK_THAT(text.out, Catch::Contains("--set 'training.lora.targets=[qkv,proj,mlp.up,mlp.down]'"));
 }

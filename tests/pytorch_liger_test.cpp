@@ -1,5 +1,5 @@
-// Liger-Kernel in place of transformers' Llama modules (training.pytorch.liger_kernel, and
-// training.deepspeed.liger_kernel with modules transformers): each replacement's kernels
+// Liger-Kernel in place of transformers' Llama modules (training.liger_kernel under the
+// pytorch stack and deepspeed with modules transformers): each replacement's kernels
 // and kept bytes from Liger's source (calibration/research/peft-qlora-liger.md section 5),
 // and the end-to-end peak against Liger's published Llama-3-8B chart
 // (calibration/research/finetune-measurements.md, scenario 3a).
@@ -22,8 +22,9 @@ struct Count {
 // stack with Liger (one micro-batch of b x s tokens).
 Count count(const std::string& block, const std::string& prefix, int64_t b, int64_t s)
 {
-  ParamReader training(YAML::Load("{pytorch: {liger_kernel: true}}"), "test", "training");
+  ParamReader training(YAML::Load("{}"), "test", "training");
   TrainingConfig cfg;
+  cfg.liger_kernel = true;
   cfg.stack = training_stack_registry().make("pytorch", training), cfg.seq_len = s, cfg.micro_batch = b,
   cfg.global_batch = b, cfg.precision = Dtype::bf16;
   const ModelSpec m     = model_preset("llama-3-8b");
@@ -47,9 +48,8 @@ std::string fsdp_like(int seq, bool liger)
   return "hardware: {node: dgx-a100, gpus_per_node: 8}\nmodel: {preset: llama-3-8b}\ntraining: {stack: deepspeed, "
          "seq_len: " +
          std::to_string(seq) +
-         ", micro_batch: 8, global_batch: 64, zero: 3, optimizer: adamw, recompute: full,\n  deepspeed: {modules: "
-         "transformers, liger_kernel: " +
-         (liger ? "true" : "false") + "}}\n";
+         ", micro_batch: 8, global_batch: 64, zero: 3, optimizer: adamw, recompute: full, liger_kernel: " +
+         (liger ? "true" : "false") + ",\n  deepspeed: {modules: transformers}}\n";
 }
 
 } // namespace
@@ -77,12 +77,28 @@ TEST_CASE("liger_runs_each_norm_rope_and_swiglu_as_one_kernel_keeping_what_its_f
   CHECK(swiglu.kept == Approx(2 * T * f * c).epsilon(1e-12));
 }
 
+TEST_CASE("liger_rms_norm_keeps_its_input_where_the_residual_stream_does_not", "[stack][deepspeed][liger]")
+{
+  // A bf16 model (DeepSpeed over transformers' modules): the residual add keeps no copy
+  // of the stream, so LigerRMSNorm's saved X is its own to hold: T h x 2 B and the rstd.
+  ParamReader training(YAML::Load("{deepspeed: {modules: transformers}}"), "test", "training");
+  TrainingConfig cfg;
+  cfg.stack = training_stack_registry().make("deepspeed", training), cfg.seq_len = 1024, cfg.micro_batch = 4,
+  cfg.global_batch = 4, cfg.precision = Dtype::bf16, cfg.liger_kernel = true;
+  double kept = -1;
+  for (const KernelPlan& k : cfg.stack->layer(model_preset("llama-3-8b"), step_shape(cfg), 1).kernels)
+    if (k.name == "ln1.bwd.sum_weight")
+      kept = k.saved_bytes;
+  const double T = 4096, h = 4096;
+  CHECK(kept == Approx(2 * T * h + 4 * T).epsilon(1e-12));
+}
+
 TEST_CASE("liger_fused_linear_cross_entropy_chunks_the_tokens_and_holds_no_logits", "[stack][pytorch][liger]")
 {
   // chunk_size = next_pow2(ceil(BT / ceil(V / H))), V / H = 128,256 / 4,096 -> 32: 4 x
   // 1,024 tokens in 32 chunks of 128; 5,000 tokens in 20 of 256 (the research note's table).
-  CHECK(count("head", "lce.chunk", 4, 1024).fwd == 32 * 6);
-  CHECK(count("head", "lce.chunk", 1, 5000).fwd == 20 * 6);
+  CHECK(count("head", "lce.chunk", 4, 1024).fwd == 32 * 7);
+  CHECK(count("head", "lce.chunk", 1, 5000).fwd == 20 * 7);
   // Held to backward: the input's gradient (fp32 stream: 4 T h) and lm_head's fp32
   // weight gradient (4 V h), plus autocast's bf16 cast of the weight; nothing T x V.
   const double T = 4096, h = 4096, V = 128256;
@@ -111,13 +127,15 @@ TEST_CASE("liger_on_llama3_8b_peaks_within_10_percent_of_its_published_chart", "
 TEST_CASE("liger_is_refused_where_its_kernels_are_not_modelled", "[stack][pytorch][limits][liger]")
 {
   const std::string hw = "hardware: {node: dgx-a100, gpus_per_node: 1}\n";
-  std::string err      = memwall::test::refused("liger_gpt2", hw + "model: {preset: gpt2}\ntraining: {stack: pytorch, "
-                                                                        "seq_len: 512, global_batch: 1, pytorch: {liger_kernel: "
-                                                                        "true}}\n");
-  CHECK(err.find("training.pytorch") != std::string::npos);
+  auto spec            = [&](const std::string& model, const std::string& training) {
+    return hw + "model: {preset: " + model + "}\ntraining: {seq_len: 512, global_batch: 1, liger_kernel: true, " +
+           training + "}\n";
+  };
+  std::string err = memwall::test::refused("liger_gpt2", spec("gpt2", "stack: pytorch"));
+  CHECK(err.find("training.liger_kernel") != std::string::npos);
   CHECK(err.find("Llama-family") != std::string::npos);
-  err = memwall::test::refused("liger_megatron_modules", hw + "model: {preset: llama-3-8b}\ntraining: {stack: "
-                                                              "deepspeed, seq_len: 512, global_batch: 1, deepspeed: "
-                                                              "{liger_kernel: true}}\n");
+  err = memwall::test::refused("liger_megatron_modules", spec("llama-3-8b", "stack: deepspeed"));
   CHECK(err.find("modules: transformers") != std::string::npos);
+  err = memwall::test::refused("liger_megatron", spec("llama-3-8b", "stack: megatron"));
+  CHECK(err.find("training.liger_kernel") != std::string::npos);
 }

@@ -21,17 +21,23 @@ struct ProjectionCount {
   double kept = 0, weights_kept = 0;
 };
 
-// The kernels of q_proj (its base and its adapter) in layer 1 of Llama-3-8B, one sequence
-// of 1,024 tokens.
-ProjectionCount q_proj(bool nf4, const std::vector<std::string>& targets)
+// Layer 1 of Llama-3-8B under PEFT (rank 16 on `targets`, an NF4 base or not), one
+// sequence of 1,024 tokens.
+std::vector<KernelPlan> peft_layer(bool nf4, const std::vector<std::string>& targets)
 {
   ParamReader training(YAML::Load("{}"), "test", "training");
   TrainingConfig cfg;
   cfg.stack = training_stack_registry().make("pytorch", training), cfg.seq_len = 1024, cfg.micro_batch = 1,
   cfg.global_batch = 1, cfg.precision = Dtype::bf16;
   cfg.lora.enabled = true, cfg.lora.rank = 16, cfg.lora.nf4_base = nf4, cfg.lora.targets = targets;
+  return cfg.stack->layer(model_preset("llama-3-8b"), step_shape(cfg), 1).kernels;
+}
+
+// The kernels of q_proj (its base and its adapter) in that layer.
+ProjectionCount q_proj(bool nf4, const std::vector<std::string>& targets)
+{
   ProjectionCount n;
-  for (const KernelPlan& k : cfg.stack->layer(model_preset("llama-3-8b"), step_shape(cfg), 1).kernels) {
+  for (const KernelPlan& k : peft_layer(nf4, targets)) {
     if ((k.name != "attn.q" && k.name.rfind("attn.q.", 0) != 0) || k.name == "attn.q.bwd.grad_clone")
       continue;
     n.fwd += k.runs(true) ? 1 : 0;
@@ -179,14 +185,9 @@ TEST_CASE("a_qlora_o_proj_reads_the_bf16_attention_output_and_returns_bf16", "[s
 {
   // Linear4bit returns its input's dtype: o_proj's input is SDPA's bf16 output, so no
   // cast in or out; the adapter (rank 16) keeps nothing of x (the attention keeps it).
-  ParamReader training(YAML::Load("{}"), "test", "training");
-  TrainingConfig cfg;
-  cfg.stack = training_stack_registry().make("pytorch", training), cfg.seq_len = 1024, cfg.micro_batch = 1,
-  cfg.global_batch = 1, cfg.precision = Dtype::bf16;
-  cfg.lora.enabled = true, cfg.lora.rank = 16, cfg.lora.nf4_base = true, cfg.lora.targets = {"proj"};
   int casts   = 0;
   double kept = 0;
-  for (const KernelPlan& k : cfg.stack->layer(model_preset("llama-3-8b"), step_shape(cfg), 1).kernels)
+  for (const KernelPlan& k : peft_layer(true, {"proj"}))
     if (k.name.rfind("attn.o.", 0) == 0) {
       casts += k.name.find("cast_output") != std::string::npos || k.name.find("cast_input") != std::string::npos;
       kept += k.saved_category == MemCategory::activations ? k.saved_bytes : 0;
@@ -210,4 +211,23 @@ TEST_CASE("the_readmes_qlora_question_on_an_rtx_4090_is_what_memwall_answers", "
   std::snprintf(quoted, sizeof quoted, "%d,%03d tokens/s: %.1f hours for 100 M tokens", static_cast<int>(tps) / 1000,
                 static_cast<int>(std::lround(tps)) % 1000, 1e8 / tps / 3600);
   CHECK_THAT(memwall::test::read_file(memwall::test::source_path("README.md")), Catch::Contains(quoted));
+}
+
+TEST_CASE("under_qlora_the_mlp_runs_on_linear4bits_fp32_outputs", "[stack][pytorch][lora]")
+{
+  // Linear4bit returns its input's dtype: gate's and up's outputs are fp32 on the fp32
+  // stream, so SiLU keeps its fp32 input (4 T f) and down casts the fp32 product to bf16
+  // for its GEMM (and back: its output joins the fp32 stream without a cast).
+  const double f   = 14336;
+  double silu_kept = -1;
+  bool down_casts = false, residual_casts = false;
+  for (const KernelPlan& k : peft_layer(true, {"qkv"})) {
+    if (k.name == "mlp.bwd.silu")
+      silu_kept = k.saved_bytes;
+    down_casts     = down_casts || k.name == "mlp.down.cast_input";
+    residual_casts = residual_casts || k.name == "mlp.residual.bwd.cast_branch_grad";
+  }
+  CHECK(silu_kept == Approx(4 * T * f).epsilon(1e-12));
+  CHECK(down_casts);
+  CHECK_FALSE(residual_casts);
 }

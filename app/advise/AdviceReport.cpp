@@ -49,6 +49,17 @@ std::string figures(const Advice& a, const TryOutcome& t)
   return buf;
 }
 
+// An override as a shell word: quoted where a shell would glob or split it ([...], spaces).
+std::string shell_word(const std::string& s)
+{
+  if (s.find_first_of(" []{}*?$'\"") == std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char c : s)
+    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 std::string run_line(const Advice& a, const std::string& spec_path, const TryOutcome& t)
 {
   // A key the remedy sets replaces the user's --set of it: the line says each key once.
@@ -58,10 +69,10 @@ std::string run_line(const Advice& a, const std::string& spec_path, const TryOut
     bool replaced = std::any_of(t.change.overrides.begin(), t.change.overrides.end(),
                                 [&](const std::string& c) { return key(c) == key(o); });
     if (!replaced)
-      line += " --set " + o;
+      line += " --set " + shell_word(o);
   }
   for (const std::string& o : t.change.overrides)
-    line += " --set " + o;
+    line += " --set " + shell_word(o);
   return line;
 }
 
@@ -238,6 +249,7 @@ std::string advice_text(const Advice& a, const std::string& spec_path, const std
     return os.str();
   }
   os << "\n  nothing tried fits: a larger GPU or more of them (memwall list gpus)\n";
+  more_line(); // training adapters instead, where that fits
   return os.str();
 }
 

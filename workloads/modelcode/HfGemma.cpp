@@ -21,7 +21,8 @@ constexpr KernelFamily binary  = KernelFamily::residual;
 
 } // namespace
 
-void gemma_rms_norm(EagerOps& ops, const std::string& name, double rows, double h, double e, bool other_users)
+void gemma_rms_norm(EagerOps& ops, const std::string& name, double rows, double h, double e, bool other_users,
+                    bool frozen)
 {
   const double E = rows * h, R = rows;
   const bool casts = e != 4; // a bf16 input (a branch's output, a head's q or k) is cast up first
@@ -44,12 +45,16 @@ void gemma_rms_norm(EagerOps& ops, const std::string& name, double rows, double 
   std::vector<EagerKernel> bwd;
   if (casts)
     bwd.push_back({name + ".bwd.to_fp32", E * (e + 4), 0, generic});
-  for (const EagerKernel& k : std::vector<EagerKernel>{{name + ".bwd.mul_weight", (2 * E + h) * 4, E, binary},
-                                                       {name + ".bwd.mul_normed", 12 * E, E, binary},
-                                                       {name + ".bwd.memset", 4 * h, 0, generic},
-                                                       {name + ".bwd.sum_weight", (E + h) * 4, E, generic},
-                                                       {name + ".bwd.accumulate_weight_grad", 12 * h, h, binary, true},
-                                                       {name + ".bwd.mul_rsqrt", (2 * E + R) * 4, E, binary},
+  // A frozen weight (PEFT): no weight gradient, so the normed input is not kept for it.
+  bwd.push_back({name + ".bwd.mul_weight", (2 * E + h) * 4, E, binary});
+  if (!frozen)
+    for (const EagerKernel& k :
+         std::vector<EagerKernel>{{name + ".bwd.mul_normed", 12 * E, E, binary},
+                                  {name + ".bwd.memset", 4 * h, 0, generic},
+                                  {name + ".bwd.sum_weight", (E + h) * 4, E, generic},
+                                  {name + ".bwd.accumulate_weight_grad", 12 * h, h, binary, true}})
+      bwd.push_back(k);
+  for (const EagerKernel& k : std::vector<EagerKernel>{{name + ".bwd.mul_rsqrt", (2 * E + R) * 4, E, binary},
                                                        {name + ".bwd.mul_x", 12 * E, E, binary},
                                                        {name + ".bwd.sum_hidden", (E + R) * 4, E, generic},
                                                        {name + ".bwd.rsqrt_pow", 8 * R, R, generic},
@@ -66,12 +71,12 @@ void gemma_rms_norm(EagerOps& ops, const std::string& name, double rows, double 
   if (other_users) // the residual stream's gradient of x
     bwd.push_back({name + ".bwd.add", 3 * E * e, E, binary});
   // x * rsqrt and rsqrt in fp32; a bf16 input's fp32 copy too (x itself is its producer's).
-  ops.op(fwd, bwd, 4 * E + 4 * R + (casts ? 4 * E : 0.0));
+  ops.op(fwd, bwd, (frozen ? 0.0 : 4 * E) + 4 * R + (casts ? 4 * E : 0.0));
 }
 
 void gemma_final_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p)
 {
-  gemma_rms_norm(ops, name, T, h, p.param, false);
+  gemma_rms_norm(ops, name, T, h, p.param, false, p.lora.enabled);
 }
 
 BlockPlan gemma_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer)
@@ -82,7 +87,7 @@ BlockPlan gemma_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   const double d = static_cast<double>(m.head_dim());
   BlockPlan b    = layer_plan(m, layer, T * h * e);
   EagerOps ops(b.kernels);
-  gemma_rms_norm(ops, "input_layernorm", T, h, e, true);
+  gemma_rms_norm(ops, "input_layernorm", T, h, e, true, p.lora.enabled);
   grad_accumulate(ops, "qkv.grad_sum_v", T * h, e);
   grad_accumulate(ops, "qkv.grad_sum_k", T * h, e);
   // attention_bias: q, k, v and o with biases (addmm).
@@ -92,8 +97,8 @@ BlockPlan gemma_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   projection(ops, "self_attn.v_proj", T, h, kv, true, m.qkv_bias, p);
   ops.op({}, {{"self_attn.v.bwd.grad_clone", 2 * T * kv * c, 0, generic}});
   if (m.qk_norm) { // Gemma 3: each head's q and k normalised, cast back to the projection's dtype
-    gemma_rms_norm(ops, "self_attn.q_norm", T * static_cast<double>(m.heads), d, c, false);
-    gemma_rms_norm(ops, "self_attn.k_norm", T * static_cast<double>(m.kv_heads), d, c, false);
+    gemma_rms_norm(ops, "self_attn.q_norm", T * static_cast<double>(m.heads), d, c, false, p.lora.enabled);
+    gemma_rms_norm(ops, "self_attn.k_norm", T * static_cast<double>(m.kv_heads), d, c, false, p.lora.enabled);
   }
   rotary(ops, "self_attn.rope_q", T, q, p);
   rotary(ops, "self_attn.rope_k", T, kv, p);
@@ -107,9 +112,9 @@ BlockPlan gemma_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   }
   sdpa(ops, "self_attn.sdpa", t, m, p, true);
   projection(ops, "self_attn.o_proj", T, o, h, false, m.proj_bias, p);
-  gemma_rms_norm(ops, "post_attention_layernorm", T, h, c, false);
+  gemma_rms_norm(ops, "post_attention_layernorm", T, h, c, false, p.lora.enabled);
   residual_add(ops, "attn.residual", T, h, p, rms_norm_reads_its_input(p));
-  gemma_rms_norm(ops, "pre_feedforward_layernorm", T, h, e, true);
+  gemma_rms_norm(ops, "pre_feedforward_layernorm", T, h, e, true, p.lora.enabled);
   grad_accumulate(ops, "mlp.grad_sum", T * h, e);
   linear(ops, "mlp.gate_proj", T, h, f, true, p);
   // gelu_pytorch_tanh: one kernel each way, keeping its input; act * up keeps both and the
@@ -121,7 +126,7 @@ BlockPlan gemma_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
          {{"mlp.bwd.mul_up", 3 * T * f * c, T * f, binary}, {"mlp.bwd.mul_act", 3 * T * f * c, T * f, binary}},
          3 * T * f * c);
   linear(ops, "mlp.down_proj", T, f, h, false, p);
-  gemma_rms_norm(ops, "post_feedforward_layernorm", T, h, c, false);
+  gemma_rms_norm(ops, "post_feedforward_layernorm", T, h, c, false, p.lora.enabled);
   residual_add(ops, "mlp.residual", T, h, p, rms_norm_reads_its_input(p));
   double heads_per_kv  = static_cast<double>(m.heads) / static_cast<double>(m.kv_heads);
   b.backward_workspace = std::max(3 * T * f * c + 2 * T * h * e + 4 * T * h,

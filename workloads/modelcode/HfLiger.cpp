@@ -29,21 +29,23 @@ void liger_rms_norm(EagerOps& ops, const std::string& name, double T, double h, 
   std::vector<EagerKernel> bwd{
       {name + ".bwd", 2 * E * e + E * e + 4 * T + h * w + 4 * rms_norm_programs * h, 0, KernelFamily::norm},
       {name + ".bwd.sum_weight", 4 * rms_norm_programs * h + h * w, 0, generic}};
-  ops.op({{name, 2 * E * e + h * w + 4 * T, 8 * E, KernelFamily::norm}}, bwd, 4 * T);
+  // Keeps x too where nothing else does (a bf16 stream: the residual add keeps an fp32 one).
+  ops.op({{name, 2 * E * e + h * w + 4 * T, 8 * E, KernelFamily::norm}}, bwd,
+         4 * T + (rms_norm_reads_its_input(p) ? 0.0 : E * e));
 }
 
 void liger_rope(EagerOps& ops, const std::string& name, double T, double q_width, double kv_width, const Precision& p)
 {
   // _triton_rope over q and k at once, in place in their (compute) dtype; cos and sin
   // (the model's, shared by every layer) are all it keeps.
-  const double bytes = 2 * T * (q_width + kv_width) * p.compute;
+  const double bytes = 2 * T * (q_width + kv_width) * projection_output_bytes(p, true);
   ops.op({{name, bytes, 3 * T * (q_width + kv_width), KernelFamily::rope}},
          {{name + ".bwd", bytes, 3 * T * (q_width + kv_width), KernelFamily::rope}});
 }
 
 void liger_swiglu(EagerOps& ops, const std::string& name, double T, double f, const Precision& p)
 {
-  const double c = p.compute;
+  const double c = projection_output_bytes(p, true); // gate's and up's outputs' dtype
   ops.op({{name, 3 * T * f * c, 6 * T * f, KernelFamily::activation}},
          {{name + ".bwd", 5 * T * f * c, 10 * T * f, KernelFamily::activation}}, 2 * T * f * c);
 }
@@ -71,15 +73,17 @@ void liger_linear_cross_entropy(EagerOps& ops, double T, double h, double V, boo
     bwd.push_back({"lce.bwd.accumulate_weight_grad", 3 * V * h * p.param, V * h, KernelFamily::residual, true});
   }
   ops.op(setup, bwd, T * h * x + (head_trains ? V * h * p.param : 0.0));
-  // A weight in fp32 under autocast: a trained lm_head's cast is cached for the forward
-  // (kept); a frozen one (QLoRA's, prepare_model_for_kbit_training's fp32) is cast again
-  // for each GEMM that reads it.
+  // A weight in fp32 under autocast: a trained lm_head's cast for grad_input's GEMM is
+  // cached for the forward (kept); a frozen one (QLoRA's, prepare_model_for_kbit_training's
+  // fp32) is cast again for each GEMM that reads it.
   const bool casts = p.autocast();
   if (casts && head_trains)
     ops.op({{"lce.cast_weight", V * h * (p.param + c), 0, generic}}, {}, V * h * c, MemCategory::weights);
   for (int i = 0; i < chunks; ++i) {
     const std::string at = "lce.chunk" + std::to_string(i);
-    if (casts && !head_trains)
+    // The logits GEMM reads weight.t(), a view, which autocast's cache never holds: cast
+    // at every chunk, trained or frozen.
+    if (casts)
       ops.op({{at + ".cast_weight", V * h * (p.param + c), 0, generic}}, {});
     if (casts) // the input chunk to the compute dtype
       ops.op({{at + ".cast_input", chunk * h * (x + c), 0, generic}}, {});

@@ -20,14 +20,16 @@ BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   grad_accumulate(ops, "qkv.grad_sum_v", T * h, e);
   grad_accumulate(ops, "qkv.grad_sum_k", T * h, e);
   // Qwen2's q, k and v (attention_bias: every projection) carry biases: addmm.
+  const double a = projection_output_bytes(p, true); // q, k and v (and gate and up) in their dtype
   projection(ops, "attn.q", T, h, q, true, m.qkv_bias, p);
-  ops.op({}, {{"attn.q.bwd.grad_clone", 2 * T * q * c, 0, KernelFamily::generic}}); // dq [b,s,heads,d] contiguous
+  ops.op({}, {{"attn.q.bwd.grad_clone", 2 * T * q * a, 0, KernelFamily::generic}}); // dq [b,s,heads,d] contiguous
   projection(ops, "attn.k", T, h, kv, true, m.qkv_bias, p);
   projection(ops, "attn.v", T, h, kv, true, m.qkv_bias, p);
-  ops.op({}, {{"attn.v.bwd.grad_clone", 2 * T * kv * c, 0, KernelFamily::generic}});
+  ops.op({}, {{"attn.v.bwd.grad_clone", 2 * T * kv * a, 0, KernelFamily::generic}});
   // Qwen3's q_norm and k_norm per head: their fp32 weights promote q and k to fp32, so
   // rotary runs in fp32 throughout (no casts around it).
   Precision rope = p;
+  rope.compute   = a; // QLoRA's fp32 q and k: rotary in fp32 throughout
   if (m.qk_norm) {
     const double d = static_cast<double>(m.head_dim());
     head_rms_norm(ops, "attn.q_norm", T, static_cast<double>(m.heads), d, p);
@@ -44,7 +46,7 @@ BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
     rotary(ops, "attn.rope_k", T, kv, rope);
     rotated_cache_update(ops, "attn", T, kv, p);
   }
-  sdpa(ops, "attn.sdpa", t, m, p, !p.liger);
+  sdpa(ops, "attn.sdpa", t, m, p, !p.liger || a != c);       // fp32 q and k (rotary's, QLoRA's) cast for SDPA
   projection(ops, "attn.o", T, o, h, false, m.proj_bias, p); // reads the attention's output, already in c
   residual_add(ops, "attn.residual", T, h, p, rms_norm_reads_its_input(p));
   // residual = x; x = post_attention_layernorm(x); x = mlp(x); x = residual + x
@@ -53,14 +55,14 @@ BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   // the activation's and up's in c, the stream's in fp32), or the attention's (cuDNN's
   // fp32 dq accumulator, dk and dv per query head, the stream's).
   double heads_per_kv  = static_cast<double>(m.heads) / static_cast<double>(m.kv_heads);
-  double mlp_workspace = 3 * T * f * c + 2 * T * h * e;
+  double mlp_workspace = 3 * T * f * a + 2 * T * h * e;
   if (m.moe_layer(layer)) {
     mlp_workspace = sparse_moe_block(ops, m, t, p) + 2 * T * h * e;
     residual_add_of(ops, "mlp.residual", T, h, p.param, p.param, rms_norm_reads_its_input(p));
   } else {
     grad_accumulate(ops, "mlp.grad_sum", T * h, e);
     gated_mlp(ops, "mlp", T, h, f, m.mlp_bias, p);
-    residual_add(ops, "mlp.residual", T, h, p, rms_norm_reads_its_input(p));
+    residual_add_of(ops, "mlp.residual", T, h, p.param, a, rms_norm_reads_its_input(p)); // down's output: a
   }
   b.backward_workspace = std::max(mlp_workspace, T * q * 4 + 2 * heads_per_kv * T * kv * c + 2 * T * h * e);
   return b;
@@ -68,12 +70,12 @@ BlockPlan llama_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
 
 void gated_mlp(EagerOps& ops, const std::string& name, double T, double h, double f, bool bias, const Precision& p)
 {
-  const double c = p.compute;
-  if (p.liger) { // LigerSwiGLUMLP: down(LigerSiLUMulFunction(gate(x), up(x)))
+  const double c = projection_output_bytes(p, true); // gate's and up's outputs (QLoRA: fp32)
+  if (p.liger) {                                     // LigerSwiGLUMLP: down(LigerSiLUMulFunction(gate(x), up(x)))
     projection(ops, name + ".gate", T, h, f, true, bias, p);
     projection(ops, name + ".up", T, h, f, true, bias, p);
     liger_swiglu(ops, name + ".swiglu", T, f, p);
-    projection(ops, name + ".down", T, f, h, false, bias, p);
+    projection(ops, name + ".down", T, f, h, c != p.compute, bias, p);
     return;
   }
   projection(ops, name + ".gate", T, h, f, true, bias, p);
@@ -85,7 +87,7 @@ void gated_mlp(EagerOps& ops, const std::string& name, double T, double h, doubl
          {{name + ".bwd.mul_up", 3 * T * f * c, T * f, KernelFamily::residual},
           {name + ".bwd.mul_act", 3 * T * f * c, T * f, KernelFamily::residual}},
          3 * T * f * c);
-  projection(ops, name + ".down", T, f, h, false, bias, p);
+  projection(ops, name + ".down", T, f, h, c != p.compute, bias, p); // QLoRA: Linear4bit casts the fp32 product
 }
 
 BlockPlan llama_embedding(const ModelSpec& m, const Tokens& t, const Precision& p)

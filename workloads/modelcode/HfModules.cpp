@@ -45,7 +45,7 @@ void rms_norm(EagerOps& ops, const std::string& name, double T, double h, const 
 
 void head_rms_norm(EagerOps& ops, const std::string& name, double T, double heads, double D, const Precision& p)
 {
-  rms_norm_of(ops, name, T * heads, D, p.compute, p.param, false);
+  rms_norm_of(ops, name, T * heads, D, p.compute, p.param, false, p.lora.enabled);
 }
 
 void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, double e, double w, bool other_users,

@@ -68,6 +68,13 @@ void rms_norm_of(EagerOps& ops, const std::string& name, double rows, double h, 
 // Whether rms_norm's backward reads the stream tensor it was given (an fp32 stream; on a
 // bf16 or fp16 one it keeps its own fp32 copy instead).
 inline bool rms_norm_reads_its_input(const Precision& p) { return p.param == 4; }
+// Bytes of an element of a projection's output: the compute dtype's, except under QLoRA
+// with an fp32 input (bitsandbytes' Linear4bit returns its input's dtype: q, k, v, gate,
+// up and down read the fp32 stream or an fp32 product after prepare_model_for_kbit_training).
+inline double projection_output_bytes(const Precision& p, bool fp32_input)
+{
+  return p.lora.enabled && p.lora.nf4_base && p.autocast() && fp32_input ? p.param : p.compute;
+}
 // The LoRA target group (LoraConfig's qkv, proj, mlp.up, mlp.down) of a projection by its
 // name in these modules ("attn.q", "mlp.gate", ...); "" for one no target names (lm_head).
 std::string lora_target(const std::string& projection);
@@ -167,7 +174,8 @@ BlockPlan opt_embedding(const ModelSpec& m, const Tokens& t, const Precision& p)
 // Gemma's RMSNorm over rows x h of elements of `e` bytes: in fp32 (a bf16 input cast up
 // first, the result cast back last), the weight applied as 1 + w; keeps x * rsqrt, rsqrt
 // and a bf16 input's fp32 copy. `other_users` as rms_norm_of's.
-void gemma_rms_norm(EagerOps& ops, const std::string& name, double rows, double h, double e, bool other_users);
+void gemma_rms_norm(EagerOps& ops, const std::string& name, double rows, double h, double e, bool other_users,
+                    bool frozen = false);
 // The final norm of a Gemma model (NormFn): gemma_rms_norm on the stream.
 void gemma_final_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p);
 // A Gemma 2 or 3 decoder layer (HfGemma.cpp).

@@ -311,6 +311,10 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
                                       "goes on; backward waits for the oldest beyond this (DeepSpeed overlap_comm: 2)",
                                     1);
   t.lora                = read_lora(r);
+  t.liger_kernel        = r.flag("liger_kernel", false,
+                                 "the Trainer's use_liger_kernel: Liger's fused RMSNorm, SwiGLU, RoPE and linear cross "
+                                        "entropy (no logits held) in place of transformers' Llama modules (stack pytorch, "
+                                        "or deepspeed with modules: transformers)");
   read_offload(r, t);
   // Every key is read: what is left and another stack reads is refused naming it.
   stacks.refuse_others_keys(name, r);
@@ -327,6 +331,9 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   check_experts(r, t, model);
   stack->adjust(r, t);
   stack->check(r, t, model);
+  if (t.liger_kernel && !stack->runs_liger(model)) // the stacks that run transformers' modules say why above
+    r.fail("liger_kernel", "training.liger_kernel: Liger replaces transformers' modules: stack pytorch, or deepspeed "
+                           "with modules: transformers");
   t.stack = std::move(stack);
   r.finish();
   return t;

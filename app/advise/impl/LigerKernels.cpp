@@ -13,10 +13,9 @@ public:
   bool for_serving() const override { return false; }
   std::vector<RemedyTry> tries(const ExperimentSpec& spec) const override
   {
-    StackSwitch s = spec.training.stack->liger_switch(spec.model);
-    if (s.overrides.empty())
+    if (spec.training.liger_kernel || !spec.training.stack->runs_liger(spec.model))
       return {};
-    return {{s.change, s.overrides}};
+    return {{"Liger's kernels (use_liger_kernel)", {"training.liger_kernel=true"}}};
   }
 };
 

@@ -139,6 +139,7 @@ StepShape step_shape(const TrainingConfig& cfg)
   s.flash               = cfg.flash_attention;
   s.recompute_layers    = cfg.recompute == Recompute::full;
   s.lora                = cfg.lora;
+  s.liger_kernel        = cfg.liger_kernel;
   return s;
 }
 

@@ -132,6 +132,7 @@ struct StepShape {
   // gradient checkpointing).
   bool recompute_layers = false;
   LoraConfig lora;
+  bool liger_kernel = false; // TrainingConfig::liger_kernel
 };
 
 StepShape step_shape(const TrainingConfig& cfg);

@@ -76,6 +76,9 @@ struct TrainingConfig {
   bool overlap_grad_reduce       = true;
   int64_t buckets_in_flight      = 2; // ZeRO-2/3: gradient buckets reducing while backward goes on
   LoraConfig lora;
+  // Liger-Kernel in place of transformers' modules (the Trainer's use_liger_kernel): for
+  // the stacks that run them (pytorch; deepspeed with modules: transformers).
+  bool liger_kernel               = false;
   OffloadTarget offload_optimizer = OffloadTarget::none;
   OffloadTarget offload_params    = OffloadTarget::none;
   // Offloaded step: false (DeepSpeed's default) starts the CPU optimizer after the whole

@@ -141,10 +141,9 @@ public:
   // Where the stack does neither (plain DDP), the stack a remedy that shards or offloads
   // model states switches to (the advisor's); none where it does them itself.
   virtual StackSwitch sharding_switch() const { return {}; }
-  // Where the stack runs transformers' modules and the model is one Liger patches: the
-  // switch to Liger's kernels (the Trainer's use_liger_kernel); none where it has them on
-  // or cannot.
-  virtual StackSwitch liger_switch(const ModelSpec&) const { return {}; }
+  // Whether the stack runs Liger's kernels (training.liger_kernel) on the model: it runs
+  // transformers' modules and the model is one Liger patches.
+  virtual bool runs_liger(const ModelSpec&) const { return false; }
   // Whether the stack runs LoRA adapters (training.lora) on the model.
   virtual bool runs_lora(const ModelSpec&) const { return false; }
   // The GPU memory allocator the stack's process runs (sim/allocator; "": tensor bytes

@@ -100,7 +100,6 @@ BlockPlan with_tensors(BlockPlan b, std::vector<double> tensors)
 // (deepspeed/runtime/zero/config.py), read from the `deepspeed` section.
 struct DeepSpeedKnobs {
   bool transformers = false;        // modules: transformers' (a Hugging Face model) instead of Megatron's GPT
-  bool liger        = false;        // the Trainer's use_liger_kernel (transformers modules)
   std::optional<bool> overlap_comm; // collectives on their own streams; unset: true for ZeRO-3 only
   double prefetch_numel    = 5e7;   // stage3_prefetch_bucket_size: parameters gathered ahead of use
   double max_live_numel    = 1e9;   // stage3_max_live_parameters: gathered parameters alive at once
@@ -120,9 +119,6 @@ DeepSpeedKnobs read_knobs(ParamReader& training)
       r.choice("modules", "megatron", {"megatron", "transformers"},
                "whose model code DeepSpeed drives: Megatron-DeepSpeed's GPT (fused kernels) or a Hugging Face model's "
                "transformers modules (the Trainer's; weights in the compute dtype, no autocast)") == "transformers";
-  d.liger          = r.flag("liger_kernel", false,
-                            "modules transformers: the Trainer's use_liger_kernel (Liger's fused RMSNorm, SwiGLU, "
-                                     "RoPE and linear cross entropy in place of transformers' modules)");
   d.overlap_comm   = r.flag_or_unset("overlap_comm", "zero 3: true, else false",
                                      "gather parameters and reduce gradients on their own streams, overlapping compute "
                                        "(as DeepSpeed; false in its 2021 releases); false: on the compute stream");
@@ -176,12 +172,7 @@ public:
       cfg.zero_prefetch = d_.overlaps(cfg) && d_.prefetch_numel > 0 ? 1 : 0;
   }
 
-  StackSwitch liger_switch(const ModelSpec& m) const override
-  {
-    if (!d_.transformers || d_.liger || !hf::liger_refusal(m).empty())
-      return {};
-    return {"Liger's kernels (use_liger_kernel)", {"training.deepspeed.liger_kernel=true"}};
-  }
+  bool runs_liger(const ModelSpec& m) const override { return d_.transformers && hf::liger_refusal(m).empty(); }
 
   void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec& m) const override
   {
@@ -193,13 +184,13 @@ public:
     if (cfg.cp > 1)
       r.fail("cp",
              "training.stack deepspeed: context parallelism is Megatron-LM's (DeepSpeed's Ulysses is not modelled)");
-    if (d_.liger && !d_.transformers)
-      r.fail("deepspeed",
-             "training.deepspeed.liger_kernel: Liger replaces transformers' modules (modules: transformers)");
+    if (cfg.liger_kernel && !d_.transformers)
+      r.fail("liger_kernel", "training.liger_kernel: Liger replaces transformers' modules "
+                             "(training.deepspeed.modules: transformers)");
     if (!d_.transformers)
       return;
-    if (d_.liger && !hf::liger_refusal(m).empty())
-      r.fail("deepspeed", "training.deepspeed.liger_kernel: " + hf::liger_refusal(m));
+    if (cfg.liger_kernel && !hf::liger_refusal(m).empty())
+      r.fail("liger_kernel", "training.liger_kernel: " + hf::liger_refusal(m));
     auto refuse = [&](const char* key, const std::string& why) {
       r.fail(key, "training.deepspeed.modules transformers: " + why);
     };
@@ -336,7 +327,7 @@ private:
   hf::Precision precision(const StepShape& s) const
   {
     hf::Precision p;
-    p.liger         = d_.liger;
+    p.liger         = s.liger_kernel;
     p.compute_dtype = s.gemm_dtype;
     p.param = p.compute = dtype_bytes(s.gemm_dtype);
     p.builds_cache      = !s.recompute_layers; // use_cache, off under gradient checkpointing

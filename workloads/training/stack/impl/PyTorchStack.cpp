@@ -23,7 +23,6 @@ namespace {
 struct EagerKnobs {
   EagerHost host;
   bool use_cache = true;
-  bool liger     = false; // the Trainer's use_liger_kernel
   bool given     = false; // the spec has a `pytorch` section
 };
 
@@ -37,9 +36,6 @@ EagerKnobs read_knobs(ParamReader& training)
                                    "the model config's use_cache: transformers builds a DynamicCache in training too (k and v "
                                            "copied each layer, in fp32 after rotary embeddings under autocast) unless gradient "
                                            "checkpointing turns it off; false as a script sets model.config.use_cache = False");
-  knobs.liger             = r.flag("liger_kernel", false,
-                                   "the Trainer's use_liger_kernel: Liger's fused RMSNorm, SwiGLU, RoPE and linear cross "
-                                               "entropy (no logits held) in place of transformers' modules");
   EagerHost& h            = knobs.host;
   const double unprofiled = 43.1 / 62.0;
   h.forward_s_per_kernel =
@@ -76,12 +72,7 @@ public:
     return s;
   }
 
-  StackSwitch liger_switch(const ModelSpec& m) const override
-  {
-    if (knobs_.liger || !hf::liger_refusal(m).empty())
-      return {};
-    return {"Liger's kernels (use_liger_kernel)", {"training.pytorch.liger_kernel=true"}};
-  }
+  bool runs_liger(const ModelSpec& m) const override { return hf::liger_refusal(m).empty(); }
 
   // PEFT's adapters on the projections HfModules names (lora_target): the Llama family's,
   // Phi-3's and Gemma's, not an MoE's experts.
@@ -125,8 +116,8 @@ public:
     if (cfg.optimizer != Optimizer::adam && cfg.optimizer != Optimizer::adamw && cfg.optimizer != Optimizer::adam8bit)
       refuse("optimizer", "the stack runs torch.optim.AdamW(fused=True) (optimizer adam or adamw) or bitsandbytes' "
                           "AdamW8bit (adam8bit)");
-    if (knobs_.liger && !hf::liger_refusal(m).empty())
-      r.fail("pytorch", "training.pytorch.liger_kernel: " + hf::liger_refusal(m));
+    if (cfg.liger_kernel && !hf::liger_refusal(m).empty())
+      r.fail("liger_kernel", "training.liger_kernel: " + hf::liger_refusal(m));
     if (hf::architecture(m) == hf::Arch::none)
       r.fail("stack", std::string("training.stack pytorch models transformers' ") + hf::modelled_architectures() +
                           " so far: " + m.name + " is none of them");
@@ -173,7 +164,7 @@ private:
     p.compute_dtype = s.gemm_dtype;
     p.compute       = dtype_bytes(s.gemm_dtype);
     p.builds_cache  = knobs_.use_cache && !s.recompute_layers; // gradient checkpointing turns use_cache off
-    p.liger         = knobs_.liger;
+    p.liger         = s.liger_kernel;
     if (s.lora.enabled) {
       // LoRA: the model loaded in the compute dtype, every parameter frozen. QLoRA: the
       // projections in NF4, and prepare_model_for_kbit_training casts the rest (norms,
