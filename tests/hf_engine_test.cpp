@@ -155,3 +155,23 @@ TEST_CASE("an_hf_moe_decode_reads_only_the_experts_its_tokens_hit_in_one_bf16_gr
   }
   CHECK(grouped == 1);
 }
+
+TEST_CASE("gemma2s_generate_softcaps_its_kept_logits_each_decode_step", "[inference][hf]")
+{
+  // Gemma2ForCausalLM divides the kept logits by final_logit_softcapping, takes tanh and
+  // multiplies back: three kernels over b x V a step that the same model without the cap
+  // does not launch.
+  const std::string config = read_file(source_path("tests/data/hf_configs/gemma-2-9b/config.json"));
+  std::string uncapped     = config;
+  uncapped.replace(uncapped.find("\"final_logit_softcapping\": 30.0"), 31, "\"final_logit_softcapping\": null");
+  const std::string path = temp_path("gemma2_uncapped.json");
+  write_file(path, uncapped);
+  auto tpot = [](const std::string& name, const std::string& cfg) {
+    return run_json(name,
+                    "hardware: {node: hgx-h200, gpus_per_node: 1}\nmodel: {hf_config: " + cfg +
+                        "}\ninference: {engine: hf, batch: 1, prompt_len: 64, output_len: 16}\n")["tpot_s"]["mean"]
+        .get<double>();
+  };
+  CHECK(tpot("gemma2_capped", source_path("tests/data/hf_configs/gemma-2-9b/config.json")) >
+        tpot("gemma2_uncapped", path));
+}

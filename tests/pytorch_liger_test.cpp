@@ -139,3 +139,24 @@ TEST_CASE("liger_is_refused_where_its_kernels_are_not_modelled", "[stack][pytorc
   err = memwall::test::refused("liger_megatron", spec("llama-3-8b", "stack: megatron"));
   CHECK(err.find("training.liger_kernel") != std::string::npos);
 }
+
+TEST_CASE("liger_cross_entropy_reads_the_target_count_and_the_loss_gradient_on_the_host", "[stack][pytorch][liger]")
+{
+  // target_mask.sum().item() before the chunks, torch.equal(grad_output, 1) before the
+  // backward's scales: one blocking host read each way.
+  ParamReader training(YAML::Load("{}"), "test", "training");
+  TrainingConfig cfg;
+  cfg.stack = training_stack_registry().make("pytorch", training), cfg.seq_len = 1024, cfg.micro_batch = 4,
+  cfg.global_batch = 4, cfg.precision = Dtype::bf16, cfg.liger_kernel = true;
+  int forward = 0, backward = 0;
+  for (const KernelPlan& k : cfg.stack->head(model_preset("llama-3-8b"), step_shape(cfg)).kernels) {
+    forward += k.host_sync_forward ? 1 : 0;
+    backward += k.host_sync_backward ? 1 : 0;
+    if (k.host_sync_forward)
+      CHECK(k.name == "lce.cast_weight"); // the first launch after the count
+    if (k.host_sync_backward)
+      CHECK(k.name == "lce.bwd.scale_grad_input");
+  }
+  CHECK(forward == 1);
+  CHECK(backward == 1);
+}

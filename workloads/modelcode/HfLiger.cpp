@@ -72,22 +72,39 @@ void liger_linear_cross_entropy(EagerOps& ops, double T, double h, double V, boo
     bwd.push_back({"lce.bwd.scale_grad_weight", 2 * V * h * p.param, V * h, generic});
     bwd.push_back({"lce.bwd.accumulate_weight_grad", 3 * V * h * p.param, V * h, KernelFamily::residual, true});
   }
-  ops.op(setup, bwd, T * h * x + (head_trains ? V * h * p.param : 0.0));
+  // Backward's torch.equal(grad_output, 1) reads on the host before the scales run (the
+  // first of them is the last entry this op adds: EagerOps lists backward reversed).
+  ops.op({}, bwd, T * h * x + (head_trains ? V * h * p.param : 0.0));
+  ops.back().host_sync_backward = true;
+  ops.op(setup, {});
+  // total_n_non_ignore = target_mask.sum().item(): the host reads the count before it
+  // launches what follows.
+  bool synced      = false;
+  auto after_setup = [&] {
+    if (!synced)
+      ops.back().host_sync_forward = true;
+    synced = true;
+  };
   // A weight in fp32 under autocast: a trained lm_head's cast for grad_input's GEMM is
   // cached for the forward (kept); a frozen one (QLoRA's, prepare_model_for_kbit_training's
   // fp32) is cast again for each GEMM that reads it.
   const bool casts = p.autocast();
-  if (casts && head_trains)
+  if (casts && head_trains) {
     ops.op({{"lce.cast_weight", V * h * (p.param + c), 0, generic}}, {}, V * h * c, MemCategory::weights);
+    after_setup();
+  }
   for (int i = 0; i < chunks; ++i) {
     const std::string at = "lce.chunk" + std::to_string(i);
     // The logits GEMM reads weight.t(), a view, which autocast's cache never holds: cast
     // at every chunk, trained or frozen.
-    if (casts)
+    if (casts) {
       ops.op({{at + ".cast_weight", V * h * (p.param + c), 0, generic}}, {});
-    if (casts) // the input chunk to the compute dtype
+      after_setup();
+      // the input chunk to the compute dtype
       ops.op({{at + ".cast_input", chunk * h * (x + c), 0, generic}}, {});
+    }
     ops.gemm_pass(at + ".logits", chunk, h, V, p.compute_dtype, GemmPass::forward);
+    after_setup();
     // liger_cross_entropy_kernel: two passes over each row (max and sum, then softmax -
     // one-hot written over the logits), the row's loss.
     ops.op({{at + ".cross_entropy", 3 * chunk * V * c + 8 * chunk, 5 * chunk * V, generic}}, {});

@@ -158,6 +158,8 @@ public:
     if (m.final_norm)
       hf::final_norm_of(m)(ops, "final_norm", T, h, p);
     hf::linear(ops, "lm_head", b, h, V, false, p); // logits_to_keep = 1
+    if (m.final_logit_softcap > 0)                 // Gemma 2: logits / cap, tanh, * cap over the kept logits
+      ops.op({{"softcap.div", 2 * b * V * e}, {"softcap.tanh", 2 * b * V * e}, {"softcap.mul", 2 * b * V * e}}, {});
     // _sample's step, greedy: next_token_logits = logits[:, -1, :].to(float32); argmax;
     // next * unfinished + pad * (1 - unfinished); input_ids and attention_mask grown by
     // torch.cat; MaxLengthCriteria's full tensor, EosTokenCriteria's isin; unfinished &=
