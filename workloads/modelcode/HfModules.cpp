@@ -16,13 +16,12 @@ EagerKernel accumulate_grad(const std::string& name, double elems, double bytes)
   return {name, 3 * elems * bytes, elems, binary, true};
 }
 
-// A cast of `elems` elements from `from` to `to` bytes each.
-EagerKernel cast(const std::string& name, double elems, double from, double to)
+} // namespace
+
+EagerKernel cast_kernel(const std::string& name, double elems, double from, double to)
 {
   return {name, elems * (from + to), 0, generic};
 }
-
-} // namespace
 
 BlockPlan layer_plan(const ModelSpec& m, int64_t layer, double input_bytes)
 {
@@ -58,7 +57,7 @@ void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, dou
   const bool casts = e != 4;
   std::vector<EagerKernel> fwd;
   if (casts)
-    fwd.push_back(cast(name + ".to_fp32", E, e, 4));
+    fwd.push_back(cast_kernel(name + ".to_fp32", E, e, 4));
   for (const EagerKernel& k : std::vector<EagerKernel>{{name + ".pow", 2 * E * 4, E, generic},
                                                        {name + ".mean", (E + T) * 4, E, generic},
                                                        {name + ".add_eps", 2 * T * 4, T, generic},
@@ -66,7 +65,7 @@ void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, dou
                                                        {name + ".mul_rsqrt", (2 * E + T) * 4, E, binary}})
     fwd.push_back(k);
   if (casts)
-    fwd.push_back(cast(name + ".to_input_dtype", E, 4, e));
+    fwd.push_back(cast_kernel(name + ".to_input_dtype", E, 4, e));
   fwd.push_back({name + ".mul_weight", E * e + (E + h) * w, E, binary}); // the weight's dtype promotes
   // MulBackward (weight: grad * weight, grad * normed summed over tokens, after a
   // memset), MulBackward (x * rsqrt: grad * rsqrt, grad * x summed over the hidden
@@ -87,7 +86,7 @@ void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, dou
                                  accumulate_grad(name + ".bwd.accumulate_weight_grad", h, w)})
       bwd.push_back(k);
   if (casts)
-    bwd.push_back(cast(name + ".bwd.to_fp32", E, e, 4));
+    bwd.push_back(cast_kernel(name + ".bwd.to_fp32", E, e, 4));
   for (const EagerKernel& k : std::vector<EagerKernel>{{name + ".bwd.mul_rsqrt", (2 * E + T) * f, E, binary},
                                                        {name + ".bwd.mul_x", 3 * E * f, E, binary},
                                                        {name + ".bwd.sum_hidden", (E + T) * f, E, generic},
@@ -102,7 +101,7 @@ void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, dou
     bwd.push_back(k);
   EagerKernel residual{name + ".bwd.add", 3 * E * e, E, binary};
   if (casts) {
-    bwd.push_back(cast(name + ".bwd.to_input_dtype", E, 4, e));
+    bwd.push_back(cast_kernel(name + ".bwd.to_input_dtype", E, 4, e));
     if (other_users)
       bwd.push_back(residual);
   } else if (other_users) { // x's own gradients: the residual stream's first, then the product's (the order recorded)
@@ -114,109 +113,6 @@ void rms_norm_of(EagerOps& ops, const std::string& name, double T, double h, dou
   const double normed = frozen ? 0.0 : casts ? E * e : E * 4;
   ops.op(fwd, bwd, (casts ? E * 4 : 0.0) + T * 4 + normed);
 }
-
-std::string lora_target(const std::string& projection)
-{
-  // HfLlama's names and transformers' own (HfPhi3's, HfGemma's).
-  static const std::vector<std::pair<const char*, const char*>> groups{{"attn.q", "qkv"},
-                                                                       {"attn.k", "qkv"},
-                                                                       {"attn.v", "qkv"},
-                                                                       {"attn.o", "proj"},
-                                                                       {"mlp.gate", "mlp.up"},
-                                                                       {"mlp.up", "mlp.up"},
-                                                                       {"mlp.down", "mlp.down"},
-                                                                       {"self_attn.q_proj", "qkv"},
-                                                                       {"self_attn.k_proj", "qkv"},
-                                                                       {"self_attn.v_proj", "qkv"},
-                                                                       {"self_attn.qkv_proj", "qkv"},
-                                                                       {"self_attn.o_proj", "proj"},
-                                                                       {"mlp.gate_proj", "mlp.up"},
-                                                                       {"mlp.up_proj", "mlp.up"},
-                                                                       {"mlp.gate_up_proj", "mlp.up"},
-                                                                       {"mlp.down_proj", "mlp.down"}};
-  for (const auto& [name, group] : groups)
-    if (projection == name)
-      return group;
-  return "";
-}
-
-namespace {
-
-// A frozen projection under PEFT (Precision::lora) and its adapter where it has one
-// (calibration/research/peft-qlora-liger.md sections 1-2). The list runs: x's two gradients
-// summed (after both paths' backward), the base's casts and dequantisation, its GEMM, the
-// dequantisation again for backward (listed after the GEMM: the backward walk meets it
-// first), the output's cast, the adapter.
-void peft_linear(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
-                 const Precision& p)
-{
-  const double W = in * out, c = p.compute;
-  // bitsandbytes quantises every Linear but lm_head (llm_int8_skip_modules).
-  const bool nf4 = p.lora.nf4_base && name != "lm_head", adapted = p.lora.targets_kernel(lora_target(name));
-  if (adapted)
-    grad_accumulate(ops, name + ".lora.grad_sum", T * in, p.param);
-  // bitsandbytes' Linear4bit (<= 0.49): x.to(compute_dtype), dequantize_4bit (the 8-bit
-  // absmax of each 64-weight block dequantised and offset, then the NF4 codes into a bf16
-  // W), F.linear, the output cast back to x's dtype; backward dequantises again for the
-  // input gradient. The bf16 W lives only around its GEMM; nothing is kept. A frozen fp32
-  // weight under autocast (QLoRA's lm_head after prepare_model_for_kbit_training) is cast
-  // at every call, uncached, and mm keeps the copy for the input gradient.
-  auto dequantize = [&](const std::string& at) {
-    return std::vector<EagerKernel>{{at + ".dequantize_absmax", W / 64 * (1 + 4) + W / (64 * 256) * 4, 0, generic},
-                                    {at + ".absmax_offset", W / 64 * 8, W / 64, generic},
-                                    {at + ".dequantize_nf4", W * (0.5 + c) + W / 64 * 4, 0, generic}};
-  };
-  std::vector<EagerKernel> fwd, bwd;
-  if (cast_input && p.autocast()) {
-    fwd.push_back(cast(name + ".cast_input", T * in, p.param, c));
-    bwd.push_back(cast(name + ".bwd.cast_input_grad", T * in, c, p.param));
-  }
-  if (nf4)
-    for (const EagerKernel& k : dequantize(name))
-      fwd.push_back(k);
-  ops.op(fwd, bwd);
-  if (!nf4 && p.autocast())
-    ops.op({cast(name + ".cast_frozen_weight", W, p.param, c)}, {}, W * c, MemCategory::weights);
-  ops.gemm(name, T, in, out, p.compute_dtype, false);
-  const bool cast_back = nf4 && p.autocast() && cast_input; // out.to(inp_dtype): an fp32 input's
-  if (nf4)
-    ops.op({}, dequantize(name + ".bwd"));
-  if (cast_back)
-    ops.op({cast(name + ".cast_output", T * out, c, p.param)},
-           {cast(name + ".bwd.cast_output_grad", T * out, p.param, c)});
-  if (!adapted)
-    return;
-  // PEFT: result + lora_B(lora_A(dropout(x))) * scaling, lora_dropout 0 (nn.Identity), the
-  // adapters fp32 parameters cast under autocast. lora.Linear first casts a bf16 x to the
-  // adapters' fp32 (_cast_input_dtype) and autocast casts it back for lora_A, which keeps
-  // that copy: every adapted projection its own. The bitsandbytes wrapper skips the round
-  // trip under autocast and clones the base's result instead; its lora_A keeps autocast's
-  // cast of an fp32 x, or x itself (kept by another op already: the attention's output,
-  // the MLP's product).
-  const double r = static_cast<double>(p.lora.rank), o = cast_back ? p.param : c;
-  Precision adapter    = p;
-  adapter.lora.enabled = false;
-  adapter.param        = 4;
-  bool a_casts         = cast_input && p.autocast();
-  if (nf4) {
-    ops.op({{name + ".lora.clone_result", 2 * T * out * o, 0, generic}}, {});
-  } else if (!a_casts) {
-    const double xb = cast_input ? p.param : c;
-    ops.op({cast(name + ".lora.x_to_fp32", T * in, xb, 4)}, {cast(name + ".lora.bwd.x_grad_from_fp32", T * in, 4, xb)});
-    a_casts = true;
-  }
-  linear(ops, name + ".lora_A", T, in, r, a_casts, adapter);
-  linear(ops, name + ".lora_B", T, r, out, false, adapter);
-  ops.back().saved_bytes += T * r * c; // lora_A's output, for lora_B's weight gradient
-  std::vector<EagerKernel> bwd_add{{name + ".lora.bwd.scale", 2 * T * out * c, T * out, binary}};
-  if (o != c)
-    bwd_add.insert(bwd_add.begin(), cast(name + ".lora.bwd.cast_grad", T * out, o, c));
-  ops.op({{name + ".lora.scale", 2 * T * out * c, T * out, binary},
-          {name + ".lora.add", T * out * (2 * o + c), T * out, binary}},
-         bwd_add);
-}
-
-} // namespace
 
 void linear(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
             const Precision& p)
@@ -230,14 +126,14 @@ void linear(EagerOps& ops, const std::string& name, double T, double in, double 
   // weight kept for backward: autocast's cache), added to .grad from the second micro-batch on.
   std::vector<EagerKernel> weight_fwd, weight_bwd;
   if (p.autocast()) {
-    weight_fwd.push_back(cast(name + ".cast_weight", W, p.param, p.compute));
-    weight_bwd.push_back(cast(name + ".bwd.cast_weight_grad", W, p.compute, p.param));
+    weight_fwd.push_back(cast_kernel(name + ".cast_weight", W, p.param, p.compute));
+    weight_bwd.push_back(cast_kernel(name + ".bwd.cast_weight_grad", W, p.compute, p.param));
   }
   weight_bwd.push_back(accumulate_grad(name + ".bwd.accumulate_weight_grad", W, p.param));
   ops.op(weight_fwd, weight_bwd, p.autocast() ? W * p.compute : 0.0, MemCategory::weights);
   if (p.autocast() && cast_input)
-    ops.op({cast(name + ".cast_input", T * in, p.param, p.compute)},
-           {cast(name + ".bwd.cast_input_grad", T * in, p.compute, p.param)}, T * in * p.compute);
+    ops.op({cast_kernel(name + ".cast_input", T * in, p.param, p.compute)},
+           {cast_kernel(name + ".bwd.cast_input_grad", T * in, p.compute, p.param)}, T * in * p.compute);
   // Without autocast the input itself is kept for the weight gradient (no cast to keep).
   ops.gemm(name, T, in, out, p.compute_dtype, true, !p.autocast() && cast_input ? T * in * p.param : 0.0);
 }
@@ -256,7 +152,7 @@ void rotary(EagerOps& ops, const std::string& name, double T, double width, cons
                                {name + ".add", 3 * E * f, E, binary}};
   std::vector<EagerKernel> bwd{{name + ".bwd.mul_sin", 2 * E * f, E, binary}};
   if (p.autocast())
-    bwd.push_back(cast(name + ".bwd.cast_sin", E, f, c));
+    bwd.push_back(cast_kernel(name + ".bwd.cast_sin", E, f, c));
   for (const EagerKernel& k : std::vector<EagerKernel>{{name + ".bwd.neg", E * c, E / 2, generic},
                                                        {name + ".bwd.zeros", E * c, 0, generic},
                                                        {name + ".bwd.slice", E * c, 0, generic},
@@ -266,7 +162,7 @@ void rotary(EagerOps& ops, const std::string& name, double T, double width, cons
                                                        {name + ".bwd.mul_cos", 2 * E * f, E, binary}})
     bwd.push_back(k);
   if (p.autocast())
-    bwd.push_back(cast(name + ".bwd.cast_cos", E, f, c));
+    bwd.push_back(cast_kernel(name + ".bwd.cast_cos", E, f, c));
   bwd.push_back({name + ".bwd.add", 3 * E * c, E, binary});
   ops.op(fwd, bwd);
 }
@@ -277,8 +173,8 @@ void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSp
   const double Eq = T * q, Ekv = T * kv, c = p.compute, heads = static_cast<double>(m.heads);
   // The rotated q and k are fp32: autocast casts them (v comes from its GEMM in c).
   if (rotated && p.autocast()) {
-    ops.op({cast(name + ".cast_k", Ekv, 4, c)}, {cast(name + ".bwd.cast_k_grad", Ekv, c, 4)});
-    ops.op({cast(name + ".cast_q", Eq, 4, c)}, {cast(name + ".bwd.cast_q_grad", Eq, c, 4)});
+    ops.op({cast_kernel(name + ".cast_k", Ekv, 4, c)}, {cast_kernel(name + ".bwd.cast_k_grad", Ekv, c, 4)});
+    ops.op({cast_kernel(name + ".cast_q", Eq, 4, c)}, {cast_kernel(name + ".bwd.cast_q_grad", Eq, c, 4)});
   }
   // QK^T and AV, 2 b s^2 x width each (the count Megatron and MFU use; the causal mask
   // skips half of it, which the attention efficiency absorbs as it does for Megatron).
@@ -308,7 +204,7 @@ void residual_add_of(EagerOps& ops, const std::string& name, double T, double h,
   const double E = T * h;
   std::vector<EagerKernel> bwd;
   if (branch != stream)
-    bwd.push_back(cast(name + ".bwd.cast_branch_grad", E, stream, branch));
+    bwd.push_back(cast_kernel(name + ".bwd.cast_branch_grad", E, stream, branch));
   ops.op({{name, E * (2 * stream + branch), E, binary}}, bwd, kept ? E * stream : 0.0);
 }
 
@@ -370,8 +266,8 @@ void addmm_linear(EagerOps& ops, const std::string& name, double T, double in, d
   std::vector<EagerKernel> bias_fwd,
       bias_bwd{{name + ".bwd.bias_grad", T * out * p.compute + out * p.compute, T * out, KernelFamily::generic}};
   if (p.autocast()) {
-    bias_fwd.push_back(cast(name + ".cast_bias", out, p.param, p.compute));
-    bias_bwd.push_back(cast(name + ".bwd.cast_bias_grad", out, p.compute, p.param));
+    bias_fwd.push_back(cast_kernel(name + ".cast_bias", out, p.param, p.compute));
+    bias_bwd.push_back(cast_kernel(name + ".bwd.cast_bias_grad", out, p.compute, p.param));
   }
   bias_bwd.push_back(accumulate_grad(name + ".bwd.accumulate_bias_grad", out, p.param));
   ops.op(bias_fwd, bias_bwd, 0);
@@ -413,7 +309,7 @@ void gelu_new(EagerOps& ops, const std::string& name, double T, double f, const 
   // Under autocast torch.pow is on the fp32 list: x is cast up for it, and everything
   // after mixes a bf16 and an fp32 operand into fp32, so the output is fp32 (c_proj casts
   // it back). Autograd keeps pow's fp32 input, tanh's output, 1 + tanh and 0.5 x.
-  std::vector<EagerKernel> fwd{{name + ".mul_half", 2 * E * c, E, activate}, cast(name + ".to_fp32", E, c, 4),
+  std::vector<EagerKernel> fwd{{name + ".mul_half", 2 * E * c, E, activate}, cast_kernel(name + ".to_fp32", E, c, 4),
                                {name + ".pow3", 8 * E, 2 * E, activate},     {name + ".mul_coef", 8 * E, E, activate},
                                {name + ".add_x", E * (c + 8), E, activate},  {name + ".mul_sqrt", 8 * E, E, activate},
                                {name + ".tanh", 8 * E, 10 * E, activate},    {name + ".add_one", 8 * E, E, activate},
@@ -421,20 +317,14 @@ void gelu_new(EagerOps& ops, const std::string& name, double T, double f, const 
   // Backward from the fp32 output gradient: the product rule (0.5 x's gradient cast back
   // to bf16), tanh's, the two scalings, the gradient to x through the add cast back, pow's
   // three (x^2, x 3, x grad) and its cast back, 0.5's, and x's three gradients summed.
-  std::vector<EagerKernel> bwd{{name + ".bwd.mul_b", 12 * E, E, activate},
-                               cast(name + ".bwd.cast_a", E, 4, c),
-                               {name + ".bwd.mul_a", E * (8 + c), E, activate},
-                               {name + ".bwd.tanh", 12 * E, 3 * E, activate},
-                               {name + ".bwd.mul_sqrt", 8 * E, E, activate},
-                               cast(name + ".bwd.cast_add", E, 4, c),
-                               {name + ".bwd.mul_coef", 8 * E, E, activate},
-                               {name + ".bwd.pow2", 8 * E, E, activate},
-                               {name + ".bwd.mul3", 8 * E, E, activate},
-                               {name + ".bwd.mul_grad", 12 * E, E, activate},
-                               cast(name + ".bwd.cast_pow", E, 4, c),
-                               {name + ".bwd.mul_half", 2 * E * c, E, activate},
-                               {name + ".bwd.add_grads", 3 * E * c, E, activate},
-                               {name + ".bwd.add_grads2", 3 * E * c, E, activate}};
+  std::vector<EagerKernel> bwd{
+      {name + ".bwd.mul_b", 12 * E, E, activate},        cast_kernel(name + ".bwd.cast_a", E, 4, c),
+      {name + ".bwd.mul_a", E * (8 + c), E, activate},   {name + ".bwd.tanh", 12 * E, 3 * E, activate},
+      {name + ".bwd.mul_sqrt", 8 * E, E, activate},      cast_kernel(name + ".bwd.cast_add", E, 4, c),
+      {name + ".bwd.mul_coef", 8 * E, E, activate},      {name + ".bwd.pow2", 8 * E, E, activate},
+      {name + ".bwd.mul3", 8 * E, E, activate},          {name + ".bwd.mul_grad", 12 * E, E, activate},
+      cast_kernel(name + ".bwd.cast_pow", E, 4, c),      {name + ".bwd.mul_half", 2 * E * c, E, activate},
+      {name + ".bwd.add_grads", 3 * E * c, E, activate}, {name + ".bwd.add_grads2", 3 * E * c, E, activate}};
   ops.op(fwd, bwd, 12 * E + E * c);
 }
 

@@ -75,6 +75,11 @@ inline double projection_output_bytes(const Precision& p, bool fp32_input)
 {
   return p.lora.enabled && p.lora.nf4_base && p.autocast() && fp32_input ? p.param : p.compute;
 }
+// A cast of `elems` elements from `from` to `to` bytes each (a kernel of the modules' lists).
+EagerKernel cast_kernel(const std::string& name, double elems, double from, double to);
+// `linear` under PEFT (HfPeft.cpp): the frozen projection and its adapter where it has one.
+void peft_linear(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
+                 const Precision& p);
 // The LoRA target group (LoraConfig's qkv, proj, mlp.up, mlp.down) of a projection by its
 // name in these modules ("attn.q", "mlp.gate", ...); "" for one no target names (lm_head).
 std::string lora_target(const std::string& projection);
