@@ -120,7 +120,7 @@ TEST_CASE("hf_engine_refuses_what_generate_does_not_do_with_one_line", "[inferen
     return "hardware: {node: dgx-h100, gpus_per_node: " + gpus + "}\nmodel: {preset: " + model +
            "}\ninference: {engine: hf, batch: 2, prompt_len: 64, output_len: 4" + extra + "}\n";
   };
-  CHECK_THAT(refused("hf_sinks", spec("gpt-oss-120b", "")), Contains("inference.engine") && Contains("Llama-family"));
+  CHECK_THAT(refused("hf_gpt3", spec("gpt3-175b", "")), Contains("inference.engine") && Contains("Llama-family"));
   CHECK_THAT(refused("hf_tp", spec("llama-3-8b", ", tp: 2")), Contains("inference.tp") && Contains("one GPU"));
   CHECK_THAT(refused("hf_cont", spec("llama-3-8b", ", scheduler: continuous")),
              Contains("inference.scheduler") && Contains("static"));

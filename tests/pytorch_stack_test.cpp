@@ -195,8 +195,9 @@ TEST_CASE("the_pytorch_stack_refuses_what_eager_pytorch_with_ddp_does_not_run", 
              Catch::Contains("training.tp") && Catch::Contains("tensor parallelism is Megatron's"));
   CHECK_THAT(refused("pt_zero", hw + "training: {stack: pytorch, seq_len: 512, global_batch: 8, zero: 3}\n"),
              Catch::Contains("training.zero"));
-  CHECK_THAT(refused("pt_mla", "hardware: {node: dgx-h100, gpus_per_node: 8}\nmodel: {preset: deepseek-v3}\n"
-                               "training: {stack: pytorch, seq_len: 512, global_batch: 8}\n"),
+  CHECK_THAT(refused("pt_moe_gpt2",
+                     "hardware: {node: dgx-h100, gpus_per_node: 8}\nmodel: {preset: gpt2, num_experts: "
+                     "8, experts_per_token: 2}\ntraining: {stack: pytorch, seq_len: 512, global_batch: 8}\n"),
              Catch::Contains("training.stack") && Catch::Contains("Llama-family") && Catch::Contains("GPT-2"));
   CHECK_THAT(refused("pt_gpt3", "hardware: {node: dgx-h100, gpus_per_node: 8}\nmodel: {preset: gpt3-175b}\n"
                                 "training: {stack: pytorch, seq_len: 512, global_batch: 8}\n"),

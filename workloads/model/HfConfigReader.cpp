@@ -220,10 +220,11 @@ void read_deepseek_v3(const HfConfig& c, ModelSpec& m)
   a.qk_rope_head_dim = c.integer("qk_rope_head_dim");
   a.v_head_dim       = c.integer("v_head_dim");
   routed_experts(c, m, "n_routed_experts", "moe_intermediate_size");
-  m.moe.shared_experts = c.integer_or("n_shared_experts", 0);
-  m.moe.shared_ffn     = m.moe.expert_ffn;
-  m.moe.first_k_dense  = c.integer_or("first_k_dense_replace", 0);
-  m.moe.layer_freq     = c.integer_or("moe_layer_freq", 1);
+  m.moe.shared_experts   = c.integer_or("n_shared_experts", 0);
+  m.moe.shared_ffn       = m.moe.expert_ffn;
+  m.moe.first_k_dense    = c.integer_or("first_k_dense_replace", 0);
+  m.moe.normalized_top_k = c.flag_or("norm_topk_prob", true); // DeepseekV3Config's default
+  m.moe.layer_freq       = c.integer_or("moe_layer_freq", 1);
   // The aux-loss-free balancing keeps a learned bias per expert (e_score_correction_bias).
   m.moe.router_bias = c.has("topk_method") && c.raw("topk_method") == "noaux_tc";
   // Group-limited routing (node-limited in training): n_group groups, topk_group per token.
@@ -236,7 +237,8 @@ void read_deepseek_v3(const HfConfig& c, ModelSpec& m)
 void read_gpt_oss(const HfConfig& c, ModelSpec& m)
 {
   llama_base(c, m);
-  m.attention_sinks = true;
+  m.qkv_bias = m.proj_bias = c.flag_or("attention_bias", true); // GptOssConfig's default
+  m.attention_sinks        = true;
   sliding_window(c, m, 2);
   routed_experts(c, m, "num_local_experts", "intermediate_size");
   m.moe.expert_biases = true;

@@ -2,13 +2,39 @@
 
 namespace memwall::hf {
 
+namespace {
+
+// The modules transformers builds for the model: its family's, with the options its
+// configuration class has (what memwall's ModelSpec can say otherwise is refused).
+bool is_gpt_oss(const ModelSpec& m)
+{
+  return m.family == "gpt_oss" && m.attention_sinks && m.moe.enabled() && m.moe.expert_biases && m.moe.router_bias &&
+         m.moe.first_k_dense == 0 && m.moe.layer_freq == 1 && m.moe.shared_experts == 0 && m.moe.expert_groups == 0 &&
+         !m.mla.enabled() && m.norms_per_layer == 2 && m.norm == NormKind::rmsnorm && m.mlp == MlpKind::swiglu &&
+         !m.learned_positions && !m.fused_projections && !m.qk_norm;
+}
+
+bool is_deepseek(const ModelSpec& m)
+{
+  return m.family == "deepseek_v3" && m.mla.enabled() && !m.attention_sinks && m.moe.enabled() &&
+         !m.moe.expert_biases && m.moe.layer_freq == 1 && m.moe.shared_experts <= 1 && !m.moe.shared_expert_gate &&
+         m.norms_per_layer == 2 && m.norm == NormKind::rmsnorm && m.mlp == MlpKind::swiglu && !m.learned_positions &&
+         !m.fused_projections && !m.qk_norm && !m.qkv_bias && !m.proj_bias && !m.mlp_bias;
+}
+
+} // namespace
+
 Arch architecture(const ModelSpec& m)
 {
+  if (is_gpt_oss(m))
+    return Arch::gpt_oss;
+  if (is_deepseek(m))
+    return Arch::deepseek;
   if (m.mla.enabled() || m.attention_sinks)
     return Arch::none;
   // Experts as Mixtral, Qwen2-MoE and Qwen3-MoE run them (HfMoe.cpp) in a Llama layer,
-  // every layer sparse: not gpt-oss's biased experts, DeepSeek's group-limited sigmoid
-  // router and dense first layers, nor experts on a model transformers builds dense.
+  // every layer sparse: not biased experts, a group-limited router or dense first layers
+  // there (gpt-oss's and DeepSeek's, above), nor experts on a model transformers builds dense.
   if (m.moe.enabled() &&
       ((m.family != "mixtral" && m.family != "qwen2_moe" && m.family != "qwen3_moe") || m.moe.expert_biases ||
        m.moe.router_bias || m.moe.expert_groups > 0 || m.moe.first_k_dense > 0 || m.moe.layer_freq != 1 ||
@@ -51,7 +77,9 @@ const char* modelled_architectures()
 {
   return "Llama-family decoders (Llama, Mistral, Qwen2, Qwen3, Phi-3: RMSNorm, rotary positions, a gated MLP) and "
          "their mixtures of experts (Mixtral, Qwen2-MoE, Qwen3-MoE: softmax top-k routing, every layer sparse, at most "
-         "one gated shared expert), Gemma 2 and 3, GPT-NeoX, GPT-2 and OPT";
+         "one gated shared expert), gpt-oss (attention sinks, biased experts), DeepSeek-V3 (latent attention, "
+         "group-limited sigmoid routing, dense first layers, one shared expert), Gemma 2 and 3, GPT-NeoX, GPT-2 and "
+         "OPT";
 }
 
 BlockPlan model_embedding(const ModelSpec& m, const Tokens& t, const Precision& p)
@@ -71,6 +99,8 @@ BlockPlan model_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
     case Arch::phi3: return phi3_layer(m, t, p, layer);
     case Arch::neox: return neox_layer(m, t, p, layer);
     case Arch::gemma: return gemma_layer(m, t, p, layer);
+    case Arch::gpt_oss: return gpt_oss_layer(m, t, p, layer);
+    case Arch::deepseek: return deepseek_layer(m, t, p, layer);
     default: return llama_layer(m, t, p, layer);
   }
 }

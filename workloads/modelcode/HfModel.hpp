@@ -7,10 +7,11 @@
 
 namespace memwall::hf {
 
-// modeling_llama.py's decoders (and those that copy it: Mistral, Qwen2, Qwen3), Phi-3's
-// fused version of it, modeling_gpt2.py's or modeling_opt.py's; none for anything else (MoE,
-// latent attention, extra norms).
-enum class Arch { none, llama, phi3, gemma, neox, gpt2, opt };
+// modeling_llama.py's decoders (and those that copy it: Mistral, Qwen2, Qwen3, their
+// mixtures of experts Mixtral, Qwen2-MoE and Qwen3-MoE), Phi-3's fused version of it,
+// Gemma's, GPT-NeoX's, modeling_gpt2.py's, modeling_opt.py's, gpt-oss's and DeepSeek-V3's;
+// none for anything else.
+enum class Arch { none, llama, phi3, gemma, neox, gpt2, opt, gpt_oss, deepseek };
 Arch architecture(const ModelSpec& m);
 // The model's final norm (Gemma's, an RMSNorm or a LayerNorm).
 NormFn final_norm_of(const ModelSpec& m);

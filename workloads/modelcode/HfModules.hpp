@@ -38,9 +38,10 @@ struct Precision {
   bool autocast() const { return param != compute; }
 };
 
-// Tokens of a micro-batch: b sequences of s tokens.
+// Tokens of a micro-batch: b sequences of s tokens, after `cached` tokens of each already
+// in the cache (generate()'s decode; 0 in training).
 struct Tokens {
-  double b = 1, s = 1;
+  double b = 1, s = 1, cached = 0;
   double T() const { return b * s; }
 };
 inline Tokens tokens(const StepShape& shape)
@@ -200,6 +201,22 @@ void gated_mlp(EagerOps& ops, const std::string& name, double T, double h, doubl
 // through transformers' grouped_mm experts), on the normalised stream; returns the
 // gradients it has alive at once in backward beyond what it keeps (bytes).
 double sparse_moe_block(EagerOps& ops, const ModelSpec& m, const Tokens& t, const Precision& p);
+// The MoE block's router over T tokens (HfMoeRouter.cpp: Mixtral's and Qwen's softmax
+// top-k, gpt-oss's top-k softmax, DeepSeek-V3's group-limited sigmoid); returns the
+// element bytes of the routing weights it hands the experts.
+double moe_router(EagerOps& ops, const ModelSpec& m, double T, const Precision& p);
+
+// A gpt-oss decoder layer (HfGptOss.cpp): biased projections, rotary on each head's two
+// halves, eager attention with a learned sink per head, biased experts.
+BlockPlan gpt_oss_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
+// gpt-oss's eager_attention_forward over q (rotary's output), k of `k_bytes` and v of
+// `v_bytes` an element: the scores per head with the sink column, in the stream's dtype
+// from the mask's add on; returns what its backward holds at once beyond what it keeps.
+double sink_attention(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSpec& m, const Precision& p,
+                      double k_bytes, double v_bytes);
+// A DeepSeek-V3 decoder layer (HfDeepseek.cpp): multi-head latent attention, then the
+// dense MLP in the first layers and the group-routed experts with a shared expert after.
+BlockPlan deepseek_layer(const ModelSpec& m, const Tokens& t, const Precision& p, int64_t layer);
 
 // Liger-Kernel's replacements (HfLiger.cpp; calibration/research/peft-qlora-liger.md
 // section 5). LigerRMSNorm over T x h of the stream: one kernel each way (and the weight

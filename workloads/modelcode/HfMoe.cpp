@@ -1,9 +1,9 @@
-// The sparse MoE block of Mixtral, Qwen2-MoE and Qwen3-MoE as transformers 5 runs it in
-// eager PyTorch (calibration/research/hf-moe-inventory.md, read from integrations/moe.py
-// and the models' modeling files against the H200 steps of hf-families.csv).
+// The sparse MoE block of Mixtral, Qwen2-MoE, Qwen3-MoE, gpt-oss and DeepSeek-V3 as
+// transformers 5 runs it in eager PyTorch (calibration/research/hf-moe-inventory.md, read
+// from integrations/moe.py and the models' modeling files against the H200 steps of
+// hf-families.csv).
 //
-// The router is a Linear under autocast (bf16 logits), softmax in fp32, top-k, the
-// weights renormalised where the model says so. The experts run through
+// The router (HfMoeRouter.cpp) gives each token its top-k experts and weights. The experts run through
 // grouped_mm_experts_forward: the S = T k token-expert pairs sorted by expert (a full
 // 64-bit radix sort), the tokens gathered into S rows, two grouped GEMMs around the gated
 // activation, the weighted rows gathered back and summed over k. torch's _grouped_mm is
@@ -36,11 +36,13 @@ std::vector<EagerKernel> radix_sort(const std::string& name, double rows, int pa
 
 // An index's backward (a gather's: tokens or weights indexed by a permutation): the
 // source's gradient zeroed (`rows` x `width` of `e` bytes), the S indices sorted (two
-// passes: as many bits as S needs), the S gathered rows' gradients added in.
-std::vector<EagerKernel> index_backward(const std::string& name, double rows, double S, double width, double e)
+// passes: as many bits as S needs; one for the E expert ids a bias gather indexes by),
+// the S gathered rows' gradients added in.
+std::vector<EagerKernel> index_backward(const std::string& name, double rows, double S, double width, double e,
+                                        int sort_passes = 2)
 {
   std::vector<EagerKernel> ks{{name + ".zeros", rows * width * e, 0, generic}};
-  for (const EagerKernel& k : radix_sort(name + ".sort", S, 2))
+  for (const EagerKernel& k : radix_sort(name + ".sort", S, sort_passes))
     ks.push_back(k);
   ks.push_back({name + ".indexing_backward", 2 * S * width * e + rows * width * e + 8 * S, 0, generic});
   return ks;
@@ -101,6 +103,52 @@ void grouped_backward(EagerOps& ops, const GroupedGemm& g, double experts, doubl
     }
 }
 
+// A biased expert GEMM's bias (gpt-oss): bias[expert of each row] gathered (S x width),
+// added to the output in place; backward the gathered rows' gradient indexed back into
+// the E x width bias gradient.
+void expert_bias(EagerOps& ops, const std::string& name, double S, double E, double width, double x)
+{
+  ops.op({{name + ".gather", 2 * S * width * x + 8 * S, 0, generic},
+          {name + ".add", 3 * S * width * x, S * width, binary}},
+         index_backward(name + ".bwd", E, S, width, x, 1));
+}
+
+// _apply_gate's act(gate) * up on the chunks of gate_up's output (kept whole: both are
+// views), the product kept by down.
+void silu_gate(EagerOps& ops, double S, double F, double x)
+{
+  ops.op({{"moe.experts.silu", 2 * S * F * x, 4 * S * F, activate}},
+         {{"moe.experts.bwd.silu", 3 * S * F * x, 8 * S * F, activate}}, 2 * S * F * x);
+  ops.op({{"moe.experts.mul", 3 * S * F * x, S * F, binary}},
+         {{"moe.experts.bwd.mul_up", 3 * S * F * x, S * F, binary},
+          {"moe.experts.bwd.mul_act", 3 * S * F * x, S * F, binary}},
+         S * F * x); // act's output
+}
+
+// gpt-oss's _apply_gate on the interleaved gate and up: gate.clamp(max=7),
+// up.clamp(-7, 7), glu = gate * sigmoid(gate * 1.702), (up + 1) * glu. Kept: gate_up's
+// output (the clamps' input), the clamped gate, the sigmoid, up + 1 and glu (the product
+// is down's, kept there): 28 S F bytes in fp32 with it, as the inventory counts.
+void clamped_swiglu(EagerOps& ops, double S, double F, double x)
+{
+  const double E = S * F;
+  ops.op({{"moe.experts.clamp_gate", 2 * E * x, E, generic}}, {{"moe.experts.bwd.clamp_gate", 3 * E * x, E, generic}},
+         2 * E * x);
+  ops.op({{"moe.experts.clamp_up", 2 * E * x, E, generic}}, {{"moe.experts.bwd.clamp_up", 3 * E * x, E, generic}});
+  ops.op({{"moe.experts.mul_alpha", 2 * E * x, E, binary}}, {{"moe.experts.bwd.mul_alpha", 2 * E * x, E, binary}});
+  ops.op({{"moe.experts.sigmoid", 2 * E * x, 4 * E, activate}},
+         {{"moe.experts.bwd.sigmoid", 3 * E * x, 3 * E, activate}}, E * x);
+  ops.op({{"moe.experts.mul_glu", 3 * E * x, E, binary}},
+         {{"moe.experts.bwd.glu_sig", 3 * E * x, E, binary},
+          {"moe.experts.bwd.glu_gate", 3 * E * x, E, binary},
+          {"moe.experts.bwd.gate_grad_sum", 3 * E * x, E, binary}},
+         E * x);
+  ops.op({{"moe.experts.add_one", 2 * E * x, E, binary}}, {});
+  ops.op({{"moe.experts.mul_out", 3 * E * x, E, binary}},
+         {{"moe.experts.bwd.mul_out_up", 3 * E * x, E, binary}, {"moe.experts.bwd.mul_out_glu", 3 * E * x, E, binary}},
+         2 * E * x);
+}
+
 } // namespace
 
 double sparse_moe_block(EagerOps& ops, const ModelSpec& m, const Tokens& t, const Precision& p)
@@ -113,36 +161,20 @@ double sparse_moe_block(EagerOps& ops, const ModelSpec& m, const Tokens& t, cons
   const Dtype xdt     = x == 4 ? Dtype::fp32 : p.compute_dtype;
   const bool fallback = xdt != Dtype::bf16;
   const double hit    = experts_hit(E, S);
-  // Mixtral keeps the routing weights in fp32; Qwen's routers cast them to the logits' dtype.
-  const bool qwen = m.family != "mixtral";
-  const double w  = qwen ? c : 4;
+  // Qwen2-MoE runs its shared expert (a LlamaMLP on the same input, gated) before the
+  // experts, DeepSeek-V3 its (ungated) after them; backward reaches the first one last.
+  const bool shared       = m.moe.shared_experts > 0;
+  const bool shared_first = shared && m.moe.shared_expert_gate;
+  const double shared_ffn = static_cast<double>(m.moe.shared_ffn * m.moe.shared_experts);
 
-  // The input's users: the router's cast and the experts' gather (and Qwen2-MoE's shared
-  // expert: its gate's and up's casts and its gate's): their gradients summed.
-  const int users = 2 + (m.moe.shared_experts > 0 ? 3 : 0);
+  // The input's users: the router's cast and the experts' gather (and a shared expert's
+  // gate's and up's casts, and its gate's): their gradients summed.
+  const int users = 2 + (shared ? 2 : 0) + (m.moe.shared_expert_gate ? 1 : 0);
   for (int i = 1; i < users; ++i)
     grad_accumulate(ops, "moe.grad_sum" + std::to_string(i), T * h, x);
-  // Qwen2MoeSparseMoeBlock runs its shared expert (a LlamaMLP on the same input) first;
-  // backward reaches it last.
-  if (m.moe.shared_experts > 0)
-    gated_mlp(ops, "moe.shared", T, h, static_cast<double>(m.moe.shared_ffn), false, p);
-
-  // Router: logits = gate(x) in bf16; softmax(logits, dtype=float); topk; renormalise.
-  linear(ops, "moe.router", T, h, E, true, p);
-  ops.op({{"moe.router.softmax", T * E * (c + 4), 4 * T * E, generic}},
-         {{"moe.router.bwd.softmax", T * E * (4 + 4 + c), 4 * T * E, generic}}, 4 * T * E);
-  ops.op({{"moe.router.topk", 4 * T * E + 12 * S, 0, generic}, {"moe.router.topk_sort", 24 * S, 0, generic}},
-         {{"moe.router.bwd.topk_zeros", 4 * T * E, 0, generic}, {"moe.router.bwd.topk_scatter", 12 * S, 0, generic}},
-         8 * S);
-  if (m.moe.normalized_top_k)
-    ops.op({{"moe.router.sum", 4 * S + 4 * T, 0, generic}, {"moe.router.div", 12 * S, S, binary}},
-           {{"moe.router.bwd.div_other", 16 * S, 2 * S, binary},
-            {"moe.router.bwd.div_sum", 4 * S + 4 * T, 0, generic},
-            {"moe.router.bwd.div_self", 12 * S, S, binary}},
-           4 * S + 4 * T);
-  if (qwen)
-    ops.op({{"moe.router.cast_weights", S * (4 + c), 0, generic}},
-           {{"moe.router.bwd.cast_weights", S * (4 + c), 0, generic}});
+  if (shared_first)
+    gated_mlp(ops, "moe.shared", T, h, shared_ffn, false, p);
+  const double w = moe_router(ops, m, T, p); // the routing weights' element bytes
 
   // grouped_mm_experts_forward: pairs sorted by expert, the tokens gathered (kept for
   // gate_up's weight gradient), their weights in that order.
@@ -168,18 +200,26 @@ double sparse_moe_block(EagerOps& ops, const ModelSpec& m, const Tokens& t, cons
   const GroupedGemm gate_up{"moe.experts.gate_up", S, h, 2 * F, hit, xdt, fallback};
   const GroupedGemm down{"moe.experts.down", S, F, h, hit, xdt, fallback};
   grouped_backward(ops, gate_up, E, S * h * x); // the gathered tokens
-  // chunk's backward: the gate's and up's gradients catted into gate_up's layout.
-  ops.op({}, {{"moe.experts.bwd.chunk_cat", 4 * S * F * x, 0, generic}});
+  if (m.family == "gpt_oss") {                  // gate and up interleaved: two strided slices' gradients, summed
+    ops.op({}, {{"moe.experts.bwd.slice_gate_zeros", 2 * S * F * x, 0, generic},
+                {"moe.experts.bwd.slice_gate_copy", 2 * S * F * x, 0, generic},
+                {"moe.experts.bwd.slice_up_zeros", 2 * S * F * x, 0, generic},
+                {"moe.experts.bwd.slice_up_copy", 2 * S * F * x, 0, generic},
+                {"moe.experts.bwd.slices_sum", 6 * S * F * x, 2 * S * F, binary}});
+  } else { // chunk's backward: the gate's and up's gradients catted into gate_up's layout
+    ops.op({}, {{"moe.experts.bwd.chunk_cat", 4 * S * F * x, 0, generic}});
+  }
   grouped_forward(ops, gate_up);
-  // _apply_gate: act(gate) * up on chunks of gate_up's output (kept whole: both are views).
-  ops.op({{"moe.experts.silu", 2 * S * F * x, 4 * S * F, activate}},
-         {{"moe.experts.bwd.silu", 3 * S * F * x, 8 * S * F, activate}}, 2 * S * F * x);
-  ops.op({{"moe.experts.mul", 3 * S * F * x, S * F, binary}},
-         {{"moe.experts.bwd.mul_up", 3 * S * F * x, S * F, binary},
-          {"moe.experts.bwd.mul_act", 3 * S * F * x, S * F, binary}},
-         S * F * x); // act's output (the product: kept by down, below)
+  if (m.moe.expert_biases)
+    expert_bias(ops, "moe.experts.gate_up_bias", S, E, 2 * F, x);
+  if (m.family == "gpt_oss")
+    clamped_swiglu(ops, S, F, x);
+  else
+    silu_gate(ops, S, F, x);
   grouped_backward(ops, down, E, S * F * x);
   grouped_forward(ops, down);
+  if (m.moe.expert_biases)
+    expert_bias(ops, "moe.experts.down_bias", S, E, h, x);
   // proj_out * weights (keeps both for their gradients), the sentinels' fill, back to the
   // tokens' order, summed over each token's k rows.
   ops.op({{"moe.weigh", 2 * S * h * x + S * w, S * h, binary}},
@@ -193,9 +233,11 @@ double sparse_moe_block(EagerOps& ops, const ModelSpec& m, const Tokens& t, cons
   ops.op({{"moe.gather_rows", 2 * S * h * x + 8 * S, 0, generic}}, index_backward("moe.bwd.gather_rows", S, S, h, x));
   ops.op({{"moe.combine_sum", (S + T) * h * x, S * h, generic}}, {});
 
-  if (m.moe.shared_experts > 0) {
-    // The shared expert's output times sigmoid of its own Linear(h, 1), added to the
-    // experts' output.
+  if (shared) {
+    // Qwen2-MoE: the shared expert's output times sigmoid of its own Linear(h, 1); either
+    // way added to the experts' output.
+    if (!shared_first)
+      gated_mlp(ops, "moe.shared", T, h, shared_ffn, false, p);
     if (m.moe.shared_expert_gate) {
       linear(ops, "moe.shared_gate", T, h, 1, true, p);
       ops.op({{"moe.shared_gate.sigmoid", 2 * T * c, T, activate}},

@@ -77,7 +77,7 @@ public:
     auto refuse = [&](const char* key, const std::string& why) { r.fail(key, "engine hf: " + why); };
     if (hf::architecture(m) == hf::Arch::none)
       refuse("engine", std::string("runs transformers' modules of ") + hf::modelled_architectures() + "; " + m.name +
-                           " is none of them (latent attention, attention sinks, biased or group-routed experts)");
+                           " is none of them");
     if (c.tp > 1 || c.ep > 1)
       refuse(c.tp > 1 ? "tp" : "ep", "generate() on one GPU (device_map's layers spread over GPUs are not modelled)");
     if (c.scheduler->iteration_level())
@@ -118,10 +118,15 @@ public:
       s = std::max(s, static_cast<double>(w.tokens));
       L = std::max(L, static_cast<double>(w.context));
     }
+    // Latent attention (the cache holds the compressed kv, rebuilt per head every forward)
+    // and gpt-oss's eager attention (scores over every cached key) grow and read their
+    // DynamicCache inside the layer's own kernels; the others' SDPA is timed here.
+    const bool layer_reads_cache = m.mla.enabled() || m.attention_sinks;
     hf::Precision p;
     p.compute_dtype = c.act_dtype;
     p.param = p.compute = dtype_bytes(c.act_dtype);
-    const hf::Tokens t{b, s};
+    p.builds_cache      = layer_reads_cache;
+    const hf::Tokens t{b, s, layer_reads_cache ? L : 0.0};
     const double e = p.param, T = t.T(), h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab);
     const double q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
     const double o = static_cast<double>(m.attn_out_dim()), f = static_cast<double>(m.ffn_hidden);
@@ -134,7 +139,7 @@ public:
     for (const KernelPlan& k : hf::model_layer(m, t, p, 0).kernels) {
       if (!k.runs(true))
         continue;
-      if (k.kclass != KernelClass::attention) {
+      if (k.kclass != KernelClass::attention || layer_reads_cache) {
         layer.push_back(forward_cost(k));
         continue;
       }
@@ -193,7 +198,16 @@ public:
       const double k = static_cast<double>(m.moe.top_k), F = static_cast<double>(m.moe.expert_ffn);
       mlp = k * (4 * F + 3 * h) * e + 3 * static_cast<double>(m.moe.shared_ffn * m.moe.shared_experts) * e;
     }
-    it.activation_bytes = std::max(it.activation_bytes, T * (2 * h * e + 2 * h * 4 + mlp) + b * V * (e + 4));
+    // gpt-oss's scores and probabilities over every key and the sink (two at once); latent
+    // attention's keys and values rebuilt for every cached token (kv_b's output and the key).
+    double attention = 0;
+    if (m.attention_sinks)
+      attention = 2 * b * static_cast<double>(m.heads) * s * (L + s + 1) * e;
+    if (m.mla.enabled())
+      attention = b * (L + s) * static_cast<double>(m.heads) *
+                  static_cast<double>(2 * m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim + m.mla.v_head_dim) * e;
+    it.activation_bytes =
+        std::max(it.activation_bytes, T * (2 * h * e + 2 * h * 4 + mlp) + attention + b * V * (e + 4));
   }
 
   // No budget: the DynamicCache grows until the GPU's memory runs out (the replay's
@@ -214,7 +228,8 @@ const bool registered = inference_engine_registry().add(
     "hf",
     "Hugging Face transformers' generate() in eager PyTorch: every module's kernels one by one (sdpa attention), a "
     "DynamicCache grown by torch.cat each step, one static batch, no KV budget (the cache grows until memory runs "
-    "out); host work not modelled. Llama-family, GPT-2 and OPT modules. Offloaded layers (offload.weights: cpu) come "
+    "out); host work not modelled. The modules of every family the pytorch stack runs. Offloaded layers "
+    "(offload.weights: cpu) come "
     "in as Accelerate's hooks (from pageable memory) or ZeRO-3's (ZeRO-Inference: pinned, the embedding too) move "
     "them, each layer's just before it runs, every forward (offload_hooks). Where a spec does not say: scheduler "
     "static, KV grown token by token (block_size 1), whole prompts in one batch (no chunked prefill, "

@@ -210,7 +210,8 @@ private:
 
 const bool registered = training_stack_registry().add(
     "pytorch",
-    "eager PyTorch with a Hugging Face model (transformers' modules op by op; Llama-family and its MoE, Gemma, "
+    "eager PyTorch with a Hugging Face model (transformers' modules op by op; Llama-family and its MoE, gpt-oss, "
+    "DeepSeek-V3, Gemma, "
     "GPT-NeoX, GPT-2, OPT): fp32 "
     "parameters under torch.autocast, 16 B per parameter and bf16 weight casts, DDP, fused AdamW",
     [](ParamReader& training) { return std::make_unique<PyTorchStack>(training); });
