@@ -175,3 +175,43 @@ TEST_CASE("gemma2s_generate_softcaps_its_kept_logits_each_decode_step", "[infere
   CHECK(tpot("gemma2_capped", source_path("tests/data/hf_configs/gemma-2-9b/config.json")) >
         tpot("gemma2_uncapped", path));
 }
+
+TEST_CASE("hf_generate_plans_each_kind_of_layer_its_own_way", "[inference][hf]")
+{
+  // DeepSeek-V3's first_k_dense_replace layers run DeepseekV3MLP, the rest the routed
+  // experts: the 2-layer probe's L0 launches gate, up and down, its L1 the experts' grouped
+  // GEMMs (bf16: one CUTLASS kernel a pass).
+  int dense = 0, experts = 0, dense_in_moe_layer = 0;
+  for (const OpRow& o :
+       run_ops("hf_deepseek_kinds",
+               "hardware: {node: hgx-h200, gpus_per_node: 1}\nmodel: {hf_config: " +
+                   source_path("tests/data/hf_families/deepseek-v3-2l-16e/config.json") +
+                   "}\ninference: {engine: hf, weight_dtype: bf16, batch: 1, prompt_len: 64, output_len: 2}\n")) {
+    dense += o.name == "L0.mlp.gate" ? 1 : 0;
+    experts += o.name == "L1.moe.experts.gate_up" ? 1 : 0;
+    dense_in_moe_layer += o.name == "L1.mlp.gate" ? 1 : 0;
+  }
+  CHECK(dense == 2); // the prefill and the one decode
+  CHECK(experts == 2);
+  CHECK(dense_in_moe_layer == 0);
+  // gpt-oss's sliding layers keep the last window - 1 = 127 tokens
+  // (DynamicSlidingWindowLayer): decoding one token after a 2,048-token prompt, layer 0's
+  // scores GEMM reads q (64 heads of 64) and 128 keys repeated for each head, layer 1's all
+  // 2,049: (H (d + K) + H K d) x 2 B.
+  std::vector<double> sliding, full;
+  for (const OpRow& o :
+       run_ops("hf_gpt_oss_window", "hardware: {node: hgx-h200, gpus_per_node: 1}\nmodel: {hf_config: " +
+                                        source_path("tests/data/hf_families/gpt-oss-20b-2l/config.json") +
+                                        "}\ninference: {engine: hf, batch: 1, prompt_len: 2048, output_len: 2}\n")) {
+    if (o.name == "L0.attn.eager.scores")
+      sliding.push_back(o.bytes);
+    if (o.name == "L1.attn.eager.scores")
+      full.push_back(o.bytes);
+  }
+  REQUIRE(sliding.size() == 2);
+  REQUIRE(full.size() == 2);
+  const double H = 64, d = 64;
+  auto scores = [&](double K) { return (H * (d + K) + H * K * d) * 2; };
+  CHECK(sliding[1] == Approx(scores(128)).epsilon(1e-12));
+  CHECK(full[1] == Approx(scores(2049)).epsilon(1e-12));
+}

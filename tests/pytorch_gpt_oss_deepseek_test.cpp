@@ -171,7 +171,7 @@ TEST_CASE("gpt_oss_and_deepseek_steps_and_peaks_land_near_the_measured_h200_step
     REQUIRE(measured.count(family) == 1);
     nlohmann::json j =
         memwall::test::run_json(std::string("moe_family_") + family, memwall::test::measured_family_spec(family));
-    CHECK(memwall::test::peak_without_context(j) == Approx(measured.at(family).peak_allocated_bytes).epsilon(0.06));
+    CHECK(memwall::test::peak_without_context(j) == Approx(measured.at(family).peak_allocated_bytes).epsilon(0.02));
     // gpt-oss comes out 13 % short: its experts' fp32 GEMMs (107 against 117 ms) and its
     // broadcast and strided elementwise kernels (the mask's add: 1.44 ms measured, 0.76
     // in memwall's contiguous curve).

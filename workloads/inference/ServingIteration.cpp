@@ -246,10 +246,11 @@ void ServingDriver::emit_iteration(const Iteration& it)
     fetch_weights(l + 1);
     if (w_off > 0 && !streaming.ahead)
       w_stage = fetch_now(kernels_.layer_weight_bytes() * w_off, L + ".weights");
-    OpId mark = static_cast<OpId>(dag_.size());
-    for (const KernelCost& e : k.layer.eager) // an eager engine's kernels, one by one
-      emit_kernel(e, L + "." + e.name);
-    for (size_t p = 0; p < parts.size() && k.layer.eager.empty(); ++p)
+    OpId mark                            = static_cast<OpId>(dag_.size());
+    const std::vector<KernelCost>* eager = k.eager_layer(l);
+    for (size_t e = 0; eager && e < eager->size(); ++e) // an eager engine's kernels, one by one
+      emit_kernel((*eager)[e], L + "." + (*eager)[e].name);
+    for (size_t p = 0; p < parts.size() && !eager; ++p)
       emit_layer_part(parts[p], l, parts.size() > 1 ? L + ".b" + std::to_string(p) : L, w_ready, freed_kv);
     // The layer's first kernel also waits for its offloaded input hidden states.
     for (OpId v = mark; act_back != OpDag::none && v < dag_.size(); ++v)

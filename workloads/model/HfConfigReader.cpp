@@ -213,24 +213,25 @@ void read_phi3(const HfConfig& c, ModelSpec& m)
 void read_deepseek_v3(const HfConfig& c, ModelSpec& m)
 {
   llama_base(c, m);
-  MlaSpec& a         = m.mla;
-  a.q_lora_rank      = c.integer_or("q_lora_rank", 0);
+  MlaSpec& a = m.mla;
+  // DeepseekV3Config's defaults where a key is absent (q_lora_rank null: no q bottleneck).
+  a.q_lora_rank      = c.has("q_lora_rank") ? c.integer_or("q_lora_rank", 0) : 1536;
   a.kv_lora_rank     = c.integer("kv_lora_rank");
   a.qk_nope_head_dim = c.integer("qk_nope_head_dim");
   a.qk_rope_head_dim = c.integer("qk_rope_head_dim");
   a.v_head_dim       = c.integer("v_head_dim");
   routed_experts(c, m, "n_routed_experts", "moe_intermediate_size");
-  m.moe.shared_experts   = c.integer_or("n_shared_experts", 0);
+  m.moe.shared_experts   = c.integer_or("n_shared_experts", 1);
   m.moe.shared_ffn       = m.moe.expert_ffn;
-  m.moe.first_k_dense    = c.integer_or("first_k_dense_replace", 0);
+  m.moe.first_k_dense    = c.integer_or("first_k_dense_replace", 3);
   m.moe.normalized_top_k = c.flag_or("norm_topk_prob", true); // DeepseekV3Config's default
   m.moe.layer_freq       = c.integer_or("moe_layer_freq", 1);
   // The aux-loss-free balancing keeps a learned bias per expert (e_score_correction_bias).
   m.moe.router_bias = c.has("topk_method") && c.raw("topk_method") == "noaux_tc";
   // Group-limited routing (node-limited in training): n_group groups, topk_group per token.
-  if (c.integer_or("n_group", 1) > 1) {
-    m.moe.expert_groups    = c.integer("n_group");
-    m.moe.groups_per_token = c.integer_or("topk_group", m.moe.expert_groups);
+  if (c.integer_or("n_group", 8) > 1) {
+    m.moe.expert_groups    = c.integer_or("n_group", 8);
+    m.moe.groups_per_token = c.integer_or("topk_group", 4);
   }
 }
 

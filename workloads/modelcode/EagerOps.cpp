@@ -38,6 +38,24 @@ void EagerOps::op(const std::vector<EagerKernel>& forward, const std::vector<Eag
     out_[first].saved_bytes    = saved;
     out_[first].saved_category = category;
   }
+  if (!backward.empty()) // the backward entries come first, the one that runs first last of them
+    added(first, first + backward.size() - 1);
+}
+
+void EagerOps::added(size_t first, size_t runs_first)
+{
+  previous_first_  = last_first_;
+  last_first_      = first;
+  last_runs_first_ = runs_first;
+}
+
+void EagerOps::gradient_to_previous_op(double bytes)
+{
+  if (last_runs_first_ == none)
+    return;
+  KernelPlan& k = out_[last_runs_first_];
+  k.grad_bytes += bytes;
+  k.grad_until = previous_first_ == none ? -1 : static_cast<int>(previous_first_);
 }
 
 void EagerOps::gemm(const std::string& name, double tokens, double in, double out, Dtype dtype, bool weight_grad,
@@ -60,17 +78,22 @@ void EagerOps::gemm(const std::string& name, double tokens, double in, double ou
       (tokens * out + in * out + tokens * in) * e + (weight_grad ? (tokens * out + tokens * in + in * out) * e : 0.0);
   k.saved_bytes = saved;
   out_.push_back(k);
+  added(out_.size() - 1, out_.size() - 1);
 }
 
 void EagerOps::gemm_pass(const std::string& name, double tokens, double in, double out, Dtype dtype, GemmPass pass)
 {
+  const size_t last_first = last_first_, last_runs_first = last_runs_first_, previous_first = previous_first_;
   gemm(name, tokens, in, out, dtype, pass != GemmPass::input_grad);
   KernelPlan& k  = out_.back();
   const double e = dtype_bytes(dtype);
   if (pass == GemmPass::backward) // both gradients: gemm's own entry
     return;
-  if (pass == GemmPass::forward) {
+  if (pass == GemmPass::forward) { // no backward: not an op a gradient flows back through
     k.bwd_flops = k.bwd_model_flops = k.bwd_bytes = 0;
+    last_first_                                   = last_first;
+    last_runs_first_                              = last_runs_first;
+    previous_first_                               = previous_first;
     return;
   }
   k.fwd_flops = k.fwd_bytes = 0;
@@ -108,6 +131,7 @@ void EagerOps::attention(const std::string& name, double flops, double bytes, do
   out_.push_back(k);
   helpers(backward_before);
   out_[first].saved_bytes = saved; // freed once the last helper has run
+  added(first, out_.size() - 1);
 }
 
 } // namespace memwall

@@ -39,6 +39,13 @@ public:
   // The last forward kernel also allocates `bytes` that live until the model's forward
   // returns (KernelPlan::forward_held_bytes).
   void hold_until_forward_returns(double bytes) { out_.back().forward_held_bytes += bytes; }
+  // The last entry's output (`bytes`) is read by the next kernel alone, then dropped
+  // (KernelPlan::out_bytes).
+  void output_read_once(double bytes) { out_.back().out_bytes += bytes; }
+  // The last op's backward writes its input's gradient (`bytes`), alive until the op
+  // before it that has a backward has run its own: the one that reads it
+  // (KernelPlan::grad_bytes). For a chain of ops each feeding the next.
+  void gradient_to_previous_op(double bytes);
   // A GEMM (mm under autocast) of tokens x in -> tokens x out in `dtype`, keeping nothing
   // of its own (its inputs are other ops' saved tensors); backward its input and weight
   // gradients (GemmPass::backward), or the input gradient alone for a weight without grad.
@@ -56,7 +63,13 @@ public:
                  const std::vector<EagerKernel>& backward_before, const std::vector<EagerKernel>& backward_after);
 
 private:
+  // An op with a backward was added: its entries from `first`, the one whose backward
+  // runs first at `runs_first`.
+  void added(size_t first, size_t runs_first);
+
   std::vector<KernelPlan>& out_;
+  static constexpr size_t none = static_cast<size_t>(-1);
+  size_t last_first_ = none, last_runs_first_ = none, previous_first_ = none;
 };
 
 } // namespace memwall

@@ -5,7 +5,7 @@
 // DeepseekV3Attention (multi-head latent attention): q through the q_a / q_b bottleneck
 // with an RMSNorm between, the compressed kv (kv_lora_rank latent plus one rotary key
 // shared by the heads) from kv_a_proj_with_mqa, its latent normed; rotary embeddings on
-// each head's rope part, interleaved; the DynamicCache holds the compressed kv; kv_b_proj
+// each head's rope part's even and odd elements; the DynamicCache holds the compressed kv; kv_b_proj
 // rebuilds each head's k_nope and v from the latent (every cached token's, each forward),
 // the key assembled into a new tensor, the query catted; torch's SDPA with d_qk 192 and
 // d_v 128 (cuDNN takes them unpadded). The MLP: DeepseekV3MLP in the first
@@ -44,14 +44,10 @@ double latent_attention(EagerOps& ops, const ModelSpec& m, const Tokens& t, cons
   }
   linear(ops, "attn.kv_a", T, h, kr + dr, true, p);
   head_rms_norm(ops, "attn.kv_a_norm", T, 1, kr, p);
-  // apply_rotary_pos_emb_interleave: each rope part's even and odd elements regrouped
-  // (a copy), then rotary as Llama's (promoted to the stream's dtype by cos and sin).
-  ops.op({{"attn.rope_q_interleave", 2 * T * H * dr * c, 0, generic}},
-         {{"attn.bwd.rope_q_interleave", 2 * T * H * dr * c, 0, generic}});
-  rotary(ops, "attn.rope_q", T, H * dr, p);
-  ops.op({{"attn.rope_k_interleave", 2 * T * dr * c, 0, generic}},
-         {{"attn.bwd.rope_k_interleave", 2 * T * dr * c, 0, generic}});
-  rotary(ops, "attn.rope_k", T, dr, p);
+  // apply_rotary_pos_emb_interleave: each rope part's even and odd elements rotated in
+  // place of halves (promoted to the stream's dtype by cos and sin).
+  halves_rotary(ops, "attn.rope_q", T, H * dr, p);
+  halves_rotary(ops, "attn.rope_k", T, dr, p);
   // The DynamicCache's update (in training too, as the config's use_cache leaves it):
   // the normed latent and the rotated key catted onto the layer's cache (its earlier
   // tokens read and written again), held until the model's forward returns.
@@ -69,12 +65,21 @@ double latent_attention(EagerOps& ops, const ModelSpec& m, const Tokens& t, cons
           cast_kernel("attn.bwd.q_pass_grad_cast", T * H * dn, r, c)});
   // expand_kv: kv_b_proj over every cached latent (cast from the stream's dtype and kept),
   // k_nope and v its views; the key a new tensor, k_nope and the broadcast k_rot copied
-  // in; backward k_rot's gradient summed over the heads, the split's gradients catted.
+  // into its slices. Backward each copy_ (CopySlices) copies the whole key's gradient,
+  // clones its slice's for the source and zeroes that slice; k_rot's summed over the
+  // heads, the split's gradients catted into kv_b's output layout.
   linear(ops, "attn.kv_b", Tk, kr, H * (dn + dv), r != c, p);
-  ops.op({{"attn.key_copy_nope", 2 * Tk * H * dn * c, 0, generic},
-          {"attn.key_copy_rot", Tk * dr * r + Tk * H * dr * c, 0, generic}},
-         {{"attn.bwd.k_rot_sum", Tk * H * dr * c + Tk * dr * r, Tk * H * dr, generic},
+  const double key = Tk * H * dq * c;
+  ops.op({{"attn.key_copy_nope", 2 * Tk * H * dn * c, 0, generic}},
+         {{"attn.bwd.key_nope_copy", 2 * key, 0, generic},
+          {"attn.bwd.key_nope_clone", 2 * Tk * H * dn * c, 0, generic},
+          {"attn.bwd.key_nope_zero", Tk * H * dn * c, 0, generic},
           {"attn.bwd.kv_split_cat", 2 * Tk * H * (dn + dv) * c, 0, generic}});
+  ops.op({{"attn.key_copy_rot", Tk * dr * r + Tk * H * dr * c, 0, generic}},
+         {{"attn.bwd.key_rot_copy", 2 * key, 0, generic},
+          {"attn.bwd.key_rot_clone", 2 * Tk * H * dr * c, 0, generic},
+          {"attn.bwd.key_rot_zero", Tk * H * dr * c, 0, generic},
+          {"attn.bwd.k_rot_sum", Tk * H * dr * c + Tk * dr * r, Tk * H * dr, generic}});
   // SDPA: autocast casts q to c (the key is in c); cuDNN keeps q, k, v's base (kv_b's
   // output), the output and the log-sum-exp.
   if (r != c)

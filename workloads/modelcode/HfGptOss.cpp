@@ -16,8 +16,20 @@ namespace {
 constexpr KernelFamily generic = KernelFamily::generic;
 constexpr KernelFamily binary  = KernelFamily::residual;
 
+// A batched GEMM written as one (B H S rows against a K x d operand): each of the B H
+// heads reads its own k or v, `extra` elements more than one operand's, forward and in
+// each backward pass.
+void per_head_operand(KernelPlan& k, double extra, double c)
+{
+  k.fwd_bytes += extra * c;
+  k.bwd_bytes += 2 * extra * c;
+}
+
+} // namespace
+
 // _apply_rotary_emb on one of q or k (T x width): first, second = chunk(x, 2);
-// first * cos - second * sin, second * cos + first * sin, catted. cos and sin, half a
+// first * cos - second * sin, second * cos + first * sin, catted (DeepSeek's
+// apply_rotary_pos_emb_interleave does the same on the even and odd elements). cos and sin, half a
 // head wide, come in the hidden stream's dtype (fp32 under autocast: the products
 // promote). Backward: the subtraction's negation, the four products' gradients (each
 // cast back to x's dtype under autocast), each half's two summed, the halves catted.
@@ -41,8 +53,6 @@ void halves_rotary(EagerOps& ops, const std::string& name, double T, double widt
   bwd.push_back({name + ".bwd.cat_halves", 2 * E * c, 0, generic});
   ops.op(fwd, bwd);
 }
-
-} // namespace
 
 double sink_attention(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSpec& m, const Precision& p,
                       double k_bytes, double v_bytes)
@@ -73,6 +83,7 @@ double sink_attention(EagerOps& ops, const std::string& name, const Tokens& t, c
   // scores = q k^T: B H S x d times d x K, keeping q and k in c; then * scaling;
   // backward dq and dk.
   ops.gemm(name + ".scores", B * H * S, d, K, p.compute_dtype, true, (T * H * d + Ek) * c);
+  per_head_operand(ops.back(), Ek - K * d, c);
   ops.op({{name + ".scale", 2 * N * c, N, binary}}, {{name + ".bwd.scale", 2 * N * c, N, binary}});
   ops.op({{name + ".add_mask", N * (c + x) + B * S * K * x, N, binary}},
          x != c ? std::vector<EagerKernel>{cast_kernel(name + ".bwd.mask_grad_cast", N, x, c)}
@@ -107,6 +118,7 @@ double sink_attention(EagerOps& ops, const std::string& name, const Tokens& t, c
   // probs v: B H S x K times K x d, keeping the probabilities in c (a cast of softmax's
   // output where that is wider) and the repeated v; backward dprobs and dv.
   ops.gemm(name + ".pv", B * H * S, K, d, p.compute_dtype, true, (x != c ? N * c : 0.0) + Ek * c);
+  per_head_operand(ops.back(), Ek - K * d, c);
   ops.op({{name + ".transpose_out", 2 * T * H * d * c, 0, generic}}, {});
   // What the backward holds at once beyond what is kept: at the maximum's backward the
   // softmax's gradient, the negated copy, the zeros and their sum.
@@ -130,7 +142,7 @@ BlockPlan gpt_oss_layer(const ModelSpec& m, const Tokens& t, const Precision& p,
   halves_rotary(ops, "attn.rope_k", T, kv, p);
   // The DynamicCache (in training too): rotary's k in the stream's dtype, v cast up to it;
   // in generate()'s decode the cached tokens catted again with the new ones.
-  rotated_cache_update(ops, "attn", t.b * (t.s + t.cached), kv, p);
+  rotated_cache_update(ops, "attn", t.b * (t.s + t.cached), kv, p, true, false);
   const double r       = p.autocast() ? p.param : p.compute;
   const double v_bytes = p.builds_cache && p.autocast() && p.param == 4 ? 4.0 : p.compute;
   const double attn_ws = sink_attention(ops, "attn.eager", t, m, p, r, v_bytes);

@@ -221,7 +221,8 @@ void dynamic_cache_update(EagerOps& ops, const std::string& name, double T, doub
          {{name + ".bwd.clone_dv", 2 * kv, 0, generic}, {name + ".bwd.clone_dk", 2 * kv, 0, generic}}, kept_beside);
 }
 
-void fp32_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, bool clone_dv)
+void fp32_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, bool clone_dv,
+                       bool sdpa_casts_v)
 {
   const double E = T * kv_width;
   std::vector<EagerKernel> bwd;
@@ -230,15 +231,18 @@ void fp32_cache_update(EagerOps& ops, const std::string& name, double T, double 
   ops.op({{name + ".cache_cat_k", 8 * E, 0, generic}}, bwd);
   ops.hold_until_forward_returns(8 * E); // the cache's k and v, made as k is catted in
   ops.op({{name + ".cache_v_to_fp32", 6 * E, 0, generic}}, {});
-  ops.op({{name + ".cast_v", 6 * E, 0, generic}},
-         {{name + ".bwd.cast_v_grad", 6 * E, 0, generic}, {name + ".bwd.cache_dv_to_input_dtype", 6 * E, 0, generic}});
+  if (sdpa_casts_v)
+    ops.op({{name + ".cast_v", 6 * E, 0, generic}}, {{name + ".bwd.cast_v_grad", 6 * E, 0, generic},
+                                                     {name + ".bwd.cache_dv_to_input_dtype", 6 * E, 0, generic}});
+  else
+    ops.op({}, {{name + ".bwd.cache_dv_to_input_dtype", 6 * E, 0, generic}});
 }
 
 void rotated_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, const Precision& p,
-                          bool clone_dv)
+                          bool clone_dv, bool sdpa_casts_v)
 {
   if (p.builds_cache && p.autocast() && p.param == 4)
-    fp32_cache_update(ops, name, T, kv_width, clone_dv);
+    fp32_cache_update(ops, name, T, kv_width, clone_dv, sdpa_casts_v);
   else if (p.builds_cache)
     dynamic_cache_update(ops, name, T, kv_width, p, 0);
 }
@@ -348,20 +352,49 @@ std::vector<EagerKernel> embedding_backward(const std::string& name, double T, d
 
 void causal_lm_loss(EagerOps& ops, const Tokens& t, double V, const Precision& p)
 {
+  // calibration/research/transformers-loss-path.md: what each release allocates, in order.
   const double T = t.T(), N = T * V, c = p.compute;
-  // logits.float(); labels padded and shifted; cross_entropy = log_softmax (ATen's
-  // blockwise softmax reads each row three times and writes it once, keeping its fp32
-  // output) then nll_loss. Backward: nll's gradient zeroed and scattered, log_softmax's
-  // backward (reads the gradient twice and the output once), the gradient cast back.
+  const bool model_upcast = p.loss == LossPath::model_upcast_shifted_copy;
+  const bool copies       = p.loss != LossPath::shifted_labels;
+  // The loss reads every token's logits with the labels shifted (4.49 on), one fewer a
+  // sequence where the logits are copied shifted.
+  const double Ns = copies ? (T - t.b) * V : N;
+  // The logits (the last entry's output, in c): cast in the model's own forward and dropped
+  // (4.40-4.45), else the output's until compute_loss returns (the model's forward here).
+  if (model_upcast)
+    ops.output_read_once(N * c);
+  else
+    ops.hold_until_forward_returns(N * c);
+  // logits.float(): the output's (4.40-4.45) or the loss function's own until it returns;
+  // backward its gradient cast back to c, read by lm_head's backward.
   ops.op({{"loss.upcast", N * (c + 4), 0, generic}}, {{"loss.bwd.downcast", N * (4 + c), 0, generic}});
-  ops.op({{"loss.labels_fill", 16 * t.b, 0, generic},
-          {"loss.labels_pad", 16 * T, 0, generic},
-          {"loss.labels_shift", 16 * T, 0, generic}},
-         {});
-  ops.op({{"loss.log_softmax", 16 * N, 4 * N, generic}}, {{"loss.bwd.log_softmax", 16 * N, 3 * N, generic}}, 4 * N);
+  ops.hold_until_forward_returns(4 * N);
+  ops.gradient_to_previous_op(N * c);
+  if (copies) {
+    // logits[..., :-1, :].contiguous(): freed as the forward returns; backward the slice's
+    // gradient written into zeros of the whole logits' shape.
+    ops.op({{"loss.shift_logits", 8 * Ns, 0, generic}},
+           {{"loss.bwd.shift_zeros", 4 * N, 0, generic}, {"loss.bwd.shift_copy", 8 * Ns, 0, generic}});
+    ops.hold_until_forward_returns(4 * Ns);
+    ops.gradient_to_previous_op(4 * N);
+    ops.op({{"loss.labels_shift", 16 * T, 0, generic}}, {});
+  } else {
+    ops.op({{"loss.labels_fill", 16 * t.b, 0, generic},
+            {"loss.labels_pad", 16 * T, 0, generic},
+            {"loss.labels_shift", 16 * T, 0, generic}},
+           {});
+  }
+  // cross_entropy = log_softmax (ATen's blockwise softmax reads each row three times and
+  // writes it once, keeping its fp32 output) then nll_loss. Backward: nll's gradient
+  // zeroed and scattered, log_softmax's (reads the gradient twice and the output once);
+  // each gradient alive until the op before has read it.
+  ops.op({{"loss.log_softmax", 16 * Ns, 4 * Ns, generic}}, {{"loss.bwd.log_softmax", 16 * Ns, 3 * Ns, generic}},
+         4 * Ns);
+  ops.gradient_to_previous_op(4 * Ns);
   ops.op({{"loss.nll", 12 * T, T, generic}}, {{"loss.bwd.ones", 4, 0, generic},
-                                              {"loss.bwd.nll_zero", 4 * N, 0, generic},
+                                              {"loss.bwd.nll_zero", 4 * Ns, 0, generic},
                                               {"loss.bwd.nll_scatter", 12 * T, T, generic}});
+  ops.gradient_to_previous_op(4 * Ns);
 }
 
 BlockPlan lm_head(const ModelSpec& m, const Tokens& t, const Precision& p, NormFn final_norm)
@@ -379,6 +412,8 @@ BlockPlan lm_head(const ModelSpec& m, const Tokens& t, const Precision& p, NormF
     return b;
   }
   linear(ops, "lm_head", T, h, V, true, p);
+  // Its weight's gradient comes as its backward runs, after the loss's have come and gone.
+  b.grads_at = static_cast<int>(b.kernels.size()) - 1;
   if (m.final_logit_softcap > 0) { // Gemma 2: logits / cap, tanh, * cap in the compute dtype; keeps tanh's output
     const double N = T * V, c = p.compute;
     ops.op({{"softcap.div", 2 * N * c, N, KernelFamily::generic},
@@ -390,8 +425,9 @@ BlockPlan lm_head(const ModelSpec& m, const Tokens& t, const Precision& p, NormF
            N * c);
   }
   causal_lm_loss(ops, t, V, p);
-  // In the loss's backward its fp32 gradient and log_softmax's are alive at once.
-  b.backward_workspace = 8 * T * V;
+  // The loss's gradients come and go op by op (causal_lm_loss); then lm_head's input
+  // gradient in c and cast to the stream's dtype.
+  b.backward_workspace = T * h * (p.compute + p.param);
   return b;
 }
 

@@ -12,6 +12,7 @@
 // backward) and its input (again for each linear that reads it) to the compute dtype.
 #include "workloads/model/ModelSpec.hpp"
 #include "workloads/modelcode/EagerOps.hpp"
+#include "workloads/modelcode/TransformersRelease.hpp"
 
 namespace memwall::hf {
 
@@ -35,6 +36,9 @@ struct Precision {
   // Llama-family model: HfLiger.cpp): RMSNorm, SwiGLU and RoPE fused, lm_head and the loss
   // as the fused linear cross entropy that never holds the logits.
   bool liger = false;
+  // Where the release casts the logits to fp32 and whether its loss copies them shifted
+  // (lm_head's causal_lm_loss).
+  LossPath loss = LossPath::shifted_labels;
   bool autocast() const { return param != compute; }
 };
 
@@ -122,12 +126,17 @@ void dynamic_cache_update(EagerOps& ops, const std::string& name, double T, doub
 // for v's view. The fp32 k and v (8 T kv_width bytes) live until the model's forward
 // returns; SDPA keeps its own casts. `clone_dv`: v is a strided view of its projection
 // (Llama's transpose; not GPT-NeoX's chunk of a fused projection, whose gradient is cloned whole).
-void fp32_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, bool clone_dv = true);
+// `sdpa_casts_v`: SDPA reads v (autocast casts it); an eager attention casts what it reads itself.
+void fp32_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, bool clone_dv = true,
+                       bool sdpa_casts_v = true);
 // A rotary family's DynamicCache (LlamaModel's and those like it: use_cache, in training
 // too unless gradient checkpointing turns it off): fp32_cache_update where rotary leaves k in
 // fp32 (an fp32 stream under autocast), else dynamic_cache_update; none without a cache.
 void rotated_cache_update(EagerOps& ops, const std::string& name, double T, double kv_width, const Precision& p,
-                          bool clone_dv = true);
+                          bool clone_dv = true, bool sdpa_casts_v = true);
+// The rotary embedding of gpt-oss and DeepSeek-V3 on one of q or k (T x width): each head's
+// two halves (or even and odd elements) rotated with half-width cos and sin, catted.
+void halves_rotary(EagerOps& ops, const std::string& name, double T, double width, const Precision& p);
 // nn.LayerNorm over T x h of the stream: ATen's fused kernel (keeps mean and rstd);
 // backward the input gradient and the weight and bias gradients.
 void layer_norm(EagerOps& ops, const std::string& name, double T, double h, const Precision& p);

@@ -200,7 +200,12 @@ double sparse_moe_block(EagerOps& ops, const ModelSpec& m, const Tokens& t, cons
   const GroupedGemm gate_up{"moe.experts.gate_up", S, h, 2 * F, hit, xdt, fallback};
   const GroupedGemm down{"moe.experts.down", S, F, h, hit, xdt, fallback};
   grouped_backward(ops, gate_up, E, S * h * x); // the gathered tokens
-  if (m.family == "gpt_oss") {                  // gate and up interleaved: two strided slices' gradients, summed
+  grouped_forward(ops, gate_up);
+  if (m.moe.expert_biases)
+    expert_bias(ops, "moe.experts.gate_up_bias", S, E, 2 * F, x);
+  // The gate's two views of gate_up's output: their gradients assembled before the bias's
+  // and the GEMM's backward read them.
+  if (m.family == "gpt_oss") { // gate and up interleaved: two strided slices' gradients, summed
     ops.op({}, {{"moe.experts.bwd.slice_gate_zeros", 2 * S * F * x, 0, generic},
                 {"moe.experts.bwd.slice_gate_copy", 2 * S * F * x, 0, generic},
                 {"moe.experts.bwd.slice_up_zeros", 2 * S * F * x, 0, generic},
@@ -209,9 +214,6 @@ double sparse_moe_block(EagerOps& ops, const ModelSpec& m, const Tokens& t, cons
   } else { // chunk's backward: the gate's and up's gradients catted into gate_up's layout
     ops.op({}, {{"moe.experts.bwd.chunk_cat", 4 * S * F * x, 0, generic}});
   }
-  grouped_forward(ops, gate_up);
-  if (m.moe.expert_biases)
-    expert_bias(ops, "moe.experts.gate_up_bias", S, E, 2 * F, x);
   if (m.family == "gpt_oss")
     clamped_swiglu(ops, S, F, x);
   else

@@ -106,13 +106,22 @@ double moe_router(EagerOps& ops, const ModelSpec& m, double T, const Precision& 
 {
   const double h = static_cast<double>(m.hidden), E = static_cast<double>(m.moe.experts);
   const double k = static_cast<double>(m.moe.top_k);
-  // The router's Linear under autocast: logits in the compute dtype (DeepSeek asks for
-  // fp32 input and weight; autocast casts them down all the same).
+  if (m.family == "deepseek_v3") {
+    // F.linear(x.type(float32), W.type(float32)): under autocast the logits come in the
+    // compute dtype all the same; without it (a bf16 model in generate()) the input and
+    // weight are cast up and the routing runs in fp32.
+    Precision route = p;
+    if (!p.autocast()) {
+      route.compute       = 4;
+      route.compute_dtype = Dtype::fp32;
+    }
+    linear(ops, "moe.router", T, h, E, true, route);
+    return sigmoid_group_topk(ops, m, T, E, k, route);
+  }
+  // The router's Linear under autocast: logits in the compute dtype.
   projection(ops, "moe.router", T, h, E, true, m.family == "gpt_oss" && m.moe.router_bias, p);
   if (m.family == "gpt_oss")
     return topk_softmax(ops, T, E, k, p);
-  if (m.family == "deepseek_v3")
-    return sigmoid_group_topk(ops, m, T, E, k, p);
   return softmax_topk(ops, m, T, E, k, p);
 }
 

@@ -12,7 +12,7 @@ const OpName& BlockPasses::name(int b, size_t i, Role role)
     names.resize(plan.kernels.size());
   OpName& n = names[i][static_cast<size_t>(role)];
   if (n == OpName()) {
-    static const std::array<std::pair<const char*, const char*>, 13> parts{{{".fwd.", ""},
+    static const std::array<std::pair<const char*, const char*>, 17> parts{{{".fwd.", ""},
                                                                             {".fwd.", ".saved"},
                                                                             {".fwd.", ".tp"},
                                                                             {".recompute.", ""},
@@ -24,7 +24,11 @@ const OpName& BlockPasses::name(int b, size_t i, Role role)
                                                                             {".bwd.", ".free_saved"},
                                                                             {".bwd.", ".free_regenerated"},
                                                                             {".fwd.", ".held"},
-                                                                            {".fwd.", ".free_held"}}};
+                                                                            {".fwd.", ".free_held"},
+                                                                            {".fwd.", ".out"},
+                                                                            {".fwd.", ".free_out"},
+                                                                            {".bwd.", ".grad"},
+                                                                            {".bwd.", ".free_grad"}}};
     const auto& [infix, suffix] = parts[static_cast<size_t>(role)];
     n                           = OpName(plan.name + infix + plan.kernels[i].name + suffix);
   }
@@ -108,6 +112,7 @@ void BlockPasses::forward(int b, int64_t mb)
                            blk.plan.name + ".fwd.checkpoint", {params});
     saved_.keep_checkpoint(b, mb, checkpoint);
   }
+  std::pair<Tensor, size_t> out{}; // a forward output read by the next kernel alone, and its kernel
   for (size_t i = 0; i < ks.size(); ++i) {
     const KernelPlan& k = ks[i];
     double keep         = policy.kept(blk.plan, k);
@@ -118,10 +123,23 @@ void BlockPasses::forward(int b, int64_t mb)
       held_[{s.gpu, mb}].push_back({dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations,
                                               k.forward_held_bytes, name(b, i, Role::fwd_held), {params}),
                                     b, i});
-    if (k.runs(true) && !(k.first_micro_batch_only && blk.forwards > 0))
+    const bool runs = k.runs(true) && !(k.first_micro_batch_only && blk.forwards > 0);
+    Tensor mine;
+    if (runs && k.out_bytes > 0)
+      mine = dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::activations, k.out_bytes,
+                       name(b, i, Role::fwd_out), {params});
+    if (runs)
       touches_.touch_kernel(forward_kernel(b, i, params, false), b, i, true, i == 0 && full ? checkpoint : saved[i]);
+    if (runs && out.first.id != 0) { // its reader has run
+      dag.free(out.first, s.gpu, StreamKind::compute, name(b, out.second, Role::free_out));
+      out = {};
+    }
+    if (mine.id != 0)
+      out = {mine, i};
     forward_collective(b, i, false);
   }
+  if (out.first.id != 0)
+    dag.free(out.first, s.gpu, StreamKind::compute, name(b, out.second, Role::free_out));
   // The model's forward returns after its last block (this GPU's last, where the layers
   // are split over GPUs): what it held goes, inside the same pass, so that a repeated
   // forward repeats both.
@@ -208,9 +226,16 @@ void BlockPasses::backward(int b, int64_t mb)
   OpDag& dag         = step_.dag;
   StepBlock& blk     = step_.blocks[b];
   const StepStage& s = step_.stage_of(b);
-  grads_.alloc_gradients(b);
+  if (blk.plan.grads_at < 0)
+    grads_.alloc_gradients(b);
   OpId params              = gathers_.gathered(b);
   const std::string prefix = blk.plan.name + ".bwd.";
+  struct Alive {
+    Tensor grad; // KernelPlan::grad_bytes of kernel `from`
+    int until;   // the kernel whose backward reads it last
+    size_t from;
+  };
+  std::vector<Alive> grads_alive;
 
   Tensor ws;
   if (blk.plan.backward_workspace > 0)
@@ -222,6 +247,12 @@ void BlockPasses::backward(int b, int64_t mb)
   const std::vector<Tensor>* again = saved_.regenerated_of(b, mb);
   for (size_t i = blk.plan.kernels.size(); i-- > 0;) {
     const KernelPlan& k = blk.plan.kernels[i];
+    if (static_cast<int>(i) == blk.plan.grads_at)
+      grads_.alloc_gradients(b);
+    if (k.grad_bytes > 0 && k.runs(false))
+      grads_alive.push_back({dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::workspace, k.grad_bytes,
+                                       name(b, i, Role::bwd_grad), {params}),
+                             k.grad_until, i});
     if (k.bwd_before.overlap != TpOverlap::none && k.runs(false)) {
       touches_.touch_kernel(overlapped_backward(b, i, params), b, i, false, saved[i]);
     } else {
@@ -237,7 +268,16 @@ void BlockPasses::backward(int b, int64_t mb)
       dag.free(saved[i], s.gpu, StreamKind::compute, name(b, i, Role::bwd_free_saved));
     if (again && (*again)[i].id != 0)
       dag.free((*again)[i], s.gpu, StreamKind::compute, name(b, i, Role::bwd_free_regenerated));
+    for (auto g = grads_alive.begin(); g != grads_alive.end();) // read by this kernel's backward: gone
+      if (g->until >= static_cast<int>(i)) {
+        dag.free(g->grad, s.gpu, StreamKind::compute, name(b, g->from, Role::bwd_free_grad));
+        g = grads_alive.erase(g);
+      } else {
+        ++g;
+      }
   }
+  for (const Alive& g : grads_alive) // a gradient no earlier kernel of the block reads
+    dag.free(g.grad, s.gpu, StreamKind::compute, name(b, g.from, Role::bwd_free_grad));
   if (ws.id != 0)
     dag.free(ws, s.gpu, StreamKind::compute, prefix + "free_activation_grads");
   if (Tensor c = saved_.checkpoint(b, mb); c.id != 0)

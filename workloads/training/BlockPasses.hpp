@@ -42,7 +42,11 @@ private:
     bwd_free_saved,
     bwd_free_regenerated,
     fwd_held,
-    free_held
+    free_held,
+    fwd_out,
+    free_out,
+    bwd_grad,
+    bwd_free_grad
   };
   void recompute(int b, int64_t mb, OpId params); // what SavedActivations says the backward brings back
   OpId kernel(const DeviceRef& gpu, const OpName& name, const KernelPlan& k, bool forward, bool recompute);
@@ -108,7 +112,7 @@ private:
   SavedTensors& saved_;
   // Per block, its kernels' op names by role, made on first use: every micro-batch
   // reuses them instead of building and interning the same strings again.
-  std::vector<std::vector<std::array<OpName, 13>>> names_;
+  std::vector<std::vector<std::array<OpName, 17>>> names_;
   std::unordered_map<uint64_t, OpName> part_names_;
   // Per GPU (the stages' blocks interleave under pipeline schedules): the overlapped
   // collectives its next compute op waits for, its compute stream's last op (what a

@@ -1,6 +1,7 @@
 #include "workloads/training/TrainingSection.hpp"
 
 #include "workloads/model/InputLimits.hpp"
+#include "workloads/modelcode/TransformersRelease.hpp"
 #include "workloads/training/dispatch/TokenDispatcher.hpp"
 #include "workloads/training/schedule/PipelineSchedule.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
@@ -15,6 +16,30 @@ const std::vector<std::string> lora_target_names{"qkv", "proj", "mlp.up", "mlp.d
 OffloadTarget offload_target(const std::string& s)
 {
   return s == "cpu" ? OffloadTarget::cpu : s == "nvme" ? OffloadTarget::nvme : OffloadTarget::none;
+}
+
+// training.transformers_release: none where the spec names none (the newest read).
+std::optional<ReleaseNumber> read_transformers_release(ParamReader& r)
+{
+  const bool given         = r.has("transformers_release");
+  const std::string oldest = hf::oldest_transformers_release().str();
+  const std::string newest = hf::newest_transformers_release().str();
+  const std::string text   = r.text("transformers_release", newest,
+                                    "the transformers release whose causal-LM head the stack runs (pytorch; deepspeed "
+                                      "with modules: transformers), " +
+                                        oldest + " to " + newest +
+                                        " and later: the logits cast to fp32 in the model and copied shifted for the "
+                                          "loss until 4.45, cast and copied in ForCausalLMLoss in 4.46-4.48, cast with "
+                                          "the labels shifted instead from 4.49");
+  if (!given)
+    return std::nullopt;
+  std::optional<ReleaseNumber> release = ReleaseNumber::parse(text);
+  if (!release)
+    r.fail("transformers_release", "expected a release number such as 4.44.2, got '" + text + "'");
+  if (*release < hf::oldest_transformers_release())
+    r.fail("transformers_release",
+           "transformers " + text + " is not modelled: releases from " + oldest + " on (the loss paths read)");
+  return release;
 }
 
 LoraConfig read_lora(ParamReader& parent)
@@ -304,17 +329,18 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   t.flash_attention = r.flag("flash_attention", t.flash_attention,
                              "fused attention; off stores the s x s scores, softmax and dropout mask");
   t.bucket_bytes = r.quantity("bucket_bytes", QuantityKind::bytes, t.bucket_bytes, "gradient bucket size (DDP, ZeRO)");
-  t.overlap_grad_reduce = r.flag("overlap_grad_reduce", t.overlap_grad_reduce,
-                                 "reduce gradient buckets during backward instead of after it");
-  t.buckets_in_flight   = r.integer("buckets_in_flight", t.buckets_in_flight,
-                                    "ZeRO-2/3: gradient buckets being reduced (and copied to the host) while backward "
-                                      "goes on; backward waits for the oldest beyond this (DeepSpeed overlap_comm: 2)",
-                                    1);
-  t.lora                = read_lora(r);
-  t.liger_kernel        = r.flag("liger_kernel", false,
-                                 "the Trainer's use_liger_kernel: Liger's fused RMSNorm, SwiGLU, RoPE and linear cross "
-                                        "entropy (no logits held) in place of transformers' Llama modules (stack pytorch, "
-                                        "or deepspeed with modules: transformers)");
+  t.overlap_grad_reduce  = r.flag("overlap_grad_reduce", t.overlap_grad_reduce,
+                                  "reduce gradient buckets during backward instead of after it");
+  t.buckets_in_flight    = r.integer("buckets_in_flight", t.buckets_in_flight,
+                                     "ZeRO-2/3: gradient buckets being reduced (and copied to the host) while backward "
+                                        "goes on; backward waits for the oldest beyond this (DeepSpeed overlap_comm: 2)",
+                                     1);
+  t.lora                 = read_lora(r);
+  t.liger_kernel         = r.flag("liger_kernel", false,
+                                  "the Trainer's use_liger_kernel: Liger's fused RMSNorm, SwiGLU, RoPE and linear cross "
+                                          "entropy (no logits held) in place of transformers' Llama modules (stack pytorch, "
+                                          "or deepspeed with modules: transformers)");
+  t.transformers_release = read_transformers_release(r);
   read_offload(r, t);
   // Every key is read: what is left and another stack reads is refused naming it.
   stacks.refuse_others_keys(name, r);
@@ -331,6 +357,10 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   check_experts(r, t, model);
   stack->adjust(r, t);
   stack->check(r, t, model);
+  if (t.transformers_release && !stack->runs_transformers_modules())
+    r.fail("transformers_release",
+           "training.transformers_release: the release of transformers' modules: stack pytorch, "
+           "or deepspeed with modules: transformers");
   if (t.liger_kernel && !stack->runs_liger(model)) // the stacks that run transformers' modules say why above
     r.fail("liger_kernel", "training.liger_kernel: Liger replaces transformers' modules: stack pytorch, or deepspeed "
                            "with modules: transformers");

@@ -47,14 +47,20 @@ struct LayerKernels {
   double cached_pairs    = 0; // query-key pairs whose key is cached
   double cached_kv_bytes = 0; // KV of those keys, read once
   double cached_queries  = 0; // query tokens that see cached keys
-  // An engine that launches its own kernels (eager PyTorch): the layer's, in order, in
-  // place of qkv, attn, proj and mlp.
-  std::vector<KernelCost> eager;
 };
 
 struct IterationKernels {
   KernelCost embed, head;
-  LayerKernels layer;                              // the same for every layer
+  LayerKernels layer; // the same for every layer
+  // An engine that launches its own kernels (eager PyTorch), in place of layer's qkv,
+  // attn, proj and mlp: each kind of layer's kernels in order (dense or MoE, windowed or
+  // not), and the kind each layer is.
+  std::vector<std::vector<KernelCost>> eager_layers;
+  std::vector<uint8_t> eager_kind;
+  const std::vector<KernelCost>* eager_layer(int64_t layer) const
+  {
+    return eager_layers.empty() ? nullptr : &eager_layers[eager_kind[static_cast<size_t>(layer)]];
+  }
   double logits_gather_bytes = 0;                  // tp > 1: vocabulary-parallel logits all-gathered
   double activation_bytes    = 0;                  // peak workspace of the iteration
   int64_t tokens             = 0;                  // the representative rank's (its group's share when d > 1)

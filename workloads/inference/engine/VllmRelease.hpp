@@ -9,7 +9,7 @@
 // What "taken" counts, which dummy batch the defaults give, and which tensors are alive at
 // the profile's peak moved from release to release; each rule below is read from vLLM's
 // source at the releases named (calibration/research/vllm-kv-accounting.md).
-#include "workloads/inference/engine/ReleaseNumber.hpp"
+#include "base/ReleaseNumber.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -131,15 +131,16 @@ StepShape step_shape(const TrainingConfig& cfg)
   s.sp             = cfg.sp;
   // fp8 training (Transformer Engine) keeps bf16 activations and weights and casts each
   // GEMM's operands to fp8; attention runs in bf16.
-  s.act_bytes           = cfg.precision == Dtype::fp32 ? 4.0 : 2.0;
-  s.weight_bytes        = s.act_bytes;
-  s.frozen_weight_bytes = cfg.lora.nf4_base ? nf4_bytes_per_weight : s.weight_bytes;
-  s.gemm_dtype          = cfg.precision;
-  s.attn_dtype          = cfg.precision == Dtype::fp8 ? Dtype::bf16 : cfg.precision;
-  s.flash               = cfg.flash_attention;
-  s.recompute_layers    = cfg.recompute == Recompute::full;
-  s.lora                = cfg.lora;
-  s.liger_kernel        = cfg.liger_kernel;
+  s.act_bytes            = cfg.precision == Dtype::fp32 ? 4.0 : 2.0;
+  s.weight_bytes         = s.act_bytes;
+  s.frozen_weight_bytes  = cfg.lora.nf4_base ? nf4_bytes_per_weight : s.weight_bytes;
+  s.gemm_dtype           = cfg.precision;
+  s.attn_dtype           = cfg.precision == Dtype::fp8 ? Dtype::bf16 : cfg.precision;
+  s.flash                = cfg.flash_attention;
+  s.recompute_layers     = cfg.recompute == Recompute::full;
+  s.lora                 = cfg.lora;
+  s.liger_kernel         = cfg.liger_kernel;
+  s.transformers_release = cfg.transformers_release;
   return s;
 }
 

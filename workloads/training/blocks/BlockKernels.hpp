@@ -79,6 +79,16 @@ struct KernelPlan {
   // nothing autograd keeps (transformers' DynamicCache in training: fp32 copies of k and v):
   // freed when the model's forward (the GPU's part of it) has run its last block.
   double forward_held_bytes = 0;
+  // Bytes of a forward output nothing keeps, read by the next kernel that runs forward
+  // alone: alive until that kernel has run (transformers 4.4x's bf16 logits, cast to fp32
+  // and dropped).
+  double out_bytes = 0;
+  // Bytes of the input gradient this kernel's backward writes, alive until the backward of
+  // kernel `grad_until` (the op before it in forward order, which reads it) has run: how
+  // a chain of ops' gradients come and go (the loss's), where a block's workspace would
+  // hold them all at once.
+  double grad_bytes = 0;
+  int grad_until    = -1;
   // For an eager host (TrainingStack::eager_host): the host waits for the GPU's queue to
   // drain before launching this kernel forward (backward): a blocking copy to the host
   // first (ATen's grouped_mm fallback reading its group offsets); and the kernel is
@@ -103,8 +113,12 @@ struct BlockPlan {
   double frozen_bytes  = 0;        // their bytes where the stack stores them at several widths; 0: x StepShape's
   double expert_params = 0;        // part of params in this rank's routed experts: reduced over the edp group
   std::vector<KernelPlan> kernels; // forward order
-  double backward_workspace  = 0;  // activation gradients alive during the block's backward
-  double input_bytes         = 0;  // the block's input: what full recompute keeps, what a stage sends
+  double backward_workspace = 0;   // activation gradients alive during the block's backward
+  // The kernel whose backward makes the block's first weight gradient (AccumulateGrad
+  // allocates .grad then): the block's gradients come then, after the kernels before it
+  // (the loss's) have come and gone; -1: as the block's backward starts.
+  int grads_at               = -1;
+  double input_bytes         = 0; // the block's input: what full recompute keeps, what a stage sends
   double cached_weight_bytes = 0; // copies of the weights the stack keeps beside them (TE's FP8 weights and transposes)
   // Elements of each parameter tensor of params, in the order forward uses them (a stack
   // whose ZeRO-3 gathers parameters one by one fills it; empty: the block gathers whole).
@@ -132,7 +146,8 @@ struct StepShape {
   // gradient checkpointing).
   bool recompute_layers = false;
   LoraConfig lora;
-  bool liger_kernel = false; // TrainingConfig::liger_kernel
+  bool liger_kernel = false;                         // TrainingConfig::liger_kernel
+  std::optional<ReleaseNumber> transformers_release; // TrainingConfig::transformers_release
 };
 
 StepShape step_shape(const TrainingConfig& cfg);

@@ -4,11 +4,13 @@
 // and dispatcher. Every key is read, documented and checked in read_training_section()
 // (TrainingSection.hpp) or by the implementation that owns it; inconsistent combinations
 // are refused there.
+#include "base/ReleaseNumber.hpp"
 #include "hwmodels/kernel/Dtype.hpp"
 #include "workloads/model/ModelSpec.hpp"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,7 +80,10 @@ struct TrainingConfig {
   LoraConfig lora;
   // Liger-Kernel in place of transformers' modules (the Trainer's use_liger_kernel): for
   // the stacks that run them (pytorch; deepspeed with modules: transformers).
-  bool liger_kernel               = false;
+  bool liger_kernel = false;
+  // The transformers release whose modules those stacks run (training.transformers_release;
+  // none: the newest memwall has read).
+  std::optional<ReleaseNumber> transformers_release;
   OffloadTarget offload_optimizer = OffloadTarget::none;
   OffloadTarget offload_params    = OffloadTarget::none;
   // Offloaded step: false (DeepSpeed's default) starts the CPU optimizer after the whole

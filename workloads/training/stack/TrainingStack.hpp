@@ -144,6 +144,8 @@ public:
   // Whether the stack runs Liger's kernels (training.liger_kernel) on the model: it runs
   // transformers' modules and the model is one Liger patches.
   virtual bool runs_liger(const ModelSpec&) const { return false; }
+  // Whether the stack runs transformers' modules (training.transformers_release applies).
+  virtual bool runs_transformers_modules() const { return false; }
   // Whether the stack runs LoRA adapters (training.lora) on the model.
   virtual bool runs_lora(const ModelSpec&) const { return false; }
   // The GPU memory allocator the stack's process runs (sim/allocator; "": tensor bytes

@@ -20,6 +20,7 @@
 #include "workloads/modelcode/HfModules.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace memwall {
 namespace {
@@ -43,6 +44,45 @@ void append_forward(const std::vector<KernelPlan>& kernels, std::vector<KernelCo
   for (const KernelPlan& k : kernels)
     if (k.runs(true))
       out.push_back(forward_cost(k));
+}
+
+// Latent attention (the cache holds the compressed kv, rebuilt per head every forward)
+// and gpt-oss's eager attention (scores over every cached key) grow and read their
+// DynamicCache inside the layer's own kernels; the others' SDPA is timed by eager_layer.
+bool layer_reads_cache(const ModelSpec& m) { return m.mla.enabled() || m.attention_sinks; }
+
+// Layer `l`'s kernels for b sequences of s new tokens after t.cached in its cache.
+std::vector<KernelCost> eager_layer(const ModelSpec& m, const hf::Precision& p, hf::Tokens t, int64_t l)
+{
+  const double b = t.b, s = t.s, L = t.cached, e = p.param, T = t.T();
+  const double q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
+  const double o = static_cast<double>(m.attn_out_dim());
+  const bool own = layer_reads_cache(m);
+  if (!own)
+    t.cached = 0; // SDPA is sized here
+  std::vector<KernelCost> layer;
+  for (const KernelPlan& k : hf::model_layer(m, t, p, l).kernels) {
+    if (!k.runs(true))
+      continue;
+    if (k.kclass != KernelClass::attention || own) {
+      layer.push_back(forward_cost(k));
+      continue;
+    }
+    // DynamicCache.update before attention: torch.cat reads the L cached and s new
+    // tokens' K (then V) and writes all L + s into a new tensor.
+    double cat = 2 * b * (L + s) * kv * e;
+    std::vector<KernelPlan> update;
+    EagerOps(update).op({{"attn.cache_cat_k", cat}, {"attn.cache_cat_v", cat}}, {});
+    append_forward(update, layer);
+    KernelCost a = forward_cost(k);
+    if (L > 0) { // s queries over the L cached keys and, causally, the s new ones
+      double pairs = b * (s * L + s * (s + 1) / 2);
+      a.flops      = 2 * pairs * (q + o);
+      a.bytes      = (2 * T * q + 2 * b * (L + s) * kv) * e;
+    }
+    layer.push_back(a);
+  }
+  return layer;
 }
 
 class HfEngine : public InferenceEngine {
@@ -118,44 +158,30 @@ public:
       s = std::max(s, static_cast<double>(w.tokens));
       L = std::max(L, static_cast<double>(w.context));
     }
-    // Latent attention (the cache holds the compressed kv, rebuilt per head every forward)
-    // and gpt-oss's eager attention (scores over every cached key) grow and read their
-    // DynamicCache inside the layer's own kernels; the others' SDPA is timed here.
-    const bool layer_reads_cache = m.mla.enabled() || m.attention_sinks;
     hf::Precision p;
     p.compute_dtype = c.act_dtype;
     p.param = p.compute = dtype_bytes(c.act_dtype);
-    p.builds_cache      = layer_reads_cache;
-    const hf::Tokens t{b, s, layer_reads_cache ? L : 0.0};
+    p.builds_cache      = layer_reads_cache(m);
+    const hf::Tokens t{b, s};
     const double e = p.param, T = t.T(), h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab);
-    const double q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
-    const double o = static_cast<double>(m.attn_out_dim()), f = static_cast<double>(m.ffn_hidden);
+    const double f = static_cast<double>(m.ffn_hidden);
 
     it.eager_embed.clear();
     append_forward(hf::model_embedding(m, t, p).kernels, it.eager_embed);
 
-    std::vector<KernelCost>& layer = it.layer.eager;
-    layer.clear();
-    for (const KernelPlan& k : hf::model_layer(m, t, p, 0).kernels) {
-      if (!k.runs(true))
-        continue;
-      if (k.kclass != KernelClass::attention || layer_reads_cache) {
-        layer.push_back(forward_cost(k));
-        continue;
-      }
-      // DynamicCache.update before attention: torch.cat reads the L cached and s new
-      // tokens' K (then V) and writes all L + s into a new tensor.
-      double cat = 2 * b * (L + s) * kv * e;
-      std::vector<KernelPlan> update;
-      EagerOps(update).op({{"attn.cache_cat_k", cat}, {"attn.cache_cat_v", cat}}, {});
-      append_forward(update, layer);
-      KernelCost a = forward_cost(k);
-      if (L > 0) { // s queries over the L cached keys and, causally, the s new ones
-        double pairs = b * (s * L + s * (s + 1) / 2);
-        a.flops      = 2 * pairs * (q + o);
-        a.bytes      = (2 * T * q + 2 * b * (L + s) * kv) * e;
-      }
-      layer.push_back(a);
+    // Each kind of layer planned once, at its first: dense or MoE, and a sliding-window
+    // one or not (the DynamicCache's DynamicSlidingWindowLayer keeps the last window - 1
+    // tokens: its attention reads those and the new ones).
+    it.eager_layers.clear();
+    it.eager_kind.assign(static_cast<size_t>(m.layers), 0);
+    std::map<std::pair<bool, bool>, uint8_t> kinds;
+    for (int64_t l = 0; l < m.layers; ++l) {
+      const std::pair<bool, bool> kind{m.moe_layer(l), m.windowed_layer(l)};
+      const auto [at, first]                = kinds.emplace(kind, static_cast<uint8_t>(it.eager_layers.size()));
+      it.eager_kind[static_cast<size_t>(l)] = at->second;
+      if (first)
+        it.eager_layers.push_back(
+            eager_layer(m, p, {b, s, kind.second ? std::min(L, static_cast<double>(m.sliding_window - 1)) : L}, l));
     }
 
     std::vector<KernelPlan> head;
@@ -198,11 +224,13 @@ public:
       const double k = static_cast<double>(m.moe.top_k), F = static_cast<double>(m.moe.expert_ffn);
       mlp = k * (4 * F + 3 * h) * e + 3 * static_cast<double>(m.moe.shared_ffn * m.moe.shared_experts) * e;
     }
-    // gpt-oss's scores and probabilities over every key and the sink (two at once); latent
-    // attention's keys and values rebuilt for every cached token (kv_b's output and the key).
+    // gpt-oss's scores and probabilities over every key and the sink (two at once) beside
+    // k and v repeated for every query head; latent attention's keys and values rebuilt for
+    // every cached token (kv_b's output and the key).
     double attention = 0;
     if (m.attention_sinks)
-      attention = 2 * b * static_cast<double>(m.heads) * s * (L + s + 1) * e;
+      attention =
+          2 * b * static_cast<double>(m.heads) * (s * (L + s + 1) + (L + s) * static_cast<double>(m.head_dim())) * e;
     if (m.mla.enabled())
       attention = b * (L + s) * static_cast<double>(m.heads) *
                   static_cast<double>(2 * m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim + m.mla.v_head_dim) * e;
@@ -226,7 +254,8 @@ private:
 
 const bool registered = inference_engine_registry().add(
     "hf",
-    "Hugging Face transformers' generate() in eager PyTorch: every module's kernels one by one (sdpa attention), a "
+    "Hugging Face transformers' generate() in eager PyTorch: every module's kernels one by one (sdpa attention; "
+    "gpt-oss eager), a "
     "DynamicCache grown by torch.cat each step, one static batch, no KV budget (the cache grows until memory runs "
     "out); host work not modelled. The modules of every family the pytorch stack runs. Offloaded layers "
     "(offload.weights: cpu) come "

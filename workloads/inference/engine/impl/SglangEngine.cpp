@@ -10,8 +10,8 @@
 // mem_fraction_static x F0 - weights; activations, CUDA graphs and the req_to_token pool
 // live in the other (1 - mem_fraction_static) x F0.
 #include "base/Quantity.hpp"
+#include "base/ReleaseNumber.hpp"
 #include "workloads/inference/engine/InferenceEngine.hpp"
-#include "workloads/inference/engine/ReleaseNumber.hpp"
 
 #include <algorithm>
 #include <cmath>

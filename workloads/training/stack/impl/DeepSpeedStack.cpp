@@ -173,6 +173,7 @@ public:
   }
 
   bool runs_liger(const ModelSpec& m) const override { return d_.transformers && hf::liger_refusal(m).empty(); }
+  bool runs_transformers_modules() const override { return d_.transformers; }
 
   void check(ParamReader& r, const TrainingConfig& cfg, const ModelSpec& m) const override
   {
@@ -328,6 +329,7 @@ private:
   {
     hf::Precision p;
     p.liger         = s.liger_kernel;
+    p.loss          = hf::loss_path(s.transformers_release);
     p.compute_dtype = s.gemm_dtype;
     p.param = p.compute = dtype_bytes(s.gemm_dtype);
     p.builds_cache      = !s.recompute_layers; // use_cache, off under gradient checkpointing

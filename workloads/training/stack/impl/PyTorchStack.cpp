@@ -73,6 +73,7 @@ public:
   }
 
   bool runs_liger(const ModelSpec& m) const override { return hf::liger_refusal(m).empty(); }
+  bool runs_transformers_modules() const override { return true; }
 
   // PEFT's adapters on the projections HfModules names (lora_target): the Llama family's,
   // Phi-3's and Gemma's, not an MoE's experts.
@@ -111,8 +112,8 @@ public:
     if (cfg.precision == Dtype::fp8)
       refuse("precision", "fp8 needs Transformer Engine; torch.autocast runs bf16, fp16 or fp32");
     if (!cfg.flash_attention)
-      refuse("flash_attention", "the eager attention implementation is not modelled yet; SDPA (flash_attention: "
-                                "true) is transformers' default");
+      refuse("flash_attention", "attn_implementation eager is modelled only where transformers forces it (gpt-oss's "
+                                "sinks); SDPA (flash_attention: true) is transformers' default");
     if (cfg.optimizer != Optimizer::adam && cfg.optimizer != Optimizer::adamw && cfg.optimizer != Optimizer::adam8bit)
       refuse("optimizer", "the stack runs torch.optim.AdamW(fused=True) (optimizer adam or adamw) or bitsandbytes' "
                           "AdamW8bit (adam8bit)");
@@ -165,6 +166,7 @@ private:
     p.compute       = dtype_bytes(s.gemm_dtype);
     p.builds_cache  = knobs_.use_cache && !s.recompute_layers; // gradient checkpointing turns use_cache off
     p.liger         = s.liger_kernel;
+    p.loss          = hf::loss_path(s.transformers_release);
     if (s.lora.enabled) {
       // LoRA: the model loaded in the compute dtype, every parameter frozen. QLoRA: the
       // projections in NF4, and prepare_model_for_kbit_training casts the rest (norms,

@@ -1,4 +1,4 @@
-#include "workloads/inference/engine/ReleaseNumber.hpp"
+#include "base/ReleaseNumber.hpp"
 
 #include <climits>
 #include <regex>

@@ -1,7 +1,8 @@
 #pragma once
-// A serving engine's release number as its project tags it: 0.6.4, 0.10.1.1 (a hotfix),
-// 0.4.7.post1, v0.5.3, 0.8.0rc1. Ordered as the releases came out (an rc before its
-// release), so an engine finds the rule a release falls under.
+// A software release's number as its project tags it (a serving engine's, transformers'):
+// 0.6.4, 0.10.1.1 (a hotfix), 0.4.7.post1, v0.5.3, 0.8.0rc1, 4.44.2. Ordered as the
+// releases came out (an rc before its release), so a model of the software finds the rule
+// a release falls under.
 #include <optional>
 #include <string>
 

@@ -1,0 +1,40 @@
+#pragma once
+// What a transformers release does on a causal LM's logits and loss
+// (`training.transformers_release`; calibration/research/transformers-loss-path.md, read at
+// each release's tag): where the logits are cast to fp32 and whether the loss copies them
+// shifted. The rest of the modules are modelled as transformers 5 runs them.
+#include "base/ReleaseNumber.hpp"
+
+#include <optional>
+#include <string>
+
+namespace memwall::hf {
+
+enum class LossPath {
+  // 4.40-4.45: LlamaForCausalLM.forward casts the logits to fp32 itself (the bf16 ones
+  // freed at once; the fp32 ones are the output's), then CrossEntropyLoss over
+  // logits[..., :-1, :].contiguous(): a shifted fp32 copy.
+  model_upcast_shifted_copy,
+  // 4.46-4.48: the output holds the bf16 logits; ForCausalLMLoss casts them and copies
+  // them shifted.
+  loss_upcast_shifted_copy,
+  // 4.49 on: ForCausalLMLoss casts them and pads and shifts the labels instead: no copy.
+  shifted_labels,
+};
+
+struct TransformersRules {
+  ReleaseNumber first; // the first release these rules hold for
+  LossPath loss      = LossPath::shifted_labels;
+  const char* covers = ""; // the releases, in words
+};
+
+// The oldest release read; anything older is refused.
+ReleaseNumber oldest_transformers_release();
+// The newest release read, what a spec that names none runs; a newer one takes its rules.
+ReleaseNumber newest_transformers_release();
+// The rules `release` falls under (at or after the oldest).
+TransformersRules transformers_rules(const ReleaseNumber& release);
+// The loss path of a spec's release (none: the newest).
+LossPath loss_path(const std::optional<ReleaseNumber>& release);
+
+} // namespace memwall::hf
