@@ -208,6 +208,10 @@ TEST_CASE("a_hugging_face_job_that_needs_zero_and_offload_moves_to_deepspeed_and
     CHECK(std::count(t["overrides"].begin(), t["overrides"].end(), "training.stack=deepspeed") == 1);
     CHECK(std::count(t["overrides"].begin(), t["overrides"].end(), "training.deepspeed.modules=transformers") == 1);
   }
+  // Hugging Face's gradient checkpointing recomputes whole layers: selective recompute, a
+  // level the pytorch stack refuses, is not offered.
+  CHECK(remedy(a, "selective-recompute")["tries"].empty());
+  CHECK_FALSE(remedy(a, "full-recompute")["tries"].empty());
   CHECK(a["fastest"]["gpus"] == 1);
   CHECK_THAT(a["fastest"]["change"].get<std::string>(), Catch::Contains("DeepSpeed (same HF modules)"));
   check_fastest(a, spec);

@@ -231,3 +231,21 @@ TEST_CASE("under_qlora_the_mlp_runs_on_linear4bits_fp32_outputs", "[stack][pytor
   CHECK(down_casts);
   CHECK_FALSE(residual_casts);
 }
+
+TEST_CASE("an_8_bit_adamw_keeps_the_embedding_tables_states_in_32_bits_as_the_trainer_asks", "[stack][pytorch][lora]")
+{
+  // Trainer.create_optimizer under bitsandbytes' 8-bit AdamW registers every nn.Embedding's
+  // weight for 32-bit states: Llama-3-8B's token table (128,256 x 4,096 = E) keeps 8 B a
+  // parameter of exp_avg and exp_avg_sq, every other parameter 2 x (1 + 4 / 256) B (8-bit
+  // states with an fp32 absmax per 256); AdamW keeps 8 B for all of them.
+  auto states = [](const char* optimizer) {
+    return memwall::test::run_json(std::string("embed_states_") + optimizer,
+                                   std::string("hardware: {node: hgx-h200, gpus_per_node: 1}\nmodel: {preset: "
+                                               "llama-3-8b}\ntraining: {stack: pytorch, seq_len: 256, micro_batch: 1, "
+                                               "global_batch: 1, recompute: full, optimizer: ") +
+                                       optimizer + "}\n")["devices"][0]["peak_by_category"]["optimizer"]
+        .get<double>();
+  };
+  const double P = states("adamw") / 8, E = 128256.0 * 4096;
+  CHECK(states("adam8bit") == Approx(8 * E + 2 * (1 + 4.0 / 256) * (P - E)).epsilon(1e-9));
+}

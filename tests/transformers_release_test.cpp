@@ -27,15 +27,16 @@ TEST_CASE("each_transformers_release_peaks_where_its_loss_path_holds_the_most_lo
   const double newest = peak_without_context(run_json("tf_release_newest", llama_1b("")));
   // 4.49 on (the default): the loss pads and shifts the labels. Its peak is in the loss's
   // backward: log_softmax's fp32 output, nll's gradient and log_softmax's (12 N bytes)
-  // beside lm_head's input gradient (T h in bf16 and in fp32: 6 T h).
+  // beside the head's fp32 stream gradient (4 T h; lm_head's bf16 input gradient comes
+  // with its backward, after them).
   CHECK(peak_without_context(run_json("tf_release_4_49", llama_1b("4.49.0"))) == Approx(newest).epsilon(1e-12));
   // 4.46-4.48: the output holds the bf16 logits (2 N) while ForCausalLMLoss holds their fp32
   // cast (4 N), its shifted contiguous copy and log_softmax's output (4 N' each, N' = (T - b)
   // V): 14 N - 8 b V at the forward's end, before any of the backward's.
   const double v446 = peak_without_context(run_json("tf_release_4_46", llama_1b("4.46.0")));
-  CHECK(v446 - newest == Approx(2 * N - 8 * b * V - 6 * T * h).epsilon(1e-9));
+  CHECK(v446 - newest == Approx(2 * N - 8 * b * V - 4 * T * h).epsilon(1e-9));
   // 4.40-4.45: the model drops its bf16 logits once cast, so the peak is the backward's
-  // again, over the shifted logits: 12 N' + 6 T h, 12 b V bytes under the newest's.
+  // again, over the shifted logits: 12 N' + 4 T h, 12 b V bytes under the newest's.
   const double v444 = peak_without_context(run_json("tf_release_4_44", llama_1b("4.44.2")));
   CHECK(newest - v444 == Approx(12 * b * V).epsilon(1e-9));
 }
@@ -43,6 +44,19 @@ TEST_CASE("each_transformers_release_peaks_where_its_loss_path_holds_the_most_lo
 TEST_CASE("transformers_release_is_refused_where_it_means_nothing_or_is_not_modelled", "[stack][pytorch][errors]")
 {
   using Catch::Matchers::Contains;
+  // Before 4.49 GPT-2, GPT-NeoX and OPT shifted a bf16 copy in their own forwards: only
+  // LlamaForCausalLM's paths are read. gpt-oss came with 4.55.
+  auto family = [](const std::string& name, const std::string& release) {
+    return "hardware: {node: hgx-h200, gpus_per_node: 1}\nmodel: {hf_config: " +
+           source_path("tests/data/hf_families/" + name + "/config.json") +
+           "}\ntraining: {stack: pytorch, transformers_release: " + release +
+           ", seq_len: 512, micro_batch: 1, global_batch: 1}\n";
+  };
+  CHECK_THAT(refused("tf_release_gpt2", family("gpt2", "4.44.2")),
+             Contains("training.transformers_release") && Contains("4.49.0"));
+  CHECK_THAT(refused("tf_release_gpt_oss", family("gpt-oss-20b-2l", "4.54.0")),
+             Contains("training.transformers_release") && Contains("4.55.0"));
+  CHECK(run_json("tf_release_gpt2_new", family("gpt2", "4.49.0"))["fits"] == true);
   CHECK_THAT(refused("tf_release_bad", llama_1b("four")),
              Contains("training.transformers_release") && Contains("4.44.2"));
   CHECK_THAT(refused("tf_release_old", llama_1b("4.39.3")),

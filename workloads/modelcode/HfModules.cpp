@@ -412,22 +412,28 @@ BlockPlan lm_head(const ModelSpec& m, const Tokens& t, const Precision& p, NormF
     return b;
   }
   linear(ops, "lm_head", T, h, V, true, p);
+  // Its input's gradient, in c, until the input's cast (or the final norm) has read it.
+  ops.gradient_to_previous_op(T * h * p.compute);
   // Its weight's gradient comes as its backward runs, after the loss's have come and gone.
   b.grads_at = static_cast<int>(b.kernels.size()) - 1;
   if (m.final_logit_softcap > 0) { // Gemma 2: logits / cap, tanh, * cap in the compute dtype; keeps tanh's output
     const double N = T * V, c = p.compute;
-    ops.op({{"softcap.div", 2 * N * c, N, KernelFamily::generic},
-            {"softcap.tanh", 2 * N * c, 10 * N, KernelFamily::generic},
-            {"softcap.mul", 2 * N * c, N, KernelFamily::generic}},
-           {{"softcap.bwd.mul", 2 * N * c, N, KernelFamily::generic},
-            {"softcap.bwd.tanh", 3 * N * c, 3 * N, KernelFamily::generic},
-            {"softcap.bwd.div", 2 * N * c, N, KernelFamily::generic}},
-           N * c);
+    ops.output_read_once(N * c); // lm_head's output: the division's alone
+    ops.op({{"softcap.div", 2 * N * c, N, KernelFamily::generic}},
+           {{"softcap.bwd.div", 2 * N * c, N, KernelFamily::generic}});
+    ops.output_read_once(N * c);
+    ops.gradient_to_previous_op(N * c);
+    ops.op({{"softcap.tanh", 2 * N * c, 10 * N, KernelFamily::generic}},
+           {{"softcap.bwd.tanh", 3 * N * c, 3 * N, KernelFamily::generic}}, N * c);
+    ops.gradient_to_previous_op(N * c);
+    ops.op({{"softcap.mul", 2 * N * c, N, KernelFamily::generic}},
+           {{"softcap.bwd.mul", 2 * N * c, N, KernelFamily::generic}});
+    ops.gradient_to_previous_op(N * c);
   }
   causal_lm_loss(ops, t, V, p);
-  // The loss's gradients come and go op by op (causal_lm_loss); then lm_head's input
-  // gradient in c and cast to the stream's dtype.
-  b.backward_workspace = T * h * (p.compute + p.param);
+  // The loss's gradients and lm_head's come and go op by op; held through the block's
+  // backward: lm_head's input gradient cast to the stream's dtype under autocast.
+  b.backward_workspace = p.autocast() ? T * h * p.param : 0.0;
   return b;
 }
 

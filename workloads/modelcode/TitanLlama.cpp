@@ -365,6 +365,7 @@ BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, 
   ops.gemm("output", T, h, V, p.compute_dtype, true, T * h * c);
   b.kernels.back().bwd_after = {CollectiveKind::reduce_scatter, gather.bytes};
   b.grads_at                 = static_cast<int>(b.kernels.size()) - 1; // after the loss's gradients
+  ops.gradient_to_previous_op(T * h * c);                              // its input's, until the norm reads it
   // The logits (pred) live until the train step's `del pred`, before backward: as
   // transformers 5's output does.
   // cross_entropy(pred.flatten(0, 1).float(), labels): the logits cast to fp32, then
@@ -376,7 +377,7 @@ BlockPlan head(const ModelSpec& m, const hf::Tokens& t, const hf::Precision& p, 
       if (b.kernels[i].name == "loss.upcast" || b.kernels[i].name == "loss.log_softmax" ||
           b.kernels[i].name == "loss.nll") // the row maximum, the sum of exponentials, the target logit
         b.kernels[i].fwd_after = {CollectiveKind::all_reduce, T * 4};
-  b.backward_workspace = T * h * c; // the output's input gradient (the loss's come and go op by op)
+  b.backward_workspace = 0; // the loss's gradients and the output's come and go op by op
   return b;
 }
 

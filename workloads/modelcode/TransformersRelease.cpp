@@ -28,6 +28,16 @@ ReleaseNumber oldest_transformers_release() { return rules().front().first; }
 // kernels match the modules as read at main (5.16.0.dev0; ForCausalLMLoss as in 5.0-5.15).
 ReleaseNumber newest_transformers_release() { return *ReleaseNumber::parse("5.17.0"); }
 
+std::string transformers_release_refusal(const ModelSpec& m, const ReleaseNumber& release)
+{
+  if (m.family == "gpt_oss" && !release.from(*ReleaseNumber::parse("4.55.0")))
+    return "transformers " + release.str() + " has no gpt_oss model: 4.55.0 and later";
+  if (m.family != "llama" && !release.from(*ReleaseNumber::parse("4.49.0")))
+    return "the loss paths before 4.49 are modelled for LlamaForCausalLM (model family llama) alone; " + m.name + " (" +
+           m.family + ") from 4.49.0";
+  return "";
+}
+
 LossPath loss_path(const std::optional<ReleaseNumber>& release)
 {
   return transformers_rules(release ? *release : newest_transformers_release()).loss;

@@ -4,6 +4,7 @@
 // each release's tag): where the logits are cast to fp32 and whether the loss copies them
 // shifted. The rest of the modules are modelled as transformers 5 runs them.
 #include "base/ReleaseNumber.hpp"
+#include "workloads/model/ModelSpec.hpp"
 
 #include <optional>
 #include <string>
@@ -36,5 +37,9 @@ ReleaseNumber newest_transformers_release();
 TransformersRules transformers_rules(const ReleaseNumber& release);
 // The loss path of a spec's release (none: the newest).
 LossPath loss_path(const std::optional<ReleaseNumber>& release);
+// Why `release` is not modelled for the model ("" if it is): the paths before 4.49 were
+// read in LlamaForCausalLM alone (GPT-2, GPT-NeoX and OPT shifted a bf16 copy in their own
+// forwards then), and a model transformers did not have yet.
+std::string transformers_release_refusal(const ModelSpec& m, const ReleaseNumber& release);
 
 } // namespace memwall::hf

@@ -26,7 +26,10 @@ void OptimizerStep::gpu_step(int b)
   const std::string prefix = blk.plan.name + ".";
   OpId last                = blk.grads_ready;
   OpId step                = last;
-  for (const OptimizerPass& p : step_.stack->optimizer_passes(step_.cfg, step_.state_bytes)) {
+  ModelStateBytes bytes    = step_.state_bytes; // this block's states' width where the stack keeps it apart
+  if (blk.plan.optimizer_bytes > 0)
+    bytes.optimizer = blk.plan.optimizer_bytes / blk.plan.params;
+  for (const OptimizerPass& p : step_.stack->optimizer_passes(step_.cfg, bytes)) {
     Op op     = kernel_op(s.gpu, KernelClass::elementwise, Dtype::fp32, p.flops_per_param * n, p.bytes_per_param * n, 0,
                           prefix + p.name);
     op.family = KernelFamily::optimizer;

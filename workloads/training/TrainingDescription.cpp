@@ -32,6 +32,10 @@ std::string describe_training(const TrainingConfig& t)
        ", flash attention " + (t.flash_attention ? "on" : "off");
   if (t.lora.enabled)
     s += std::string(", ") + (t.lora.nf4_base ? "QLoRA" : "LoRA") + " r=" + str(t.lora.rank);
+  if (t.liger_kernel)
+    s += ", Liger kernels";
+  if (t.transformers_release)
+    s += ", transformers " + t.transformers_release->str();
   if (t.offload_optimizer != OffloadTarget::none)
     s += std::string(", optimizer offload ") + targets[static_cast<int>(t.offload_optimizer)];
   if (t.offload_params != OffloadTarget::none)

@@ -25,12 +25,12 @@ std::optional<ReleaseNumber> read_transformers_release(ParamReader& r)
   const std::string oldest = hf::oldest_transformers_release().str();
   const std::string newest = hf::newest_transformers_release().str();
   const std::string text   = r.text("transformers_release", newest,
-                                    "the transformers release whose causal-LM head the stack runs (pytorch; deepspeed "
-                                      "with modules: transformers), " +
+                                    "the transformers release whose logits-and-loss path the stack runs (pytorch; "
+                                      "deepspeed with modules: transformers; the rest of the modules as the newest), " +
                                         oldest + " to " + newest +
-                                        " and later: the logits cast to fp32 in the model and copied shifted for the "
-                                          "loss until 4.45, cast and copied in ForCausalLMLoss in 4.46-4.48, cast with "
-                                          "the labels shifted instead from 4.49");
+                                        " and later: LlamaForCausalLM cast the logits to fp32 and copied them shifted "
+                                          "for the loss until 4.45, ForCausalLMLoss cast and copied them in 4.46-4.48, and "
+                                          "cast them with the labels shifted instead from 4.49 (every family)");
   if (!given)
     return std::nullopt;
   std::optional<ReleaseNumber> release = ReleaseNumber::parse(text);
@@ -361,6 +361,11 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
     r.fail("transformers_release",
            "training.transformers_release: the release of transformers' modules: stack pytorch, "
            "or deepspeed with modules: transformers");
+  if (t.transformers_release) {
+    const std::string why = hf::transformers_release_refusal(model, *t.transformers_release);
+    if (!why.empty())
+      r.fail("transformers_release", "training.transformers_release: " + why);
+  }
   if (t.liger_kernel && !stack->runs_liger(model)) // the stacks that run transformers' modules say why above
     r.fail("liger_kernel", "training.liger_kernel: Liger replaces transformers' modules: stack pytorch, or deepspeed "
                            "with modules: transformers");

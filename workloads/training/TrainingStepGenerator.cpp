@@ -152,8 +152,10 @@ void TrainingStepGenerator::emit_setup(const ParamGather& gathers, const Gradien
     if (grads.ddp_bucket_copies())
       dag.alloc(s.gpu, StreamKind::compute, s.gpu, MemCategory::gradients, b.plan.params * gradient_bytes_per_param(),
                 b.plan.name + ".ddp_bucket");
+    const double states_per_param =
+        b.plan.optimizer_bytes > 0 ? b.plan.optimizer_bytes / b.plan.params : optimizer_bytes_per_param();
     b.states = place(s, cfg.offload_optimizer, MemCategory::optimizer,
-                     step_.shard(static_cast<int>(index), b.plan.params) * optimizer_bytes_per_param(),
+                     step_.shard(static_cast<int>(index), b.plan.params) * states_per_param,
                      b.plan.name + ".optimizer_states");
   }
 }

@@ -15,6 +15,9 @@ public:
   {
     if (spec.training.recompute >= level_)
       return {};
+    // Hugging Face's gradient checkpointing recomputes whole layers: no selective level.
+    if (level_ == Recompute::selective && spec.training.stack && spec.training.stack->runs_transformers_modules())
+      return {};
     const char* name = level_ == Recompute::selective ? "selective" : "full";
     return {{std::string("recompute ") + name, {std::string("training.recompute=") + name}}};
   }

@@ -141,6 +141,7 @@ StepShape step_shape(const TrainingConfig& cfg)
   s.lora                 = cfg.lora;
   s.liger_kernel         = cfg.liger_kernel;
   s.transformers_release = cfg.transformers_release;
+  s.optimizer            = cfg.optimizer;
   return s;
 }
 

@@ -105,13 +105,17 @@ struct KernelPlan {
 };
 
 struct BlockPlan {
-  std::string name;                // "embed", "L0", ..., "head"
-  bool layer           = false;    // a transformer layer: what recompute applies to
-  bool keeps_all       = false;    // a layer full recompute leaves alone (Megatron's block method past N)
-  double params        = 0;        // trainable parameters held by one tp rank
-  double frozen_params = 0;        // frozen (LoRA base) parameters held by one tp rank
-  double frozen_bytes  = 0;        // their bytes where the stack stores them at several widths; 0: x StepShape's
-  double expert_params = 0;        // part of params in this rank's routed experts: reduced over the edp group
+  std::string name;             // "embed", "L0", ..., "head"
+  bool layer           = false; // a transformer layer: what recompute applies to
+  bool keeps_all       = false; // a layer full recompute leaves alone (Megatron's block method past N)
+  double params        = 0;     // trainable parameters held by one tp rank
+  double frozen_params = 0;     // frozen (LoRA base) parameters held by one tp rank
+  double frozen_bytes  = 0;     // their bytes where the stack stores them at several widths; 0: x StepShape's
+  // The optimizer states of params where the stack keeps this block's at another width than
+  // the rest (the Trainer's 32-bit states for nn.Embedding under an 8-bit AdamW); 0: params
+  // x ModelStateBytes::optimizer.
+  double optimizer_bytes = 0;
+  double expert_params   = 0;      // part of params in this rank's routed experts: reduced over the edp group
   std::vector<KernelPlan> kernels; // forward order
   double backward_workspace = 0;   // activation gradients alive during the block's backward
   // The kernel whose backward makes the block's first weight gradient (AccumulateGrad
@@ -146,7 +150,8 @@ struct StepShape {
   // gradient checkpointing).
   bool recompute_layers = false;
   LoraConfig lora;
-  bool liger_kernel = false;                         // TrainingConfig::liger_kernel
+  Optimizer optimizer = Optimizer::adam;             // TrainingConfig::optimizer
+  bool liger_kernel   = false;                       // TrainingConfig::liger_kernel
   std::optional<ReleaseNumber> transformers_release; // TrainingConfig::transformers_release
 };
 

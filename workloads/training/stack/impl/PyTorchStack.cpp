@@ -126,7 +126,13 @@ public:
 
   BlockPlan embedding(const ModelSpec& m, const StepShape& s) const override
   {
-    return frozen(hf::model_embedding(m, hf::tokens(s), precision_of(s)), s, false);
+    BlockPlan b = frozen(hf::model_embedding(m, hf::tokens(s), precision_of(s)), s, false);
+    // Under bitsandbytes' 8-bit AdamW the Trainer registers every nn.Embedding's weight
+    // for 32-bit states (create_optimizer: GlobalOptimManager.register_module_override
+    // with optim_bits 32): exp_avg and exp_avg_sq in fp32 for the token table.
+    if (s.optimizer == Optimizer::adam8bit && b.params > 0)
+      b.optimizer_bytes = b.params * 8;
+    return b;
   }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
