@@ -4,6 +4,7 @@
 // the model's shapes, and the fits against the longest sequences Hugging Face + FA2
 // trained before running out of memory (Unsloth's README at e3162dc5).
 #include "tests/TestHelpers.hpp"
+#include "workloads/model/HfConfigReader.hpp"
 #include "workloads/model/ModelPresets.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
@@ -128,9 +129,8 @@ TEST_CASE("qlora_fits_the_longest_sequences_hugging_face_trained_before_running_
   // Unsloth's README (commit e3162dc5): QLoRA of rank 32 on all linear layers, one
   // sequence, Hugging Face + FA2 trained Llama 3.3 70B up to 6,916 tokens on an 80 GB A100
   // and Llama 3.1 8B up to 5,789 tokens on 24 GB. memwall fits both, within 15 % of the
-  // card (it models transformers 5's loss, which no longer copies the shifted fp32
-  // logits: 4 B a token and vocabulary word less than the runs of then), and a sequence a
-  // third longer runs out of memory.
+  // card (its own limits are 8,060 and 6,566 tokens, with transformers 5's loss or 4.47's),
+  // and a sequence a third longer runs out of memory.
   struct Case {
     const char *node, *model;
     int tokens;
@@ -248,4 +248,39 @@ TEST_CASE("an_8_bit_adamw_keeps_the_embedding_tables_states_in_32_bits_as_the_tr
   };
   const double P = states("adamw") / 8, E = 128256.0 * 4096;
   CHECK(states("adam8bit") == Approx(8 * E + 2 * (1 + 4.0 / 256) * (P - E)).epsilon(1e-9));
+}
+
+TEST_CASE("under_qlora_phi3s_and_gemmas_activations_are_linear4bits_fp32_outputs", "[stack][pytorch][lora]")
+{
+  // Linear4bit returns its input's dtype: Phi-3's gate_up_proj (2 f wide) and Gemma's gate
+  // and up read the fp32 stream, so their activations keep fp32 tensors: Phi-3's SiLU the
+  // whole gate_up output (2 T f x 4 B; T f x 2 B each in bf16 without QLoRA), Gemma 2's
+  // GELU its input (T f x 4 B); down_proj casts the fp32 product for its GEMM.
+  struct Family {
+    const char* name;
+    const char* kept_by;
+    double elems; // of the kept tensor, T = 512 tokens
+  };
+  for (const Family& fam :
+       {Family{"phi3-mini", "mlp.bwd.silu", 2 * 512.0 * 8192}, Family{"gemma2-2b", "mlp.bwd.act", 512.0 * 9216}}) {
+    INFO(fam.name);
+    const ModelSpec m =
+        read_hf_config(memwall::test::source_path(std::string("tests/data/hf_families/") + fam.name + "/config.json"));
+    for (bool nf4 : {false, true}) {
+      ParamReader training(YAML::Load("{}"), "test", "training");
+      TrainingConfig cfg;
+      cfg.stack = training_stack_registry().make("pytorch", training), cfg.seq_len = 512, cfg.micro_batch = 1,
+      cfg.global_batch = 1, cfg.precision = Dtype::bf16;
+      cfg.lora.enabled = true, cfg.lora.rank = 8, cfg.lora.nf4_base = nf4, cfg.lora.targets = {"qkv"};
+      double kept     = -1;
+      bool down_casts = false;
+      for (const KernelPlan& k : cfg.stack->layer(m, step_shape(cfg), 1).kernels) {
+        if (k.name == fam.kept_by)
+          kept = k.saved_bytes;
+        down_casts = down_casts || k.name == "mlp.down_proj.cast_input";
+      }
+      CHECK(kept == Approx(fam.elems * (nf4 ? 4 : 2)).epsilon(1e-12));
+      CHECK(down_casts == nf4);
+    }
+  }
 }

@@ -85,6 +85,11 @@ BlockPlan gemma_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   const double q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
   const double o = static_cast<double>(m.attn_out_dim()), c = p.compute, e = p.param;
   const double d = static_cast<double>(m.head_dim());
+  // q's, k's, v's, gate's and up's outputs: fp32 under QLoRA (Linear4bit returns the fp32
+  // stream's dtype), else c; so the head norms, rotary and the MLP's elementwise ops.
+  const double a = projection_output_bytes(p, true);
+  Precision rope = p;
+  rope.compute   = a;
   BlockPlan b    = layer_plan(m, layer, T * h * e);
   EagerOps ops(b.kernels);
   gemma_rms_norm(ops, "input_layernorm", T, h, e, true, p.lora.enabled);
@@ -92,16 +97,16 @@ BlockPlan gemma_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   grad_accumulate(ops, "qkv.grad_sum_k", T * h, e);
   // attention_bias: q, k, v and o with biases (addmm).
   projection(ops, "self_attn.q_proj", T, h, q, true, m.qkv_bias, p);
-  ops.op({}, {{"self_attn.q.bwd.grad_clone", 2 * T * q * c, 0, generic}});
+  ops.op({}, {{"self_attn.q.bwd.grad_clone", 2 * T * q * a, 0, generic}});
   projection(ops, "self_attn.k_proj", T, h, kv, true, m.qkv_bias, p);
   projection(ops, "self_attn.v_proj", T, h, kv, true, m.qkv_bias, p);
-  ops.op({}, {{"self_attn.v.bwd.grad_clone", 2 * T * kv * c, 0, generic}});
+  ops.op({}, {{"self_attn.v.bwd.grad_clone", 2 * T * kv * a, 0, generic}});
   if (m.qk_norm) { // Gemma 3: each head's q and k normalised, cast back to the projection's dtype
-    gemma_rms_norm(ops, "self_attn.q_norm", T * static_cast<double>(m.heads), d, c, false, p.lora.enabled);
-    gemma_rms_norm(ops, "self_attn.k_norm", T * static_cast<double>(m.kv_heads), d, c, false, p.lora.enabled);
+    gemma_rms_norm(ops, "self_attn.q_norm", T * static_cast<double>(m.heads), d, a, false, p.lora.enabled);
+    gemma_rms_norm(ops, "self_attn.k_norm", T * static_cast<double>(m.kv_heads), d, a, false, p.lora.enabled);
   }
-  rotary(ops, "self_attn.rope_q", T, q, p);
-  rotary(ops, "self_attn.rope_k", T, kv, p);
+  rotary(ops, "self_attn.rope_q", T, q, rope);
+  rotary(ops, "self_attn.rope_k", T, kv, rope);
   rotated_cache_update(ops, "self_attn", T, kv, p);
   if (m.windowed_layer(layer) && static_cast<double>(m.sliding_window) <= t.s) { // a mask unless S < window
     // The sliding-window mask as cuDNN's bias: where(mask, 0, -inf) into a bf16 (B, 1, S, S)
@@ -119,17 +124,17 @@ BlockPlan gemma_layer(const ModelSpec& m, const Tokens& t, const Precision& p, i
   linear(ops, "mlp.gate_proj", T, h, f, true, p);
   // gelu_pytorch_tanh: one kernel each way, keeping its input; act * up keeps both and the
   // product (down_proj's input).
-  ops.op({{"mlp.act", 2 * T * f * c, 8 * T * f, KernelFamily::activation}},
-         {{"mlp.bwd.act", 3 * T * f * c, 16 * T * f, KernelFamily::activation}}, T * f * c);
+  ops.op({{"mlp.act", 2 * T * f * a, 8 * T * f, KernelFamily::activation}},
+         {{"mlp.bwd.act", 3 * T * f * a, 16 * T * f, KernelFamily::activation}}, T * f * a);
   linear(ops, "mlp.up_proj", T, h, f, true, p);
-  ops.op({{"mlp.mul", 3 * T * f * c, T * f, binary}},
-         {{"mlp.bwd.mul_up", 3 * T * f * c, T * f, binary}, {"mlp.bwd.mul_act", 3 * T * f * c, T * f, binary}},
-         3 * T * f * c);
-  linear(ops, "mlp.down_proj", T, f, h, false, p);
-  gemma_rms_norm(ops, "post_feedforward_layernorm", T, h, c, false, p.lora.enabled);
-  residual_add(ops, "mlp.residual", T, h, p, rms_norm_reads_its_input(p));
+  ops.op({{"mlp.mul", 3 * T * f * a, T * f, binary}},
+         {{"mlp.bwd.mul_up", 3 * T * f * a, T * f, binary}, {"mlp.bwd.mul_act", 3 * T * f * a, T * f, binary}},
+         3 * T * f * a);
+  linear(ops, "mlp.down_proj", T, f, h, a != c, p); // QLoRA: Linear4bit casts the fp32 product
+  gemma_rms_norm(ops, "post_feedforward_layernorm", T, h, a, false, p.lora.enabled);
+  residual_add_of(ops, "mlp.residual", T, h, p.param, a, rms_norm_reads_its_input(p)); // the norm's output: a
   double heads_per_kv  = static_cast<double>(m.heads) / static_cast<double>(m.kv_heads);
-  b.backward_workspace = std::max(3 * T * f * c + 2 * T * h * e + 4 * T * h,
+  b.backward_workspace = std::max(3 * T * f * a + 2 * T * h * e + 4 * T * h,
                                   T * q * 4 + 2 * heads_per_kv * T * kv * c + 2 * T * h * e + 4 * T * h);
   return b;
 }

@@ -38,24 +38,29 @@ BlockPlan phi3_layer(const ModelSpec& m, const Tokens& t, const Precision& p, in
   const double q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
   const double o = static_cast<double>(m.attn_out_dim()), c = p.compute, e = p.param;
   const double W = q + 2 * kv; // qkv_proj's output
+  // qkv_proj's and gate_up_proj's outputs: fp32 under QLoRA (Linear4bit returns the fp32
+  // stream's dtype), else c; rotary then in fp32 throughout.
+  const double a = projection_output_bytes(p, true);
+  Precision rope = p;
+  rope.compute   = a;
   BlockPlan b    = layer_plan(m, layer, T * h * e);
   EagerOps ops(b.kernels);
   rms_norm(ops, "input_layernorm", T, h, p);
   linear(ops, "self_attn.qkv_proj", T, h, W, true, p);
   // The three slices' gradients: each into a zeroed T x W buffer, the three summed.
-  ops.op({}, {{"self_attn.qkv.bwd.zeros_v", T * W * c, 0, generic},
-              {"self_attn.qkv.bwd.copy_v", 2 * T * kv * c, 0, generic},
-              {"self_attn.qkv.bwd.zeros_k", T * W * c, 0, generic},
-              {"self_attn.qkv.bwd.copy_k", 2 * T * kv * c, 0, generic},
-              {"self_attn.qkv.bwd.add_slices", 3 * T * W * c, T * W, binary},
-              {"self_attn.qkv.bwd.zeros_q", T * W * c, 0, generic},
-              {"self_attn.qkv.bwd.copy_q", 2 * T * q * c, 0, generic},
-              {"self_attn.qkv.bwd.add_slices2", 3 * T * W * c, T * W, binary}});
+  ops.op({}, {{"self_attn.qkv.bwd.zeros_v", T * W * a, 0, generic},
+              {"self_attn.qkv.bwd.copy_v", 2 * T * kv * a, 0, generic},
+              {"self_attn.qkv.bwd.zeros_k", T * W * a, 0, generic},
+              {"self_attn.qkv.bwd.copy_k", 2 * T * kv * a, 0, generic},
+              {"self_attn.qkv.bwd.add_slices", 3 * T * W * a, T * W, binary},
+              {"self_attn.qkv.bwd.zeros_q", T * W * a, 0, generic},
+              {"self_attn.qkv.bwd.copy_q", 2 * T * q * a, 0, generic},
+              {"self_attn.qkv.bwd.add_slices2", 3 * T * W * a, T * W, binary}});
   // The views' gradients made contiguous for the slices (dv's: the cache's clone).
-  ops.op({}, {{"self_attn.k.bwd.grad_clone", 2 * T * kv * c, 0, generic},
-              {"self_attn.q.bwd.grad_clone", 2 * T * q * c, 0, generic}});
-  partial_rotary(ops, "self_attn.rope_q", T, q, p);
-  partial_rotary(ops, "self_attn.rope_k", T, kv, p);
+  ops.op({}, {{"self_attn.k.bwd.grad_clone", 2 * T * kv * a, 0, generic},
+              {"self_attn.q.bwd.grad_clone", 2 * T * q * a, 0, generic}});
+  partial_rotary(ops, "self_attn.rope_q", T, q, rope);
+  partial_rotary(ops, "self_attn.rope_k", T, kv, rope);
   rotated_cache_update(ops, "self_attn", T, kv, p);
   sdpa(ops, "self_attn.sdpa", t, m, p, true);
   // transpose(1, 2).contiguous() of the (B, H, S, D) output: o_proj's input, kept.
@@ -65,19 +70,19 @@ BlockPlan phi3_layer(const ModelSpec& m, const Tokens& t, const Precision& p, in
   rms_norm(ops, "post_attention_layernorm", T, h, p);
   linear(ops, "mlp.gate_up_proj", T, h, 2 * f, true, p);
   // chunk(2)'s backward cats the two halves' gradients.
-  ops.op({}, {{"mlp.chunk.bwd.cat", 4 * T * f * c, 0, generic}});
+  ops.op({}, {{"mlp.chunk.bwd.cat", 4 * T * f * a, 0, generic}});
   // silu(gate) keeps the gate view (gate_up's whole output stays alive) and up * act keeps
   // its output; the product is down_proj's input.
-  ops.op({{"mlp.silu", 2 * T * f * c, 4 * T * f, KernelFamily::activation}},
-         {{"mlp.bwd.silu", 3 * T * f * c, 8 * T * f, KernelFamily::activation}}, 2 * T * f * c);
-  ops.op({{"mlp.mul", 3 * T * f * c, T * f, binary}},
-         {{"mlp.bwd.mul_up", 3 * T * f * c, T * f, binary}, {"mlp.bwd.mul_act", 3 * T * f * c, T * f, binary}},
-         2 * T * f * c);
-  linear(ops, "mlp.down_proj", T, f, h, false, p);
-  residual_add(ops, "mlp.residual", T, h, p, rms_norm_reads_its_input(p));
+  ops.op({{"mlp.silu", 2 * T * f * a, 4 * T * f, KernelFamily::activation}},
+         {{"mlp.bwd.silu", 3 * T * f * a, 8 * T * f, KernelFamily::activation}}, 2 * T * f * a);
+  ops.op({{"mlp.mul", 3 * T * f * a, T * f, binary}},
+         {{"mlp.bwd.mul_up", 3 * T * f * a, T * f, binary}, {"mlp.bwd.mul_act", 3 * T * f * a, T * f, binary}},
+         2 * T * f * a);
+  linear(ops, "mlp.down_proj", T, f, h, a != c, p); // QLoRA: Linear4bit casts the fp32 product
+  residual_add_of(ops, "mlp.residual", T, h, p.param, a, rms_norm_reads_its_input(p)); // down's output: a
   // In backward: the MLP's gradients (gate_up's, the product's, the activation's) and the
   // stream's; or the slices' three zeroed T x W buffers and the stream's.
-  b.backward_workspace = std::max(4 * T * f * c + 2 * T * h * e, 3 * T * W * c + 2 * T * h * e);
+  b.backward_workspace = std::max(4 * T * f * a + 2 * T * h * e, 3 * T * W * a + 2 * T * h * e);
   return b;
 }
 
