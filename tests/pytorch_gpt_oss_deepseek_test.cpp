@@ -3,6 +3,7 @@
 // calibration/research/hf-moe-inventory.md section 2): their attention (eager with sinks;
 // multi-head latent attention) and routers counted by hand from the source, and their
 // steps and peaks against the H200 measurements (calibration/data/measured/h200/hf-families.csv).
+#include "tests/MoeKernelCount.hpp"
 #include "tests/TestHelpers.hpp"
 #include "workloads/model/HfConfigReader.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
@@ -13,47 +14,14 @@ using namespace memwall;
 
 namespace {
 
-// Layer 1 of the family's measured step (4 x 1,024 tokens), one micro-batch.
-std::vector<KernelPlan> layer_of(const std::string& family, int64_t layer = 1)
-{
-  ModelSpec m = read_hf_config(memwall::test::source_path("tests/data/hf_families/" + family + "/config.json"));
-  ParamReader training(YAML::Load("{}"), "test", "training");
-  TrainingConfig cfg;
-  cfg.stack = training_stack_registry().make("pytorch", training), cfg.seq_len = 1024, cfg.micro_batch = 4,
-  cfg.global_batch = 4, cfg.precision = Dtype::bf16;
-  return cfg.stack->layer(m, step_shape(cfg), layer).kernels;
-}
+using memwall::test::count_moe;
+using memwall::test::family_layer;
 
 bool starts(const KernelPlan& k, const char* prefix) { return k.name.rfind(prefix, 0) == 0; }
 bool has(const KernelPlan& k, const char* s) { return k.name.find(s) != std::string::npos; }
 bool ends(const KernelPlan& k, const std::string& s)
 {
   return k.name.size() >= s.size() && k.name.compare(k.name.size() - s.size(), s.size(), s) == 0;
-}
-
-struct Experts {
-  int fp32_gemms = 0, syncs = 0, sorts = 0, sort_passes = 0, gathers = 0, index_backwards = 0, masked_fills = 0;
-  double kept = 0; // bytes kept by the experts' path (not the router's, not a shared expert's)
-};
-
-Experts experts_of(const std::vector<KernelPlan>& ks)
-{
-  Experts n;
-  for (const KernelPlan& k : ks) {
-    if (!starts(k, "moe."))
-      continue;
-    if (k.kclass == KernelClass::gemm && k.dtype == Dtype::fp32)
-      n.fp32_gemms += (k.runs(true) ? 1 : 0) + (k.runs(false) ? (k.bwd_pass == GemmPass::backward ? 2 : 1) : 0);
-    n.syncs += (k.host_sync_forward ? 1 : 0) + (k.host_sync_backward ? 1 : 0);
-    n.sorts += has(k, ".histogram") ? 1 : 0;
-    n.sort_passes += has(k, ".onesweep") ? 1 : 0;
-    n.gathers += k.runs(true) && (has(k, "gather_tokens") || has(k, "gather_rows") || has(k, "_bias.gather")) ? 1 : 0;
-    n.index_backwards += has(k, ".indexing_backward") ? 1 : 0;
-    n.masked_fills += has(k, "masked_fill") ? 1 : 0;
-    if (!has(k, "moe.router") && !has(k, "moe.shared"))
-      n.kept += k.saved_bytes;
-  }
-  return n;
 }
 
 constexpr double T = 4096; // tokens of the measured micro-batch
@@ -71,7 +39,7 @@ TEST_CASE("gpt_oss_attention_materialises_every_heads_scores_with_the_sink_in_fp
   const double N = B * H * S * S, N1 = B * H * S * (S + 1), rows = B * H * S, qkv = B * H * S * d;
   double kept  = 0;
   int fwd_full = 0, bwd_full = 0, gemms = 0;
-  for (const KernelPlan& k : layer_of("gpt-oss-20b-2l")) {
+  for (const KernelPlan& k : family_layer("gpt-oss-20b-2l")) {
     if (!starts(k, "attn.eager"))
       continue;
     kept += k.saved_bytes;
@@ -99,7 +67,7 @@ TEST_CASE("gpt_oss_experts_gather_their_biases_and_keep_the_clamped_swiglus_five
   // inventory's per-layer counts: 6 sorts (routing, three index backwards, two bias
   // gathers' one-pass sorts over the expert ids) of 8 + 3 x 2 + 2 x 1 = 16 passes, 4
   // gathers, 5 index backwards, 4 masked fills.
-  Experts n = experts_of(layer_of("gpt-oss-20b-2l"));
+  memwall::test::MoeCount n = count_moe(family_layer("gpt-oss-20b-2l"));
   CHECK(n.fp32_gemms == 192);
   CHECK(n.syncs == 6);
   CHECK(n.sorts == 6);
@@ -111,7 +79,7 @@ TEST_CASE("gpt_oss_experts_gather_their_biases_and_keep_the_clamped_swiglus_five
   // clamped gate, the sigmoid, up + 1, glu and the product (28 S F), the int64 indices and
   // the mask (25 S), the bf16 routing weights in pair order (2 S).
   const double S = 4 * T, h = 2880, F = 2880;
-  CHECK(n.kept == Approx(8 * S * h + 28 * S * F + 25 * S + 2 * S).epsilon(1e-12));
+  CHECK(n.experts_kept == Approx(8 * S * h + 28 * S * F + 25 * S + 2 * S).epsilon(1e-12));
 }
 
 TEST_CASE("deepseek_routes_by_group_with_three_unsorted_topks_and_one_sorted", "[stack][pytorch][hf]")
@@ -121,7 +89,7 @@ TEST_CASE("deepseek_routes_by_group_with_three_unsorted_topks_and_one_sorted", "
   // as the measured step's 3 and 1 for its one MoE layer. The experts: 16 hit, 96 fp32
   // GEMMs, 6 syncs; one masked fill more than Mixtral's (the groups' -inf).
   int topks = 0, sorted = 0;
-  const std::vector<KernelPlan> ks = layer_of("deepseek-v3-2l-16e");
+  const std::vector<KernelPlan> ks = family_layer("deepseek-v3-2l-16e");
   for (const KernelPlan& k : ks) {
     if (!starts(k, "moe.router") || !k.runs(true))
       continue;
@@ -130,12 +98,12 @@ TEST_CASE("deepseek_routes_by_group_with_three_unsorted_topks_and_one_sorted", "
   }
   CHECK(topks == 3);
   CHECK(sorted == 1);
-  Experts n = experts_of(ks);
+  memwall::test::MoeCount n = count_moe(ks);
   CHECK(n.fp32_gemms == 96);
   CHECK(n.syncs == 6);
   CHECK(n.masked_fills == 5);
   const double S = 8 * T, h = 7168, F = 2048;
-  CHECK(n.kept == Approx(8 * S * h + 16 * S * F + 25 * S + 2 * S).epsilon(1e-12));
+  CHECK(n.experts_kept == Approx(8 * S * h + 16 * S * F + 25 * S + 2 * S).epsilon(1e-12));
 }
 
 TEST_CASE("deepseek_latent_attention_keeps_q_k_and_kv_b_output_for_cudnn", "[stack][pytorch][hf]")
@@ -146,7 +114,7 @@ TEST_CASE("deepseek_latent_attention_keeps_q_k_and_kv_b_output_for_cudnn", "[sta
   const double H = 128, dq = 192, dv = 128, dn = 128;
   double sdpa = 0, q_a = -1, kv_a = -1;
   int dense_gemms = 0;
-  for (const KernelPlan& k : layer_of("deepseek-v3-2l-16e", 0)) {
+  for (const KernelPlan& k : family_layer("deepseek-v3-2l-16e", 0)) {
     if (starts(k, "attn.sdpa")) // on the entry the backward walk meets last
       sdpa = std::max(sdpa, k.saved_bytes);
     if (starts(k, "attn.q_a.") && has(k, "cast_input")) // the op's first entry holds what it keeps

@@ -3,6 +3,7 @@
 // the source in calibration/research/hf-moe-inventory.md section 1 (whose per-layer counts
 // match the measured H200 steps' kernel totals), and each family's step and peak against
 // calibration/data/measured/h200/hf-families.csv.
+#include "tests/MoeKernelCount.hpp"
 #include "tests/TestHelpers.hpp"
 #include "workloads/model/HfConfigReader.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
@@ -13,47 +14,10 @@ using namespace memwall;
 
 namespace {
 
-struct MoeCount {
-  int misplaced_syncs = 0; // a sync on an entry the walk does not meet first in its loop
-  int fp32_gemms = 0, syncs = 0, sorts = 0, sort_passes = 0, gathers = 0, index_backwards = 0, masked_fills = 0;
-  double experts_kept = 0; // bytes kept by the experts' path (not the router's, not a shared expert's)
-};
+using memwall::test::MoeCount;
 
 // The MoE block of layer 1 of the family's measured step (4 x 1,024 tokens), one micro-batch.
-MoeCount moe_of(const std::string& family)
-{
-  ModelSpec m = read_hf_config(memwall::test::source_path("tests/data/hf_families/" + family + "/config.json"));
-  ParamReader training(YAML::Load("{}"), "test", "training");
-  TrainingConfig cfg;
-  cfg.stack = training_stack_registry().make("pytorch", training), cfg.seq_len = 1024, cfg.micro_batch = 4,
-  cfg.global_batch = 4, cfg.precision = Dtype::bf16;
-  MoeCount n;
-  auto has = [](const KernelPlan& k, const char* s) { return k.name.find(s) != std::string::npos; };
-  const std::vector<KernelPlan> ks = cfg.stack->layer(m, step_shape(cfg), 1).kernels;
-  for (size_t i = 0; i < ks.size(); ++i) {
-    const KernelPlan& k = ks[i];
-    if (k.name.rfind("moe.", 0) != 0)
-      continue;
-    // Forward walks the list down: a loop's sync on its first entry (the one after is its
-    // .e1); backward walks it up: on its last (the one before is its .e1).
-    auto is_e1 = [&](size_t j) {
-      return j < ks.size() && ks[j].name.size() > 3 && ks[j].name.substr(ks[j].name.size() - 3) == ".e1";
-    };
-    if ((k.host_sync_forward && !is_e1(i + 1)) || (k.host_sync_backward && (i == 0 || !is_e1(i - 1))))
-      ++n.misplaced_syncs;
-    if (k.kclass == KernelClass::gemm && k.dtype == Dtype::fp32) // a launch a pass
-      n.fp32_gemms += (k.runs(true) ? 1 : 0) + (k.runs(false) ? (k.bwd_pass == GemmPass::backward ? 2 : 1) : 0);
-    n.syncs += (k.host_sync_forward ? 1 : 0) + (k.host_sync_backward ? 1 : 0);
-    n.sorts += has(k, ".histogram") ? 1 : 0;
-    n.sort_passes += has(k, ".onesweep") ? 1 : 0;
-    n.gathers += has(k, "moe.gather_tokens") || has(k, "moe.gather_rows") ? 1 : 0;
-    n.index_backwards += has(k, ".indexing_backward") ? 1 : 0;
-    n.masked_fills += has(k, "masked_fill") ? 1 : 0;
-    if (!has(k, "moe.router") && !has(k, "moe.shared"))
-      n.experts_kept += k.saved_bytes;
-  }
-  return n;
-}
+MoeCount moe_of(const std::string& family) { return memwall::test::count_moe(memwall::test::family_layer(family)); }
 
 constexpr double T = 4096; // tokens of the measured micro-batch
 

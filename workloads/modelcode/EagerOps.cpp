@@ -58,8 +58,8 @@ void EagerOps::gradient_to_previous_op(double bytes)
   k.grad_until = previous_first_ == none ? -1 : static_cast<int>(previous_first_);
 }
 
-void EagerOps::gemm(const std::string& name, double tokens, double in, double out, Dtype dtype, bool weight_grad,
-                    double saved)
+KernelPlan& EagerOps::push_gemm(const std::string& name, double tokens, double in, double out, Dtype dtype,
+                                bool weight_grad, double saved)
 {
   KernelPlan k;
   k.name            = name;
@@ -78,24 +78,27 @@ void EagerOps::gemm(const std::string& name, double tokens, double in, double ou
       (tokens * out + in * out + tokens * in) * e + (weight_grad ? (tokens * out + tokens * in + in * out) * e : 0.0);
   k.saved_bytes = saved;
   out_.push_back(k);
+  return out_.back();
+}
+
+void EagerOps::gemm(const std::string& name, double tokens, double in, double out, Dtype dtype, bool weight_grad,
+                    double saved)
+{
+  push_gemm(name, tokens, in, out, dtype, weight_grad, saved);
   added(out_.size() - 1, out_.size() - 1);
 }
 
 void EagerOps::gemm_pass(const std::string& name, double tokens, double in, double out, Dtype dtype, GemmPass pass)
 {
-  const size_t last_first = last_first_, last_runs_first = last_runs_first_, previous_first = previous_first_;
-  gemm(name, tokens, in, out, dtype, pass != GemmPass::input_grad);
-  KernelPlan& k  = out_.back();
+  KernelPlan& k  = push_gemm(name, tokens, in, out, dtype, pass != GemmPass::input_grad, 0);
   const double e = dtype_bytes(dtype);
-  if (pass == GemmPass::backward) // both gradients: gemm's own entry
-    return;
   if (pass == GemmPass::forward) { // no backward: not an op a gradient flows back through
     k.bwd_flops = k.bwd_model_flops = k.bwd_bytes = 0;
-    last_first_                                   = last_first;
-    last_runs_first_                              = last_runs_first;
-    previous_first_                               = previous_first;
     return;
   }
+  added(out_.size() - 1, out_.size() - 1);
+  if (pass == GemmPass::backward) // both gradients: gemm's own entry
+    return;
   k.fwd_flops = k.fwd_bytes = 0;
   k.bwd_pass                = pass;
   k.bwd_flops = k.bwd_model_flops = 2 * tokens * in * out;

@@ -66,6 +66,9 @@ private:
   // An op with a backward was added: its entries from `first`, the one whose backward
   // runs first at `runs_first`.
   void added(size_t first, size_t runs_first);
+  // gemm's entry, not yet marked as an op (gemm_pass marks the passes with a backward).
+  KernelPlan& push_gemm(const std::string& name, double tokens, double in, double out, Dtype dtype, bool weight_grad,
+                        double saved);
 
   std::vector<KernelPlan>& out_;
   static constexpr size_t none = static_cast<size_t>(-1);

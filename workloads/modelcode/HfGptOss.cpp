@@ -27,33 +27,6 @@ void per_head_operand(KernelPlan& k, double extra, double c)
 
 } // namespace
 
-// _apply_rotary_emb on one of q or k (T x width): first, second = chunk(x, 2);
-// first * cos - second * sin, second * cos + first * sin, catted (DeepSeek's
-// apply_rotary_pos_emb_interleave does the same on the even and odd elements). cos and sin, half a
-// head wide, come in the hidden stream's dtype (fp32 under autocast: the products
-// promote). Backward: the subtraction's negation, the four products' gradients (each
-// cast back to x's dtype under autocast), each half's two summed, the halves catted.
-void halves_rotary(EagerOps& ops, const std::string& name, double T, double width, const Precision& p)
-{
-  const double E = T * width, half = E / 2, c = p.compute, f = p.param;
-  std::vector<EagerKernel> fwd;
-  for (const char* k : {".mul_first_cos", ".mul_second_sin", ".mul_second_cos", ".mul_first_sin"})
-    fwd.push_back({name + k, half * (c + 2 * f), half, binary});
-  fwd.insert(fwd.begin() + 2, {name + ".sub", 3 * half * f, half, binary});
-  fwd.push_back({name + ".add", 3 * half * f, half, binary});
-  fwd.push_back({name + ".cat", 2 * E * f, 0, generic});
-  std::vector<EagerKernel> bwd{{name + ".bwd.neg", 2 * half * f, half, generic}};
-  for (const char* k : {".bwd.mul_first_sin", ".bwd.mul_second_cos", ".bwd.mul_second_sin", ".bwd.mul_first_cos"}) {
-    bwd.push_back({name + k, 2 * half * f, half, binary});
-    if (p.autocast())
-      bwd.push_back(cast_kernel(name + k + "_cast", half, f, c));
-  }
-  bwd.push_back({name + ".bwd.sum_first", 3 * half * c, half, binary});
-  bwd.push_back({name + ".bwd.sum_second", 3 * half * c, half, binary});
-  bwd.push_back({name + ".bwd.cat_halves", 2 * E * c, 0, generic});
-  ops.op(fwd, bwd);
-}
-
 double sink_attention(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSpec& m, const Precision& p,
                       double k_bytes, double v_bytes)
 {

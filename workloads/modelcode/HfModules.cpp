@@ -167,6 +167,33 @@ void rotary(EagerOps& ops, const std::string& name, double T, double width, cons
   ops.op(fwd, bwd);
 }
 
+// _apply_rotary_emb on one of q or k (T x width): first, second = chunk(x, 2);
+// first * cos - second * sin, second * cos + first * sin, catted (DeepSeek's
+// apply_rotary_pos_emb_interleave does the same on the even and odd elements). cos and sin, half a
+// head wide, come in the hidden stream's dtype (fp32 under autocast: the products
+// promote). Backward: the subtraction's negation, the four products' gradients (each
+// cast back to x's dtype under autocast), each half's two summed, the halves catted.
+void halves_rotary(EagerOps& ops, const std::string& name, double T, double width, const Precision& p)
+{
+  const double E = T * width, half = E / 2, c = p.compute, f = p.param;
+  std::vector<EagerKernel> fwd;
+  for (const char* k : {".mul_first_cos", ".mul_second_sin", ".mul_second_cos", ".mul_first_sin"})
+    fwd.push_back({name + k, half * (c + 2 * f), half, binary});
+  fwd.insert(fwd.begin() + 2, {name + ".sub", 3 * half * f, half, binary});
+  fwd.push_back({name + ".add", 3 * half * f, half, binary});
+  fwd.push_back({name + ".cat", 2 * E * f, 0, generic});
+  std::vector<EagerKernel> bwd{{name + ".bwd.neg", 2 * half * f, half, generic}};
+  for (const char* k : {".bwd.mul_first_sin", ".bwd.mul_second_cos", ".bwd.mul_second_sin", ".bwd.mul_first_cos"}) {
+    bwd.push_back({name + k, 2 * half * f, half, binary});
+    if (p.autocast())
+      bwd.push_back(cast_kernel(name + k + "_cast", half, f, c));
+  }
+  bwd.push_back({name + ".bwd.sum_first", 3 * half * c, half, binary});
+  bwd.push_back({name + ".bwd.sum_second", 3 * half * c, half, binary});
+  bwd.push_back({name + ".bwd.cat_halves", 2 * E * c, 0, generic});
+  ops.op(fwd, bwd);
+}
+
 void sdpa(EagerOps& ops, const std::string& name, const Tokens& t, const ModelSpec& m, const Precision& p, bool rotated)
 {
   const double T = t.T(), q = static_cast<double>(m.q_dim()), kv = static_cast<double>(m.kv_dim());
@@ -348,93 +375,6 @@ std::vector<EagerKernel> embedding_backward(const std::string& name, double T, d
   else
     k.push_back(accumulate_grad(name + ".bwd.accumulate_grad", rows * h, e));
   return k;
-}
-
-void causal_lm_loss(EagerOps& ops, const Tokens& t, double V, const Precision& p)
-{
-  // calibration/research/transformers-loss-path.md: what each release allocates, in order.
-  const double T = t.T(), N = T * V, c = p.compute;
-  const bool model_upcast = p.loss == LossPath::model_upcast_shifted_copy;
-  const bool copies       = p.loss != LossPath::shifted_labels;
-  // The loss reads every token's logits with the labels shifted (4.49 on), one fewer a
-  // sequence where the logits are copied shifted.
-  const double Ns = copies ? (T - t.b) * V : N;
-  // The logits (the last entry's output, in c): cast in the model's own forward and dropped
-  // (4.40-4.45), else the output's until compute_loss returns (the model's forward here).
-  if (model_upcast)
-    ops.output_read_once(N * c);
-  else
-    ops.hold_until_forward_returns(N * c);
-  // logits.float(): the output's (4.40-4.45) or the loss function's own until it returns;
-  // backward its gradient cast back to c, read by lm_head's backward.
-  ops.op({{"loss.upcast", N * (c + 4), 0, generic}}, {{"loss.bwd.downcast", N * (4 + c), 0, generic}});
-  ops.hold_until_forward_returns(4 * N);
-  ops.gradient_to_previous_op(N * c);
-  if (copies) {
-    // logits[..., :-1, :].contiguous(): freed as the forward returns; backward the slice's
-    // gradient written into zeros of the whole logits' shape.
-    ops.op({{"loss.shift_logits", 8 * Ns, 0, generic}},
-           {{"loss.bwd.shift_zeros", 4 * N, 0, generic}, {"loss.bwd.shift_copy", 8 * Ns, 0, generic}});
-    ops.hold_until_forward_returns(4 * Ns);
-    ops.gradient_to_previous_op(4 * N);
-    ops.op({{"loss.labels_shift", 16 * T, 0, generic}}, {});
-  } else {
-    ops.op({{"loss.labels_fill", 16 * t.b, 0, generic},
-            {"loss.labels_pad", 16 * T, 0, generic},
-            {"loss.labels_shift", 16 * T, 0, generic}},
-           {});
-  }
-  // cross_entropy = log_softmax (ATen's blockwise softmax reads each row three times and
-  // writes it once, keeping its fp32 output) then nll_loss. Backward: nll's gradient
-  // zeroed and scattered, log_softmax's (reads the gradient twice and the output once);
-  // each gradient alive until the op before has read it.
-  ops.op({{"loss.log_softmax", 16 * Ns, 4 * Ns, generic}}, {{"loss.bwd.log_softmax", 16 * Ns, 3 * Ns, generic}},
-         4 * Ns);
-  ops.gradient_to_previous_op(4 * Ns);
-  ops.op({{"loss.nll", 12 * T, T, generic}}, {{"loss.bwd.ones", 4, 0, generic},
-                                              {"loss.bwd.nll_zero", 4 * Ns, 0, generic},
-                                              {"loss.bwd.nll_scatter", 12 * T, T, generic}});
-  ops.gradient_to_previous_op(4 * Ns);
-}
-
-BlockPlan lm_head(const ModelSpec& m, const Tokens& t, const Precision& p, NormFn final_norm)
-{
-  const double T = t.T(), h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab);
-  BlockPlan b;
-  b.name        = "head";
-  b.params      = (m.final_norm ? m.norm_params() : 0.0) + m.head_params();
-  b.input_bytes = T * h * p.param;
-  EagerOps ops(b.kernels);
-  if (m.final_norm)
-    final_norm(ops, "final_norm", T, h, p);
-  if (p.liger) { // the lm_head and the loss fused, in chunks: no T x V logits
-    liger_linear_cross_entropy(ops, T, h, V, !p.lora.enabled, p);
-    return b;
-  }
-  linear(ops, "lm_head", T, h, V, true, p);
-  // Its input's gradient, in c, until the input's cast (or the final norm) has read it.
-  ops.gradient_to_previous_op(T * h * p.compute);
-  // Its weight's gradient comes as its backward runs, after the loss's have come and gone.
-  b.grads_at = static_cast<int>(b.kernels.size()) - 1;
-  if (m.final_logit_softcap > 0) { // Gemma 2: logits / cap, tanh, * cap in the compute dtype; keeps tanh's output
-    const double N = T * V, c = p.compute;
-    ops.output_read_once(N * c); // lm_head's output: the division's alone
-    ops.op({{"softcap.div", 2 * N * c, N, KernelFamily::generic}},
-           {{"softcap.bwd.div", 2 * N * c, N, KernelFamily::generic}});
-    ops.output_read_once(N * c);
-    ops.gradient_to_previous_op(N * c);
-    ops.op({{"softcap.tanh", 2 * N * c, 10 * N, KernelFamily::generic}},
-           {{"softcap.bwd.tanh", 3 * N * c, 3 * N, KernelFamily::generic}}, N * c);
-    ops.gradient_to_previous_op(N * c);
-    ops.op({{"softcap.mul", 2 * N * c, N, KernelFamily::generic}},
-           {{"softcap.bwd.mul", 2 * N * c, N, KernelFamily::generic}});
-    ops.gradient_to_previous_op(N * c);
-  }
-  causal_lm_loss(ops, t, V, p);
-  // The loss's gradients and lm_head's come and go op by op; held through the block's
-  // backward: lm_head's input gradient cast to the stream's dtype under autocast.
-  b.backward_workspace = p.autocast() ? T * h * p.param : 0.0;
-  return b;
 }
 
 } // namespace memwall::hf

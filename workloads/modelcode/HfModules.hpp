@@ -174,8 +174,8 @@ std::vector<EagerKernel> embedding_backward(const std::string& name, double T, d
                                             bool tied);
 // A norm over T x h of the stream (rms_norm, layer_norm).
 using NormFn = void (*)(EagerOps&, const std::string&, double, double, const Precision&);
-// A causal LM's head block: the final norm, lm_head (no bias; a tied table is cast per
-// forward like any weight) and the loss.
+// A causal LM's head block (HfHead.cpp): the final norm, lm_head (no bias; a tied table is
+// cast per forward like any weight) and the loss.
 BlockPlan lm_head(const ModelSpec& m, const Tokens& t, const Precision& p, NormFn final_norm);
 // The language-model loss (ForCausalLMLoss) over T x V logits in the compute dtype,
 // upcast to fp32: log_softmax (kept) and nll_loss, and their backward.

@@ -10,12 +10,12 @@ namespace {
 const std::vector<TransformersRules>& rules()
 {
   static const std::vector<TransformersRules> r{
-      {*ReleaseNumber::parse("4.40.0"), LossPath::model_upcast_shifted_copy, "4.40-4.45"},
+      {*ReleaseNumber::parse("4.40.0"), LossPath::model_upcast_shifted_copy},
       // Pull requests 33902 and 34191: the model returns the bf16 logits; the loss moves
       // into loss_utils.ForCausalLMLoss, still shifting a contiguous copy.
-      {*ReleaseNumber::parse("4.46.0"), LossPath::loss_upcast_shifted_copy, "4.46-4.48"},
+      {*ReleaseNumber::parse("4.46.0"), LossPath::loss_upcast_shifted_copy},
       // Pull request 35646: the labels padded with -100 and shifted instead of the logits.
-      {*ReleaseNumber::parse("4.49.0"), LossPath::shifted_labels, "4.49 and later"},
+      {*ReleaseNumber::parse("4.49.0"), LossPath::shifted_labels},
   };
   return r;
 }

@@ -25,8 +25,7 @@ enum class LossPath {
 
 struct TransformersRules {
   ReleaseNumber first; // the first release these rules hold for
-  LossPath loss      = LossPath::shifted_labels;
-  const char* covers = ""; // the releases, in words
+  LossPath loss = LossPath::shifted_labels;
 };
 
 // The oldest release read; anything older is refused.
