@@ -120,6 +120,13 @@ TEST_CASE("lora_with_zero3_and_unknown_lora_targets_are_refused", "[errors][lora
   CHECK_THAT(refused_training("lora_target", "lora: {targets: [qkv, lm_head]}, global_batch: 8"),
              Catch::Contains("'lm_head' is not a projection"));
   CHECK_THAT(refused_training("lora_rank", "lora: {rank: 0}, global_batch: 8"), Catch::Contains("training.lora.rank"));
+  // transformers' module names are the pytorch stack's; Megatron fuses q, k and v.
+  CHECK_THAT(refused_training("lora_module_megatron", "lora: {targets: [q_proj, v_proj]}, global_batch: 8"),
+             Catch::Contains("'q_proj' names a transformers module") && Catch::Contains("qkv, proj, mlp.up, mlp.down"));
+  CHECK_THAT(refused_training("lora_dropout_megatron", "lora: {dropout: 0.05}, global_batch: 8"),
+             Catch::Contains("dropout: PEFT's lora_dropout"));
+  CHECK_THAT(refused_training("lora_dropout_range", "lora: {dropout: 1.5}, global_batch: 8"),
+             Catch::Contains("training.lora.dropout"));
 }
 
 TEST_CASE("a_seq_len_past_the_models_context_names_the_key_that_extends_it", "[errors][layout]")

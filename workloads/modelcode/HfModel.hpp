@@ -18,6 +18,9 @@ NormFn final_norm_of(const ModelSpec& m);
 // Whether Liger's kernels are modelled for the model (Precision::liger): Llama's own
 // modules (Llama, Mistral, Qwen2), no experts, no head norms. "" if so, else why not.
 std::string liger_refusal(const ModelSpec& m);
+// The projections PEFT can adapt in the architecture's layers, by transformers' module
+// names (Phi-3's fused qkv_proj and gate_up_proj; the Llama family's and Gemma's seven).
+std::vector<std::string> lora_modules(Arch a);
 // What `architecture` recognises, in words (for refusals).
 const char* modelled_architectures();
 

@@ -85,9 +85,13 @@ EagerKernel cast_kernel(const std::string& name, double elems, double from, doub
 // `linear` under PEFT (HfPeft.cpp): the frozen projection and its adapter where it has one.
 void peft_linear(EagerOps& ops, const std::string& name, double T, double in, double out, bool cast_input,
                  const Precision& p);
-// The LoRA target group (LoraConfig's qkv, proj, mlp.up, mlp.down) of a projection by its
-// name in these modules ("attn.q", "mlp.gate", ...); "" for one no target names (lm_head).
-std::string lora_target(const std::string& projection);
+// The LoRA target group (LoraConfig's qkv, proj, mlp.up, mlp.down) and transformers'
+// module name (q_proj, gate_up_proj, ...) of a projection by its name in these modules
+// ("attn.q", "self_attn.qkv_proj", ...); "" for one no target names (lm_head).
+struct LoraTarget {
+  std::string group, module;
+};
+LoraTarget lora_target(const std::string& projection);
 // A linear layer under autocast: cast the weight (kept for backward: autocast's cache),
 // cast the input unless it is in the compute dtype already (kept for the weight
 // gradient), the GEMM; backward the GEMM's two gradients, the input gradient cast back,

@@ -1,7 +1,9 @@
 // PEFT's LoRA and QLoRA as transformers, PEFT and bitsandbytes run a projection under the
 // `pytorch` stack (Precision::lora): the frozen base (bitsandbytes' NF4 dequantised at
 // each use), the fp32 adapters (calibration/research/peft-qlora-liger.md sections 1-2).
-#include "workloads/modelcode/HfModules.hpp"
+#include "workloads/modelcode/HfModel.hpp"
+
+#include <tuple>
 
 namespace memwall::hf {
 namespace {
@@ -11,29 +13,37 @@ constexpr KernelFamily binary  = KernelFamily::residual;
 
 } // namespace
 
-std::string lora_target(const std::string& projection)
+LoraTarget lora_target(const std::string& projection)
 {
   // HfLlama's names and transformers' own (HfPhi3's, HfGemma's).
-  static const std::vector<std::pair<const char*, const char*>> groups{{"attn.q", "qkv"},
-                                                                       {"attn.k", "qkv"},
-                                                                       {"attn.v", "qkv"},
-                                                                       {"attn.o", "proj"},
-                                                                       {"mlp.gate", "mlp.up"},
-                                                                       {"mlp.up", "mlp.up"},
-                                                                       {"mlp.down", "mlp.down"},
-                                                                       {"self_attn.q_proj", "qkv"},
-                                                                       {"self_attn.k_proj", "qkv"},
-                                                                       {"self_attn.v_proj", "qkv"},
-                                                                       {"self_attn.qkv_proj", "qkv"},
-                                                                       {"self_attn.o_proj", "proj"},
-                                                                       {"mlp.gate_proj", "mlp.up"},
-                                                                       {"mlp.up_proj", "mlp.up"},
-                                                                       {"mlp.gate_up_proj", "mlp.up"},
-                                                                       {"mlp.down_proj", "mlp.down"}};
-  for (const auto& [name, group] : groups)
+  static const std::vector<std::tuple<const char*, const char*, const char*>> projections{
+      {"attn.q", "qkv", "q_proj"},
+      {"attn.k", "qkv", "k_proj"},
+      {"attn.v", "qkv", "v_proj"},
+      {"attn.o", "proj", "o_proj"},
+      {"mlp.gate", "mlp.up", "gate_proj"},
+      {"mlp.up", "mlp.up", "up_proj"},
+      {"mlp.down", "mlp.down", "down_proj"},
+      {"self_attn.q_proj", "qkv", "q_proj"},
+      {"self_attn.k_proj", "qkv", "k_proj"},
+      {"self_attn.v_proj", "qkv", "v_proj"},
+      {"self_attn.qkv_proj", "qkv", "qkv_proj"},
+      {"self_attn.o_proj", "proj", "o_proj"},
+      {"mlp.gate_proj", "mlp.up", "gate_proj"},
+      {"mlp.up_proj", "mlp.up", "up_proj"},
+      {"mlp.gate_up_proj", "mlp.up", "gate_up_proj"},
+      {"mlp.down_proj", "mlp.down", "down_proj"}};
+  for (const auto& [name, group, module] : projections)
     if (projection == name)
-      return group;
-  return "";
+      return {group, module};
+  return {};
+}
+
+std::vector<std::string> lora_modules(Arch a)
+{
+  if (a == Arch::phi3)
+    return {"qkv_proj", "o_proj", "gate_up_proj", "down_proj"};
+  return {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
 }
 
 // A frozen projection under PEFT (Precision::lora) and its adapter where it has one
@@ -46,7 +56,8 @@ void peft_linear(EagerOps& ops, const std::string& name, double T, double in, do
 {
   const double W = in * out, c = p.compute;
   // bitsandbytes quantises every Linear but lm_head (llm_int8_skip_modules).
-  const bool nf4 = p.lora.nf4_base && name != "lm_head", adapted = p.lora.targets_kernel(lora_target(name));
+  const LoraTarget target = lora_target(name);
+  const bool nf4 = p.lora.nf4_base && name != "lm_head", adapted = p.lora.targets_module(target.group, target.module);
   if (adapted)
     grad_accumulate(ops, name + ".lora.grad_sum", T * in, p.param);
   // bitsandbytes' Linear4bit (<= 0.49): x.to(compute_dtype), dequantize_4bit (the 8-bit
@@ -80,25 +91,39 @@ void peft_linear(EagerOps& ops, const std::string& name, double T, double in, do
            {cast_kernel(name + ".bwd.cast_output_grad", T * out, p.param, c)});
   if (!adapted)
     return;
-  // PEFT: result + lora_B(lora_A(dropout(x))) * scaling, lora_dropout 0 (nn.Identity), the
-  // adapters fp32 parameters cast under autocast. lora.Linear first casts a bf16 x to the
-  // adapters' fp32 (_cast_input_dtype) and autocast casts it back for lora_A, which keeps
-  // that copy: every adapted projection its own. The bitsandbytes wrapper skips the round
-  // trip under autocast and clones the base's result instead; its lora_A keeps autocast's
-  // cast of an fp32 x, or x itself (kept by another op already: the attention's output,
-  // the MLP's product).
+  // PEFT: result + lora_B(lora_A(dropout(x))) * scaling, the adapters fp32 parameters cast
+  // under autocast (or the compute dtype's: autocast_adapter_dtype=False). lora.Linear
+  // first casts x to the adapters' dtype: a bf16 x to fp32 adapters, which autocast casts
+  // back for lora_A, which keeps that copy: every adapted projection its own. The
+  // bitsandbytes wrapper skips the round trip under autocast and clones the base's result
+  // instead; its lora_A keeps autocast's cast of an fp32 x, or x itself (kept by another op
+  // already: the attention's output, the MLP's product). Adapters in x's own dtype keep x
+  // alone. lora_dropout p > 0: each adapted projection's own nn.Dropout on that x, its mask
+  // kept, and its output too where lora_A reads it uncast.
   const double r = static_cast<double>(p.lora.rank), o = cast_back ? p.param : c;
+  const double a       = p.lora.adapter_dtype == Dtype::fp32 ? 4 : c;
   Precision adapter    = p;
   adapter.lora.enabled = false;
-  adapter.param        = 4;
+  adapter.param        = a;
   bool a_casts         = cast_input && p.autocast();
+  double xd            = cast_input ? p.param : c; // x's bytes an element as the adapter's path gets it
   if (nf4) {
     ops.op({{name + ".lora.clone_result", 2 * T * out * o, 0, generic}}, {});
-  } else if (!a_casts) {
-    const double xb = cast_input ? p.param : c;
-    ops.op({cast_kernel(name + ".lora.x_to_fp32", T * in, xb, 4)},
-           {cast_kernel(name + ".lora.bwd.x_grad_from_fp32", T * in, 4, xb)});
+  } else if (!a_casts && a != c) {
+    ops.op({cast_kernel(name + ".lora.x_to_fp32", T * in, xd, 4)},
+           {cast_kernel(name + ".lora.bwd.x_grad_from_fp32", T * in, 4, xd)});
     a_casts = true;
+    xd      = 4;
+  }
+  if (p.lora.dropout > 0) {
+    dropout(ops, name + ".lora.dropout", T * in, xd);
+    if (!a_casts)
+      ops.back().saved_bytes += T * in * xd; // lora_A's input, for its weight gradient
+  }
+  if (a_casts && a == c) { // compute-dtype adapters on an fp32 x: autocast casts x alone
+    ops.op({cast_kernel(name + ".lora.cast_x", T * in, p.param, c)},
+           {cast_kernel(name + ".lora.bwd.cast_x_grad", T * in, c, p.param)}, T * in * c);
+    a_casts = false;
   }
   linear(ops, name + ".lora_A", T, in, r, a_casts, adapter);
   linear(ops, name + ".lora_B", T, r, out, false, adapter);

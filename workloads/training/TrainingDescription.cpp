@@ -31,7 +31,9 @@ std::string describe_training(const TrainingConfig& t)
             : std::string()) +
        ", flash attention " + (t.flash_attention ? "on" : "off");
   if (t.lora.enabled)
-    s += std::string(", ") + (t.lora.nf4_base ? "QLoRA" : "LoRA") + " r=" + str(t.lora.rank);
+    s += std::string(", ") + (t.lora.nf4_base ? "QLoRA" : "LoRA") + " r=" + str(t.lora.rank) +
+         (t.lora.adapter_dtype != Dtype::fp32 ? std::string(" (") + dtype_name(t.lora.adapter_dtype) + " adapters)"
+                                              : "");
   if (t.liger_kernel)
     s += ", Liger kernels";
   if (t.transformers_release)

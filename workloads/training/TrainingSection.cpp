@@ -11,8 +11,6 @@
 namespace memwall {
 namespace {
 
-const std::vector<std::string> lora_target_names{"qkv", "proj", "mlp.up", "mlp.down"};
-
 OffloadTarget offload_target(const std::string& s)
 {
   return s == "cpu" ? OffloadTarget::cpu : s == "nvme" ? OffloadTarget::nvme : OffloadTarget::none;
@@ -52,16 +50,33 @@ LoraConfig read_lora(ParamReader& parent)
   std::string base = r.choice("base", "bf16", {"bf16", "nf4"},
                               "frozen base weights: bf16, or nf4 for QLoRA (4-bit NormalFloat, double quantization)");
   l.nf4_base       = base == "nf4";
-  YAML::Node t     = r.take("targets", "list of: qkv, proj, mlp.up, mlp.down", "projections that get adapters",
-                            "[qkv, proj, mlp.up, mlp.down]");
+  std::string adapters =
+      r.choice("adapter_dtype", "fp32", {"fp32", "bf16", "fp16"},
+               "the adapters' dtype: fp32 as get_peft_model upcasts them (autocast_adapter_dtype=True, PEFT's "
+               "default), or the compute precision's as autocast_adapter_dtype=False leaves them");
+  l.adapter_dtype           = *dtype_from_name(adapters);
+  l.dropout                 = r.number("dropout", 0.0,
+                                       "PEFT's lora_dropout: nn.Dropout(p) on each adapted projection's input while the model "
+                                                       "trains (the Trainer's model.train()), its bool mask and output kept; 0 (LoraConfig's "
+                                                       "default), or a model left in eval mode: nn.Identity",
+                                       0.0, 0.99);
+  const std::string allowed = "allowed: " + join(lora_target_groups()) + " (memwall's groups), or " +
+                              join(lora_module_names()) + " (transformers' modules, as PEFT's target_modules)";
+  YAML::Node t = r.take("targets", "list of: " + join(lora_target_groups()) + ", or transformers' module names",
+                        "projections that get adapters: memwall's groups, which every stack knows, or "
+                        "transformers' module names as PEFT's target_modules names them (stack pytorch)",
+                        "[qkv, proj, mlp.up, mlp.down]");
   if (t.IsDefined() && !t.IsNull()) {
     if (!t.IsSequence() || t.size() == 0)
-      r.fail("targets", "expected a non-empty list of: qkv, proj, mlp.up, mlp.down");
+      r.fail("targets", "expected a non-empty list; " + allowed);
     l.targets.clear();
     for (const auto& e : t) {
-      std::string name = e.IsScalar() ? e.as<std::string>() : "";
-      if (std::find(lora_target_names.begin(), lora_target_names.end(), name) == lora_target_names.end())
-        r.fail("targets", "'" + name + "' is not a projection; allowed: qkv, proj, mlp.up, mlp.down");
+      std::string name   = e.IsScalar() ? e.as<std::string>() : "";
+      const auto& groups = lora_target_groups();
+      const auto& names  = lora_module_names();
+      if (std::find(groups.begin(), groups.end(), name) == groups.end() &&
+          std::find(names.begin(), names.end(), name) == names.end())
+        r.fail("targets", "'" + name + "' is not a projection; " + allowed);
       l.targets.push_back(name);
     }
   }
@@ -237,6 +252,10 @@ void check_memory_options(ParamReader& r, const TrainingConfig& t, const Trainin
     r.fail("lora", "LoRA with ZeRO-3 is not supported: the frozen base would be gathered for nothing; use zero <= 2");
   if (t.lora.nf4_base && t.precision == Dtype::fp32)
     r.fail("lora", "QLoRA (base: nf4) computes in bf16 or fp16, not fp32");
+  if (t.lora.adapter_dtype != Dtype::fp32 && t.lora.adapter_dtype != t.precision)
+    r.fail("lora", std::string("adapter_dtype ") + dtype_name(t.lora.adapter_dtype) +
+                       ": autocast_adapter_dtype=False leaves the adapters in the model's dtype, the precision (" +
+                       dtype_name(t.precision) + "); allowed: fp32 or " + dtype_name(t.precision));
   if (t.bucket_bytes <= 0)
     r.fail("bucket_bytes", "must be positive");
 }
@@ -357,6 +376,14 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   check_experts(r, t, model);
   stack->adjust(r, t);
   stack->check(r, t, model);
+  for (const std::string& target : t.lora.enabled ? t.lora.targets : std::vector<std::string>{})
+    if (!stack->runs_transformers_modules() &&
+        std::find(lora_module_names().begin(), lora_module_names().end(), target) != lora_module_names().end())
+      r.fail("lora", "targets: '" + target + "' names a transformers module; training.stack " + stack->name() +
+                         " adapts memwall's groups: " + join(lora_target_groups()));
+  if (t.lora.enabled && t.lora.dropout > 0 && !stack->runs_transformers_modules())
+    r.fail("lora", "dropout: PEFT's lora_dropout, on transformers' modules (stack pytorch); training.stack " +
+                       stack->name() + " runs its adapters without one");
   if (t.transformers_release && !stack->runs_transformers_modules())
     r.fail("transformers_release",
            "training.transformers_release: the release of transformers' modules: stack pytorch, "

@@ -3,11 +3,6 @@
 #include <algorithm>
 
 namespace memwall {
-namespace {
-
-std::string str(int64_t v) { return std::to_string(v); }
-
-} // namespace
 
 std::vector<int64_t> TrainingConfig::stage_layers(int64_t layers) const
 {
@@ -57,6 +52,26 @@ std::vector<int64_t> TrainingConfig::stage_layers(int64_t layers) const
 bool LoraConfig::targets_kernel(const std::string& gemm) const
 {
   return enabled && std::find(targets.begin(), targets.end(), gemm) != targets.end();
+}
+
+bool LoraConfig::targets_module(const std::string& group, const std::string& module) const
+{
+  return targets_kernel(group) || (!module.empty() && targets_kernel(module));
+}
+
+const std::vector<std::string>& lora_target_groups()
+{
+  static const std::vector<std::string> groups{"qkv", "proj", "mlp.up", "mlp.down"};
+  return groups;
+}
+
+// The Llama family's and Gemma's seven, Phi-3's two fused ones (its o_proj and down_proj
+// among the seven).
+const std::vector<std::string>& lora_module_names()
+{
+  static const std::vector<std::string> names{"q_proj",  "k_proj",    "v_proj",   "o_proj",      "gate_proj",
+                                              "up_proj", "down_proj", "qkv_proj", "gate_up_proj"};
+  return names;
 }
 
 double optimizer_flops_per_param(Optimizer o)

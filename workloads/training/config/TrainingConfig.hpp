@@ -27,9 +27,23 @@ struct LoraConfig {
   bool enabled  = false;
   int64_t rank  = 16;
   bool nf4_base = false; // QLoRA: frozen base weights in 4-bit NormalFloat with double quantization
+  // get_peft_model's autocast_adapter_dtype: True (PEFT's default) keeps the adapters in
+  // fp32; False leaves them in the base model's dtype, the compute precision's.
+  Dtype adapter_dtype = Dtype::fp32;
+  // PEFT's lora_dropout: nn.Dropout(p) on each adapted projection's x while the model
+  // trains; 0 (LoraConfig's default) runs nn.Identity.
+  double dropout = 0;
+  // Projections that get adapters: memwall's groups (qkv, proj, mlp.up, mlp.down), which
+  // every stack knows, or transformers' module names as PEFT's target_modules lists them
+  // (q_proj, v_proj, ...: stacks running transformers' modules).
   std::vector<std::string> targets{"qkv", "proj", "mlp.up", "mlp.down"};
   bool targets_kernel(const std::string& gemm) const;
+  // A transformers projection of group `group` named `module`: adapted when either is a target.
+  bool targets_module(const std::string& group, const std::string& module) const;
 };
+// The targets a LoRA section may name: the groups, then transformers' module names.
+const std::vector<std::string>& lora_target_groups();
+const std::vector<std::string>& lora_module_names();
 
 // The implementations a spec picks, configured (TrainingSection makes them; their
 // interfaces live in the concern folders above this one).

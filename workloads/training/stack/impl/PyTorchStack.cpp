@@ -11,6 +11,8 @@
 #include "workloads/modelcode/HfModel.hpp"
 #include "workloads/training/stack/TrainingStack.hpp"
 
+#include <algorithm>
+
 namespace memwall {
 namespace {
 
@@ -109,6 +111,14 @@ public:
     if (cfg.lora.enabled && !runs_lora(m))
       refuse("lora",
              "PEFT's LoRA is modelled for the Llama-family, Phi-3 and Gemma layers so far (" + m.name + " is not one)");
+    const std::vector<std::string> modules = hf::lora_modules(hf::architecture(m));
+    for (const std::string& t : cfg.lora.enabled ? cfg.lora.targets : std::vector<std::string>{})
+      if (std::find(lora_module_names().begin(), lora_module_names().end(), t) != lora_module_names().end() &&
+          std::find(modules.begin(), modules.end(), t) == modules.end())
+        refuse("lora", "targets: " + m.name + " has no module '" + t +
+                           "' (PEFT: target modules not found); its "
+                           "projections: " +
+                           join(modules) + ", or memwall's groups " + join(lora_target_groups()));
     if (cfg.precision == Dtype::fp8)
       refuse("precision", "fp8 needs Transformer Engine; torch.autocast runs bf16, fp16 or fp32");
     if (!cfg.flash_attention)
@@ -146,11 +156,13 @@ public:
   ModelStateBytes state_bytes(const TrainingConfig& cfg, const ModelSpec&) const override
   {
     ModelStateBytes b;
-    b.weights   = 4; // fp32 parameters under autocast
+    // fp32 parameters under autocast; PEFT's adapters in the compute dtype where
+    // get_peft_model was told autocast_adapter_dtype=False.
+    b.weights   = cfg.lora.enabled ? dtype_bytes(cfg.lora.adapter_dtype) : 4;
     b.gradients = b.weights;
-    // exp_avg and exp_avg_sq in the parameters' fp32; bitsandbytes' AdamW8bit keeps each in
-    // 8 bits with an fp32 absmax per 256 (2.03 B).
-    b.optimizer = cfg.optimizer == Optimizer::adam8bit ? 2 * (1 + 4.0 / 256) : 8;
+    // exp_avg and exp_avg_sq in the parameters' dtype; bitsandbytes' AdamW8bit keeps each
+    // in 8 bits with an fp32 absmax per 256 (2.03 B).
+    b.optimizer = cfg.optimizer == Optimizer::adam8bit ? 2 * (1 + 4.0 / 256) : 2 * b.weights;
     return b;
   }
 
