@@ -127,6 +127,8 @@ TEST_CASE("lora_with_zero3_and_unknown_lora_targets_are_refused", "[errors][lora
              Catch::Contains("dropout: PEFT's lora_dropout"));
   CHECK_THAT(refused_training("lora_dropout_range", "lora: {dropout: 1.5}, global_batch: 8"),
              Catch::Contains("training.lora.dropout"));
+  CHECK_THAT(refused_training("lora_adapter_dtype_megatron", "lora: {adapter_dtype: bf16}, global_batch: 8"),
+             Catch::Contains("adapter_dtype: PEFT's autocast_adapter_dtype"));
 }
 
 TEST_CASE("a_seq_len_past_the_models_context_names_the_key_that_extends_it", "[errors][layout]")

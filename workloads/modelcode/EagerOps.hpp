@@ -16,6 +16,7 @@
 // kernel that makes it until the op's backward has run.
 #include "workloads/training/blocks/BlockKernels.hpp"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,9 @@ public:
   void gemm_pass(const std::string& name, double tokens, double in, double out, Dtype dtype, GemmPass pass);
   // The entry added last (to mark how an eager host launches it).
   KernelPlan& back() { return out_.back(); }
+  // Whether the block's tensor `name` is kept for the first time: an input several ops
+  // save for backward (q's, k's and v's adapters reading one norm output) is kept once.
+  bool keep_once(const std::string& name) { return kept_.insert(name).second; }
   // An attention kernel of `flops` forward (the backward's by flash attention's count:
   // 2.5x, of which 2x are model FLOPs) reading and writing `bytes`, keeping `saved`; its
   // backward preceded and followed by memory-bound helper kernels (cuDNN's).
@@ -71,6 +75,7 @@ private:
                         double saved);
 
   std::vector<KernelPlan>& out_;
+  std::set<std::string> kept_; // keep_once
   static constexpr size_t none = static_cast<size_t>(-1);
   size_t last_first_ = none, last_runs_first_ = none, previous_first_ = none;
 };

@@ -73,6 +73,21 @@ std::string liger_refusal(const ModelSpec& m)
   return "";
 }
 
+void checkpoint_layer(BlockPlan& b, bool reentrant)
+{
+  if (reentrant) {
+    b.checkpoint_output = b.input_bytes;
+    return;
+  }
+  int64_t stop = 0;
+  for (size_t i = 0; i + 1 < b.kernels.size(); ++i) {
+    const KernelPlan& k = b.kernels[i];
+    if (k.runs(true) && (k.kclass == KernelClass::gemm || k.saved_bytes > 0))
+      stop = static_cast<int64_t>(i) + 1;
+  }
+  b.checkpoint_stop = stop;
+}
+
 const char* modelled_architectures()
 {
   return "Llama-family decoders (Llama, Mistral, Qwen2, Qwen3, Phi-3: RMSNorm, rotary positions, a gated MLP) and "

@@ -21,6 +21,13 @@ std::string liger_refusal(const ModelSpec& m);
 // The projections PEFT can adapt in the architecture's layers, by transformers' module
 // names (Phi-3's fused qkv_proj and gate_up_proj; the Llama family's and Gemma's seven).
 std::vector<std::string> lora_modules(Arch a);
+// torch.utils.checkpoint around a decoder layer (gradient checkpointing; BlockPlan's
+// checkpoint_stop and checkpoint_output). Reentrant (CheckpointFunction) reruns the
+// layer whole under no graph and holds the rerun output, the stream's width, while the
+// nested backward runs. Non-reentrant stops the rerun once every saved tensor is packed
+// again: after the last kernel that saves one (a GEMM at least its weight), before the
+// residual add that makes the output (whose bytes the next layer's norm keeps).
+void checkpoint_layer(BlockPlan& b, bool reentrant);
 // What `architecture` recognises, in words (for refusals).
 const char* modelled_architectures();
 

@@ -98,8 +98,10 @@ void peft_linear(EagerOps& ops, const std::string& name, double T, double in, do
   // bitsandbytes wrapper skips the round trip under autocast and clones the base's result
   // instead; its lora_A keeps autocast's cast of an fp32 x, or x itself (kept by another op
   // already: the attention's output, the MLP's product). Adapters in x's own dtype keep x
-  // alone. lora_dropout p > 0: each adapted projection's own nn.Dropout on that x, its mask
-  // kept, and its output too where lora_A reads it uncast.
+  // alone: the first adapter reading a norm's output (q's of q, k and v) keeps it, which
+  // nothing else keeps with the norm's weight frozen. lora_dropout p > 0: each adapted
+  // projection's own nn.Dropout on that x, its mask kept, and its output too where lora_A
+  // reads it uncast.
   const double r = static_cast<double>(p.lora.rank), o = cast_back ? p.param : c;
   const double a       = p.lora.adapter_dtype == Dtype::fp32 ? 4 : c;
   Precision adapter    = p;
@@ -120,12 +122,14 @@ void peft_linear(EagerOps& ops, const std::string& name, double T, double in, do
     if (!a_casts)
       ops.back().saved_bytes += T * in * xd; // lora_A's input, for its weight gradient
   }
-  if (a_casts && a == c) { // compute-dtype adapters on an fp32 x: autocast casts x alone
+  const bool reads_x = !a_casts && p.lora.dropout <= 0; // lora_A's input is x itself
+  if (a_casts && a == c) {                              // compute-dtype adapters on an fp32 x: autocast casts x alone
     ops.op({cast_kernel(name + ".lora.cast_x", T * in, p.param, c)},
            {cast_kernel(name + ".lora.bwd.cast_x_grad", T * in, c, p.param)}, T * in * c);
     a_casts = false;
   }
-  linear(ops, name + ".lora_A", T, in, r, a_casts, adapter);
+  const bool keeps_x = reads_x && cast_input && ops.keep_once(target.group + ".input");
+  linear(ops, name + ".lora_A", T, in, r, a_casts || keeps_x, adapter);
   linear(ops, name + ".lora_B", T, r, out, false, adapter);
   ops.back().saved_bytes += T * r * c; // lora_A's output, for lora_B's weight gradient
   std::vector<EagerKernel> bwd_add{{name + ".lora.bwd.scale", 2 * T * out * c, T * out, binary}};

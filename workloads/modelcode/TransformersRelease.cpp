@@ -16,6 +16,8 @@ const std::vector<TransformersRules>& rules()
       {*ReleaseNumber::parse("4.46.0"), LossPath::loss_upcast_shifted_copy},
       // Pull request 35646: the labels padded with -100 and shifted instead of the logits.
       {*ReleaseNumber::parse("4.49.0"), LossPath::shifted_labels},
+      // Pull request 43203: gradient_checkpointing_enable's default use_reentrant False.
+      {*ReleaseNumber::parse("5.0.0"), LossPath::shifted_labels, false},
   };
   return r;
 }
@@ -41,6 +43,11 @@ std::string transformers_release_refusal(const ModelSpec& m, const ReleaseNumber
 LossPath loss_path(const std::optional<ReleaseNumber>& release)
 {
   return transformers_rules(release ? *release : newest_transformers_release()).loss;
+}
+
+bool reentrant_checkpoint(const std::optional<ReleaseNumber>& release)
+{
+  return transformers_rules(release ? *release : newest_transformers_release()).reentrant_checkpoint;
 }
 
 TransformersRules transformers_rules(const ReleaseNumber& release)

@@ -26,6 +26,9 @@ enum class LossPath {
 struct TransformersRules {
   ReleaseNumber first; // the first release these rules hold for
   LossPath loss = LossPath::shifted_labels;
+  // gradient_checkpointing_enable's default: torch.utils.checkpoint(use_reentrant=True)
+  // until 4.57, False from 5.0 (modeling_utils.py at each tag).
+  bool reentrant_checkpoint = true;
 };
 
 // The oldest release read; anything older is refused.
@@ -36,6 +39,8 @@ ReleaseNumber newest_transformers_release();
 TransformersRules transformers_rules(const ReleaseNumber& release);
 // The loss path of a spec's release (none: the newest).
 LossPath loss_path(const std::optional<ReleaseNumber>& release);
+// Whether the release's gradient checkpointing is reentrant by default (none: the newest).
+bool reentrant_checkpoint(const std::optional<ReleaseNumber>& release);
 // Why `release` is not modelled for the model ("" if it is): the paths before 4.49 were
 // read in LlamaForCausalLM alone (GPT-2, GPT-NeoX and OPT shifted a bf16 copy in their own
 // forwards then), and a model transformers did not have yet.

@@ -2,6 +2,8 @@
 
 #include "workloads/training/SavedActivations.hpp"
 
+#include <algorithm>
+
 namespace memwall {
 
 const OpName& BlockPasses::name(int b, size_t i, Role role)
@@ -187,16 +189,24 @@ void BlockPasses::recompute(int b, int64_t mb, OpId params)
   auto& saved          = saved_.of(b, mb);
   ComputeTail& tail    = tails_[s.gpu];
   const SavedActivations policy(step_.cfg.recompute);
-  for (size_t i = 0; i < blk.plan.kernels.size(); ++i) {
+  const size_t n         = blk.plan.kernels.size();
+  const bool checkpoints = policy.checkpoints(blk.plan);
+  const size_t stop = checkpoints && blk.plan.checkpoint_stop >= 0 ? static_cast<size_t>(blk.plan.checkpoint_stop) : n;
+  for (size_t i = 0; i < std::min(n, stop); ++i) {
     const KernelPlan& k = blk.plan.kernels[i];
-    // What backward needs of this kernel and forward did not keep comes back now.
-    double back = policy.regenerated(blk.plan, k);
+    // What backward needs of this kernel and forward did not keep comes back now; a
+    // reentrant checkpoint's output (the last kernel's) stays until the block's backward
+    // ends, as kernel 0's second tensor (its backward runs last).
+    const bool output = checkpoints && i + 1 == n && blk.plan.checkpoint_output > 0;
+    double back       = output ? blk.plan.checkpoint_output : policy.regenerated(blk.plan, k);
     if (back > 0) {
       Tensor t = step_.dag.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, back, name(b, i, Role::rc_saved));
-      if (saved[i].id == 0) // else a per-op policy kept this kernel's output: its saved inputs come back beside it
+      if (output)
+        saved_.regenerated(b, mb, 0, n) = t;
+      else if (saved[i].id == 0) // else a per-op policy kept this kernel's output: its saved inputs come back beside it
         saved[i] = t;
       else
-        saved_.regenerated(b, mb, i, blk.plan.kernels.size()) = t;
+        saved_.regenerated(b, mb, i, n) = t;
     }
     if (!policy.reruns(blk.plan, k) || k.first_micro_batch_only)
       continue;

@@ -51,14 +51,16 @@ LoraConfig read_lora(ParamReader& parent)
                               "frozen base weights: bf16, or nf4 for QLoRA (4-bit NormalFloat, double quantization)");
   l.nf4_base       = base == "nf4";
   std::string adapters =
-      r.choice("adapter_dtype", "fp32", {"fp32", "bf16", "fp16"},
-               "the adapters' dtype: fp32 as get_peft_model upcasts them (autocast_adapter_dtype=True, PEFT's "
-               "default), or the compute precision's as autocast_adapter_dtype=False leaves them");
+      r.choice("adapter_dtype", "fp32", {"fp32", "bf16"},
+               "the adapters' dtype (stack pytorch): fp32 as get_peft_model upcasts them (autocast_adapter_dtype=True, "
+               "PEFT's default; an NF4 base's adapters stay fp32 either way), or bf16 on a bf16 model as "
+               "autocast_adapter_dtype=False leaves them (or a script casts them, as the QLoRA paper's does)");
   l.adapter_dtype           = *dtype_from_name(adapters);
   l.dropout                 = r.number("dropout", 0.0,
                                        "PEFT's lora_dropout: nn.Dropout(p) on each adapted projection's input while the model "
-                                                       "trains (the Trainer's model.train()), its bool mask and output kept; 0 (LoraConfig's "
-                                                       "default), or a model left in eval mode: nn.Identity",
+                                                       "trains (the Trainer's model.train()): its bool mask kept, and its output where "
+                                                       "lora_A reads it uncast; 0 (LoraConfig's default), or a model left in eval mode: "
+                                                       "nn.Identity",
                                        0.0, 0.99);
   const std::string allowed = "allowed: " + join(lora_target_groups()) + " (memwall's groups), or " +
                               join(lora_module_names()) + " (transformers' modules, as PEFT's target_modules)";
@@ -253,9 +255,11 @@ void check_memory_options(ParamReader& r, const TrainingConfig& t, const Trainin
   if (t.lora.nf4_base && t.precision == Dtype::fp32)
     r.fail("lora", "QLoRA (base: nf4) computes in bf16 or fp16, not fp32");
   if (t.lora.adapter_dtype != Dtype::fp32 && t.lora.adapter_dtype != t.precision)
-    r.fail("lora", std::string("adapter_dtype ") + dtype_name(t.lora.adapter_dtype) +
-                       ": autocast_adapter_dtype=False leaves the adapters in the model's dtype, the precision (" +
-                       dtype_name(t.precision) + "); allowed: fp32 or " + dtype_name(t.precision));
+    r.fail("lora",
+           std::string("adapter_dtype ") + dtype_name(t.lora.adapter_dtype) +
+               ": autocast_adapter_dtype=False leaves the adapters in the model's dtype, here " +
+               dtype_name(t.precision) + " (precision); allowed: fp32" +
+               (t.precision == Dtype::fp16 ? " (the Trainer's GradScaler refuses fp16 trainable parameters)" : ""));
   if (t.bucket_bytes <= 0)
     r.fail("bucket_bytes", "must be positive");
 }
@@ -384,6 +388,10 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   if (t.lora.enabled && t.lora.dropout > 0 && !stack->runs_transformers_modules())
     r.fail("lora", "dropout: PEFT's lora_dropout, on transformers' modules (stack pytorch); training.stack " +
                        stack->name() + " runs its adapters without one");
+  if (t.lora.enabled && t.lora.adapter_dtype != Dtype::fp32 && !stack->runs_transformers_modules())
+    r.fail("lora", "adapter_dtype: PEFT's autocast_adapter_dtype, on transformers' modules (stack pytorch); "
+                   "training.stack " +
+                       stack->name() + " keeps its adapters as its other trained weights");
   if (t.transformers_release && !stack->runs_transformers_modules())
     r.fail("transformers_release",
            "training.transformers_release: the release of transformers' modules: stack pytorch, "

@@ -121,8 +121,15 @@ struct BlockPlan {
   // The kernel whose backward makes the block's first weight gradient (AccumulateGrad
   // allocates .grad then): the block's gradients come then, after the kernels before it
   // (the loss's) have come and gone; -1: as the block's backward starts.
-  int grads_at               = -1;
-  double input_bytes         = 0; // the block's input: what full recompute keeps, what a stage sends
+  int grads_at       = -1;
+  double input_bytes = 0; // the block's input: what full recompute keeps, what a stage sends
+  // torch.utils.checkpoint around an eager layer (full recompute): kernels from
+  // checkpoint_stop on are not rerun (non-reentrant's early stop, once the recompute has
+  // repacked every saved tensor; -1: all are), and checkpoint_output bytes of the rerun
+  // output are held until the block's backward ends (reentrant: the layer's last kernel
+  // reruns, and the nested backward's root is that output).
+  int64_t checkpoint_stop    = -1;
+  double checkpoint_output   = 0;
   double cached_weight_bytes = 0; // copies of the weights the stack keeps beside them (TE's FP8 weights and transposes)
   // Elements of each parameter tensor of params, in the order forward uses them (a stack
   // whose ZeRO-3 gathers parameters one by one fills it; empty: the block gathers whole).

@@ -217,8 +217,12 @@ public:
   }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
-    if (d_.transformers)
-      return with_tensors(hf::model_layer(m, hf::tokens(s), precision(s), l), hf::layer_tensors(m));
+    if (d_.transformers) {
+      BlockPlan b = hf::model_layer(m, hf::tokens(s), precision(s), l);
+      if (s.recompute_layers) // the Trainer's gradient checkpointing, as the release runs it
+        hf::checkpoint_layer(b, hf::reentrant_checkpoint(s.transformers_release));
+      return with_tensors(b, hf::layer_tensors(m));
+    }
     BlockPlan b = transformer_layer_block(m, s, l);
     return with_tensors(b, layer_tensors(m, s, b.params));
   }

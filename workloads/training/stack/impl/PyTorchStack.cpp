@@ -12,6 +12,7 @@
 #include "workloads/training/stack/TrainingStack.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace memwall {
 namespace {
@@ -25,19 +26,27 @@ namespace {
 struct EagerKnobs {
   EagerHost host;
   bool use_cache = true;
-  bool given     = false; // the spec has a `pytorch` section
+  std::optional<bool> use_reentrant; // unset: the transformers release's default
+  bool given = false;                // the spec has a `pytorch` section
 };
 
 EagerKnobs read_knobs(ParamReader& training)
 {
-  ParamReader r = training.section("pytorch", "the eager host's pace and the model's use_cache (training.stack "
-                                              "pytorch)");
+  ParamReader r = training.section(
+      "pytorch",
+      "the eager host's pace, the model's use_cache and gradient checkpointing's use_reentrant (training.stack "
+      "pytorch)");
   EagerKnobs knobs;
-  knobs.given             = training.has("pytorch");
-  knobs.use_cache         = r.flag("use_cache", true,
-                                   "the model config's use_cache: transformers builds a DynamicCache in training too (k and v "
-                                           "copied each layer, in fp32 after rotary embeddings under autocast) unless gradient "
-                                           "checkpointing turns it off; false as a script sets model.config.use_cache = False");
+  knobs.given         = training.has("pytorch");
+  knobs.use_cache     = r.flag("use_cache", true,
+                               "the model config's use_cache: transformers builds a DynamicCache in training too (k and v "
+                                   "copied each layer, in fp32 after rotary embeddings under autocast) unless gradient "
+                                   "checkpointing turns it off; false as a script sets model.config.use_cache = False");
+  knobs.use_reentrant = r.flag_or_unset(
+      "use_reentrant", "the transformers release's: true until 4.57, false from 5.0",
+      "torch.utils.checkpoint's use_reentrant under gradient checkpointing (recompute: full), as "
+      "gradient_checkpointing_kwargs passes it: true reruns each layer whole and holds its rerun output through "
+      "its backward, false stops the rerun after the last op that saves a tensor (before the output's residual add)");
   EagerHost& h            = knobs.host;
   const double unprofiled = 43.1 / 62.0;
   h.forward_s_per_kernel =
@@ -116,8 +125,8 @@ public:
       if (std::find(lora_module_names().begin(), lora_module_names().end(), t) != lora_module_names().end() &&
           std::find(modules.begin(), modules.end(), t) == modules.end())
         refuse("lora", "targets: " + m.name + " has no module '" + t +
-                           "' (PEFT: target modules not found); its "
-                           "projections: " +
+                           "' (every target must name one; PEFT refuses "
+                           "a list none of which match); its projections: " +
                            join(modules) + ", or memwall's groups " + join(lora_target_groups()));
     if (cfg.precision == Dtype::fp8)
       refuse("precision", "fp8 needs Transformer Engine; torch.autocast runs bf16, fp16 or fp32");
@@ -146,7 +155,10 @@ public:
   }
   BlockPlan layer(const ModelSpec& m, const StepShape& s, int64_t l) const override
   {
-    return frozen(hf::model_layer(m, hf::tokens(s), precision_of(s), l), s, true);
+    BlockPlan b = frozen(hf::model_layer(m, hf::tokens(s), precision_of(s), l), s, true);
+    if (s.recompute_layers)
+      hf::checkpoint_layer(b, knobs_.use_reentrant.value_or(hf::reentrant_checkpoint(s.transformers_release)));
+    return b;
   }
   BlockPlan head(const ModelSpec& m, const StepShape& s) const override
   {
