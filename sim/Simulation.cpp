@@ -304,8 +304,9 @@ static RunResult simulate_any(const ExperimentSpec& spec, bool child, const Simu
   // Repeated passes stored once when no output reads each op (unified memory reads
   // every kernel's own tensors).
   OpDag dag = build_workload(spec, how.chains && !how.all_records && !spec.memory.enabled());
-  // Under unified memory the driver, not a framework's allocator, places what the step holds.
-  if (!spec.memory.enabled())
+  // Under unified memory the driver, not a framework's allocator, places what the step
+  // holds, unless only a library's own managed buffers bypass the framework's allocator.
+  if (!spec.memory.enabled() || spec.memory.explicit_through_allocator)
     options.allocator = AllocatorChoice::named(spec.training.allocator.empty() ? spec.training.stack->allocator()
                                                                                : spec.training.allocator);
   RunResult r            = child ? replay_in_child(spec.cluster, dag, options) : replay(spec.cluster, dag, options);

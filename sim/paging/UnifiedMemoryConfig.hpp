@@ -21,6 +21,10 @@ struct UnifiedMemoryConfig {
   // Where weights and optimizer states start: on the GPU as far as they fit, as a previous
   // step left them (warm), or on the host, as just after loading (cold).
   bool warm = true;
+  // The framework's allocator still serves every tensor that is not managed (bitsandbytes'
+  // paged optimizer states beside PyTorch's caching allocator); false: the program
+  // allocates all of it through the driver.
+  bool explicit_through_allocator = false;
 
   double chunk_bytes          = 2.0 * 1024 * 1024; // the driver's root chunk: the unit of residency and eviction
   double big_page_bytes       = 64.0 * 1024;       // a fault migrates its 4 KB page grown to this

@@ -27,6 +27,13 @@ public:
   void alloc(MemCategory c, double bytes, double now, const OpName& op, uint32_t tensor = 0);
   void free(MemCategory c, double bytes, double now, uint32_t tensor = 0);
   double free_bytes() const { return result_.capacity - total_; }
+  // What the device has left: beside its allocator's segments where it has one.
+  double room() const { return result_.capacity - (allocator_ ? held() : total_); }
+  // Bytes an alloc of `bytes` would take from the device now (a new segment, or none).
+  double needs(MemCategory c, double bytes, uint32_t tensor) const
+  {
+    return through_allocator(c, tensor) ? allocator_->needs(bytes) : bytes;
+  }
   double used_bytes() const { return total_; }
   PoolResult take_result() { return std::move(result_); }
 

@@ -114,11 +114,13 @@ void PagingReplay::alloc(OpId id, const Op& op)
     }
     return;
   }
-  // cudaMalloc under memory pressure evicts managed chunks to make room.
-  Migration m = g.memory->make_room(op.bytes, hbm_room(op.pool));
+  // cudaMalloc under memory pressure evicts managed chunks to make room: for the bytes
+  // themselves, or for the new segment a framework's allocator asks for.
+  MemoryPool& pool = pools_.pool(op.pool);
+  Migration m      = g.memory->make_room(pool.needs(op.category, op.bytes, op.tensor), hbm_room(op.pool));
   apply(op.pool, m, op.name);
   start_flow(id, op.pool, false, m.d2h, 1.0 / cfg.migration_efficiency);
-  pools_.pool(op.pool).alloc(op.category, op.bytes, sg4::Engine::get_clock(), op.name);
+  pool.alloc(op.category, op.bytes, sg4::Engine::get_clock(), op.name, op.tensor);
   note_demand(op.pool);
 }
 

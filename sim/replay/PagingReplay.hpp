@@ -61,7 +61,7 @@ private:
   };
 
   GpuPaging& gpu_state(const DeviceRef& gpu);
-  double hbm_room(const DeviceRef& gpu) { return pools_.pool(gpu).free_bytes(); }
+  double hbm_room(const DeviceRef& gpu) { return pools_.pool(gpu).room(); }
   // Applies a Migration to the pools' timelines and the GPU's counters.
   void apply(const DeviceRef& gpu, const Migration& m, const OpName& what);
   void note_demand(const DeviceRef& gpu); // PagingResult::peak_demand_bytes

@@ -197,6 +197,15 @@ ExperimentSpec parse_spec(const std::string& yaml_text, const std::string& file,
   }
   ParamReader training = top.section("training", "one training step: batch, precision, optimizer, parallelism", "");
   spec.training        = read_training_section(training, spec.cluster.total_gpus(), spec.model);
+  if (is_paged(spec.training.optimizer)) {
+    // bitsandbytes' get_paged: the states in cudaMallocManaged memory, each prefetched to
+    // the GPU before its update (prefetch_state); the driver evicts them when HBM runs short.
+    const bool only_states = spec.memory.managed.none();
+    spec.memory.managed.set(static_cast<size_t>(MemCategory::optimizer));
+    spec.memory.explicit_through_allocator = only_states;
+    if (only_states && !memory.has("prefetch"))
+      spec.memory.prefetch = "layer";
+  }
   spec.training.record_tensor_accesses = spec.memory.enabled();
   if (!spec.training.allocator.empty() && !allocator_registry().entries().count(spec.training.allocator))
     training.fail("allocator", "unknown allocator '" + spec.training.allocator + "'; one of: " +

@@ -13,7 +13,8 @@ std::string str(int64_t v) { return std::to_string(v); }
 // The default stack goes unnamed: a line that names none runs Megatron-LM.
 std::string describe_training(const TrainingConfig& t)
 {
-  static const char* optimizers[] = {"adam", "adamw", "adam8bit", "sgd", "adafactor"};
+  static const char* optimizers[] = {
+      "adam", "adamw", "adam8bit", "sgd", "adafactor", "paged_adamw_32bit", "paged_adamw_8bit"};
   static const char* recomputes[] = {"none", "selective", "full"};
   static const char* targets[]    = {"none", "cpu", "nvme"};
   std::string s =

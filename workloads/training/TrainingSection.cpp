@@ -341,14 +341,19 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
   std::string p     = r.choice("precision", "bf16", {"fp32", "bf16", "fp16", "fp8"},
                                "compute precision; bf16/fp16/fp8 keep fp32 master weights (fp8: bf16 weights, fp8 GEMMs)");
   t.precision       = *dtype_from_name(p);
-  std::string o     = r.choice("optimizer", "adam", {"adam", "adamw", "adam8bit", "sgd", "adafactor"},
+  std::string o     = r.choice("optimizer", "adam",
+                               {"adam", "adamw", "adam8bit", "sgd", "adafactor", "paged_adamw_32bit", "paged_adamw_8bit"},
                                "adam or adamw (2 fp32 states; adamw's decoupled weight decay costs the same), adam8bit (2 "
-                                   "one-byte states), sgd with momentum, adafactor (factored)");
-  t.optimizer       = o == "adam"       ? Optimizer::adam
-                      : o == "adamw"    ? Optimizer::adamw
-                      : o == "adam8bit" ? Optimizer::adam8bit
-                      : o == "sgd"      ? Optimizer::sgd
-                                        : Optimizer::adafactor;
+                                   "one-byte states), sgd with momentum, adafactor (factored); paged_adamw_32bit and "
+                                   "paged_adamw_8bit are bitsandbytes' paged AdamW (stack pytorch): its states in CUDA "
+                                   "managed memory, which the driver evicts to the host when HBM runs short");
+  t.optimizer       = o == "adam"                ? Optimizer::adam
+                      : o == "adamw"             ? Optimizer::adamw
+                      : o == "adam8bit"          ? Optimizer::adam8bit
+                      : o == "sgd"               ? Optimizer::sgd
+                      : o == "paged_adamw_32bit" ? Optimizer::paged_adamw_32bit
+                      : o == "paged_adamw_8bit"  ? Optimizer::paged_adamw_8bit
+                                                 : Optimizer::adafactor;
   t.flash_attention = r.flag("flash_attention", t.flash_attention,
                              "fused attention; off stores the s x s scores, softmax and dropout mask");
   t.bucket_bytes = r.quantity("bucket_bytes", QuantityKind::bytes, t.bucket_bytes, "gradient bucket size (DDP, ZeRO)");
@@ -385,6 +390,10 @@ TrainingConfig read_training_section(ParamReader& r, int64_t gpus, const ModelSp
         std::find(lora_module_names().begin(), lora_module_names().end(), target) != lora_module_names().end())
       r.fail("lora", "targets: '" + target + "' names a transformers module; training.stack " + stack->name() +
                          " adapts memwall's groups: " + join(lora_target_groups()));
+  if (is_paged(t.optimizer) && !stack->runs_paged_optimizers())
+    r.fail("optimizer",
+           "training.stack " + stack->name() +
+               " does not run bitsandbytes' paged optimizers (stack pytorch does, as the Trainer's optim)");
   if (t.lora.enabled && t.lora.dropout > 0 && !stack->runs_transformers_modules())
     r.fail("lora", "dropout: PEFT's lora_dropout, on transformers' modules (stack pytorch); training.stack " +
                        stack->name() + " runs its adapters without one");

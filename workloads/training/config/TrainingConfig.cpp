@@ -79,7 +79,9 @@ double optimizer_flops_per_param(Optimizer o)
   switch (o) {
     case Optimizer::adam:
     case Optimizer::adamw:
-    case Optimizer::adam8bit: return 12.0;
+    case Optimizer::adam8bit:
+    case Optimizer::paged_adamw_32bit:
+    case Optimizer::paged_adamw_8bit: return 12.0;
     case Optimizer::sgd: return 4.0;
     case Optimizer::adafactor: return 10.0;
   }

@@ -16,7 +16,10 @@
 
 namespace memwall {
 
-enum class Optimizer { adam, adamw, adam8bit, sgd, adafactor };
+enum class Optimizer { adam, adamw, adam8bit, sgd, adafactor, paged_adamw_32bit, paged_adamw_8bit };
+// bitsandbytes' paged AdamW (the Trainer's optim="paged_adamw_32bit" / "paged_adamw_8bit"):
+// its states in CUDA managed memory, prefetched to the GPU before each update.
+inline bool is_paged(Optimizer o) { return o == Optimizer::paged_adamw_32bit || o == Optimizer::paged_adamw_8bit; }
 // FLOPs an optimizer's update spends per parameter: Adam's moments, bias correction and
 // update 12; SGD with momentum 4; Adafactor's factored moments 10.
 double optimizer_flops_per_param(Optimizer o);

@@ -59,6 +59,8 @@ ModelStateBytes master_weight_state_bytes(const TrainingConfig& cfg, const Model
     case Optimizer::adamw: states = 8.0; break;
     case Optimizer::adam8bit: states = 2.0; break;
     case Optimizer::sgd: states = 4.0; break;
+    case Optimizer::paged_adamw_32bit: // bitsandbytes' (stack pytorch; other stacks refuse them)
+    case Optimizer::paged_adamw_8bit: states = 0.0; break;
     case Optimizer::adafactor: states = 8.0 / static_cast<double>(m.hidden); break;
   }
   b.optimizer = states + (cfg.mixed_precision() ? 4.0 : 0.0);

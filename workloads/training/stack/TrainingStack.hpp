@@ -100,6 +100,8 @@ public:
   virtual void check(ParamReader&, const TrainingConfig&, const ModelSpec&) const {}
   // The stack's own defaults for the keys a spec leaves out (ParamReader::has tells).
   virtual void adjust(const ParamReader&, TrainingConfig&) const {}
+  // Whether the stack runs bitsandbytes' paged optimizers (training.optimizer paged_*).
+  virtual bool runs_paged_optimizers() const { return false; }
   // The kernels of one rank's blocks in forward order (BlockKernels.hpp): what each
   // launches forward and backward, its bytes and FLOPs, and what it keeps for backward.
   virtual BlockPlan embedding(const ModelSpec& m, const StepShape& s) const                = 0;

@@ -84,6 +84,7 @@ public:
   }
 
   bool runs_liger(const ModelSpec& m) const override { return hf::liger_refusal(m).empty(); }
+  bool runs_paged_optimizers() const override { return true; }
   bool runs_transformers_modules() const override { return true; }
 
   // PEFT's adapters on the projections HfModules names (lora_target): the Llama family's,
@@ -133,9 +134,10 @@ public:
     if (!cfg.flash_attention)
       refuse("flash_attention", "attn_implementation eager is modelled only where transformers forces it (gpt-oss's "
                                 "sinks); SDPA (flash_attention: true) is transformers' default");
-    if (cfg.optimizer != Optimizer::adam && cfg.optimizer != Optimizer::adamw && cfg.optimizer != Optimizer::adam8bit)
+    if (cfg.optimizer != Optimizer::adam && cfg.optimizer != Optimizer::adamw && cfg.optimizer != Optimizer::adam8bit &&
+        !is_paged(cfg.optimizer))
       refuse("optimizer", "the stack runs torch.optim.AdamW(fused=True) (optimizer adam or adamw) or bitsandbytes' "
-                          "AdamW8bit (adam8bit)");
+                          "AdamW8bit (adam8bit) and paged AdamW (paged_adamw_32bit, paged_adamw_8bit)");
     if (cfg.liger_kernel && !hf::liger_refusal(m).empty())
       r.fail("liger_kernel", "training.liger_kernel: " + hf::liger_refusal(m));
     if (hf::architecture(m) == hf::Arch::none)
@@ -149,7 +151,7 @@ public:
     // Under bitsandbytes' 8-bit AdamW the Trainer registers every nn.Embedding's weight
     // for 32-bit states (create_optimizer: GlobalOptimManager.register_module_override
     // with optim_bits 32): exp_avg and exp_avg_sq in fp32 for the token table.
-    if (s.optimizer == Optimizer::adam8bit && b.params > 0)
+    if ((s.optimizer == Optimizer::adam8bit || s.optimizer == Optimizer::paged_adamw_8bit) && b.params > 0)
       b.optimizer_bytes = b.params * 8;
     return b;
   }
@@ -172,9 +174,13 @@ public:
     // get_peft_model was told autocast_adapter_dtype=False.
     b.weights   = cfg.lora.enabled ? dtype_bytes(cfg.lora.adapter_dtype) : 4;
     b.gradients = b.weights;
-    // exp_avg and exp_avg_sq in the parameters' dtype; bitsandbytes' AdamW8bit keeps each
-    // in 8 bits with an fp32 absmax per 256 (2.03 B).
-    b.optimizer = cfg.optimizer == Optimizer::adam8bit ? 2 * (1 + 4.0 / 256) : 2 * b.weights;
+    // exp_avg and exp_avg_sq in the parameters' dtype; bitsandbytes' 8-bit AdamW keeps each
+    // in 8 bits with an fp32 absmax per 256 (2.03 B), its 32-bit one in fp32 whatever the
+    // parameters' dtype (Optimizer2State.init_state).
+    b.optimizer = cfg.optimizer == Optimizer::adam8bit || cfg.optimizer == Optimizer::paged_adamw_8bit
+                      ? 2 * (1 + 4.0 / 256)
+                  : cfg.optimizer == Optimizer::paged_adamw_32bit ? 8
+                                                                  : 2 * b.weights;
     return b;
   }
 
