@@ -234,8 +234,11 @@ ReplayedStep replay_step(const ExperimentSpec& spec)
   if (!spec.traces.empty())
     throw InputError(spec.file + ": this spec replays a trace already; export a training spec");
   if (spec.memory.enabled())
-    throw InputError(spec.file + ": the memory section (unified memory) is not exported (yet): its tensor "
-                                 "accesses have no place in a trace");
+    throw InputError(
+        spec.file +
+        (spec.memory.explicit_through_allocator ? ": training.optimizer (a paged one)" : ": the memory section") +
+        " puts tensors in unified memory, which is not exported (yet): their accesses have no place in a "
+        "trace");
   ReplayOptions options;
   options.collective_algorithm = spec.collective_algorithm;
   ReplayedStep s{build_workload(spec, /*chains=*/false), {}};

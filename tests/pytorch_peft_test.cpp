@@ -143,7 +143,7 @@ TEST_CASE("qlora_fits_the_longest_sequences_hugging_face_trained_before_running_
   // Unsloth's README (commit e3162dc5): QLoRA of rank 32 on all linear layers, one
   // sequence, Hugging Face + FA2 trained Llama 3.3 70B up to 6,916 tokens on an 80 GB A100
   // and Llama 3.1 8B up to 5,789 tokens on 24 GB. memwall fits both, within 15 % of the
-  // card (its own limits are 8,060 and 6,566 tokens, with transformers 5's loss or 4.47's),
+  // card (its own limits are 8,064 and 6,581 tokens, with transformers 5's loss or 4.47's),
   // and a sequence a third longer runs out of memory.
   struct Case {
     const char *node, *model;

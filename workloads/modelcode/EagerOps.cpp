@@ -34,6 +34,8 @@ void EagerOps::op(const std::vector<EagerKernel>& forward, const std::vector<Eag
   }
   // Held from before the op's forward until its last backward kernel has run: on its
   // first entry, which the reverse walk reaches last.
+  for (size_t i = first; i < out_.size(); ++i)
+    out_[i].op_first = static_cast<int>(first);
   if (saved > 0 && out_.size() > first) {
     out_[first].saved_bytes    = saved;
     out_[first].saved_category = category;
@@ -77,6 +79,7 @@ KernelPlan& EagerOps::push_gemm(const std::string& name, double tokens, double i
   k.bwd_bytes =
       (tokens * out + in * out + tokens * in) * e + (weight_grad ? (tokens * out + tokens * in + in * out) * e : 0.0);
   k.saved_bytes = saved;
+  k.op_first    = static_cast<int>(out_.size());
   out_.push_back(k);
   return out_.back();
 }
@@ -133,6 +136,8 @@ void EagerOps::attention(const std::string& name, double flops, double bytes, do
   k.bwd_bytes       = 2 * bytes;
   out_.push_back(k);
   helpers(backward_before);
+  for (size_t i = first; i < out_.size(); ++i)
+    out_[i].op_first = static_cast<int>(first);
   out_[first].saved_bytes = saved; // freed once the last helper has run
   added(first, out_.size() - 1);
 }

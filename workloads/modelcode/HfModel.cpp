@@ -1,5 +1,7 @@
 #include "workloads/modelcode/HfModel.hpp"
 
+#include <algorithm>
+
 namespace memwall::hf {
 
 namespace {
@@ -79,11 +81,22 @@ void checkpoint_layer(BlockPlan& b, bool reentrant)
     b.checkpoint_output = b.input_bytes;
     return;
   }
-  int64_t stop = 0;
-  for (size_t i = 0; i + 1 < b.kernels.size(); ++i) {
+  // An op packs when it keeps bytes (on whichever of its entries) or runs a GEMM that saves
+  // its weight; the rerun goes on to that op's last entry. The last op, the residual add
+  // that makes the output, is not one: its bytes are the next layer's norm's.
+  const size_t n = b.kernels.size();
+  auto op_of     = [&](size_t i) { return b.kernels[i].op_first >= 0 ? b.kernels[i].op_first : static_cast<int>(i); };
+  const int last = n > 0 ? op_of(n - 1) : 0;
+  int64_t stop   = 0;
+  for (size_t i = 0; i < n && op_of(i) != last; ++i) {
     const KernelPlan& k = b.kernels[i];
-    if (k.runs(true) && (k.kclass == KernelClass::gemm || k.saved_bytes > 0))
-      stop = static_cast<int64_t>(i) + 1;
+    const bool packs    = k.saved_bytes > 0 || (k.kclass == KernelClass::gemm && k.runs(true) && !k.packs_nothing);
+    if (!packs)
+      continue;
+    size_t end = i + 1;
+    while (end < n && op_of(end) == op_of(i))
+      ++end;
+    stop = std::max<int64_t>(stop, static_cast<int64_t>(end));
   }
   b.checkpoint_stop = stop;
 }

@@ -83,7 +83,8 @@ void peft_linear(EagerOps& ops, const std::string& name, double T, double in, do
   if (!nf4 && p.autocast())
     ops.op({cast_kernel(name + ".cast_frozen_weight", W, p.param, c)}, {}, W * c, MemCategory::weights);
   ops.gemm(name, T, in, out, p.compute_dtype, false);
-  const bool cast_back = nf4 && p.autocast() && cast_input; // out.to(inp_dtype): an fp32 input's
+  ops.back().packs_nothing = nf4;                               // MatMul4Bit keeps its weight in ctx.tensors
+  const bool cast_back     = nf4 && p.autocast() && cast_input; // out.to(inp_dtype): an fp32 input's
   if (nf4)
     ops.op({}, dequantize(name + ".bwd"));
   if (cast_back)

@@ -197,8 +197,11 @@ void BlockPasses::recompute(int b, int64_t mb, OpId params)
     // What backward needs of this kernel and forward did not keep comes back now; a
     // reentrant checkpoint's output (the last kernel's) stays until the block's backward
     // ends, as kernel 0's second tensor (its backward runs last).
-    const bool output = checkpoints && i + 1 == n && blk.plan.checkpoint_output > 0;
-    double back       = output ? blk.plan.checkpoint_output : policy.regenerated(blk.plan, k);
+    const bool held   = checkpoints && blk.plan.checkpoint_output > 0;
+    const bool output = held && i + 1 == n;
+    // The last op's own bytes stand for the next layer's norm keeping this output.
+    const bool last_op = held && k.op_first >= 0 && k.op_first == blk.plan.kernels.back().op_first;
+    double back        = output ? blk.plan.checkpoint_output : last_op ? 0.0 : policy.regenerated(blk.plan, k);
     if (back > 0) {
       Tensor t = step_.dag.alloc(s.gpu, StreamKind::compute, s.gpu, k.saved_category, back, name(b, i, Role::rc_saved));
       if (output)

@@ -75,6 +75,11 @@ struct KernelPlan {
   // Runs forward only in the step's first micro-batch, and not when recomputed
   // (Transformer Engine's FP8 weight casts, cached for the step's other micro-batches).
   bool first_micro_batch_only = false;
+  // An eager op's entries (EagerOps): the index of its first in the block (-1: an entry of
+  // its own), and whether the op saves nothing a checkpoint packs though it keeps what it
+  // needs (bitsandbytes' MatMul4Bit: ctx attributes, not saved tensors).
+  int op_first       = -1;
+  bool packs_nothing = false;
   // Bytes its forward allocates that live until the model's forward returns, held by
   // nothing autograd keeps (transformers' DynamicCache in training: fp32 copies of k and v):
   // freed when the model's forward (the GPU's part of it) has run its last block.
