@@ -74,6 +74,12 @@ const std::vector<std::string>& lora_module_names()
   return names;
 }
 
+bool is_lora_module_name(const std::string& target)
+{
+  const auto& names = lora_module_names();
+  return std::find(names.begin(), names.end(), target) != names.end();
+}
+
 double optimizer_flops_per_param(Optimizer o)
 {
   switch (o) {

@@ -47,6 +47,7 @@ struct LoraConfig {
 // The targets a LoRA section may name: the groups, then transformers' module names.
 const std::vector<std::string>& lora_target_groups();
 const std::vector<std::string>& lora_module_names();
+bool is_lora_module_name(const std::string& target);
 
 // The implementations a spec picks, configured (TrainingSection makes them; their
 // interfaces live in the concern folders above this one).

@@ -30,6 +30,9 @@ struct EagerKnobs {
   bool given = false;                // the spec has a `pytorch` section
 };
 
+// bitsandbytes' 8-bit AdamW, paged or not.
+bool eight_bit(Optimizer o) { return o == Optimizer::adam8bit || o == Optimizer::paged_adamw_8bit; }
+
 EagerKnobs read_knobs(ParamReader& training)
 {
   ParamReader r = training.section(
@@ -123,8 +126,7 @@ public:
              "PEFT's LoRA is modelled for the Llama-family, Phi-3 and Gemma layers so far (" + m.name + " is not one)");
     const std::vector<std::string> modules = hf::lora_modules(hf::architecture(m));
     for (const std::string& t : cfg.lora.enabled ? cfg.lora.targets : std::vector<std::string>{})
-      if (std::find(lora_module_names().begin(), lora_module_names().end(), t) != lora_module_names().end() &&
-          std::find(modules.begin(), modules.end(), t) == modules.end())
+      if (is_lora_module_name(t) && std::find(modules.begin(), modules.end(), t) == modules.end())
         refuse("lora", "targets: " + m.name + " has no module '" + t +
                            "' (every target must name one; PEFT refuses "
                            "a list none of which match); its projections: " +
@@ -151,7 +153,7 @@ public:
     // Under bitsandbytes' 8-bit AdamW the Trainer registers every nn.Embedding's weight
     // for 32-bit states (create_optimizer: GlobalOptimManager.register_module_override
     // with optim_bits 32): exp_avg and exp_avg_sq in fp32 for the token table.
-    if ((s.optimizer == Optimizer::adam8bit || s.optimizer == Optimizer::paged_adamw_8bit) && b.params > 0)
+    if (eight_bit(s.optimizer) && b.params > 0)
       b.optimizer_bytes = b.params * 8;
     return b;
   }
@@ -177,8 +179,7 @@ public:
     // exp_avg and exp_avg_sq in the parameters' dtype; bitsandbytes' 8-bit AdamW keeps each
     // in 8 bits with an fp32 absmax per 256 (2.03 B), its 32-bit one in fp32 whatever the
     // parameters' dtype (Optimizer2State.init_state).
-    b.optimizer = cfg.optimizer == Optimizer::adam8bit || cfg.optimizer == Optimizer::paged_adamw_8bit
-                      ? 2 * (1 + 4.0 / 256)
+    b.optimizer = eight_bit(cfg.optimizer)                        ? 2 * (1 + 4.0 / 256)
                   : cfg.optimizer == Optimizer::paged_adamw_32bit ? 8
                                                                   : 2 * b.weights;
     return b;
